@@ -1,0 +1,105 @@
+"""The Model protocol: what the agent loop needs from any model, scripted or real.
+
+A model streams events for one assistant message. `BlockComplete` is emitted as soon as a
+content block is whole, so the loop can hand a finished tool_use block to the executor while
+the rest of the message is still streaming (what Claude Code's streaming executor does). The
+message ends with exactly one `MessageComplete`, whose `content` is authoritative for history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "Model",
+    "ModelRequest",
+    "ModelEvent",
+    "TextDelta",
+    "ThinkingDelta",
+    "BlockComplete",
+    "MessageComplete",
+    "Usage",
+    "ModelError",
+]
+
+
+@dataclass(kw_only=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    def __iadd__(self, other: Usage) -> Usage:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        return self
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens of prompt the model saw for one request (fresh, cached and cache-written)."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    system: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta:
+    text: str
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkingDelta:
+    text: str
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockComplete:
+    """A whole content block (text, thinking, tool_use...) in Anthropic format."""
+
+    block: dict[str, Any]
+    index: int
+    type: Literal["block_complete"] = "block_complete"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageComplete:
+    content: list[dict[str, Any]]
+    stop_reason: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    type: Literal["message_complete"] = "message_complete"
+
+
+ModelEvent = TextDelta | ThinkingDelta | BlockComplete | MessageComplete
+
+
+class ModelError(Exception):
+    """A model request failed for good (after the client's own retries).
+
+    `kind` is a closed set the UI can explain: "authentication", "not_found", "overloaded",
+    "rate_limit", "context_too_long", "invalid_request", "connection", "missing_key", "other".
+    """
+
+    def __init__(self, message: str, *, kind: str = "other") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@runtime_checkable
+class Model(Protocol):
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Yield the events of one assistant message; raise ModelError on final failure."""
+        ...

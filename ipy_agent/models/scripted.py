@@ -1,0 +1,116 @@
+"""ScriptedModel: an offline model that replays turns, for tests, examples and teaching.
+
+It speaks the same protocol as the Anthropic client, so everything the loop does with a real
+model (streaming text, handing each finished tool_use block to the executor early) can be shown
+and tested without network or key. Block timing can be simulated: a block may carry a
+`"_delay"` (seconds before it completes), which is removed before it enters the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+from .base import BlockComplete, MessageComplete, ModelRequest, ModelEvent, TextDelta, Usage
+
+__all__ = ["ScriptedModel"]
+
+Turn = str | list[dict[str, Any]] | Callable[[list[dict[str, Any]]], Any]
+
+_FINAL_TEXT = "(The scripted model has no more turns.)"
+
+
+class ScriptedModel:
+    """Replays `turns` in order, one per request.
+
+    Each turn is a list of content blocks in Anthropic format, a plain string (one text block),
+    or a callable that receives the conversation so far and returns either. When the turns run
+    out, it ends the turn with a short text. Every request is kept in `requests` (system,
+    messages, tools) so tests can assert what the model was shown.
+    """
+
+    def __init__(
+        self,
+        turns: list[Turn] | None = None,
+        *,
+        name: str = "scripted",
+        block_delay: float = 0.0,
+        chunk_size: int = 40,
+    ) -> None:
+        self.turns: list[Turn] = list(turns or [])
+        self.name = name
+        self.block_delay = block_delay
+        self.chunk_size = chunk_size
+        self.requests: list[dict[str, Any]] = []
+        # Per-block completion times (loop clock), for tests and the streaming bench.
+        self.block_times: list[tuple[str, float]] = []
+        self._next = 0
+        self._ids = 0
+
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedModel:
+        """Load `{"turns": [turn, ...]}` from JSON; each turn a string or a list of blocks."""
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"transcript {str(p)!r} does not exist") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"transcript {str(p)!r} is not valid JSON: {e}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
+            raise ValueError(f'transcript {str(p)!r} must be an object {{"turns": [...]}}')
+        for i, turn in enumerate(data["turns"]):
+            if not isinstance(turn, (str, list)):
+                raise ValueError(f"transcript {str(p)!r}: turn {i} must be a string or a list of blocks")
+        return cls(data["turns"], name=kwargs.pop("name", f"scripted:{p.name}"), **kwargs)
+
+    @property
+    def remaining(self) -> int:
+        return max(0, len(self.turns) - self._next)
+
+    def _take_turn(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._next >= len(self.turns):
+            return [{"type": "text", "text": _FINAL_TEXT}]
+        turn = self.turns[self._next]
+        self._next += 1
+        if callable(turn):
+            turn = turn(copy.deepcopy(messages))
+        if isinstance(turn, str):
+            return [{"type": "text", "text": turn}]
+        if not isinstance(turn, list):
+            raise TypeError(f"scripted turn {self._next - 1} must be a string or a list of blocks, not {type(turn).__name__}")
+        return [dict(b) for b in turn]
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(
+            {"system": request.system, "messages": copy.deepcopy(request.messages), "tools": copy.deepcopy(request.tools)}
+        )
+        blocks = self._take_turn(request.messages)
+        loop = asyncio.get_running_loop()
+        content: list[dict[str, Any]] = []
+        for index, block in enumerate(blocks):
+            delay = block.pop("_delay", self.block_delay)
+            if block.get("type") == "tool_use" and not block.get("id"):
+                self._ids += 1
+                block["id"] = f"toolu_scripted_{self._ids:04d}"
+            if block.get("type") == "tool_use":
+                block.setdefault("input", {})
+            if block.get("type") == "text":
+                text = str(block.get("text", ""))
+                step = max(1, self.chunk_size)
+                for start in range(0, len(text), step):
+                    yield TextDelta(text=text[start : start + step])
+            if delay:
+                await asyncio.sleep(delay)
+            else:
+                await asyncio.sleep(0)
+            content.append(block)
+            self.block_times.append((str(block.get("id") or block.get("type")), loop.time()))
+            yield BlockComplete(block=copy.deepcopy(block), index=index)
+        stop = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
+        chars = sum(len(json.dumps(m)) for m in request.messages) + len(request.system)
+        usage = Usage(input_tokens=chars // 4, output_tokens=max(1, len(json.dumps(content)) // 4))
+        yield MessageComplete(content=content, stop_reason=stop, usage=usage, model=self.name)

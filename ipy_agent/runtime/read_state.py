@@ -1,0 +1,137 @@
+"""What the agent has read, at which version: the basis of edit-before-read.
+
+Edit, Write (on an existing file) and NotebookEdit refuse a target that was not read, or that
+changed since it was read. "Changed" is decided by content, not by modification time: a
+formatter or a `touch` that leaves the bytes alone is not a change (Claude Code users suffer
+false "modified since read" errors from mtime checks). Keys are absolute file paths, or
+`cell_key(notebook, cell_id)` for cells of a live notebook.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+__all__ = ["ReadEntry", "ReadState", "content_hash", "cell_key"]
+
+
+def content_hash(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+def cell_key(notebook: str | Path, cell_id: str) -> str:
+    return f"cell:{notebook}#{cell_id}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadEntry:
+    key: str
+    # Hash of the whole content when known. A ranged read of a huge file does not hash the
+    # whole file; size and mtime stand in for the content then.
+    content_hash: str | None
+    size: int | None = None
+    mtime_ns: int | None = None
+    offset: int | None = None
+    limit: int | None = None
+    source: str = "read"  # "read", or the tool that last wrote it
+    at: float = 0.0
+
+    @property
+    def partial(self) -> bool:
+        return self.offset is not None or self.limit is not None
+
+
+class ReadState:
+    """Per-conversation record of reads and writes, keyed by absolute path or cell key."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, ReadEntry] = {}
+
+    # --- recording ---------------------------------------------------------------------
+    def record(
+        self,
+        key: str | Path,
+        *,
+        content: bytes | str | None = None,
+        digest: str | None = None,
+        size: int | None = None,
+        mtime_ns: int | None = None,
+        offset: int | None = None,
+        limit: int | None = None,
+        source: str = "read",
+    ) -> ReadEntry:
+        k = str(key)
+        if content is not None:
+            digest = content_hash(content)
+            if size is None:
+                size = len(content.encode("utf-8") if isinstance(content, str) else content)
+        if mtime_ns is None and not k.startswith("cell:"):
+            mtime_ns, size = _stat(k, size)
+        entry = ReadEntry(
+            key=k, content_hash=digest, size=size, mtime_ns=mtime_ns, offset=offset, limit=limit,
+            source=source, at=time.time(),
+        )
+        self._entries[k] = entry
+        return entry
+
+    def record_write(self, key: str | Path, content: bytes | str, *, source: str) -> ReadEntry:
+        """After a successful write the agent knows the whole new content."""
+        return self.record(key, content=content, source=source)
+
+    def forget(self, key: str | Path) -> None:
+        self._entries.pop(str(key), None)
+
+    # --- queries -----------------------------------------------------------------------
+    def get(self, key: str | Path) -> ReadEntry | None:
+        return self._entries.get(str(key))
+
+    def __contains__(self, key: object) -> bool:
+        return str(key) in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def entries(self) -> list[ReadEntry]:
+        return list(self._entries.values())
+
+    def check_fresh(self, key: str | Path, current: bytes | str | None, *, what: str = "File") -> str | None:
+        """None if `key` was read and its content is unchanged; otherwise the message to return.
+
+        `current` is the content now (None when it no longer exists). The messages say what to
+        do next, because the model reads them.
+        """
+        entry = self.get(key)
+        if entry is None:
+            return f"{what} has not been read yet. Read it first, then retry the edit, so the change is made against its current content."
+        if current is None:
+            return f"{what} no longer exists; it was deleted or moved after you read it. Check the path, and Read it again if it moved."
+        if entry.content_hash is not None:
+            if content_hash(current) == entry.content_hash:
+                return None
+        else:
+            size = len(current.encode("utf-8") if isinstance(current, str) else current)
+            mtime_ns, _ = _stat(str(key), None)
+            if size == entry.size and mtime_ns == entry.mtime_ns:
+                return None
+        return f"{what} has changed since you read it (edited by the person, a formatter or another tool). Read it again, then redo the edit against the new content."
+
+    def touch(self, key: str | Path, **changes: object) -> None:
+        entry = self.get(key)
+        if entry is not None:
+            self._entries[str(key)] = replace(entry, **changes)  # type: ignore[arg-type]
+
+    def to_json(self) -> list[dict[str, object]]:
+        return [e.__dict__.copy() for e in self._entries.values()]
+
+
+def _stat(path: str, size: int | None) -> tuple[int | None, int | None]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None, size
+    return st.st_mtime_ns, size if size is not None else st.st_size

@@ -1,0 +1,429 @@
+"""The tool contract: what a tool is, and `build_tool()` which fills fail-closed defaults.
+
+A tool is three groups of members (DESIGN.md, "The tool contract"): what the model sees (name,
+input schema, description), what the runtime consults before running it (validation,
+permissions, safety flags), and how its natural output becomes a `tool_result` block for the
+model and a compact line for the person. Safety flags are functions of the parsed input; when one
+raises, the caller gets the unsafe answer, because a runtime that guesses "safe" on a bug runs
+things in parallel or without a prompt that it should not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from .read_state import ReadState
+
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "PermissionCheck",
+    "PermissionPreview",
+    "RuleSubject",
+    "build_tool",
+    "maybe_await",
+    "text_of",
+]
+
+Flag = bool | Callable[[Any], bool]
+ToolKind = Literal["read", "edit", "execute", "other"]
+
+
+class ToolError(Exception):
+    """Raised by a tool to tell the model something went wrong, in words it can act on.
+
+    The message becomes the text of an `is_error` tool_result. Any other exception from a tool is
+    also reported to the model, prefixed with its type, since it usually means a bug or an
+    environment problem the model cannot fix by itself.
+    """
+
+
+@dataclass(kw_only=True)
+class ToolContext:
+    """What a tool may know about the run it is part of. One per call (`tool_use_id` differs)."""
+
+    cwd: Path
+    read_state: ReadState
+    working_dirs: tuple[Path, ...] = ()
+    spill_dir: Path | None = None
+    permission_mode: str = "default"
+    tool_use_id: str | None = None
+    # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd here).
+    session: dict[str, Any] = field(default_factory=dict)
+    # The live notebook bridge, when a front end is connected; None otherwise.
+    notebook: Any = None
+    simple: bool = False
+
+    def resolve(self, path: str | Path) -> Path:
+        """An absolute, normalised path: relative paths resolve against cwd, `~` expands."""
+        p = Path(path).expanduser()
+        if not p.is_absolute():
+            p = self.cwd / p
+        return Path(_normpath(p))
+
+    def all_dirs(self) -> tuple[Path, ...]:
+        return (self.cwd, *self.working_dirs)
+
+    def is_inside_working_dirs(self, path: str | Path) -> bool:
+        target = self.resolve(path)
+        return any(_is_relative_to(target, d) for d in self.all_dirs())
+
+    def is_readable_without_prompt(self, path: str | Path) -> bool:
+        """Inside the working directories, or inside this conversation's spilled results."""
+        if self.is_inside_working_dirs(path):
+            return True
+        return self.spill_dir is not None and _is_relative_to(self.resolve(path), self.spill_dir)
+
+    def display_path(self, path: str | Path) -> str:
+        """A path as the person would like to read it: relative to cwd when it is inside."""
+        p = self.resolve(path)
+        try:
+            return str(p.relative_to(self.cwd))
+        except ValueError:
+            return str(p)
+
+
+def _normpath(p: Path) -> str:
+    import os
+
+    return os.path.normpath(str(p))
+
+
+def _is_relative_to(path: Path, base: Path) -> bool:
+    try:
+        path.relative_to(Path(_normpath(base)))
+        return True
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleSubject:
+    """What a `Tool(specifier)` rule is matched against for one call.
+
+    kind "command": the specifier is a command prefix (Bash). kind "path": a gitignore pattern.
+    kind "value": the specifier must equal `value` or be a `*`-glob of it (custom tools).
+    """
+
+    kind: Literal["command", "path", "value"]
+    value: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PermissionCheck:
+    """A tool's own opinion on one call, consulted beside the general rules.
+
+    `behavior` "passthrough" means no opinion. "deny" is final; "ask" forces a prompt even where
+    the mode would let the call pass; "allow" lets it pass unless a rule says otherwise.
+    """
+
+    behavior: Literal["allow", "ask", "deny", "passthrough"] = "passthrough"
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PermissionPreview:
+    """What the approval prompt shows before anything happens: a diff, a command, a warning."""
+
+    title: str = ""
+    diff: str | None = None
+    added: int = 0
+    removed: int = 0
+    command: str | None = None
+    description: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+MaybeAwaitable = Any
+
+
+async def maybe_await(value: MaybeAwaitable) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def text_of(output: Any) -> str:
+    """The default way any natural output becomes text for the model."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseModel):
+        return output.model_dump_json(indent=2)
+    if isinstance(output, (dict, list, tuple)):
+        import json
+
+        try:
+            return json.dumps(output, indent=2, default=str, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return repr(output)
+    return str(output)
+
+
+def _flag(value: Flag, name: str) -> Callable[[Any], bool]:
+    if callable(value):
+        return value
+    if isinstance(value, bool):
+        return lambda _inp, _v=value: _v
+    raise TypeError(f"{name} must be a bool or a function of the parsed input, not {value!r}")
+
+
+class Tool:
+    """A tool as the runtime sees it. Build one with `build_tool()` or subclass it.
+
+    Subclasses override what they need; every default fails closed (not read-only, not
+    concurrency-safe), and every flag accessor turns an exception into the unsafe answer.
+    """
+
+    name: str = ""
+    input_model: type[BaseModel]
+    max_result_chars: int = 50_000
+    # Which rule names govern this tool: Write and NotebookEdit answer to Edit(...) rules.
+    rule_names: tuple[str, ...] = ()
+    kind: ToolKind = "other"
+    user_facing_name: str = ""
+
+    # --- model-facing -------------------------------------------------------------------
+    def description(self, ctx: ToolContext) -> str:
+        raise NotImplementedError
+
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        return schema
+
+    def to_api(self, ctx: ToolContext) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description(ctx), "input_schema": self.input_schema()}
+
+    # --- runtime control ---------------------------------------------------------------
+    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+        """None when the call may go ahead, or a message the model can act on."""
+        return None
+
+    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+        return PermissionCheck()
+
+    def _read_only(self, inp: Any) -> bool:
+        return False
+
+    def _concurrency_safe(self, inp: Any) -> bool:
+        return False
+
+    def _destructive(self, inp: Any) -> bool:
+        return False
+
+    def _enabled(self, ctx: ToolContext) -> bool:
+        return True
+
+    def is_read_only(self, inp: Any) -> bool:
+        try:
+            return bool(self._read_only(inp))
+        except Exception:
+            return False
+
+    def is_concurrency_safe(self, inp: Any) -> bool:
+        try:
+            return bool(self._concurrency_safe(inp))
+        except Exception:
+            return False
+
+    def is_destructive(self, inp: Any) -> bool:
+        # Unsafe here means "yes, destructive": the prompt then warns rather than reassures.
+        try:
+            return bool(self._destructive(inp))
+        except Exception:
+            return True
+
+    def is_enabled(self, ctx: ToolContext) -> bool:
+        try:
+            return bool(self._enabled(ctx))
+        except Exception:
+            return False
+
+    def cancels_siblings_on_error(self, inp: Any) -> bool:
+        """Whether an error from this call cancels the calls after it in the same message."""
+        return False
+
+    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+        """What `Tool(specifier)` rules match for this call; None: only whole-tool rules apply."""
+        return None
+
+    def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
+        """The rule an "always allow" answer adds. Default: the whole tool."""
+        return self.name
+
+    async def preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
+        """What the approval prompt shows; computed before anything is written."""
+        return None
+
+    # --- execution and results -----------------------------------------------------------
+    async def call(self, inp: Any, ctx: ToolContext) -> Any:
+        raise NotImplementedError
+
+    def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:
+        content: Any = output if _is_block_list(output) else text_of(output)
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+
+    def summarize_use(self, inp: Any) -> str:
+        return _short_args(inp)
+
+    def summarize_result(self, output: Any) -> str:
+        text = text_of(output) if not _is_block_list(output) else f"{len(output)} blocks"
+        lines = text.count("\n") + 1 if text else 0
+        return f"{lines} line{'s' if lines != 1 else ''}" if text else "no output"
+
+    def display_name(self) -> str:
+        return self.user_facing_name or self.name
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}>"
+
+
+def _is_block_list(output: Any) -> bool:
+    return isinstance(output, list) and all(isinstance(b, dict) and "type" in b for b in output) and bool(output)
+
+
+def _short_args(inp: Any, limit: int = 80) -> str:
+    if isinstance(inp, BaseModel):
+        data = inp.model_dump(exclude_defaults=True)
+    elif isinstance(inp, dict):
+        data = inp
+    else:
+        return str(inp)[:limit]
+    text = ", ".join(f"{k}={v!r}" for k, v in data.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _BuiltTool(Tool):
+    """A tool assembled from plain functions by `build_tool()`."""
+
+    def __init__(self, **spec: Any) -> None:
+        self.name = spec["name"]
+        self.input_model = spec["input_model"]
+        self._description = spec["description"]
+        self._call = spec["call"]
+        self._read_only = _flag(spec["is_read_only"], "is_read_only")  # type: ignore[method-assign]
+        self._concurrency_safe = _flag(spec["is_concurrency_safe"], "is_concurrency_safe")  # type: ignore[method-assign]
+        self._destructive = _flag(spec["is_destructive"], "is_destructive")  # type: ignore[method-assign]
+        enabled = spec["is_enabled"]
+        self._enabled = enabled if callable(enabled) else (lambda _ctx, _v=bool(enabled): _v)  # type: ignore[method-assign]
+        self.max_result_chars = spec["max_result_chars"]
+        self.rule_names = tuple(spec["rule_names"] or ())
+        self.kind = spec["kind"]
+        self.user_facing_name = spec["user_facing_name"] or ""
+        self._validate = spec["validate_input"]
+        self._check = spec["check_permissions"]
+        self._map = spec["map_result"]
+        self._sum_use = spec["summarize_use"]
+        self._sum_result = spec["summarize_result"]
+        self._rule_subject = spec["rule_subject"]
+
+    def description(self, ctx: ToolContext) -> str:
+        d = self._description
+        return d(ctx) if callable(d) else str(d)
+
+    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+        if self._validate is None:
+            return None
+        return await maybe_await(self._validate(inp, ctx))
+
+    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+        if self._check is None:
+            return PermissionCheck()
+        answer = await maybe_await(self._check(inp, ctx))
+        if answer is None:
+            return PermissionCheck()
+        if isinstance(answer, str):
+            return PermissionCheck(behavior=answer)  # type: ignore[arg-type]
+        return answer
+
+    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+        return self._rule_subject(inp, ctx) if self._rule_subject else None
+
+    async def call(self, inp: Any, ctx: ToolContext) -> Any:
+        fn = self._call
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+            return await fn(inp, ctx)
+        # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
+        result = await asyncio.to_thread(fn, inp, ctx)
+        return await maybe_await(result)
+
+    def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:
+        if self._map is None:
+            return super().map_result(output, tool_use_id)
+        mapped = self._map(output, tool_use_id)
+        if isinstance(mapped, dict) and mapped.get("type") == "tool_result":
+            return mapped
+        return super().map_result(mapped, tool_use_id)
+
+    def summarize_use(self, inp: Any) -> str:
+        return self._sum_use(inp) if self._sum_use else super().summarize_use(inp)
+
+    def summarize_result(self, output: Any) -> str:
+        return self._sum_result(output) if self._sum_result else super().summarize_result(output)
+
+
+def build_tool(
+    *,
+    name: str,
+    input_model: type[BaseModel],
+    description: str | Callable[[ToolContext], str],
+    call: Callable[[Any, ToolContext], Any | Awaitable[Any]],
+    is_read_only: Flag = False,
+    is_concurrency_safe: Flag = False,
+    is_destructive: Flag = False,
+    is_enabled: bool | Callable[[ToolContext], bool] = True,
+    validate_input: Callable[[Any, ToolContext], str | None | Awaitable[str | None]] | None = None,
+    check_permissions: Callable[[Any, ToolContext], Any] | None = None,
+    map_result: Callable[[Any, str], Any] | None = None,
+    summarize_use: Callable[[Any], str] | None = None,
+    summarize_result: Callable[[Any], str] | None = None,
+    rule_subject: Callable[[Any, ToolContext], RuleSubject | None] | None = None,
+    max_result_chars: int = 50_000,
+    rule_names: tuple[str, ...] | None = None,
+    kind: ToolKind = "other",
+    user_facing_name: str | None = None,
+) -> Tool:
+    """Make a tool from a pydantic input model and a function. Defaults fail closed.
+
+    Each safety flag is a bool or a function of the parsed input. `call` may be sync (it then
+    runs in a thread) or async, and returns the tool's natural data; `map_result` turns that
+    into what the model reads, `summarize_use` / `summarize_result` into what the person reads.
+    """
+    if not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"tool name {name!r} must be letters, digits, '_' or '-'")
+    if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
+        raise TypeError(f"input_model for {name!r} must be a pydantic BaseModel subclass, not {input_model!r}")
+    if not callable(call):
+        raise TypeError(f"call for {name!r} must be a function (input, ctx) -> data")
+    if max_result_chars <= 0:
+        raise ValueError(f"max_result_chars for {name!r} must be positive, not {max_result_chars!r}")
+    return _BuiltTool(
+        name=name,
+        input_model=input_model,
+        description=description,
+        call=call,
+        is_read_only=is_read_only,
+        is_concurrency_safe=is_concurrency_safe,
+        is_destructive=is_destructive,
+        is_enabled=is_enabled,
+        validate_input=validate_input,
+        check_permissions=check_permissions,
+        map_result=map_result,
+        summarize_use=summarize_use,
+        summarize_result=summarize_result,
+        rule_subject=rule_subject,
+        max_result_chars=max_result_chars,
+        rule_names=rule_names,
+        kind=kind,
+        user_facing_name=user_facing_name,
+    )
