@@ -1,0 +1,191 @@
+"""What Edit, Write and NotebookEdit share: one plan, checked three times, applied once.
+
+Each editing tool turns its input into a `Plan` (the file's current bytes and the bytes it would
+write) by a synchronous `_plan()` that raises `ToolError` for anything the model must fix. The
+lifecycle asks for that plan at three moments, and each re-reads the file:
+
+- `validate_input`, before and again after the approval prompt (the person may edit the file
+  while the prompt is open), so a stale or impossible edit never reaches the person or runs;
+- `preview`, so the prompt shows the exact diff before anything is written;
+- `call`, which plans once more and writes in the same worker thread, so the freshness check
+  sits immediately before the atomic replace and nothing unseen is ever clobbered.
+
+Planning is cheap next to the model round trip, and one code path for all three moments means
+the diff the person approved is the change that is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..runtime.tool import PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
+from ._diff import Diff, make_diff
+from ._fileio import atomic_write
+
+__all__ = ["Plan", "FileEditingTool", "suggest_edit_rule", "read_existing", "require_fresh", "quote"]
+
+# Edits load the whole file; past this size an edit is refused before anything is read.
+MAX_EDIT_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(kw_only=True)
+class Plan:
+    """One intended write: where, what is there now, what will be there, and how to show it."""
+
+    path: Path
+    display: str
+    old_text: str  # LF-normalised text now on disk ("" for a new file)
+    new_text: str  # LF-normalised text after the change
+    new_raw: bytes  # the exact bytes to write
+    created: bool
+    diff_label: str = ""
+    notes: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def diff(self) -> Diff:
+        label = self.diff_label or self.display
+        return make_diff(self.old_text, self.new_text, label=label,
+                         old_label="/dev/null" if self.created else None)
+
+
+def quote(s: str, limit: int = 240) -> str:
+    """A value for an error message: its repr, cut so a huge old_string does not echo back whole."""
+    if len(s) <= limit:
+        return repr(s)
+    return f"{s[:limit]!r}… ({len(s)} characters in all)"
+
+
+def read_existing(path: Path, *, what: str = "File") -> bytes | None:
+    """The file's bytes, or None when it does not exist. Stat comes first: `open()` on a FIFO
+    blocks forever, and a multi-GB file would be loaded whole."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+    except OSError as e:
+        raise ToolError(f"Cannot access {str(path)!r}: {e.strerror}. Check the path.") from e
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{str(path)!r} is a directory, not a file. Give the path of a file inside it.")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{str(path)!r} is not a regular file (a device, FIFO or socket); it cannot be edited.")
+    if st.st_size > MAX_EDIT_BYTES:
+        raise ToolError(
+            f"{what} {str(path)!r} is {st.st_size:,} bytes, over the {MAX_EDIT_BYTES:,}-byte limit for edits. "
+            "Change it with a script through Bash instead."
+        )
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def require_fresh(ctx: ToolContext, path: Path, raw: bytes | None, *, what: str = "File") -> None:
+    """Raise the read-state message unless `path` was read and is unchanged (by content)."""
+    message = ctx.read_state.check_fresh(str(path), raw, what=f"{what} {str(path)!r}")
+    if message:
+        raise ToolError(message)
+
+
+def suggest_edit_rule(path: Path, ctx: ToolContext) -> str:
+    """The rule an "always allow" answer adds for an edit of `path`.
+
+    - A file in a subdirectory of cwd: every file under that directory, `Edit(src/pkg/**)`.
+      Approving one edit there usually means "this part of the project is fine to change".
+    - A file directly in cwd: files with the same extension at the top level, `Edit(./*.py)`.
+      The directory rule would be `Edit(**)`, the whole project, far more than one approval
+      should grant; and a bare `Edit(*.py)` would match at any depth (gitignore rules for a
+      pattern without a slash), so the `./` anchors it to cwd. A file without an extension
+      gets a rule for itself only, `Edit(./Makefile)`.
+    - A file outside cwd: its directory by absolute path, `Edit(//abs/dir/**)` (the leading `//`
+      marks an absolute path in Claude Code's rule syntax).
+    """
+    cwd = Path(os.path.normpath(ctx.cwd))
+    try:
+        rel = path.relative_to(cwd)
+    except ValueError:
+        return f"Edit(/{path.parent.as_posix()}/**)"
+    if rel.parent == Path("."):
+        return f"Edit(./*{path.suffix})" if path.suffix else f"Edit(./{path.name})"
+    return f"Edit({rel.parent.as_posix()}/**)"
+
+
+class FileEditingTool(Tool):
+    """Base of the three editing tools: flags, rules, and the plan/preview/write cycle."""
+
+    kind = "edit"
+    rule_names = ("Edit",)
+    max_result_chars = 100_000
+    # A new file may sit in a directory that does not exist yet (Write, or Edit with an empty
+    # old_string); NotebookEdit only changes existing notebooks and turns this off.
+    make_parents = True
+
+    # --- what subclasses provide -----------------------------------------------------------
+    def _target(self, inp: Any) -> str:
+        raise NotImplementedError
+
+    def _plan(self, inp: Any, ctx: ToolContext) -> Plan:
+        """Check everything and compute the bytes to write; raise ToolError to refuse."""
+        raise NotImplementedError
+
+    def _result(self, plan: Plan, ctx: ToolContext) -> Any:
+        raise NotImplementedError
+
+    def _preview_title(self, plan: Plan) -> str:
+        return f"{'Create' if plan.created else 'Edit'} {plan.display}"
+
+    # --- shared behaviour -------------------------------------------------------------------
+    def _read_only(self, inp: Any) -> bool:
+        return False
+
+    def _concurrency_safe(self, inp: Any) -> bool:
+        return False
+
+    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+        return RuleSubject(kind="path", value=str(ctx.resolve(self._target(inp))))
+
+    def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
+        return suggest_edit_rule(ctx.resolve(self._target(inp)), ctx)
+
+    def summarize_use(self, inp: Any) -> str:
+        return self._target(inp)
+
+    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+        try:
+            await asyncio.to_thread(self._plan, inp, ctx)
+        except ToolError as e:
+            return str(e)
+        return None
+
+    async def preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
+        try:
+            plan = await asyncio.to_thread(self._plan_with_diff, inp, ctx)
+        except ToolError:
+            # validate_input has already told the model; there is nothing to approve.
+            return None
+        d = plan.diff
+        return PermissionPreview(
+            title=self._preview_title(plan), diff=d.text, added=d.added, removed=d.removed, notes=plan.notes
+        )
+
+    async def call(self, inp: Any, ctx: ToolContext) -> Any:
+        return await asyncio.to_thread(self._apply, inp, ctx)
+
+    def _plan_with_diff(self, inp: Any, ctx: ToolContext) -> Plan:
+        plan = self._plan(inp, ctx)
+        _ = plan.diff  # difflib is CPU work: do it here in the worker thread, not on the loop
+        return plan
+
+    def _apply(self, inp: Any, ctx: ToolContext) -> Any:
+        # Re-reading and re-checking here, in the same thread as the write, is the last guard
+        # against clobbering a change made after validation (or while the prompt was open).
+        plan = self._plan_with_diff(inp, ctx)
+        atomic_write(plan.path, plan.new_raw, make_parents=self.make_parents)
+        ctx.read_state.record_write(str(plan.path), plan.new_raw, source=self.name)
+        return self._result(plan, ctx)

@@ -1,0 +1,120 @@
+"""Write: create a file, or replace a whole file's content.
+
+The counterpart of Edit for new files and complete rewrites. Overwriting is the dangerous case,
+so an existing file must have been read in this conversation and be unchanged since (by
+content). Where Claude Code writes exactly what it is given, we keep what the person's editor
+set up: an existing CRLF file stays CRLF and an existing file's encoding (UTF-8 BOM, UTF-16)
+is kept, since a model rarely means to flip a Windows file to LF and the resulting diff would
+touch every line. A new file is written as UTF-8, exactly as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..runtime.tool import ToolContext, ToolError
+from ._diff import count_lines
+from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh
+from ._fileio import decode_text, encode_text
+
+__all__ = ["WriteTool", "WriteInput", "WriteResult"]
+
+DESCRIPTION = """\
+Create a file, or replace the whole content of a file. Use it for new files and for complete \
+rewrites. To change part of an existing file use Edit instead: it sends only the change and \
+cannot drop the rest of the file by accident. For .ipynb notebooks prefer NotebookEdit, which \
+changes one cell and keeps the notebook valid.
+
+- Overwriting an existing file requires that you Read it earlier in this conversation and that \
+it has not changed since; the runtime refuses otherwise (Read it again), so you never overwrite \
+content you have not seen. Creating a new file needs no Read.
+- Missing parent directories are created.
+- An existing file keeps its line endings (CRLF stays CRLF) and encoding (UTF-8 with BOM, \
+UTF-16); a new file is written as UTF-8, exactly as given.
+- file_path may be absolute or relative to the working directory.
+- Only create files the task needs: every extra file (notes, READMEs, backups) is something the \
+person has to review and delete.
+"""
+
+
+class WriteInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file_path: str = Field(description="The file to write: an absolute path, or relative to the working directory.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriteResult:
+    path: str
+    display: str
+    created: bool
+    lines: int
+    added: int
+    removed: int
+    diff: str
+
+
+class WriteTool(FileEditingTool):
+    name = "Write"
+    input_model = WriteInput
+
+    def description(self, ctx: ToolContext) -> str:
+        return DESCRIPTION
+
+    def _target(self, inp: WriteInput) -> str:
+        return inp.file_path
+
+    def _preview_title(self, plan: Plan) -> str:
+        return f"{'Create' if plan.created else 'Overwrite'} {plan.display}"
+
+    def _plan(self, inp: WriteInput, ctx: ToolContext) -> Plan:
+        path = ctx.resolve(inp.file_path)
+        display = ctx.display_path(path)
+        raw = read_existing(path)
+        if raw is None:
+            if path.parent.exists() and not path.parent.is_dir():
+                raise ToolError(f"Cannot create {str(path)!r}: {str(path.parent)!r} is a file, not a directory.")
+            text = inp.content.replace("\r\n", "\n")
+            return Plan(path=path, display=display, old_text="", new_text=text,
+                        new_raw=inp.content.encode("utf-8"), created=True)
+        require_fresh(ctx, path, raw)
+        try:
+            tf = decode_text(raw)
+            old_text, encoding, newline = tf.text, tf.encoding, tf.newline
+        except UnicodeDecodeError:
+            # Not text we understand (it was read, so the model saw what it was): replace it as
+            # a new UTF-8 file; the diff shows the old side as empty rather than as mojibake.
+            old_text, encoding, newline = "", "utf-8", "\n"
+        new_text = inp.content.replace("\r\n", "\n")
+        if newline == "\n":
+            # An LF file gets the content exactly as given (CRLF the model sent on purpose stays).
+            data = encode_text(inp.content, encoding=encoding)
+        else:
+            data = encode_text(new_text, encoding=encoding, newline=newline)
+        return Plan(path=path, display=display, old_text=old_text, new_text=new_text, new_raw=data, created=False)
+
+    def _result(self, plan: Plan, ctx: ToolContext) -> WriteResult:
+        d = plan.diff
+        return WriteResult(path=str(plan.path), display=plan.display, created=plan.created,
+                           lines=count_lines(plan.new_text), added=d.added, removed=d.removed, diff=d.text)
+
+    def map_result(self, output: WriteResult, tool_use_id: str) -> dict[str, Any]:
+        if output.created:
+            text = f"Created {output.path} ({_lines(output.lines)})."
+        elif not output.diff:
+            text = f"Wrote {output.path} ({_lines(output.lines)}); the content was already identical."
+        else:
+            text = f"Wrote {output.path} ({_lines(output.lines)}; +{output.added} -{output.removed} against the previous content)."
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+
+    def summarize_result(self, output: WriteResult) -> str:
+        verb = "Created" if output.created else "Wrote"
+        return f"{verb} {output.display} ({_lines(output.lines)})"
+
+
+def _lines(n: int) -> str:
+    return f"{n} line{'s' if n != 1 else ''}"
