@@ -1,1 +1,65 @@
-"""ipy_agent: an LLM agent inside IPython and Jupyter, with a Claude Code style tool runtime."""
+"""ipy_agent: an LLM agent inside IPython and Jupyter, with a Claude Code style tool runtime.
+
+`import ipy_agent` only defines things: no directories, no network, no heavy imports. The
+Anthropic SDK is imported when the first request is made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .agent import Agent, RunResult
+from .models.base import ModelError, Usage
+from .models.scripted import ScriptedModel
+from .runtime.hooks import HookEvent, HookOutcome
+from .runtime.permissions import PermissionAnswer, PermissionRequest
+from .runtime.read_state import ReadState
+from .runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError, build_tool
+from .tools import builtin_tools
+
+__all__ = [
+    "Agent",
+    "AnthropicModel",
+    "HookEvent",
+    "HookOutcome",
+    "ModelError",
+    "PermissionAnswer",
+    "PermissionCheck",
+    "PermissionPreview",
+    "PermissionRequest",
+    "ReadState",
+    "RuleSubject",
+    "RunResult",
+    "ScriptedModel",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "Usage",
+    "build_tool",
+    "builtin_tools",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # AnthropicModel's module imports nothing heavy itself, but keep the door shut anyway.
+    if name == "AnthropicModel":
+        from .models.anthropic import AnthropicModel
+
+        return AnthropicModel
+    raise AttributeError(f"module 'ipy_agent' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from .magics import load_ipython_extension as _load
+
+    _load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .magics import unload_ipython_extension as _unload
+
+    _unload(ipython)

@@ -281,6 +281,13 @@ class Tool:
         lines = text.count("\n") + 1 if text else 0
         return f"{lines} line{'s' if lines != 1 else ''}" if text else "no output"
 
+    def detail_for_person(self, inp: Any, output: Any) -> str:
+        """What the person may expand under the compact line: a diff, an output excerpt.
+
+        Never the raw tool_result: that stays in the kernel for `%agent_inspect`.
+        """
+        return ""
+
     def display_name(self) -> str:
         return self.user_facing_name or self.name
 

@@ -1,1 +1,20 @@
 """The built-in tools, one module each, with the prompt text beside the code."""
+
+from __future__ import annotations
+
+from ..runtime.tool import Tool
+
+__all__ = ["builtin_tools"]
+
+
+def builtin_tools() -> list[Tool]:
+    """Fresh instances of every built-in tool (instances keep no state between agents)."""
+    from .bash import BashTool
+    from .edit import EditTool
+    from .glob import GlobTool
+    from .grep import GrepTool
+    from .notebook_edit import NotebookEditTool
+    from .read import ReadTool
+    from .write import WriteTool
+
+    return [ReadTool(), EditTool(), WriteTool(), GlobTool(), GrepTool(), BashTool(), NotebookEditTool()]

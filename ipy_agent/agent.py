@@ -1,0 +1,432 @@
+"""Agent: the conversation and the loop. run -> turn -> stream the model -> execute tools.
+
+The loop reads in one screen; the complexity lives in `runtime/`. Whatever happens (a tool
+raises, a hook raises, the model errors, the person interrupts) the loop ends with
+`self.messages` a valid Messages API conversation, so the next `run()` can go on from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
+from .runtime.budget import ResultBudget
+from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
+from .runtime.hooks import HookEvent, Hooks
+from .runtime.lifecycle import RunEnv
+from .runtime.permissions import PERMISSION_MODES, PermissionRequest, PermissionRules
+from .runtime.read_state import ReadState
+from .runtime.registry import Exposure, ToolRegistry
+from .runtime.tool import Tool, ToolContext
+from .runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent, now
+from .system_prompt import build_system_prompt
+
+__all__ = ["Agent", "RunResult", "TurnRecord"]
+
+INTERRUPT_NOTE = "[The person interrupted this request.]"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    stop_reason: str  # end_turn | max_turns | interrupted | stopped_by_hook | blocked_by_hook | error | refusal | max_tokens
+    text: str = ""
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    error_kind: str | None = None
+
+
+@dataclass(kw_only=True)
+class TurnRecord:
+    turn: int
+    offered: list[str]
+    hidden: dict[str, str]
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str | None = None
+    start: float = field(default_factory=now)
+    end: float | None = None
+
+
+class Agent:
+    def __init__(
+        self,
+        model: Model,
+        *,
+        cwd: str | Path | None = None,
+        permission_mode: str = "default",
+        allow: Sequence[str] | None = None,
+        deny: Sequence[str] | None = None,
+        ask: Sequence[str] | None = None,
+        approver: Callable[[PermissionRequest], Any] | None = None,
+        tools: Sequence[Tool] | None = None,
+        max_turns: int = 50,
+        working_dirs: Sequence[str | Path] = (),
+        system_prompt: str | None = None,
+        append_system_prompt: str | None = None,
+        simple: bool = False,
+        max_concurrency: int = 10,
+        streaming_tools: bool = True,
+        message_budget: int = 200_000,
+        spill_dir: str | Path | None = None,
+        notebook: Any = None,
+        notebook_path: str | None = None,
+    ) -> None:
+        if permission_mode not in PERMISSION_MODES:
+            raise ValueError(f"permission_mode {permission_mode!r} is not one of {', '.join(PERMISSION_MODES)}")
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
+        self.model = model
+        self.cwd = Path(cwd or Path.cwd()).expanduser().resolve()
+        if not self.cwd.is_dir():
+            raise ValueError(f"cwd {str(self.cwd)!r} is not a directory")
+        self.working_dirs = tuple(Path(d).expanduser().resolve() for d in working_dirs)
+        self.permission_mode = permission_mode
+        self.rules = PermissionRules.from_lists(list(allow or []), list(ask or []), list(deny or []))
+        self.approver = approver
+        if tools is None:
+            from .tools import builtin_tools
+
+            tools = builtin_tools()
+        self.registry = ToolRegistry(list(tools))
+        self.max_turns = max_turns
+        self.system_prompt = system_prompt
+        self.append_system_prompt = append_system_prompt
+        self.simple = simple
+        self.max_concurrency = max_concurrency
+        self.streaming_tools = streaming_tools
+        self.notebook = notebook
+        self.notebook_path = notebook_path
+        self.conversation_id = uuid.uuid4().hex[:12]
+        self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.gettempdir()) / "ipy_agent" / self.conversation_id / "tool-results"
+        self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
+        self.messages: list[dict[str, Any]] = []
+        self.read_state = ReadState()
+        self.trace: list[CallRecord] = []
+        self.turns: list[TurnRecord] = []
+        self.hooks = Hooks()
+        self.usage = Usage()
+        self.session: dict[str, Any] = {}
+        self._listeners: list[Callable[[AgentEvent], None]] = []
+        self._batches = [0]
+        self._task: asyncio.Task[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._interrupt_requested = False
+
+    # --- public ----------------------------------------------------------------------------
+    @property
+    def tools(self) -> list[Tool]:
+        return self.registry.all()
+
+    def on_event(self, listener: Callable[[AgentEvent], None]) -> Callable[[AgentEvent], None]:
+        self._listeners.append(listener)
+        return listener
+
+    def remove_listener(self, listener: Callable[[AgentEvent], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def context(self, tool_use_id: str | None = None) -> ToolContext:
+        return ToolContext(
+            cwd=self.cwd, read_state=self.read_state, working_dirs=self.working_dirs, spill_dir=self.spill_dir,
+            permission_mode=self.permission_mode, tool_use_id=tool_use_id, session=self.session,
+            notebook=self.notebook, simple=self.simple,
+        )
+
+    def exposure(self) -> Exposure:
+        return self.registry.exposed(self.context(), self.rules, simple=self.simple)
+
+    def system(self, exposure: Exposure | None = None) -> str:
+        if self.system_prompt is not None:
+            text = self.system_prompt
+        else:
+            exposure = exposure or self.exposure()
+            text = build_system_prompt(
+                cwd=self.cwd, working_dirs=self.working_dirs, tool_names=exposure.names,
+                permission_mode=self.permission_mode, notebook=self.notebook_path,
+            )
+        return f"{text}\n\n{self.append_system_prompt}" if self.append_system_prompt else text
+
+    def interrupt(self) -> None:
+        """Stop the current run as soon as possible; safe to call from any thread."""
+        self._interrupt_requested = True
+        task, loop = self._task, self._loop
+        if task is not None and loop is not None and not task.done():
+            loop.call_soon_threadsafe(task.cancel)
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def run(self, prompt: str | list[dict[str, Any]]) -> RunResult:
+        """Run to the end of the turn. From code with a running event loop, use `await arun()`."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(prompt))
+        # Called from inside a running loop (a notebook cell): run on a private loop in a thread.
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["result"] = asyncio.run(self.arun(prompt))
+            except BaseException as e:  # pragma: no cover - re-raised below
+                box["error"] = e
+
+        thread = threading.Thread(target=target, name="ipy_agent-run", daemon=True)
+        thread.start()
+        try:
+            while thread.is_alive():
+                thread.join(0.1)
+        except KeyboardInterrupt:
+            self.interrupt()
+            thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    async def arun(self, prompt: str | list[dict[str, Any]]) -> RunResult:
+        if self.running:
+            raise RuntimeError("this agent is already running; wait for it, or call agent.interrupt() first")
+        self._task = asyncio.current_task()
+        self._loop = asyncio.get_running_loop()
+        self._interrupt_requested = False
+        start_usage = copy.copy(self.usage)
+        result = await self._run(prompt)
+        result = RunResult(
+            stop_reason=result.stop_reason, text=result.text, turns=result.turns, error=result.error,
+            error_kind=result.error_kind, usage=_usage_delta(self.usage, start_usage),
+        )
+        self._task = None
+        self._emit(RunEndEvent(result=result))
+        return result
+
+    # --- the loop --------------------------------------------------------------------------
+    async def _run(self, prompt: str | list[dict[str, Any]]) -> RunResult:
+        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+        try:
+            hr = await self.hooks.run(HookEvent(event="UserPromptSubmit", prompt=_text_of(blocks)))
+        except asyncio.CancelledError:
+            return self._interrupted(0)
+        if hr.decision == "deny" or hr.stop:
+            self._emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
+            return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
+        blocks += [{"type": "text", "text": c} for c in hr.additional_context]
+        self._append_user(blocks)
+
+        turns = 0
+        while True:
+            if turns >= self.max_turns:
+                self._emit(NoticeEvent(text=f"Stopped after {self.max_turns} turns (max_turns).", level="warning"))
+                return RunResult(stop_reason="max_turns", text=self._last_text(), turns=turns)
+            turns += 1
+            outcome = await self._turn(turns)
+            if outcome is not None:
+                return RunResult(**{**outcome.__dict__, "turns": turns})
+
+    async def _turn(self, turn_no: int) -> RunResult | None:
+        """One model request and its tool calls. None: the loop goes on."""
+        ctx = self.context()
+        exposure = self.registry.exposed(ctx, self.rules, simple=self.simple)
+        record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
+        self.turns.append(record)
+        env = self._env(exposure)
+        executor = ToolExecutor(env, turn=record.turn, trace=self.trace, batch_counter=self._batches,
+                                max_concurrency=self.max_concurrency)
+        request = ModelRequest(
+            system=self.system(exposure), messages=copy.deepcopy(self.messages), tools=[t.to_api(ctx) for t in exposure.offered]
+        )
+        self._emit(TurnEvent(turn=record.turn, phase="start"))
+        completed: list[dict[str, Any]] = []
+        final: MessageComplete | None = None
+        appended = False
+        try:
+            try:
+                async for event in self.model.stream(request):
+                    match event:
+                        case TextDelta():
+                            self._emit(TextEvent(text=event.text))
+                        case ThinkingDelta():
+                            self._emit(ThinkingEvent(text=event.text))
+                        case BlockComplete():
+                            completed.append(event.block)
+                            if event.block.get("type") == "tool_use" and self.streaming_tools:
+                                executor.submit(event.block)
+                        case MessageComplete():
+                            final = event
+            except ModelError as e:
+                return await self._model_failed(e, completed, executor, record)
+            except Exception as e:  # a model implementation bug must not break the history either
+                return await self._model_failed(ModelError(f"{type(e).__name__}: {e}"), completed, executor, record)
+            if final is None:
+                return await self._model_failed(ModelError("the model stream ended without a complete message"), completed, executor, record)
+
+            self.usage += final.usage
+            record.usage, record.stop_reason, record.end = final.usage, final.stop_reason, now()
+            content = _clean_content(final.content)
+            uses = [b for b in content if b.get("type") == "tool_use"]
+            for b in uses:
+                if not executor.has(str(b.get("id"))):
+                    executor.submit(b)
+            if content:
+                self._append_assistant(content)
+                appended = True
+            self._emit(TurnEvent(turn=record.turn, phase="end", usage=final.usage, stop_reason=final.stop_reason))
+
+            if uses:
+                results = await executor.results()
+                self.budget.apply_message_limit(results)
+                self._append_user(results)
+                if env.stop_requested:
+                    self._emit(NoticeEvent(text=f"Stopped by a hook: {env.stop_reason}", level="warning"))
+                    return RunResult(stop_reason="stopped_by_hook", text=env.stop_reason)
+                return None
+            match final.stop_reason:
+                case "pause_turn":
+                    return None if content else RunResult(stop_reason="end_turn", text="")
+                case "refusal":
+                    self._emit(NoticeEvent(text="The model declined to continue with this request (refusal).", level="warning"))
+                    return RunResult(stop_reason="refusal", text=self._last_text())
+                case "max_tokens":
+                    self._emit(NoticeEvent(text="The reply was cut off at the max_tokens limit; ask the agent to continue.", level="warning"))
+                    return RunResult(stop_reason="max_tokens", text=self._last_text())
+            return await self._stop_hooks()
+        except asyncio.CancelledError:
+            return await self._interrupt_turn(executor, completed, appended)
+
+    async def _stop_hooks(self) -> RunResult | None:
+        text = self._last_text()
+        if not self.hooks.has("Stop"):
+            return RunResult(stop_reason="end_turn", text=text)
+        hr = await self.hooks.run(HookEvent(event="Stop", last_message=text))
+        if hr.decision == "deny" and not hr.stop:
+            # A Stop hook that blocks stopping sends its reason back and the agent goes on.
+            self._append_user([{"type": "text", "text": hr.reason or "A Stop hook asked you to continue."}])
+            return None
+        return RunResult(stop_reason="stopped_by_hook" if hr.stop else "end_turn", text=text)
+
+    async def _model_failed(self, err: ModelError, completed: list[dict[str, Any]], executor: ToolExecutor,
+                            record: TurnRecord) -> RunResult:
+        record.end, record.stop_reason = now(), "error"
+        if executor.submitted:
+            # Tools already started from complete blocks: let them finish and keep the truth.
+            self._append_assistant(_clean_content(completed))
+            self._append_user(await executor.results())
+        self._emit(NoticeEvent(text=str(err), level="error"))
+        return RunResult(stop_reason="error", text=str(err), error=str(err), error_kind=getattr(err, "kind", "other"))
+
+    async def _interrupt_turn(self, executor: ToolExecutor, completed: list[dict[str, Any]], appended: bool) -> RunResult:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        results = executor.interrupt(INTERRUPTED_TEXT)
+        if not appended:
+            content = _clean_content([b for b in completed if b.get("type") != "tool_use" or
+                                      any(r["tool_use_id"] == b.get("id") for r in results)])
+            if content:
+                self._append_assistant(content)
+                appended = True
+        if appended and results:
+            self._append_user([*results, {"type": "text", "text": INTERRUPT_NOTE}])
+        await executor.drain()
+        return self._interrupted(len(self.turns))
+
+    def _interrupted(self, turns: int) -> RunResult:
+        self._emit(NoticeEvent(text="Interrupted.", level="warning"))
+        return RunResult(stop_reason="interrupted", text=self._last_text(), turns=turns)
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _env(self, exposure: Exposure) -> RunEnv:
+        return RunEnv(
+            tools={t.name: t for t in exposure.offered}, rules=self.rules, hooks=self.hooks, budget=self.budget,
+            make_ctx=self.context, mode=lambda: self.permission_mode, approver=self.approver, emit=self._emit,
+            splitter=_bash_splitter(),
+        )
+
+    def _emit(self, event: AgentEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:  # a broken renderer must not break the run
+                pass
+
+    def _append_user(self, blocks: list[dict[str, Any]]) -> None:
+        if self.messages and self.messages[-1]["role"] == "user":
+            # After an interrupt or an error the history can end with the person; merge.
+            self.messages[-1]["content"] = [*_as_blocks(self.messages[-1]["content"]), *blocks]
+        else:
+            self.messages.append({"role": "user", "content": blocks})
+
+    def _append_assistant(self, content: list[dict[str, Any]]) -> None:
+        if not content:
+            return
+        # After pause_turn the API continues the same assistant message; so do we.
+        if self.messages and self.messages[-1]["role"] == "assistant":
+            self.messages[-1]["content"] = [*_as_blocks(self.messages[-1]["content"]), *content]
+        else:
+            self.messages.append({"role": "assistant", "content": content})
+
+    def _last_text(self) -> str:
+        for m in reversed(self.messages):
+            if m["role"] == "assistant":
+                return "".join(b.get("text", "") for b in _as_blocks(m["content"]) if b.get("type") == "text")
+        return ""
+
+    def reset(self) -> None:
+        """Forget the conversation, read state and trace; keep configuration and rules."""
+        if self.running:
+            raise RuntimeError("cannot reset while the agent is running; interrupt it first")
+        self.messages.clear()
+        self.read_state = ReadState()
+        self.trace.clear()
+        self.turns.clear()
+        self.usage = Usage()
+        self.session.clear()
+        self._batches = [0]
+
+
+def _usage_delta(total: Usage, start: Usage) -> Usage:
+    return Usage(
+        input_tokens=total.input_tokens - start.input_tokens,
+        output_tokens=total.output_tokens - start.output_tokens,
+        cache_read_input_tokens=total.cache_read_input_tokens - start.cache_read_input_tokens,
+        cache_creation_input_tokens=total.cache_creation_input_tokens - start.cache_creation_input_tokens,
+    )
+
+
+def _as_blocks(content: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+
+
+def _clean_content(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The API rejects empty text blocks; drop them (and our private keys)."""
+    out = []
+    for b in content:
+        if b.get("type") == "text" and not str(b.get("text", "")).strip():
+            continue
+        out.append({k: v for k, v in b.items() if not k.startswith("_")})
+    return out
+
+
+def _text_of(blocks: list[dict[str, Any]]) -> str:
+    return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+
+
+_SPLITTER: list[Any] = []
+
+
+def _bash_splitter() -> Callable[[str], list[str] | None] | None:
+    """Bash's tree-sitter splitter for permission rules, when the Bash tool is installed."""
+    if not _SPLITTER:
+        try:
+            from .tools.bash_parse import split_command
+        except Exception:
+            split_command = None  # type: ignore[assignment]
+        _SPLITTER.append(split_command)
+    return _SPLITTER[0]

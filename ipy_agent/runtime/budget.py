@@ -1,0 +1,137 @@
+"""Result budgets: keep tool results within a size the context can afford, losing nothing.
+
+A result over its tool's `max_result_chars` is written whole to a file in the conversation's
+spill directory (which Read may read without a prompt) and the model gets a preview with the
+path and the total size. One message's results together have a budget too; past it the largest
+are spilled first. Image blocks are never spilled: a preview of an image is useless. An empty
+result becomes "(<Tool> completed with no output)", since an empty result at the end of a
+prompt tends to make models end their turn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ResultBudget", "result_chars", "empty_placeholder", "PREVIEW_CHARS"]
+
+PREVIEW_CHARS = 2_000
+DEFAULT_TOOL_LIMIT = 50_000
+DEFAULT_MESSAGE_LIMIT = 200_000
+
+
+def empty_placeholder(tool_name: str) -> str:
+    return f"({tool_name} completed with no output)"
+
+
+def result_chars(block: dict[str, Any]) -> int:
+    """Size of a tool_result's text, the part a budget can move to disk."""
+    content = block.get("content")
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return 0
+
+
+def _is_empty(content: Any) -> bool:
+    if content is None:
+        return True
+    if isinstance(content, str):
+        return not content.strip()
+    if isinstance(content, list):
+        return not content or all(
+            isinstance(b, dict) and b.get("type") == "text" and not str(b.get("text", "")).strip() for b in content
+        )
+    return False
+
+
+def _human_size(n: int) -> str:
+    return f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
+
+
+def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    nl = cut.rfind("\n")
+    # Cut at a line end when one is in the second half; otherwise keep the whole window.
+    return cut[:nl] if nl > limit // 2 else cut
+
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass
+class ResultBudget:
+    spill_dir: Path | None
+    message_limit: int = DEFAULT_MESSAGE_LIMIT
+    default_tool_limit: int = DEFAULT_TOOL_LIMIT
+
+    def fill_empty(self, block: dict[str, Any], tool_name: str) -> dict[str, Any]:
+        if _is_empty(block.get("content")):
+            return {**block, "content": empty_placeholder(tool_name)}
+        return block
+
+    def apply_tool_limit(self, block: dict[str, Any], limit: int | None) -> tuple[dict[str, Any], Path | None]:
+        limit = self.default_tool_limit if limit is None else limit
+        if result_chars(block) <= limit:
+            return block, None
+        return self.spill(block)
+
+    def apply_message_limit(self, blocks: list[dict[str, Any]]) -> list[Path]:
+        """Spill the largest results in place until the message fits; returns the files written."""
+        spilled: list[Path] = []
+        total = sum(result_chars(b) for b in blocks)
+        if total <= self.message_limit:
+            return spilled
+        order = sorted(range(len(blocks)), key=lambda i: result_chars(blocks[i]), reverse=True)
+        for i in order:
+            if total <= self.message_limit:
+                break
+            before = result_chars(blocks[i])
+            if before <= PREVIEW_CHARS * 2:
+                break
+            new, path = self.spill(blocks[i])
+            if path is None:
+                continue
+            blocks[i] = new
+            spilled.append(path)
+            total += result_chars(new) - before
+        return spilled
+
+    def spill(self, block: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
+        content = block.get("content")
+        if self.spill_dir is None:
+            return block, None
+        texts, images = _split_content(content)
+        full = "\n".join(texts)
+        self.spill_dir.mkdir(parents=True, exist_ok=True)
+        name = _SAFE_ID.sub("_", str(block.get("tool_use_id") or "result"))
+        path = self.spill_dir / f"{name}.txt"
+        path.write_text(full, encoding="utf-8")
+        note = (
+            f"<persisted-output>\nOutput too large ({_human_size(len(full))}, {len(full):,} characters). "
+            f"The full output was saved to: {path}\nRead that file (with offset/limit) or Grep it for the parts you need.\n\n"
+            f"Preview (first {_human_size(min(len(full), PREVIEW_CHARS))}):\n{_preview(full)}\n...\n</persisted-output>"
+        )
+        new_content: Any = note if not images else [{"type": "text", "text": note}, *images]
+        return {**block, "content": new_content}, path
+
+
+def _split_content(content: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    if isinstance(content, str):
+        return [content], []
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    for b in content or []:
+        if isinstance(b, dict) and b.get("type") == "text":
+            texts.append(str(b.get("text", "")))
+        elif isinstance(b, dict) and b.get("type") == "image":
+            images.append(b)
+        else:
+            texts.append(json.dumps(b, ensure_ascii=False))
+    return texts, images

@@ -1,0 +1,105 @@
+"""The history invariant, checked and repaired.
+
+After any run, whatever failed, the conversation must be one the Messages API accepts: it starts
+with the person, roles alternate, and every tool_use is answered exactly once by a tool_result
+in the very next message. A broken history is what makes peers' agents fail with "tool_use ids
+were found without tool_result blocks" after an interrupt; we check it in tests and repair
+loaded conversations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["history_problems", "repair_history", "MISSING_RESULT_TEXT"]
+
+MISSING_RESULT_TEXT = "No result was recorded for this tool call (the run was interrupted or failed); assume it did not complete."
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def history_problems(messages: list[dict[str, Any]]) -> list[str]:
+    """Every way `messages` breaks the invariant; an empty list means it is valid."""
+    problems: list[str] = []
+    if messages and messages[0].get("role") != "user":
+        problems.append("the conversation must start with a user message")
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role not in ("user", "assistant"):
+            problems.append(f"message {i} has role {role!r}")
+        if i and role == messages[i - 1].get("role"):
+            problems.append(f"messages {i - 1} and {i} are both {role!r}")
+        if not _blocks(m):
+            problems.append(f"message {i} is empty")
+        if role == "assistant":
+            uses = [b.get("id") for b in _blocks(m) if b.get("type") == "tool_use"]
+            if len(set(uses)) != len(uses):
+                problems.append(f"message {i} repeats a tool_use id")
+            answers = []
+            if uses:
+                if i + 1 >= len(messages):
+                    problems.append(f"message {i} has tool_use blocks and no next message to answer them")
+                    continue
+                answers = [b.get("tool_use_id") for b in _blocks(messages[i + 1]) if b.get("type") == "tool_result"]
+            for u in uses:
+                n = answers.count(u)
+                if n != 1:
+                    problems.append(f"tool_use {u!r} in message {i} is answered {n} times in the next message")
+        if role == "user":
+            results = [b.get("tool_use_id") for b in _blocks(m) if b.get("type") == "tool_result"]
+            prev_uses = (
+                {b.get("id") for b in _blocks(messages[i - 1]) if b.get("type") == "tool_use"} if i else set()
+            )
+            for r in results:
+                if r not in prev_uses:
+                    problems.append(f"tool_result {r!r} in message {i} answers no tool_use of the previous message")
+            kinds = [b.get("type") for b in _blocks(m)]
+            if results and kinds[: len(results)] != ["tool_result"] * len(results):
+                problems.append(f"message {i}: tool_result blocks must come before other content")
+    return problems
+
+
+def repair_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A valid copy: unanswered tool_uses get a synthetic error; same-role neighbours merge."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        blocks = _blocks(m)
+        if not blocks or m.get("role") not in ("user", "assistant"):
+            continue
+        if out and out[-1]["role"] == m["role"]:
+            out[-1] = {"role": m["role"], "content": [*_blocks(out[-1]), *blocks]}
+        else:
+            out.append({"role": m["role"], "content": blocks})
+    while out and out[0]["role"] != "user":
+        out.pop(0)
+    fixed: list[dict[str, Any]] = []
+    for i, m in enumerate(out):
+        if m["role"] == "user":
+            prev_uses = [b.get("id") for b in fixed[-1]["content"] if b.get("type") == "tool_use"] if fixed else []
+            results = [b for b in m["content"] if b.get("type") == "tool_result" and b.get("tool_use_id") in prev_uses]
+            seen: set[str] = set()
+            kept = []
+            for b in results:
+                if b["tool_use_id"] not in seen:
+                    seen.add(b["tool_use_id"])
+                    kept.append(b)
+            missing = [
+                {"type": "tool_result", "tool_use_id": u, "content": MISSING_RESULT_TEXT, "is_error": True}
+                for u in prev_uses if u not in seen
+            ]
+            others = [b for b in m["content"] if b.get("type") != "tool_result"]
+            content = [*kept, *missing, *others]
+            fixed.append({"role": "user", "content": content or [{"type": "text", "text": "(continue)"}]})
+        else:
+            fixed.append(m)
+            uses = [b.get("id") for b in m["content"] if b.get("type") == "tool_use"]
+            if uses and (i + 1 >= len(out) or out[i + 1]["role"] != "user"):
+                fixed.append({"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": u, "content": MISSING_RESULT_TEXT, "is_error": True} for u in uses
+                ]})
+    return fixed

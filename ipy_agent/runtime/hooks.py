@@ -1,0 +1,160 @@
+"""Hooks: Python callables the runtime calls at fixed points of a run.
+
+Events: PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop. A hook receives a
+`HookEvent` and returns None (no opinion) or a `HookOutcome`. Several hooks on one event combine
+deny > ask > allow. A hook that raises fails closed: the call it guards is blocked and the error
+is shown, because a guard that silently stops guarding is worse than no guard (Claude Code
+users were bitten by exactly that).
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from .tool import maybe_await
+
+__all__ = ["HookEvent", "HookOutcome", "HookResult", "Hooks", "HOOK_EVENTS"]
+
+HookEventName = Literal["PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop"]
+HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop")
+_PRECEDENCE = {"deny": 3, "ask": 2, "allow": 1}
+
+
+@dataclass(frozen=True, kw_only=True)
+class HookEvent:
+    event: str
+    tool_name: str | None = None
+    input: dict[str, Any] | None = None
+    tool_use_id: str | None = None
+    output: Any = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    prompt: str | None = None
+    last_message: str | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        # Hooks written for dict-shaped events (`event["tool_name"]`) work too.
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HookOutcome:
+    decision: Literal["allow", "ask", "deny"] | None = None
+    reason: str | None = None
+    updated_input: dict[str, Any] | None = None
+    additional_context: str | None = None
+    stop: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class HookResult:
+    """All matching hooks of one event, combined."""
+
+    decision: Literal["allow", "ask", "deny"] | None = None
+    reason: str = ""
+    updated_input: dict[str, Any] | None = None
+    additional_context: tuple[str, ...] = ()
+    stop: bool = False
+    errors: tuple[str, ...] = ()
+    ran: int = 0
+
+
+@dataclass
+class _Registered:
+    event: str
+    fn: Callable[[HookEvent], Any]
+    matcher: str | None
+    pattern: re.Pattern[str] | None = field(default=None)
+
+    def matches(self, tool_name: str | None) -> bool:
+        if self.matcher in (None, "", "*") or tool_name is None:
+            return True
+        if re.fullmatch(r"[A-Za-z0-9_|\-]+", self.matcher):
+            return tool_name in self.matcher.split("|")
+        return bool(self.pattern and self.pattern.search(tool_name))
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self._hooks: list[_Registered] = []
+
+    def add(self, event: str, fn: Callable[[HookEvent], Any], matcher: str | None = None) -> Callable[[HookEvent], Any]:
+        """Register `fn` for `event`; `matcher` is an exact name, `A|B`, or a regex (unanchored)."""
+        if event not in HOOK_EVENTS:
+            raise ValueError(f"unknown hook event {event!r}; use one of {', '.join(HOOK_EVENTS)}")
+        if not callable(fn):
+            raise TypeError(f"a hook must be callable, not {fn!r}")
+        pattern = None
+        if matcher not in (None, "", "*") and not re.fullmatch(r"[A-Za-z0-9_|\-]+", matcher or ""):
+            try:
+                pattern = re.compile(matcher or "")
+            except re.error as e:
+                raise ValueError(f"hook matcher {matcher!r} is not a valid regex: {e}") from None
+        self._hooks.append(_Registered(event=event, fn=fn, matcher=matcher, pattern=pattern))
+        return fn
+
+    def remove(self, fn: Callable[[HookEvent], Any]) -> None:
+        self._hooks = [h for h in self._hooks if h.fn is not fn]
+
+    def clear(self) -> None:
+        self._hooks.clear()
+
+    def registered(self, event: str | None = None) -> list[tuple[str, str | None, Callable[[HookEvent], Any]]]:
+        return [(h.event, h.matcher, h.fn) for h in self._hooks if event is None or h.event == event]
+
+    def has(self, event: str) -> bool:
+        return any(h.event == event for h in self._hooks)
+
+    async def run(self, event: HookEvent) -> HookResult:
+        decision: str | None = None
+        reasons: list[str] = []
+        updated: dict[str, Any] | None = None
+        context: list[str] = []
+        errors: list[str] = []
+        stop = False
+        ran = 0
+        for h in self._hooks:
+            if h.event != event.event or not h.matches(event.tool_name):
+                continue
+            ran += 1
+            try:
+                out = await maybe_await(h.fn(event))
+                if out is not None and not isinstance(out, HookOutcome):
+                    raise TypeError(f"a hook must return None or a HookOutcome, not {type(out).__name__}")
+            except Exception as e:  # fail closed: an erroring guard blocks what it guards
+                name = getattr(h.fn, "__name__", repr(h.fn))
+                tb = traceback.format_exception_only(type(e), e)[-1].strip()
+                errors.append(f"hook {name!r} raised {tb}")
+                decision = "deny"
+                continue
+            if out is None:
+                continue
+            if out.decision is not None:
+                if out.decision not in _PRECEDENCE:
+                    errors.append(f"hook returned an unknown decision {out.decision!r}")
+                    decision = "deny"
+                elif decision is None or _PRECEDENCE[out.decision] > _PRECEDENCE[decision]:
+                    decision = out.decision
+            if out.reason:
+                reasons.append(out.reason)
+            if out.updated_input is not None:
+                updated = dict(out.updated_input)
+            if out.additional_context:
+                context.append(out.additional_context)
+            stop = stop or out.stop
+        reason = "; ".join([*errors, *reasons])
+        return HookResult(
+            decision=decision,  # type: ignore[arg-type]
+            reason=reason,
+            updated_input=updated,
+            additional_context=tuple(context),
+            stop=stop,
+            errors=tuple(errors),
+            ran=ran,
+        )

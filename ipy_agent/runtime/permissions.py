@@ -1,0 +1,205 @@
+"""The permission decision for one tool call: rules, mode, the tool's and the hooks' opinions.
+
+Order (first that applies wins), modelled on Claude Code and stricter where it helps:
+1. a deny rule (whole tool or content) -> deny
+2. the tool's own deny (`check_permissions`) -> deny
+3. plan mode and the call is not read-only -> deny
+4. an ask rule, a hook's ask, or the tool's ask -> ask
+5. a hook's allow -> allow (deny and ask rules were already applied)
+6. bypassPermissions -> allow
+7. acceptEdits and an edit inside the working directories -> allow
+8. an allow rule, or the tool's allow -> allow
+9. read-only, and inside the working directories when it names a path -> allow
+10. anything else -> ask
+The decision records which of these made it, for the trace and `%agent_inspect`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from .rules import Rule, matches_subject, parse_rule, split_compound
+from .tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+
+__all__ = [
+    "PermissionMode",
+    "PERMISSION_MODES",
+    "Decision",
+    "PermissionRequest",
+    "PermissionAnswer",
+    "PermissionRules",
+    "decide",
+    "normalize_answer",
+]
+
+PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
+Behavior = Literal["allow", "ask", "deny"]
+Source = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    behavior: Behavior
+    source: Source
+    reason: str
+    rule: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PermissionRequest:
+    """What an approver is asked about. The answer is bound to exactly this input."""
+
+    tool_name: str
+    input: dict[str, Any]
+    summary: str
+    suggested_rule: str
+    tool_use_id: str
+    reason: str = ""
+    diff: str | None = None
+    preview: PermissionPreview | None = None
+    read_only: bool = False
+    destructive: bool = False
+    display_name: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PermissionAnswer:
+    behavior: Literal["allow", "always", "deny"]
+    message: str = ""
+    # For "always": the rule to add; defaults to the request's suggested rule.
+    rule: str | None = None
+
+
+def normalize_answer(answer: Any) -> PermissionAnswer:
+    if isinstance(answer, PermissionAnswer):
+        if answer.behavior not in ("allow", "always", "deny"):
+            raise ValueError(f"PermissionAnswer.behavior must be 'allow', 'always' or 'deny', not {answer.behavior!r}")
+        return answer
+    if isinstance(answer, str) and answer in ("allow", "always", "deny"):
+        return PermissionAnswer(behavior=answer)  # type: ignore[arg-type]
+    if answer is True:
+        return PermissionAnswer(behavior="allow")
+    if answer is False or answer is None:
+        return PermissionAnswer(behavior="deny")
+    raise ValueError(f"an approver must answer 'allow', 'always', 'deny' or a PermissionAnswer, not {answer!r}")
+
+
+@dataclass
+class PermissionRules:
+    """allow / ask / deny rules for one conversation, plus those granted by "always"."""
+
+    allow: list[Rule] = field(default_factory=list)
+    ask: list[Rule] = field(default_factory=list)
+    deny: list[Rule] = field(default_factory=list)
+
+    @classmethod
+    def from_lists(
+        cls, allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None,
+        source: str = "argument",
+    ) -> PermissionRules:
+        return cls(
+            allow=[parse_rule(r, source) for r in allow or []],
+            ask=[parse_rule(r, source) for r in ask or []],
+            deny=[parse_rule(r, source) for r in deny or []],
+        )
+
+    def add(self, kind: Behavior, rule: str | Rule, source: str = "argument") -> Rule:
+        r = rule if isinstance(rule, Rule) else parse_rule(rule, source)
+        bucket = getattr(self, kind)
+        if all(existing.text != r.text for existing in bucket):
+            bucket.append(r)
+        return r
+
+    def denies_whole(self, tool: Tool) -> Rule | None:
+        names = {tool.name}
+        return next((r for r in self.deny if r.tool in names and r.whole_tool), None)
+
+    def find(self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path,
+             splitter: Callable[[str], list[str] | None] | None = None) -> Rule | None:
+        names = {tool.name, *tool.rule_names}
+        for rule in getattr(self, kind):
+            if rule.tool not in names:
+                continue
+            if rule.whole_tool:
+                # `Edit` whole-tool rules name Edit only; Write answers to Edit(...) content rules.
+                if rule.tool == tool.name:
+                    return rule
+                continue
+            if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind, splitter=splitter):
+                return rule
+        return None
+
+    def find_allow_for_parts(self, tool: Tool, subject: RuleSubject | None, cwd: Path,
+                             splitter: Callable[[str], list[str] | None] | None) -> Rule | None:
+        """A compound command is allowed when each of its commands is allowed by some rule."""
+        if subject is None or subject.kind != "command":
+            return None
+        parts = (splitter or split_compound)(subject.value)
+        if not parts or len(parts) < 2:
+            return None
+        found: Rule | None = None
+        for part in parts:
+            sub = RuleSubject(kind="command", value=part)
+            rule = self.find("allow", tool, sub, cwd, splitter=lambda s: [s])
+            if rule is None:
+                return None
+            found = found or rule
+        return found
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {k: [r.text for r in getattr(self, k)] for k in ("allow", "ask", "deny")}
+
+
+def decide(
+    *,
+    tool: Tool,
+    inp: Any,
+    ctx: ToolContext,
+    rules: PermissionRules,
+    mode: str,
+    tool_check: PermissionCheck,
+    hook_decision: tuple[Behavior, str] | None,
+    splitter: Callable[[str], list[str] | None] | None = None,
+) -> Decision:
+    subject = tool.rule_subject(inp, ctx)
+    cwd = ctx.cwd
+    read_only = tool.is_read_only(inp)
+
+    if (r := rules.find("deny", tool, subject, cwd, splitter)) is not None:
+        return Decision(behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source})")
+    if tool_check.behavior == "deny":
+        return Decision(behavior="deny", source="tool", reason=tool_check.message or f"{tool.name} refused this call")
+    if hook_decision is not None and hook_decision[0] == "deny":
+        return Decision(behavior="deny", source="hook", reason=hook_decision[1] or "denied by a PreToolUse hook")
+    if mode == "plan" and not read_only:
+        return Decision(
+            behavior="deny", source="mode",
+            reason="plan mode: only read-only tools run. Describe the change you would make instead of making it.",
+        )
+    if (r := rules.find("ask", tool, subject, cwd, splitter)) is not None:
+        return Decision(behavior="ask", source="rule", rule=r.text, reason=f"rule {r.text!r} asks for approval")
+    if hook_decision is not None and hook_decision[0] == "ask":
+        return Decision(behavior="ask", source="hook", reason=hook_decision[1] or "a PreToolUse hook asks for approval")
+    if tool_check.behavior == "ask":
+        return Decision(behavior="ask", source="tool", reason=tool_check.message or f"{tool.name} asks for approval")
+    if hook_decision is not None and hook_decision[0] == "allow":
+        return Decision(behavior="allow", source="hook", reason=hook_decision[1] or "allowed by a PreToolUse hook")
+    if mode == "bypassPermissions":
+        return Decision(behavior="allow", source="mode", reason="bypassPermissions mode")
+    if mode == "acceptEdits" and tool.kind == "edit" and _subject_inside(subject, ctx):
+        return Decision(behavior="allow", source="mode", reason="acceptEdits mode: an edit inside the working directories")
+    r = rules.find("allow", tool, subject, cwd, splitter) or rules.find_allow_for_parts(tool, subject, cwd, splitter)
+    if r is not None:
+        return Decision(behavior="allow", source="rule", rule=r.text, reason=f"allowed by rule {r.text!r} ({r.source})")
+    if tool_check.behavior == "allow":
+        return Decision(behavior="allow", source="tool", reason=tool_check.message or f"{tool.name} allows this call")
+    if read_only and (subject is None or subject.kind != "path" or ctx.is_readable_without_prompt(subject.value)):
+        return Decision(behavior="allow", source="default", reason="read-only")
+    return Decision(behavior="ask", source="default", reason="not read-only: needs approval")
+
+
+def _subject_inside(subject: RuleSubject | None, ctx: ToolContext) -> bool:
+    return subject is not None and subject.kind == "path" and ctx.is_inside_working_dirs(subject.value)

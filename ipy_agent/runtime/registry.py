@@ -1,0 +1,68 @@
+"""Which tools the model is offered this turn: implemented is not exposed.
+
+Start from the built-in and custom tools; remove those a deny rule names whole (`Bash`,
+`Bash(*)`), those whose `is_enabled(ctx)` is false (the live-notebook tools without a front
+end), and in simple mode everything but Bash, Read and Edit. Each removal keeps its reason, so
+`%agent_tools` can say why a tool is hidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .permissions import PermissionRules
+from .tool import Tool, ToolContext
+
+__all__ = ["ToolRegistry", "Exposure", "SIMPLE_TOOLS"]
+
+SIMPLE_TOOLS = ("Bash", "Read", "Edit")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exposure:
+    offered: tuple[Tool, ...]
+    hidden: dict[str, str]  # tool name -> why
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.offered]
+
+
+class ToolRegistry:
+    def __init__(self, tools: list[Tool]) -> None:
+        seen: dict[str, Tool] = {}
+        for tool in tools:
+            if not isinstance(tool, Tool):
+                raise TypeError(f"tools must be Tool instances (use build_tool), not {tool!r}")
+            if tool.name in seen:
+                raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
+            seen[tool.name] = tool
+        self._tools = seen
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def all(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def exposed(self, ctx: ToolContext, rules: PermissionRules, *, simple: bool = False) -> Exposure:
+        offered: list[Tool] = []
+        hidden: dict[str, str] = {}
+        for tool in self._tools.values():
+            if (rule := rules.denies_whole(tool)) is not None:
+                hidden[tool.name] = f"denied by rule {rule.text!r} ({rule.source})"
+            elif simple and tool.name not in SIMPLE_TOOLS:
+                hidden[tool.name] = "simple mode offers only Bash, Read and Edit"
+            elif not tool.is_enabled(ctx):
+                hidden[tool.name] = "disabled here (is_enabled is false)"
+            else:
+                offered.append(tool)
+        return Exposure(offered=tuple(offered), hidden=hidden)

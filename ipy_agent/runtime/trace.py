@@ -1,0 +1,131 @@
+"""Trace records and the events the runtime emits while a run goes on.
+
+One `CallRecord` per tool call: the input as the model sent it and as it ran, every stage with
+its outcome and timing, the permission decision and what made it, the batch it ran in, the full
+tool_result the model received, and the compact lines the person saw. `%agent_trace` and
+`%agent_inspect` read these; the widgets and the terminal renderer follow the events.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+__all__ = [
+    "Stage",
+    "CallRecord",
+    "CallStatus",
+    "AgentEvent",
+    "TextEvent",
+    "ThinkingEvent",
+    "CallEvent",
+    "TurnEvent",
+    "NoticeEvent",
+    "RunEndEvent",
+    "now",
+]
+
+CallStatus = Literal["queued", "waiting", "running", "done", "error", "denied", "cancelled"]
+
+
+def now() -> float:
+    return time.perf_counter()
+
+
+@dataclass(kw_only=True)
+class Stage:
+    name: str
+    outcome: str  # "ok", "error", "skipped", a decision, ...
+    detail: str = ""
+    start: float = 0.0
+    end: float = 0.0
+
+    @property
+    def duration(self) -> float:
+        return max(0.0, self.end - self.start)
+
+
+@dataclass(kw_only=True)
+class CallRecord:
+    index: int
+    tool_use_id: str
+    tool_name: str
+    input: dict[str, Any]
+    turn: int
+    batch: int = 0
+    status: CallStatus = "queued"
+    concurrency_safe: bool = False
+    read_only: bool = False
+    destructive: bool = False
+    final_input: dict[str, Any] | None = None
+    stages: list[Stage] = field(default_factory=list)
+    decision: Any = None  # permissions.Decision
+    result: dict[str, Any] | None = None  # the tool_result block the model received
+    is_error: bool = False
+    call_failed: bool = False  # the tool itself failed (not a denial or a bad input)
+    summary_use: str = ""
+    summary_result: str = ""
+    display_name: str = ""
+    detail: str = ""  # what the person may expand: a diff, an output excerpt
+    preview: Any = None  # PermissionPreview shown at the prompt
+    read_state_key: str | None = None
+    spilled_to: str | None = None
+    queued_at: float = field(default_factory=now)
+    start: float | None = None
+    end: float | None = None
+
+    def stage(self, name: str) -> Stage | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    @property
+    def duration(self) -> float | None:
+        if self.start is None or self.end is None:
+            return None
+        return self.end - self.start
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextEvent:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkingEvent:
+    text: str
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallEvent:
+    """A call changed status; `record` is the live record (read it, do not keep a copy)."""
+
+    record: CallRecord
+    kind: Literal["call"] = "call"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnEvent:
+    turn: int
+    phase: Literal["start", "end"]
+    usage: Any = None
+    stop_reason: str | None = None
+    kind: Literal["turn"] = "turn"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoticeEvent:
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+    kind: Literal["notice"] = "notice"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEndEvent:
+    result: Any
+    kind: Literal["run_end"] = "run_end"
+
+
+AgentEvent = TextEvent | ThinkingEvent | CallEvent | TurnEvent | NoticeEvent | RunEndEvent
+Listener = Callable[[AgentEvent], None]
