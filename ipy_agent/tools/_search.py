@@ -1,0 +1,212 @@
+"""What Glob and Grep share: finding and running ripgrep, and being a read-only path tool.
+
+Both tools are thin, honest wrappers around ripgrep (the `rg` binary from the `ripgrep` wheel),
+never a Python re-implementation: ripgrep is what makes a search over a big tree fast. This
+module owns the parts that would otherwise be written twice and drift apart:
+
+- locating `rg` (the venv that runs us first, then PATH), with an error that says how to fix it;
+- running it as an asyncio subprocess that is killed when the call is cancelled, with a cap on
+  how much output we keep in memory (a search for `.` over a huge tree must not exhaust it);
+- the permission face of a search: both answer to `Read(...)` rules, on the absolute search path,
+  and ask before looking outside the working directories.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import shutil
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..runtime.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
+
+__all__ = [
+    "VCS_DIRS",
+    "MAX_OUTPUT_BYTES",
+    "RgRun",
+    "SearchTool",
+    "find_rg",
+    "run_rg",
+    "vcs_globs",
+    "display_prefix",
+    "newest_first",
+    "plural",
+]
+
+# Version-control metadata is never what the model is looking for and can be enormous.
+VCS_DIRS = (".git", ".hg", ".svn", ".bzr", ".jj", "_darcs")
+
+# Output kept from one ripgrep run. Far above any result budget (the model never sees this
+# much), but bounded so `pattern="."` over a whole disk cannot take the kernel's memory with it.
+MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+
+_RG_NAME = "rg.exe" if os.name == "nt" else "rg"
+
+
+@functools.cache
+def find_rg() -> str:
+    """The ripgrep executable: the one installed beside this Python (the `ripgrep` wheel puts it
+    in the environment's scripts folder, which is not always on PATH in a kernel), else PATH."""
+    candidates = [Path(sys.executable).parent / _RG_NAME]
+    for scheme_path in (sysconfig.get_path("scripts"), _user_scripts()):
+        if scheme_path:
+            candidates.append(Path(scheme_path) / _RG_NAME)
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which(_RG_NAME)
+    if found:
+        return found
+    raise ToolError(
+        f"ripgrep ({_RG_NAME!r}) was not found next to {sys.executable!r} nor on PATH. "
+        "Install it into this environment with `pip install ripgrep==14.1.0`, then retry."
+    )
+
+
+def _user_scripts() -> str | None:
+    try:
+        return sysconfig.get_path("scripts", f"{os.name}_user")
+    except KeyError:
+        return None
+
+
+def vcs_globs() -> list[str]:
+    """`--glob !.git ...`: last on the command line, so no user glob can re-include them."""
+    args: list[str] = []
+    for name in VCS_DIRS:
+        args += ["--glob", f"!{name}"]
+    return args
+
+
+@dataclass(frozen=True, kw_only=True)
+class RgRun:
+    code: int | None
+    stdout: bytes
+    stderr: str
+    # True when the output passed MAX_OUTPUT_BYTES and ripgrep was stopped early.
+    cut: bool
+
+
+async def run_rg(args: list[str], cwd: Path, max_bytes: int = MAX_OUTPUT_BYTES) -> RgRun:
+    """Run ripgrep with `args` in `cwd`; kill it if the call is cancelled (an interrupt, or a
+    sibling's failure) so no orphan keeps scanning the disk after the agent moved on."""
+    proc = await asyncio.create_subprocess_exec(
+        find_rg(),
+        "--no-config",  # a user's RIPGREP_CONFIG_PATH must not change what the model gets
+        *args,
+        cwd=str(cwd),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        (out, cut), (err, _) = await asyncio.gather(
+            _read_capped(proc.stdout, max_bytes, proc),
+            _read_capped(proc.stderr, 64 * 1024, None),
+        )
+        code = await proc.wait()
+    except BaseException:
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.shield(proc.wait())
+        raise
+    if cut:
+        # Keep whole records only: drop whatever follows the last newline or NUL.
+        last = max(out.rfind(b"\n"), out.rfind(b"\0"))
+        out = out[: last + 1]
+    return RgRun(code=code, stdout=out, stderr=err.decode("utf-8", "replace").strip(), cut=cut)
+
+
+async def _read_capped(stream: Any, cap: int, proc: Any) -> tuple[bytes, bool]:
+    """Read a stream to its end keeping at most `cap` bytes. Past the cap, `proc` (given for
+    stdout) is killed; without it (stderr) the rest is drained and dropped so ripgrep never
+    blocks on a full pipe."""
+    chunks: list[bytes] = []
+    total = 0
+    cut = False
+    while chunk := await stream.read(1 << 16):
+        keep = chunk[: cap - total]
+        chunks.append(keep)
+        total += len(keep)
+        if len(keep) < len(chunk):
+            cut = True
+            if proc is not None:
+                proc.kill()
+                break
+    return b"".join(chunks), cut
+
+
+def display_prefix(directory: Path, ctx: ToolContext) -> str:
+    """What to put before a path ripgrep printed relative to `directory` so it reads relative
+    to the working directory (or absolute when `directory` is outside it)."""
+    shown = ctx.display_path(directory)
+    if shown == ".":
+        return ""
+    return shown.rstrip(os.sep) + os.sep
+
+
+def newest_first(paths: list[str], base: Path) -> list[str]:
+    """Sort by modification time, newest first; ties by path so the order is reproducible.
+    Blocking (one stat per path): call it through `asyncio.to_thread`."""
+    def key(p: str) -> tuple[float, str]:
+        try:
+            return (-os.stat(base / p).st_mtime, p)
+        except OSError:  # deleted between the search and now: last
+            return (float("inf"), p)
+
+    return sorted(paths, key=key)
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
+class SearchTool(Tool):
+    """Glob and Grep: read-only, parallel-safe, governed by Read(...) rules on the search path."""
+
+    kind = "read"
+    rule_names = ("Read",)
+
+    def search_root(self, inp: Any, ctx: ToolContext) -> Path:
+        return ctx.resolve(inp.path) if inp.path else ctx.cwd
+
+    def _read_only(self, inp: Any) -> bool:
+        return True
+
+    def _concurrency_safe(self, inp: Any) -> bool:
+        return True
+
+    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+        return RuleSubject(kind="path", value=str(self.search_root(inp, ctx)))
+
+    def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
+        root = self.search_root(inp, ctx)
+        # Rules take `//` for an absolute path; the rule covers the tree that was searched.
+        return f"Read(/{root.as_posix()}/**)"
+
+    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+        root = self.search_root(inp, ctx)
+        if ctx.is_readable_without_prompt(root):
+            return PermissionCheck()
+        return PermissionCheck(
+            behavior="ask",
+            message=f"{self.name} wants to search {str(root)!r}, outside the working directories.",
+        )
+
+    def missing_path_message(self, root: Path, ctx: ToolContext) -> str | None:
+        if root.exists():
+            return None
+        return (
+            f"Path {str(root)!r} does not exist (the working directory is {str(ctx.cwd)!r}). "
+            "Check the spelling, or omit `path` to search the working directory."
+        )
+
+    @staticmethod
+    def rg_failure(run: RgRun, what: str, hint: str = "") -> ToolError:
+        detail = run.stderr or f"ripgrep exited with status {run.code} and no message"
+        return ToolError(f"{what} failed:\n{detail}" + (f"\n\n{hint}" if hint else ""))
