@@ -1,0 +1,287 @@
+"""NotebookEdit: replace, insert or delete one cell of a Jupyter notebook file on disk.
+
+A notebook is JSON with rules (nbformat); editing it as text easily leaves it unopenable, so
+this tool changes the parsed notebook and writes it back the way Jupyter does (nbformat's
+writer: indent 1, sorted keys, sources split into lines), refusing to write anything that
+fails `nbformat.validate`. It edits the file, not the live notebook in a browser (that is the
+notebook bridge's job).
+
+Decisions:
+- Cells are named by id, or `cell-N` for the cell at 0-based index N (what Read shows for cells
+  without ids). A real id always wins over the index form.
+- Replacing a code cell's source clears its outputs and execution count: they describe code
+  that no longer exists. The approval prompt and the result both say so.
+- New cells get nbformat 4.5 ids. A notebook older than 4.5 has no cell ids and would fail
+  validation with one, so an insert upgrades it with nbformat's own converter (every cell gets
+  an id, `orig_nbformat_minor` is kept in the metadata) and says so. Replace and delete leave
+  the format version alone. nbformat 3 and older notebooks are refused rather than converted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import nbformat
+from nbformat.v4 import convert as v4convert
+from nbformat.v4 import new_code_cell, new_markdown_cell
+from nbformat.v4.rwbase import rejoin_lines
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..runtime.tool import ToolContext, ToolError
+from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh
+from ._fileio import encode_text
+
+__all__ = ["NotebookEditTool", "NotebookEditInput", "NotebookEditResult"]
+
+DESCRIPTION = """\
+Change one cell of a Jupyter notebook (.ipynb file): replace its source, insert a new cell, or \
+delete a cell. Use it for notebooks instead of Edit or Write: it edits the notebook through \
+nbformat, so the file stays a valid notebook, and it clears outputs that no longer match the \
+code. For any other file use Edit or Write.
+
+- Read the notebook first, in this conversation. The runtime refuses to edit a notebook you \
+have not read, or one that changed since you read it (then Read it again), so you never edit \
+cells you have not seen.
+- cell_id: a cell id as shown by Read, or cell-N for the cell at 0-based index N.
+- edit_mode "replace" (default): new_source becomes the cell's source. For a code cell its \
+outputs and execution count are cleared, since they belong to the old code. Give cell_type to \
+change the cell's type as well.
+- edit_mode "insert": a new cell of cell_type (required) with new_source goes right after \
+cell_id; without cell_id it becomes the first cell.
+- edit_mode "delete": removes the cell cell_id; new_source is ignored.
+- This changes the file on disk and runs nothing. A notebook that is open in JupyterLab shows \
+the change after it is reloaded from disk.
+"""
+
+EditMode = Literal["replace", "insert", "delete"]
+CellType = Literal["code", "markdown"]
+OUTPUTS_CLEARED = "outputs will be cleared"
+
+
+class NotebookEditInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    notebook_path: str = Field(description="The .ipynb file: an absolute path, or relative to the working directory.")
+    cell_id: str | None = Field(
+        default=None,
+        description="The cell to replace or delete, or to insert after: its id, or cell-N for 0-based index N. "
+        "Omit it with insert to add the new cell first.",
+    )
+    new_source: str = Field(default="", description="The new source of the cell (ignored for delete).")
+    cell_type: CellType | None = Field(
+        default=None, description="code or markdown. Required for insert; with replace, changes the cell's type."
+    )
+    edit_mode: EditMode = Field(default="replace", description="replace (default), insert, or delete.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotebookEditResult:
+    path: str
+    display: str
+    edit_mode: EditMode
+    cell_id: str  # the edited, inserted or deleted cell (its id, or cell-N without ids)
+    cell_type: str
+    index: int
+    after: str | None  # insert: the cell it follows (None: inserted first)
+    total_cells: int
+    outputs_cleared: bool
+    upgraded: bool
+    added: int
+    removed: int
+    diff: str
+
+
+def _label(cell: Any, index: int) -> str:
+    return cell.get("id") or f"cell-{index}"
+
+
+def _find_cell(nb: Any, cell_id: str, display: str) -> int:
+    cells = nb.cells
+    for i, cell in enumerate(cells):
+        if cell.get("id") == cell_id:
+            return i
+    if cell_id.startswith("cell-") and cell_id[5:].isdigit() and int(cell_id[5:]) < len(cells):
+        return int(cell_id[5:])
+    shown = ", ".join(
+        f"{c['id']!r} (cell-{i})" if c.get("id") else f"'cell-{i}'" for i, c in enumerate(cells[:10])
+    )
+    more = f", … ({len(cells)} cells in all)" if len(cells) > 10 else ""
+    valid = f"Valid ids: {shown}{more}." if cells else "The notebook has no cells; use edit_mode insert without cell_id."
+    return _raise(
+        f"Cell {cell_id!r} not found in {display!r}. {valid} Use an id from Read's output, or cell-N "
+        "for the cell at 0-based index N."
+    )
+
+
+def _as_lines(source: str) -> str:
+    return source if not source or source.endswith("\n") else source + "\n"
+
+
+def _raise(message: str) -> Any:
+    raise ToolError(message)
+
+
+def _new_cell(cell_type: str, source: str, taken: set[str]) -> Any:
+    make = new_code_cell if cell_type == "code" else new_markdown_cell
+    cell = make(source)
+    while cell.id in taken:  # 8 random hex digits: a clash is unlikely, not impossible
+        cell = make(source)
+    return cell
+
+
+def _load(raw: bytes, display: str) -> Any:
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ToolError(
+            f"{display!r} is not valid notebook JSON ({e}). Read it to see what is wrong; Write can "
+            "replace it with a repaired notebook."
+        ) from e
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise ToolError(f"{display!r} is not a Jupyter notebook in nbformat 4 (no 'cells' list).")
+    if data.get("nbformat") != 4:
+        raise ToolError(
+            f"{display!r} is nbformat {data.get('nbformat')!r}; NotebookEdit changes nbformat 4 notebooks "
+            "only. Open and save it in Jupyter to convert it, then Read it again."
+        )
+    return rejoin_lines(nbformat.from_dict(data))
+
+
+class NotebookEditTool(FileEditingTool):
+    name = "NotebookEdit"
+    input_model = NotebookEditInput
+    make_parents = False
+
+    def description(self, ctx: ToolContext) -> str:
+        return DESCRIPTION
+
+    def _target(self, inp: NotebookEditInput) -> str:
+        return inp.notebook_path
+
+    def summarize_use(self, inp: NotebookEditInput) -> str:
+        where = f" {inp.cell_id}" if inp.cell_id else (" (first)" if inp.edit_mode == "insert" else "")
+        return f"{inp.edit_mode}{where} in {inp.notebook_path}"
+
+    def _preview_title(self, plan: Plan) -> str:
+        r = plan.extra
+        if r["edit_mode"] == "insert":  # the new id is drawn anew at write time; don't show one
+            where = f"after cell {r['after']}" if r["after"] else "at the top"
+            return f"Insert {r['cell_type']} cell {where} in {plan.display}"
+        return f"{r['edit_mode'].capitalize()} cell {r['cell_id']} in {plan.display}"
+
+    def _plan(self, inp: NotebookEditInput, ctx: ToolContext) -> Plan:
+        path = ctx.resolve(inp.notebook_path)
+        display = ctx.display_path(path)
+        if path.suffix.lower() != ".ipynb":
+            raise ToolError(f"{display!r} is not a .ipynb notebook. Use Edit or Write for other files.")
+        if inp.edit_mode == "insert" and inp.cell_type is None:
+            raise ToolError("cell_type is required with edit_mode 'insert': give 'code' or 'markdown'.")
+        if inp.edit_mode != "insert" and not inp.cell_id:
+            raise ToolError(
+                f"cell_id is required with edit_mode {inp.edit_mode!r}: give the id shown by Read, or cell-N."
+            )
+        raw = read_existing(path, what="Notebook")
+        if raw is None:
+            raise ToolError(
+                f"Notebook {str(path)!r} does not exist. Check the path with Glob; to create a notebook, "
+                "Write an nbformat 4 JSON file first."
+            )
+        require_fresh(ctx, path, raw, what="Notebook")
+        nb = _load(raw, display)
+        upgraded = False
+        notes: list[str] = []
+        after: str | None = None
+        if inp.edit_mode == "insert":
+            if nb.nbformat_minor < 5:
+                nb = v4convert.upgrade(nb, from_version=4, from_minor=nb.nbformat_minor)
+                upgraded = True
+                notes.append("notebook upgraded to nbformat 4.5 so cells can have ids (every cell gets one)")
+            index = 0
+            if inp.cell_id:
+                index = _find_cell(nb, inp.cell_id, display) + 1
+                after = _label(nb.cells[index - 1], index - 1)
+            taken = {c.get("id") for c in nb.cells}
+            cell = _new_cell(inp.cell_type or "code", inp.new_source, taken)
+            nb.cells.insert(index, cell)
+            old_source, new_source, cell_type, cleared = "", inp.new_source, cell.cell_type, False
+        else:
+            index = _find_cell(nb, inp.cell_id or "", display)
+            cell = nb.cells[index]
+            old_source = cell.get("source", "")
+            cleared = cell.cell_type == "code" and bool(cell.get("outputs") or cell.get("execution_count") is not None)
+            if inp.edit_mode == "delete":
+                del nb.cells[index]
+                new_source, cell_type = "", cell.cell_type
+                cleared = False
+            else:
+                new_source = inp.new_source
+                cell_type = inp.cell_type or cell.cell_type
+                if cell_type != cell.cell_type:
+                    # A type change makes a fresh cell of the new type; id and metadata stay.
+                    fresh = (new_code_cell if cell_type == "code" else new_markdown_cell)(new_source)
+                    fresh.metadata = cell.metadata
+                    if "id" in cell:
+                        fresh.id = cell.id
+                    else:
+                        fresh.pop("id", None)
+                    nb.cells[index] = cell = fresh
+                else:
+                    cell.source = new_source
+                    if cell.cell_type == "code":
+                        cell.outputs = []
+                        cell.execution_count = None
+                if cleared:
+                    notes.append(OUTPUTS_CLEARED)
+        try:
+            nbformat.validate(nb)
+        except nbformat.ValidationError as e:
+            first = str(e).split("\n", 1)[0]
+            raise ToolError(
+                f"The edited notebook would not be valid nbformat ({first}); nothing was written. "
+                "Read the notebook to check its structure."
+            ) from e
+        label = _label(cell, index)
+        diff_label = f"{display} [new cell]" if inp.edit_mode == "insert" else f"{display} [cell {label}]"
+        text = nbformat.v4.writes(nb) + "\n"
+        newline = "\r\n" if b"\r\n" in raw else "\n"
+        return Plan(
+            # Cell sources rarely end in a newline; diff them as lines so the prompt is not
+            # littered with "No newline at end of file" markers.
+            path=path, display=display, old_text=_as_lines(old_source), new_text=_as_lines(new_source),
+            new_raw=encode_text(text, newline=newline), created=False,
+            diff_label=diff_label, notes=tuple(notes),
+            extra={"edit_mode": inp.edit_mode, "cell_id": label, "cell_type": cell_type, "index": index,
+                   "after": after, "total": len(nb.cells), "cleared": cleared, "upgraded": upgraded},
+        )
+
+    def _result(self, plan: Plan, ctx: ToolContext) -> NotebookEditResult:
+        r, d = plan.extra, plan.diff
+        return NotebookEditResult(
+            path=str(plan.path), display=plan.display, edit_mode=r["edit_mode"], cell_id=r["cell_id"],
+            cell_type=r["cell_type"], index=r["index"], after=r["after"], total_cells=r["total"],
+            outputs_cleared=r["cleared"], upgraded=r["upgraded"], added=d.added, removed=d.removed, diff=d.text,
+        )
+
+    def map_result(self, output: NotebookEditResult, tool_use_id: str) -> dict[str, Any]:
+        o = output
+        if o.edit_mode == "insert":
+            where = f"after cell {o.after!r}" if o.after else "as the first cell"
+            text = (f"Inserted a new {o.cell_type} cell with id {o.cell_id!r} {where} in {o.path} "
+                    f"(it is now cell-{o.index}; the notebook has {o.total_cells} cells).")
+            if o.upgraded:
+                text += " The notebook was upgraded to nbformat 4.5, so every cell now has an id: Read it again before using ids."
+        elif o.edit_mode == "delete":
+            text = f"Deleted cell {o.cell_id!r} (was cell-{o.index}) from {o.path}; {o.total_cells} cells remain."
+        else:
+            text = f"Replaced the source of {o.cell_type} cell {o.cell_id!r} (cell-{o.index}) in {o.path}."
+            if o.outputs_cleared:
+                text += " Its outputs and execution count were cleared, since they belonged to the old code."
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+
+    def summarize_result(self, output: NotebookEditResult) -> str:
+        o = output
+        verb = {"replace": "replaced", "insert": f"inserted {o.cell_type}", "delete": "deleted"}[o.edit_mode]
+        extra = " (outputs cleared)" if o.outputs_cleared else ""
+        return f"Edited {o.display}: {verb} cell {o.cell_id}{extra}"
