@@ -1,0 +1,350 @@
+"""AnthropicModel: the Messages API behind `%agent`, streamed through the official SDK.
+
+Why a module of its own: the agent loop speaks the small Model protocol (models/base.py), and
+everything specific to the API lives here. The raw stream events are folded into whole content
+blocks in request format, and each block is handed on at its `content_block_stop`, so a finished
+tool_use reaches the executor while the rest of the message is still streaming. The request gets
+prompt-cache breakpoints (tool list, system prompt, latest message) so later turns read the
+prefix from cache. SDK exceptions become `ModelError` with a closed `kind` and a message that
+says what to do next, because the person sees that message, not a traceback.
+
+`anthropic` takes over a second to import, so it is imported when the first request is made,
+never at module import (`import ipy_agent` stays cheap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import re
+import typing
+from typing import Any, AsyncIterator
+
+from .base import BlockComplete, MessageComplete, ModelError, ModelEvent, ModelRequest, TextDelta, ThinkingDelta, Usage
+
+__all__ = ["AnthropicModel", "default_model", "MISSING_KEY_MESSAGE"]
+
+# Used only when the installed SDK lists no Sonnet alias at all.
+FALLBACK_MODEL = "claude-sonnet-4-6"
+DEFAULT_MAX_TOKENS = 16_000
+_EPHEMERAL = {"type": "ephemeral"}
+# Blocks that cannot carry a cache breakpoint (the API rejects cache_control on them).
+_NO_CACHE_CONTROL = {"thinking", "redacted_thinking"}
+_CREDENTIAL_KWARGS = ("api_key", "auth_token", "credentials", "config", "profile")
+_CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
+
+MISSING_KEY_MESSAGE = (
+    "No Anthropic API key found: ANTHROPIC_API_KEY is not set. Set it before running %agent, "
+    "for example `export ANTHROPIC_API_KEY=sk-ant-...` in the shell that starts Jupyter, or "
+    "`os.environ['ANTHROPIC_API_KEY'] = '...'` in a cell (keys: https://console.anthropic.com). "
+    "To try the agent offline, replay a transcript with `%agent --script PATH`."
+)
+
+_SONNET_ALIAS = re.compile(r"claude-sonnet-(\d{1,2}(?:-\d{1,2})?)")
+
+
+def newest_sonnet() -> str:
+    """The newest `claude-sonnet-*` alias (no date snapshot) that the installed SDK lists."""
+    try:
+        from anthropic.types.model import Model  # deferred: importing anthropic is slow
+    except Exception:
+        return FALLBACK_MODEL
+    names = [a for arg in typing.get_args(Model) for a in typing.get_args(arg) if isinstance(a, str)]
+    best: tuple[tuple[int, ...], str] | None = None
+    for name in names:
+        m = _SONNET_ALIAS.fullmatch(name)
+        if m:
+            version = tuple(int(p) for p in m.group(1).split("-"))
+            if best is None or version > best[0]:
+                best = (version, name)
+    return best[1] if best else FALLBACK_MODEL
+
+
+def default_model() -> str:
+    """`IPY_AGENT_MODEL` when set, else the newest Sonnet the SDK knows."""
+    return os.environ.get("IPY_AGENT_MODEL", "").strip() or newest_sonnet()
+
+
+class AnthropicModel:
+    """The Anthropic Messages API as a Model.
+
+    `model`: a model name; default `IPY_AGENT_MODEL`, else the newest Sonnet the SDK lists.
+    `thinking`: passed through, e.g. `{"type": "enabled", "budget_tokens": 4000}`; thinking
+    blocks come back with their signatures and must stay in the history verbatim.
+    `client`: an `anthropic.AsyncAnthropic` to use as is. Otherwise one is made on the first
+    request from `client_kwargs` (e.g. `api_key=`, `base_url=`, `max_retries=` default 2); the
+    SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself and retries 429, 529 and
+    connection errors.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking: dict[str, Any] | None = None,
+        client: Any = None,
+        **client_kwargs: Any,
+    ) -> None:
+        self._name = model or os.environ.get("IPY_AGENT_MODEL", "").strip() or None
+        self.max_tokens = max_tokens
+        self.thinking = dict(thinking) if thinking else None
+        self._client = client
+        self._client_is_ours = client is None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._client_kwargs = {"max_retries": 2, **client_kwargs}
+
+    @property
+    def name(self) -> str:
+        if self._name is None:
+            self._name = newest_sonnet()
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.name!r})"
+
+    # -- the request ---------------------------------------------------------------------------
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments for `messages.create`, with cache breakpoints on the tool
+        list, the system prompt and the latest message. `request` is never modified."""
+        params: dict[str, Any] = {
+            "model": self.name,
+            "max_tokens": self.max_tokens,
+            "messages": _messages_with_breakpoint(request.messages),
+        }
+        if request.system:
+            params["system"] = [{"type": "text", "text": request.system, "cache_control": dict(_EPHEMERAL)}]
+        if request.tools:
+            tools = copy.deepcopy(request.tools)
+            tools[-1]["cache_control"] = dict(_EPHEMERAL)
+            params["tools"] = tools
+        if self.thinking:
+            params["thinking"] = copy.deepcopy(self.thinking)
+        return params
+
+    def _get_client(self) -> Any:
+        if not self._client_is_ours:
+            return self._client
+        loop = asyncio.get_running_loop()
+        # A pooled connection belongs to the loop that opened it; terminal IPython runs each
+        # %agent in a fresh asyncio.run, so a client from an earlier loop cannot be reused.
+        if self._client is None or self._client_loop is not loop:
+            if not _has_credentials(self._client_kwargs):
+                raise ModelError(MISSING_KEY_MESSAGE, kind="missing_key")
+            import anthropic  # deferred: see the module docstring
+
+            self._client = anthropic.AsyncAnthropic(**self._client_kwargs)
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model made (a client passed in is left to its owner)."""
+        if self._client_is_ours and self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    # -- the stream ----------------------------------------------------------------------------
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        client = self._get_client()
+        params = self.request_params(request)
+        try:
+            response = await client.messages.create(**params, stream=True)
+        except Exception as err:
+            self._raise_model_error(err, client)
+        folder = _MessageFolder(self.name)
+        try:
+            async for event in response:
+                for out in folder.feed(event):
+                    yield out
+        except ModelError:
+            raise
+        except Exception as err:
+            self._raise_model_error(err, client)
+        finally:
+            # Also on cancellation and when the consumer stops early: an unread response
+            # would otherwise hold its connection open.
+            await response.close()
+        yield folder.finish()
+
+    def _raise_model_error(self, err: Exception, client: Any) -> typing.NoReturn:
+        error = _to_model_error(err, model=self.name, client=client)
+        if error is None:
+            raise err  # not an API failure: a bug, keep its traceback
+        raise error from err
+
+
+class _MessageFolder:
+    """Folds raw stream events into whole blocks, in request format, for one message."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.open: dict[int, dict[str, Any]] = {}
+        self.json_parts: dict[int, list[str]] = {}
+        self.content: list[dict[str, Any]] = []
+        self.usage = Usage()
+        self.stop_reason: str | None = None
+        self.stopped = False
+
+    def feed(self, event: Any) -> list[ModelEvent]:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            self.model = event.message.model or self.model
+            self._update_usage(event.message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block.model_dump(mode="json", exclude_none=True)
+            self.open[event.index] = block
+            if "input" in block:
+                self.json_parts[event.index] = []
+        elif kind == "content_block_delta":
+            return self._delta(self.open[event.index], event.index, event.delta)
+        elif kind == "content_block_stop":
+            return self._close(event.index)
+        elif kind == "message_delta":
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
+            self._update_usage(event.usage)
+        elif kind == "message_stop":
+            self.stopped = True
+        return []
+
+    def _delta(self, block: dict[str, Any], index: int, delta: Any) -> list[ModelEvent]:
+        match delta.type:
+            case "text_delta":
+                block["text"] = block.get("text", "") + delta.text
+                return [TextDelta(text=delta.text)]
+            case "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta.thinking
+                return [ThinkingDelta(text=delta.thinking)]
+            case "signature_delta":
+                block["signature"] = block.get("signature", "") + delta.signature
+            case "input_json_delta":
+                self.json_parts.setdefault(index, []).append(delta.partial_json)
+            case "citations_delta":
+                block.setdefault("citations", []).append(delta.citation.model_dump(mode="json", exclude_none=True))
+        return []
+
+    def _close(self, index: int) -> list[ModelEvent]:
+        block = self.open.pop(index)
+        parts = self.json_parts.pop(index, None)
+        if parts:
+            raw = "".join(parts)
+            try:
+                block["input"] = json.loads(raw)
+            except json.JSONDecodeError:
+                raise ModelError(
+                    f"The model sent tool input for {block.get('name')!r} that is not valid JSON: {raw[:200]!r}. "
+                    "Run the prompt again.",
+                    kind="other",
+                ) from None
+        # The API rejects an empty text block in a later request, so one never enters history.
+        if block.get("type") == "text" and not block.get("text"):
+            return []
+        self.content.append(block)
+        return [BlockComplete(block=copy.deepcopy(block), index=len(self.content) - 1)]
+
+    def _update_usage(self, usage: Any) -> None:
+        # message_start carries the prompt side; message_delta carries cumulative totals.
+        for field in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            value = getattr(usage, field, None)
+            if value is not None:
+                setattr(self.usage, field, value)
+
+    def finish(self) -> MessageComplete:
+        if not self.stopped:
+            raise ModelError(
+                "The response stream from the Anthropic API ended before the message was complete "
+                "(no message_stop). Run the prompt again.",
+                kind="connection",
+            )
+        return MessageComplete(
+            content=self.content, stop_reason=self.stop_reason or "end_turn", usage=self.usage, model=self.model
+        )
+
+
+def _messages_with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of `messages` with a cache breakpoint on the last block of the latest message."""
+    out = copy.deepcopy(messages)
+    if not out:
+        return out
+    last = out[-1]
+    if isinstance(last.get("content"), str):
+        if not last["content"]:
+            return out
+        last["content"] = [{"type": "text", "text": last["content"]}]
+    for block in reversed(last.get("content") or []):
+        if isinstance(block, dict) and block.get("type") not in _NO_CACHE_CONTROL:
+            block["cache_control"] = dict(_EPHEMERAL)
+            break
+    return out
+
+
+def _has_credentials(client_kwargs: dict[str, Any]) -> bool:
+    if any(client_kwargs.get(k) is not None for k in _CREDENTIAL_KWARGS):
+        return True
+    return any(os.environ.get(k) for k in _CREDENTIAL_ENV)
+
+
+# API error `type` values (the body's error.type, also sent in a mid-stream `error` event).
+_TYPE_KIND = {
+    "authentication_error": "authentication",
+    "permission_error": "permission",
+    "not_found_error": "not_found",
+    "overloaded_error": "overloaded",
+    "rate_limit_error": "rate_limit",
+    "request_too_large": "context_too_long",
+    "invalid_request_error": "invalid_request",
+}
+_STATUS_KIND = {
+    400: "invalid_request", 401: "authentication", 403: "permission", 404: "not_found",
+    413: "context_too_long", 429: "rate_limit", 529: "overloaded",
+}
+_CONTEXT_HINT = re.compile(r"prompt is too long|context (window|length)|too many tokens|exceeds? the context", re.I)
+
+
+def _to_model_error(err: BaseException, *, model: str, client: Any) -> ModelError | None:
+    """The ModelError for an SDK or transport failure; None for anything else (a bug)."""
+    import anthropic
+    import httpx2
+
+    retries = getattr(client, "max_retries", 0)
+    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    if isinstance(err, (anthropic.APIConnectionError, httpx2.TransportError)):
+        where = str(getattr(client, "base_url", "the Anthropic API"))
+        detail = "timed out" if isinstance(err, (anthropic.APITimeoutError, httpx2.TimeoutException)) else str(err)
+        return ModelError(
+            f"Could not reach the Anthropic API at {where!r}{after}: {detail or type(err).__name__}. "
+            "Check the network connection (and ANTHROPIC_BASE_URL if you set it), then run again.",
+            kind="connection",
+        )
+    if not isinstance(err, anthropic.APIStatusError):
+        if isinstance(err, anthropic.AnthropicError):
+            return ModelError(f"The Anthropic client failed: {err}. Run the prompt again.", kind="other")
+        return None
+    status = err.status_code
+    detail = err.api_message or str(err)
+    kind = _TYPE_KIND.get(err.type or "") or _STATUS_KIND.get(status) or "other"
+    if kind in ("invalid_request", "context_too_long") and (_CONTEXT_HINT.search(detail) or status == 413):
+        kind = "context_too_long"
+    # A mid-stream `error` event arrives on a 200 response; say so instead of "HTTP 200".
+    code = f"HTTP {status}" if status >= 400 else "error event during the response"
+    messages = {
+        "authentication": f"The Anthropic API rejected the credentials ({code}: {detail}). "
+        "Check that ANTHROPIC_API_KEY holds a valid key (https://console.anthropic.com).",
+        "permission": f"The API key may not use {model!r} or this feature ({code}: {detail}). "
+        "Use a key whose workspace has access, or choose another model with IPY_AGENT_MODEL.",
+        "not_found": f"Model {model!r} was not found ({code}: {detail}). Choose a model your key can use: "
+        "pass model=... or set IPY_AGENT_MODEL.",
+        "overloaded": f"The Anthropic API is overloaded ({code}{after}: {detail}). Wait a minute and run again.",
+        "rate_limit": f"Rate limit reached ({code}{after}: {detail}). Wait a minute and run again, "
+        "or lower the request rate.",
+        "context_too_long": f"The conversation is too long for {model!r} ({code}: {detail}). "
+        "Start a new conversation, or remove large tool results from the history, and run again.",
+        "invalid_request": f"The Anthropic API rejected the request ({code}: {detail}). "
+        "Check the model options (max_tokens, thinking) and the conversation.",
+        "other": f"The Anthropic API failed ({code}{after}: {detail}). Run the prompt again; "
+        "if it keeps failing, see https://status.anthropic.com.",
+    }
+    return ModelError(messages[kind], kind=kind)

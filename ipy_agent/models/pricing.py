@@ -1,0 +1,106 @@
+"""Cost estimates and context window sizes, by model family.
+
+The API reports tokens, not money, and it does not say how large a model's context window is
+in the response. The UI shows both anyway (what a run cost, how full the context is), so this
+module keeps a small price table by family and version. Everything here is an ESTIMATE: prices
+change, and a model this table does not know is priced as a Sonnet. `price_for(model).known`
+says whether the table recognised the name, so the UI can say "estimate (unknown model)".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .base import Usage
+
+__all__ = ["Prices", "price_for", "estimate_cost", "context_window", "DEFAULT_CONTEXT_WINDOW"]
+
+DEFAULT_CONTEXT_WINDOW = 200_000
+
+# Prompt caching multiplies the input price: writing a 5-minute cache entry costs 1.25x,
+# reading from the cache 0.1x.
+CACHE_WRITE_FACTOR = 1.25
+CACHE_READ_FACTOR = 0.1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prices:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    known: bool = True
+
+    @property
+    def cache_write(self) -> float:
+        return self.input * CACHE_WRITE_FACTOR
+
+    @property
+    def cache_read(self) -> float:
+        return self.input * CACHE_READ_FACTOR
+
+
+_SONNET = Prices(input=3.0, output=15.0)
+_UNKNOWN = Prices(input=3.0, output=15.0, known=False)
+
+# (family, first version with this price, prices); the newest matching row wins. Versions are
+# (major, minor) from names like "claude-opus-4-5" or "claude-3-5-haiku-20241022".
+_TABLE: list[tuple[str, tuple[int, int], Prices]] = [
+    ("opus", (0, 0), Prices(input=15.0, output=75.0)),
+    ("opus", (4, 5), Prices(input=5.0, output=25.0)),
+    ("sonnet", (0, 0), _SONNET),
+    ("haiku", (0, 0), Prices(input=0.25, output=1.25)),
+    ("haiku", (3, 5), Prices(input=0.8, output=4.0)),
+    ("haiku", (4, 5), Prices(input=1.0, output=5.0)),
+]
+
+_FAMILY = re.compile(r"\b(opus|sonnet|haiku)\b")
+# A version part is one or two digits; eight digits is a date snapshot, not a version.
+_VERSION = re.compile(r"(?<![0-9])(\d{1,2})(?:[-.](\d{1,2}))?(?![0-9])")
+
+
+def _family_and_version(model: str) -> tuple[str, tuple[int, int]] | None:
+    name = model.lower().replace("_", "-")
+    found = _FAMILY.search(name)
+    if found is None:
+        return None
+    # Newer names put the version after the family ("claude-sonnet-4-5"), older ones before it
+    # ("claude-3-5-sonnet"); look after the family first.
+    after = _VERSION.search(name, found.end())
+    before = list(_VERSION.finditer(name, 0, found.start()))
+    match = after or (before[-1] if before else None)
+    if match is None:
+        return found.group(1), (0, 0)
+    return found.group(1), (int(match.group(1)), int(match.group(2) or 0))
+
+
+def price_for(model: str) -> Prices:
+    """Prices for `model`; an unknown name gets Sonnet prices with `known=False`."""
+    parsed = _family_and_version(model)
+    if parsed is None:
+        return _UNKNOWN
+    family, version = parsed
+    best: Prices | None = None
+    for row_family, since, prices in _TABLE:
+        if row_family == family and version >= since:
+            best = prices
+    return best or _UNKNOWN
+
+
+def estimate_cost(model: str, usage: Usage) -> float:
+    """Estimated USD for `usage` on `model` (fresh input, output, cache writes and reads)."""
+    p = price_for(model)
+    total = (
+        usage.input_tokens * p.input
+        + usage.output_tokens * p.output
+        + usage.cache_creation_input_tokens * p.cache_write
+        + usage.cache_read_input_tokens * p.cache_read
+    )
+    return total / 1_000_000
+
+
+def context_window(model: str) -> int:
+    """Tokens of prompt `model` accepts. 200k for every current model at its default setting
+    (larger windows need an explicit opt-in this client does not send)."""
+    return DEFAULT_CONTEXT_WINDOW
