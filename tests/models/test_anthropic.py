@@ -15,7 +15,7 @@ import pytest
 from ipy_agent.models.anthropic import AnthropicModel, newest_sonnet
 from ipy_agent.models.base import BlockComplete, MessageComplete, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
 from ipy_agent.models.pricing import context_window, estimate_cost, price_for
-from sse_server import ReplayServer, Reply, error_event, error_reply, message_events
+from tests.models.sse_server import ReplayServer, Reply, error_event, error_reply, message_events
 
 EPHEMERAL = {"type": "ephemeral"}
 TOOLS = [
