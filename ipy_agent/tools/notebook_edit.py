@@ -13,7 +13,7 @@ Decisions:
   that no longer exists. The approval prompt and the result both say so.
 - New cells get nbformat 4.5 ids. A notebook older than 4.5 has no cell ids and would fail
   validation with one, so an insert upgrades it with nbformat's own converter (every cell gets
-  an id, `orig_nbformat_minor` is kept in the metadata) and says so. Replace and delete leave
+  an id, `nbformat_minor` becomes 5) and says so. Replace and delete leave
   the format version alone. nbformat 3 and older notebooks are refused rather than converted.
 """
 
