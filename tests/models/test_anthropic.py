@@ -241,6 +241,22 @@ async def test_key_and_base_url_come_from_the_environment(server, monkeypatch):
     assert "sk-from-env" in (sent.headers.get("x-api-key", "") + sent.headers.get("authorization", ""))
 
 
+async def test_a_client_passed_in_is_used_as_is_and_left_open(server, monkeypatch):
+    import anthropic
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    client = anthropic.AsyncAnthropic(api_key="sk-own-client", base_url=server.url, max_retries=0)
+    server.add(message_events([{"type": "text", "text": "one"}]), message_events([{"type": "text", "text": "two"}]))
+    model = AnthropicModel("claude-test-model", client=client)
+    await collect(model, req())
+    await model.aclose()
+    await collect(AnthropicModel("claude-test-model", client=client), req())
+    assert len(server.requests) == 2
+    assert "sk-own-client" in (server.requests[1].headers.get("x-api-key", "")
+                               + server.requests[1].headers.get("authorization", ""))
+    await client.close()
+
+
 def test_model_name_argument_then_env_then_newest_sdk_sonnet(monkeypatch):
     monkeypatch.setenv("IPY_AGENT_MODEL", "claude-env")
     assert AnthropicModel("claude-arg").name == "claude-arg"
