@@ -54,8 +54,9 @@ def estimate_tokens(chars: int) -> int:
 
 def read_text(f: BinaryIO, name: str, st: os.stat_result, *, start: int, limit: int, unranged: bool) -> TextRead:
     """Lines `start` (1-based) to `start + limit - 1` of the open binary file `f`, at position 0."""
-    data = f.read(WHOLE_FILE_BYTES + 1)
-    if len(data) <= WHOLE_FILE_BYTES:
+    # st_size decides, but the read is bounded anyway: /proc files report 0 and files grow.
+    data = f.read(WHOLE_FILE_BYTES + 1) if st.st_size <= WHOLE_FILE_BYTES else b""
+    if st.st_size <= WHOLE_FILE_BYTES and len(data) <= WHOLE_FILE_BYTES:
         if unranged and len(data) > MAX_UNRANGED_BYTES:
             # st_size said small (a /proc file says 0) but the content is not.
             raise ToolError(f"{name!r} holds {len(data) // 1024} KB, over the {MAX_UNRANGED_BYTES // 1024} KB limit for reading a whole file. Read part of it with offset and limit.")
