@@ -1,0 +1,434 @@
+"""Which programs, with which flags, only read: the allow-list behind Bash's read-only verdict.
+
+A command is read-only when its program is listed here and its arguments pass that program's
+check. Everything not listed fails closed. Each check answers with the reason a command may
+write (shown in traces and tests) or None. Arguments whose value only the shell knows (`$X`, a
+glob that could expand to a file named `-delete`) are accepted only by programs none of whose
+flags can write or run anything.
+
+`destructive_problem` is the other direction: commands that lose work for good, so the approval
+prompt can say so. It is a warning, not a guard; a command it misses still goes through the
+permission prompt like any other write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from .bash_parse import UNKNOWN, SimpleCommand, Word
+
+__all__ = ["command_problem", "destructive_problem", "parse_options"]
+
+Check = Callable[[str, list[Word]], "str | None"]
+
+# Programs none of whose flags write files or run other programs: any argument is fine.
+_ANY_ARGS = frozenset(
+    """cat head tail wc ls pwd echo basename dirname realpath readlink stat du df which whereis type
+    true false test [ uname id whoami groups printenv cmp diff nl cut tr column comm od hexdump
+    strings seq sleep grep egrep fgrep cd : md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
+    b2sum cksum base64 base32 tac rev paste fold expand unexpand ps pgrep nproc uptime free arch tty
+    locale lsb_release expr getconf""".split()
+)
+# Harmless variables in `LANG=C sort x`; anything else (PATH, LD_PRELOAD, GIT_EXTERNAL_DIFF,
+# PAGER...) can make a reading program run something else.
+_SAFE_VARIABLES = frozenset({"LANG", "LANGUAGE", "TZ", "NO_COLOR", "COLUMNS", "LINES", "CLICOLOR", "TERM"})
+_VERSION_PROBES = frozenset(
+    """python python3 node npm npx pip pip3 uv cargo rustc go java javac ruby gcc g++ clang make cmake
+    docker gh conda poetry deno bun yarn pnpm perl php tsc pytest bash sh zsh git rg jq
+    kubectl terraform mypy ruff black""".split()
+)
+_VERSION_FLAGS = frozenset({"--version", "-V", "version", "-version"})
+
+
+# --- option parsing -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Opt:
+    name: str  # "-x" or "--long"
+    value: str | None  # attached value (`-k1`, `--out=f`), if any
+
+
+def parse_options(args: list[Word], short_value: str = "") -> Iterator[Opt | Word]:
+    """Yield options (clusters split into letters) and positional words; stop at `--`.
+
+    A short option listed in `short_value` takes the rest of its cluster as its value, so in
+    `sort -k1o` there is no `-o`. A detached value (`-k 1`) comes out as a positional.
+    """
+    rest = False
+    for a in args:
+        t = a.text
+        if rest or t is None or not t.startswith("-") or t == "-":
+            yield a
+        elif t == "--":
+            rest = True
+        elif t.startswith("--"):
+            name, eq, value = t.partition("=")
+            yield Opt(name, value if eq else None)
+        else:
+            for i, ch in enumerate(t[1:], 1):
+                if ch in short_value:
+                    yield Opt("-" + ch, t[i + 1 :] or None)
+                    break
+                yield Opt("-" + ch, None)
+
+
+def _unknown(args: list[Word]) -> str | None:
+    bad = next((a for a in args if not a.known), None)
+    return f"argument {bad.source!r} is only known when the shell runs" if bad else None
+
+
+def _long_hit(given: str, bad: tuple[str, ...]) -> bool:
+    # GNU and git accept unambiguous abbreviations: `--out=f` is `--output=f`.
+    return len(given) > 2 and any(b.startswith(given) for b in bad)
+
+
+def flag_check(bad_short: str = "", bad_long: tuple[str, ...] = (), short_value: str = "",
+               max_positional: int | None = None, why: str = "can write files") -> Check:
+    def check(name: str, args: list[Word]) -> str | None:
+        if problem := _unknown(args):
+            return problem
+        positional = 0
+        for item in parse_options(args, short_value):
+            if isinstance(item, Word):
+                positional += 1
+            elif (len(item.name) == 2 and item.name[1] in bad_short) or _long_hit(item.name, bad_long):
+                return f"{name} {item.name} {why}"
+        if max_positional is not None and positional > max_positional:
+            return f"{name} with {positional} file arguments writes to the last one"
+        return None
+
+    return check
+
+
+# --- programs with their own rules ------------------------------------------------------------
+
+_FIND_ACTIONS = ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fls", "-fprint", "-fprint0", "-fprintf")
+
+
+def _find(name: str, args: list[Word]) -> str | None:
+    if problem := _unknown(args):
+        return problem
+    bad = next((a.text for a in args if a.text in _FIND_ACTIONS or (a.text or "").startswith("-fprint")), None)
+    return f"find {bad} deletes, writes or runs commands" if bad else None
+
+
+def _sed(name: str, args: list[Word]) -> str | None:
+    if problem := _unknown(args):
+        return problem
+    scripts: list[str] = []
+    items = list(parse_options(args, short_value="efl"))
+    positional = [i for i in items if isinstance(i, Word)]
+    detached = iter(positional)
+    for item in items:
+        if isinstance(item, Word):
+            continue
+        if item.name == "-i" or _long_hit(item.name, ("--in-place",)):
+            return "sed -i edits files in place"
+        if item.name == "-f" or _long_hit(item.name, ("--file",)):
+            return "sed -f runs a script file that was not checked"
+        if item.name == "-e" or _long_hit(item.name, ("--expression",)):
+            value = item.value if item.value is not None else next(detached, UNKNOWN).text
+            if value is None:
+                return "sed -e without a script"
+            scripts.append(value)
+            positional = positional[1:] if item.value is None else positional
+    if not scripts:
+        if not positional or positional[0].glob:
+            return "sed without a script it can check"
+        scripts.append(positional[0].text or "")
+    for s in scripts:
+        if problem := sed_script_problem(s):
+            return problem
+    return None
+
+
+def sed_script_problem(script: str) -> str | None:
+    """None when a sed script has no `w`, `W` or `e` command and no `s///w` or `s///e` flag."""
+    s, i, n = script, 0, len(script)
+
+    def skip_delimited(j: int, parts: int) -> int:
+        delim = s[j]
+        j += 1
+        for _ in range(parts):
+            while j < n and s[j] != delim:
+                j += 2 if s[j] == "\\" else 1
+            j += 1
+        return j
+
+    def skip_address(j: int) -> int:
+        if j < n and (s[j].isdigit() or s[j] in "+~"):
+            j += 1
+            while j < n and (s[j].isdigit() or s[j] == "~"):
+                j += 1
+        elif j < n and s[j] == "$":
+            j += 1
+        elif j < n and s[j] in "/\\":
+            j = skip_delimited(j + (s[j] == "\\"), 1)
+            while j < n and s[j] in "IM":
+                j += 1
+        return j
+
+    while i < n:
+        if s[i] in " \t\n;}{":
+            i += 1
+            continue
+        i = skip_address(i)
+        if i < n and s[i] == ",":
+            i = skip_address(i + 1)
+        while i < n and s[i] in " \t!":
+            i += 1
+        if i >= n:
+            break
+        c = s[i]
+        if c in "wWe":
+            return f"sed command {c!r} writes a file or runs a command"
+        if c in "#aicrR:btTv":  # text, file to read, or label: the rest of the line
+            while i < n and s[i] != "\n" and not (c in "btTv" and s[i] == ";"):
+                i += 1
+        elif c in "pPdDnNgGhHxlLqQz=F{}":
+            i += 1
+            while i < n and s[i].isdigit():
+                i += 1
+        elif c in "sy" and i + 1 < n:
+            i = skip_delimited(i + 1, 2 if c == "s" else 2)
+            if c == "s":
+                while i < n and s[i] not in ";\n}":
+                    if s[i] in "we":
+                        return f"sed s///{s[i]} writes a file or runs a command"
+                    if s[i] not in "gpiImM0123456789 \t":
+                        return f"sed flag {s[i]!r} is not known to be read-only"
+                    i += 1
+        else:
+            return f"sed command {c!r} is not known to be read-only"
+    return None
+
+
+def _xargs(name: str, args: list[Word]) -> str | None:
+    if problem := _unknown(args):
+        return problem
+    required = {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
+                "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
+    optional = {"-e", "-i", "-l", "--eof", "--replace", "--max-lines"}
+    known_flags = required | optional | {"-0", "-p", "-r", "-t", "-x", "--null", "--interactive",
+                                         "--no-run-if-empty", "--verbose", "--exit", "--show-limits"}
+    replace: str | None = None
+    i = 0
+    while i < len(args):
+        t = args[i].text or ""
+        if t == "--":
+            i += 1
+            break
+        if not t.startswith("-") or t == "-":
+            break
+        items = list(parse_options([args[i]], short_value="adEILnPseil"))
+        opt = items[0]
+        assert isinstance(opt, Opt)
+        if opt.name not in known_flags:
+            return f"xargs option {opt.name} is not known to be read-only"
+        value = opt.value
+        if opt.name in required and value is None:
+            i += 1
+            value = args[i].text if i < len(args) else None
+        if opt.name in ("-I", "-i", "--replace"):
+            replace = value or "{}"
+        i += 1
+    inner = args[i:]
+    if not inner:
+        return None  # runs echo
+    if replace is not None:
+        inner = [Word(source=a.source, text=None) if replace in (a.text or "") else a for a in inner]
+    else:
+        inner = [*inner, UNKNOWN]  # items from stdin may start with `-`
+    return _program_problem(inner[0], inner[1:], via="xargs ")
+
+
+def _env(name: str, args: list[Word]) -> str | None:
+    if problem := _unknown(args):
+        return problem
+    for a in args:
+        t = a.text or ""
+        if t in ("-0", "--null", "-i", "--ignore-environment", "-"):
+            continue
+        if "=" in t and not t.startswith("-"):
+            continue
+        return f"{name} {t} runs a command or is not known to be read-only"
+    return None
+
+
+def _date(name: str, args: list[Word]) -> str | None:
+    if problem := flag_check("s", ("--set",), short_value="dfrI", why="sets the clock")(name, args):
+        return problem
+    items = list(parse_options(args, short_value="dfrI"))
+    for prev, item in zip([None, *items], items):
+        if isinstance(item, Word) and not (item.text or "").startswith("+"):
+            if isinstance(prev, Opt) and prev.value is None and prev.name in ("-d", "-f", "-r", "--date", "--file", "--reference"):
+                continue
+            return f"date {item.text} sets the clock"
+    return None
+
+
+def _test_args(name: str, args: list[Word]) -> str | None:
+    # bash evaluates `a[$(cmd)]` inside arithmetic operands of test and [[ ]].
+    bad = next((a for a in args if a.text is not None and ("$(" in a.text or "`" in a.text)), None)
+    return f"{name} operand {bad.source!r} can run a command in arithmetic" if bad else None
+
+
+def _command_builtin(name: str, args: list[Word]) -> str | None:
+    if args and args[0].text in ("-v", "-V"):
+        return _unknown(args)
+    rest = args[1:] if args and args[0].text == "-p" else args
+    if not rest:
+        return None
+    return _program_problem(rest[0], rest[1:], via=f"{name} ")
+
+
+def _wrapper(short_value: str, leading: int) -> Check:
+    """`timeout 5 ls`, `nice -n 5 ls`: options, `leading` fixed arguments, then the command."""
+
+    def check(name: str, args: list[Word]) -> str | None:
+        i = 0
+        while i < len(args) and (args[i].text or "").startswith("-") and args[i].text != "--":
+            opt = args[i].text or ""
+            i += 2 if (len(opt) == 2 and opt[1] in short_value) else 1
+        if i < len(args) and args[i].text == "--":
+            i += 1
+        i += leading
+        if i >= len(args):
+            return f"{name} without a command"
+        return _program_problem(args[i], args[i + 1 :], via=f"{name} ")
+
+    return check
+
+
+def _version_probe(name: str, args: list[Word]) -> str | None:
+    if len(args) == 1 and args[0].text in _VERSION_FLAGS:
+        return None
+    return f"{name} runs code or changes things; only `{name} --version` is read-only"
+
+
+_CHECKS: dict[str, Check] = {
+    "sort": flag_check("o", ("--output", "--compress-program"), short_value="kStT"),
+    "uniq": flag_check(short_value="fsw", max_positional=1),
+    "printf": flag_check("v", why="assigns a shell variable"),
+    "file": flag_check("C", ("--compile",), short_value="eFfmP"),
+    "tree": flag_check("oR", ("--output",), short_value="LIPHTo"),
+    "rg": flag_check(bad_long=("--pre",), why="runs a preprocessor command"),
+    "jq": flag_check("fL", ("--from-file", "--rawfile", "--slurpfile"), why="reads a filter or data file"),
+    "hostname": flag_check(max_positional=0),
+    "find": _find,
+    "sed": _sed,
+    "xargs": _xargs,
+    "env": _env,
+    "date": _date,
+    "test": _test_args,
+    "[": _test_args,
+    "[[": _test_args,
+    "command": _command_builtin,
+    "timeout": _wrapper("sk", 1),
+    "nice": _wrapper("n", 0),
+    "stdbuf": _wrapper("ioe", 0),
+    "time": _wrapper("fo", 0),
+}
+
+
+def _program_problem(name_word: Word, args: list[Word], via: str = "") -> str | None:
+    from .bash_git import git_problem
+
+    name = name_word.text
+    if name is None:
+        return f"the command name {name_word.source!r} is only known when the shell runs"
+    if "/" in name:
+        return f"{via}{name} runs a program by path; only programs found on PATH are on the allow-list"
+    if name == "git":
+        return git_problem(args)
+    if name in _CHECKS:
+        problem = _CHECKS[name](name, args)
+        return f"{via}{problem}" if problem and via else problem
+    if name in _ANY_ARGS:
+        return None
+    if name in _VERSION_PROBES:
+        return _version_probe(name, args)
+    return f"{via}{name} is not on the read-only allow-list"
+
+
+def command_problem(cmd: SimpleCommand) -> str | None:
+    """Why one simple command may write or run something unchecked; None when it only reads."""
+    for var, _value in cmd.assignments:
+        if var not in _SAFE_VARIABLES and not var.startswith("LC_"):
+            return f"setting {var} can change what the command runs"
+    if cmd.kind == "assignment":
+        return None
+    if cmd.kind == "redirect" or cmd.name is None:
+        return "a redirection without a command creates or truncates a file"
+    return _program_problem(cmd.name, list(cmd.args))
+
+
+# --- destructive ------------------------------------------------------------------------------
+
+_UNWRAP = {"sudo", "doas", "command", "builtin", "exec", "nohup", "time", "nice", "env", "xargs", "timeout", "stdbuf"}
+
+
+def _has_short(args: list[Word], letters: str, long: tuple[str, ...] = ()) -> bool:
+    for item in parse_options(args):
+        if isinstance(item, Opt) and ((len(item.name) == 2 and item.name[1] in letters) or item.name in long):
+            return True
+    return False
+
+
+def destructive_problem(cmd: SimpleCommand) -> str | None:
+    """A short reason when the command destroys data or history for good, else None."""
+    words = [w for w in ([cmd.name] if cmd.name else []) + list(cmd.args)]
+    # Look through wrappers: `sudo rm -rf x`, `xargs rm -r`, `env FOO=1 git push -f`.
+    while words and words[0].text in _UNWRAP:
+        words = words[1:]
+        while words and ((words[0].text or "").startswith("-") or "=" in (words[0].text or "")
+                         or (words[0].text or "").replace(".", "").isdigit()):
+            words = words[1:]
+    if not words:
+        return None
+    name, args = words[0].text or "", words[1:]
+    texts = [a.text or "" for a in args]
+    if name in ("bash", "sh", "zsh", "dash") and "-c" in texts:
+        from .bash_parse import destructive_reasons
+
+        script = texts[texts.index("-c") + 1] if texts.index("-c") + 1 < len(texts) else ""
+        inner = destructive_reasons(script) if script else []
+        return inner[0] if inner else None
+    if name == "rm" and _has_short(args, "rR", ("--recursive",)):
+        return "rm -r deletes whole directory trees"
+    if name in ("shred", "mkfs", "wipefs") or name.startswith("mkfs."):
+        return f"{name} destroys data beyond recovery"
+    if name == "dd":
+        return "dd overwrites whatever of= names"
+    if name == "truncate":
+        return "truncate cuts files to a size"
+    if name in ("chmod", "chown", "chgrp") and _has_short(args, "R", ("--recursive",)):
+        return f"{name} -R changes every file in a tree"
+    if name == "find" and any(t in ("-delete",) for t in texts):
+        return "find -delete deletes every match"
+    if name == "find" and any(t in ("-exec", "-execdir") for t in texts) and "rm" in texts:
+        return "find -exec rm deletes every match"
+    if name == "git":
+        return _git_destructive(texts)
+    return None
+
+
+def _git_destructive(texts: list[str]) -> str | None:
+    sub = next((t for t in texts if not t.startswith("-")), "")
+    rest = texts[texts.index(sub) + 1 :] if sub else []
+    if sub == "push" and (any(t in ("-f", "--force", "--mirror", "--delete", "-d") or t.startswith("--force")
+                              for t in rest) or any(t.startswith("+") for t in rest)):
+        return "git push --force rewrites or deletes history on the remote"
+    if sub == "reset" and "--hard" in rest:
+        return "git reset --hard throws away uncommitted changes"
+    if sub == "clean" and any(t == "--force" or (t.startswith("-") and not t.startswith("--") and "f" in t) for t in rest):
+        return "git clean -f deletes untracked files"
+    if sub in ("checkout", "restore") and ("--" in rest or "." in rest or "-f" in rest or "--force" in rest):
+        return f"git {sub} discards uncommitted changes to the named files"
+    if sub == "branch" and any(t == "-D" or (t.startswith("-") and not t.startswith("--") and "D" in t) for t in rest):
+        return "git branch -D deletes a branch even if it is not merged"
+    if sub == "stash" and rest[:1] in (["drop"], ["clear"]):
+        return f"git stash {rest[0]} deletes stashed changes"
+    return None
