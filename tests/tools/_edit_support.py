@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import Tool, ToolContext
+from ipy_agent.runtime.tool import RuleSubject, Tool, ToolContext
+from ipy_agent.tools import _fileio
 from ipy_agent.tools.read import ReadTool
 
 
@@ -43,3 +44,34 @@ async def run(tool: Tool, ctx: ToolContext, **fields: Any) -> Outcome:
 def leftovers(directory: Path) -> list[str]:
     """Temporary files an atomic write might leave behind."""
     return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+def assert_edit_contract(tool: Tool, inp: Any, ctx: ToolContext, *, path: Path, rule: str) -> None:
+    """What all three editing tools promise the permission system."""
+    assert tool.kind == "edit" and tool.rule_names == ("Edit",)
+    assert not tool.is_read_only(inp) and not tool.is_concurrency_safe(inp)
+    assert tool.rule_subject(inp, ctx) == RuleSubject(kind="path", value=str(path))
+    assert tool.suggest_rule(inp, ctx) == rule
+
+
+def fail_os(monkeypatch: Any, name: str) -> None:
+    """Make the atomic writer's `os.<name>` fail as a full disk would."""
+
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_fileio.os, name, boom)
+
+
+def tool_results(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every tool_result block of a conversation, by tool_use_id."""
+    return {
+        b["tool_use_id"]: b
+        for m in messages if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"] if b.get("type") == "tool_result"
+    }
+
+
+def result_text(block: dict[str, Any]) -> str:
+    c = block["content"]
+    return c if isinstance(c, str) else "".join(b.get("text", "") for b in c)

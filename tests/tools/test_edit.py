@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools._edit_support import leftovers, make_ctx, read, run
+from tests.tools._edit_support import (
+    assert_edit_contract, fail_os, leftovers, make_ctx, read, result_text, run, tool_results,
+)
 from ipy_agent import Agent, PermissionAnswer, ScriptedModel
 from ipy_agent.runtime.rules import gitignore_match
-from ipy_agent.runtime.tool import RuleSubject, ToolContext, ToolError
-from ipy_agent.tools import _fileio
+from ipy_agent.runtime.tool import ToolContext, ToolError
 from ipy_agent.tools.edit import EditTool
 from ipy_agent.tools.read import ReadTool
 
@@ -238,10 +239,7 @@ async def test_failed_write_leaves_old_content_and_no_temp_files(ctx, tmp_path, 
     p = put(tmp_path, "a.py", "x = 1\n")
     await read(ctx, p)
 
-    def boom(*a, **k):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(_fileio.os, fail_at, boom)
+    fail_os(monkeypatch, fail_at)
     tool = EditTool()
     with pytest.raises(OSError, match="No space"):
         await tool.call(tool.input_model(file_path="a.py", old_string="x = 1", new_string="x = 2"), ctx)
@@ -274,10 +272,7 @@ async def test_new_code_written_with_straight_quotes_stays_straight(ctx, tmp_pat
 def test_flags_rules_and_suggestions(ctx, tmp_path):
     tool = EditTool()
     inp = tool.input_model(file_path="src/pkg/a.py", old_string="a", new_string="b")
-    assert tool.kind == "edit" and tool.rule_names == ("Edit",)
-    assert not tool.is_read_only(inp) and not tool.is_concurrency_safe(inp)
-    assert tool.rule_subject(inp, ctx) == RuleSubject(kind="path", value=str(tmp_path / "src/pkg/a.py"))
-    assert tool.suggest_rule(inp, ctx) == "Edit(src/pkg/**)"
+    assert_edit_contract(tool, inp, ctx, path=tmp_path / "src/pkg/a.py", rule="Edit(src/pkg/**)")
 
 
 def test_suggested_rule_for_a_top_level_file_stays_at_the_top_level(ctx, tmp_path):
@@ -316,17 +311,7 @@ def _edit_use(tid: str, path: str, old: str, new: str) -> list[dict]:
 
 
 def _tool_result(request: dict, tid: str) -> dict:
-    for msg in request["messages"]:
-        if msg["role"] == "user" and isinstance(msg["content"], list):
-            for block in msg["content"]:
-                if block.get("type") == "tool_result" and block["tool_use_id"] == tid:
-                    return block
-    raise AssertionError(f"no tool_result for {tid}")
-
-
-def _text(block: dict) -> str:
-    c = block["content"]
-    return c if isinstance(c, str) else "".join(b.get("text", "") for b in c)
+    return tool_results(request["messages"])[tid]
 
 
 def test_agent_edit_before_read_is_refused_then_works_after_read(tmp_path):
@@ -340,9 +325,9 @@ def test_agent_edit_before_read_is_refused_then_works_after_read(tmp_path):
     agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits", tools=_tools())
     result = agent.run("turn debug off")
     first = _tool_result(model.requests[1], "t1")
-    assert first.get("is_error") and "has not been read yet" in _text(first)
+    assert first.get("is_error") and "has not been read yet" in result_text(first)
     done = _tool_result(model.requests[3], "t3")
-    assert not done.get("is_error") and "1\tDEBUG = False" in _text(done)
+    assert not done.get("is_error") and "1\tDEBUG = False" in result_text(done)
     assert p.read_text() == "DEBUG = False\n"
     assert result.stop_reason == "end_turn"
     assert [r.summary_result for r in agent.trace][-1] == "Edited app.py (+1 -1)"
@@ -383,5 +368,5 @@ def test_agent_file_changed_while_prompt_open_is_not_clobbered(tmp_path):
     ])
     Agent(model=model, cwd=tmp_path, approver=approver, tools=_tools()).run("go")
     block = _tool_result(model.requests[2], "t2")
-    assert block.get("is_error") and "changed since you read it" in _text(block)
+    assert block.get("is_error") and "changed since you read it" in result_text(block)
     assert p.read_text() == "DEBUG = True\nSAVED = 1\n"

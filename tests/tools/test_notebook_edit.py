@@ -11,11 +11,10 @@ import pytest
 from nbformat import v4
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.tool import RuleSubject, ToolContext, ToolError
-from ipy_agent.tools import _fileio
+from ipy_agent.runtime.tool import ToolContext, ToolError
 from ipy_agent.tools.notebook_edit import NotebookEditTool
 from ipy_agent.tools.read import ReadTool
-from tests.tools._edit_support import leftovers, make_ctx, read, run
+from tests.tools._edit_support import assert_edit_contract, fail_os, leftovers, make_ctx, read, run, tool_results
 
 
 @pytest.fixture
@@ -236,11 +235,7 @@ async def test_mode_bits_and_atomic_failure(ctx, nb_path, monkeypatch):
     nb_path.chmod(0o600)
     ctx.read_state.record(nb_path, content=nb_path.read_bytes())
     before = nb_path.read_bytes()
-
-    def boom(*a, **k):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(_fileio.os, "replace", boom)
+    fail_os(monkeypatch, "replace")
     tool = NotebookEditTool()
     with pytest.raises(OSError):
         await tool.call(tool.input_model(notebook_path="analysis.ipynb", cell_id="cell-0", new_source="z"), ctx)
@@ -253,10 +248,7 @@ async def test_mode_bits_and_atomic_failure(ctx, nb_path, monkeypatch):
 def test_flags_rules_and_prompt(ctx, tmp_path):
     tool = NotebookEditTool()
     inp = tool.input_model(notebook_path="nbs/a.ipynb", cell_id="cell-0", new_source="")
-    assert tool.kind == "edit" and tool.rule_names == ("Edit",)
-    assert not tool.is_read_only(inp) and not tool.is_concurrency_safe(inp)
-    assert tool.rule_subject(inp, ctx) == RuleSubject(kind="path", value=str(tmp_path / "nbs/a.ipynb"))
-    assert tool.suggest_rule(inp, ctx) == "Edit(nbs/**)"
+    assert_edit_contract(tool, inp, ctx, path=tmp_path / "nbs/a.ipynb", rule="Edit(nbs/**)")
     text = tool.description(ctx)
     assert "Read the notebook first" in text and "cell-N" in text and "Edit or Write" in text
     assert "first cell" in text and "cleared" in text
@@ -275,7 +267,6 @@ def test_agent_notebook_edit_before_read_then_after(tmp_path):
     ])
     agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits", tools=[ReadTool(), NotebookEditTool()])
     agent.run("retitle")
-    results = {b["tool_use_id"]: b for m in agent.messages if m["role"] == "user" and isinstance(m["content"], list)
-               for b in m["content"] if b.get("type") == "tool_result"}
+    results = tool_results(agent.messages)
     assert results["t1"].get("is_error") and "has not been read yet" in str(results["t1"]["content"])
     assert not results["t3"].get("is_error") and on_disk(p).cells[1].source == "# Results"

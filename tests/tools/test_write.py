@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.tool import RuleSubject, ToolContext, ToolError
-from ipy_agent.tools import _fileio
+from ipy_agent.runtime.tool import ToolContext, ToolError
 from ipy_agent.tools.edit import EditTool
 from ipy_agent.tools.read import ReadTool
 from ipy_agent.tools.write import WriteTool
-from tests.tools._edit_support import leftovers, make_ctx, read, run
+from tests.tools._edit_support import assert_edit_contract, fail_os, leftovers, make_ctx, read, run, tool_results
 
 
 @pytest.fixture
@@ -140,11 +139,7 @@ async def test_failed_write_leaves_old_content_and_no_temp_files(ctx, tmp_path, 
     p = tmp_path / "a.txt"
     p.write_text("old\n")
     await read(ctx, p)
-
-    def boom(*a, **k):
-        raise OSError(5, "I/O error")
-
-    monkeypatch.setattr(_fileio.os, "replace", boom)
+    fail_os(monkeypatch, "replace")
     tool = WriteTool()
     with pytest.raises(OSError):
         await tool.call(tool.input_model(file_path="a.txt", content="new\n"), ctx)
@@ -166,10 +161,7 @@ async def test_edit_after_write_needs_no_read(ctx, tmp_path):
 def test_flags_rules_and_prompt(ctx, tmp_path):
     tool = WriteTool()
     inp = tool.input_model(file_path="docs/guide.md", content="")
-    assert tool.kind == "edit" and tool.rule_names == ("Edit",)
-    assert not tool.is_read_only(inp) and not tool.is_concurrency_safe(inp)
-    assert tool.rule_subject(inp, ctx) == RuleSubject(kind="path", value=str(tmp_path / "docs/guide.md"))
-    assert tool.suggest_rule(inp, ctx) == "Edit(docs/**)"
+    assert_edit_contract(tool, inp, ctx, path=tmp_path / "docs/guide.md", rule="Edit(docs/**)")
     text = tool.description(ctx)
     assert "Read it earlier" in text and "Edit instead" in text and "NotebookEdit" in text
 
@@ -186,7 +178,6 @@ def test_agent_overwrite_before_read_is_refused_then_works(tmp_path):
     ])
     agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits", tools=[ReadTool(), WriteTool()])
     agent.run("rewrite notes")
-    results = {b["tool_use_id"]: b for m in agent.messages if m["role"] == "user" and isinstance(m["content"], list)
-               for b in m["content"] if b.get("type") == "tool_result"}
+    results = tool_results(agent.messages)
     assert results["t1"].get("is_error") and "has not been read yet" in results["t1"]["content"]
     assert not results["t3"].get("is_error") and p.read_text() == "new\n"
