@@ -380,3 +380,75 @@ def test_flags_and_prompt(ctx):
     assert "pdf" not in text.lower()
     schema = tool.input_schema()
     assert schema["required"] == ["file_path"] and schema["additionalProperties"] is False
+
+
+# --- through the agent loop ----------------------------------------------------------------------
+
+
+def tool_results(agent) -> list[dict]:
+    return [b for m in agent.messages if m["role"] == "user" and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"]
+
+
+def test_parallel_reads_in_one_message_reach_the_model_in_order(tmp_path):
+    from ipy_agent import Agent, ScriptedModel
+
+    (tmp_path / "a.py").write_text("A = 1\n")
+    (tmp_path / "b.py").write_text("B = 2\nC = 3\n")
+    uses = [{"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": str(tmp_path / n)}} for i, n in enumerate(["a.py", "b.py"])]
+    model = ScriptedModel([uses, "done"])
+    agent = Agent(model=model, cwd=tmp_path)
+    assert agent.run("look").stop_reason == "end_turn"
+    sent = model.requests[1]["messages"][-1]["content"]
+    assert [(b["tool_use_id"], b["content"], b.get("is_error", False)) for b in sent] == [
+        ("t0", "1\tA = 1", False),
+        ("t1", "1\tB = 2\n2\tC = 3", False),
+    ]
+    assert [r.summary_result for r in agent.trace] == ["Read 1 line", "Read 2 lines"]
+    assert agent.trace[0].batch == agent.trace[1].batch  # concurrency-safe: one batch
+    assert str(tmp_path / "a.py") in agent.read_state and str(tmp_path / "b.py") in agent.read_state
+
+
+def test_read_outside_the_working_dirs_asks_the_person(tmp_path, tmp_path_factory):
+    from ipy_agent import Agent, ScriptedModel
+
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "secret.txt"
+    elsewhere.write_text("token\n")
+    asked = []
+
+    def deny(request):
+        asked.append(request)
+        return "deny"
+
+    use = [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": str(elsewhere)}}]
+    agent = Agent(model=ScriptedModel([use, "ok"]), cwd=tmp_path, approver=deny)
+    agent.run("read it")
+    assert len(asked) == 1 and asked[0].tool_name == "Read"
+    [result] = tool_results(agent)
+    assert result["is_error"] and "token" not in str(result["content"])
+    assert str(elsewhere) not in agent.read_state
+
+
+def test_spilled_output_of_another_tool_is_readable_without_a_prompt(tmp_path):
+    from pydantic import BaseModel
+
+    from ipy_agent import Agent, ScriptedModel, build_tool
+
+    class NoArgs(BaseModel):
+        pass
+
+    loud = build_tool(
+        name="Loud", input_model=NoArgs, description="Print a lot.", is_read_only=True, max_result_chars=1_000,
+        call=lambda inp, ctx: "".join(f"log line {i}\n" for i in range(3_000)),
+    )
+
+    def read_spilled(messages):
+        text = str(messages[-1]["content"][0]["content"])
+        path = text.split("saved to: ")[1].split("\n")[0]
+        return [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": path, "offset": 2_999, "limit": 2}}]
+
+    model = ScriptedModel([[{"type": "tool_use", "id": "t1", "name": "Loud", "input": {}}], read_spilled, "done"])
+    agent = Agent(model=model, cwd=tmp_path, tools=[ReadTool(), loud], approver=lambda req: pytest.fail(f"asked: {req}"))
+    agent.run("go")
+    first, second = tool_results(agent)
+    assert "<persisted-output>" in first["content"]
+    assert second["content"] == "2999\tlog line 2998\n3000\tlog line 2999"
