@@ -313,9 +313,15 @@ def _to_model_error(err: BaseException, *, model: str, client: Any) -> ModelErro
     after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
     if isinstance(err, (anthropic.APIConnectionError, httpx2.TransportError)):
         where = str(getattr(client, "base_url", "the Anthropic API"))
-        detail = "timed out" if isinstance(err, (anthropic.APITimeoutError, httpx2.TimeoutException)) else str(err)
+        if isinstance(err, (anthropic.APITimeoutError, httpx2.TimeoutException)):
+            detail = "timed out"
+        else:  # the SDK's own text is a bare "Connection error."; the cause says which
+            detail = str(err.__cause__ or err).rstrip(".") or type(err).__name__
+        if not isinstance(err, anthropic.APIConnectionError):  # broken mid-stream; the SDK does not retry that
+            return ModelError(f"The connection to the Anthropic API at {where!r} broke in the middle of the "
+                              f"response ({detail}). Run the prompt again.", kind="connection")
         return ModelError(
-            f"Could not reach the Anthropic API at {where!r}{after}: {detail or type(err).__name__}. "
+            f"Could not reach the Anthropic API at {where!r}{after}: {detail}. "
             "Check the network connection (and ANTHROPIC_BASE_URL if you set it), then run again.",
             kind="connection",
         )
@@ -328,8 +334,9 @@ def _to_model_error(err: BaseException, *, model: str, client: Any) -> ModelErro
     kind = _TYPE_KIND.get(err.type or "") or _STATUS_KIND.get(status) or "other"
     if kind in ("invalid_request", "context_too_long") and (_CONTEXT_HINT.search(detail) or status == 413):
         kind = "context_too_long"
-    # A mid-stream `error` event arrives on a 200 response; say so instead of "HTTP 200".
+    # A mid-stream `error` event arrives on a 200 response and is not retried; say so.
     code = f"HTTP {status}" if status >= 400 else "error event during the response"
+    after = after if status >= 400 else ""
     messages = {
         "authentication": f"The Anthropic API rejected the credentials ({code}: {detail}). "
         "Check that ANTHROPIC_API_KEY holds a valid key (https://console.anthropic.com).",

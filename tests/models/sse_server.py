@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import select
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -130,7 +131,7 @@ class ReplayServer:
         self._replies: list[Reply] = []
         self._lock = threading.Lock()
         self._disconnected = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.replay = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -178,6 +179,13 @@ class ReplayServer:
         with self._lock:
             self.disconnects.append(number)
         self._disconnected.set()
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client closing a kept-alive connection is normal here; anything else is printed.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
