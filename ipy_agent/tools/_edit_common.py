@@ -63,7 +63,7 @@ def quote(s: str, limit: int = 240) -> str:
 
 
 def read_existing(path: Path, *, what: str = "File") -> bytes | None:
-    """The file's bytes, or None when it does not exist. Stat comes first: `open()` on a FIFO
+    """The bytes of a file about to be rewritten, or None when it does not exist. Stat comes first: `open()` on a FIFO
     blocks forever, and a multi-GB file would be loaded whole."""
     try:
         st = os.stat(path)
@@ -81,6 +81,13 @@ def read_existing(path: Path, *, what: str = "File") -> bytes | None:
         raise ToolError(
             f"{what} {str(path)!r} is {st.st_size:,} bytes, over the {MAX_EDIT_BYTES:,}-byte limit for edits. "
             "Change it with a script through Bash instead."
+        )
+    # The atomic replace would succeed on a read-only file (it renames over it), so honour the
+    # permission bits here instead of silently overriding a file someone protected.
+    if not os.access(path, os.W_OK):
+        raise ToolError(
+            f"{what} {str(path)!r} is read-only (mode {stat.S_IMODE(st.st_mode):o}); it was not changed. "
+            "Ask the person whether it should be made writable."
         )
     with open(path, "rb") as f:
         return f.read()
@@ -156,6 +163,10 @@ class FileEditingTool(Tool):
 
     def summarize_use(self, inp: Any) -> str:
         return self._target(inp)
+
+    def detail_for_person(self, inp: Any, output: Any) -> str:
+        # The person expands the compact line to see what changed; every result carries its diff.
+        return str(getattr(output, "diff", "") or "")
 
     async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
         try:

@@ -330,7 +330,8 @@ def test_agent_edit_before_read_is_refused_then_works_after_read(tmp_path):
     assert not done.get("is_error") and "1\tDEBUG = False" in result_text(done)
     assert p.read_text() == "DEBUG = False\n"
     assert result.stop_reason == "end_turn"
-    assert [r.summary_result for r in agent.trace][-1] == "Edited app.py (+1 -1)"
+    assert agent.trace[-1].summary_result == "Edited app.py (+1 -1)"
+    assert "-DEBUG = True\n+DEBUG = False\n" in agent.trace[-1].detail  # the person's diff
 
 
 def test_agent_approver_sees_the_diff_before_the_file_changes(tmp_path):

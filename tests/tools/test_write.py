@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import os
 import stat
 from pathlib import Path
 
@@ -144,6 +145,17 @@ async def test_failed_write_leaves_old_content_and_no_temp_files(ctx, tmp_path, 
     with pytest.raises(OSError):
         await tool.call(tool.input_model(file_path="a.txt", content="new\n"), ctx)
     assert p.read_text() == "old\n" and leftovers(tmp_path) == []
+
+
+async def test_read_only_file_is_refused(ctx, tmp_path, monkeypatch):
+    p = tmp_path / "locked.txt"
+    p.write_text("keep\n")
+    p.chmod(0o444)
+    await read(ctx, p)
+    # The tests may run as root, for whom every file is writable; ask as an ordinary user would.
+    monkeypatch.setattr("os.access", lambda path, mode: not (mode & os.W_OK))
+    r = await write(ctx, "locked.txt", "overwrite\n")
+    assert "read-only (mode 444)" in r.error and p.read_text() == "keep\n"
 
 
 async def test_directory_is_refused(ctx, tmp_path):
