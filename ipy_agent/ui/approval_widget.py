@@ -1,0 +1,143 @@
+"""The approval prompt of a notebook tool row: what will happen, and Allow / Always / Deny.
+
+Kept apart from the run view because it is the one piece a person acts on, and the one with
+threading rules: a click may arrive on a kernel subshell thread (JupyterLab sends comm messages
+there), so a click only hands its answer to the event loop with `call_soon_threadsafe`; the loop
+resolves the approval future and disables the buttons. The programmatic `allow()` / `always()` /
+`deny(reason)` go through the very same buttons, like ipywidgets' own `Button.click()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import threading
+from typing import Any
+
+import ipywidgets as W
+
+from ..runtime.permissions import PermissionAnswer, PermissionRequest
+from .diff_html import diff_html, pre_html
+
+__all__ = ["ApprovalPrompt", "what_will_happen"]
+
+
+def what_will_happen(request: PermissionRequest) -> str:
+    """HTML for the body of an approval prompt: the diff or command, and every warning."""
+    name = html.escape(request.display_name or request.tool_name)
+    parts = [f"<div><b>{name}</b> {html.escape(request.summary)}</div>"]
+    if request.reason:
+        parts.append(f'<div style="opacity:0.75;font-size:90%">{html.escape(request.reason)}</div>')
+    p = request.preview
+    if p is not None and p.title and p.title != request.summary:
+        parts.append(f"<div>{html.escape(p.title)}</div>")
+    diff = p.diff if p is not None and p.diff is not None else request.diff
+    if diff is not None:
+        parts.append(diff_html(diff, p.added if p else None, p.removed if p else None))
+    if p is not None and p.command:
+        parts.append(pre_html(p.command))
+        if p.description:
+            parts.append(f"<div><i>{html.escape(p.description)}</i></div>")
+    if p is None or (diff is None and not p.command):
+        # No preview: show the input itself so the person knows what they approve.
+        parts.append(pre_html(json.dumps(request.input, indent=1, ensure_ascii=False, default=str)))
+    for note in p.notes if p is not None else ():
+        parts.append(f'<div style="color:#d08700"><b>⚠ {html.escape(note)}</b></div>')
+    if request.destructive:
+        parts.append(
+            '<div style="color:#f85149"><b>⚠ This call may destroy data (delete, overwrite or discard work) '
+            "and cannot be undone from here. Read it before allowing.</b></div>"
+        )
+    return "".join(parts)
+
+
+class ApprovalPrompt:
+    """Allow / Always allow `<rule>` / Deny for one call; the answer resolves an asyncio future."""
+
+    def __init__(self, request: PermissionRequest, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+        self.request = request
+        self.rule = request.suggested_rule or request.tool_name
+        self.answer: PermissionAnswer | None = None
+        self._loop, self._future = loop, future
+        self._clicked = False
+        self._void_note = ""
+        self._lock = threading.Lock()
+        short = self.rule if len(self.rule) <= 60 else self.rule[:59] + "…"
+        auto = W.Layout(width="auto")
+        self.allow_button = W.Button(description="Allow", button_style="success", tooltip="Allow this call once", layout=auto)
+        self.always_button = W.Button(
+            description=f"Always allow {short}", tooltip=f"Allow, and add the rule {self.rule} for this conversation", layout=auto
+        )
+        self.deny_button = W.Button(description="Deny", button_style="danger", tooltip="Refuse; the reason goes to the model", layout=auto)
+        self.reason = W.Text(placeholder="Reason for denying (optional, sent to the model)", layout=W.Layout(flex="1 1 auto", min_width="14em"))
+        self.outcome = W.HTML()
+        self.allow_button.on_click(lambda _b: self._click("allow"))
+        self.always_button.on_click(lambda _b: self._click("always"))
+        self.deny_button.on_click(lambda _b: self._click("deny"))
+        self.widget = W.VBox(
+            [W.HTML(what_will_happen(request)),
+             W.HBox([self.allow_button, self.always_button, self.deny_button, self.reason], layout=W.Layout(flex_flow="row wrap")),
+             self.outcome],
+            layout=W.Layout(border="1px solid rgba(208,135,0,0.6)", padding="4px", margin="2px 0 2px 1.5em"),
+        )
+
+    # --- the programmatic API: the same path as a click ------------------------------------
+    def allow(self) -> None:
+        self.allow_button.click()
+
+    def always(self) -> None:
+        self.always_button.click()
+
+    def deny(self, reason: str = "") -> None:
+        if reason:
+            self.reason.value = reason
+        self.deny_button.click()
+
+    @property
+    def pending(self) -> bool:
+        return not self._clicked and not self._future.done()
+
+    # --- internals -------------------------------------------------------------------------
+    def _click(self, behavior: str) -> None:
+        message = self.reason.value.strip() if behavior == "deny" else ""
+        rule = self.rule if behavior == "always" else None
+        self.resolve(PermissionAnswer(behavior=behavior, message=message, rule=rule))  # type: ignore[arg-type]
+
+    def resolve(self, answer: PermissionAnswer) -> bool:
+        """Answer from any thread; the first answer wins. False when it came too late."""
+        with self._lock:
+            if self._clicked or self._future.done():
+                return False
+            self._clicked = True
+        try:
+            self._loop.call_soon_threadsafe(self._settle, answer)
+        except RuntimeError:  # the loop is closed: the run is long over
+            return False
+        return True
+
+    def _settle(self, answer: PermissionAnswer) -> None:
+        if self._future.done():
+            return
+        self.answer = answer
+        self._future.set_result(answer)
+        words = {"allow": "Allowed once", "always": f"Allowed; rule added: <code>{html.escape(self.rule)}</code>", "deny": "Denied"}
+        note = self._void_note or words[answer.behavior]
+        if answer.behavior == "deny" and answer.message and not self._void_note:
+            note += f": {html.escape(answer.message)}"
+        self._finish(note)
+
+    def void(self, note: str, message: str) -> None:
+        """Deny a prompt nobody will answer any more (the view was closed), so the run goes on."""
+        self._void_note = note
+        self.resolve(PermissionAnswer(behavior="deny", message=message))
+
+    def cancel(self, note: str = "Cancelled before an answer") -> None:
+        with self._lock:
+            self._clicked = True
+        self._finish(note)
+
+    def _finish(self, note: str) -> None:
+        for w in (self.allow_button, self.always_button, self.deny_button, self.reason):
+            w.disabled = True
+        self.outcome.value = f"<i>{note}</i>"

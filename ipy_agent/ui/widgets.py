@@ -1,0 +1,346 @@
+"""The notebook view of one agent run: streamed text, a row per tool call, approval prompts, a footer.
+
+Three constraints shape this module:
+- Everything it shows is a widget trait update (`HTML.value`, `Output.outputs`, `Box.children`),
+  which travels as a comm message. That reaches the cell while it runs, after it finished (a
+  `--background` run) and in every front end with stock ipywidgets 8. `print()` and `with out:`
+  do not: VS Code drops outputs that arrive after the cell ended.
+- A click can arrive on a thread other than the event loop's (JupyterLab sends comm messages on a
+  kernel subshell), so a click only hands its answer to the loop with `call_soon_threadsafe`; the
+  loop resolves the approval future and updates the widgets.
+- A row shows the tool's summaries, the preview and `record.detail`, never the raw tool_result
+  the model received: that stays in the kernel for `%agent_inspect`.
+
+`RunView(agent)` offers `widget` (display it), `listener` (for `agent.on_event`) and `approver`
+(for `agent.approver`); the prompts it opens are in `prompts`, keyed by tool_use_id, with a
+programmatic `allow()` / `always()` / `deny(reason)` like ipywidgets' own `Button.click()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import time
+from typing import Any, Callable
+
+import ipywidgets as W
+
+from ..models.base import Usage
+from ..runtime.permissions import PermissionAnswer, PermissionRequest
+from ..runtime.trace import CallEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
+from .approval_widget import ApprovalPrompt, what_will_happen
+from .diff_html import diff_html, looks_like_diff, pre_html
+
+__all__ = ["RunView", "ApprovalPrompt", "CallRow", "STATUS_TEXT", "what_will_happen"]
+
+# icon, words, colour; words are what a person (and a screen reader) gets, the icon is a glance.
+STATUS_TEXT: dict[str, tuple[str, str, str]] = {
+    "queued": ("○", "queued", "gray"),
+    "waiting": ("⏸", "waiting for you", "#d08700"),
+    "running": ("◔", "running", "#2f81f7"),
+    "done": ("✓", "done", "#2ea043"),
+    "error": ("✗", "error", "#f85149"),
+    "denied": ("⊘", "denied", "#f85149"),
+    "cancelled": ("■", "cancelled", "gray"),
+}
+_NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
+# Streaming text re-sends the whole segment on every update; batch deltas to this interval.
+FLUSH_INTERVAL = 0.1
+_FINISHED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
+
+
+def _fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def _markdown_output(text: str) -> dict[str, Any]:
+    # What `Output.append_display_data(Markdown(text))` produces, without needing a shell.
+    return {"output_type": "display_data", "data": {"text/markdown": text, "text/plain": text}, "metadata": {}}
+
+
+class CallRow:
+    """One compact line per tool call (status, name, summary, duration) with its prompt and detail."""
+
+    def __init__(self, tool_use_id: str, name: str) -> None:
+        self.tool_use_id = tool_use_id
+        self.name = name
+        self.status = ""
+        self.status_html = W.HTML(layout=W.Layout(min_width="9.5em"))
+        self.title = W.HTML(layout=W.Layout(flex="1 1 auto"))
+        self.duration = W.HTML()
+        self.prompt_box = W.VBox()
+        self.detail_html = W.HTML()
+        self.detail = W.Accordion(children=[self.detail_html], titles=("Details",), selected_index=None,
+                                  layout=W.Layout(display="none", margin="0 0 0 1.5em"))
+        self.widget = W.VBox([W.HBox([self.status_html, self.title, self.duration]), self.prompt_box, self.detail])
+        self.prompt: ApprovalPrompt | None = None
+        self.set_status("queued")
+        self.set_title(name, "")
+
+    def set_status(self, status: str) -> None:
+        if status == self.status:
+            return
+        self.status = status
+        icon, words, colour = STATUS_TEXT.get(status, ("?", status, "inherit"))
+        self.status_html.value = f'<span style="color:{colour}">{icon} {html.escape(words)}</span>'
+
+    def set_title(self, name: str, summary: str, result: str = "") -> None:
+        text = f"<b>{html.escape(name)}</b> {html.escape(summary)}"
+        if result:
+            text += f' <span style="opacity:0.75">— {html.escape(result)}</span>'
+        self.title.value = text
+
+    def show_prompt(self, prompt: ApprovalPrompt) -> None:
+        self.prompt = prompt
+        self.prompt_box.children = (prompt.widget,)
+
+    def update(self, record: CallRecord) -> None:
+        self.set_status(record.status)
+        result = record.summary_result if record.summary_result not in ("", record.status, "done") else ""
+        self.set_title(record.display_name or record.tool_name, record.summary_use, result)
+        self.duration.value = f'<span style="opacity:0.7">{_fmt_duration(record.duration)}</span>'
+        detail = self._detail_html(record)
+        if detail:
+            self.detail_html.value = detail
+            self.detail.layout.display = None
+        if record.status not in ("waiting", "queued") and self.prompt is not None and self.prompt.pending:
+            self.prompt.cancel()
+
+    @staticmethod
+    def _detail_html(record: CallRecord) -> str:
+        text = record.detail
+        preview = record.preview
+        if not text and preview is not None and getattr(preview, "diff", None):
+            return diff_html(preview.diff, preview.added, preview.removed)
+        if not text:
+            return ""
+        return diff_html(text) if looks_like_diff(text) else pre_html(text)
+
+
+class _Segment:
+    """A run of streamed assistant text (Markdown) or thinking (a collapsed box)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.text = ""
+        self.shown = ""
+        if kind == "text":
+            self.out = W.Output()
+            self.widget: W.Widget = self.out
+        else:
+            self.html = W.HTML()
+            self.widget = W.Accordion(children=[self.html], titles=("Thinking",), selected_index=None)
+
+    def flush(self) -> None:
+        if self.text == self.shown:
+            return
+        self.shown = self.text
+        if self.kind == "text":
+            self.out.outputs = (_markdown_output(self.text),)
+        else:
+            self.html.value = pre_html(self.text)
+
+
+class RunView:
+    """The widgets of one run. Interface used by the magics: widget, listener, approver, prompts, close."""
+
+    def __init__(self, agent: Any, background: bool = False, on_stop: Callable[[], None] | None = None) -> None:
+        self.agent = agent
+        self.background = background
+        self.on_stop = on_stop
+        self.prompts: dict[str, ApprovalPrompt] = {}
+        self.rows: dict[str, CallRow] = {}
+        self.result: Any = None
+        self.usage = Usage()
+        self.context_tokens = 0
+        self._turns = 0
+        self.closed = False
+        self._segment: _Segment | None = None
+        self._last_flush = 0.0
+        self._flush_scheduled = False
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        self.body = W.VBox()
+        self.state = W.HTML("<i>running…</i>", layout=W.Layout(flex="1 1 auto"))
+        self.footer = W.HTML()
+        bar: list[W.Widget] = [self.state]
+        self.stop_button: W.Button | None = None
+        if background or on_stop is not None:
+            self.stop_button = W.Button(description="Stop", icon="stop", button_style="warning",
+                                        tooltip="Cancel this run (like %agent_stop)", layout=W.Layout(width="auto"))
+            self.stop_button.on_click(lambda _b: self._stop_clicked())
+            bar.append(self.stop_button)
+        self.widget = W.VBox([self.body, W.HBox(bar), self.footer])
+        self._render_footer()
+
+    # --- events ----------------------------------------------------------------------------
+    def listener(self, event: Any) -> None:
+        if self.closed:
+            return
+        match event:
+            case TextEvent():
+                self._stream("text", event.text)
+            case ThinkingEvent():
+                self._stream("thinking", event.text)
+            case CallEvent():
+                self.row(event.record.tool_use_id, event.record.display_name or event.record.tool_name).update(event.record)
+            case TurnEvent(phase="end"):
+                self._end_segment()
+                if event.usage is not None:
+                    self._turns += 1
+                    self.usage += event.usage
+                    self.context_tokens = event.usage.context_tokens
+                    self._render_footer()
+            case NoticeEvent():
+                self._end_segment()
+                colour = _NOTICE_COLOURS.get(event.level, "inherit")
+                self._append(W.HTML(f'<div style="color:{colour}">{html.escape(event.text)}</div>'))
+            case RunEndEvent():
+                self.finish(event.result)
+
+    def row(self, tool_use_id: str, name: str) -> CallRow:
+        row = self.rows.get(tool_use_id)
+        if row is None:
+            self._end_segment()
+            row = self.rows[tool_use_id] = CallRow(tool_use_id, name)
+            self._append(row.widget)
+        return row
+
+    async def approver(self, request: PermissionRequest) -> PermissionAnswer:
+        loop = self._loop = asyncio.get_running_loop()
+        future: asyncio.Future[PermissionAnswer] = loop.create_future()
+        row = self.row(request.tool_use_id, request.display_name or request.tool_name)
+        prompt = ApprovalPrompt(request, loop, future)
+        self.prompts[request.tool_use_id] = prompt
+        row.show_prompt(prompt)
+        row.set_status("waiting")
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # An interrupt or Stop while the prompt is open: the question is void now.
+            prompt.cancel()
+            row.set_status("cancelled")
+            raise
+
+    def finish(self, result: Any) -> None:
+        """The run ended: flush the text, void open prompts, say how it ended."""
+        self.result = result
+        self._end_segment()
+        for prompt in self.prompts.values():
+            if prompt.pending:
+                prompt.cancel()
+        reason = getattr(result, "stop_reason", "")
+        words = _FINISHED.get(reason, f"Ended: {reason}")
+        turns = getattr(result, "turns", 0)
+        self.state.value = f"<i>{html.escape(words)}</i>" + (f' <span style="opacity:0.7">({turns} turns)</span>' if turns else "")
+        if self.stop_button is not None:
+            self.stop_button.disabled = True
+
+    def show_error(self, error: BaseException) -> None:
+        """A crash of the run itself (for the background task's done-callback)."""
+        import traceback
+
+        text = "".join(traceback.format_exception(error))
+        self._end_segment()
+        self._append(W.HTML(f'<div style="color:#f85149"><b>The agent crashed:</b></div>{pre_html(text)}'))
+        self.state.value = "<i>Crashed</i>"
+        if self.stop_button is not None:
+            self.stop_button.disabled = True
+
+    def close(self) -> None:
+        """Stop following the agent. The widgets stay on screen; an open prompt is answered with a
+        denial, so a run still waiting on it goes on instead of hanging."""
+        if self.closed:
+            return
+        self._end_segment()
+        self.closed = True
+        for prompt in self.prompts.values():
+            if prompt.pending:
+                prompt.void("Closed before an answer", "The approval prompt was closed before the person answered.")
+        if self.stop_button is not None:
+            self.stop_button.disabled = True
+        remove = getattr(self.agent, "remove_listener", None)
+        if remove is not None:
+            remove(self.listener)
+
+    # --- internals -------------------------------------------------------------------------
+    def _append(self, widget: W.Widget) -> None:
+        self.body.children = (*self.body.children, widget)
+
+    def _stream(self, kind: str, text: str) -> None:
+        if self._segment is None or self._segment.kind != kind:
+            self._end_segment()
+            self._segment = _Segment(kind)
+            self._append(self._segment.widget)
+        self._segment.text += text
+        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL:
+            self._flush()
+        elif not self._flush_scheduled:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._flush()
+                return
+            self._flush_scheduled = True
+            loop.call_later(FLUSH_INTERVAL, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        self._last_flush = time.monotonic()
+        if self._segment is not None:
+            self._segment.flush()
+
+    def _end_segment(self) -> None:
+        if self._segment is not None:
+            self._segment.flush()
+            self._segment = None
+
+    def _stop_clicked(self) -> None:
+        # May run on a subshell thread: hand the stop to the loop when there is one.
+        if self.stop_button is not None:
+            self.stop_button.disabled = True
+        self.state.value = "<i>stopping…</i>"
+        stop = self.on_stop or getattr(self.agent, "interrupt", None)
+        if stop is None:
+            return
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop)
+        else:
+            stop()
+
+    def _render_footer(self) -> None:
+        u = self.usage
+        parts = [f"tokens in {u.input_tokens + u.cache_creation_input_tokens:,}", f"out {u.output_tokens:,}",
+                 f"cached {u.cache_read_input_tokens:,}"]
+        if not self._turns:
+            # Before the first reply the model's name may not be resolved yet (asking for it
+            # can mean a network call); the cost and context share need it.
+            self.footer.value = self._footer_html(parts)
+            return
+        name = self._model_name()
+        try:
+            from ..models.pricing import context_window, estimate_cost, price_for
+        except ImportError:
+            parts.append("cost n/a")
+        else:
+            known = "" if price_for(name).known else ", unknown model"
+            parts.append(f"cost ≈ ${estimate_cost(name, u):.4f} (estimate{known})")
+            window = context_window(name)
+            share = 100 * self.context_tokens / window if window else 0
+            parts.append(f"context {share:.0f}% of {window // 1000}k")
+        self.footer.value = self._footer_html(parts)
+
+    @staticmethod
+    def _footer_html(parts: list[str]) -> str:
+        return f'<div style="opacity:0.7;font-size:90%">{" · ".join(parts)}</div>'
+
+    def _model_name(self) -> str:
+        try:
+            return str(getattr(self.agent.model, "name", "") or "")
+        except Exception:  # a model whose name needs a network call must not break the footer
+            return ""

@@ -1,0 +1,268 @@
+"""The notebook widgets without a kernel: rows, statuses, the approval prompt and its answers.
+
+The widgets are plain ipywidgets objects here (no front end), so the tests read their trait
+values: what a person would see in the cell. Conversations run through a real Agent with a
+ScriptedModel and the view's approver; a prompt is answered with its programmatic API, which
+goes through the very buttons a click would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import ipywidgets as W
+import pytest
+
+from ipy_agent import Agent, PermissionPreview, PermissionRequest, ScriptedModel, Usage
+from ipy_agent.runtime.history import history_problems
+from ipy_agent.runtime.trace import TurnEvent
+from ipy_agent.ui.widgets import ApprovalPrompt, RunView
+
+TIMEOUT = 30
+
+
+def use(name: str, tid: str, **inp: Any) -> list[dict[str, Any]]:
+    return [{"type": "tool_use", "id": tid, "name": name, "input": inp}]
+
+
+def edit(tid: str, old: str, new: str) -> list[dict[str, Any]]:
+    return use("Edit", tid, file_path="a.txt", old_string=old, new_string=new)
+
+
+def make(tmp_path, turns: list[Any], **view_kw: Any) -> tuple[Agent, RunView, ScriptedModel]:
+    (tmp_path / "a.txt").write_text("hello world\nsecond line\n")
+    model = ScriptedModel(turns)
+    agent = Agent(model=model, cwd=tmp_path, permission_mode="default")
+    view = RunView(agent, **view_kw)
+    agent.approver = view.approver
+    agent.on_event(view.listener)
+    return agent, view, model
+
+
+async def next_prompt(view: RunView, task: asyncio.Task[Any]) -> ApprovalPrompt:
+    async def poll() -> ApprovalPrompt:
+        while True:
+            pending = [p for p in view.prompts.values() if p.pending]
+            if pending:
+                return pending[0]
+            assert not task.done(), f"the run ended without asking: {task.result()}"
+            await asyncio.sleep(0.01)
+
+    return await asyncio.wait_for(poll(), TIMEOUT)
+
+
+def texts(widget: W.Widget) -> list[str]:
+    """Every piece of text the widget tree shows: HTML values, descriptions, Output contents."""
+    out: list[str] = []
+    if isinstance(widget, W.Output):
+        out += [str(v) for o in widget.outputs for v in o.get("data", {}).values()]
+    for attr in ("value", "description", "placeholder"):
+        v = getattr(widget, attr, None)
+        if isinstance(v, str) and v:
+            out.append(v)
+    for child in getattr(widget, "children", ()):
+        out += texts(child)
+    return out
+
+
+def shown_markdown(view: RunView) -> str:
+    return "".join(
+        o["data"]["text/markdown"] for w in view.body.children if isinstance(w, W.Output) for o in w.outputs
+    )
+
+
+def buttons_disabled(prompt: ApprovalPrompt) -> bool:
+    return all(b.disabled for b in (prompt.allow_button, prompt.always_button, prompt.deny_button, prompt.reason))
+
+
+READ_EDIT_DONE = [use("Read", "t1", file_path="a.txt"), edit("t2", "hello world", "goodbye world"), "All **done**."]
+
+
+async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
+    agent, view, model = make(tmp_path, READ_EDIT_DONE)
+    task = asyncio.create_task(agent.arun("greet differently"))
+    prompt = await next_prompt(view, task)
+
+    assert prompt.request.tool_use_id == "t2"
+    assert view.rows["t1"].status == "done"  # a read inside cwd needs no prompt
+    assert view.rows["t2"].status == "waiting"
+    assert "waiting for you" in view.rows["t2"].status_html.value
+    shown = "".join(texts(prompt.widget))
+    assert "-hello world" in shown and "+goodbye world" in shown and "+1" in shown and "-1" in shown
+    assert [prompt.allow_button.description, prompt.deny_button.description] == ["Allow", "Deny"]
+    assert prompt.always_button.description == f"Always allow {prompt.request.suggested_rule}"
+
+    prompt.allow()
+    result = await asyncio.wait_for(task, TIMEOUT)
+
+    assert result.stop_reason == "end_turn"
+    assert (tmp_path / "a.txt").read_text() == "goodbye world\nsecond line\n"
+    assert view.rows["t2"].status == "done"
+    assert "Edited" in view.rows["t2"].title.value and "+1 -1" in view.rows["t2"].title.value
+    assert view.rows["t2"].duration.value.endswith("s</span>")
+    assert "goodbye world" in view.rows["t2"].detail_html.value  # the expandable diff
+    assert view.rows["t2"].detail.layout.display is None
+    assert buttons_disabled(prompt) and "Allowed once" in prompt.outcome.value
+    assert shown_markdown(view).endswith("All **done**.")
+    assert "Finished" in view.state.value
+
+
+async def test_rows_never_show_the_raw_tool_result(tmp_path):
+    agent, view, _ = make(tmp_path, [use("Read", "t1", file_path="a.txt"), "ok"])
+    await asyncio.wait_for(agent.arun("read it"), TIMEOUT)
+    raw = agent.trace[0].result["content"]
+    raw_text = raw if isinstance(raw, str) else "".join(b.get("text", "") for b in raw)
+    assert "hello world" in raw_text  # the model got the file ...
+    assert not any(raw_text.strip() in t for t in texts(view.widget))  # ... the person a summary
+    assert "a.txt" in view.rows["t1"].title.value
+
+
+async def test_deny_with_reason_reaches_the_model_and_changes_nothing(tmp_path):
+    agent, view, model = make(tmp_path, READ_EDIT_DONE)
+    task = asyncio.create_task(agent.arun("greet differently"))
+    prompt = await next_prompt(view, task)
+    prompt.deny("keep the greeting, change the second line")
+    await asyncio.wait_for(task, TIMEOUT)
+
+    assert (tmp_path / "a.txt").read_text() == "hello world\nsecond line\n"
+    result_block = next(b for b in model.requests[2]["messages"][-1]["content"] if b.get("type") == "tool_result")
+    assert result_block["tool_use_id"] == "t2" and result_block["is_error"]
+    assert "keep the greeting, change the second line" in str(result_block["content"])
+    assert view.rows["t2"].status == "denied"
+    assert "denied" in view.rows["t2"].status_html.value
+    assert buttons_disabled(prompt) and "Denied: keep the greeting" in prompt.outcome.value
+
+
+async def test_always_adds_the_rule_and_the_next_edit_does_not_ask(tmp_path):
+    turns = [use("Read", "t1", file_path="a.txt"), edit("t2", "hello", "goodbye"), edit("t3", "second", "2nd"), "ok"]
+    agent, view, _ = make(tmp_path, turns)
+    task = asyncio.create_task(agent.arun("two edits"))
+    prompt = await next_prompt(view, task)
+    prompt.always()
+    await asyncio.wait_for(task, TIMEOUT)
+
+    assert (tmp_path / "a.txt").read_text() == "goodbye world\n2nd line\n"
+    assert list(view.prompts) == ["t2"]
+    assert prompt.rule in [r.text for r in agent.rules.allow]
+    assert view.rows["t3"].status == "done"
+    assert prompt.rule in prompt.outcome.value
+
+
+async def test_a_click_from_another_thread_resolves_on_the_loop(tmp_path):
+    agent, view, _ = make(tmp_path, READ_EDIT_DONE)
+    task = asyncio.create_task(agent.arun("go"))
+    prompt = await next_prompt(view, task)
+    clicker = threading.Thread(target=prompt.allow, name="subshell-like")
+    clicker.start()
+    clicker.join()
+    await asyncio.wait_for(task, TIMEOUT)
+    assert (tmp_path / "a.txt").read_text().startswith("goodbye world")
+
+
+async def test_first_answer_wins_over_a_double_click(tmp_path):
+    agent, view, _ = make(tmp_path, READ_EDIT_DONE)
+    task = asyncio.create_task(agent.arun("go"))
+    prompt = await next_prompt(view, task)
+    prompt.allow()
+    prompt.deny("too late")
+    await asyncio.wait_for(task, TIMEOUT)
+    assert prompt.answer is not None and prompt.answer.behavior == "allow"
+    assert (tmp_path / "a.txt").read_text().startswith("goodbye world")
+
+
+async def test_interrupt_while_waiting_marks_the_row_cancelled(tmp_path):
+    agent, view, _ = make(tmp_path, READ_EDIT_DONE)
+    task = asyncio.create_task(agent.arun("go"))
+    prompt = await next_prompt(view, task)
+    agent.interrupt()
+    result = await asyncio.wait_for(task, TIMEOUT)
+
+    assert result.stop_reason == "interrupted"
+    assert view.rows["t2"].status == "cancelled"
+    assert buttons_disabled(prompt) and not prompt.pending
+    assert history_problems(agent.messages) == []
+    assert (tmp_path / "a.txt").read_text() == "hello world\nsecond line\n"
+    assert "Interrupted" in view.state.value
+
+
+async def test_bash_prompt_shows_command_description_and_destructive_warning():
+    loop = asyncio.get_running_loop()
+    request = PermissionRequest(
+        tool_name="Bash", input={"command": "rm -rf build"}, summary="rm -rf build", suggested_rule="Bash(rm:*)",
+        tool_use_id="b1", destructive=True, display_name="Bash",
+        preview=PermissionPreview(command="rm -rf build", description="Remove the build directory"),
+    )
+    prompt = ApprovalPrompt(request, loop, loop.create_future())
+    shown = "".join(texts(prompt.widget))
+    assert "rm -rf build" in shown and "Remove the build directory" in shown
+    assert "may destroy data" in shown
+    assert prompt.always_button.description == "Always allow Bash(rm:*)"
+
+    safe = PermissionRequest(tool_name="Bash", input={"command": "ls"}, summary="ls", suggested_rule="Bash(ls:*)",
+                             tool_use_id="b2", preview=PermissionPreview(command="ls"))
+    assert "may destroy data" not in "".join(texts(ApprovalPrompt(safe, loop, loop.create_future()).widget))
+
+
+async def test_notebook_edit_prompt_says_outputs_will_be_cleared():
+    loop = asyncio.get_running_loop()
+    diff = "--- nb.ipynb\n+++ nb.ipynb\n@@ -1,2 +1,3 @@\n-x = 1\n+x = 2\n+y = 3\n print(x)\n"
+    request = PermissionRequest(
+        tool_name="NotebookEdit", input={}, summary="nb.ipynb cell 3", suggested_rule="Edit(nb.ipynb)", tool_use_id="n1",
+        preview=PermissionPreview(title="Replace cell 3", diff=diff, added=2, removed=1, notes=("outputs will be cleared",)),
+    )
+    shown = "".join(texts(ApprovalPrompt(request, loop, loop.create_future()).widget))
+    assert "outputs will be cleared" in shown and "Replace cell 3" in shown
+    assert "+2</span>" in shown and "-1</span>" in shown and "+y = 3" in shown
+
+
+def test_footer_shows_tokens_cost_estimate_and_context_share():
+    agent = SimpleNamespace(model=SimpleNamespace(name="claude-sonnet-4-5"))
+    view = RunView(agent)
+    view.listener(TurnEvent(turn=1, phase="end", usage=Usage(input_tokens=1000, output_tokens=500, cache_read_input_tokens=49000)))
+    footer = view.footer.value
+    assert "tokens in 1,000" in footer and "out 500" in footer and "cached 49,000" in footer
+    assert "$0.0252" in footer and "estimate" in footer
+    assert "context 25% of 200k" in footer
+
+
+async def test_text_streams_into_markdown_segments_split_by_tool_rows(tmp_path):
+    long = "First paragraph. " * 20
+    turns = [[{"type": "text", "text": long}, *use("Read", "t1", file_path="a.txt")], "Second *part*."]
+    agent, view, _ = make(tmp_path, turns)
+    await asyncio.wait_for(agent.arun("go"), TIMEOUT)
+    kinds = [type(w).__name__ for w in view.body.children]
+    assert kinds[:3] == ["Output", "VBox", "Output"]  # text, the Read row, text
+    first, _, second = view.body.children[:3]
+    assert first.outputs[0]["data"]["text/markdown"] == long
+    assert second.outputs[0]["data"]["text/markdown"] == "Second *part*."
+
+
+async def test_background_view_writes_no_stdout_and_stop_calls_on_stop(tmp_path, capsys):
+    stopped: list[bool] = []
+    agent, view, _ = make(tmp_path, ["Working on it."], background=True, on_stop=lambda: stopped.append(True))
+    await asyncio.wait_for(agent.arun("go"), TIMEOUT)
+    assert capsys.readouterr().out == ""
+    assert shown_markdown(view) == "Working on it."
+
+    view2 = RunView(agent, background=True, on_stop=lambda: stopped.append(True))
+    assert view2.stop_button is not None
+    view2.stop_button.click()
+    await asyncio.sleep(0.05)
+    assert stopped == [True] and view2.stop_button.disabled
+
+
+async def test_close_denies_an_open_prompt_so_the_run_does_not_hang(tmp_path):
+    agent, view, model = make(tmp_path, READ_EDIT_DONE)
+    assert view.stop_button is None  # foreground: the kernel's own stop button interrupts
+    task = asyncio.create_task(agent.arun("go"))
+    prompt = await next_prompt(view, task)
+    view.close()
+    result = await asyncio.wait_for(task, TIMEOUT)
+
+    assert result.stop_reason == "end_turn"
+    assert (tmp_path / "a.txt").read_text() == "hello world\nsecond line\n"
+    assert buttons_disabled(prompt) and "Closed before an answer" in prompt.outcome.value
+    assert "closed before the person answered" in str(model.requests[2]["messages"][-1]["content"])
