@@ -13,6 +13,7 @@ import codecs
 import io
 import itertools
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -35,7 +36,7 @@ MAX_OUTPUT_TOKENS = 25_000
 MAX_UNRANGED_BYTES = 256 * 1024
 WHOLE_FILE_BYTES = 8 * 1024 * 1024
 COUNT_REST_BYTES = 64 * 1024 * 1024  # past this, a ranged read does not count the lines after it
-_BLOCK = 1024 * 1024
+_BLOCK = 4 * 1024 * 1024
 _LINE_CHUNK = 64 * 1024
 _KEEP_BYTES = MAX_LINE_CHARS * 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8
 
@@ -104,24 +105,33 @@ def _skip_lines(f: BinaryIO, count: int | None) -> tuple[int, bool]:
     """Move past `count` newlines (all of them when None), counting in blocks.
 
     Returns how many were passed (fewer than `count` at end of file) and whether the last byte
-    read was a newline, which decides if a final unterminated line exists.
+    read was a newline, which decides if a final unterminated line exists. Reading releases the
+    GIL and counting does not, so a helper thread reads the next block while this one is
+    counted: that overlap is what keeps a scan of a 1 GB file near the speed of `tail`.
     """
+    if count == 0:
+        return 0, True
     seen, last = 0, b"\n"
     pos = f.tell()
-    while count is None or seen < count:
-        block = f.read(_BLOCK)
-        if not block:
-            break
-        n = block.count(b"\n")
-        if count is not None and seen + n >= count:
-            idx = -1
-            for _ in range(count - seen):
-                idx = block.index(b"\n", idx + 1)
-            f.seek(pos + idx + 1)
-            return count, True
-        seen += n
-        pos += len(block)
-        last = block[-1:]
+    buffers = (bytearray(_BLOCK), bytearray(_BLOCK))
+    with ThreadPoolExecutor(1, thread_name_prefix="ipy_agent-read") as pool:
+        turn = 0
+        pending = pool.submit(f.readinto, buffers[turn])
+        while n := pending.result():
+            block = buffers[turn]
+            turn ^= 1
+            pending = pool.submit(f.readinto, buffers[turn])
+            found = block.count(b"\n", 0, n)
+            if count is not None and seen + found >= count:
+                idx = -1
+                for _ in range(count - seen):
+                    idx = block.index(b"\n", idx + 1, n)
+                pending.result()  # the read ahead must finish before the position moves
+                f.seek(pos + idx + 1)
+                return count, True
+            seen += found
+            pos += n
+            last = bytes(block[n - 1 : n])
     return seen, last == b"\n"
 
 
