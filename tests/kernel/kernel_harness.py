@@ -1,0 +1,206 @@
+"""A real IPython kernel driven the way a notebook front end drives it, for the kernel tests.
+
+It starts ipykernel through jupyter_client with a private kernelspec whose argv names the test
+process's own interpreter (jupyter_client 8 dropped `kernel_cmd`; a kernelspec is the supported
+way to choose the Python). It records every iopub message, keeps the state of every widget
+model the kernel opened (comm_open plus the later "update" messages, which is how a front end
+knows what a widget shows), and sends exactly what @jupyter-widgets sends for a button click
+(`comm_msg` with `{"method": "custom", "content": {"event": "click"}}`) or for typing into a
+Text field (`{"method": "update", "state": {"value": ...}}`).
+
+Every wait is bounded by a generous timeout (the machine may be loaded) and fails with what was
+seen, never with a bare timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+
+TIMEOUT = 60.0
+KERNEL_NAME = "ipy_agent_test"
+
+
+@dataclass
+class Execution:
+    msg_id: str
+    reply: dict[str, Any] = field(default_factory=dict)
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return str(self.reply.get("status", ""))
+
+    @property
+    def text(self) -> str:
+        """Streams, results and errors as one text, the way a person reads the cell output."""
+        parts = []
+        for m in self.outputs:
+            c = m["content"]
+            if m["msg_type"] == "stream":
+                parts.append(c["text"])
+            elif m["msg_type"] in ("execute_result", "display_data"):
+                parts.append(str(c["data"].get("text/plain", "")))
+            elif m["msg_type"] == "error":
+                parts.append(f"{c['ename']}: {c['evalue']}\n")
+        return "".join(parts)
+
+
+class Kernel:
+    """One kernel process in `cwd`, with a clean IPython profile dir."""
+
+    def __init__(self, cwd: Path, *, python: str = sys.executable, env: dict[str, str] | None = None) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="ipy_agent_kernel_")
+        spec_dir = Path(self._tmp.name) / "kernels" / KERNEL_NAME
+        spec_dir.mkdir(parents=True)
+        argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        (spec_dir / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "ipy_agent test", "language": "python"}))
+        kernel_env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_"))}
+        kernel_env.update(IPYTHONDIR=str(Path(self._tmp.name) / "ipython"), PYTHONUNBUFFERED="1", **(env or {}))
+        # IPC sockets in our temp dir: no TCP ports to collide with on a shared machine.
+        self.km = KernelManager(
+            kernel_name=KERNEL_NAME, transport="ipc", ip=str(Path(self._tmp.name) / "kernel-ipc"),
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec_dir.parent)], ensure_native_kernel=False),
+        )
+        self.km.start_kernel(cwd=str(cwd), env=kernel_env)
+        self.kc = self.km.blocking_client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=TIMEOUT)
+        self.messages: list[dict[str, Any]] = []
+        self.models: dict[str, dict[str, Any]] = {}  # comm_id -> widget state as a front end knows it
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        try:
+            self.kc.stop_channels()
+        finally:
+            try:
+                self.km.shutdown_kernel(now=True)
+            finally:
+                self._tmp.cleanup()
+
+    def __enter__(self) -> Kernel:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+    # --- iopub ---------------------------------------------------------------------------
+    def pump(self, seconds: float = 0.2) -> None:
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=min(left, 0.2))
+            except queue.Empty:
+                continue
+            self._record(msg)
+
+    def _record(self, msg: dict[str, Any]) -> None:
+        self.messages.append(msg)
+        content = msg.get("content", {})
+        if msg["msg_type"] == "comm_open":
+            self.models[content["comm_id"]] = dict(content.get("data", {}).get("state", {}))
+        elif msg["msg_type"] == "comm_msg":
+            data = content.get("data", {})
+            if data.get("method") in ("update", "echo_update") and content["comm_id"] in self.models:
+                self.models[content["comm_id"]].update(data.get("state", {}))
+
+    def wait_for(self, what: str, predicate: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
+        end = time.monotonic() + timeout
+        while True:
+            found = predicate()
+            if found:
+                return found
+            if time.monotonic() > end:
+                raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; seen:\n{self.describe()}")
+            self.pump(0.1)
+
+    def describe(self) -> str:
+        lines = [f"{m['msg_type']}: {json.dumps(m['content'])[:300]}" for m in self.messages[-40:]
+                 if m["msg_type"] not in ("status",)]
+        return "\n".join(lines)
+
+    # --- cells ---------------------------------------------------------------------------
+    def execute(self, code: str) -> str:
+        """Send a cell and return at once (the cell may wait for a click)."""
+        return self.kc.execute(code, store_history=True)
+
+    def wait(self, msg_id: str, timeout: float = TIMEOUT) -> Execution:
+        """Wait until the cell is finished (kernel idle for it) and collect its reply and outputs."""
+        reply: dict[str, Any] = {}
+        end = time.monotonic() + timeout
+        while not reply:
+            try:
+                msg = self.kc.get_shell_msg(timeout=0.1)
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    reply = msg["content"]
+            except queue.Empty:
+                pass
+            self.pump(0.05)
+            if time.monotonic() > end:
+                raise AssertionError(f"cell {msg_id} did not finish within {timeout:.0f} s; seen:\n{self.describe()}")
+        self.wait_for(f"idle after {msg_id}", lambda: self._idle(msg_id), timeout)
+        outputs = [m for m in self.messages if m["parent_header"].get("msg_id") == msg_id
+                   and m["msg_type"] in ("stream", "execute_result", "display_data", "error")]
+        return Execution(msg_id=msg_id, reply=reply, outputs=outputs)
+
+    def _idle(self, msg_id: str) -> bool:
+        return any(m["msg_type"] == "status" and m["parent_header"].get("msg_id") == msg_id
+                   and m["content"]["execution_state"] == "idle" for m in self.messages)
+
+    def run(self, code: str, timeout: float = TIMEOUT) -> Execution:
+        return self.wait(self.execute(code), timeout)
+
+    def check(self, code: str, timeout: float = TIMEOUT) -> str:
+        """Run `code`, fail with the traceback if it raised, return its text output."""
+        ex = self.run(code, timeout)
+        assert ex.status == "ok", f"{code!r} failed: {ex.reply.get('ename')}: {ex.reply.get('evalue')}\n{ex.text}"
+        return ex.text
+
+    def interrupt(self) -> None:
+        self.km.interrupt_kernel()
+
+    # --- widgets, as a front end sees them ----------------------------------------------
+    def widgets(self, model_name: str) -> dict[str, dict[str, Any]]:
+        return {cid: s for cid, s in self.models.items() if s.get("_model_name") == model_name}
+
+    def find_button(self, prefix: str, *, enabled: bool = True) -> str | None:
+        for cid, state in self.widgets("ButtonModel").items():
+            if str(state.get("description", "")).startswith(prefix) and not (enabled and state.get("disabled")):
+                return cid
+        return None
+
+    def siblings(self, comm_id: str) -> list[str]:
+        """The comm ids of the widgets in the same box as `comm_id` (a prompt's buttons and text)."""
+        ref = f"IPY_MODEL_{comm_id}"
+        for state in self.models.values():
+            children = state.get("children") or []
+            if ref in children:
+                return [c.removeprefix("IPY_MODEL_") for c in children]
+        raise AssertionError(f"no box contains widget {comm_id}")
+
+    def html_values(self) -> list[str]:
+        return [str(s.get("value", "")) for s in self.widgets("HTMLModel").values()]
+
+    def shows(self, needle: str) -> bool:
+        return any(needle in v for v in self.html_values())
+
+    def _send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.kc.shell_channel.send(msg)
+
+    def click(self, comm_id: str) -> None:
+        self._send_comm(comm_id, {"method": "custom", "content": {"event": "click"}})
+
+    def set_value(self, comm_id: str, value: Any) -> None:
+        self._send_comm(comm_id, {"method": "update", "state": {"value": value}, "buffer_paths": []})
