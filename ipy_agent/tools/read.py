@@ -147,6 +147,13 @@ class ReadTool(Tool):
     # --- the work, in a worker thread ------------------------------------------------------------
     def _read(self, inp: ReadInput, ctx: ToolContext) -> ReadOutput:
         path = ctx.resolve(inp.file_path)
+        try:
+            return self._read_path(path, inp, ctx)
+        except OSError as exc:
+            # stat() passed, so this is access or I/O trouble the model should hear about plainly.
+            raise ToolError(f"Could not read {str(path)!r}: {exc.strerror or exc}. Check the file's permissions, or ask the person.") from None
+
+    def _read_path(self, path: Path, inp: ReadInput, ctx: ToolContext) -> ReadOutput:
         st = _stat_regular_file(path, ctx)
         suffix = path.suffix.lower()
         if suffix == ".ipynb":
@@ -215,8 +222,6 @@ def _stat_regular_file(path: Path, ctx: ToolContext) -> os.stat_result:
         raise ToolError(f"File {str(path)!r} does not exist (working directory: {ctx.cwd}).{_did_you_mean(path)}") from None
     except NotADirectoryError:
         raise ToolError(f"{str(path)!r} does not exist: a part of the path is a file, not a directory.") from None
-    except PermissionError:
-        raise ToolError(f"Permission denied reading {str(path)!r}.") from None
     mode = st.st_mode
     if stat.S_ISDIR(mode):
         raise ToolError(f"{str(path)!r} is a directory, not a file. List it with Glob (e.g. pattern '*' with this path) or `ls` in Bash.")

@@ -161,6 +161,20 @@ async def test_missing_file_suggests_close_names(ctx, tmp_path):
     assert "does not exist" in message and repr(str(tmp_path / "config.yaml")) in message
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+async def test_file_that_reports_size_zero_is_still_read(ctx):
+    assert os.stat("/proc/self/status").st_size == 0
+    content, _ = await read(ctx, file_path="/proc/self/status")
+    assert content.startswith("1\tName:\t")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+async def test_unreadable_file_is_an_error_the_model_can_read(ctx, tmp_path):
+    (tmp_path / "locked.txt").write_text("x")
+    (tmp_path / "locked.txt").chmod(0)
+    assert "Permission denied" in await read_error(ctx, file_path="locked.txt")
+
+
 # --- things that are not text files -----------------------------------------------------------
 
 
@@ -308,17 +322,22 @@ def write_big(path: Path, lines: int) -> None:
             f.write("".join(f"row {i:08d} payload\n" for i in range(base, min(base + step, lines))).encode())
 
 
+async def read_measuring_memory(ctx: ToolContext, **fields) -> tuple[str, int]:
+    """The content the model receives and the peak of Python allocations while reading."""
+    tracemalloc.start()
+    try:
+        content, _ = await read(ctx, **fields)
+        return content, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 async def test_range_near_the_end_of_a_large_file_streams(ctx, tmp_path):
     path = tmp_path / "big.log"
     write_big(path, 2_400_000)  # 2.4 M lines of 21 bytes: ~50 MB
     size = path.stat().st_size
     assert size > 48 * 1024 * 1024
-    tracemalloc.start()
-    try:
-        content, _ = await read(ctx, file_path=str(path), offset=2_399_998, limit=5)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    content, peak = await read_measuring_memory(ctx, file_path=str(path), offset=2_399_998, limit=5)
     assert content == "2399998\trow 02399997 payload\n2399999\trow 02399998 payload\n2400000\trow 02399999 payload"
     assert peak < 20 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"
     entry = ctx.read_state.get(str(path))
@@ -340,12 +359,7 @@ async def test_one_gigantic_line_does_not_load_into_memory(ctx, tmp_path):
         for _ in range(20):
             f.write(b"ab" * (512 * 1024))
         f.write(b"\ntail\n")
-    tracemalloc.start()
-    try:
-        content, _ = await read(ctx, file_path=str(path), offset=1, limit=2)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    content, peak = await read_measuring_memory(ctx, file_path=str(path), offset=1, limit=2)
     first, second = content.split("\n")[:2]
     assert first == "1\t" + "ab" * 1000 + "[... line cut: first 2,000 characters shown]"
     assert second == "2\ttail"
