@@ -1,0 +1,467 @@
+"""`%agent` and its companion magics, their configuration, and how a run waits in each setting.
+
+This is the edge where IPython meets the runtime. Traitlets configure the magics
+(`%config AgentMagics.permission_mode = "acceptEdits"`, `c.AgentMagics.allow = [...]` in
+ipython_config.py); the Agent itself receives plain values. How a run waits depends on where it
+runs (see DESIGN.md, "Running in a kernel"):
+
+- kernel: an input transformer turns `%agent ...` / `%%agent` into `await run_agent_cell(...)`,
+  which waits with a 0.25 s tick so a kernel interrupt ends the run promptly (a plain await
+  would not wake up) and widget clicks are delivered meanwhile. `--background` instead starts
+  a task on the kernel's loop and returns at once.
+- terminal IPython: no loop is running while a magic executes, so `asyncio.run` in the
+  foreground, with text output and `input()` approvals; Ctrl-C interrupts the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from traitlets import Bool, Enum, Float, Int, List, Unicode
+
+from .agent import Agent, RunResult
+from .runtime.history import history_problems, repair_history
+from .runtime.permissions import PERMISSION_MODES
+from .settings import RuleSpec, load_settings_rules, rules_from_lists
+from .ui import RunUI, choose_ui
+
+__all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
+           "agent_transformer", "split_options", "current_magics"]
+
+TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
+SAVE_FORMAT = "ipy_agent.conversation"
+_VALUED = ("--mode", "--model", "--max-turns", "--script", "--allow", "--deny", "--resume")
+_FLAGS = ("--new", "--background", "--no-widgets")
+_TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
+
+
+def split_options(line: str) -> tuple[list[str], str]:
+    """Leading options as argv tokens, and the rest of the line verbatim as the prompt.
+
+    The prompt is never tokenized (an apostrophe in it must not break anything). A rule value
+    runs to its closing parenthesis, so `--allow Bash(git status:*)` needs no quotes.
+    """
+    tokens: list[str] = []
+    pos = 0
+    while (m := _TOKEN.match(line, pos)) is not None:
+        tok = m.group(1)
+        if tok == "--":
+            return tokens, line[m.end():].strip()
+        if not tok.startswith("-") or tok == "-":
+            return tokens, line[m.start(1):].strip()
+        name, eq, value = tok.partition("=")
+        if name not in _VALUED + _FLAGS:
+            raise UsageError(f"%agent has no option {name!r}. Options: {', '.join(_FLAGS + _VALUED)} "
+                             "(see %agent?). To start a prompt with '-', put '--' before it.")
+        pos = m.end()
+        tokens.append(name)
+        if name in _FLAGS:
+            continue
+        if not eq:
+            if (v := _TOKEN.match(line, pos)) is None:
+                raise UsageError(f"{name} needs a value, e.g. {name} {_EXAMPLE[name]}")
+            value, pos = v.group(1), v.end()
+            while name in ("--allow", "--deny") and value[0] not in "'\"" and value.count("(") > value.count(")") \
+                    and (more := _TOKEN.match(line, pos)) is not None:
+                value, pos = value + line[pos:more.end()], more.end()
+        tokens.append(value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value)
+    return tokens, ""
+
+
+_EXAMPLE = {"--mode": "acceptEdits", "--model": "claude-sonnet-4-5", "--max-turns": "20",
+            "--script": "demo.json", "--allow": "'Bash(git status:*)'", "--deny": "'Read(**/.env)'",
+            "--resume": "conversation.json"}
+
+
+@dataclass(kw_only=True)
+class _Run:
+    """One prepared run: the agent, the prompt, and how this setting shows it and asks."""
+
+    agent: Agent
+    prompt: str
+    ui: RunUI
+
+
+@magics_class
+class AgentMagics(Magics):
+    """The `%agent` magics. One agent per kernel, kept here; the conversation continues."""
+
+    model = Unicode("", help="Model name for AnthropicModel; empty: IPY_AGENT_MODEL or the newest Sonnet.").tag(config=True)
+    permission_mode = Enum(list(PERMISSION_MODES), default_value="default", help="Permission mode of each run.").tag(config=True)
+    allow = List(Unicode(), help="Allow rules, e.g. ['Bash(git status:*)'].").tag(config=True)
+    ask = List(Unicode(), help="Ask rules: always prompt for these.").tag(config=True)
+    deny = List(Unicode(), help="Deny rules, e.g. ['Read(**/.env)'].").tag(config=True)
+    max_turns = Int(50, help="Model requests per run before it stops with max_turns.").tag(config=True)
+    background = Bool(False, help="Run in the background by default (kernel only).").tag(config=True)
+    max_result_chars = Int(None, allow_none=True, help="Override every tool's result size limit.").tag(config=True)
+    message_budget = Int(200_000, help="Characters of tool results one message may carry before spilling.").tag(config=True)
+    widgets = Bool(True, help="Widget UI in a kernel; False: text output and a non-interactive approver.").tag(config=True)
+    approval_timeout = Float(None, allow_none=True, help="Seconds before an unanswered prompt is denied; None: wait.").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.current: Agent | None = None
+        self.last_result: RunResult | None = None
+        self.tools_factory: Callable[[], list[Any]] | None = None  # None: the built-in tools
+        self._managed: list[tuple[str, Any]] = []  # rules this class put on the agent (not "granted")
+        self._background: asyncio.Task[Any] | None = None
+        self._default_model: Any = None
+
+    # --- %agent ---------------------------------------------------------------------------
+    @magic_arguments()
+    @argument("--new", action="store_true", help="Start a fresh conversation (the old one is dropped).")
+    @argument("--mode", choices=list(PERMISSION_MODES), help="Permission mode for this run.")
+    @argument("--model", help="Anthropic model name for this run.")
+    @argument("--max-turns", type=int, help="Model requests before the run stops.")
+    @argument("--script", metavar="PATH", help='Replay a ScriptedModel transcript {"turns": [...]} (offline).')
+    @argument("--allow", action="append", default=[], metavar="RULE", help="Allow rule for this run (repeatable).")
+    @argument("--deny", action="append", default=[], metavar="RULE", help="Deny rule for this run (repeatable).")
+    @argument("--background", action="store_true", help="Kernel: start the run and return at once.")
+    @argument("--no-widgets", action="store_true", help="Text output; only what rules and mode allow runs.")
+    @argument("--resume", metavar="PATH", help="Continue a conversation saved with %%agent_save.")
+    @argument("prompt", nargs="*", help="The request; with %%%%agent, the cell body.")
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> None:
+        """Run the agent on a request; the conversation continues across cells.
+
+            %agent fix the failing test in tests/test_io.py
+            %%agent --mode acceptEdits --allow Bash(pytest:*)
+            Rename load() to read_table() everywhere and run the tests.
+
+        Rules are Claude Code's syntax (`Tool` or `Tool(specifier)`) and also come from
+        AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            run = self._prepare(line, cell, background=False)
+            if run is not None:
+                self._run_foreground(run)
+            return
+        # A loop is running (a kernel reached us without the transformer): never block it.
+        run = self._prepare(line, cell, background=True)
+        if run is not None:
+            self._start_background(run)
+
+    def _run_foreground(self, run: _Run) -> None:
+        try:
+            asyncio.run(self._execute(run))
+        except KeyboardInterrupt:
+            # A second Ctrl-C while the agent was closing the turn: keep the history valid anyway.
+            run.agent.messages[:] = repair_history(run.agent.messages)
+            run.ui.show_error("Interrupted.")
+
+    def _start_background(self, run: _Run) -> None:
+        task = asyncio.get_running_loop().create_task(self._execute(run))
+        self._background = task
+
+        def done(t: asyncio.Task[Any]) -> None:
+            # A background task's exception reaches no cell by itself; show it in its output.
+            if not t.cancelled() and (exc := t.exception()) is not None:
+                run.ui.show_crash(exc)
+
+        task.add_done_callback(done)
+
+    async def _execute(self, run: _Run) -> RunResult:
+        run.agent.on_event(run.ui.listener)
+        run.agent.approver = run.ui.approver
+        try:
+            self.last_result = await run.agent.arun(run.prompt)
+            return self.last_result
+        finally:
+            run.agent.remove_listener(run.ui.listener)
+            run.ui.close()
+
+    def _prepare(self, line: str, cell: str | None, *, background: bool | None) -> _Run | None:
+        """Parse, find or make the agent, apply configuration; None when there is nothing to run.
+
+        `background`: forced on or off by the caller, or None to follow the option and config."""
+        tokens, prompt = split_options(line)
+        args = AgentMagics.agent.parser.parse_args(tokens)
+        if cell is not None:
+            prompt = "\n".join(p for p in (prompt, cell.strip()) if p)
+        if args.max_turns is not None and args.max_turns < 1:
+            raise UsageError(f"--max-turns must be at least 1, not {args.max_turns!r}")
+        if self.current is not None and self.current.running:
+            raise UsageError("The agent is still running. Wait for it, or stop it with %agent_stop.")
+        extra = rules_for(args.allow, "allow", "%agent --allow") + rules_for(args.deny, "deny", "%agent --deny")
+        model = self._model_for(args)
+        if args.resume:
+            self._use_agent(_load_conversation(args.resume, self._new_agent(model)))
+            print(f"Resumed {len(self.current.messages)} messages from {args.resume}.")  # type: ignore[union-attr]
+        elif args.new or self.current is None:
+            self._use_agent(self._new_agent(model))
+        agent = self.current
+        assert agent is not None
+        if not prompt:
+            if args.resume or args.new:
+                return None
+            raise UsageError('%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.')
+        agent.model = model
+        warnings = self._apply_settings(agent, extra)
+        agent.permission_mode = args.mode or self.permission_mode
+        agent.max_turns = args.max_turns or self.max_turns
+        wanted = args.background or self.background
+        kernel = getattr(self.shell, "kernel", None) is not None
+        ui = choose_ui(agent, kernel=kernel, background=wanted if background is None else background,
+                       widgets=self.widgets and not args.no_widgets, approval_timeout=self.approval_timeout)
+        for w in warnings:
+            ui.show_error(f"warning: {w}")
+        if wanted and background is False:
+            ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
+        return _Run(agent=agent, prompt=prompt, ui=ui)
+
+    def _model_for(self, args: Any) -> Any:
+        if args.script:
+            from .models.scripted import ScriptedModel
+
+            try:
+                return ScriptedModel.from_file(args.script)
+            except (OSError, ValueError) as e:
+                raise UsageError(f"--script: {e}. Give the path of a JSON transcript like {{\"turns\": [\"Hello\"]}}.") from None
+        from .models.anthropic import AnthropicModel  # its module defers `import anthropic`
+
+        if args.model:
+            return AnthropicModel(model=args.model)
+        # One client per configured name, so HTTP connections are reused across cells.
+        if self._default_model is None or self._default_model[0] != self.model:
+            self._default_model = (self.model, AnthropicModel(model=self.model or None))
+        return self._default_model[1]
+
+    def _new_agent(self, model: Any) -> Agent:
+        tools = self.tools_factory() if self.tools_factory is not None else None
+        return Agent(model=model, cwd=os.getcwd(), permission_mode=self.permission_mode, max_turns=self.max_turns,
+                     tools=tools, message_budget=self.message_budget)
+
+    def _use_agent(self, agent: Agent) -> None:
+        self.current, self._managed = agent, []
+
+    def _apply_settings(self, agent: Agent, extra: list[RuleSpec]) -> list[str]:
+        """Put the configured rules on the agent afresh (granted ones stay); return warnings."""
+        for kind, rule in self._managed:
+            bucket = getattr(agent.rules, kind)
+            if any(r is rule for r in bucket):
+                bucket.remove(rule)
+        self._managed = []
+        try:
+            config = rules_from_lists("AgentMagics config", allow=self.allow, ask=self.ask, deny=self.deny)
+        except ValueError as e:
+            raise UsageError(f"AgentMagics.allow/ask/deny: {e}") from None
+        files, warnings = load_settings_rules(agent.cwd)
+        for spec in [*config, *files, *extra]:
+            rule = agent.rules.add(spec.kind, spec.text, source=spec.source)
+            if any(r is rule for r in getattr(agent.rules, spec.kind)):
+                self._managed.append((spec.kind, rule))
+        agent.budget.message_limit = self.message_budget
+        if self.max_result_chars is not None:
+            for tool in agent.tools:
+                tool.max_result_chars = self.max_result_chars
+        return warnings
+
+    def _need_agent(self) -> Agent:
+        if self.current is None:
+            raise UsageError("No conversation yet: start one with `%agent <request>`.")
+        return self.current
+
+    # --- companions -----------------------------------------------------------------------
+    @line_magic
+    def agent_stop(self, line: str = "") -> None:
+        """Stop the running agent (foreground or --background); the history stays valid."""
+        task = self._background
+        if self.current is not None and self.current.running:
+            self.current.interrupt()
+        elif task is not None and not task.done():
+            task.cancel()
+        else:
+            print("No agent run is in progress.")
+            return
+        print("Stopping the agent…")
+
+    @line_magic
+    def agent_tools(self, line: str = "") -> None:
+        """The tools the model would be offered now, their safety flags, why others are hidden,
+        and every permission rule with the place it came from."""
+        from .ui.inspect import tools_text
+
+        agent = self.current or self._new_agent(model=None)
+        for w in self._apply_settings(agent, []):
+            print(f"warning: {w}", file=sys.stderr)
+        print(tools_text(agent))
+
+    @line_magic
+    def agent_inspect(self, line: str = "") -> None:
+        """%agent_inspect [N | tool_use_id]: one call in full (default: the last one).
+
+        Shows the full tool_result the model received beside the compact line the person saw,
+        the permission decision, and the read-state entry the call touched."""
+        from .ui.inspect import inspect_text
+
+        try:
+            print(inspect_text(self._need_agent(), line.strip() or None))
+        except LookupError as e:
+            raise UsageError(str(e)) from None
+
+    @line_magic
+    def agent_trace(self, line: str = "") -> None:
+        """%agent_trace [N]: each call of turn N (default: the last turn with calls), its stages
+        with durations and decisions, and a picture of the batches over time."""
+        from .ui.inspect import trace_text
+
+        text = line.strip()
+        if text and not text.isdigit():
+            raise UsageError(f"%agent_trace takes a turn number, not {text!r}")
+        try:
+            print(trace_text(self._need_agent(), int(text) if text else None))
+        except LookupError as e:
+            raise UsageError(str(e)) from None
+
+    @line_magic
+    def agent_history(self, line: str = "") -> None:
+        """The conversation so far, one compact line per block."""
+        from .ui.inspect import history_text
+
+        print(history_text(self._need_agent()))
+
+    @line_magic
+    def agent_reset(self, line: str = "") -> None:
+        """Forget the conversation, read state and trace; configuration and granted rules stay."""
+        agent = self._need_agent()
+        if agent.running:
+            raise UsageError("The agent is running; stop it first with %agent_stop.")
+        agent.reset()
+        print("Conversation cleared.")
+
+    @line_magic
+    def agent_save(self, line: str = "") -> None:
+        """%agent_save PATH: write the conversation and the rules granted with "always" as JSON.
+
+        Continue it later (in this or another kernel) with `%agent --resume PATH [request]`."""
+        path = line.strip().strip("'\"")
+        if not path:
+            raise UsageError("%agent_save needs a file name, e.g. `%agent_save conversation.json`")
+        agent = self._need_agent()
+        granted = {k: [r.text for r in getattr(agent.rules, k) if r.source == "granted"] for k in ("allow", "ask", "deny")}
+        data = {"format": SAVE_FORMAT, "version": 1, "cwd": str(agent.cwd), "model": getattr(agent.model, "name", ""),
+                "messages": agent.messages, "granted": granted}
+        try:
+            Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"could not write {path!r}: {e}") from None
+        print(f"Saved {len(agent.messages)} messages to {path}.")
+
+
+def rules_for(texts: list[str], kind: str, source: str) -> list[RuleSpec]:
+    try:
+        return rules_from_lists(source, **{kind: texts})
+    except ValueError as e:
+        raise UsageError(f"--{kind}: {e}") from None
+
+
+def _load_conversation(path: str, agent: Agent) -> Agent:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"--resume: {path!r} does not exist; save a conversation with %agent_save PATH first.") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--resume: could not read {path!r} as JSON ({e}).") from None
+    if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT or not isinstance(data.get("messages"), list):
+        raise UsageError(f"--resume: {path!r} is not a conversation saved by %agent_save.")
+    agent.messages = repair_history(data["messages"])
+    if history_problems(data["messages"]):
+        print(f"Note: {path} had an incomplete history (an interrupted run); it was repaired.")
+    for text in (data.get("granted") or {}).get("allow", []):
+        try:
+            agent.rules.add("allow", text, source="granted")
+        except ValueError as e:
+            print(f"warning: {path}: skipped granted rule: {e}", file=sys.stderr)
+    return agent
+
+
+# --- the kernel path: awaited cells ---------------------------------------------------------
+
+_CALL = '__import__("ipy_agent.magics", fromlist=["run_agent_cell"]).run_agent_cell'
+_LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
+_CELL_RE = re.compile(r"^%%agent(?:[ \t]|$)")
+
+
+def agent_transformer(lines: list[str]) -> list[str]:
+    """Rewrite `%%agent` cells and unindented `%agent` lines into an awaited call.
+
+    A line magic cannot await, and only an awaiting cell lets ipykernel deliver widget clicks
+    and interrupts while the agent runs. `%agent?` (help) is left alone.
+    """
+    if lines and _CELL_RE.match(lines[0]):
+        return [f"await {_CALL}({lines[0][len('%%agent'):].strip()!r}, {''.join(lines[1:])!r})\n"]
+    return [f"await {_CALL}({ln[len('%agent'):].strip()!r})\n" if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\")
+            else ln for ln in lines]
+
+
+async def run_agent_cell(line: str, cell: str | None = None) -> None:
+    """What a transformed `%agent` cell awaits: run, waking every TICK seconds.
+
+    ipykernel's interrupt cancels the cell's task, but a plain `await` only notices when some
+    other message wakes the loop; the tick bounds that delay. On cancel the agent closes its
+    turn (every tool_use answered) before the cancellation goes on to the kernel.
+    """
+    magics = current_magics()
+    run = magics._prepare(line, cell, background=None)
+    if run is None:
+        return
+    if run.ui.background:
+        magics._start_background(run)
+        return
+    task = asyncio.ensure_future(magics._execute(run))
+    try:
+        while not task.done():
+            await asyncio.wait([task], timeout=TICK)
+    except asyncio.CancelledError:
+        if run.agent.running:
+            run.agent.interrupt()
+        else:
+            task.cancel()
+        await asyncio.wait([task], timeout=30)
+        raise
+    task.result()
+
+
+def current_magics(shell: Any = None) -> AgentMagics:
+    """The AgentMagics registered on `shell` (default: the running IPython)."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    magics = shell.magics_manager.registry.get("AgentMagics") if shell is not None else None
+    if magics is None:
+        raise UsageError("ipy_agent is not loaded: run `%load_ext ipy_agent` first.")
+    return magics
+
+
+def load_ipython_extension(shell: Any) -> None:
+    if "AgentMagics" not in shell.magics_manager.registry:
+        shell.register_magics(AgentMagics(shell=shell))
+    if getattr(shell, "kernel", None) is not None and agent_transformer not in shell.input_transformers_cleanup:
+        shell.input_transformers_cleanup.append(agent_transformer)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    magics = shell.magics_manager.registry.pop("AgentMagics", None)
+    if magics is not None:
+        for kind, table in magics.magics.items():
+            for name in table:
+                shell.magics_manager.magics[kind].pop(name, None)
+        if magics.current is not None and magics.current.running:
+            magics.current.interrupt()
+        if magics in getattr(shell, "configurables", []):
+            shell.configurables.remove(magics)
+    while agent_transformer in shell.input_transformers_cleanup:
+        shell.input_transformers_cleanup.remove(agent_transformer)

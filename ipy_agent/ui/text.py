@@ -1,0 +1,222 @@
+"""Text rendering of a run, for terminal IPython and kernels with widgets switched off.
+
+The same compact view as the widgets, in lines: the assistant's text as it streams, one row per
+tool call when it settles (status, name, summary, duration, and a short excerpt of the detail,
+such as a diff), notices, and a footer with the token counts. Approval is an `input()` prompt,
+`[y]es / [a]lways / [n]o`, with a reason asked after "n"; an empty answer or EOF denies, because
+a prompt that cannot be answered must not run anything. rich does the colours; the raw
+tool_result is never printed here (that is what `%agent_inspect` is for).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any, Callable
+
+from rich.console import Console
+from rich.text import Text
+
+from ..runtime.permissions import PermissionAnswer, PermissionRequest
+from ..runtime.trace import AgentEvent, CallEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent
+
+__all__ = ["TextRenderer", "make_console", "render_diff", "call_row", "terminal_approver", "STATUS_MARK"]
+
+STATUS_MARK = {
+    "queued": "·", "waiting": "?", "running": "…", "done": "✓", "error": "✗", "denied": "⊘", "cancelled": "◌",
+}
+_STATUS_STYLE = {"done": "green", "error": "red", "denied": "yellow", "cancelled": "dim", "waiting": "cyan"}
+_SETTLED = ("done", "error", "denied", "cancelled")
+DETAIL_LINES = 12
+
+
+def make_console(*, kernel: bool = False) -> Console:
+    # In a kernel, plain ANSI text on stdout (the cell output renders it); rich's own Jupyter
+    # mode would make one display per print and break the streamed text apart.
+    return Console(highlight=False, soft_wrap=True, force_jupyter=False, force_terminal=True if kernel else None)
+
+
+def render_diff(diff: str, max_lines: int | None = None) -> Text:
+    """A unified diff, coloured line by line; cut to `max_lines` with a note."""
+    lines = diff.rstrip("\n").splitlines()
+    cut = max_lines is not None and len(lines) > max_lines
+    out = Text()
+    for line in lines[: max_lines if cut else None]:
+        style = ("bold" if line.startswith(("+++", "---")) else "green" if line.startswith("+")
+                 else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else "")
+        out.append(line + "\n", style=style)
+    if cut:
+        out.append(f"… {len(lines) - max_lines} more lines\n", style="dim")  # type: ignore[operator]
+    return out
+
+
+def _duration(rec: CallRecord) -> str:
+    d = rec.duration
+    if d is None:
+        return ""
+    return f"{d * 1000:.0f} ms" if d < 1 else f"{d:.1f} s"
+
+
+def call_row(rec: CallRecord) -> Text:
+    """One compact line for a call: mark, name, what it did, how it ended, how long."""
+    name = rec.display_name or rec.tool_name
+    row = Text("  ")
+    row.append(STATUS_MARK.get(rec.status, "?") + " ", style=_STATUS_STYLE.get(rec.status, ""))
+    row.append(name, style="bold")
+    if rec.summary_use:
+        row.append(" " + rec.summary_use)
+    if rec.status == "denied":
+        reason = getattr(rec.decision, "reason", "") or rec.summary_result
+        row.append(f" — denied{': ' + reason if reason else ''}", style="yellow")
+    elif rec.summary_result:
+        row.append(f" — {rec.summary_result}", style="red" if rec.status == "error" else "")
+    if (d := _duration(rec)):
+        row.append(f"  ({d})", style="dim")
+    return row
+
+
+class TextRenderer:
+    """An `agent.on_event` listener that prints the run as text."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or make_console()
+        self._mid_line = False
+        self._thinking = False
+
+    def __call__(self, event: AgentEvent) -> None:
+        match event:
+            case TextEvent():
+                self._write(event.text)
+            case ThinkingEvent():
+                if not self._thinking:
+                    self._newline()
+                    self.console.print(Text("(thinking…)", style="dim italic"))
+                    self._thinking = True
+            case CallEvent() if event.record.status in _SETTLED:
+                self._newline()
+                rec = event.record
+                self.console.print(call_row(rec))
+                if rec.detail and rec.status == "done":
+                    self.console.print(_indent(render_diff(rec.detail, DETAIL_LINES)), end="")
+            case NoticeEvent():
+                self._newline()
+                style = {"error": "bold red", "warning": "yellow"}.get(event.level, "dim")
+                self.console.print(Text(event.text, style=style))
+            case RunEndEvent():
+                self._newline()
+                self.console.print(Text(footer(event.result), style="dim"))
+            case _:
+                pass
+
+    def _write(self, text: str) -> None:
+        self._thinking = False
+        self.console.file.write(text)
+        self.console.file.flush()
+        self._mid_line = not text.endswith("\n")
+
+    def _newline(self) -> None:
+        if self._mid_line:
+            self.console.file.write("\n")
+            self._mid_line = False
+
+
+def footer(result: Any) -> str:
+    u = getattr(result, "usage", None)
+    parts = [f"[{getattr(result, 'stop_reason', '?')}]", f"{getattr(result, 'turns', 0)} turn(s)"]
+    if u is not None:
+        parts.append(f"tokens in {u.input_tokens:,} / out {u.output_tokens:,} / cached {u.cache_read_input_tokens:,}")
+    return " · ".join(parts)
+
+
+def _indent(text: Text, prefix: str = "      ") -> Text:
+    out = Text()
+    for line in text.split("\n", allow_blank=False):
+        out.append(prefix)
+        out.append_text(line)
+        out.append("\n")
+    return out
+
+
+def describe_request(request: PermissionRequest) -> Text:
+    """What will happen if the person says yes: the call, the diff or command, warnings."""
+    out = Text()
+    out.append("? ", style="bold cyan")
+    out.append(request.display_name or request.tool_name, style="bold")
+    out.append(f" {request.summary}" if request.summary else "")
+    if request.reason:
+        out.append(f"  ({request.reason})", style="dim")
+    out.append("\n")
+    preview = request.preview
+    diff = request.diff or getattr(preview, "diff", None)
+    if diff:
+        out.append_text(_indent(render_diff(diff), "    "))
+        added, removed = getattr(preview, "added", 0), getattr(preview, "removed", 0)
+        if added or removed:
+            out.append(f"    (+{added} -{removed})\n", style="dim")
+    command = getattr(preview, "command", None)
+    if command:
+        out.append(f"    $ {command}\n", style="bold")
+        if getattr(preview, "description", None):
+            out.append(f"    {preview.description}\n", style="dim")  # type: ignore[union-attr]
+    for note in getattr(preview, "notes", ()) or ():
+        out.append(f"    {note}\n", style="yellow")
+    if request.destructive:
+        out.append("    ! this call may destroy data that cannot be recovered\n", style="bold red")
+    return out
+
+
+def terminal_approver(console: Console | None = None,
+                      on_interrupt: Callable[[], None] | None = None) -> Callable[[PermissionRequest], PermissionAnswer]:
+    """An approver that asks with `input()`: [y]es / [a]lways / [n]o (then a reason).
+
+    Empty or EOF denies. Ctrl-C at the prompt denies and calls `on_interrupt` (the agent's
+    interrupt), so the run ends with a valid history instead of a traceback.
+    """
+    con = console or make_console()
+
+    def approve(request: PermissionRequest) -> PermissionAnswer:
+        con.print(describe_request(request), end="")
+        rule = request.suggested_rule or request.tool_name
+        question = f"Allow? [y]es / [a]lways allow {rule} / [n]o: "
+        try:
+            with _sigint_raises():
+                while True:
+                    answer = input(question).strip().lower()
+                    if answer in ("y", "yes"):
+                        return PermissionAnswer(behavior="allow")
+                    if answer in ("a", "always"):
+                        return PermissionAnswer(behavior="always", rule=rule)
+                    if answer in ("", "n", "no"):
+                        break
+                    con.print(Text(f"Please answer y, a or n (not {answer!r}).", style="yellow"))
+                reason = input("Reason for the agent (optional, Enter to skip): ").strip() if answer else ""
+        except EOFError:
+            reason = ""
+        except KeyboardInterrupt:
+            if on_interrupt is not None:
+                on_interrupt()
+            return PermissionAnswer(behavior="deny", message="The person interrupted the run at this prompt.")
+        return PermissionAnswer(behavior="deny", message=reason)
+
+    return approve
+
+
+class _sigint_raises:
+    """While `input()` waits, Ctrl-C raises KeyboardInterrupt at once.
+
+    asyncio.run's own SIGINT handler only cancels the main task, which a blocking `input()`
+    would not notice until Enter is pressed.
+    """
+
+    def __enter__(self) -> None:
+        self._old: Any = None
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._old = signal.signal(signal.SIGINT, signal.default_int_handler)
+            except (ValueError, OSError):
+                self._old = None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
