@@ -28,6 +28,9 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
 TIMEOUT = 60.0
+# The checkout under test: the kernel imports ipy_agent from here, like pytest does (an editable
+# install made before a package had its __init__.py maps it as a namespace package elsewhere).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 KERNEL_NAME = "ipy_agent_test"
 
 
@@ -66,7 +69,9 @@ class Kernel:
         argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         (spec_dir / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "ipy_agent test", "language": "python"}))
         kernel_env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_"))}
-        kernel_env.update(IPYTHONDIR=str(Path(self._tmp.name) / "ipython"), PYTHONUNBUFFERED="1", **(env or {}))
+        python_path = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        kernel_env.update(IPYTHONDIR=str(Path(self._tmp.name) / "ipython"), PYTHONPATH=python_path, PYTHONUNBUFFERED="1")
+        kernel_env.update(env or {})
         # IPC sockets in our temp dir: no TCP ports to collide with on a shared machine.
         self.km = KernelManager(
             kernel_name=KERNEL_NAME, transport="ipc", ip=str(Path(self._tmp.name) / "kernel-ipc"),
