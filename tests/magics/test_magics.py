@@ -1,0 +1,441 @@
+"""The magics on a plain InteractiveShell (no kernel): every magic and option, bad options,
+%config, save/resume, and the inspect views, with scripted models and the built-in tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from traitlets.config import Config
+
+import ipy_agent
+from ipy_agent.magics import agent_transformer, run_agent_cell
+from ipy_agent.runtime.history import history_problems
+
+from tests.magics._util import results, text_of, use
+
+ROOT = Path(__file__).resolve().parents[2]
+MAGICS = ["agent", "agent_stop", "agent_tools", "agent_inspect", "agent_trace", "agent_history", "agent_reset", "agent_save"]
+
+
+def no_input(prompt: str = "") -> str:
+    raise AssertionError(f"nobody should have been asked: {prompt!r}")
+
+
+# --- extension ------------------------------------------------------------------------------
+
+
+def test_load_registers_every_magic_and_unload_removes_them(shell):
+    line = shell.magics_manager.magics["line"]
+    assert all(name in line for name in MAGICS)
+    assert "agent" in shell.magics_manager.magics["cell"]
+    shell.run_line_magic("unload_ext", "ipy_agent")
+    assert not any(name in shell.magics_manager.magics["line"] for name in MAGICS)
+    assert "agent" not in shell.magics_manager.magics["cell"]
+    assert not any(type(c).__name__ == "AgentMagics" for c in shell.configurables)
+
+
+def test_loading_twice_is_harmless(shell, script, capsys):
+    magics = shell.magics_manager.registry["AgentMagics"]
+    ipy_agent.load_ipython_extension(shell)
+    shell.run_line_magic("load_ext", "ipy_agent")
+    assert shell.magics_manager.registry["AgentMagics"] is magics
+    assert sum(type(c).__name__ == "AgentMagics" for c in shell.configurables) == 1
+    shell.run_line_magic("agent", f"--script {script('hi there')} hello")
+    assert "hi there" in capsys.readouterr().out
+
+
+def test_transformer_only_in_a_kernel_and_removed_on_unload(make_shell):
+    plain = make_shell()
+    assert agent_transformer not in plain.input_transformers_cleanup
+    sh = make_shell(load=False)
+    sh.kernel = object()  # what ipykernel's shell has; the check is `shell.kernel is not None`
+    sh.run_line_magic("load_ext", "ipy_agent")
+    ipy_agent.load_ipython_extension(sh)
+    assert sh.input_transformers_cleanup.count(agent_transformer) == 1
+    code = sh.transform_cell("%agent fix it, don't break it\n")
+    assert code.startswith("await ") and "run_agent_cell(\"fix it, don't break it\")" in code
+    cell = sh.transform_cell("%%agent --mode plan\nline one\nline 'two'\n")
+    assert "run_agent_cell('--mode plan', \"line one\\nline 'two'\\n\")" in cell
+    assert "await" not in sh.transform_cell("%agent?\n")
+    assert "await" not in sh.transform_cell("%agent_tools\n")
+    sh.run_line_magic("unload_ext", "ipy_agent")
+    assert agent_transformer not in sh.input_transformers_cleanup
+
+
+@pytest.mark.parametrize("code", [
+    "import ipy_agent",
+    "from IPython.core.interactiveshell import InteractiveShell\n"
+    "sh = InteractiveShell.instance(); sh.run_line_magic('load_ext', 'ipy_agent')\n"
+    "assert 'agent' in sh.magics_manager.magics['line']",
+])
+def test_no_anthropic_import_on_import_or_load(code):
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('anthropic' in sys.modules)"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_help_comes_from_the_docstrings(shell):
+    doc = shell.magics_manager.magics["line"]["agent"].__doc__
+    for option in ("--new", "--mode", "--script", "--allow", "--deny", "--background", "--no-widgets", "--resume"):
+        assert option in doc
+    assert "conversation continues" in doc
+    assert "tool_result" in shell.magics_manager.magics["line"]["agent_inspect"].__doc__
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+def test_scripted_run_shows_rows_and_the_model_gets_results(shell, magics, script, tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("hello\n")
+    path = script([{"type": "text", "text": "Let me look."}, use("Read", "t1", file_path="a.txt")], "It says hello.")
+    shell.run_line_magic("agent", f"--script {path} what is in a.txt?")
+    out = capsys.readouterr().out
+    assert "Let me look." in out and "It says hello." in out
+    assert "✓ Read a.txt — Read 1 line" in out
+    model = magics.current.model
+    assert "hello" in text_of(results(model, 1)["t1"])
+    assert model.requests[0]["messages"][0]["content"][0]["text"] == "what is in a.txt?"
+    assert magics.last_result.stop_reason == "end_turn"
+
+
+def test_conversation_continues_across_cells_and_new_starts_over(shell, magics, script):
+    shell.run_line_magic("agent", f"--script {script('first answer')} first question")
+    agent = magics.current
+    shell.run_line_magic("agent", f"--script {script('second answer')} second question")
+    assert magics.current is agent
+    sent = magics.current.model.requests[0]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[1]["content"][0]["text"] == "first answer"
+    shell.run_line_magic("agent", f"--new --script {script('fresh')} third question")
+    assert magics.current is not agent
+    assert len(magics.current.model.requests[0]["messages"]) == 1
+
+
+def test_cell_magic_body_is_the_prompt(shell, magics, script):
+    shell.run_cell_magic("agent", f"--script {script('ok')}", "Rename load() to read_table().\nThen run the tests.\n")
+    first = magics.current.model.requests[0]["messages"][0]["content"][0]["text"]
+    assert first == "Rename load() to read_table().\nThen run the tests."
+
+
+def test_prompt_keeps_apostrophes_and_rule_values_need_no_quotes(shell, magics, script):
+    shell.run_line_magic("agent", f"--allow Bash(git status:*) --script {script('ok')} don't touch \"it\"")
+    assert magics.current.model.requests[0]["messages"][0]["content"][0]["text"] == "don't touch \"it\""
+
+
+def _edit_script(script, tmp_path):
+    (tmp_path / "a.txt").write_text("hello\n")
+    return script([use("Read", "r1", file_path="a.txt")],
+                  [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string="howdy")], "done")
+
+
+def test_mode_plan_denies_edits_and_says_why(shell, magics, script, tmp_path, monkeypatch):
+    monkeypatch.setattr("builtins.input", no_input)
+    shell.run_line_magic("agent", f"--mode plan --script {_edit_script(script, tmp_path)} change it")
+    assert (tmp_path / "a.txt").read_text() == "hello\n"
+    assert "plan mode" in text_of(results(magics.current.model, 2)["e1"])
+    assert magics.current.permission_mode == "plan"
+
+
+def test_mode_accept_edits_edits_without_asking(shell, script, tmp_path, monkeypatch):
+    monkeypatch.setattr("builtins.input", no_input)
+    shell.run_line_magic("agent", f"--mode acceptEdits --script {_edit_script(script, tmp_path)} change it")
+    assert (tmp_path / "a.txt").read_text() == "howdy\n"
+
+
+def test_allow_rule_applies_to_its_run_only(shell, magics, script, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("builtins.input", no_input)
+    shell.run_line_magic("agent", f"--allow Edit(a.txt) --script {_edit_script(script, tmp_path)} change it")
+    assert (tmp_path / "a.txt").read_text() == "howdy\n"
+    capsys.readouterr()
+    shell.run_line_magic("agent_tools", "")
+    assert "Edit(a.txt)" not in capsys.readouterr().out
+
+
+def test_deny_rule_hides_the_tool_from_the_model(shell, magics, script):
+    shell.run_line_magic("agent", f"--deny Bash --deny Write --script {script('ok')} hi")
+    offered = [t["name"] for t in magics.current.model.requests[0]["tools"]]
+    assert "Bash" not in offered and "Write" not in offered and "Read" in offered
+
+
+def test_max_turns_stops_the_run(shell, magics, script, tmp_path):
+    (tmp_path / "a.txt").write_text("x\n")
+    shell.run_line_magic("agent", f"--max-turns 1 --script {script([use('Read', 'r1', file_path='a.txt')], 'never')} go")
+    assert magics.last_result.stop_reason == "max_turns"
+    assert len(magics.current.model.requests) == 1
+
+
+def test_model_option_and_missing_key_is_one_clear_line(shell, magics, monkeypatch, capsys):
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    shell.run_cell("%agent --model claude-test-model hello")
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    assert any(line.startswith("No Anthropic API key found") for line in captured.out.splitlines())
+    assert magics.current.model.name == "claude-test-model"
+    assert magics.last_result.error_kind == "missing_key"
+
+
+@pytest.mark.parametrize("line, message", [
+    ("--mode yolo hi", "invalid choice: 'yolo'"),
+    ("--allow 'Bash(' hi", "--allow: permission rule 'Bash(' is not valid"),
+    ("--deny '' hi", "--deny: permission rule '' is not valid"),
+    ("--script missing.json hi", "transcript 'missing.json' does not exist"),
+    ("--max-turns 0 hi", "--max-turns must be at least 1"),
+    ("--max-turns many hi", "invalid int value: 'many'"),
+    ("--frobnicate hi", "%agent has no option '--frobnicate'"),
+    ("--script", "--script needs a value"),
+    ("--mode plan", "%agent needs a request"),
+    ("--resume nowhere.json", "'nowhere.json' does not exist"),
+])
+def test_bad_options_raise_usage_error_with_the_fix(shell, line, message, capsys):
+    with pytest.raises(UsageError, match=None) as info:
+        shell.run_line_magic("agent", line)
+    assert message in str(info.value)
+    shell.run_cell(f"%agent {line}")
+    err = capsys.readouterr().err
+    assert "UsageError" in err and message in err and "Traceback" not in err
+
+
+def test_malformed_transcript_is_a_usage_error(shell, tmp_path):
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(UsageError, match="is not valid JSON"):
+        shell.run_line_magic("agent", "--script bad.json hi")
+
+
+def test_background_without_a_kernel_runs_in_the_foreground(shell, magics, script, capsys):
+    shell.run_line_magic("agent", f"--background --script {script('done here')} hi")
+    captured = capsys.readouterr()
+    assert "done here" in captured.out and "--background needs a kernel" in captured.err
+    assert magics.last_result.stop_reason == "end_turn"
+
+
+def test_stop_reset_and_no_conversation_messages(shell, magics, script, capsys):
+    shell.run_line_magic("agent_stop", "")
+    assert "No agent run is in progress" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="No conversation yet"):
+        shell.run_line_magic("agent_history", "")
+    shell.run_line_magic("agent", f"--script {script('ok')} hi")
+    shell.run_line_magic("agent_reset", "")
+    assert magics.current.messages == [] and magics.current.trace == []
+    assert "Conversation cleared" in capsys.readouterr().out
+
+
+# --- configuration ----------------------------------------------------------------------------
+
+
+def test_config_magic_sets_the_mode(shell, magics, script, tmp_path, monkeypatch):
+    monkeypatch.setattr("builtins.input", no_input)
+    shell.run_line_magic("config", 'AgentMagics.permission_mode = "acceptEdits"')
+    assert magics.permission_mode == "acceptEdits"
+    shell.run_line_magic("agent", f"--script {_edit_script(script, tmp_path)} change it")
+    assert (tmp_path / "a.txt").read_text() == "howdy\n"
+
+
+def test_config_object_like_ipython_config_py(make_shell, script, capsys):
+    cfg = Config()
+    cfg.AgentMagics.deny = ["Bash"]
+    cfg.AgentMagics.max_turns = 3
+    cfg.AgentMagics.message_budget = 1234
+    shell = make_shell(cfg)
+    magics = shell.magics_manager.registry["AgentMagics"]
+    assert magics.max_turns == 3
+    shell.run_line_magic("agent", f"--script {script('ok')} hi")
+    assert magics.current.max_turns == 3 and magics.current.budget.message_limit == 1234
+    shell.run_line_magic("agent_tools", "")
+    out = capsys.readouterr().out
+    assert "Bash: denied by rule 'Bash' (AgentMagics config)" in out
+
+
+def test_bad_rule_in_config_is_a_usage_error(shell, script):
+    shell.run_line_magic("config", "AgentMagics.allow = ['Bash(']")
+    with pytest.raises(UsageError, match=r"AgentMagics.allow/ask/deny: permission rule 'Bash\(' is not valid"):
+        shell.run_line_magic("agent", f"--script {script('ok')} hi")
+
+
+def test_invalid_mode_in_config_is_refused(shell):
+    shell.run_line_magic("config", 'AgentMagics.permission_mode = "yolo"')
+    assert shell.magics_manager.registry["AgentMagics"].permission_mode == "default"
+
+
+# --- save and resume --------------------------------------------------------------------------
+
+
+def test_save_and_resume_round_trip(shell, magics, script, tmp_path, monkeypatch, capsys):
+    answers = iter(["a"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    shell.run_line_magic("agent", f"--script {_edit_script(script, tmp_path)} change it")
+    assert (tmp_path / "a.txt").read_text() == "howdy\n"
+    shell.run_line_magic("agent_save", "conv.json")
+    saved = json.loads((tmp_path / "conv.json").read_text())
+    assert saved["granted"] == {"allow": ["Edit(/*.txt)"], "ask": [], "deny": []}
+    messages = magics.current.messages
+
+    (tmp_path / "a.txt").write_text("hello\n")
+    monkeypatch.setattr("builtins.input", no_input)
+    resumed = script([use("Read", "r2", file_path="a.txt")],
+                     [use("Edit", "e2", file_path="a.txt", old_string="hello", new_string="hi")], "again")
+    shell.run_line_magic("agent", f"--resume conv.json --script {resumed} do it again")
+    agent = magics.current
+    assert agent.messages[: len(messages)] == messages
+    assert [r.source for r in agent.rules.allow if r.text == "Edit(/*.txt)"] == ["granted"]
+    assert (tmp_path / "a.txt").read_text() == "hi\n"  # the granted rule allowed it without a prompt
+    assert "Resumed" in capsys.readouterr().out
+
+
+def test_resume_repairs_an_interrupted_history(shell, magics, tmp_path, capsys):
+    broken = [{"role": "user", "content": "go"},
+              {"role": "assistant", "content": [use("Read", "x1", file_path="a.txt")]}]
+    (tmp_path / "broken.json").write_text(json.dumps({"format": "ipy_agent.conversation", "version": 1,
+                                                      "messages": broken, "granted": {}}))
+    shell.run_line_magic("agent", "--resume broken.json")
+    assert history_problems(magics.current.messages) == []
+    assert "repaired" in capsys.readouterr().out
+
+
+def test_save_needs_a_path_and_resume_needs_our_format(shell, script, tmp_path):
+    shell.run_line_magic("agent", f"--script {script('ok')} hi")
+    with pytest.raises(UsageError, match="needs a file name"):
+        shell.run_line_magic("agent_save", "")
+    (tmp_path / "other.json").write_text("[1, 2]")
+    with pytest.raises(UsageError, match="not a conversation saved by %agent_save"):
+        shell.run_line_magic("agent", "--resume other.json")
+
+
+# --- views ------------------------------------------------------------------------------------
+
+
+def _two_reads(shell, script, tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n")
+    (tmp_path / "b.txt").write_text("beta\nsecond\n")
+    path = script([use("Read", "r1", file_path="a.txt"), use("Read", "r2", file_path="b.txt")],
+                  [use("Edit", "e1", file_path="a.txt", old_string="alpha", new_string="ALPHA")], "done")
+    shell.run_line_magic("agent", f"--mode acceptEdits --script {path} read both, then edit")
+
+
+def test_trace_shows_stages_and_parallel_batch(shell, script, tmp_path, capsys):
+    _two_reads(shell, script, tmp_path)
+    capsys.readouterr()
+    shell.run_line_magic("agent_trace", "1")
+    out = capsys.readouterr().out
+    assert "Turn 1: 2 call(s) in 1 batch(es)" in out
+    assert "permission allow (default: read-only)" in out and "call ok" in out
+    rows = [ln for ln in out.splitlines() if ln.strip().startswith("b1 #")]
+    assert len(rows) == 2 and all("█" in r for r in rows)
+    # Both reads run together: their running spans overlap on the shared time axis.
+    spans = [{i for i, c in enumerate(r.split("|")[1]) if c == "█"} for r in rows]
+    assert spans[0] & spans[1]
+    shell.run_line_magic("agent_trace", "")
+    out = capsys.readouterr().out
+    assert "Turn 2: 1 call(s)" in out and "b2 #3 Edit" in out and "acceptEdits" in out
+    with pytest.raises(UsageError, match="turn 7 made no tool calls"):
+        shell.run_line_magic("agent_trace", "7")
+
+
+def test_inspect_shows_what_the_model_received_beside_the_row(shell, script, tmp_path, capsys):
+    _two_reads(shell, script, tmp_path)
+    capsys.readouterr()
+    shell.run_line_magic("agent_inspect", "r2")
+    out = capsys.readouterr().out
+    person, model = out.split("The model received")
+    assert "✓ Read b.txt — Read 2 lines" in person
+    assert "beta" in model and "second" in model
+    assert f"Read state: {tmp_path / 'b.txt'}" in out and "recorded by read" in out
+    shell.run_line_magic("agent_inspect", "")  # the last call: the edit, with its diff and write
+    out = capsys.readouterr().out
+    assert "Call #3: Edit" in out and "+ALPHA" in out and "recorded by Edit" in out
+    with pytest.raises(UsageError, match="there is no call #9"):
+        shell.run_line_magic("agent_inspect", "9")
+    with pytest.raises(UsageError, match="no call has tool_use_id 'nope'"):
+        shell.run_line_magic("agent_inspect", "nope")
+
+
+def test_history_is_compact(shell, script, tmp_path, capsys):
+    _two_reads(shell, script, tmp_path)
+    capsys.readouterr()
+    shell.run_line_magic("agent_history", "")
+    out = capsys.readouterr().out
+    assert "[1] you: read both, then edit" in out
+    assert "agent → Read a.txt  (r1)" in out
+    assert "result for r2: ✓ Read 2 lines" in out and "beta" not in out
+
+
+def test_tools_lists_flags_hidden_reasons_and_rule_sources(shell, tmp_path, capsys):
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["NotebookEdit"],
+                                                                                    "allow": ["Bash(git status:*)"]}}))
+    shell.run_line_magic("config", "AgentMagics.ask = ['Write']")
+    shell.run_line_magic("agent_tools", "")
+    out = capsys.readouterr().out
+    table = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines() if ln.startswith("  ") and len(ln.split()) == 5}
+    assert table["Read"] == ["yes", "yes", "yes", "no"]
+    assert table["Edit"] == ["yes", "no", "no", "no"]
+    assert re.search(r"^  Bash +yes +per input +per input +per input$", out, re.M)
+    assert "NotebookEdit: denied by rule 'NotebookEdit' (.claude/settings.json)" in out
+    assert "allow  Bash(git status:*)  .claude/settings.json" in out
+    assert "ask    Write" in out and "AgentMagics config" in out
+
+
+# --- the kernel paths (awaited cell, background task), driven on a plain loop ----------------
+
+
+def _slow_tool_script(script, tmp_path):
+    (tmp_path / "s.txt").write_text("x\n")
+    return script([use("Bash", "b1", command="sleep 30", description="wait")], "never reached")
+
+
+async def test_awaited_cell_interrupt_ends_promptly_with_valid_history(shell, magics, script, tmp_path):
+    path = _slow_tool_script(script, tmp_path)
+    task = asyncio.ensure_future(run_agent_cell(f"--allow Bash --script {path} wait"))
+    for _ in range(200):
+        await asyncio.sleep(0.05)
+        if magics.current is not None and any(r.status == "running" for r in magics.current.trace):
+            break
+    task.cancel()  # what ipykernel does on a kernel interrupt
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=20)
+    assert magics.last_result.stop_reason == "interrupted"
+    assert history_problems(magics.current.messages) == []
+    assert not magics.current.running
+
+
+async def test_awaited_cell_runs_to_the_end(shell, magics, script):
+    await asyncio.wait_for(run_agent_cell(f"--script {script('fine')}", "a prompt in the body\n"), timeout=20)
+    assert magics.last_result.stop_reason == "end_turn"
+    assert magics.current.model.requests[0]["messages"][0]["content"][0]["text"] == "a prompt in the body"
+
+
+async def test_background_run_returns_at_once_and_agent_stop_cancels_it(shell, magics, script, tmp_path, capsys):
+    path = _slow_tool_script(script, tmp_path)
+    shell.run_line_magic("agent", f"--allow Bash --script {path} wait")  # a loop is running: background
+    task = magics._background
+    assert task is not None and not task.done()
+    for _ in range(200):
+        await asyncio.sleep(0.05)
+        if any(r.status == "running" for r in magics.current.trace):
+            break
+    shell.run_line_magic("agent_stop", "")
+    await asyncio.wait_for(task, timeout=20)
+    assert magics.last_result.stop_reason == "interrupted"
+    assert history_problems(magics.current.messages) == []
+    assert "Stopping the agent" in capsys.readouterr().out
+
+
+async def test_background_crash_is_shown_by_the_done_callback(shell, magics, script, monkeypatch, capsys):
+    async def boom(self, prompt):
+        raise RuntimeError("boom in the loop")
+
+    monkeypatch.setattr(ipy_agent.Agent, "arun", boom)
+    await run_agent_cell(f"--background --script {script('x')} hi")
+    with pytest.raises(RuntimeError):
+        await magics._background
+    await asyncio.sleep(0)
+    err = capsys.readouterr().err
+    assert "The agent crashed" in err and "boom in the loop" in err
