@@ -4,13 +4,12 @@ The model's way to answer "which files are there?" without `find` or `ls -R` in 
 answer is a bounded list (100 paths, the most recently modified first, because those are the
 files the person is working on), relative to the working directory, under the same Read(...)
 permission rules as reading. ripgrep's `--files` walks the tree (fast on big trees, VCS folders
-skipped); we sort by modification time ourselves because ripgrep's own `--sort=modified` is
-oldest first and single-threaded.
+skipped) and sorts by modification time itself (`--sortr=modified`, newest first): a file
+listing walks single-threaded about as fast as in parallel, and we stat nothing in Python.
 """
 
 from __future__ import annotations
 
-import asyncio
 import glob as _glob
 import os
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runtime.tool import ToolContext
-from ._search import SearchTool, display_prefix, newest_first, plural, run_rg, vcs_globs
+from ._search import SearchTool, display_prefix, plural, run_rg, vcs_globs
 
 __all__ = ["GlobInput", "GlobResult", "GlobTool", "MAX_GLOB_FILES"]
 
@@ -124,15 +123,14 @@ class GlobTool(SearchTool):
 
     async def call(self, inp: GlobInput, ctx: ToolContext) -> GlobResult:
         root, pattern = self._split(inp, ctx)
-        args = ["--files", "--hidden", "--no-ignore", "--null", "--glob", pattern, *vcs_globs()]
+        args = ["--files", "--hidden", "--no-ignore", "--sortr=modified", "--null", "--glob", pattern, *vcs_globs()]
         run = await run_rg(args, cwd=root)
-        if run.code not in (0, 1) and not run.cut:
+        if run.code not in (0, 1) and not run.stdout:
             raise self.rg_failure(run, f"Glob {inp.pattern!r}")
         found = [p for p in run.stdout.decode("utf-8", "replace").split("\0") if p]
-        ordered = await asyncio.to_thread(newest_first, found, root)
         prefix = display_prefix(root, ctx)
         return GlobResult(
-            files=[prefix + p for p in ordered[:MAX_GLOB_FILES]],
+            files=[prefix + p for p in found[:MAX_GLOB_FILES]],
             total=len(found),
             pattern=inp.pattern,
             searched=ctx.display_path(root),
