@@ -181,7 +181,8 @@ class GrepTool(SearchTool):
         root = self.search_root(inp, ctx)
         # ripgrep runs inside the searched directory so that `glob` patterns with '/' are
         # relative to it; a single file is searched from its parent.
-        workdir, target = (root, ".") if root.is_dir() else (root.parent, root.name)
+        is_dir = await asyncio.to_thread(root.is_dir)
+        workdir, target = (root, ".") if is_dir else (root.parent, root.name)
         run = await run_rg([*_rg_args(inp), "--", target], cwd=workdir)
         if run.code not in (0, 1) and not run.stdout:
             hint = _REGEX_HINT if "regex parse error" in run.stderr else ""
