@@ -54,6 +54,13 @@ async def next_prompt(view: RunView, task: asyncio.Task[Any]) -> ApprovalPrompt:
     return await asyncio.wait_for(poll(), TIMEOUT)
 
 
+async def until_prompt(tmp_path, turns: list[Any] | None = None, **view_kw: Any):
+    """Start a run and return (agent, view, model, task, prompt) once its first prompt is open."""
+    agent, view, model = make(tmp_path, turns or READ_EDIT_DONE, **view_kw)
+    task = asyncio.create_task(agent.arun("go"))
+    return agent, view, model, task, await next_prompt(view, task)
+
+
 def texts(widget: W.Widget) -> list[str]:
     """Every piece of text the widget tree shows: HTML values, descriptions, Output contents."""
     out: list[str] = []
@@ -82,9 +89,7 @@ READ_EDIT_DONE = [use("Read", "t1", file_path="a.txt"), edit("t2", "hello world"
 
 
 async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
-    agent, view, model = make(tmp_path, READ_EDIT_DONE)
-    task = asyncio.create_task(agent.arun("greet differently"))
-    prompt = await next_prompt(view, task)
+    agent, view, _, task, prompt = await until_prompt(tmp_path)
 
     assert prompt.request.tool_use_id == "t2"
     assert view.rows["t1"].status == "done"  # a read inside cwd needs no prompt
@@ -121,9 +126,7 @@ async def test_rows_never_show_the_raw_tool_result(tmp_path):
 
 
 async def test_deny_with_reason_reaches_the_model_and_changes_nothing(tmp_path):
-    agent, view, model = make(tmp_path, READ_EDIT_DONE)
-    task = asyncio.create_task(agent.arun("greet differently"))
-    prompt = await next_prompt(view, task)
+    agent, view, model, task, prompt = await until_prompt(tmp_path)
     prompt.deny("keep the greeting, change the second line")
     await asyncio.wait_for(task, TIMEOUT)
 
@@ -138,9 +141,7 @@ async def test_deny_with_reason_reaches_the_model_and_changes_nothing(tmp_path):
 
 async def test_always_adds_the_rule_and_the_next_edit_does_not_ask(tmp_path):
     turns = [use("Read", "t1", file_path="a.txt"), edit("t2", "hello", "goodbye"), edit("t3", "second", "2nd"), "ok"]
-    agent, view, _ = make(tmp_path, turns)
-    task = asyncio.create_task(agent.arun("two edits"))
-    prompt = await next_prompt(view, task)
+    agent, view, _, task, prompt = await until_prompt(tmp_path, turns)
     prompt.always()
     await asyncio.wait_for(task, TIMEOUT)
 
@@ -152,9 +153,7 @@ async def test_always_adds_the_rule_and_the_next_edit_does_not_ask(tmp_path):
 
 
 async def test_a_click_from_another_thread_resolves_on_the_loop(tmp_path):
-    agent, view, _ = make(tmp_path, READ_EDIT_DONE)
-    task = asyncio.create_task(agent.arun("go"))
-    prompt = await next_prompt(view, task)
+    agent, view, _, task, prompt = await until_prompt(tmp_path)
     clicker = threading.Thread(target=prompt.allow, name="subshell-like")
     clicker.start()
     clicker.join()
@@ -163,9 +162,7 @@ async def test_a_click_from_another_thread_resolves_on_the_loop(tmp_path):
 
 
 async def test_first_answer_wins_over_a_double_click(tmp_path):
-    agent, view, _ = make(tmp_path, READ_EDIT_DONE)
-    task = asyncio.create_task(agent.arun("go"))
-    prompt = await next_prompt(view, task)
+    agent, view, _, task, prompt = await until_prompt(tmp_path)
     prompt.allow()
     prompt.deny("too late")
     await asyncio.wait_for(task, TIMEOUT)
@@ -174,9 +171,7 @@ async def test_first_answer_wins_over_a_double_click(tmp_path):
 
 
 async def test_interrupt_while_waiting_marks_the_row_cancelled(tmp_path):
-    agent, view, _ = make(tmp_path, READ_EDIT_DONE)
-    task = asyncio.create_task(agent.arun("go"))
-    prompt = await next_prompt(view, task)
+    agent, view, _, task, prompt = await until_prompt(tmp_path)
     agent.interrupt()
     result = await asyncio.wait_for(task, TIMEOUT)
 
@@ -255,10 +250,8 @@ async def test_background_view_writes_no_stdout_and_stop_calls_on_stop(tmp_path,
 
 
 async def test_close_denies_an_open_prompt_so_the_run_does_not_hang(tmp_path):
-    agent, view, model = make(tmp_path, READ_EDIT_DONE)
+    agent, view, model, task, prompt = await until_prompt(tmp_path)
     assert view.stop_button is None  # foreground: the kernel's own stop button interrupts
-    task = asyncio.create_task(agent.arun("go"))
-    prompt = await next_prompt(view, task)
     view.close()
     result = await asyncio.wait_for(task, TIMEOUT)
 
