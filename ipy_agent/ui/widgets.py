@@ -315,6 +315,8 @@ class RunView:
 
     def _render_footer(self) -> None:
         u = self.usage
+        # "in" is input the model processed fresh (cache writes included); "cached" was read
+        # from the prompt cache at a tenth of the price.
         parts = [f"tokens in {u.input_tokens + u.cache_creation_input_tokens:,}", f"out {u.output_tokens:,}",
                  f"cached {u.cache_read_input_tokens:,}"]
         if not self._turns:
