@@ -16,12 +16,10 @@ runs (see DESIGN.md, "Running in a kernel"):
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
@@ -30,59 +28,16 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from .agent import Agent, RunResult
-from .runtime.history import history_problems, repair_history
+from .runtime.history import repair_history
 from .runtime.permissions import PERMISSION_MODES
-from .settings import RuleSpec, load_settings_rules, rules_from_lists
+from .conversation_file import load_conversation, save_conversation
+from .settings import RuleSpec, load_settings_rules, option_rules, replace_rules, rules_from_lists, split_options
 from .ui import RunUI, choose_ui
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
-           "agent_transformer", "split_options", "current_magics"]
+           "agent_transformer", "current_magics"]
 
 TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
-SAVE_FORMAT = "ipy_agent.conversation"
-_VALUED = ("--mode", "--model", "--max-turns", "--script", "--allow", "--deny", "--resume")
-_FLAGS = ("--new", "--background", "--no-widgets")
-_TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
-
-
-def split_options(line: str) -> tuple[list[str], str]:
-    """Leading options as argv tokens, and the rest of the line verbatim as the prompt.
-
-    The prompt is never tokenized (an apostrophe in it must not break anything). A rule value
-    runs to its closing parenthesis, so `--allow Bash(git status:*)` needs no quotes.
-    """
-    tokens: list[str] = []
-    pos = 0
-    while (m := _TOKEN.match(line, pos)) is not None:
-        tok = m.group(1)
-        if tok == "--":
-            return tokens, line[m.end():].strip()
-        if not tok.startswith("-") or tok == "-":
-            return tokens, line[m.start(1):].strip()
-        name, eq, value = tok.partition("=")
-        if name not in _VALUED + _FLAGS:
-            raise UsageError(f"%agent has no option {name!r}. Options: {', '.join(_FLAGS + _VALUED)} "
-                             "(see %agent?). To start a prompt with '-', put '--' before it.")
-        pos = m.end()
-        tokens.append(name)
-        if name in _FLAGS:
-            continue
-        if not eq:
-            if (v := _TOKEN.match(line, pos)) is None:
-                raise UsageError(f"{name} needs a value, e.g. {name} {_EXAMPLE[name]}")
-            value, pos = v.group(1), v.end()
-            while name in ("--allow", "--deny") and value[0] not in "'\"" and value.count("(") > value.count(")") \
-                    and (more := _TOKEN.match(line, pos)) is not None:
-                value, pos = value + line[pos:more.end()], more.end()
-        tokens.append(value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value)
-    return tokens, ""
-
-
-_EXAMPLE = {"--mode": "acceptEdits", "--model": "claude-sonnet-4-5", "--max-turns": "20",
-            "--script": "demo.json", "--allow": "'Bash(git status:*)'", "--deny": "'Read(**/.env)'",
-            "--resume": "conversation.json"}
-
-
 @dataclass(kw_only=True)
 class _Run:
     """One prepared run: the agent, the prompt, and how this setting shows it and asks."""
@@ -106,7 +61,7 @@ class AgentMagics(Magics):
     max_result_chars = Int(None, allow_none=True, help="Override every tool's result size limit.").tag(config=True)
     message_budget = Int(200_000, help="Characters of tool results one message may carry before spilling.").tag(config=True)
     widgets = Bool(True, help="Widget UI in a kernel; False: text output and a non-interactive approver.").tag(config=True)
-    approval_timeout = Float(None, allow_none=True, help="Seconds before an unanswered prompt is denied; None: wait.").tag(config=True)
+    approval_timeout = Float(None, allow_none=True, help="Seconds before an unanswered widget prompt is denied; None: wait.").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -138,8 +93,11 @@ class AgentMagics(Magics):
             %%agent --mode acceptEdits --allow Bash(pytest:*)
             Rename load() to read_table() everywhere and run the tests.
 
-        Rules are Claude Code's syntax (`Tool` or `Tool(specifier)`) and also come from
+        Options apply to this run only; --new and --resume change the conversation. Rules
+        are Claude Code's syntax (`Tool` or `Tool(specifier)`) and also come from
         AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
+        See also %agent_stop, %agent_tools, %agent_inspect, %agent_trace, %agent_history,
+        %agent_reset, %agent_save.
         """
         try:
             asyncio.get_running_loop()
@@ -186,18 +144,21 @@ class AgentMagics(Magics):
         """Parse, find or make the agent, apply configuration; None when there is nothing to run.
 
         `background`: forced on or off by the caller, or None to follow the option and config."""
-        tokens, prompt = split_options(line)
-        args = AgentMagics.agent.parser.parse_args(tokens)
+        try:
+            tokens, prompt = split_options(line)
+            args = AgentMagics.agent.parser.parse_args(tokens)
+            extra = option_rules(allow=args.allow, deny=args.deny)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
         if cell is not None:
             prompt = "\n".join(p for p in (prompt, cell.strip()) if p)
         if args.max_turns is not None and args.max_turns < 1:
             raise UsageError(f"--max-turns must be at least 1, not {args.max_turns!r}")
         if self.current is not None and self.current.running:
             raise UsageError("The agent is still running. Wait for it, or stop it with %agent_stop.")
-        extra = rules_for(args.allow, "allow", "%agent --allow") + rules_for(args.deny, "deny", "%agent --deny")
         model = self._model_for(args)
         if args.resume:
-            self._use_agent(_load_conversation(args.resume, self._new_agent(model)))
+            self._use_agent(self._resume(args.resume, self._new_agent(model)))
             print(f"Resumed {len(self.current.messages)} messages from {args.resume}.")  # type: ignore[union-attr]
         elif args.new or self.current is None:
             self._use_agent(self._new_agent(model))
@@ -220,6 +181,18 @@ class AgentMagics(Magics):
         if wanted and background is False:
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
         return _Run(agent=agent, prompt=prompt, ui=ui)
+
+    @staticmethod
+    def _resume(path: str, agent: Agent) -> Agent:
+        try:
+            repaired, skipped = load_conversation(path, agent)
+        except ValueError as e:
+            raise UsageError(f"--resume: {e}") from None
+        if repaired:
+            print(f"Note: {path} had an incomplete history (an interrupted run); it was repaired.")
+        for w in skipped:
+            print(f"warning: {path}: skipped granted rule: {w}", file=sys.stderr)
+        return agent
 
     def _model_for(self, args: Any) -> Any:
         if args.script:
@@ -248,20 +221,12 @@ class AgentMagics(Magics):
 
     def _apply_settings(self, agent: Agent, extra: list[RuleSpec]) -> list[str]:
         """Put the configured rules on the agent afresh (granted ones stay); return warnings."""
-        for kind, rule in self._managed:
-            bucket = getattr(agent.rules, kind)
-            if any(r is rule for r in bucket):
-                bucket.remove(rule)
-        self._managed = []
         try:
             config = rules_from_lists("AgentMagics config", allow=self.allow, ask=self.ask, deny=self.deny)
         except ValueError as e:
             raise UsageError(f"AgentMagics.allow/ask/deny: {e}") from None
         files, warnings = load_settings_rules(agent.cwd)
-        for spec in [*config, *files, *extra]:
-            rule = agent.rules.add(spec.kind, spec.text, source=spec.source)
-            if any(r is rule for r in getattr(agent.rules, spec.kind)):
-                self._managed.append((spec.kind, rule))
+        self._managed = replace_rules(agent.rules, self._managed, [*config, *files, *extra])
         agent.budget.message_limit = self.message_budget
         if self.max_result_chars is not None:
             for tool in agent.tools:
@@ -350,41 +315,11 @@ class AgentMagics(Magics):
         if not path:
             raise UsageError("%agent_save needs a file name, e.g. `%agent_save conversation.json`")
         agent = self._need_agent()
-        granted = {k: [r.text for r in getattr(agent.rules, k) if r.source == "granted"] for k in ("allow", "ask", "deny")}
-        data = {"format": SAVE_FORMAT, "version": 1, "cwd": str(agent.cwd), "model": getattr(agent.model, "name", ""),
-                "messages": agent.messages, "granted": granted}
         try:
-            Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+            save_conversation(agent, path)
         except OSError as e:
             raise UsageError(f"could not write {path!r}: {e}") from None
         print(f"Saved {len(agent.messages)} messages to {path}.")
-
-
-def rules_for(texts: list[str], kind: str, source: str) -> list[RuleSpec]:
-    try:
-        return rules_from_lists(source, **{kind: texts})
-    except ValueError as e:
-        raise UsageError(f"--{kind}: {e}") from None
-
-
-def _load_conversation(path: str, agent: Agent) -> Agent:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"--resume: {path!r} does not exist; save a conversation with %agent_save PATH first.") from None
-    except (OSError, ValueError) as e:
-        raise UsageError(f"--resume: could not read {path!r} as JSON ({e}).") from None
-    if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT or not isinstance(data.get("messages"), list):
-        raise UsageError(f"--resume: {path!r} is not a conversation saved by %agent_save.")
-    agent.messages = repair_history(data["messages"])
-    if history_problems(data["messages"]):
-        print(f"Note: {path} had an incomplete history (an interrupted run); it was repaired.")
-    for text in (data.get("granted") or {}).get("allow", []):
-        try:
-            agent.rules.add("allow", text, source="granted")
-        except ValueError as e:
-            print(f"warning: {path}: skipped granted rule: {e}", file=sys.stderr)
-    return agent
 
 
 # --- the kernel path: awaited cells ---------------------------------------------------------
