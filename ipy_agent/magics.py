@@ -346,7 +346,7 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
 
     ipykernel's interrupt cancels the cell's task, but a plain `await` only notices when some
     other message wakes the loop; the tick bounds that delay. On cancel the agent closes its
-    turn (every tool_use answered) before the cancellation goes on to the kernel.
+    turn (every tool_use answered) before the cell ends with KeyboardInterrupt.
     """
     magics = current_magics()
     run = magics._prepare(line, cell, background=None)
@@ -365,7 +365,10 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
         else:
             task.cancel()
         await asyncio.wait([task], timeout=30)
-        raise
+        # What a person expects from the stop button (ipykernel would show a CancelledError);
+        # IPython reports it like any interrupted cell, so Run All stops here too.
+        raise KeyboardInterrupt("the agent run was interrupted; the conversation is intact, "
+                                "continue it with %agent") from None
     task.result()
 
 

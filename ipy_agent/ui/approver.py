@@ -11,6 +11,7 @@ an unattended prompt is denied with a note after a while (off by default).
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, Callable
 
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
@@ -25,7 +26,7 @@ def allow_hint(rule: str) -> str:
     """How a person allows `rule` with the magics, in one sentence."""
     return (
         f"To allow it, add the rule {rule!r}: `%agent --allow {rule!r} ...` for one run, "
-        f"`%config AgentMagics.allow = [{rule!r}]`, or \"permissions\": {{\"allow\": [{rule!r}]}} in "
+        f"`%config AgentMagics.allow = [{rule!r}]`, or {{\"permissions\": {{\"allow\": [{json.dumps(rule)}]}}}} in "
         ".ipy_agent/settings.json; or choose a permission mode that allows it (--mode acceptEdits for edits)."
     )
 
