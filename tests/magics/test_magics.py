@@ -445,3 +445,35 @@ async def test_background_crash_is_shown_by_the_done_callback(shell, magics, scr
     await asyncio.sleep(0)
     err = capsys.readouterr().err
     assert "The agent crashed" in err and "boom in the loop" in err
+
+
+def _kernel_shell(make_shell):
+    sh = make_shell(load=False)
+    sh.kernel = object()  # the magics only ask whether there is a kernel
+    sh.run_line_magic("load_ext", "ipy_agent")
+    return sh, sh.magics_manager.registry["AgentMagics"]
+
+
+def test_kernel_widget_prompt_times_out_into_a_denial(make_shell, script, tmp_path, monkeypatch):
+    monkeypatch.setattr("builtins.input", no_input)
+    sh, magics = _kernel_shell(make_shell)
+    sh.run_line_magic("config", "AgentMagics.approval_timeout = 0.2")
+    sh.run_line_magic("agent", f"--script {_edit_script(script, tmp_path)} change it")
+    assert (tmp_path / "a.txt").read_text() == "hello\n"
+    sent = text_of(results(magics.current.model, 2)["e1"])
+    assert "No one answered the approval prompt within 0.2 s" in sent and "'Edit(/*.txt)'" in sent
+
+
+@pytest.mark.parametrize("how", ["--no-widgets", "config", "env"])
+def test_kernel_without_widgets_denies_what_rules_do_not_allow(make_shell, script, tmp_path, monkeypatch, capsys, how):
+    monkeypatch.setattr("builtins.input", no_input)
+    sh, magics = _kernel_shell(make_shell)
+    if how == "config":
+        sh.run_line_magic("config", "AgentMagics.widgets = False")
+    if how == "env":
+        monkeypatch.setenv("IPY_AGENT_NONINTERACTIVE", "1")
+    sh.run_line_magic("agent", f"{'--no-widgets' if how == '--no-widgets' else ''} --script {_edit_script(script, tmp_path)} go")
+    assert (tmp_path / "a.txt").read_text() == "hello\n"
+    assert "non-interactive run" in text_of(results(magics.current.model, 2)["e1"])
+    out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # colours are on in a kernel
+    assert "✓ Read a.txt" in out and "⊘ Edit a.txt — denied" in out  # text rows, not widgets
