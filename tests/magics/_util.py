@@ -18,3 +18,10 @@ def results(model: Any, request: int) -> dict[str, dict[str, Any]]:
 def text_of(block: dict[str, Any]) -> str:
     c = block["content"]
     return c if isinstance(c, str) else "".join(b.get("text", "") for b in c)
+
+
+def edit_script(script: Any, tmp_path: Any, new: str = "howdy") -> str:
+    """A transcript that reads a.txt ("hello") and then edits it to `new`."""
+    (tmp_path / "a.txt").write_text("hello\n")
+    return script([use("Read", "r1", file_path="a.txt")],
+                  [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string=new)], "done")

@@ -18,7 +18,7 @@ import ipy_agent
 from ipy_agent.magics import agent_transformer, run_agent_cell
 from ipy_agent.runtime.history import history_problems
 
-from tests.magics._util import results, text_of, use
+from tests.magics._util import edit_script, results, text_of, use
 
 ROOT = Path(__file__).resolve().parents[2]
 MAGICS = ["agent", "agent_stop", "agent_tools", "agent_inspect", "agent_trace", "agent_history", "agent_reset", "agent_save"]
@@ -130,15 +130,9 @@ def test_prompt_keeps_apostrophes_and_rule_values_need_no_quotes(shell, magics, 
     assert magics.current.model.requests[0]["messages"][0]["content"][0]["text"] == "don't touch \"it\""
 
 
-def _edit_script(script, tmp_path):
-    (tmp_path / "a.txt").write_text("hello\n")
-    return script([use("Read", "r1", file_path="a.txt")],
-                  [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string="howdy")], "done")
-
-
 def test_mode_plan_denies_edits_and_says_why(shell, magics, script, tmp_path, monkeypatch):
     monkeypatch.setattr("builtins.input", no_input)
-    shell.run_line_magic("agent", f"--mode plan --script {_edit_script(script, tmp_path)} change it")
+    shell.run_line_magic("agent", f"--mode plan --script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
     assert "plan mode" in text_of(results(magics.current.model, 2)["e1"])
     assert magics.current.permission_mode == "plan"
@@ -146,13 +140,13 @@ def test_mode_plan_denies_edits_and_says_why(shell, magics, script, tmp_path, mo
 
 def test_mode_accept_edits_edits_without_asking(shell, script, tmp_path, monkeypatch):
     monkeypatch.setattr("builtins.input", no_input)
-    shell.run_line_magic("agent", f"--mode acceptEdits --script {_edit_script(script, tmp_path)} change it")
+    shell.run_line_magic("agent", f"--mode acceptEdits --script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "howdy\n"
 
 
 def test_allow_rule_applies_to_its_run_only(shell, magics, script, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("builtins.input", no_input)
-    shell.run_line_magic("agent", f"--allow Edit(a.txt) --script {_edit_script(script, tmp_path)} change it")
+    shell.run_line_magic("agent", f"--allow Edit(a.txt) --script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "howdy\n"
     capsys.readouterr()
     shell.run_line_magic("agent_tools", "")
@@ -235,7 +229,7 @@ def test_config_magic_sets_the_mode(shell, magics, script, tmp_path, monkeypatch
     monkeypatch.setattr("builtins.input", no_input)
     shell.run_line_magic("config", 'AgentMagics.permission_mode = "acceptEdits"')
     assert magics.permission_mode == "acceptEdits"
-    shell.run_line_magic("agent", f"--script {_edit_script(script, tmp_path)} change it")
+    shell.run_line_magic("agent", f"--script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "howdy\n"
 
 
@@ -271,7 +265,7 @@ def test_invalid_mode_in_config_is_refused(shell):
 def test_save_and_resume_round_trip(shell, magics, script, tmp_path, monkeypatch, capsys):
     answers = iter(["a"])
     monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
-    shell.run_line_magic("agent", f"--script {_edit_script(script, tmp_path)} change it")
+    shell.run_line_magic("agent", f"--script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "howdy\n"
     shell.run_line_magic("agent_save", "conv.json")
     saved = json.loads((tmp_path / "conv.json").read_text())
@@ -458,7 +452,7 @@ def test_kernel_widget_prompt_times_out_into_a_denial(make_shell, script, tmp_pa
     monkeypatch.setattr("builtins.input", no_input)
     sh, magics = _kernel_shell(make_shell)
     sh.run_line_magic("config", "AgentMagics.approval_timeout = 0.2")
-    sh.run_line_magic("agent", f"--script {_edit_script(script, tmp_path)} change it")
+    sh.run_line_magic("agent", f"--script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
     sent = text_of(results(magics.current.model, 2)["e1"])
     assert "No one answered the approval prompt within 0.2 s" in sent and "'Edit(/*.txt)'" in sent
@@ -472,7 +466,7 @@ def test_kernel_without_widgets_denies_what_rules_do_not_allow(make_shell, scrip
         sh.run_line_magic("config", "AgentMagics.widgets = False")
     if how == "env":
         monkeypatch.setenv("IPY_AGENT_NONINTERACTIVE", "1")
-    sh.run_line_magic("agent", f"{'--no-widgets' if how == '--no-widgets' else ''} --script {_edit_script(script, tmp_path)} go")
+    sh.run_line_magic("agent", f"{'--no-widgets' if how == '--no-widgets' else ''} --script {edit_script(script, tmp_path)} go")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
     assert "non-interactive run" in text_of(results(magics.current.model, 2)["e1"])
     out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # colours are on in a kernel

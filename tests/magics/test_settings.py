@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ipy_agent.settings import load_settings_rules
 
-from tests.magics._util import results, text_of, use
+from tests.magics._util import edit_script, results, text_of
 
 
 def write(path: Path, data: object) -> None:
@@ -45,9 +45,7 @@ def test_problems_become_warnings_naming_the_file(tmp_path):
 def test_a_deny_rule_from_claude_settings_governs_the_run(shell, magics, script, tmp_path, monkeypatch):
     monkeypatch.setattr("builtins.input", lambda prompt="": "y")
     write(tmp_path / ".claude" / "settings.local.json", {"permissions": {"deny": ["Edit(*.txt)"]}})
-    (tmp_path / "a.txt").write_text("hello\n")
-    path = script([use("Read", "r1", file_path="a.txt")],
-                  [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string="bye")], "done")
+    path = edit_script(script, tmp_path, "bye")
     shell.run_line_magic("agent", f"--script {path} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
     assert "denied by rule 'Edit(*.txt)' (.claude/settings.local.json)" in text_of(results(magics.current.model, 2)["e1"])
@@ -59,9 +57,7 @@ def test_an_allow_rule_from_our_settings_skips_the_prompt(shell, script, tmp_pat
 
     monkeypatch.setattr("builtins.input", no_input)
     write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": ["Edit(a.txt)"]}})
-    (tmp_path / "a.txt").write_text("hello\n")
-    path = script([use("Read", "r1", file_path="a.txt")],
-                  [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string="bye")], "done")
+    path = edit_script(script, tmp_path, "bye")
     shell.run_line_magic("agent", f"--script {path} change it")
     assert (tmp_path / "a.txt").read_text() == "bye\n"
 
@@ -80,9 +76,7 @@ def test_malformed_settings_warn_and_the_run_goes_on(shell, magics, script, tmp_
 def test_settings_changes_apply_at_the_next_run_and_granted_rules_stay(shell, magics, script, tmp_path, monkeypatch):
     monkeypatch.setattr("builtins.input", lambda prompt="": "a")
     write(tmp_path / ".ipy_agent" / "settings.json", {"deny": ["Bash"]})
-    (tmp_path / "a.txt").write_text("hello\n")
-    path = script([use("Read", "r1", file_path="a.txt")],
-                  [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string="bye")], "done")
+    path = edit_script(script, tmp_path, "bye")
     shell.run_line_magic("agent", f"--script {path} change it")
     assert "Bash" not in [t["name"] for t in magics.current.model.requests[0]["tools"]]
     write(tmp_path / ".ipy_agent" / "settings.json", {"deny": []})
