@@ -165,6 +165,8 @@ class AgentMagics(Magics):
         agent = self.current
         assert agent is not None
         if not prompt:
+            if args.new and not args.resume:
+                print("New conversation; the next %agent starts it.")
             if args.resume or args.new:
                 return None
             raise UsageError('%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.')
