@@ -92,18 +92,16 @@ def split_compound(command: str) -> list[str] | None:
             continue
         if c == "`" or command.startswith("$(", i) or command.startswith("<(", i) or command.startswith(">(", i):
             return None
-        for sep in _SEPARATORS:
-            if command.startswith(sep, i):
-                # `2>&1` and `&>` are redirections, not separators.
-                if sep == "&" and (command[i - 1 : i] in (">", "<") or command.startswith("&>", i)):
-                    break
-                parts.append("".join(buf))
-                buf = []
-                i += len(sep)
-                break
-        else:
+        # `2>&1`, `>&2` and `&>` are redirections, not separators.
+        is_redirect = c == "&" and (command[i - 1 : i] in (">", "<") or command.startswith("&>", i))
+        sep = None if is_redirect else next((s for s in _SEPARATORS if command.startswith(s, i)), None)
+        if sep is None:
             buf.append(c)
             i += 1
+        else:
+            parts.append("".join(buf))
+            buf = []
+            i += len(sep)
     if quote:
         return None
     parts.append("".join(buf))
@@ -195,7 +193,8 @@ def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: st
     elif pattern.startswith("~/"):
         base, pat = home or os.path.expanduser("~"), pattern[2:]
     elif pattern.startswith("./"):
-        base, pat = str(cwd), pattern[2:]
+        # An explicit `./` anchors at cwd, as a leading `/` does in a .gitignore.
+        base, pat = str(cwd), "/" + pattern[2:]
     elif pattern.startswith("/"):
         # Relative to the project root (the settings source), which is cwd here.
         base, pat = str(cwd), pattern[1:]
