@@ -104,7 +104,7 @@ class Agent:
         self.notebook = notebook
         self.notebook_path = notebook_path
         self.conversation_id = uuid.uuid4().hex[:12]
-        self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.gettempdir()) / "ipy_agent" / self.conversation_id / "tool-results"
+        self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.gettempdir()) / "ipy-agent-results" / self.conversation_id
         self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
         self.messages: list[dict[str, Any]] = []
         self.read_state = ReadState()
