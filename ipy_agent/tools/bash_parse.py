@@ -8,8 +8,9 @@ each of them). Splitting on `&&` with a regex is how agents get talked into runn
 the walker below does not understand fails closed: not read-only, not splittable.
 
 The per-command allow-list (which flags of which programs only read) lives in
-`bash_allowlist.py`; this module turns source text into `SimpleCommand` records and applies the
-checks that concern the command line as a whole (substitutions, redirections, parse errors).
+`bash_allowlist.py` (git in `bash_git.py`), the destructive warnings in `bash_destructive.py`.
+This module turns source text into `SimpleCommand` records and applies the checks that concern
+the command line as a whole (substitutions, redirections, parse errors).
 """
 
 from __future__ import annotations
@@ -353,7 +354,7 @@ def is_read_only_command(command: str) -> bool:
 
 def destructive_reasons(command: str) -> list[str]:
     """Why the approval prompt should call this command dangerous; [] when nothing stands out."""
-    from .bash_allowlist import destructive_problem
+    from .bash_destructive import destructive_problem
 
     reasons: list[str] = []
     for cmd in analyze(command).everything:
