@@ -37,6 +37,7 @@ _EXIT_ONE_MEANS = {
 _WITH_SUBCOMMAND = frozenset(
     "git npm pnpm yarn bun npx cargo go docker kubectl pip pip3 uv poetry make gh conda dotnet".split()
 )
+_DETAIL_LINES = 20  # of output under the person's compact line
 _INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
 # Arguments of these are not files they read, so they need no path check.
 _NO_PATH_ARGS = frozenset(
@@ -235,6 +236,13 @@ class BashTool(Tool):
         line = inp.command.strip().splitlines()[0] if inp.command.strip() else ""
         more = "…" if len(line) > 80 or "\n" in inp.command.strip() else ""
         return line[:79] + more if more else line
+
+    def detail_for_person(self, inp: BashInput, output: BashOutput) -> str:
+        """The command and the last lines of its output: where errors and summaries usually are."""
+        lines = output.output.rstrip("\n").splitlines()
+        shown = lines[-_DETAIL_LINES:]
+        cut = f"... ({len(lines) - len(shown)} earlier lines)\n" if len(lines) > len(shown) else ""
+        return f"$ {inp.command}\n{cut}" + "\n".join(shown)
 
     def summarize_result(self, output: BashOutput) -> str:
         if output.timed_out:

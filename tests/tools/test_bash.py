@@ -296,6 +296,14 @@ def test_rule_subject_and_sibling_cancellation(tmp_path):
     assert not tool.cancels_siblings_on_error(BashInput(command="grep x f"))
 
 
+async def test_the_person_can_expand_the_last_lines_of_output(tmp_path):
+    tool = BashTool()
+    inp = BashInput(command="seq 1 50")
+    detail = tool.detail_for_person(inp, await tool.call(inp, _ctx(tmp_path)))
+    assert detail.splitlines()[:2] == ["$ seq 1 50", "... (30 earlier lines)"]
+    assert detail.splitlines()[2:] == [str(i) for i in range(31, 51)]
+
+
 def test_summarize_use_prefers_the_description():
     tool = BashTool()
     assert tool.summarize_use(BashInput(command="pytest -q", description="Run the tests")) == "Run the tests"
