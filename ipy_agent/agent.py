@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
-from .runtime.budget import ResultBudget
+from .runtime.budget import SELF_LIMITING, ResultBudget
 from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from .runtime.hooks import HookEvent, Hooks
 from .runtime.lifecycle import RunEnv
@@ -281,7 +281,7 @@ class Agent:
 
             if uses:
                 results = await executor.results()
-                self.budget.apply_message_limit(results)
+                self._apply_message_budget(results, env)
                 self._append_user(results)
                 if env.stop_requested:
                     self._emit(NoticeEvent(text=f"Stopped by a hook: {env.stop_reason}", level="warning"))
@@ -348,6 +348,18 @@ class Agent:
             make_ctx=self.context, mode=lambda: self.permission_mode, approver=self.approver, emit=self._emit,
             splitter=_bash_splitter(),
         )
+
+    def _apply_message_budget(self, results: list[dict[str, Any]], env: RunEnv) -> None:
+        by_id = {r.tool_use_id: r for r in self.trace[-len(results):]} if results else {}
+        exempt = {
+            tid for tid, r in by_id.items()
+            if (tool := env.tools.get(r.tool_name)) is not None and tool.max_result_chars >= SELF_LIMITING
+        }
+        for path in self.budget.apply_message_limit(results, exempt):
+            rec = by_id.get(path.stem)
+            if rec is not None:
+                rec.spilled_to = str(path)
+                rec.result = next((b for b in results if b.get("tool_use_id") == rec.tool_use_id), rec.result)
 
     def _emit(self, event: AgentEvent) -> None:
         for listener in list(self._listeners):

@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ResultBudget", "result_chars", "empty_placeholder", "PREVIEW_CHARS"]
+__all__ = ["ResultBudget", "result_chars", "empty_placeholder", "PREVIEW_CHARS", "SELF_LIMITING"]
 
 PREVIEW_CHARS = 2_000
 DEFAULT_TOOL_LIMIT = 50_000
 DEFAULT_MESSAGE_LIMIT = 200_000
+# A tool whose limit is at least this bounds its own output (Read does, with offset/limit) and is
+# never spilled, not even by the message budget: the model would only Read the spill file again.
+SELF_LIMITING = 10**9
 
 
 def empty_placeholder(tool_name: str) -> str:
@@ -78,17 +81,21 @@ class ResultBudget:
 
     def apply_tool_limit(self, block: dict[str, Any], limit: int | None) -> tuple[dict[str, Any], Path | None]:
         limit = self.default_tool_limit if limit is None else limit
-        if result_chars(block) <= limit:
+        if limit >= SELF_LIMITING or result_chars(block) <= limit:
             return block, None
         return self.spill(block)
 
-    def apply_message_limit(self, blocks: list[dict[str, Any]]) -> list[Path]:
-        """Spill the largest results in place until the message fits; returns the files written."""
+    def apply_message_limit(self, blocks: list[dict[str, Any]], exempt: set[str] = frozenset()) -> list[Path]:  # type: ignore[assignment]
+        """Spill the largest results in place until the message fits; returns the files written.
+
+        `exempt` holds the tool_use ids of self-limiting tools' results, which stay as they are.
+        """
         spilled: list[Path] = []
         total = sum(result_chars(b) for b in blocks)
         if total <= self.message_limit:
             return spilled
-        order = sorted(range(len(blocks)), key=lambda i: result_chars(blocks[i]), reverse=True)
+        candidates = [i for i in range(len(blocks)) if blocks[i].get("tool_use_id") not in exempt]
+        order = sorted(candidates, key=lambda i: result_chars(blocks[i]), reverse=True)
         for i in order:
             if total <= self.message_limit:
                 break

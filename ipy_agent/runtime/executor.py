@@ -142,8 +142,10 @@ class ToolExecutor:
             return False
 
     def _cancel_after(self, failed: _Entry) -> None:
-        command = str(failed.block.get("input", {}).get("command", ""))[:40] if isinstance(failed.block.get("input"), dict) else ""
-        what = f"{failed.record.tool_name}({command}{'…' if len(command) >= 40 else ''})" if command else failed.record.tool_name
+        raw = failed.block.get("input")
+        # Name the failed call the way the model wrote it: Bash(<its command>), else its summary.
+        label = str(raw.get("command") or failed.record.summary_use) if isinstance(raw, dict) else ""
+        what = f"{failed.record.tool_name}({label[:40]}{'…' if len(label) > 40 else ''})" if label else failed.record.tool_name
         reason = (
             f"Cancelled: an earlier call in the same message, {what}, failed, so this call was not run. "
             "Fix that failure first, then retry this call if it is still needed."

@@ -321,6 +321,7 @@ class _BuiltTool(Tool):
         self._read_only = _flag(spec["is_read_only"], "is_read_only")  # type: ignore[method-assign]
         self._concurrency_safe = _flag(spec["is_concurrency_safe"], "is_concurrency_safe")  # type: ignore[method-assign]
         self._destructive = _flag(spec["is_destructive"], "is_destructive")  # type: ignore[method-assign]
+        self._cancels_siblings = _flag(spec["cancels_siblings_on_error"], "cancels_siblings_on_error")
         enabled = spec["is_enabled"]
         self._enabled = enabled if callable(enabled) else (lambda _ctx, _v=bool(enabled): _v)  # type: ignore[method-assign]
         self.max_result_chars = spec["max_result_chars"]
@@ -356,6 +357,12 @@ class _BuiltTool(Tool):
     def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
         return self._rule_subject(inp, ctx) if self._rule_subject else None
 
+    def cancels_siblings_on_error(self, inp: Any) -> bool:
+        try:
+            return bool(self._cancels_siblings(inp))
+        except Exception:
+            return False
+
     async def call(self, inp: Any, ctx: ToolContext) -> Any:
         fn = self._call
         if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
@@ -389,6 +396,7 @@ def build_tool(
     is_concurrency_safe: Flag = False,
     is_destructive: Flag = False,
     is_enabled: bool | Callable[[ToolContext], bool] = True,
+    cancels_siblings_on_error: Flag = False,
     validate_input: Callable[[Any, ToolContext], str | None | Awaitable[str | None]] | None = None,
     check_permissions: Callable[[Any, ToolContext], Any] | None = None,
     map_result: Callable[[Any, str], Any] | None = None,
@@ -402,7 +410,9 @@ def build_tool(
 ) -> Tool:
     """Make a tool from a pydantic input model and a function. Defaults fail closed.
 
-    Each safety flag is a bool or a function of the parsed input. `call` may be sync (it then
+    Each safety flag is a bool or a function of the parsed input. `cancels_siblings_on_error`
+    (default False) makes a failure of this call cancel the calls after it in the same message,
+    for steps that later calls probably depend on. `call` may be sync (it then
     runs in a thread) or async, and returns the tool's natural data; `map_result` turns that
     into what the model reads, `summarize_use` / `summarize_result` into what the person reads.
     """
@@ -423,6 +433,7 @@ def build_tool(
         is_concurrency_safe=is_concurrency_safe,
         is_destructive=is_destructive,
         is_enabled=is_enabled,
+        cancels_siblings_on_error=cancels_siblings_on_error,
         validate_input=validate_input,
         check_permissions=check_permissions,
         map_result=map_result,
