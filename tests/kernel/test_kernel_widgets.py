@@ -49,13 +49,6 @@ def kernel(project: Path) -> Iterator[Kernel]:
         k.shutdown()
 
 
-def output_markdown(k: Kernel) -> str:
-    return "".join(
-        str(o.get("data", {}).get("text/markdown", ""))
-        for state in k.widgets("OutputModel").values() for o in state.get("outputs", [])
-    )
-
-
 def test_background_task_view_reaches_the_cell_after_it_finished(kernel: Kernel, project: Path):
     """RunView alone (no magics): the transcript arrives as widget updates once the cell is idle."""
     kernel.check(
@@ -75,7 +68,7 @@ def test_background_task_view_reaches_the_cell_after_it_finished(kernel: Kernel,
     kernel.wait_for("the run to finish", lambda: kernel.shows("Finished"))
 
     assert (project / "a.txt").read_text() == "goodbye world\nsecond line\n"
-    assert "Changed the greeting." in output_markdown(kernel)
+    assert "Changed the greeting." in kernel.markdown()
     assert kernel.shows("Edited") and kernel.shows("+1 -1")
     assert kernel.models[allow]["disabled"] is True
     assert kernel.check("print(task.result().stop_reason)").strip() == "end_turn"
@@ -121,7 +114,7 @@ def test_allow_click_in_the_cell_applies_the_edit(loaded: Kernel, project: Path)
     assert ex.status == "ok", ex.text
     assert any("application/vnd.jupyter.widget-view+json" in o["content"].get("data", {}) for o in ex.outputs)
     assert (project / "a.txt").read_text() == "goodbye world\nsecond line\n"
-    assert "Changed the greeting." in output_markdown(loaded)
+    assert "Changed the greeting." in loaded.markdown()
     assert loaded.models[allow]["disabled"] is True
     assert stop_reason(loaded) == "end_turn"
 
