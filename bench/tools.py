@@ -132,7 +132,9 @@ for _ in range(reps):
     t0 = time.perf_counter(); out = once(); times.append(time.perf_counter() - t0)
 peak = tracemalloc.get_traced_memory()[1] if trace else 0
 print(json.dumps({
-    "seconds": statistics.median(times),
+    # the first read scans the file; later reads start from the line index it left behind
+    "cold": times[0],
+    "seconds": statistics.median(times[1:] or times),
     "rss_before_kb": rss_before,
     "rss_peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     "tracemalloc_peak": peak,
@@ -193,12 +195,14 @@ def bench_read(reps: int) -> None:
             f"2. Read lines {offset:,}..{offset + limit - 1:,} of a 1 GiB file, median of {reps}; target <= 2x time, <= +50 MB",
             ("what", "ms", "Read / it", "memory"),
             [
-                ("Read tool (in-process call)", f"{timed['seconds'] * 1000:.1f}", "1.00x",
+                ("Read tool, first read (cold)", f"{timed['cold'] * 1000:.1f}", f"{timed['cold'] / t_same:.2f}x vs tail",
                  f"peak RSS +{rss_delta:.1f} MB over the process before the call; tracemalloc peak "
                  f"{traced['tracemalloc_peak'] / 1e6:.1f} MB"),
-                (f"tail -n +N | head -n {limit}", f"{t_same * 1000:.1f}", f"{timed['seconds'] / t_same:.2f}x",
+                ("Read tool, again (line index)", f"{timed['seconds'] * 1000:.1f}", f"{timed['seconds'] / t_same:.2f}x vs tail",
+                 "later pages of the same file start from the nearest checkpoint"),
+                (f"tail -n +N | head -n {limit}", f"{t_same * 1000:.1f}", "1.00x",
                  f"max RSS of tail/head {rss_tail / 1024:.1f} MB"),
-                (f"tail -n 200 | head -n {limit}", f"{t_end * 1000:.1f}", f"{timed['seconds'] / t_end:.2f}x",
+                (f"tail -n 200 | head -n {limit}", f"{t_end * 1000:.1f}", f"{t_end / t_same:.2f}x",
                  "(seeks from the end; reference only)"),
             ],
         )

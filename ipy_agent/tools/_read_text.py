@@ -96,23 +96,73 @@ def _read_utf8_stream(f: BinaryIO, name: str, st: os.stat_result, start: int, li
     after = max(st.st_size - f.tell(), 0)
     if after > COUNT_REST_BYTES:
         return TextRead(lines=chosen, total_lines=None, raw=None, bytes_after=after)
-    rest, ends_with_newline = _skip_lines(f, None)
+    rest, ends_with_newline = _skip_lines(f, None, lines_before=start - 1 + len(chosen))
     last_open = after > 0 and not ends_with_newline
     return TextRead(lines=chosen, total_lines=start - 1 + len(chosen) + rest + (1 if last_open else 0), raw=None)
 
 
-def _skip_lines(f: BinaryIO, count: int | None) -> tuple[int, bool]:
+class _LineIndex:
+    """Where every scanned block of a big file starts, in lines and bytes, for a few files.
+
+    The model pages through a large log with offset/limit; each page would otherwise count the
+    newlines from the top again. A checkpoint per 4 MB block costs a few KB per GB, and an entry
+    is only used for the same file at the same size and mtime, so an edit invalidates it.
+    """
+
+    def __init__(self, files: int = 8) -> None:
+        self._files = files
+        self._points: dict[tuple[int, ...], dict[int, int]] = {}  # key -> {byte offset: lines before}
+
+    @staticmethod
+    def key(f: BinaryIO) -> tuple[int, ...] | None:
+        try:
+            st = os.fstat(f.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return None
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def nearest(self, key: tuple[int, ...] | None, pos: int, lines: int | None) -> tuple[int, int] | None:
+        """The furthest checkpoint after `pos` with at most `lines` newlines before it."""
+        points = self._points.get(key) if key else None
+        if not points:
+            return None
+        best = None
+        for offset, before in points.items():
+            # Strictly fewer: the wanted newline must lie after the checkpoint, to find its end.
+            if offset > pos and (lines is None or before < lines) and (best is None or offset > best[0]):
+                best = (offset, before)
+        return best
+
+    def add(self, key: tuple[int, ...] | None, offset: int, before: int) -> None:
+        if key is None:
+            return
+        if key not in self._points and len(self._points) >= self._files:
+            self._points.pop(next(iter(self._points)))
+        self._points.setdefault(key, {})[offset] = before
+
+
+_INDEX = _LineIndex()
+
+
+def _skip_lines(f: BinaryIO, count: int | None, lines_before: int = 0) -> tuple[int, bool]:
     """Move past `count` newlines (all of them when None), counting in blocks.
 
     Returns how many were passed (fewer than `count` at end of file) and whether the last byte
     read was a newline, which decides if a final unterminated line exists. Reading releases the
     GIL and counting does not, so a helper thread reads the next block while this one is
     counted: that overlap is what keeps a scan of a 1 GB file near the speed of `tail`.
+    `lines_before` is the number of newlines before the current position; with it, block starts
+    go into `_INDEX` and the next read of the same file starts from the nearest one.
     """
     if count == 0:
         return 0, True
     seen, last = 0, b"\n"
     pos = f.tell()
+    key = _LineIndex.key(f)
+    jump = _INDEX.nearest(key, pos, None if count is None else lines_before + count)
+    if jump is not None:
+        pos, seen = jump[0], jump[1] - lines_before
+        f.seek(pos)
     buffers = (bytearray(_BLOCK), bytearray(_BLOCK))
     with ThreadPoolExecutor(1, thread_name_prefix="ipy_agent-read") as pool:
         turn = 0
@@ -121,6 +171,7 @@ def _skip_lines(f: BinaryIO, count: int | None) -> tuple[int, bool]:
             block = buffers[turn]
             turn ^= 1
             pending = pool.submit(f.readinto, buffers[turn])
+            _INDEX.add(key, pos, lines_before + seen)
             found = block.count(b"\n", 0, n)
             if count is not None and seen + found >= count:
                 idx = -1
