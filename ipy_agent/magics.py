@@ -230,9 +230,10 @@ class AgentMagics(Magics):
         files, warnings = load_settings_rules(agent.cwd)
         self._managed = replace_rules(agent.rules, self._managed, [*config, *files, *extra])
         agent.budget.message_limit = self.message_budget
-        if self.max_result_chars is not None:
-            for tool in agent.tools:
-                tool.max_result_chars = self.max_result_chars
+        for tool in agent.tools:
+            # Remember each tool's own limit, so setting the override back to None restores it.
+            own = tool.__dict__.setdefault("_own_max_result_chars", tool.max_result_chars)
+            tool.max_result_chars = own if self.max_result_chars is None else self.max_result_chars
         return warnings
 
     def _need_agent(self) -> Agent:

@@ -376,7 +376,7 @@ async def _ask(tool: Tool, inp: BaseModel, ctx: ToolContext, env: RunEnv, record
         except Exception as e:
             answer = PermissionAnswer(behavior="deny", message=f"the approval prompt failed ({type(e).__name__}: {e})")
     if answer.behavior == "deny":
-        return Decision(behavior="deny", source="person", reason=answer.message)
+        return Decision(behavior="deny", source="approver" if answer.automatic else "person", reason=answer.message)
     if answer.behavior == "always":
         rule = env.rules.add("allow", answer.rule or suggested, source="granted")
         return Decision(behavior="allow", source="person", rule=rule.text, reason=f"always allowed: {rule.text}")
@@ -389,6 +389,8 @@ def _denial_text(tool: Tool, d: Decision) -> str:
         if d.reason:
             return f"{base} Their reason: {d.reason}\nAdjust your approach to what they said; do not retry the same call unchanged."
         return f"{base} Stop and wait for them to tell you how to proceed; do not retry the same call."
+    if d.source == "approver":
+        return d.reason or f"This {tool.name} call was not approved, so nothing was run."
     if d.source == "hook":
         return f"A PreToolUse hook blocked this {tool.name} call: {d.reason}"
     return f"Permission to use {tool.name} was denied ({d.reason}). Nothing was run."

@@ -71,6 +71,9 @@ class PermissionAnswer:
     message: str = ""
     # For "always": the rule to add; defaults to the request's suggested rule.
     rule: str | None = None
+    # True when no person answered (a non-interactive run, a prompt that timed out): the model
+    # is then told the call was not approved, not that someone declined it.
+    automatic: bool = False
 
 
 def normalize_answer(answer: Any) -> PermissionAnswer:

@@ -46,6 +46,7 @@ class NonInteractiveApprover:
         rule = request.suggested_rule or request.tool_name
         return PermissionAnswer(
             behavior="deny",
+            automatic=True,
             message=(
                 f"No one can answer approval prompts in this non-interactive run ({self.why}), so this "
                 f"{request.tool_name} call was not run. {allow_hint(rule)}"
@@ -69,6 +70,7 @@ def with_timeout(approver: Approver, seconds: float | None) -> Approver:
             rule = request.suggested_rule or request.tool_name
             return PermissionAnswer(
                 behavior="deny",
+                automatic=True,
                 message=(
                     f"No one answered the approval prompt within {seconds:g} s "
                     f"(AgentMagics.approval_timeout), so this {request.tool_name} call was denied. "

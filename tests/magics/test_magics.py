@@ -471,3 +471,16 @@ def test_kernel_without_widgets_denies_what_rules_do_not_allow(make_shell, scrip
     assert "non-interactive run" in text_of(results(magics.current.model, 2)["e1"])
     out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # colours are on in a kernel
     assert "✓ Read a.txt" in out and "⊘ Edit a.txt — denied" in out  # text rows, not widgets
+
+
+def test_the_result_limit_override_applies_and_can_be_undone(shell, magics, script, tmp_path):
+    (tmp_path / "big.txt").write_text("word\n" * 3000)
+    bash = {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "cat big.txt"}}
+    shell.run_line_magic("config", "AgentMagics.max_result_chars = 1000")
+    shell.run_line_magic("agent", f"--script {script([bash], 'ok')} --allow Bash(cat:*) show it")
+    first = magics.current.trace[-1].result["content"]
+    assert "<persisted-output>" in first
+    shell.run_line_magic("config", "AgentMagics.max_result_chars = None")
+    bash2 = {**bash, "id": "b2"}
+    shell.run_line_magic("agent", f"--script {script([bash2], 'ok')} --allow Bash(cat:*) again")
+    assert magics.current.trace[-1].result["content"] == "word\n" * 2999 + "word"

@@ -342,3 +342,15 @@ def test_unknown_mode_is_rejected(tmp_path):
 
 def test_home_exists():
     assert os.path.expanduser("~")
+
+
+def test_an_automatic_denial_is_not_reported_as_the_persons(tmp_path):
+    from ipy_agent.ui.approver import NonInteractiveApprover
+
+    log: list[str] = []
+    _, res = run([edit_tool("Edit", log)], [use("Edit", "a", file_path="a.py")], tmp_path,
+                 approver=NonInteractiveApprover("widgets are switched off"))
+    text = res["a"]["content"]
+    assert "person declined" not in text
+    assert text.startswith("No one can answer approval prompts in this non-interactive run (widgets are switched off)")
+    assert "'Edit'" in text and log == []
