@@ -87,7 +87,7 @@ ModelEvent = TextDelta | ThinkingDelta | BlockComplete | MessageComplete
 class ModelError(Exception):
     """A model request failed for good (after the client's own retries).
 
-    `kind` is a closed set the UI can explain: "authentication", "not_found", "overloaded",
+    `kind` is a closed set the UI can explain: "authentication", "permission", "not_found", "overloaded",
     "rate_limit", "context_too_long", "invalid_request", "connection", "missing_key", "other".
     """
 

@@ -92,6 +92,8 @@ class TextRenderer:
                     self._newline()
                     self.console.print(Text("(thinking…)", style="dim italic"))
                     self._thinking = True
+            case CallEvent() if event.record.status == "waiting":
+                self._newline()  # the approval prompt starts on a line of its own
             case CallEvent() if event.record.status in _SETTLED:
                 self._newline()
                 rec = event.record
