@@ -3,8 +3,10 @@
 Small files (up to WHOLE_FILE_BYTES) are read whole: one read, decoded with `decode_text` (BOM,
 UTF-16, CRLF), and the bytes are kept so the read state can hash the whole file even after a
 ranged read. Larger files are streamed: newlines are counted in fixed-size binary blocks to
-reach the first wanted line (C speed, like `tail`), then lines are read with a bounded
-`readline`, so neither a far offset nor one gigantic line can pull the file into memory.
+reach the first wanted line, then lines are read with a bounded `readline`, so neither a far
+offset nor one gigantic line can pull the file into memory. Block starts are kept as a line
+index, so paging on through the same file does not count from the top again; a far range of
+a file over 256 MB is found by the system's `tail`, which skips lines several times faster.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import codecs
 import io
 import itertools
 import os
+import shutil
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +40,7 @@ MAX_OUTPUT_TOKENS = 25_000
 MAX_UNRANGED_BYTES = 256 * 1024
 WHOLE_FILE_BYTES = 8 * 1024 * 1024
 COUNT_REST_BYTES = 64 * 1024 * 1024  # past this, a ranged read does not count the lines after it
+TAIL_MIN_BYTES = 256 * 1024 * 1024  # from this size a far offset is found by `tail` (see _read_via_tail)
 _BLOCK = 4 * 1024 * 1024
 _LINE_CHUNK = 64 * 1024
 _KEEP_BYTES = MAX_LINE_CHARS * 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8
@@ -46,7 +51,7 @@ class TextRead:
     lines: list[str]  # the lines of the range, long ones already cut
     total_lines: int | None  # None when the rest of a huge file was not counted
     raw: bytes | None  # the whole file when it was small enough to load, for the read state
-    bytes_after: int = 0  # bytes after the range, when total_lines is None
+    bytes_after: int | None = 0  # bytes after the range, when total_lines is None (None: not known)
 
 
 def estimate_tokens(chars: int) -> int:
@@ -81,11 +86,23 @@ def read_text(f: BinaryIO, name: str, st: os.stat_result, *, start: int, limit: 
 
 
 def _read_utf8_stream(f: BinaryIO, name: str, st: os.stat_result, start: int, limit: int) -> TextRead:
+    if (via_tail := _read_via_tail(f, name, st, start, limit)) is not None:
+        return via_tail
     seen, ends_with_newline = _skip_lines(f, start - 1)
     if seen < start - 1:
         return TextRead(lines=[], total_lines=seen + (0 if ends_with_newline else 1), raw=None)
+    chosen = _decode_lines(_iter_lines(f), name, start, limit)
+    after = max(st.st_size - f.tell(), 0)
+    if after > COUNT_REST_BYTES:
+        return TextRead(lines=chosen, total_lines=None, raw=None, bytes_after=after)
+    rest, ends_with_newline = _skip_lines(f, None, lines_before=start - 1 + len(chosen))
+    last_open = after > 0 and not ends_with_newline
+    return TextRead(lines=chosen, total_lines=start - 1 + len(chosen) + rest + (1 if last_open else 0), raw=None)
+
+
+def _decode_lines(lines: Iterator[tuple[bytes, bool]], name: str, start: int, limit: int) -> list[str]:
     chosen: list[str] = []
-    for number, (raw, cut) in enumerate(itertools.islice(_iter_lines(f), limit), start=start):
+    for number, (raw, cut) in enumerate(itertools.islice(lines, limit), start=start):
         try:
             line = codecs.getincrementaldecoder("utf-8")().decode(raw, final=not cut)
         except UnicodeDecodeError as exc:
@@ -93,12 +110,53 @@ def _read_utf8_stream(f: BinaryIO, name: str, st: os.stat_result, start: int, li
         line = line[:-1] if line.endswith("\n") else line
         line = line[:-1] if line.endswith("\r") else line
         chosen.append(_cut(line, known=not cut, forced=cut))
-    after = max(st.st_size - f.tell(), 0)
-    if after > COUNT_REST_BYTES:
-        return TextRead(lines=chosen, total_lines=None, raw=None, bytes_after=after)
-    rest, ends_with_newline = _skip_lines(f, None, lines_before=start - 1 + len(chosen))
-    last_open = after > 0 and not ends_with_newline
-    return TextRead(lines=chosen, total_lines=start - 1 + len(chosen) + rest + (1 if last_open else 0), raw=None)
+    return chosen
+
+
+def _read_via_tail(f: BinaryIO, name: str, st: os.stat_result, start: int, limit: int) -> TextRead | None:
+    """A far range of a very big file, first time: let the system's `tail` find it.
+
+    Counting newlines in Python runs at about 1.7 GB/s (`bytes.count` is a plain byte loop);
+    `tail -n +N` skips lines with memchr at several times that. None means "do it in Python": no tail, a file small
+    enough, a line index that already covers the range, a file replaced meanwhile, or an offset
+    past the end (then the Python scan counts the lines to say how many there are).
+    """
+    pos = f.tell()
+    if start <= 1 or st.st_size < TAIL_MIN_BYTES or _INDEX.nearest(_LineIndex.key(f), pos, start - 1) is not None:
+        return None
+    tail = shutil.which("tail")
+    if tail is None:
+        return None
+    try:
+        # tail gets a descriptor of its own (a shared one would move our buffered offset); it
+        # must be the very file we stat-ed, not whatever the path names now.
+        fd = os.open(name, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        own = os.fstat(fd)
+        if (own.st_dev, own.st_ino) != (st.st_dev, st.st_ino):
+            return None
+        os.lseek(fd, pos, os.SEEK_SET)
+        proc = subprocess.Popen([tail, "-n", f"+{start}"], stdin=fd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        assert proc.stdout is not None
+        chosen = _decode_lines(_iter_lines(proc.stdout), name, start, limit)
+        more = bool(proc.stdout.read(1))
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    if not chosen:
+        return None
+    if more:
+        return TextRead(lines=chosen, total_lines=None, raw=None, bytes_after=None)
+    return TextRead(lines=chosen, total_lines=start - 1 + len(chosen), raw=None)
 
 
 class _LineIndex:

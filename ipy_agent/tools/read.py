@@ -292,7 +292,8 @@ def _text_output(path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContex
     if r.total_lines is not None and end < r.total_lines:
         text += f"\n\n[Showing lines {start}-{end} of {r.total_lines:,}. Read on with offset={end + 1}.]"
     elif r.total_lines is None:
-        text += f"\n\n[Showing lines {start}-{end}; the file goes on ({_kb(r.bytes_after)} more). Read on with offset={end + 1}.]"
+        more = f" ({_kb(r.bytes_after)} more)" if r.bytes_after else ""
+        text += f"\n\n[Showing lines {start}-{end}; the file goes on{more}. Read on with offset={end + 1}.]"
     if r.raw is not None:
         ctx.read_state.record(path, content=r.raw, offset=inp.offset, limit=inp.limit)
     else:
