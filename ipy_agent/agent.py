@@ -137,6 +137,8 @@ class Agent:
             cwd=self.cwd, read_state=self.read_state, working_dirs=self.working_dirs, spill_dir=self.spill_dir,
             permission_mode=self.permission_mode, tool_use_id=tool_use_id, session=self.session,
             notebook=self.notebook, simple=self.simple,
+            # Rules come and go during a conversation (always-allow, %agent options): read them now.
+            read_deny=tuple(r.specifier or "" for r in self.rules.deny if r.tool == "Read" and not r.whole_tool),
         )
 
     def exposure(self) -> Exposure:

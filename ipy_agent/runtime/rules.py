@@ -11,6 +11,7 @@ Three kinds of specifier, chosen by what the tool says its calls are about (`Rul
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -144,6 +145,7 @@ def command_matches(spec: str, command: str) -> bool:
 # --- paths --------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=256)  # one pattern is matched against every path a search finds
 def _gitignore_regex(pattern: str) -> re.Pattern[str]:
     anchored = "/" in pattern.rstrip("/")
     dir_only = pattern.endswith("/")

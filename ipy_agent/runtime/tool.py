@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
@@ -61,6 +62,9 @@ class ToolContext:
     # The live notebook bridge, when a front end is connected; None otherwise.
     notebook: Any = None
     simple: bool = False
+    # Specifiers of the `Read(...)` deny rules in force (not whole-tool `Read`): the files they
+    # name stay hidden from every tool, not only from Read (Grep, Glob, Bash check them too).
+    read_deny: tuple[str, ...] = ()
 
     def resolve(self, path: str | Path) -> Path:
         """An absolute, normalised path: relative paths resolve against cwd, `~` expands."""
@@ -81,6 +85,26 @@ class ToolContext:
         if self.is_inside_working_dirs(path):
             return True
         return self.spill_dir is not None and _is_relative_to(self.resolve(path), self.spill_dir)
+
+    def is_read_denied(self, path: str | Path, *, follow_links: bool = True) -> str | None:
+        """The `Read(...)` deny rule that covers `path`, as `"Read(spec)"`, or None. Relative
+        paths resolve against cwd. With `follow_links`, a symlink is also judged by its target
+        (`cat link-to-.env`); searches that never follow links may skip that cost."""
+        if not self.read_deny:
+            return None
+        from .rules import gitignore_match  # rules imports this module
+
+        target = os.path.expanduser(str(path))
+        target = os.path.normpath(os.path.join(self.cwd, target))
+        candidates = [target]
+        if follow_links:
+            real = os.path.realpath(target)
+            if real != target:
+                candidates.append(real)
+        for spec in self.read_deny:
+            if any(gitignore_match(spec, p, cwd=self.cwd) for p in candidates):
+                return f"Read({spec})"
+        return None
 
     def display_path(self, path: str | Path) -> str:
         """A path as the person would like to read it: relative to cwd when it is inside."""
