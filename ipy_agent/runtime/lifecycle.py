@@ -256,15 +256,10 @@ async def _pipeline(block: dict[str, Any], env: RunEnv, record: CallRecord) -> d
     except asyncio.CancelledError:
         t.done("cancelled")
         raise
-    except ToolError as e:
-        t.done("error", str(e))
-        record.call_failed = True
-        return await _failure(tool, inp, env, record, error_result(tid, str(e) or f"{tool.name} failed."), str(e))
     except Exception as e:
-        msg = f"{tool.name} failed with {type(e).__name__}: {e}"
-        t.done("error", msg)
-        record.call_failed = True
-        return await _failure(tool, inp, env, record, error_result(tid, msg), msg)
+        # A ToolError is the tool steering the model; anything else is named by its type.
+        msg = (str(e) or f"{tool.name} failed.") if isinstance(e, ToolError) else f"{tool.name} failed with {type(e).__name__}: {e}"
+        return await _failure(tool, inp, env, record, t, msg)
     t.done()
     record.summary_result = _safe(lambda: tool.summarize_result(output), "done")
     record.detail = _safe(lambda: tool.detail_for_person(inp, output), "")
@@ -278,9 +273,7 @@ async def _pipeline(block: dict[str, Any], env: RunEnv, record: CallRecord) -> d
         mapped = {**mapped, "tool_use_id": tid}
     except Exception as e:
         msg = f"{tool.name} produced a result that could not be converted for you ({type(e).__name__}: {e})."
-        t.done("error", msg)
-        record.call_failed = True
-        return await _failure(tool, inp, env, record, error_result(tid, msg), msg)
+        return await _failure(tool, inp, env, record, t, msg)
     t.done()
     if mapped.get("is_error"):
         record.call_failed = True
@@ -396,7 +389,11 @@ def _denial_text(tool: Tool, d: Decision) -> str:
     return f"Permission to use {tool.name} was denied ({d.reason}). Nothing was run."
 
 
-async def _failure(tool: Tool, inp: BaseModel, env: RunEnv, record: CallRecord, block: dict[str, Any], error: str) -> dict[str, Any]:
+async def _failure(tool: Tool, inp: BaseModel, env: RunEnv, record: CallRecord, stage: _Timer, error: str) -> dict[str, Any]:
+    """The tool itself failed (in call or map): an error result, then PostToolUseFailure hooks."""
+    stage.done("error", error)
+    record.call_failed = True
+    block = error_result(record.tool_use_id, error)
     context: list[str] = []
     if env.hooks.has("PostToolUseFailure"):
         t = _Timer(record, "post_hooks")
