@@ -8,7 +8,11 @@ module owns the parts that would otherwise be written twice and drift apart:
 - running it as an asyncio subprocess that is killed when the call is cancelled, with a cap on
   how much output we keep in memory (a search for `.` over a huge tree must not exhaust it);
 - the permission face of a search: both answer to `Read(...)` rules, on the absolute search path,
-  and ask before looking outside the working directories.
+  and ask before looking outside the working directories;
+- the files themselves: a `Read(...)` deny rule also hides the files it names from a search
+  over a folder that contains them (a `Read(**/.env)` rule that Grep could read around would
+  protect nothing). `DenyFilter` is the authoritative check on every path ripgrep prints;
+  `deny_globs` are the same rules in ripgrep's own terms, so denied files are not even opened.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ __all__ = [
     "display_prefix",
     "newest_first",
     "plural",
+    "DenyFilter",
+    "deny_globs",
+    "exclusion_args",
+    "list_denied",
 ]
 
 # Version-control metadata is never what the model is looking for and can be enormous.
@@ -219,3 +227,107 @@ class SearchTool(Tool):
     def rg_failure(run: RgRun, what: str, hint: str = "") -> ToolError:
         detail = run.stderr or f"ripgrep exited with status {run.code} and no message"
         return ToolError(f"{what} failed:\n{detail}" + (f"\n\n{hint}" if hint else ""))
+
+
+# --- files hidden by Read(...) deny rules ------------------------------------------------------
+
+# Characters whose meaning differs between our rule matcher and ripgrep's globs ({a,b} is an
+# alternative to ripgrep, a literal to us): such rules are left to the post-filter alone.
+_UNPORTABLE = set("{}\\!")
+
+
+def deny_globs(ctx: ToolContext, workdir: Path) -> list[str]:
+    """The Read deny specifiers that mean exactly the same as a ripgrep glob run in `workdir`.
+
+    Rules are relative to cwd. An unanchored one (`*.pem`, `.env`, `**/.env`) matches at any
+    depth, so it holds for any folder inside cwd; an anchored one (`secrets/**`, `/x`, `./x`)
+    only when ripgrep runs in cwd itself (then a leading `/` anchors it there). `//abs` and `~/`
+    forms, and anything else, are left to `DenyFilter`, which is authoritative anyway."""
+    if not ctx.read_deny:
+        return []
+    cwd = os.path.normpath(str(ctx.cwd))
+    wd = os.path.normpath(str(workdir))
+    inside = wd == cwd or wd.startswith(cwd.rstrip(os.sep) + os.sep)
+    out: list[str] = []
+    for spec in ctx.read_deny:
+        spec = spec.strip()
+        if not spec or _UNPORTABLE & set(spec) or spec.startswith(("//", "~")):
+            continue
+        if spec.startswith("./"):
+            anchored, pat = True, spec[2:]
+        elif spec.startswith("/"):
+            anchored, pat = True, spec[1:]
+        else:
+            anchored = "/" in spec.rstrip("/") and not spec.startswith("**/")
+            pat = spec
+        if not pat.strip("/"):
+            continue
+        if not anchored and inside:
+            out.append(pat)
+        elif anchored and wd == cwd:
+            out.append("/" + pat.lstrip("/"))
+    return out
+
+
+def exclusion_args(patterns: list[str]) -> list[str]:
+    """`--glob !pattern` for each; put them last so no user glob can re-include a denied file."""
+    args: list[str] = []
+    for pattern in patterns:
+        args += ["--glob", f"!{pattern}"]
+    return args
+
+
+class DenyFilter:
+    """Drops the paths (relative to `workdir`, as ripgrep prints them) that a Read deny rule
+    covers, and remembers them for the note the model gets. ripgrep never follows symlinks in
+    a search, so links are judged by their own path here."""
+
+    def __init__(self, ctx: ToolContext, workdir: Path) -> None:
+        self.ctx = ctx
+        self.workdir = str(workdir)
+        self.hidden: dict[str, str] = {}  # path -> the rule that hides it
+
+    def keep(self, path: str) -> bool:
+        if not self.ctx.read_deny:
+            return True
+        rule = self.ctx.is_read_denied(os.path.join(self.workdir, path), follow_links=False)
+        if rule is None:
+            return True
+        self.hidden[os.path.normpath(path)] = rule
+        return False
+
+    def add(self, found: dict[str, str]) -> None:
+        for path, rule in found.items():
+            self.hidden.setdefault(os.path.normpath(path), rule)
+
+    def note(self) -> str:
+        """One line for the model when something was left out; "" otherwise. It names the rules,
+        never the files or what is in them."""
+        if not self.hidden:
+            return ""
+        rules = ", ".join(dict.fromkeys(sorted(self.hidden.values())))
+        return f"({plural(len(self.hidden), 'file')} hidden by deny rules: {rules})"
+
+
+async def list_denied(ctx: ToolContext, workdir: Path, patterns: list[str], flags: list[str]) -> dict[str, str]:
+    """The files under `workdir` that the deny `patterns` keep out of a search, each with its
+    rule: a file listing (no file is opened), so the count tells the model how many files it
+    cannot see without telling it whether they match. `flags` are the search's own walking
+    flags (hidden files, ignore files), so the listing covers what the search would have."""
+    if not patterns:
+        return {}
+    args = ["--files", *flags, "--null"]
+    for pattern in patterns:
+        args += ["--glob", pattern]
+    run = await run_rg([*args, *vcs_globs(), "--", "."], cwd=workdir)
+    paths = [p for p in run.stdout.decode("utf-8", "replace").split("\0") if p]
+
+    def judge() -> dict[str, str]:
+        found = {}
+        for p in paths:
+            rule = ctx.is_read_denied(os.path.join(workdir, p), follow_links=False)
+            if rule is not None:
+                found[p] = rule
+        return found
+
+    return await asyncio.to_thread(judge)

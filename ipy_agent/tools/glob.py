@@ -10,6 +10,7 @@ listing walks single-threaded about as fast as in parallel, and we stat nothing 
 
 from __future__ import annotations
 
+import asyncio
 import glob as _glob
 import os
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runtime.tool import ToolContext
-from ._search import SearchTool, display_prefix, plural, run_rg, vcs_globs
+from ._search import DenyFilter, SearchTool, display_prefix, plural, run_rg, vcs_globs
 
 __all__ = ["GlobInput", "GlobResult", "GlobTool", "MAX_GLOB_FILES"]
 
@@ -47,6 +48,7 @@ class GlobResult:
     pattern: str
     searched: str  # the directory, as displayed
     output_cut: bool = False  # ripgrep produced more than we keep; the order is partial
+    hidden_note: str = ""  # how many files Read deny rules hid, and which rules; "" when none
 
     @property
     def truncated(self) -> bool:
@@ -72,7 +74,8 @@ Pattern syntax (gitignore-style globs):
 - "**" spans folders, "*" and "?" stay within one name, "{a,b}" gives alternatives, "[abc]" a \
 character class.
 Hidden files are included; .git, .hg and .svn folders are skipped; .gitignore is not applied, \
-so build outputs and virtual environments appear too: use a more specific pattern or path.
+so build outputs and virtual environments appear too: use a more specific pattern or path. \
+Files that a Read deny rule covers are left out, and the result says how many and by which rules.
 
 When more than 100 files match, the result says how many there were and shows the newest 100: \
 narrow the pattern or search a deeper path. When nothing matches, it says so.
@@ -128,6 +131,11 @@ class GlobTool(SearchTool):
         if run.code not in (0, 1) and not run.stdout:
             raise self.rg_failure(run, f"Glob {inp.pattern!r}")
         found = [p for p in run.stdout.decode("utf-8", "replace").split("\0") if p]
+        # Files a Read deny rule covers are dropped here rather than by ripgrep globs: a listing
+        # opens no file, and filtering afterwards gives the exact number of matching names hidden.
+        hidden = DenyFilter(ctx, root)
+        if ctx.read_deny:
+            found = await asyncio.to_thread(lambda: [p for p in found if hidden.keep(p)])
         prefix = display_prefix(root, ctx)
         return GlobResult(
             files=[prefix + p for p in found[:MAX_GLOB_FILES]],
@@ -135,6 +143,7 @@ class GlobTool(SearchTool):
             pattern=inp.pattern,
             searched=ctx.display_path(root),
             output_cut=run.cut,
+            hidden_note=hidden.note(),
         )
 
     def map_result(self, output: GlobResult, tool_use_id: str) -> dict:
@@ -152,8 +161,9 @@ class GlobTool(SearchTool):
 
 def render_glob(result: GlobResult) -> str:
     """What the model reads: the paths, and a plain sentence when there are none or too many."""
+    hidden = f"\n\n{result.hidden_note}" if result.hidden_note else ""
     if not result.files:
-        return f"No files found matching {result.pattern!r} in {result.searched!r}."
+        return f"No files found matching {result.pattern!r} in {result.searched!r}." + hidden
     text = "\n".join(result.files)
     if result.output_cut:
         text += (
@@ -166,4 +176,4 @@ def render_glob(result: GlobResult) -> str:
             f"{result.total:,} matching files. Narrow the search with a more specific pattern or "
             "a deeper path.)"
         )
-    return text
+    return text + hidden

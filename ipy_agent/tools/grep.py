@@ -20,12 +20,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runtime.tool import ToolContext
-from ._search import SearchTool, display_prefix, newest_first, plural, run_rg, vcs_globs
+from ._search import (
+    DenyFilter, SearchTool, deny_globs, display_prefix, exclusion_args, list_denied, newest_first, plural, run_rg,
+    vcs_globs,
+)
 
 __all__ = ["GrepInput", "GrepResult", "GrepTool", "DEFAULT_HEAD_LIMIT", "MAX_LINE_COLUMNS"]
 
@@ -66,7 +69,9 @@ Filters: `path` (a file or a directory; default the working directory), `glob` (
 "*.{{ts,tsx}}", "!*.min.js"; several separated by spaces; patterns with "/" are relative to \
 `path`), `type` (ripgrep file types such as py, js, rust, md). Hidden files are searched; .git, \
 .hg and .svn folders are skipped; inside a git repository, files ignored by .gitignore are \
-skipped unless `path` points inside the ignored folder.
+skipped unless `path` points inside the ignored folder. Files that a Read deny rule covers are left \
+out of the results; the result then says how many were hidden and by which rules (ask the person \
+if you need one of them).
 
 output_mode:
 - "files_with_matches" (default): the paths of matching files, most recently modified first. \
@@ -154,6 +159,7 @@ class GrepResult:
     num_matches: int = 0  # count mode: matches over the whole search
     warnings: str = ""  # ripgrep's complaints about files it could not read
     output_cut: bool = False  # ripgrep's output passed the memory cap and was stopped
+    hidden_note: str = ""  # how many files Read deny rules hid, and which rules; "" when none
 
     @property
     def remaining(self) -> int:
@@ -183,7 +189,16 @@ class GrepTool(SearchTool):
         # relative to it; a single file is searched from its parent.
         is_dir = await asyncio.to_thread(root.is_dir)
         workdir, target = (root, ".") if is_dir else (root.parent, root.name)
-        run = await run_rg([*_rg_args(inp), "--", target], cwd=workdir)
+        # Files a Read deny rule covers are not searched (ripgrep skips what its globs can say,
+        # `hidden` drops the rest). The model is told how many files of the tree it cannot see,
+        # counted from a listing, never from matches: a count of denied files that match would
+        # tell it what they contain.
+        denied = deny_globs(ctx, workdir) if is_dir else []
+        hidden = DenyFilter(ctx, workdir)
+        run, listed = await asyncio.gather(
+            run_rg([*_rg_args(inp), *exclusion_args(denied), "--", target], cwd=workdir),
+            list_denied(ctx, workdir, denied, ["--hidden"]),
+        )
         if run.code not in (0, 1) and not run.stdout:
             hint = _REGEX_HINT if "regex parse error" in run.stderr else ""
             raise self.rg_failure(run, f"Grep for {inp.pattern!r}", hint)
@@ -199,15 +214,21 @@ class GrepTool(SearchTool):
         )
         if inp.output_mode == "files_with_matches":
             files = [_strip_dot(p) for p in text.split("\0") if p]
-            files = await asyncio.to_thread(newest_first, files, workdir)
-            return _page(mode="files_with_matches", items=[prefix + f for f in files], num_files=len(files), **common)
+            files = await asyncio.to_thread(lambda: newest_first([f for f in files if hidden.keep(f)], workdir))
+            hidden.add(listed)
+            return _page(mode="files_with_matches", items=[prefix + f for f in files], num_files=len(files),
+                         hidden_note=hidden.note(), **common)
         if inp.output_mode == "count":
-            counts = sorted(_parse_counts(text), key=lambda pc: _path_key(pc[0]))
+            counts = [pc for pc in _parse_counts(text) if hidden.keep(pc[0])]
+            hidden.add(listed)
+            common["hidden_note"] = hidden.note()
+            counts.sort(key=lambda pc: _path_key(pc[0]))
             items = [f"{prefix}{path}:{n}" for path, n in counts]
             total = sum(n for _, n in counts)
             return _page(mode="count", items=items, num_files=len(counts), num_matches=total, **common)
-        lines, num_files = _group_content(text, prefix, inp.line_numbers, _has_context(inp))
-        return _page(mode="content", items=lines, num_files=num_files, **common)
+        lines, num_files = _group_content(text, prefix, inp.line_numbers, _has_context(inp), hidden.keep)
+        hidden.add(listed)
+        return _page(mode="content", items=lines, num_files=num_files, hidden_note=hidden.note(), **common)
 
     def map_result(self, output: GrepResult, tool_use_id: str) -> dict:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": render_grep(output)}
@@ -296,9 +317,12 @@ def _parse_counts(text: str) -> list[tuple[str, int]]:
     return counts
 
 
-def _group_content(text: str, prefix: str, numbered: bool, context: bool) -> tuple[list[str], int]:
+def _group_content(
+    text: str, prefix: str, numbered: bool, context: bool, keep: Callable[[str], bool]
+) -> tuple[list[str], int]:
     """ripgrep's content lines, regrouped per file in path order; "--" between groups of
-    context as ripgrep prints them. Returns the lines and the number of files."""
+    context as ripgrep prints them. Files `keep` refuses are left out, context lines and all.
+    Returns the lines and the number of files."""
     groups: dict[str, list[str]] = {}
     current: list[str] = []
     path = None
@@ -323,11 +347,12 @@ def _group_content(text: str, prefix: str, numbered: bool, context: bool) -> tup
             rest = rest.replace(_MARK, "", 1)
         current.append(prefix + _strip_dot(line_path) + rest.removesuffix("\r"))
     lines: list[str] = []
-    for key in sorted(groups, key=lambda p: _path_key(_strip_dot(p))):
+    kept = sorted((p for p in groups if keep(_strip_dot(p))), key=lambda p: _path_key(_strip_dot(p)))
+    for key in kept:
         if lines and context:
             lines.append("--")
         lines.extend(groups[key])
-    return lines, len(groups)
+    return lines, len(kept)
 
 
 def _page(*, items: list[str], offset: int, head_limit: int, **fields) -> GrepResult:
@@ -345,12 +370,12 @@ def render_grep(result: GrepResult) -> str:
     """What the model reads: the results, the totals, and what to do when they were cut."""
     if not result.total:
         text = f"No matches found for {result.pattern!r} in {result.searched!r}."
-        return text + _warnings(result)
+        return text + _warnings(result) + _hidden(result)
     if not result.items:
         return (
             f"No results at offset {result.offset}: the search found only "
             f"{plural(result.total, _UNIT[result.mode])}. Use a smaller offset."
-        )
+        ) + _hidden(result)
     body = "\n".join(result.items)
     match result.mode:
         case "files_with_matches":
@@ -373,7 +398,11 @@ def render_grep(result: GrepResult) -> str:
             "\n\n(ripgrep produced too much output and was stopped, so these results are partial. "
             "Narrow the search.)"
         )
-    return text + _warnings(result)
+    return text + _warnings(result) + _hidden(result)
+
+
+def _hidden(result: GrepResult) -> str:
+    return f"\n\n{result.hidden_note}" if result.hidden_note else ""
 
 
 def _warnings(result: GrepResult) -> str:
