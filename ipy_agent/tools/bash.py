@@ -9,6 +9,7 @@ file), "Exit code N" on failure, and a note when the shell's directory was reset
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from .bash_deny import NO_PATH_ARGS, denied_read
 from .bash_parse import analyze, destructive_reasons, is_read_only_command, simple_commands
 from .bash_run import OUTPUT_LIMIT, run_command
 
@@ -39,11 +41,9 @@ _WITH_SUBCOMMAND = frozenset(
 )
 _DETAIL_LINES = 20  # of output under the person's compact line
 _INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
-# Arguments of these are not files they read, so they need no path check.
-_NO_PATH_ARGS = frozenset(
-    "echo printf which type command date true false sleep seq expr uname id whoami printenv env pwd "
-    "basename dirname realpath readlink".split()
-)
+# Arguments of these are not files they read, so they need no working-directory check. (The
+# Read deny check keeps its own list: `env` and `command` run the command that follows them.)
+_NO_PATH_ARGS = NO_PATH_ARGS | {"command", "env", "realpath", "readlink"}
 
 
 class BashInput(BaseModel):
@@ -155,6 +155,16 @@ class BashTool(Tool):
         return RuleSubject(kind="command", value=inp.command)
 
     async def check_permissions(self, inp: BashInput, ctx: ToolContext) -> PermissionCheck:
+        # A file a Read deny rule covers stays unread whatever the command and the mode: this
+        # deny comes before the mode is consulted, so bypassPermissions cannot lift it.
+        denied = await asyncio.to_thread(denied_read, inp.command, str(_start_cwd(ctx)), ctx)
+        if denied is not None:
+            path, rule = denied
+            return PermissionCheck(
+                behavior="deny",
+                message=f"the command names {path!r}, which the rule {rule} denies: the person keeps that file "
+                "from every tool, so do not look for another way to read it; ask the person if you need it",
+            )
         if not self.is_read_only(inp):
             return PermissionCheck()
         reason = _leaves_working_dirs(inp.command, _start_cwd(ctx), ctx)
