@@ -189,10 +189,11 @@ class GrepTool(SearchTool):
         # relative to it; a single file is searched from its parent.
         is_dir = await asyncio.to_thread(root.is_dir)
         workdir, target = (root, ".") if is_dir else (root.parent, root.name)
-        # Files a Read deny rule covers are not searched (ripgrep skips what its globs can say,
-        # `hidden` drops the rest). The model is told how many files of the tree it cannot see,
-        # counted from a listing, never from matches: a count of denied files that match would
-        # tell it what they contain.
+        # Files a Read deny rule covers are kept out: ripgrep skips (never opens) what its globs
+        # can say, `hidden` drops the rest. The model is told how many files of the tree it
+        # cannot see, counted from a listing, not from matches: a count of denied files that
+        # match would tell it what they contain. (Rules ripgrep cannot express, `//abs` or `~/`
+        # ones, are counted by the post-filter alone, so only where they matched.)
         denied = deny_globs(ctx, workdir) if is_dir else []
         hidden = DenyFilter(ctx, workdir)
         run, listed = await asyncio.gather(
