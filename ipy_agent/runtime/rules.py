@@ -204,10 +204,18 @@ def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: st
             pat = "/" + pat  # keep it anchored
     else:
         base, pat = str(cwd), pattern
-    try:
-        rel = os.path.relpath(path, base)
-    except ValueError:
-        return False
+    base = os.path.normpath(base)
+    if os.path.isabs(path) and os.path.isabs(base):
+        # Searches match every path they find: slicing is much cheaper than relpath.
+        head = base.rstrip(os.sep) + os.sep
+        if not path.startswith(head):
+            return False
+        rel = path[len(head):]
+    else:
+        try:
+            rel = os.path.relpath(path, base)
+        except ValueError:
+            return False
     if rel == "." or rel.startswith(".."):
         return False
     return bool(_gitignore_regex(pat).match(rel))
