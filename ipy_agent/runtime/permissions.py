@@ -16,6 +16,7 @@ The decision records which of these made it, for the trace and `%agent_inspect`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -171,7 +172,11 @@ def decide(
     cwd = ctx.cwd
     read_only = tool.is_read_only(inp)
 
-    if (r := rules.find("deny", tool, subject, cwd, splitter)) is not None:
+    # A symlink is judged as itself and as its target: a deny rule on either denies, an allow
+    # rule must cover both (a link inside `src/` must not open `~/.ssh/id_rsa`).
+    target = _link_target(subject)
+    r = rules.find("deny", tool, subject, cwd, splitter) or (target and rules.find("deny", tool, target, cwd, splitter))
+    if r:
         return Decision(behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source})")
     if tool_check.behavior == "deny":
         return Decision(behavior="deny", source="tool", reason=tool_check.message or f"{tool.name} refused this call")
@@ -195,6 +200,8 @@ def decide(
     if mode == "acceptEdits" and tool.kind == "edit" and _subject_inside(subject, ctx):
         return Decision(behavior="allow", source="mode", reason="acceptEdits mode: an edit inside the working directories")
     r = rules.find("allow", tool, subject, cwd, splitter) or rules.find_allow_for_parts(tool, subject, cwd, splitter)
+    if r is not None and target is not None and rules.find("allow", tool, target, cwd, splitter) is None:
+        r = None
     if r is not None:
         return Decision(behavior="allow", source="rule", rule=r.text, reason=f"allowed by rule {r.text!r} ({r.source})")
     if tool_check.behavior == "allow":
@@ -202,6 +209,14 @@ def decide(
     if read_only and (subject is None or subject.kind != "path" or ctx.is_readable_without_prompt(subject.value)):
         return Decision(behavior="allow", source="default", reason="read-only")
     return Decision(behavior="ask", source="default", reason="not read-only: needs approval")
+
+
+def _link_target(subject: RuleSubject | None) -> RuleSubject | None:
+    """The resolved target of a path subject when it differs (a symlink on the way)."""
+    if subject is None or subject.kind != "path":
+        return None
+    real = os.path.realpath(subject.value)
+    return RuleSubject(kind="path", value=real) if real != os.path.normpath(subject.value) else None
 
 
 def _subject_inside(subject: RuleSubject | None, ctx: ToolContext) -> bool:

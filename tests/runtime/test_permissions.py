@@ -354,3 +354,20 @@ def test_an_automatic_denial_is_not_reported_as_the_persons(tmp_path):
     assert "person declined" not in text
     assert text.startswith("No one can answer approval prompts in this non-interactive run (widgets are switched off)")
     assert "'Edit'" in text and log == []
+
+
+def test_symlinks_are_judged_as_themselves_and_as_their_targets(tmp_path):
+    secrets = tmp_path / "private"
+    secrets.mkdir()
+    (secrets / "key.pem").write_text("KEY")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "innocent.txt").symlink_to(secrets / "key.pem")
+    log: list[str] = []
+    # a deny rule on the target denies the link
+    _, res = run([read_tool(log)], [use("Read", "a", file_path="src/innocent.txt")], tmp_path, deny=["Read(private/**)"])
+    assert log == [] and "denied by rule 'Read(private/**)'" in res["a"]["content"]
+    # an allow rule must cover the target too: editing through the link still asks
+    asked: list[str] = []
+    run([edit_tool("Edit", log)], [use("Edit", "b", file_path="src/innocent.txt")], tmp_path, allow=["Edit(src/**)"],
+        approver=lambda r: asked.append(r.tool_name) or "deny")
+    assert asked == ["Edit"] and log == []
