@@ -24,20 +24,23 @@ __all__ = ["ApprovalPrompt", "what_will_happen"]
 
 
 def what_will_happen(request: PermissionRequest) -> str:
-    """HTML for the body of an approval prompt: the diff or command, and every warning."""
-    name = html.escape(request.display_name or request.tool_name)
-    parts = [f"<div><b>{name}</b> {html.escape(request.summary)}</div>"]
-    if request.reason:
-        parts.append(f'<div style="opacity:0.75;font-size:90%">{html.escape(request.reason)}</div>')
+    """HTML for the body of an approval prompt: the diff or command, and every warning.
+
+    The prompt sits right under its tool row, which already says the tool's name and summary
+    (for Bash, the command's description): repeating them here made a person read the same
+    words three times before reaching the command."""
+    name = request.display_name or request.tool_name
+    shown = {request.summary, f"{name} {request.summary}"}
+    parts: list[str] = []
     p = request.preview
-    if p is not None and p.title and p.title != request.summary:
-        parts.append(f"<div>{html.escape(p.title)}</div>")
+    if p is not None and p.title and p.title not in shown:
+        parts.append(f"<div><b>{html.escape(p.title)}</b></div>")
     diff = p.diff if p is not None and p.diff is not None else request.diff
     if diff is not None:
         parts.append(diff_html(diff, p.added if p else None, p.removed if p else None))
     if p is not None and p.command:
         parts.append(pre_html(p.command))
-        if p.description:
+        if p.description and p.description not in shown:
             parts.append(f"<div><i>{html.escape(p.description)}</i></div>")
     if p is None or (diff is None and not p.command):
         # No preview: show the input itself so the person knows what they approve.
@@ -49,6 +52,9 @@ def what_will_happen(request: PermissionRequest) -> str:
             '<div style="color:#f85149"><b>⚠ This call may destroy data (delete, overwrite or discard work) '
             "and cannot be undone from here. Read it before allowing.</b></div>"
         )
+    if request.reason:
+        # Why the runtime asks (a rule, the mode, not read-only): context, not the question.
+        parts.append(f'<div style="opacity:0.7;font-size:90%">Asking because: {html.escape(request.reason)}</div>')
     return "".join(parts)
 
 
@@ -140,4 +146,9 @@ class ApprovalPrompt:
     def _finish(self, note: str) -> None:
         for w in (self.allow_button, self.always_button, self.deny_button, self.reason):
             w.disabled = True
-        self.outcome.value = f"<i>{note}</i>"
+        self.outcome.value = f'<i style="opacity:0.8">{note}</i>'
+        # Answered: shrink to the outcome line. Left open, every answered prompt kept its diff and
+        # greyed buttons on screen, and the row's Details repeated the same diff right below it.
+        self.widget.children = (self.outcome,)
+        self.widget.layout.border = "none"
+        self.widget.layout.padding = "0"

@@ -34,15 +34,17 @@ from .diff_html import diff_html, looks_like_diff, pre_html
 __all__ = ["RunView", "ApprovalPrompt", "CallRow", "STATUS_TEXT", "what_will_happen"]
 
 # icon, words, colour; words are what a person (and a screen reader) gets, the icon is a glance.
+# Icons come from blocks every common UI font has (a pause sign showed as an empty box).
 STATUS_TEXT: dict[str, tuple[str, str, str]] = {
     "queued": ("○", "queued", "gray"),
-    "waiting": ("⏸", "waiting for you", "#d08700"),
+    "waiting": ("●", "waiting for you", "#d08700"),
     "running": ("◔", "running", "#2f81f7"),
     "done": ("✓", "done", "#2ea043"),
     "error": ("✗", "error", "#f85149"),
     "denied": ("⊘", "denied", "#f85149"),
     "cancelled": ("■", "cancelled", "gray"),
 }
+_SUMMARY_STYLE = ' style="cursor:pointer;opacity:0.7;font-size:90%;width:fit-content"'
 _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 # Streaming text re-sends the whole segment on every update; batch deltas to this interval.
 FLUSH_INTERVAL = 0.1
@@ -69,11 +71,14 @@ class CallRow:
         self.status = ""
         self.status_html = W.HTML(layout=W.Layout(min_width="9.5em"))
         self.title = W.HTML(layout=W.Layout(flex="1 1 auto"))
-        self.duration = W.HTML()
+        self.duration = W.HTML(layout=W.Layout(flex="0 0 auto"))
         self.prompt_box = W.VBox()
-        self.detail_html = W.HTML()
-        self.detail = W.Accordion(children=[self.detail_html], titles=("Details",), selected_index=None,
-                                  layout=W.Layout(display="none", margin="0 0 0 1.5em"))
+        # A native <details> rather than an Accordion: the Accordion drew a full-width grey bar
+        # under every call, doubling the height of each row; this is one small line, and
+        # opening it needs no round trip to the kernel. The value is only re-sent when the
+        # detail changes, so an opened disclosure stays open.
+        self.detail_html = W.HTML(layout=W.Layout(display="none", margin="0 0 0 1.5em"))
+        self.detail = self.detail_html
         self.widget = W.VBox([W.HBox([self.status_html, self.title, self.duration]), self.prompt_box, self.detail])
         self.prompt: ApprovalPrompt | None = None
         self.set_status("queued")
@@ -98,15 +103,30 @@ class CallRow:
 
     def update(self, record: CallRecord) -> None:
         self.set_status(record.status)
-        result = record.summary_result if record.summary_result not in ("", record.status, "done") else ""
-        self.set_title(record.display_name or record.tool_name, record.summary_use, result)
-        self.duration.value = f'<span style="opacity:0.7">{_fmt_duration(record.duration)}</span>'
+        self.set_title(record.display_name or record.tool_name, record.summary_use, self._result_text(record))
+        self.duration.value = f'<span style="opacity:0.7;white-space:nowrap">{_fmt_duration(record.duration)}</span>'
         detail = self._detail_html(record)
-        if detail:
-            self.detail_html.value = detail
+        # While the prompt is open it shows the same diff or command; Details would repeat it.
+        if detail and record.status != "waiting":
+            self.detail_html.value = f"<details><summary{_SUMMARY_STYLE}>Details</summary>{detail}</details>"
             self.detail.layout.display = None
         if record.status not in ("waiting", "queued") and self.prompt is not None and self.prompt.pending:
             self.prompt.cancel()
+
+    @staticmethod
+    def _result_text(record: CallRecord) -> str:
+        if record.status == "denied":
+            decision = record.decision
+            source = getattr(decision, "source", "")
+            if source == "person":
+                # The answered prompt below says "Denied: <reason>"; summary_result is the text
+                # written for the model ("The person declined this call…").
+                return ""
+            reason = str(getattr(decision, "reason", "") or "").strip()
+            if source in ("rule", "mode", "hook", "tool", "default") and reason:
+                line = reason.splitlines()[0]  # e.g. "denied by rule 'Bash(rm:*)' (settings)"
+                return line if len(line) <= 120 else line[:119] + "…"
+        return record.summary_result if record.summary_result not in ("", record.status, "done") else ""
 
     @staticmethod
     def _detail_html(record: CallRecord) -> str:
@@ -114,6 +134,10 @@ class CallRow:
         preview = record.preview
         if not text and preview is not None and getattr(preview, "diff", None):
             return diff_html(preview.diff, preview.added, preview.removed)
+        if not text and preview is not None and getattr(preview, "command", None):
+            # A denied or cancelled command never ran, so it has no detail of its own; the
+            # answered prompt shrinks to one line, and this keeps the command within reach.
+            return pre_html(f"$ {preview.command}")
         if not text:
             return ""
         return diff_html(text) if looks_like_diff(text) else pre_html(text)
@@ -237,8 +261,7 @@ class RunView:
         words = _FINISHED.get(reason, f"Ended: {reason}")
         turns = getattr(result, "turns", 0)
         self.state.value = f"<i>{html.escape(words)}</i>" + (f' <span style="opacity:0.7">({turns} turns)</span>' if turns else "")
-        if self.stop_button is not None:
-            self.stop_button.disabled = True
+        self._retire_stop()
 
     def show_error(self, error: BaseException) -> None:
         """A crash of the run itself (for the background task's done-callback)."""
@@ -248,8 +271,7 @@ class RunView:
         self._end_segment()
         self._append(W.HTML(f'<div style="color:#f85149"><b>The agent crashed:</b></div>{pre_html(text)}'))
         self.state.value = "<i>Crashed</i>"
-        if self.stop_button is not None:
-            self.stop_button.disabled = True
+        self._retire_stop()
 
     def close(self) -> None:
         """Stop following the agent. The widgets stay on screen; an open prompt is answered with a
@@ -261,8 +283,7 @@ class RunView:
         for prompt in self.prompts.values():
             if prompt.pending:
                 prompt.void("Closed before an answer", "The approval prompt was closed before the person answered.")
-        if self.stop_button is not None:
-            self.stop_button.disabled = True
+        self._retire_stop()
         remove = getattr(self.agent, "remove_listener", None)
         if remove is not None:
             remove(self.listener)
@@ -299,6 +320,12 @@ class RunView:
             self._segment.flush()
             self._segment = None
 
+    def _retire_stop(self) -> None:
+        # A finished run has nothing to stop; a greyed orange button beside "Finished" misled.
+        if self.stop_button is not None:
+            self.stop_button.disabled = True
+            self.stop_button.layout.display = "none"
+
     def _stop_clicked(self) -> None:
         # May run on a subshell thread: hand the stop to the loop when there is one.
         if self.stop_button is not None:
@@ -330,11 +357,13 @@ class RunView:
         except ImportError:
             parts.append("cost n/a")
         else:
-            known = "" if price_for(name).known else ", unknown model"
+            known = "" if price_for(name).known else ", unknown model priced as Sonnet"
             parts.append(f"cost ≈ ${estimate_cost(name, u):.4f} (estimate{known})")
             window = context_window(name)
             share = 100 * self.context_tokens / window if window else 0
-            parts.append(f"context {share:.0f}% of {window // 1000}k")
+            # "0%" read as "nothing sent" while the model had seen a few thousand tokens.
+            shown = "&lt;1" if 0 < share < 0.5 else f"{share:.0f}"
+            parts.append(f"context {shown}% of {window // 1000}k")
         self.footer.value = self._footer_html(parts)
 
     @staticmethod

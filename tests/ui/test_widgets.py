@@ -95,6 +95,7 @@ async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
     assert view.rows["t1"].status == "done"  # a read inside cwd needs no prompt
     assert view.rows["t2"].status == "waiting"
     assert "waiting for you" in view.rows["t2"].status_html.value
+    assert view.rows["t2"].detail.layout.display == "none"  # the open prompt shows the diff once
     shown = "".join(texts(prompt.widget))
     assert "-hello world" in shown and "+goodbye world" in shown and "+1" in shown and "-1" in shown
     assert [prompt.allow_button.description, prompt.deny_button.description] == ["Allow", "Deny"]
@@ -111,6 +112,8 @@ async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
     assert "goodbye world" in view.rows["t2"].detail_html.value  # the expandable diff
     assert view.rows["t2"].detail.layout.display is None
     assert buttons_disabled(prompt) and "Allowed once" in prompt.outcome.value
+    # Answered, the prompt shrinks to its outcome line; the diff stays under Details.
+    assert prompt.widget.children == (prompt.outcome,)
     assert shown_markdown(view).endswith("All **done**.")
     assert "Finished" in view.state.value
 
@@ -137,6 +140,8 @@ async def test_deny_with_reason_reaches_the_model_and_changes_nothing(tmp_path):
     assert view.rows["t2"].status == "denied"
     assert "denied" in view.rows["t2"].status_html.value
     assert buttons_disabled(prompt) and "Denied: keep the greeting" in prompt.outcome.value
+    # The row does not echo the text written for the model; the outcome line says it.
+    assert "declined" not in view.rows["t2"].title.value
 
 
 async def test_always_adds_the_rule_and_the_next_edit_does_not_ask(tmp_path):
@@ -222,6 +227,9 @@ def test_footer_shows_tokens_cost_estimate_and_context_share():
     assert "$0.0252" in footer and "estimate" in footer
     assert "context 25% of 200k" in footer
 
+    view.listener(TurnEvent(turn=2, phase="end", usage=Usage(input_tokens=900)))
+    assert "context &lt;1% of 200k" in view.footer.value  # not "0%" after 900 tokens
+
 
 async def test_text_streams_into_markdown_segments_split_by_tool_rows(tmp_path):
     long = "First paragraph. " * 20
@@ -247,6 +255,8 @@ async def test_background_view_writes_no_stdout_and_stop_calls_on_stop(tmp_path,
     view2.stop_button.click()
     await asyncio.sleep(0.05)
     assert stopped == [True] and view2.stop_button.disabled
+    view2.finish(SimpleNamespace(stop_reason="interrupted", turns=1))
+    assert view2.stop_button.layout.display == "none"  # nothing left to stop
 
 
 async def test_close_denies_an_open_prompt_so_the_run_does_not_hang(tmp_path):
