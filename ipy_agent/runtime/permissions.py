@@ -208,7 +208,8 @@ def decide(
         return Decision(behavior="allow", source="tool", reason=tool_check.message or f"{tool.name} allows this call")
     if read_only and (subject is None or subject.kind != "path" or ctx.is_readable_without_prompt(subject.value)):
         return Decision(behavior="allow", source="default", reason="read-only")
-    return Decision(behavior="ask", source="default", reason="not read-only: needs approval")
+    why = "reads outside the working directories" if read_only else "can change things here"
+    return Decision(behavior="ask", source="default", reason=f"{tool.name} {why}, and no rule or mode allows this call")
 
 
 def _link_target(subject: RuleSubject | None) -> RuleSubject | None:

@@ -105,12 +105,12 @@ def suggest_edit_rule(path: Path, ctx: ToolContext) -> str:
 
     - A file in a subdirectory of cwd: every file under that directory, `Edit(src/pkg/**)`.
       Approving one edit there usually means "this part of the project is fine to change".
-    - A file directly in cwd: files with the same extension at the top level, `Edit(/*.py)`.
+    - A file directly in cwd: files with the same extension at the top level, `Edit(./*.py)`.
       The directory rule would be `Edit(**)`, the whole project, far more than one approval
       should grant; and a bare `Edit(*.py)` would match at any depth (gitignore rules for a
-      pattern without a slash). A leading `/` means "the project root" in rule syntax (not the
-      filesystem root), which anchors the pattern to the top level of cwd. A file without an
-      extension gets a rule for itself only, `Edit(/Makefile)`.
+      pattern without a slash). `./` anchors the pattern at cwd and reads as "here" to the
+      person deciding. A file without an extension gets a rule for itself only,
+      `Edit(./Makefile)`.
     - A file outside cwd: its directory by absolute path, `Edit(//abs/dir/**)` (the leading `//`
       marks an absolute path in Claude Code's rule syntax).
     """
@@ -120,7 +120,7 @@ def suggest_edit_rule(path: Path, ctx: ToolContext) -> str:
     except ValueError:
         return f"Edit(/{path.parent.as_posix()}/**)"
     if rel.parent == Path("."):
-        return f"Edit(/*{path.suffix})" if path.suffix else f"Edit(/{path.name})"
+        return f"Edit(./*{path.suffix})" if path.suffix else f"Edit(./{path.name})"
     return f"Edit({rel.parent.as_posix()}/**)"
 
 

@@ -269,7 +269,7 @@ def test_save_and_resume_round_trip(shell, magics, script, tmp_path, monkeypatch
     assert (tmp_path / "a.txt").read_text() == "howdy\n"
     shell.run_line_magic("agent_save", "conv.json")
     saved = json.loads((tmp_path / "conv.json").read_text())
-    assert saved["granted"] == {"allow": ["Edit(/*.txt)"], "ask": [], "deny": []}
+    assert saved["granted"] == {"allow": ["Edit(./*.txt)"], "ask": [], "deny": []}
     messages = magics.current.messages
 
     (tmp_path / "a.txt").write_text("hello\n")
@@ -279,7 +279,7 @@ def test_save_and_resume_round_trip(shell, magics, script, tmp_path, monkeypatch
     shell.run_line_magic("agent", f"--resume conv.json --script {resumed} do it again")
     agent = magics.current
     assert agent.messages[: len(messages)] == messages
-    assert [r.source for r in agent.rules.allow if r.text == "Edit(/*.txt)"] == ["granted"]
+    assert [r.source for r in agent.rules.allow if r.text == "Edit(./*.txt)"] == ["granted"]
     assert (tmp_path / "a.txt").read_text() == "hi\n"  # the granted rule allowed it without a prompt
     assert "Resumed" in capsys.readouterr().out
 
@@ -455,7 +455,7 @@ def test_kernel_widget_prompt_times_out_into_a_denial(make_shell, script, tmp_pa
     sh.run_line_magic("agent", f"--script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
     sent = text_of(results(magics.current.model, 2)["e1"])
-    assert "No one answered the approval prompt within 0.2 s" in sent and "'Edit(/*.txt)'" in sent
+    assert "No one answered the approval prompt within 0.2 s" in sent and "'Edit(./*.txt)'" in sent
 
 
 @pytest.mark.parametrize("how", ["--no-widgets", "config", "env"])

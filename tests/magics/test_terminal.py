@@ -52,7 +52,7 @@ def edit_run(shell, magics, script, tmp_path, monkeypatch):
 def test_yes_edits_after_showing_the_diff(edit_run, tmp_path, capsys):
     fake = edit_run("y")
     assert (tmp_path / "a.txt").read_text() == "ONE\ntwo\n"
-    assert fake.questions == ["Allow? [y]es / [a]lways allow Edit(/*.txt) / [n]o: "]
+    assert fake.questions == ["Allow? [y]es / [a]lways allow Edit(./*.txt) / [n]o: "]
     out = capsys.readouterr().out
     prompt = out[out.index("? Edit"):]
     assert "-one" in prompt and "+ONE" in prompt and "(+1 -1)" in prompt
@@ -63,7 +63,7 @@ def test_always_adds_the_rule_and_is_not_asked_again(edit_run, magics, tmp_path)
     fake = edit_run("a", edits=2)
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
     assert len(fake.questions) == 1
-    assert [(r.text, r.source) for r in magics.current.rules.allow] == [("Edit(/*.txt)", "granted")]
+    assert [(r.text, r.source) for r in magics.current.rules.allow] == [("Edit(./*.txt)", "granted")]
 
 
 def test_no_with_a_reason_reaches_the_model(edit_run, magics, tmp_path, capsys):
@@ -124,7 +124,7 @@ def test_noninteractive_env_denies_and_names_the_rule(shell, magics, script, tmp
     assert not first["r1"].get("is_error") and not first["g1"].get("is_error")  # read-only calls still run
     sent = text_of(results(magics.current.model, 2)["e1"])
     assert "non-interactive run (IPY_AGENT_NONINTERACTIVE is set)" in sent
-    assert "%agent --allow 'Edit(/*.txt)'" in sent
+    assert "%agent --allow 'Edit(./*.txt)'" in sent
     assert "⊘ Edit a.txt — denied" in capsys.readouterr().out
 
 
@@ -146,10 +146,10 @@ async def test_approval_timeout_denies_with_a_note():
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
-    request = PermissionRequest(tool_name="Write", input={}, summary="new.py", suggested_rule="Edit(/*.py)", tool_use_id="t")
+    request = PermissionRequest(tool_name="Write", input={}, summary="new.py", suggested_rule="Edit(./*.py)", tool_use_id="t")
     answer = await asyncio.wait_for(with_timeout(never, 0.05)(request), timeout=10)
     assert asked.is_set()
-    assert answer.behavior == "deny" and "within 0.05 s" in answer.message and "Edit(/*.py)" in answer.message
+    assert answer.behavior == "deny" and "within 0.05 s" in answer.message and "Edit(./*.py)" in answer.message
 
 
 async def test_approval_timeout_passes_a_timely_answer_and_none_means_no_wrapper():

@@ -278,7 +278,7 @@ def test_flags_rules_and_suggestions(ctx, tmp_path):
 def test_suggested_rule_for_a_top_level_file_stays_at_the_top_level(ctx, tmp_path):
     tool = EditTool()
     rule = tool.suggest_rule(tool.input_model(file_path="setup.py", old_string="a", new_string="b"), ctx)
-    assert rule == "Edit(/*.py)"
+    assert rule == "Edit(./*.py)"
     spec = rule[len("Edit("):-1]
     assert gitignore_match(spec, tmp_path / "other.py", cwd=tmp_path)
     assert not gitignore_match(spec, tmp_path / "src/deep.py", cwd=tmp_path)
@@ -350,7 +350,7 @@ def test_agent_approver_sees_the_diff_before_the_file_changes(tmp_path):
     Agent(model=model, cwd=tmp_path, approver=approver, tools=_tools()).run("go")
     assert len(seen) == 1
     name, rule, diff, on_disk = seen[0]
-    assert name == "Edit" and rule == "Edit(/*.py)"
+    assert name == "Edit" and rule == "Edit(./*.py)"
     assert "-DEBUG = True\n+DEBUG = False\n" in diff and on_disk == "DEBUG = True\n"
     assert p.read_text() == "DEBUG = False\n"
 
