@@ -117,7 +117,6 @@ class Agent:
         self._batches = [0]
         self._task: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._interrupt_requested = False
 
     # --- public ----------------------------------------------------------------------------
     @property
@@ -157,7 +156,6 @@ class Agent:
 
     def interrupt(self) -> None:
         """Stop the current run as soon as possible; safe to call from any thread."""
-        self._interrupt_requested = True
         task, loop = self._task, self._loop
         if task is not None and loop is not None and not task.done():
             loop.call_soon_threadsafe(task.cancel)
@@ -198,7 +196,6 @@ class Agent:
             raise RuntimeError("this agent is already running; wait for it, or call agent.interrupt() first")
         self._task = asyncio.current_task()
         self._loop = asyncio.get_running_loop()
-        self._interrupt_requested = False
         start_usage = copy.copy(self.usage)
         result = await self._run(prompt)
         result = RunResult(
