@@ -43,6 +43,15 @@ class RunResult:
     error_kind: str | None = None
 
 
+@dataclass
+class _TurnState:
+    """What one turn has put into the history so far, so an early end can close it validly."""
+
+    completed: list[dict[str, Any]] = field(default_factory=list)  # whole blocks streamed so far
+    appended: bool = False  # the assistant message of this turn is in the history
+    answered: bool = False  # and its tool results are too
+
+
 @dataclass(kw_only=True)
 class TurnRecord:
     turn: int
@@ -172,21 +181,24 @@ class Agent:
             return asyncio.run(self.arun(prompt))
         # Called from inside a running loop (a notebook cell): run on a private loop in a thread.
         box: dict[str, Any] = {}
+        finished = threading.Event()
 
         def target() -> None:
             try:
                 box["result"] = asyncio.run(self.arun(prompt))
-            except BaseException as e:  # pragma: no cover - re-raised below
+            except BaseException as e:  # re-raised in the caller's thread below
                 box["error"] = e
+            finally:
+                finished.set()
 
-        thread = threading.Thread(target=target, name="ipy_agent-run", daemon=True)
-        thread.start()
-        try:
-            while thread.is_alive():
-                thread.join(0.1)
-        except KeyboardInterrupt:
-            self.interrupt()
-            thread.join()
+        threading.Thread(target=target, name="ipy_agent-run", daemon=True).start()
+        while True:
+            try:
+                if finished.wait(0.1):
+                    break
+            except KeyboardInterrupt:
+                # Every Ctrl-C asks the run to stop; return only once its history is closed.
+                self.interrupt()
         if "error" in box:
             raise box["error"]
         return box["result"]
@@ -197,12 +209,14 @@ class Agent:
         self._task = asyncio.current_task()
         self._loop = asyncio.get_running_loop()
         start_usage = copy.copy(self.usage)
-        result = await self._run(prompt)
+        try:
+            result = await self._run(prompt)
+        finally:
+            self._task = None
         result = RunResult(
             stop_reason=result.stop_reason, text=result.text, turns=result.turns, error=result.error,
             error_kind=result.error_kind, usage=_usage_delta(self.usage, start_usage),
         )
-        self._task = None
         self._emit(RunEndEvent(result=result))
         return result
 
@@ -212,6 +226,8 @@ class Agent:
         try:
             hr = await self.hooks.run(HookEvent(event="UserPromptSubmit", prompt=_text_of(blocks)))
         except asyncio.CancelledError:
+            if (task := asyncio.current_task()) is not None:
+                task.uncancel()
             return self._interrupted(0)
         if hr.decision == "deny" or hr.stop:
             self._emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
@@ -231,21 +247,19 @@ class Agent:
 
     async def _turn(self, turn_no: int) -> RunResult | None:
         """One model request and its tool calls. None: the loop goes on."""
-        ctx = self.context()
-        exposure = self.registry.exposed(ctx, self.rules, simple=self.simple)
-        record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
-        self.turns.append(record)
-        env = self._env(exposure)
-        executor = ToolExecutor(env, turn=record.turn, trace=self.trace, batch_counter=self._batches,
-                                max_concurrency=self.max_concurrency)
-        request = ModelRequest(
-            system=self.system(exposure), messages=copy.deepcopy(self.messages), tools=[t.to_api(ctx) for t in exposure.offered]
-        )
-        self._emit(TurnEvent(turn=record.turn, phase="start"))
-        completed: list[dict[str, Any]] = []
-        final: MessageComplete | None = None
-        appended = False
+        state = _TurnState()
+        executor: ToolExecutor | None = None
         try:
+            ctx = self.context()
+            exposure, api_tools = self._offer(ctx)
+            record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
+            self.turns.append(record)
+            env = self._env(exposure)
+            executor = ToolExecutor(env, turn=record.turn, trace=self.trace, batch_counter=self._batches,
+                                    max_concurrency=self.max_concurrency)
+            request = ModelRequest(system=self.system(exposure), messages=copy.deepcopy(self.messages), tools=api_tools)
+            self._emit(TurnEvent(turn=record.turn, phase="start"))
+            final: MessageComplete | None = None
             try:
                 async for event in self.model.stream(request):
                     match event:
@@ -254,17 +268,17 @@ class Agent:
                         case ThinkingDelta():
                             self._emit(ThinkingEvent(text=event.text))
                         case BlockComplete():
-                            completed.append(event.block)
+                            state.completed.append(event.block)
                             if event.block.get("type") == "tool_use" and self.streaming_tools:
                                 executor.submit(event.block)
                         case MessageComplete():
                             final = event
             except ModelError as e:
-                return await self._model_failed(e, completed, executor, record)
+                return await self._model_failed(e, state, executor, record)
             except Exception as e:  # a model implementation bug must not break the history either
-                return await self._model_failed(ModelError(f"{type(e).__name__}: {e}"), completed, executor, record)
+                return await self._model_failed(ModelError(f"{type(e).__name__}: {e}"), state, executor, record)
             if final is None:
-                return await self._model_failed(ModelError("the model stream ended without a complete message"), completed, executor, record)
+                return await self._model_failed(ModelError("the model stream ended without a complete message"), state, executor, record)
 
             self.usage += final.usage
             record.usage, record.stop_reason, record.end = final.usage, final.stop_reason, now()
@@ -275,13 +289,14 @@ class Agent:
                     executor.submit(b)
             if content:
                 self._append_assistant(content)
-                appended = True
+                state.appended = True
             self._emit(TurnEvent(turn=record.turn, phase="end", usage=final.usage, stop_reason=final.stop_reason))
 
             if uses:
                 results = await executor.results()
                 self._apply_message_budget(results, env)
                 self._append_user(results)
+                state.answered = True
                 if env.stop_requested:
                     self._emit(NoticeEvent(text=f"Stopped by a hook: {env.stop_reason}", level="warning"))
                     return RunResult(stop_reason="stopped_by_hook", text=env.stop_reason)
@@ -297,44 +312,78 @@ class Agent:
                     return RunResult(stop_reason="max_tokens", text=self._last_text())
             return await self._stop_hooks()
         except asyncio.CancelledError:
-            return await self._interrupt_turn(executor, completed, appended)
+            await self._close_turn(executor, state, INTERRUPTED_TEXT, INTERRUPT_NOTE)
+            return self._interrupted(len(self.turns))
+        except Exception as e:
+            # A bug in the runtime or in a custom tool's contract: end the run, keep the history valid.
+            error = f"internal error ({type(e).__name__}: {e}); the run was stopped"
+            await self._close_turn(executor, state, f"Not run: the agent stopped because of an {error}.", None)
+            self._emit(NoticeEvent(text=error.capitalize(), level="error"))
+            return RunResult(stop_reason="error", text=error, error=error, error_kind="internal")
+
+    def _offer(self, ctx: ToolContext) -> tuple[Exposure, list[dict[str, Any]]]:
+        """The tools for this request and their API form; a tool whose description fails is hidden."""
+        exposure = self.registry.exposed(ctx, self.rules, simple=self.simple)
+        offered, api, hidden = [], [], dict(exposure.hidden)
+        for tool in exposure.offered:
+            try:
+                api.append(tool.to_api(ctx))
+                offered.append(tool)
+            except Exception as e:
+                hidden[tool.name] = f"its description failed ({type(e).__name__}: {e})"
+                self._emit(NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning"))
+        return Exposure(offered=tuple(offered), hidden=hidden), api
 
     async def _stop_hooks(self) -> RunResult | None:
         text = self._last_text()
         if not self.hooks.has("Stop"):
             return RunResult(stop_reason="end_turn", text=text)
         hr = await self.hooks.run(HookEvent(event="Stop", last_message=text))
+        if hr.errors:
+            # A broken Stop hook must not keep the agent going (its error is no instruction).
+            self._emit(NoticeEvent(text="A Stop hook failed: " + "; ".join(hr.errors), level="error"))
+            return RunResult(stop_reason="end_turn", text=text)
         if hr.decision == "deny" and not hr.stop:
             # A Stop hook that blocks stopping sends its reason back and the agent goes on.
             self._append_user([{"type": "text", "text": hr.reason or "A Stop hook asked you to continue."}])
             return None
         return RunResult(stop_reason="stopped_by_hook" if hr.stop else "end_turn", text=text)
 
-    async def _model_failed(self, err: ModelError, completed: list[dict[str, Any]], executor: ToolExecutor,
+    async def _model_failed(self, err: ModelError, state: _TurnState, executor: ToolExecutor,
                             record: TurnRecord) -> RunResult:
         record.end, record.stop_reason = now(), "error"
         if executor.submitted:
             # Tools already started from complete blocks: let them finish and keep the truth.
-            self._append_assistant(_clean_content(completed))
+            self._append_assistant(_clean_content(state.completed))
+            state.appended = True
             self._append_user(await executor.results())
+            state.answered = True
         self._emit(NoticeEvent(text=str(err), level="error"))
         return RunResult(stop_reason="error", text=str(err), error=str(err), error_kind=getattr(err, "kind", "other"))
 
-    async def _interrupt_turn(self, executor: ToolExecutor, completed: list[dict[str, Any]], appended: bool) -> RunResult:
+    async def _close_turn(self, executor: ToolExecutor | None, state: _TurnState, reason: str, note: str | None) -> None:
+        """End a turn early (interrupt or internal error) with every tool_use answered once."""
         task = asyncio.current_task()
         if task is not None:
-            task.uncancel()
-        results = executor.interrupt(INTERRUPTED_TEXT)
-        if not appended:
-            content = _clean_content([b for b in completed if b.get("type") != "tool_use" or
-                                      any(r["tool_use_id"] == b.get("id") for r in results)])
+            while task.uncancel():
+                pass
+        results = executor.interrupt(reason) if executor is not None else []
+        if not state.appended:
+            # Only blocks that are whole go in; a tool_use with no result would break the history.
+            answered = {r["tool_use_id"] for r in results}
+            content = _clean_content([b for b in state.completed if b.get("type") != "tool_use" or b.get("id") in answered])
             if content:
                 self._append_assistant(content)
-                appended = True
-        if appended and results:
-            self._append_user([*results, {"type": "text", "text": INTERRUPT_NOTE}])
-        await executor.drain()
-        return self._interrupted(len(self.turns))
+                state.appended = True
+        if state.appended and results and not state.answered:
+            self._append_user([*results, *([{"type": "text", "text": note}] if note else [])])
+            state.answered = True
+        if executor is not None:
+            try:
+                await executor.drain()  # let cancelled tools kill their processes
+            except asyncio.CancelledError:
+                if task is not None:
+                    task.uncancel()  # a second interrupt while cleaning up: the history is already valid
 
     def _interrupted(self, turns: int) -> RunResult:
         self._emit(NoticeEvent(text="Interrupted.", level="warning"))

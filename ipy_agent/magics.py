@@ -28,6 +28,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from .agent import Agent, RunResult
+from .runtime.budget import SELF_LIMITING
 from .runtime.history import repair_history
 from .runtime.permissions import PERMISSION_MODES
 from .conversation_file import load_conversation, save_conversation
@@ -232,8 +233,10 @@ class AgentMagics(Magics):
         agent.budget.message_limit = self.message_budget
         for tool in agent.tools:
             # Remember each tool's own limit, so setting the override back to None restores it.
+            # Self-limiting tools (Read) keep theirs: spilling a Read only sends the model to Read again.
             own = tool.__dict__.setdefault("_own_max_result_chars", tool.max_result_chars)
-            tool.max_result_chars = own if self.max_result_chars is None else self.max_result_chars
+            override = self.max_result_chars if own < SELF_LIMITING else None
+            tool.max_result_chars = own if override is None else override
         return warnings
 
     def _need_agent(self) -> Agent:

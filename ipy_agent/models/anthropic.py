@@ -229,8 +229,9 @@ class _MessageFolder:
     def _close(self, index: int) -> list[ModelEvent]:
         block = self.open.pop(index)
         parts = self.json_parts.pop(index, None)
-        if parts:
-            raw = "".join(parts)
+        # A call without arguments streams one empty `partial_json`: its input stays {}.
+        raw = "".join(parts or ()).strip()
+        if raw:
             try:
                 block["input"] = json.loads(raw)
             except json.JSONDecodeError:

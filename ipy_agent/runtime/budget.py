@@ -103,10 +103,9 @@ class ResultBudget:
             if before <= PREVIEW_CHARS * 2:
                 break
             new, path = self.spill(blocks[i])
-            if path is None:
-                continue
             blocks[i] = new
-            spilled.append(path)
+            if path is not None:
+                spilled.append(path)
             total += result_chars(new) - before
         return spilled
 
@@ -116,10 +115,18 @@ class ResultBudget:
             return block, None
         texts, images = _split_content(content)
         full = "\n".join(texts)
-        self.spill_dir.mkdir(parents=True, exist_ok=True)
         name = _SAFE_ID.sub("_", str(block.get("tool_use_id") or "result"))
         path = self.spill_dir / f"{name}.txt"
-        path.write_text(full, encoding="utf-8")
+        try:
+            self.spill_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(full, encoding="utf-8")
+        except OSError as e:
+            # A full disk must not lose the run: cut the result instead, and say so.
+            cut = (
+                f"<truncated-output>\nOutput too large ({_human_size(len(full))}) and it could not be saved to a file "
+                f"({type(e).__name__}: {e}). First part:\n{_preview(full, PREVIEW_CHARS * 4)}\n...\n</truncated-output>"
+            )
+            return {**block, "content": cut if not images else [{"type": "text", "text": cut}, *images]}, None
         note = (
             f"<persisted-output>\nOutput too large ({_human_size(len(full))}, {len(full):,} characters). "
             f"The full output was saved to: {path}\nRead that file (with offset/limit) or Grep it for the parts you need.\n\n"

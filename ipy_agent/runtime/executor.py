@@ -97,6 +97,12 @@ class ToolExecutor:
         return [e for e in self._entries if e.task is not None and e.result is None]
 
     def _schedule(self) -> None:
+        if self.env.stop_requested and self._cancel_reason is None:
+            # A hook stopped the run: nothing else in this message starts.
+            self._cancel_reason = f"Not run: a hook stopped the run ({self.env.stop_reason})."
+            for entry in self._entries:
+                if entry.task is None and entry.result is None:
+                    self._finish(entry, error_result(entry.record.tool_use_id, self._cancel_reason), "cancelled")
         for entry in self._entries:
             if entry.task is not None or entry.result is not None:
                 continue

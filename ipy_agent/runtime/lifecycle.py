@@ -324,12 +324,20 @@ async def _permission(
         check = await tool.check_permissions(inp, ctx)
     except Exception as e:
         check = PermissionCheck(behavior="ask", message=f"{tool.name}'s permission check failed ({type(e).__name__}: {e})")
-    decision = decide(
-        tool=tool, inp=inp, ctx=ctx, rules=env.rules, mode=env.mode(), tool_check=check,
-        hook_decision=hook_decision, splitter=env.splitter,  # type: ignore[arg-type]
-    )
+    def decision_now() -> Decision:
+        return decide(
+            tool=tool, inp=inp, ctx=ctx, rules=env.rules, mode=env.mode(), tool_check=check,
+            hook_decision=hook_decision, splitter=env.splitter,  # type: ignore[arg-type]
+        )
+
+    decision = decision_now()
     if decision.behavior == "ask":
-        decision = await _ask(tool, inp, ctx, env, record, decision)
+        # One prompt at a time; decide again once it is our turn, since an "always" answer to
+        # the prompt before may cover this call now.
+        async with env.approval_lock:
+            decision = decision_now()
+            if decision.behavior == "ask":
+                decision = await _ask(tool, inp, ctx, env, record, decision)
     record.decision = decision
     t.done(decision.behavior, f"{decision.source}: {decision.reason}")
     if decision.behavior == "deny":
@@ -360,14 +368,13 @@ async def _ask(tool: Tool, inp: BaseModel, ctx: ToolContext, env: RunEnv, record
         tool_use_id=record.tool_use_id, reason=asked.reason, diff=getattr(preview, "diff", None), preview=preview,
         read_only=tool.is_read_only(inp), destructive=tool.is_destructive(inp), display_name=tool.display_name(),
     )
-    async with env.approval_lock:
-        _set_status(env, record, "waiting")
-        try:
-            answer = normalize_answer(await maybe_await(env.approver(request)))
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            answer = PermissionAnswer(behavior="deny", message=f"the approval prompt failed ({type(e).__name__}: {e})")
+    _set_status(env, record, "waiting")
+    try:
+        answer = normalize_answer(await maybe_await(env.approver(request)))
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        answer = PermissionAnswer(behavior="deny", message=f"the approval prompt failed ({type(e).__name__}: {e})")
     if answer.behavior == "deny":
         return Decision(behavior="deny", source="approver" if answer.automatic else "person", reason=answer.message)
     if answer.behavior == "always":

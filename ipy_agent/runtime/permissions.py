@@ -4,13 +4,14 @@ Order (first that applies wins), modelled on Claude Code and stricter where it h
 1. a deny rule (whole tool or content) -> deny
 2. the tool's own deny (`check_permissions`) -> deny
 3. plan mode and the call is not read-only -> deny
-4. an ask rule, a hook's ask, or the tool's ask -> ask
+4. an ask rule, or a hook's ask -> ask
 5. a hook's allow -> allow (deny and ask rules were already applied)
 6. bypassPermissions -> allow
 7. acceptEdits and an edit inside the working directories -> allow
 8. an allow rule, or the tool's allow -> allow
-9. read-only, and inside the working directories when it names a path -> allow
-10. anything else -> ask
+9. the tool's ask (e.g. a read outside the working directories) -> ask
+10. read-only, and inside the working directories when it names a path -> allow
+11. anything else -> ask
 The decision records which of these made it, for the trace and `%agent_inspect`.
 """
 
@@ -191,8 +192,6 @@ def decide(
         return Decision(behavior="ask", source="rule", rule=r.text, reason=f"rule {r.text!r} asks for approval")
     if hook_decision is not None and hook_decision[0] == "ask":
         return Decision(behavior="ask", source="hook", reason=hook_decision[1] or "a PreToolUse hook asks for approval")
-    if tool_check.behavior == "ask":
-        return Decision(behavior="ask", source="tool", reason=tool_check.message or f"{tool.name} asks for approval")
     if hook_decision is not None and hook_decision[0] == "allow":
         return Decision(behavior="allow", source="hook", reason=hook_decision[1] or "allowed by a PreToolUse hook")
     if mode == "bypassPermissions":
@@ -206,6 +205,10 @@ def decide(
         return Decision(behavior="allow", source="rule", rule=r.text, reason=f"allowed by rule {r.text!r} ({r.source})")
     if tool_check.behavior == "allow":
         return Decision(behavior="allow", source="tool", reason=tool_check.message or f"{tool.name} allows this call")
+    if tool_check.behavior == "ask":
+        # The tool's "ask" withholds the automatic pass (a read outside the working
+        # directories); a rule the person wrote, or a mode they chose, still decides first.
+        return Decision(behavior="ask", source="tool", reason=tool_check.message or f"{tool.name} asks for approval")
     if read_only and (subject is None or subject.kind != "path" or ctx.is_readable_without_prompt(subject.value)):
         return Decision(behavior="allow", source="default", reason="read-only")
     why = "reads outside the working directories" if read_only else "can change things here"

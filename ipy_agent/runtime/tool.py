@@ -77,14 +77,23 @@ class ToolContext:
         return (self.cwd, *self.working_dirs)
 
     def is_inside_working_dirs(self, path: str | Path) -> bool:
+        """Inside by its name and by where it really is: a symlink in the project that points
+        outside (or a new file under a symlinked directory) is outside."""
         target = self.resolve(path)
-        return any(_is_relative_to(target, d) for d in self.all_dirs())
+        if not any(_is_relative_to(target, d) for d in self.all_dirs()):
+            return False
+        real = Path(os.path.realpath(target))
+        return real == target or any(_is_relative_to(real, Path(os.path.realpath(d))) for d in self.all_dirs())
 
     def is_readable_without_prompt(self, path: str | Path) -> bool:
         """Inside the working directories, or inside this conversation's spilled results."""
         if self.is_inside_working_dirs(path):
             return True
-        return self.spill_dir is not None and _is_relative_to(self.resolve(path), self.spill_dir)
+        if self.spill_dir is None:
+            return False
+        target = self.resolve(path)
+        real_spill = Path(os.path.realpath(self.spill_dir))
+        return _is_relative_to(target, self.spill_dir) and _is_relative_to(Path(os.path.realpath(target)), real_spill)
 
     def is_read_denied(self, path: str | Path, *, follow_links: bool = True) -> str | None:
         """The `Read(...)` deny rule that covers `path`, as `"Read(spec)"`, or None. Relative

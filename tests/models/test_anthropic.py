@@ -318,3 +318,15 @@ def test_cost_estimate_by_family():
     assert estimate_cost("claude-haiku-4-5", Usage(input_tokens=million)) == pytest.approx(1.0)
     assert price_for("claude-haiku-4-5").known and not price_for("my-local-llm").known
     assert context_window("claude-sonnet-4-5") == 200_000
+
+
+async def test_a_tool_call_without_arguments_streams_an_empty_partial_json(server):
+    events = message_events([{"type": "tool_use", "id": "toolu_now", "name": "Now", "input": {}}])
+    for e in events:
+        if e.data.get("delta", {}).get("type") == "input_json_delta":
+            e.data["delta"]["partial_json"] = ""  # what the API sends for a call with no arguments
+    server.add(events)
+    timed = await collect(model_for(server), req())
+    done = events_of(timed, MessageComplete)[0]
+    assert done.content == [{"type": "tool_use", "id": "toolu_now", "name": "Now", "input": {}}]
+    assert done.stop_reason == "tool_use"
