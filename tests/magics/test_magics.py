@@ -484,3 +484,12 @@ def test_the_result_limit_override_applies_and_can_be_undone(shell, magics, scri
     bash2 = {**bash, "id": "b2"}
     shell.run_line_magic("agent", f"--script {script([bash2], 'ok')} --allow Bash(cat:*) again")
     assert magics.current.trace[-1].result["content"] == "word\n" * 2999 + "word"
+
+
+def test_the_result_limit_override_leaves_reads_alone(shell, magics, script, tmp_path):
+    (tmp_path / "big.txt").write_text("word\n" * 3000)
+    read = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "big.txt"}}
+    shell.run_line_magic("config", "AgentMagics.max_result_chars = 1000")
+    shell.run_line_magic("agent", f"--script {script([read], 'ok')} read it")
+    content = magics.current.trace[-1].result["content"]
+    assert "<persisted-output>" not in content and "3000\tword" in content
