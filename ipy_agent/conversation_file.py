@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .runtime.history import history_problems, repair_history
+from .runtime.rules import parse_rule
 
 __all__ = ["SAVE_FORMAT", "save_conversation", "load_conversation"]
 
@@ -42,11 +43,31 @@ def load_conversation(path: str | Path, agent: Any) -> tuple[bool, list[str]]:
     if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT or not isinstance(data.get("messages"), list):
         raise ValueError(f"{str(path)!r} is not a conversation saved by %agent_save.")
     agent.messages = repair_history(data["messages"])
+    return bool(history_problems(data["messages"])), _restore_granted(data, agent)
+
+
+def _restore_granted(data: dict[str, Any], agent: Any) -> list[str]:
+    """Put back the allow rules granted with "always"; return why any were not.
+
+    A saved file may come from someone else, or from another project: rules only come back
+    for the directory they were granted in (path rules are relative to it), never as a
+    whole-tool grant (`Bash` would allow any command), and the caller lists what came back.
+    """
+    granted = data.get("granted") or {}
+    texts = granted.get("allow") if isinstance(granted, dict) else None
+    if not isinstance(texts, list) or not texts:
+        return []
+    if str(data.get("cwd", "")) != str(agent.cwd):
+        return [f"{len(texts)} granted rule(s) were for {data.get('cwd')!r}, not {str(agent.cwd)!r}; grant them again here if you want them"]
     skipped = []
-    for kind, texts in (data.get("granted") or {}).items():
-        for text in texts if kind in ("allow", "ask", "deny") and isinstance(texts, list) else []:
-            try:
-                agent.rules.add(kind, text, source="granted")
-            except ValueError as e:
-                skipped.append(str(e))
-    return bool(history_problems(data["messages"])), skipped
+    for text in texts:
+        try:
+            rule = parse_rule(text, "granted")
+        except ValueError as e:
+            skipped.append(str(e))
+            continue
+        if rule.whole_tool:
+            skipped.append(f"{rule.text!r} would allow every {rule.tool} call; grant it again if you mean it")
+            continue
+        agent.rules.add("allow", rule, source="granted")
+    return skipped

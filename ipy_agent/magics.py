@@ -32,7 +32,7 @@ from .runtime.budget import SELF_LIMITING
 from .runtime.history import repair_history
 from .runtime.permissions import PERMISSION_MODES
 from .conversation_file import load_conversation, save_conversation
-from .settings import RuleSpec, load_settings_rules, option_rules, replace_rules, rules_from_lists, split_options
+from .settings import RuleSpec, SettingsError, load_settings_rules, option_rules, replace_rules, rules_from_lists, split_options
 from .ui import RunUI, choose_ui
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
@@ -194,7 +194,10 @@ class AgentMagics(Magics):
         if repaired:
             print(f"Note: {path} had an incomplete history (an interrupted run); it was repaired.")
         for w in skipped:
-            print(f"warning: {path}: skipped granted rule: {w}", file=sys.stderr)
+            print(f"warning: {path}: granted rule not restored: {w}", file=sys.stderr)
+        restored = [r.text for r in agent.rules.allow if r.source == "granted"]
+        if restored:
+            print(f"Rules granted earlier with \"always\" are back: {', '.join(restored)} (%agent_tools lists every rule).")
         return agent
 
     def _model_for(self, args: Any) -> Any:
@@ -228,7 +231,10 @@ class AgentMagics(Magics):
             config = rules_from_lists("AgentMagics config", allow=self.allow, ask=self.ask, deny=self.deny)
         except ValueError as e:
             raise UsageError(f"AgentMagics.allow/ask/deny: {e}") from None
-        files, warnings = load_settings_rules(agent.cwd)
+        try:
+            files, warnings = load_settings_rules(agent.cwd)
+        except SettingsError as e:
+            raise UsageError(str(e)) from None
         self._managed = replace_rules(agent.rules, self._managed, [*config, *files, *extra])
         agent.budget.message_limit = self.message_budget
         for tool in agent.tools:

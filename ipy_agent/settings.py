@@ -21,7 +21,7 @@ from typing import Any, Iterable, Literal
 
 from .runtime.rules import parse_rule
 
-__all__ = ["RuleSpec", "SETTINGS_FILES", "load_settings_rules", "rules_from_lists", "replace_rules", "split_options",
+__all__ = ["RuleSpec", "SETTINGS_FILES", "SettingsError", "load_settings_rules", "rules_from_lists", "replace_rules", "split_options",
            "option_rules"]
 
 Kind = Literal["allow", "ask", "deny"]
@@ -55,8 +55,18 @@ def rules_from_lists(source: str, *, allow: Iterable[str] = (), ask: Iterable[st
     return out
 
 
+class SettingsError(ValueError):
+    """A settings file that may hold deny or ask rules cannot be read as such.
+
+    Running on without them would fail open (a denied command would run), so the run stops
+    until the file is fixed. A broken allow rule only costs a prompt: that is a warning.
+    """
+
+
 def load_settings_rules(cwd: str | Path) -> tuple[list[RuleSpec], list[str]]:
-    """Rules from the settings files under `cwd`, and a warning for each problem found."""
+    """Rules from the settings files under `cwd`, and a warning for each harmless problem.
+
+    Raises SettingsError naming the file when its deny or ask rules cannot be trusted."""
     base = Path(cwd)
     rules: list[RuleSpec] = []
     warnings: list[str] = []
@@ -70,17 +80,20 @@ def load_settings_rules(cwd: str | Path) -> tuple[list[RuleSpec], list[str]]:
     return rules, warnings
 
 
+_UNTRUSTED = ("; ipy_agent will not run while it cannot read the deny and ask rules this file may hold. "
+              "Fix the file (or move it away) and run %agent again.")
+
+
 def _read_file(path: Path, label: str) -> tuple[list[RuleSpec], list[str]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        return [], [f"{label}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
-                    "its permission rules were skipped. Fix the file and run %agent again."]
+        raise SettingsError(f"{label}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}){_UNTRUSTED}") from None
     except (OSError, UnicodeDecodeError) as e:
-        return [], [f"{label}: could not be read ({e}); its permission rules were skipped."]
+        raise SettingsError(f"{label}: could not be read ({e}){_UNTRUSTED}") from None
     if not isinstance(data, dict):
-        return [], [f"{label}: expected a JSON object like {{\"permissions\": {{\"allow\": [...]}}}}, "
-                    f"found {type(data).__name__}; its permission rules were skipped."]
+        raise SettingsError(f"{label}: expected a JSON object like {{\"permissions\": {{\"deny\": [...]}}}}, "
+                            f"found {type(data).__name__}{_UNTRUSTED}")
     section: Any = data.get("permissions")
     if section is None and label.startswith(".ipy_agent"):
         # Our own file may also put the lists at the top level.
@@ -88,20 +101,24 @@ def _read_file(path: Path, label: str) -> tuple[list[RuleSpec], list[str]]:
     if section is None:
         return [], []
     if not isinstance(section, dict):
-        return [], [f"{label}: \"permissions\" must be an object with allow / ask / deny lists, "
-                    f"not {type(section).__name__}; its rules were skipped."]
+        raise SettingsError(f"{label}: \"permissions\" must be an object with allow / ask / deny lists, "
+                            f"not {type(section).__name__}{_UNTRUSTED}")
     rules: list[RuleSpec] = []
     warnings: list[str] = []
     for kind in KINDS:
         texts = section.get(kind, [])
         if not isinstance(texts, list):
-            warnings.append(f"{label}: permissions.{kind} must be a list of rule strings, not "
-                            f"{type(texts).__name__}; skipped.")
+            problem = f"{label}: permissions.{kind} must be a list of rule strings, not {type(texts).__name__}"
+            if kind != "allow":
+                raise SettingsError(problem + _UNTRUSTED)
+            warnings.append(problem + "; skipped.")
             continue
         for text in texts:
             try:
                 parse_rule(text, label)
             except ValueError as e:
+                if kind != "allow":
+                    raise SettingsError(f"{label}: permissions.{kind}: {e}{_UNTRUSTED}") from None
                 warnings.append(f"{label}: permissions.{kind}: {e}; skipped.")
                 continue
             rules.append(RuleSpec(kind=kind, text=text.strip(), source=label))

@@ -493,3 +493,20 @@ def test_the_result_limit_override_leaves_reads_alone(shell, magics, script, tmp
     shell.run_line_magic("agent", f"--script {script([read], 'ok')} read it")
     content = magics.current.trace[-1].result["content"]
     assert "<persisted-output>" not in content and "2000\tword" in content  # Read pages itself
+
+
+def test_resume_restores_granted_rules_only_where_they_were_granted(shell, magics, tmp_path, capsys):
+    base = {"format": "ipy_agent.conversation", "version": 1, "messages": [{"role": "user", "content": "hi"}]}
+    (tmp_path / "here.json").write_text(json.dumps({**base, "cwd": str(tmp_path),
+                                                     "granted": {"allow": ["Bash(pytest:*)", "Bash", "Edit(src/**)"]}}))
+    shell.run_line_magic("agent", "--resume here.json")
+    out = capsys.readouterr()
+    assert [r.text for r in magics.current.rules.allow if r.source == "granted"] == ["Bash(pytest:*)", "Edit(src/**)"]
+    assert "are back: Bash(pytest:*), Edit(src/**)" in out.out
+    assert "'Bash' would allow every Bash call" in out.err
+
+    (tmp_path / "there.json").write_text(json.dumps({**base, "cwd": "/some/other/project", "granted": {"allow": ["Edit(src/**)"]}}))
+    shell.run_line_magic("agent", "--resume there.json")
+    out = capsys.readouterr()
+    assert [r for r in magics.current.rules.allow if r.source == "granted"] == []
+    assert "were for '/some/other/project'" in out.err

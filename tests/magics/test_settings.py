@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 import json
 from pathlib import Path
 
-from ipy_agent.settings import load_settings_rules
+from ipy_agent.settings import SettingsError, load_settings_rules
 
 from tests.magics._util import edit_script, results, text_of
 
@@ -29,17 +33,27 @@ def test_all_three_files_are_read_with_their_sources(tmp_path):
     ]
 
 
-def test_problems_become_warnings_naming_the_file(tmp_path):
-    write(tmp_path / ".claude" / "settings.json", '{"permissions": {"allow": [}')
-    write(tmp_path / ".claude" / "settings.local.json", {"permissions": {"allow": ["Edit(", "Read"], "deny": "Bash"}})
-    write(tmp_path / ".ipy_agent" / "settings.json", "[1, 2]")
+def test_broken_allow_rules_are_warnings_naming_the_file(tmp_path):
+    write(tmp_path / ".claude" / "settings.local.json", {"permissions": {"allow": ["Edit(", "Read"], "deny": ["Bash(rm:*)"]}})
+    write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": "Bash"}})
     rules, warnings = load_settings_rules(tmp_path)
-    assert [r.text for r in rules] == ["Read"]
+    assert [r.text for r in rules] == ["Read", "Bash(rm:*)"]
     text = "\n".join(warnings)
-    assert ".claude/settings.json: not valid JSON" in text and "line 1" in text
     assert ".claude/settings.local.json: permissions.allow: permission rule 'Edit(' is not valid" in text
-    assert ".claude/settings.local.json: permissions.deny must be a list" in text
-    assert ".ipy_agent/settings.json: expected a JSON object" in text
+    assert ".ipy_agent/settings.json: permissions.allow must be a list" in text
+
+
+@pytest.mark.parametrize("rel,content,message", [
+    (".claude/settings.json", '{"permissions": {"deny": ["Bash(rm:*)"],}}', ".claude/settings.json: not valid JSON"),
+    (".ipy_agent/settings.json", "[1, 2]", ".ipy_agent/settings.json: expected a JSON object"),
+    (".claude/settings.local.json", '{"permissions": {"deny": "Bash"}}', "permissions.deny must be a list"),
+    (".claude/settings.local.json", '{"permissions": {"ask": ["Edit("]}}', "permissions.ask: permission rule 'Edit(' is not valid"),
+])
+def test_files_whose_deny_or_ask_rules_cannot_be_read_stop_the_run(tmp_path, rel, content, message):
+    write(tmp_path / rel, content)
+    with pytest.raises(SettingsError, match=re.escape(message)) as err:
+        load_settings_rules(tmp_path)
+    assert "will not run" in str(err.value)
 
 
 def test_a_deny_rule_from_claude_settings_governs_the_run(shell, magics, script, tmp_path, monkeypatch):
@@ -62,15 +76,16 @@ def test_an_allow_rule_from_our_settings_skips_the_prompt(shell, script, tmp_pat
     assert (tmp_path / "a.txt").read_text() == "bye\n"
 
 
-def test_malformed_settings_warn_and_the_run_goes_on(shell, magics, script, tmp_path, capsys):
-    write(tmp_path / ".ipy_agent" / "settings.json", "{oops")
-    shell.run_cell(f"%agent --script {script('still here')} hi")
+def test_a_malformed_settings_file_stops_the_run_with_the_fix(shell, magics, script, tmp_path, capsys):
+    write(tmp_path / ".claude" / "settings.json", '{"permissions": {"deny": ["Bash(rm:*)"],}}')
+    shell.run_cell(f"%agent --script {script('should not run')} hi")
     captured = capsys.readouterr()
-    assert "still here" in captured.out
-    assert "warning: .ipy_agent/settings.json: not valid JSON" in captured.err
+    assert "should not run" not in captured.out
+    assert "UsageError: .claude/settings.json: not valid JSON" in captured.err + captured.out
     assert "Traceback" not in captured.err
-    shell.run_line_magic("agent_tools", "")
-    assert ".ipy_agent/settings.json: not valid JSON" in capsys.readouterr().err
+    write(tmp_path / ".claude" / "settings.json", {"permissions": {"deny": ["Bash(rm:*)"]}})
+    shell.run_cell(f"%agent --script {script('runs now')} hi")
+    assert "runs now" in capsys.readouterr().out
 
 
 def test_settings_changes_apply_at_the_next_run_and_granted_rules_stay(shell, magics, script, tmp_path, monkeypatch):
