@@ -9,6 +9,7 @@ flags can write or run anything.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -265,10 +266,26 @@ def _date(name: str, args: list[Word]) -> str | None:
     return None
 
 
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_INTEGER = re.compile(r"^\s*[-+]?[0-9]+\s*$")
+_PLAIN_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[([0-9]+|@|\*)\])?$")
+
+
 def _test_args(name: str, args: list[Word]) -> str | None:
-    # bash evaluates `a[$(cmd)]` inside arithmetic operands of test and [[ ]].
+    # bash evaluates `a[$(cmd)]` inside arithmetic: in the operands of `[[ x -eq y ]]` (a plain
+    # word there is a variable whose value is evaluated in turn) and in the name `-v` checks.
     bad = next((a for a in args if a.text is not None and ("$(" in a.text or "`" in a.text)), None)
-    return f"{name} operand {bad.source!r} can run a command in arithmetic" if bad else None
+    if bad is not None:
+        return f"{name} operand {bad.source!r} can run a command in arithmetic"
+    for i, a in enumerate(args):
+        if a.text in ("-v", "-R") and i + 1 < len(args) and not _PLAIN_VARIABLE.match(args[i + 1].text or ""):
+            return f"{name} {a.text} {args[i + 1].source} evaluates an array index, which can run a command"
+        if name == "[[" and a.text in _ARITHMETIC_TESTS:
+            for operand in (args[i - 1] if i else None, args[i + 1] if i + 1 < len(args) else None):
+                if operand is None or not _INTEGER.match(operand.text or ""):
+                    source = operand.source if operand else "nothing"
+                    return f"[[ {a.text} ]] evaluates {source!r} as arithmetic, which can run a command"
+    return None
 
 
 def _command_builtin(name: str, args: list[Word]) -> str | None:
@@ -280,13 +297,18 @@ def _command_builtin(name: str, args: list[Word]) -> str | None:
     return _program_problem(rest[0], rest[1:], via=f"{name} ")
 
 
-def _wrapper(short_value: str, leading: int) -> Check:
-    """`timeout 5 ls`, `nice -n 5 ls`: options, `leading` fixed arguments, then the command."""
+def _wrapper(short_value: str, leading: int, bad_short: str = "", bad_long: tuple[str, ...] = ()) -> Check:
+    """`timeout 5 ls`, `nice -n 5 ls`: options, `leading` fixed arguments, then the command.
+    Options in `bad_short`/`bad_long` make the wrapper itself write (`time -o FILE`)."""
 
     def check(name: str, args: list[Word]) -> str | None:
         i = 0
         while i < len(args) and (args[i].text or "").startswith("-") and args[i].text != "--":
             opt = args[i].text or ""
+            for item in parse_options([args[i]], short_value):
+                if isinstance(item, Opt) and ((len(item.name) == 2 and item.name[1] in bad_short)
+                                              or _long_hit(item.name, bad_long)):
+                    return f"{name} {item.name} writes a file"
             i += 2 if (len(opt) == 2 and opt[1] in short_value) else 1
         if i < len(args) and args[i].text == "--":
             i += 1
@@ -296,6 +318,21 @@ def _wrapper(short_value: str, leading: int) -> Check:
         return _program_problem(args[i], args[i + 1 :], via=f"{name} ")
 
     return check
+
+
+_HOSTNAME_SHOWS = frozenset({"-a", "-A", "-d", "-f", "-i", "-I", "-s", "-y", "--alias", "--all-fqdns", "--domain",
+                             "--fqdn", "--long", "--ip-address", "--all-ip-addresses", "--short", "--yp", "--nis"})
+
+
+def _hostname(name: str, args: list[Word]) -> str | None:
+    # Anything but the flags that show a name sets it: `hostname x`, `hostname -F file`, `-b`.
+    if problem := _unknown(args):
+        return problem
+    for item in parse_options(args):
+        if isinstance(item, Word) or item.name not in _HOSTNAME_SHOWS or item.value is not None:
+            shown = item.source if isinstance(item, Word) else item.name
+            return f"hostname {shown} sets the host name"
+    return None
 
 
 def _version_probe(name: str, args: list[Word]) -> str | None:
@@ -312,7 +349,7 @@ _CHECKS: dict[str, Check] = {
     "tree": flag_check("oR", ("--output",), short_value="LIPHTo"),
     "rg": flag_check(bad_long=("--pre",), why="runs a preprocessor command"),
     "jq": flag_check("fL", ("--from-file", "--rawfile", "--slurpfile"), why="reads a filter or data file"),
-    "hostname": flag_check(max_positional=0),
+    "hostname": _hostname,
     "find": _find,
     "sed": _sed,
     "xargs": _xargs,
@@ -325,7 +362,7 @@ _CHECKS: dict[str, Check] = {
     "timeout": _wrapper("sk", 1),
     "nice": _wrapper("n", 0),
     "stdbuf": _wrapper("ioe", 0),
-    "time": _wrapper("fo", 0),
+    "time": _wrapper("fo", 0, bad_short="oa", bad_long=("--output", "--append")),
 }
 
 
@@ -351,9 +388,12 @@ def _program_problem(name_word: Word, args: list[Word], via: str = "") -> str | 
 
 def command_problem(cmd: SimpleCommand) -> str | None:
     """Why one simple command may write or run something unchecked; None when it only reads."""
-    for var, _value in cmd.assignments:
+    for var, value in cmd.assignments:
         if var not in _SAFE_VARIABLES and not var.startswith("LC_"):
             return f"setting {var} can change what the command runs"
+        # `TZ='a[$(cmd)]'` runs nothing yet, but any later arithmetic on TZ runs cmd.
+        if value.text is not None and ("$(" in value.text or "`" in value.text):
+            return f"the value of {var} holds a command that arithmetic on it would run"
     if cmd.kind == "assignment":
         return None
     if cmd.kind == "redirect" or cmd.name is None:

@@ -69,6 +69,8 @@ def _config(args: list[Word]) -> str | None:
     names, positional = _split(args)
     if positional and positional[0].text in ("get", "list") and names <= _CONFIG_HARMLESS:
         return None
+    if positional and positional[0].text in ("set", "unset", "rename-section", "remove-section", "edit"):
+        return f"git config {positional[0].text} changes configuration"  # whatever flags come with it
     if not names & _CONFIG_GETTERS or not names <= _CONFIG_HARMLESS:
         return "git config without --get or --list can change configuration"
     return None
@@ -78,7 +80,8 @@ def _subcommand_only(sub: str, args: list[Word], allowed: tuple[str | None, ...]
     _names, positional = _split(args)
     first = positional[0].text if positional else None
     if first in allowed:
-        return None
+        # `git stash show` and `git reflog` take diff and log options, `--output=FILE` included.
+        return _generic(f"git {sub}", args)
     return f"git {sub} {first or ''} changes the repository".replace("  ", " ")
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "Analysis",
     "analyze",
     "split_command",
+    "normalized_commands",
     "simple_commands",
     "read_only_reason",
     "is_read_only_command",
@@ -119,6 +120,8 @@ def _parts(node: Node) -> tuple[str | None, bool, bool]:
         return src, False, False
     if t == "raw_string":
         return src[1:-1], False, False
+    if t == "ansi_c_string":
+        return _ansi_c(src[2:-1]), False, False
     if t == "string":
         out = []
         for c in node.named_children:
@@ -139,6 +142,28 @@ def _parts(node: Node) -> tuple[str | None, bool, bool]:
             first_glob = first_glob or (i == 0 and starts)
         return "".join(values), any_glob, first_glob
     return None, False, False
+
+
+_ANSI_C = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", re.S)
+_ANSI_C_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+                  "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def _ansi_c(body: str) -> str:
+    """The value of `$'...'` as bash computes it: `$'.e\\x6ev'` is `.env` (a deny rule must see
+    that). Bash ends the word at a NUL byte."""
+
+    def one(m: re.Match[str]) -> str:
+        e = m.group(1)
+        if e[0] in "xuU":
+            return chr(min(int(e[1:], 16), 0x10FFFF))
+        if e[0] in "01234567":
+            return chr(int(e, 8) & 0xFF)
+        if e[0] == "c" and len(e) == 2:
+            return chr(ord(e[1].upper()) ^ 0x40) if e[1] != "?" else "\x7f"
+        return _ANSI_C_SIMPLE.get(e, "\\" + e)
+
+    return _ANSI_C.sub(one, body).split("\0", 1)[0]
 
 
 def _word(node: Node) -> Word:
@@ -249,9 +274,39 @@ def _retext(cmd: SimpleCommand, text: str) -> SimpleCommand:
     return SimpleCommand(text=text, name=cmd.name, args=cmd.args, assignments=cmd.assignments, kind=cmd.kind)
 
 
-def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand]]:
-    """Line-wide facts: the first hidden-command or parse problem, redirects, all commands."""
-    problem = ""
+# `${name}`, `${#name}`, `${name[index]...}` and what follows the name (operator and word).
+_EXPANSION = re.compile(r"^\$\{(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(\[([^\]]*)\])?(.*)\}$", re.S)
+# What an arithmetic context may hold without reading a variable: numbers and operators.
+_ARITHMETIC_LITERAL = re.compile(r"^[\s0-9+\-*/%()<>=!&|^~?:,]*$")
+
+
+def _evaluation_problem(node: Node) -> str:
+    """Why an expansion may run a command through the value of a variable, or "".
+
+    Bash evaluates arithmetic recursively: with `TZ='a[$(cmd)]'`, `$((TZ))`, `${x:TZ}` and
+    `${a[TZ]}` all run `cmd`, and `${TZ@P}` runs it as a prompt string does."""
+    src = _text(node)
+    if node.type == "arithmetic_expansion":
+        inner = src[3:-2] if src.startswith("$((") else src[2:-1]
+        ok = _ARITHMETIC_LITERAL.match(inner)
+        return "" if ok else f"arithmetic {src!r} evaluates variables, whose values can run commands"
+    m = _EXPANSION.match(src)
+    if m is None or (m.group(2) == "!" and m.group(5)):
+        return f"the expansion {src!r} is not understood (indirection or nesting can run commands)"
+    index, rest = m.group(4), m.group(5)
+    if index is not None and index not in ("@", "*") and not _ARITHMETIC_LITERAL.match(index):
+        return f"the array index in {src!r} is arithmetic on variables, which can run commands"
+    if rest.startswith("@"):
+        return f"the transformation in {src!r} expands the value again, which can run commands"
+    if rest.startswith(":") and rest[1:2] not in ("-", "=", "?", "+") and not _ARITHMETIC_LITERAL.match(rest[1:]):
+        return f"the substring bounds in {src!r} are arithmetic on variables, which can run commands"
+    return ""
+
+
+def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand], str]:
+    """Line-wide facts: the first hidden-command or parse problem, redirects, all commands, and
+    the first expansion that evaluates a variable's value as code."""
+    problem = evaluation = ""
     redirects: list[Redirect] = []
     everything: list[SimpleCommand] = []
     stack = [root]
@@ -270,9 +325,11 @@ def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand]]:
             redirects.append(Redirect(op=op, target=_word(dest) if dest is not None else None))
         elif t == "command":
             everything.append(_simple(n, []))
+        elif t in ("expansion", "arithmetic_expansion") and not evaluation:
+            evaluation = _evaluation_problem(n)
         stack.extend(reversed(n.children))
     everything.reverse()
-    return problem, redirects, everything
+    return problem, redirects, everything, evaluation
 
 
 def _redirect_problem(r: Redirect) -> str:
@@ -294,11 +351,11 @@ def analyze(command: str) -> Analysis:
     problems: list[str] = []
     commands: list[SimpleCommand] = []
     _walk(tree.root_node, commands, problems)
-    hidden, redirects, everything = _scan(tree.root_node)
+    hidden, redirects, everything, evaluation = _scan(tree.root_node)
     structure = hidden or (problems[0] if problems else "")
     if not structure and _GLUED_CONTINUATION.search(command):
         structure = "a backslash-newline inside a word is read differently by bash and the parser"
-    line = structure
+    line = structure or evaluation
     if not line:
         line = next((p for p in map(_redirect_problem, redirects) if p), "")
     return Analysis(
@@ -319,6 +376,19 @@ def split_command(command: str) -> list[str] | None:
     if a.structure_problem:
         return None
     return [c.text.strip() for c in a.commands]
+
+
+def normalized_commands(command: str) -> list[str]:
+    """Each simple command as `program arg...`, unquoted and with wrappers looked through (see
+    `bash_wrappers.normalized_commands`): what deny and ask rules also match."""
+    from .bash_wrappers import normalized_commands as normalize  # it imports this module
+
+    return normalize(command)
+
+
+# The runtime receives `split_command` as its splitter; deny and ask rules look for this
+# attribute to also match the normalized commands (runtime/rules.py, `matches_subject`).
+split_command.normalized_commands = normalized_commands  # type: ignore[attr-defined]
 
 
 def simple_commands(command: str) -> tuple[SimpleCommand, ...] | None:

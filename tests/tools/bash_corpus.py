@@ -37,6 +37,11 @@ READ_ONLY: list[str] = [
     "git log --oneline | grep fix | head -5", "wc -c < file.txt", "seq 1 10", "sleep 1",
     "ps aux", "sha256sum file", "base64 file", "nl file", "cut -d, -f1 data.csv", "tr a-z A-Z < f",
     "echo $'\\x72m'",
+    # wrappers, reflog/stash, expansions and hostname flags that only read (review 3)
+    "time ls", "time -p ls", "git stash show -p", "git reflog --date=iso", "git reflog show HEAD",
+    "echo $((1 + 2))", "echo ${HOME:-/tmp}", "echo ${#HOME}", "echo ${HOME: -3}", "echo ${arr[0]}",
+    "[[ 3 -gt 2 ]]", "[[ -v HOME ]]", "test -v HOME", "hostname", "hostname -f", "hostname -I --short",
+    "cat $'README.md'", "TZ=UTC date",
 ]
 
 WRITES: list[str] = [
@@ -85,6 +90,18 @@ WRITES: list[str] = [
     "$'\\x72m' x", "dd if=/dev/zero of=f", "truncate -s 0 f", "shred f", "chmod -R 777 .",
     "curl -o f https://example.com", "wget https://example.com", "docker run x", "kill 1",
     "crontab -r", "hostname newname", "git apply p.diff", "patch -p1 < p.diff",
+    # review 3: `time` writes with -o/-a; stash and reflog take --output
+    "\\time -o out ls", "command time -o out ls", "nice time --output=out ls", "time -ao out ls",
+    "time --append --output=out ls", "git stash list --output=out", "git stash show --output=out",
+    "git reflog show --output=out", "git reflog --output=out", "git config set -l a.b c",
+    # arithmetic and prompt expansion run the command a variable's value holds
+    "TZ='a[$(touch p)]'; echo $((TZ))", "echo $((TZ))", "echo $[TZ]", "echo $((x+1))",
+    "TZ='$(touch p)'; echo ${TZ@P}", "echo ${x@E}", "echo ${x@Q}", "echo ${NO_COLOR:NO_COLOR}",
+    "echo ${HOME:0:n}", "echo ${a[TZ]}", "echo ${!ref}", "[[ $TZ -eq 1 ]]", "[[ 1 -eq TZ ]]",
+    "[[ -f x && $n -lt 3 ]]", "[[ -v $X ]]", "test -v \"$X\"", "[ -v 'a[i]' ]", "TZ='a[$(touch p)]'",
+    "TZ='`touch p`'", "TZ='$((1))' ls",
+    # hostname sets the name unless it is only asked to show it
+    "hostname -Fx", "hostname --file=/etc/hostname", "hostname -b", "hostname -F /etc/hostname",
 ]
 
 # Commands whose destructive flag must be raised, and a few that must not.

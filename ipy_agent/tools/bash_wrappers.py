@@ -1,0 +1,164 @@
+"""Programs that run another program (`env`, `sudo`, `timeout 5`, `xargs -n1`...), looked through.
+
+A rule or a check that reads only the first word of a command sees `timeout` in
+`timeout 1 rm -rf ~`, `env` in `env rm x` and `/bin/rm` in `/bin/rm x`. Everything that asks
+"which program really runs, and with which arguments" goes through `unwrap`: the deny check on
+paths, the working-directory check, the destructive warning, the suggested "always allow" rule,
+and `normalized_commands`, which deny and ask permission rules also match.
+
+Each wrapper's options are skipped with their values (`timeout -s KILL 5`, `sudo -u root`,
+`xargs -I {}`), so the program after them is found even when an option takes a detached value.
+A word only the shell knows stops the walk: what follows cannot be named.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+
+from .bash_parse import Word, analyze
+
+__all__ = ["WRAPPERS", "SHELLS", "unwrap", "program_name", "normalized_commands"]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    short_values: str = ""  # short options that take a value (`-n 5`, `-n5`)
+    long_values: frozenset[str] = frozenset()  # long options whose value may be the next word
+    leading: int = 0  # fixed operands before the command (timeout's duration)
+    assignments: bool = False  # VAR=value words before the command (env, sudo)
+
+
+WRAPPERS: dict[str, _Spec] = {
+    "env": _Spec("uCS", frozenset({"--unset", "--chdir", "--split-string"}), assignments=True),
+    "sudo": _Spec("CDghpRrtTUu", frozenset({"--close-from", "--chdir", "--group", "--host", "--prompt",
+                                             "--chroot", "--role", "--type", "--command-timeout",
+                                             "--other-user", "--user"}), assignments=True),
+    "doas": _Spec("uC"),
+    "command": _Spec(),
+    "builtin": _Spec(),
+    "exec": _Spec("a"),
+    "nice": _Spec("n", frozenset({"--adjustment"})),
+    "nohup": _Spec(),
+    "timeout": _Spec("sk", frozenset({"--signal", "--kill-after"}), leading=1),
+    "time": _Spec("fo", frozenset({"--format", "--output"})),
+    "stdbuf": _Spec("ioe", frozenset({"--input", "--output", "--error"})),
+    "xargs": _Spec("adEILnPs", frozenset({"--arg-file", "--delimiter", "--max-args", "--max-procs",
+                                           "--max-chars", "--process-slot-var", "--max-lines"})),
+}
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_MAX_DEPTH = 4  # `bash -c "bash -c '...'"` nesting followed for deny rules
+
+
+def program_name(word: Word) -> str | None:
+    """The program a command word runs, by name: `/bin/rm` and `\\rm` are both `rm`."""
+    return os.path.basename(word.text) if word.text else None
+
+
+def unwrap(words: list[Word]) -> tuple[list[str], list[Word]]:
+    """(the wrappers in front, in order; the real program's words). `command -v x` only looks
+    a program up, so it is not looked through."""
+    wrappers: list[str] = []
+    while words:
+        name = program_name(words[0])
+        spec = WRAPPERS.get(name or "")
+        if spec is None or (name == "command" and len(words) > 1 and words[1].text in ("-v", "-V")):
+            break
+        wrappers.append(name or "")
+        words = _skip_options(name or "", spec, words[1:])
+    return wrappers, words
+
+
+def _skip_options(name: str, spec: _Spec, words: list[Word]) -> list[Word]:
+    i = 0
+    while i < len(words):
+        t = words[i].text
+        if t is None:
+            return words[i:]
+        if t == "--":
+            i += 1
+            break
+        if t.startswith("--"):
+            opt, eq, value = t.partition("=")
+            if name == "env" and opt == "--split-string":
+                return _split_string(value if eq else _text_at(words, i + 1), words[i + (1 if eq else 2):])
+            i += 2 if (not eq and opt in spec.long_values) else 1
+        elif t.startswith("-") and t != "-":
+            letters = t[1:]
+            step = 1
+            for j, ch in enumerate(letters):
+                if ch in spec.short_values:
+                    attached = letters[j + 1 :]
+                    if name == "env" and ch == "S":
+                        value = attached or _text_at(words, i + 1)
+                        return _split_string(value, words[i + (1 if attached else 2):])
+                    step = 1 if attached else 2
+                    break
+            i += step
+        elif spec.assignments and _ASSIGNMENT.match(t):
+            i += 1
+        else:
+            break
+    return words[i + spec.leading :]
+
+
+def _text_at(words: list[Word], i: int) -> str | None:
+    return words[i].text if i < len(words) else None
+
+
+def _split_string(value: str | None, rest: list[Word]) -> list[Word]:
+    """`env -S 'A=1 rm x'`: the string is split into words, as env does."""
+    if value is None:
+        return [Word(source="<env -S>", text=None)]
+    try:
+        parts = shlex.split(value)
+    except ValueError:
+        return [Word(source=value, text=None)]
+    spec = _Spec(assignments=True)
+    return _skip_options("env -S", spec, [Word(source=p, text=p) for p in parts] + rest)
+
+
+def normalized_commands(command: str, _depth: int = 0) -> list[str]:
+    """Every simple command the line may run, rewritten as `program arg...` with quotes and
+    backslashes removed, the path cut to the program's name and wrappers looked through:
+    `env rm x`, `'rm' x`, `\\rm x` and `/bin/rm x` all give `rm x`. Bodies of `bash -c '...'`
+    and `eval '...'` are split in turn. For deny and ask rules, which must catch a command
+    however it is written; never for allow rules (a rule for `rm` allows nothing it was not
+    written for)."""
+    out: list[str] = []
+    try:
+        commands = analyze(command).everything
+    except Exception:  # a parser failure leaves the other matching (on the raw text) in place
+        return out
+    for cmd in commands:
+        if cmd.name is None:
+            continue
+        _wrappers, words = unwrap([cmd.name, *cmd.args])
+        if not words:
+            continue
+        name = program_name(words[0]) or words[0].source
+        texts = [name, *(w.text if w.text is not None else w.source for w in words[1:])]
+        out.append(" ".join(texts))
+        if _depth < _MAX_DEPTH:
+            for script in _inner_scripts(name, words[1:]):
+                out += normalized_commands(script, _depth + 1)
+    return list(dict.fromkeys(out))
+
+
+def _inner_scripts(name: str, args: list[Word]) -> list[str]:
+    """The command text a shell runs with `-c`, or `eval` with its words."""
+    texts = [a.text for a in args]
+    if name == "eval":
+        return [" ".join(t for t in texts if t is not None)]
+    if name not in SHELLS:
+        return []
+    for i, t in enumerate(texts):
+        if t is None or not t.startswith("-") or t.startswith("--"):
+            continue
+        if "c" in t[1:]:
+            script = next((s for s in texts[i + 1 :] if s is not None and s != "--"), None)
+            return [script] if script else []
+    return []
