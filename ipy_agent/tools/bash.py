@@ -18,10 +18,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..runtime.rules import command_matches
 from ..runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 from .bash_deny import NO_PATH_ARGS, denied_read
 from .bash_parse import analyze, destructive_reasons, is_read_only_command, simple_commands
 from .bash_run import OUTPUT_LIMIT, run_command
+from .bash_wrappers import program_name, unwrap
 
 __all__ = ["BashTool", "BashInput", "BashOutput"]
 
@@ -41,9 +43,11 @@ _WITH_SUBCOMMAND = frozenset(
 )
 _DETAIL_LINES = 20  # of output under the person's compact line
 _INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
-# Arguments of these are not files they read, so they need no working-directory check. (The
-# Read deny check keeps its own list: `env` and `command` run the command that follows them.)
-_NO_PATH_ARGS = NO_PATH_ARGS | {"command", "env", "realpath", "readlink"}
+# Arguments of these are not files they read, so they need no working-directory check.
+# Wrappers (`command`, `env`, `xargs`...) are looked through first, see `bash_wrappers`.
+_NO_PATH_ARGS = NO_PATH_ARGS | {"realpath", "readlink"}
+# Never the first word of a suggested prefix rule: they run whatever follows them.
+_NEVER_PREFIX = frozenset({"env", "sudo", "doas", "xargs"})
 
 
 class BashInput(BaseModel):
@@ -159,14 +163,15 @@ class BashTool(Tool):
     async def check_permissions(self, inp: BashInput, ctx: ToolContext) -> PermissionCheck:
         # A file a Read deny rule covers stays unread whatever the command and the mode: this
         # deny comes before the mode is consulted, so bypassPermissions cannot lift it.
-        denied = await asyncio.to_thread(denied_read, inp.command, str(_start_cwd(ctx)), ctx)
-        if denied is not None:
-            path, rule = denied
+        read = await asyncio.to_thread(denied_read, inp.command, str(_start_cwd(ctx)), ctx)
+        if read is not None and read.rule:
             return PermissionCheck(
                 behavior="deny",
-                message=f"the command names {path!r}, which the rule {rule} denies: the person keeps that file "
-                "from every tool, so do not look for another way to read it; ask the person if you need it",
+                message=f"the command names {read.path!r}, which the rule {read.rule} denies: the person keeps that "
+                "file from every tool, so do not look for another way to read it; ask the person if you need it",
             )
+        if read is not None:
+            return PermissionCheck(behavior="ask", message=read.unsure)
         if not self.is_read_only(inp):
             return PermissionCheck()
         reason = _leaves_working_dirs(inp.command, _start_cwd(ctx), ctx)
@@ -186,17 +191,25 @@ class BashTool(Tool):
         if not cmds or cmds[0].name is None or cmds[0].name.text is None:
             return f"Bash({inp.command.strip()})"
         first = cmds[0]
-        name = first.name.text or ""
-        args = [a.text or "" for a in first.args]
+        exact = f"Bash({first.text})"
+        # `timeout 60 pytest` earns `Bash(pytest:*)`: a rule on the wrapper would allow
+        # `timeout 1 rm -rf ~`. env, sudo and xargs change what runs, so only the exact command.
+        wrappers, real = unwrap([first.name, *first.args])
+        if set(wrappers) & _NEVER_PREFIX or not real or real[0].text is None or real[0].text in _NEVER_PREFIX:
+            return exact
+        name = real[0].text or ""
+        args = [a.text or "" for a in real[1:]]
         words = 1
         if name in _WITH_SUBCOMMAND or name in _INTERPRETERS:
-            if not args or args[0].startswith("-") and args[0] != "-m":
-                return f"Bash({first.text})"
+            if not args or args[0].startswith("-") and args[0] != "-m" or args[0] == "-c":
+                return exact
             words = 3 if args[0] == "-m" or (args[0] == "run" and len(args) > 1) else 2
-            if args[0] == "-c":
-                return f"Bash({first.text})"
-        prefix = _source_prefix(first.text, [first.name.source, *(a.source for a in first.args)][:words])
-        return f"Bash({prefix}:*)"
+        before = [w.source for w in (first.name, *first.args)][: len(first.args) + 1 - len(real)]
+        start = len(_source_prefix(first.text, before)) if before else 0
+        prefix = _source_prefix(first.text[start:], [w.source for w in real][:words]).strip()
+        # The rule must cover the command it was suggested for (the runtime looks through
+        # `timeout`, `nice`, `time`... but not through every spelling of their options).
+        return f"Bash({prefix}:*)" if command_matches(f"{prefix}:*", first.text) else exact
 
     async def preview(self, inp: BashInput, ctx: ToolContext) -> PermissionPreview:
         notes = tuple(f"destructive: {r}" for r in destructive_reasons(inp.command))
@@ -309,11 +322,16 @@ def _leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | N
     if cmds is None:
         return "the command could not be split into simple commands"
     readable = (os.path.realpath(ctx.spill_dir),) if ctx.spill_dir else ()
+    # With xargs in the line, the other commands' words (echo's too) become its operands.
+    xargs = any("xargs" in unwrap([c.name, *c.args])[0] for c in cmds if c.name is not None)
     cur = str(start)
     for cmd in cmds:
-        name = cmd.name.text if cmd.name else None
-        operands = [a for a in cmd.args if not (a.text or "").startswith("-") or "=" in (a.text or "")]
+        # `command cat /etc/x`, `env cat /etc/x`: judge the program that runs, not the wrapper.
+        _wrappers, words = unwrap([cmd.name, *cmd.args] if cmd.name else [])
+        name = program_name(words[0]) if words else None
+        args = words[1:]
         if name == "cd":
+            operands = [a for a in args if not (a.text or "").startswith("-") or "=" in (a.text or "")]
             target = operands[0].text if operands else None
             if target in (None, "-"):
                 return f"{cmd.text!r} goes to a directory only known when the shell runs"
@@ -321,18 +339,19 @@ def _leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | N
             if not _inside(Path(cur), ctx):
                 return f"{cmd.text!r} leaves the working directories"
             continue
-        if name in _NO_PATH_ARGS:
+        if name in _NO_PATH_ARGS and not xargs:
             continue
-        for a in cmd.args:
+        for a in (cmd.args if xargs else args):
             if a.text is None:
                 return f"argument {a.source!r} is only known when the shell runs and may name any file"
             value = a.text.partition("=")[2] if a.text.startswith("--") else a.text
-            if value.startswith(("/", "~")) or ".." in value.split("/"):
-                path = os.path.join(cur, os.path.expanduser(value))
-                if not value.startswith("/dev/") and not _inside(Path(path), ctx, readable):
-                    return f"{cmd.text!r} reads {value!r}, outside the working directories"
+            if value.startswith("-") or not value:
+                continue
+            # Every operand is resolved, symlinks included: `cat link` may read `/etc/x`.
+            if not value.startswith("/dev/") and not _inside(Path(cur) / os.path.expanduser(value), ctx, readable):
+                return f"{cmd.text!r} reads {value!r}, outside the working directories"
     for r in analyze(command).redirects:
-        if r.op == "<" and r.target is not None and r.target.text and r.target.text.startswith(("/", "~", "..")):
-            if not _inside(Path(os.path.join(cur, os.path.expanduser(r.target.text))), ctx, readable):
+        if r.op == "<" and r.target is not None and r.target.text:
+            if not _inside(Path(cur) / os.path.expanduser(r.target.text), ctx, readable):
                 return f"the command reads {r.target.text!r}, outside the working directories"
     return None

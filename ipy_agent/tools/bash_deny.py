@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shlex
+from dataclasses import dataclass
 
 from ..runtime.tool import ToolContext
 from .bash_parse import SimpleCommand, Word, analyze
+from .bash_wrappers import program_name, unwrap
 
-__all__ = ["NO_PATH_ARGS", "denied_read"]
+__all__ = ["NO_PATH_ARGS", "ReadCheck", "denied_read"]
 
 # Arguments of these are text, never files they read (`echo .env >> .gitignore` is fine).
 # Wrappers that run another command (env, command, nice, timeout, xargs) are not here on purpose.
@@ -38,29 +41,65 @@ NO_PATH_ARGS = frozenset(
 # `-ie`) or one of these long flags supplies it; then every operand is checked.
 _PATTERN_FIRST = frozenset("grep egrep fgrep rg ag ack sed awk gawk".split())
 _PATTERN_FLAGS = ("--regexp", "--file", "--expression")
+# `$X`, `${X...}`, `$(...)` (one level of nested parentheses), backticks, `$1`, `$@`...
+_EXPANSION = re.compile(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]")
+_GIT_STAGE = re.compile(r"^:[0-3]:|^:")  # `:0:path` (a stage of the index), `:path` (the index)
 _MAX_GLOB_MATCHES = 1000  # a glob over a huge folder: the first thousand names are checked
 
 
-def denied_read(command: str, start: str, ctx: ToolContext) -> tuple[str, str] | None:
-    """(the path as written, the rule) for the first path in `command` a Read deny rule covers."""
+@dataclass(frozen=True)
+class ReadCheck:
+    """A deny (`rule` set: the word as written and the rule covering it), or a doubt (`unsure`:
+    the command may read a denied file that no word of it names before the shell runs)."""
+
+    path: str = ""
+    rule: str = ""
+    unsure: str = ""
+
+
+def denied_read(command: str, start: str, ctx: ToolContext) -> ReadCheck | None:
+    """The first path in `command` a Read deny rule covers; else a doubt when an argument of a
+    program that reads files is only known when the shell runs; else None."""
     if not ctx.read_deny:
         return None
     try:
         a = analyze(command)
     except Exception:  # the parser failing must not let the command through unchecked
-        return _check_words(_loose_words(command), [start], ctx)
+        found = _check_words(_loose_words(command), [start], ctx)
+        return ReadCheck(*found) if found else ReadCheck(unsure="the command could not be parsed")
     # Every command node, those inside $(...) and loops included, in source order.
     cmds = list(a.commands) if not a.structure_problem else list(reversed(a.everything))
     dirs = _directories(cmds, start)
+    # `echo .env | xargs cat`: what xargs runs gets its operands from the other commands, so
+    # every word of the line may be a path, `echo`'s included.
+    xargs = any(_feeds_xargs(cmd) for cmd in cmds)
     words: list[Word] = []
+    git_paths: list[str] = []
     for cmd in cmds:
-        words += _path_words(cmd)
+        w, g = _path_words(cmd, every_word=xargs)
+        words += w
+        git_paths += g
     words += [r.target for r in a.redirects if r.op in ("<", "<>") and r.target is not None]
-    found = _check_words([w.text for w in words if w.text is not None], dirs, ctx)
+    unknown = [w for w in words if w.text is None]
+    # A word only the shell knows is checked as the glob it could become (`*/.env`).
+    patterns = {_as_glob(w.source): w.source for w in unknown}
+    found = (
+        _check_words([w.text for w in words if w.text is not None], dirs, ctx)
+        or _check_words(git_paths, [*dirs, *_repo_roots(dirs)], ctx)
+        or _check_words(list(patterns), dirs, ctx)
+    )
     if found is None and a.structure_problem:
         # Parse errors and hidden commands: also try every word of the line, as a shell might split it.
         found = _check_words(_loose_words(command), dirs, ctx)
-    return found
+    if found is not None:
+        return ReadCheck(path=patterns.get(found[0], found[0]), rule=found[1])
+    if unknown:
+        return ReadCheck(unsure=f"argument {unknown[0].source!r} is only known when the shell runs, "
+                                "and it may name a file a Read rule denies")
+    if xargs:
+        return ReadCheck(unsure="xargs hands a program that reads files names only known when the shell runs, "
+                                "and they may include a file a Read rule denies")
+    return None
 
 
 def _directories(cmds: list[SimpleCommand], start: str) -> list[str]:
@@ -77,20 +116,32 @@ def _directories(cmds: list[SimpleCommand], start: str) -> list[str]:
     return dirs
 
 
-def _path_words(cmd: SimpleCommand) -> list[Word]:
-    """The words of one simple command that may name a file it reads."""
-    name = cmd.name.text if cmd.name else None
-    if name in NO_PATH_ARGS or name == "cd":
-        return []
-    words: list[Word] = []
-    if cmd.name is not None and name and "/" in name:
-        words.append(cmd.name)  # `./secrets/run.sh` reads the script to run it
-    skip_pattern = name in _PATTERN_FIRST and not any(_supplies_pattern(w.text or "") for w in cmd.args)
-    for w in cmd.args:
+def _feeds_xargs(cmd: SimpleCommand) -> bool:
+    wrappers, words = unwrap([cmd.name, *cmd.args] if cmd.name else [])
+    return "xargs" in wrappers and (not words or program_name(words[0]) not in NO_PATH_ARGS)
+
+
+def _path_words(cmd: SimpleCommand, every_word: bool = False) -> tuple[list[Word], list[str]]:
+    """The words of one simple command that may name a file it reads, and the paths in git's
+    `REV:path` arguments (`git show HEAD:.env` prints the committed file)."""
+    if cmd.name is None:
+        return [], []
+    _wrappers, real = unwrap([cmd.name, *cmd.args])
+    if every_word:
+        return [w for w in (cmd.name, *cmd.args) if not (w.text or "").startswith("-")], []
+    name = program_name(real[0]) if real else None
+    if not real or name in NO_PATH_ARGS or name == "cd":
+        return [], []
+    # The wrappers' own operands (`timeout 5`, `sudo -u x`) are checked too: over-careful, cheap.
+    words = [w for w in cmd.args if w not in real and not (w.text or "").startswith("-")]
+    if real[0].text and "/" in real[0].text:
+        words.append(real[0])  # `./secrets/run.sh` reads the script to run it
+    args = real[1:]
+    skip_pattern = name in _PATTERN_FIRST and not any(_supplies_pattern(w.text or "") for w in args)
+    git_paths: list[str] = []
+    for w in args:
         text = w.text
-        if text is None:
-            continue
-        if text.startswith("-"):
+        if text is not None and text.startswith("-"):
             if text.startswith("--") and "=" in text:
                 words.append(Word(source=w.source, text=text.split("=", 1)[1], glob=w.glob))
             continue
@@ -98,7 +149,9 @@ def _path_words(cmd: SimpleCommand) -> list[Word]:
             skip_pattern = False
             continue
         words.append(w)
-    return words
+        if name == "git" and text and ":" in text:
+            git_paths.append(_GIT_STAGE.sub("", text.split(":", 1)[1] if not text.startswith(":") else text))
+    return words, git_paths
 
 
 def _supplies_pattern(flag: str) -> bool:
@@ -120,6 +173,23 @@ def _check_words(words: list[str], dirs: list[str], ctx: ToolContext) -> tuple[s
                 if rule is not None:
                     return text, rule
     return None
+
+
+def _repo_roots(dirs: list[str]) -> list[str]:
+    """The git work trees `dirs` are in: `REV:path` is relative to the top of the repository."""
+    roots: list[str] = []
+    for d in dirs:
+        cur = os.path.abspath(d)
+        while not os.path.exists(os.path.join(cur, ".git")) and os.path.dirname(cur) != cur:
+            cur = os.path.dirname(cur)
+        if os.path.exists(os.path.join(cur, ".git")) and cur not in roots:
+            roots.append(cur)
+    return roots
+
+
+def _as_glob(source: str) -> str:
+    """The shell word as a glob: each expansion may become anything, quotes go."""
+    return _EXPANSION.sub("*", source).replace('"', "").replace("'", "")
 
 
 def _expand(path: str) -> list[str]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from .bash_allowlist import Opt, parse_options
 from .bash_parse import SimpleCommand, Word
+from .bash_wrappers import SHELLS, program_name, unwrap
 
 __all__ = ["destructive_problem"]
 
-_UNWRAP = {"sudo", "doas", "command", "builtin", "exec", "nohup", "time", "nice", "env", "xargs", "timeout", "stdbuf"}
 
 
 def _has_short(args: list[Word], letters: str, long: tuple[str, ...] = ()) -> bool:
@@ -25,18 +25,13 @@ def _has_short(args: list[Word], letters: str, long: tuple[str, ...] = ()) -> bo
 
 def destructive_problem(cmd: SimpleCommand) -> str | None:
     """A short reason when the command destroys data or history for good, else None."""
-    words = [w for w in ([cmd.name] if cmd.name else []) + list(cmd.args)]
-    # Look through wrappers: `sudo rm -rf x`, `xargs rm -r`, `env FOO=1 git push -f`.
-    while words and words[0].text in _UNWRAP:
-        words = words[1:]
-        while words and ((words[0].text or "").startswith("-") or "=" in (words[0].text or "")
-                         or (words[0].text or "").replace(".", "").isdigit()):
-            words = words[1:]
+    # Look through wrappers: `sudo rm -rf x`, `xargs rm -r`, `env FOO=1 git push -f`, `/bin/rm`.
+    _wrappers, words = unwrap([cmd.name, *cmd.args] if cmd.name else [])
     if not words:
         return None
-    name, args = words[0].text or "", words[1:]
+    name, args = program_name(words[0]) or "", words[1:]
     texts = [a.text or "" for a in args]
-    if name in ("bash", "sh", "zsh", "dash") and "-c" in texts:
+    if name in SHELLS and "-c" in texts:
         from .bash_parse import destructive_reasons
 
         script = texts[texts.index("-c") + 1] if texts.index("-c") + 1 < len(texts) else ""

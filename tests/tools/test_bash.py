@@ -254,13 +254,27 @@ async def test_read_only_commands_inside_the_working_dirs_are_allowed(tmp_path):
     ("command", "words"),
     [("cd / && ls", "leaves the working directories"), ("cat /etc/passwd", "outside the working"),
      ("cat ../../secret", "outside the working"), ("cat $HOME/.ssh/id_rsa", "only known when the shell runs"),
-     ("cd && ls", "only known when the shell runs")],
+     ("cd && ls", "only known when the shell runs"),
+     # the program behind a wrapper is judged (review 3)
+     ("command cat /etc/passwd", "outside the working"), ("command -p cat /etc/passwd", "outside the working"),
+     ("nice -n 5 cat /etc/passwd", "outside the working"), ("echo /etc/passwd | xargs cat", "outside the working")],
 )
 async def test_read_only_commands_that_leave_the_working_dirs_ask(tmp_path, command, words):
     (tmp_path / "a").mkdir()
     ctx = _ctx(tmp_path / "a")
     check = await BashTool().check_permissions(BashInput(command=command), ctx)
     assert check.behavior == "ask" and words in check.message
+
+
+@pytest.mark.parametrize("command", ["cat hn", "head -1 hn", "wc -c < hn", "cat sub/hn"])
+async def test_a_symlink_in_the_project_to_a_file_outside_asks(tmp_path, command):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("host\n")
+    (tmp_path / "a" / "sub").mkdir(parents=True)
+    (tmp_path / "a" / "hn").symlink_to(outside)
+    (tmp_path / "a" / "sub" / "hn").symlink_to(outside)
+    check = await BashTool().check_permissions(BashInput(command=command), _ctx(tmp_path / "a"))
+    assert check.behavior == "ask" and "outside the working directories" in check.message
 
 
 async def test_writing_commands_have_no_opinion_and_the_rules_decide(tmp_path):
@@ -273,7 +287,13 @@ async def test_writing_commands_have_no_opinion_and_the_rules_decide(tmp_path):
     [("git diff HEAD~1", "Bash(git diff:*)"), ("npm test", "Bash(npm test:*)"),
      ("npm run build -- --watch", "Bash(npm run build:*)"), ("ls -la src", "Bash(ls:*)"),
      ("python -m pytest -q", "Bash(python -m pytest:*)"), ("git -C x status", "Bash(git -C x status)"),
-     ("cd src && make", "Bash(cd:*)"), ("echo $(date)", "Bash(echo $(date))")],
+     ("cd src && make", "Bash(cd:*)"), ("echo $(date)", "Bash(echo $(date))"),
+     # the real program after a wrapper, never a rule on the wrapper (review 3)
+     ("timeout 60 pytest -x", "Bash(pytest:*)"), ("time pytest", "Bash(pytest:*)"),
+     ("nice -n 5 git diff HEAD", "Bash(git diff:*)"), ("nohup make test", "Bash(make test:*)"),
+     ("timeout -s KILL 60 pytest", "Bash(timeout -s KILL 60 pytest)"),
+     ("env CI=1 npm test", "Bash(env CI=1 npm test)"), ("sudo apt-get install x", "Bash(sudo apt-get install x)"),
+     ("xargs -n1 echo", "Bash(xargs -n1 echo)"), ("timeout 5 env rm x", "Bash(timeout 5 env rm x)")],
 )
 def test_suggested_rules(tmp_path, command, rule):
     assert BashTool().suggest_rule(BashInput(command=command), _ctx(tmp_path)) == rule

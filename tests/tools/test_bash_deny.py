@@ -125,6 +125,18 @@ async def verdict(ctx: ToolContext, command: str):
     "env cat .env",
     "timeout 5 cat .env",
     "python3 -c 'print(1)' --config=secrets/key.pem",
+    # review 3: the secret through xargs, git's REV:path, ANSI-C quoting, wrappers, globs
+    "echo .env | xargs cat",
+    "printf '%s\\n' app/.env | xargs -n1 cat",
+    "git show HEAD:.env",
+    "git cat-file -p HEAD:app/.env",
+    "git show :0:.env",
+    "cat $'.env'",
+    "cat $'\\x2eenv'",
+    "command cat .env",
+    "sudo -u root cat .env",
+    "cat */.env",  # a glob at the start of the word is still expanded and checked
+    "grep $PATTERN .env",  # an unknown pattern is still the pattern: .env is the file
 ])
 async def test_refused(tree, command):
     command = command.format(tree=tree.as_posix().lstrip("/"))
@@ -146,6 +158,16 @@ async def test_refused(tree, command):
 ])
 async def test_not_refused(tree, command):
     assert (await verdict(make_ctx(tree), command)).behavior != "deny", command
+
+
+@pytest.mark.parametrize(("command", "words"), [
+    ("cat $NAME", "'$NAME' is only known when the shell runs"),
+    ("cp \"$F\" /tmp/copy", "'\"$F\"' is only known"),
+    ("find . -type f | xargs cat", "xargs"),
+])
+async def test_a_path_nobody_can_name_before_it_runs_is_asked_about(tree, command, words):
+    check = await verdict(make_ctx(tree), command)
+    assert check.behavior == "ask" and words in check.message and "Read rule" in check.message
 
 
 async def test_a_symlink_to_a_denied_file_is_refused(tree):
