@@ -20,7 +20,7 @@ from typing import Callable, Literal
 
 from .tool import RuleSubject
 
-__all__ = ["Rule", "parse_rule", "split_compound", "matches_subject", "gitignore_match"]
+__all__ = ["Rule", "parse_rule", "split_compound", "matches_subject", "gitignore_match", "writes_by_redirect"]
 
 RuleKind = Literal["allow", "ask", "deny"]
 
@@ -243,9 +243,52 @@ def matches_subject(
         return fnmatch.fnmatchcase(subject.value, spec)
     parts = (splitter or split_compound)(subject.value)
     if kind == "allow":
-        return bool(parts) and all(command_matches(spec, p) for p in parts)
+        # A rule vouches for a command, not for the files its redirections write (Claude Code
+        # treats `> f` as an edit of f): `git status > /tmp/x` is asked about.
+        return bool(parts) and all(command_matches(spec, p) and not writes_by_redirect(p) for p in parts)
     candidates = [subject.value, *(parts or split_compound_loose(subject.value))]
+    # A splitter may also offer each command as it runs (`\rm`, `env rm`, `/bin/rm` -> `rm`),
+    # so that a deny or ask rule catches every spelling (bash_parse.normalized_commands).
+    normalize = getattr(splitter, "normalized_commands", None)
+    if normalize is not None:
+        candidates += normalize(subject.value)
     return any(command_matches(spec, p) for p in candidates)
+
+
+def writes_by_redirect(command: str) -> bool:
+    """Whether `command` redirects output to anything but /dev/null or another descriptor
+    (`2>&1`). Quotes are honoured; a `>` the scan cannot place counts as a write."""
+    i, n, quote = 0, len(command), None
+    while i < n:
+        c = command[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c == "\\":
+            i += 1
+        elif c in "'\"":
+            quote = c
+        elif c == ">":
+            j = i + 1
+            if command[j : j + 1] in (">", "|"):
+                j += 1
+            dup = command[j : j + 1] == "&" or command[i - 1 : i] == "&"
+            j += command[j : j + 1] == "&"
+            while j < n and command[j] in " \t":
+                j += 1
+            k = j
+            while k < n and command[k] not in " \t\n;&|<>()":
+                k += 1
+            target = command[j:k].strip("'\"")
+            harmless = target == "/dev/null" or (dup and command[i - 1 : i] != "&" and (target.isdigit() or target == "-"))
+            if not harmless:
+                return True
+            i = k
+            continue
+        i += 1
+    return False
 
 
 def split_compound_loose(command: str) -> list[str]:

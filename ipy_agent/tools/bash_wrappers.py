@@ -130,7 +130,7 @@ def normalized_commands(command: str, _depth: int = 0) -> list[str]:
     written for)."""
     out: list[str] = []
     try:
-        commands = analyze(command).everything
+        commands = list(reversed(analyze(command).everything))  # `everything` runs last to first
     except Exception:  # a parser failure leaves the other matching (on the raw text) in place
         return out
     for cmd in commands:

@@ -91,6 +91,14 @@ def test_bash_prefix_rules(tmp_path, spec, command, expected):
     ("git status $(rm -rf x)", False),
     ("git log `rm x`", False),
     ("git status 'a && b'", True),
+    # an allow rule does not vouch for the file a redirection writes (review 3)
+    ("git status > /tmp/outside.txt", False),
+    ("git status --short >> f", False),
+    ("git status && git diff > d.patch", False),
+    ("git status &> log", False),
+    ("git status 2>&1 | head", True),
+    ("git status > /dev/null 2>&1", True),
+    ("git log --format='%h > x'", True),
 ])
 def test_compound_commands_match_only_if_every_part_does(tmp_path, command, expected):
     log: list[str] = []
@@ -105,6 +113,31 @@ def test_deny_rules_catch_a_command_anywhere_in_a_pipeline(tmp_path):
                  permission_mode="bypassPermissions", deny=["Bash(curl:*)"])
     assert log == []
     assert "denied by rule 'Bash(curl:*)'" in res["t"]["content"]
+
+
+@pytest.mark.parametrize("command", [
+    "rm v", "\\rm v", "'rm' v", '"rm" v', "env rm v", "env -i FOO=1 rm v", "/bin/rm v", "sudo -u root rm v",
+    "command rm v", "exec rm v", "nice -n 5 rm v", "nohup rm v", "timeout -s KILL 5 rm v", "time rm v",
+    "find . | xargs -n1 rm", "bash -c 'rm v'", "sh -c \"ls; rm v\"", "bash -lc 'timeout 5 /bin/rm v'",
+    "eval 'rm v'", "env -S 'rm v'", "ls $(rm v)",
+])
+def test_deny_rules_match_however_the_command_is_spelled(tmp_path, command):
+    log: list[str] = []
+    _, res = run([sh_tool(log)], [use("Bash", "t", command=command)], tmp_path,
+                 permission_mode="bypassPermissions", deny=["Bash(rm:*)"])
+    assert log == [] and "denied by rule 'Bash(rm:*)'" in res["t"]["content"]
+
+
+def test_ask_rules_match_behind_wrappers_but_allow_rules_do_not(tmp_path):
+    asked: list[str] = []
+    log: list[str] = []
+    run([sh_tool(log)], [use("Bash", "t", command="env GIT_SSH_COMMAND=x git push")], tmp_path,
+        allow=["Bash"], ask=["Bash(git push:*)"], approver=lambda req: asked.append(req.input["command"]) or "deny")
+    assert asked == ["env GIT_SSH_COMMAND=x git push"] and log == []
+    # An allow rule for `ls` covers `ls`, not a shell or env that happens to run ls.
+    for command in ("bash -c 'ls'", "env ls", "/bin/ls"):
+        run([sh_tool(log)], [use("Bash", "t", command=command)], tmp_path, allow=["Bash(ls:*)"])
+    assert log == []
 
 
 def test_split_compound_respects_quotes_and_redirections():

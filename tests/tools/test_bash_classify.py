@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ipy_agent.tools.bash import BashInput, BashTool
-from ipy_agent.tools.bash_parse import destructive_reasons, read_only_reason, split_command
+from ipy_agent.tools.bash_parse import destructive_reasons, normalized_commands, read_only_reason, split_command
 from ipy_agent.tools.bash_allowlist import sed_script_problem
 from tests.tools.bash_corpus import DESTRUCTIVE, NOT_DESTRUCTIVE, READ_ONLY, WRITES
 
@@ -115,3 +115,19 @@ def test_a_classifier_crash_fails_closed(monkeypatch):
     assert not tool.is_read_only(inp) and not tool.is_concurrency_safe(inp)
     assert tool.is_destructive(inp)
     assert tool.cancels_siblings_on_error(inp)
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("\\rm -f x", ["rm -f x"]),
+        ("'/usr/bin/git' push", ["git push"]),
+        ("env -i A=1 timeout -k 5 10 nice -n 3 rm x", ["rm x"]),
+        ("ls | xargs -I {} rm {}", ["ls", "rm {}"]),
+        ("bash -c 'ls && sudo rm x'", ["bash -c ls && sudo rm x", "ls", "rm x"]),
+        ("command -v rm", ["command -v rm"]),  # looks rm up, runs nothing
+    ],
+)
+def test_normalized_commands_name_the_program_that_runs(command, expected):
+    assert normalized_commands(command) == expected
+    assert split_command.normalized_commands is normalized_commands  # the runtime's hook
