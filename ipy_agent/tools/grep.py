@@ -18,6 +18,7 @@ ripgrep's exit status 1 means "no match", not failure; status 2 with no output i
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
@@ -38,6 +39,8 @@ MAX_LINE_COLUMNS = 500
 # Marks where ripgrep's path and line-number fields end. A control character no real path
 # contains, so paths with ':' or '-' in them still split correctly.
 _MARK = "\x1e"
+# ripgrep's line for a file it was told to search and found binary: the match is not printed.
+_BINARY_MATCH = re.compile(r"^(.*): binary file matches \(found .*\)$")
 _REGEX_HINT = (
     "ripgrep uses Rust regex syntax: escape literal ( ) [ ] { } . * + ? | with a backslash, "
     "and there is no look-around or backreference."
@@ -333,16 +336,20 @@ def _group_content(
         if not line:
             continue
         cut = line.find(_MARK)
-        if cut < 0:  # ripgrep's "--" between context groups
+        binary = _BINARY_MATCH.match(line) if cut < 0 else None
+        if cut < 0 and binary is None:  # ripgrep's "--" between context groups
             gap = True
             continue
-        line_path = line[:cut]
+        line_path = binary.group(1) if binary else line[:cut]
         if line_path != path:
             path = line_path
             current = groups.setdefault(path, [])
         elif gap:
             current.append("--")
         gap = False
+        if binary:
+            current.append(prefix + _strip_dot(line_path) + ": binary file matches (its lines are not shown)")
+            continue
         rest = line[cut + 1 :]
         if numbered:  # the second mark ends the line number
             rest = rest.replace(_MARK, "", 1)

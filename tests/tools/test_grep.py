@@ -132,6 +132,16 @@ async def test_no_match_says_so_and_is_not_an_error(tree):
     assert TOOL.summarize_result(out) == "No matches found"
 
 
+async def test_a_binary_file_that_matches_is_reported_in_content_mode(tree):
+    (tree / "blob.dat").write_bytes(b"TODO\x00\x01binary")
+    ctx = make_ctx(tree)
+    _, files = await grep(ctx, pattern="TODO", path="blob.dat")
+    out, text = await grep(ctx, pattern="TODO", path="blob.dat", output_mode="content")
+    assert body(files) == ["Found 1 file (newest first)", "blob.dat"]
+    assert text.startswith("blob.dat: binary file matches")
+    assert TOOL.summarize_result(out) == "Found 1 line" and out.num_files == 1
+
+
 async def test_bad_regex_returns_ripgreps_message_as_error_result(tree):
     model = ScriptedModel([[{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "foo(bar"}}], "ok"])
     agent = Agent(model=model, cwd=tree, tools=[GrepTool()])
