@@ -85,7 +85,7 @@ def denied_read(command: str, start: str, ctx: ToolContext) -> ReadCheck | None:
     patterns = {_as_glob(w.source): w.source for w in unknown}
     found = (
         _check_words([w.text for w in words if w.text is not None], dirs, ctx)
-        or _check_words(git_paths, [*dirs, *_repo_roots(dirs)], ctx)
+        or (_check_words(git_paths, [*dirs, *_repo_roots(dirs)], ctx) if git_paths else None)
         or _check_words(list(patterns), dirs, ctx)
     )
     if found is None and a.structure_problem:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
+from .bash_expansions import ansi_c, evaluation_problem
+
 __all__ = [
     "Word",
     "SimpleCommand",
@@ -121,7 +123,7 @@ def _parts(node: Node) -> tuple[str | None, bool, bool]:
     if t == "raw_string":
         return src[1:-1], False, False
     if t == "ansi_c_string":
-        return _ansi_c(src[2:-1]), False, False
+        return ansi_c(src[2:-1]), False, False
     if t == "string":
         out = []
         for c in node.named_children:
@@ -142,28 +144,6 @@ def _parts(node: Node) -> tuple[str | None, bool, bool]:
             first_glob = first_glob or (i == 0 and starts)
         return "".join(values), any_glob, first_glob
     return None, False, False
-
-
-_ANSI_C = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", re.S)
-_ANSI_C_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
-                  "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
-
-
-def _ansi_c(body: str) -> str:
-    """The value of `$'...'` as bash computes it: `$'.e\\x6ev'` is `.env` (a deny rule must see
-    that). Bash ends the word at a NUL byte."""
-
-    def one(m: re.Match[str]) -> str:
-        e = m.group(1)
-        if e[0] in "xuU":
-            return chr(min(int(e[1:], 16), 0x10FFFF))
-        if e[0] in "01234567":
-            return chr(int(e, 8) & 0xFF)
-        if e[0] == "c" and len(e) == 2:
-            return chr(ord(e[1].upper()) ^ 0x40) if e[1] != "?" else "\x7f"
-        return _ANSI_C_SIMPLE.get(e, "\\" + e)
-
-    return _ANSI_C.sub(one, body).split("\0", 1)[0]
 
 
 def _word(node: Node) -> Word:
@@ -274,35 +254,6 @@ def _retext(cmd: SimpleCommand, text: str) -> SimpleCommand:
     return SimpleCommand(text=text, name=cmd.name, args=cmd.args, assignments=cmd.assignments, kind=cmd.kind)
 
 
-# `${name}`, `${#name}`, `${name[index]...}` and what follows the name (operator and word).
-_EXPANSION = re.compile(r"^\$\{(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(\[([^\]]*)\])?(.*)\}$", re.S)
-# What an arithmetic context may hold without reading a variable: numbers and operators.
-_ARITHMETIC_LITERAL = re.compile(r"^[\s0-9+\-*/%()<>=!&|^~?:,]*$")
-
-
-def _evaluation_problem(node: Node) -> str:
-    """Why an expansion may run a command through the value of a variable, or "".
-
-    Bash evaluates arithmetic recursively: with `TZ='a[$(cmd)]'`, `$((TZ))`, `${x:TZ}` and
-    `${a[TZ]}` all run `cmd`, and `${TZ@P}` runs it as a prompt string does."""
-    src = _text(node)
-    if node.type == "arithmetic_expansion":
-        inner = src[3:-2] if src.startswith("$((") else src[2:-1]
-        ok = _ARITHMETIC_LITERAL.match(inner)
-        return "" if ok else f"arithmetic {src!r} evaluates variables, whose values can run commands"
-    m = _EXPANSION.match(src)
-    if m is None or (m.group(2) == "!" and m.group(5)):
-        return f"the expansion {src!r} is not understood (indirection or nesting can run commands)"
-    index, rest = m.group(4), m.group(5)
-    if index is not None and index not in ("@", "*") and not _ARITHMETIC_LITERAL.match(index):
-        return f"the array index in {src!r} is arithmetic on variables, which can run commands"
-    if rest.startswith("@"):
-        return f"the transformation in {src!r} expands the value again, which can run commands"
-    if rest.startswith(":") and rest[1:2] not in ("-", "=", "?", "+") and not _ARITHMETIC_LITERAL.match(rest[1:]):
-        return f"the substring bounds in {src!r} are arithmetic on variables, which can run commands"
-    return ""
-
-
 def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand], str]:
     """Line-wide facts: the first hidden-command or parse problem, redirects, all commands, and
     the first expansion that evaluates a variable's value as code."""
@@ -326,7 +277,7 @@ def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand], str]:
         elif t == "command":
             everything.append(_simple(n, []))
         elif t in ("expansion", "arithmetic_expansion") and not evaluation:
-            evaluation = _evaluation_problem(n)
+            evaluation = evaluation_problem(n.type, _text(n))
         stack.extend(reversed(n.children))
     everything.reverse()
     return problem, redirects, everything, evaluation
@@ -381,9 +332,14 @@ def split_command(command: str) -> list[str] | None:
 def normalized_commands(command: str) -> list[str]:
     """Each simple command as `program arg...`, unquoted and with wrappers looked through (see
     `bash_wrappers.normalized_commands`): what deny and ask rules also match."""
+    return list(_normalized(command))
+
+
+@functools.lru_cache(maxsize=256)  # asked once per deny or ask rule for the same command
+def _normalized(command: str) -> tuple[str, ...]:
     from .bash_wrappers import normalized_commands as normalize  # it imports this module
 
-    return normalize(command)
+    return tuple(normalize(command))
 
 
 # The runtime receives `split_command` as its splitter; deny and ask rules look for this
