@@ -44,6 +44,8 @@ _PATTERN_FLAGS = ("--regexp", "--file", "--expression")
 # `$X`, `${X...}`, `$(...)` (one level of nested parentheses), backticks, `$1`, `$@`...
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]")
 _GIT_STAGE = re.compile(r"^:[0-3]:|^:")  # `:0:path` (a stage of the index), `:path` (the index)
+_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
+_MAX_BRACES = 8  # brace lists expanded per word; the doubt still asks about the rest
 _MAX_GLOB_MATCHES = 1000  # a glob over a huge folder: the first thousand names are checked
 
 
@@ -82,7 +84,7 @@ def denied_read(command: str, start: str, ctx: ToolContext) -> ReadCheck | None:
     words += [r.target for r in a.redirects if r.op in ("<", "<>") and r.target is not None]
     unknown = [w for w in words if w.text is None]
     # A word only the shell knows is checked as the glob it could become (`*/.env`).
-    patterns = {_as_glob(w.source): w.source for w in unknown}
+    patterns = {g: w.source for w in unknown for g in _as_globs(w.source)}
     found = (
         _check_words([w.text for w in words if w.text is not None], dirs, ctx)
         or (_check_words(git_paths, [*dirs, *_repo_roots(dirs)], ctx) if git_paths else None)
@@ -187,9 +189,18 @@ def _repo_roots(dirs: list[str]) -> list[str]:
     return roots
 
 
-def _as_glob(source: str) -> str:
-    """The shell word as a glob: each expansion may become anything, quotes go."""
-    return _EXPANSION.sub("*", source).replace('"', "").replace("'", "")
+def _as_globs(source: str) -> list[str]:
+    """The shell word as globs: each expansion may become anything, quotes go, and a brace
+    list gives one glob per choice (`.e{n,x}v` is `.env` and `.exv`)."""
+    globs = [_EXPANSION.sub("*", source).replace('"', "").replace("'", "")]
+    for _ in range(_MAX_BRACES):
+        m = next((m for g in globs if (m := _BRACES.search(g))), None)
+        if m is None:
+            break
+        g = m.string
+        globs.remove(g)
+        globs += [g[: m.start()] + choice + g[m.end() :] for choice in m.group(1).split(",")]
+    return globs
 
 
 def _expand(path: str) -> list[str]:

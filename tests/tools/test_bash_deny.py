@@ -137,6 +137,8 @@ async def verdict(ctx: ToolContext, command: str):
     "sudo -u root cat .env",
     "cat */.env",  # a glob at the start of the word is still expanded and checked
     "grep $PATTERN .env",  # an unknown pattern is still the pattern: .env is the file
+    "cat \"$DIR\"/.env",  # whatever $DIR is, the file is a .env
+    "cat .e{{n,x}}v",  # brace lists are expanded (doubled for str.format)
 ])
 async def test_refused(tree, command):
     command = command.format(tree=tree.as_posix().lstrip("/"))
