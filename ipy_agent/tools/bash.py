@@ -120,7 +120,9 @@ to a file whose path is given, which you can Read with offset/limit or Grep.
 - Commands that only read (ls, git status, git diff, grep ...) run without asking; anything else \
 may need the person's approval, so write one clear command rather than many small ones.
 - A command that names a file the person denied with a Read rule (e.g. `cat .env` under \
-Read(**/.env)) is refused in every mode; ask the person instead of working around it.
+Read(**/.env)) is refused in every mode; ask the person instead of working around it. While \
+such rules exist, a command whose file names are only known when it runs (`cat $F`, xargs input) \
+needs approval even when it only reads.
 
 Git safety: never force-push, never skip hooks (--no-verify), never rewrite published history \
 or run `git reset --hard` unless the person asks for exactly that, because those lose work that \
