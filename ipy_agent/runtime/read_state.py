@@ -4,7 +4,9 @@ Edit, Write (on an existing file) and NotebookEdit refuse a target that was not 
 changed since it was read. "Changed" is decided by content, not by modification time: a
 formatter or a `touch` that leaves the bytes alone is not a change (Claude Code users suffer
 false "modified since read" errors from mtime checks). Keys are absolute file paths, or
-`cell_key(notebook, cell_id)` for cells of a live notebook.
+`cell_key(notebook, cell_id)` for cells of a live notebook. A path key is stored and looked up
+by its real path (symlinks resolved), so reading a file through one name and editing it through
+a link (or the other way round) is one file, not two.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ class ReadState:
         self._entries: dict[str, ReadEntry] = {}
 
     # --- recording ---------------------------------------------------------------------
+    @staticmethod
+    def _key(key: str | Path) -> str:
+        k = str(key)
+        return os.path.realpath(k) if os.path.isabs(k) else k
+
     def record(
         self,
         key: str | Path,
@@ -65,7 +72,7 @@ class ReadState:
         limit: int | None = None,
         source: str = "read",
     ) -> ReadEntry:
-        k = str(key)
+        k = self._key(key)
         if content is not None:
             digest = content_hash(content)
             if size is None:
@@ -84,14 +91,14 @@ class ReadState:
         return self.record(key, content=content, source=source)
 
     def forget(self, key: str | Path) -> None:
-        self._entries.pop(str(key), None)
+        self._entries.pop(self._key(key), None)
 
     # --- queries -----------------------------------------------------------------------
     def get(self, key: str | Path) -> ReadEntry | None:
-        return self._entries.get(str(key))
+        return self._entries.get(self._key(key))
 
     def __contains__(self, key: object) -> bool:
-        return str(key) in self._entries
+        return self._key(str(key)) in self._entries
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -123,7 +130,7 @@ class ReadState:
     def touch(self, key: str | Path, **changes: object) -> None:
         entry = self.get(key)
         if entry is not None:
-            self._entries[str(key)] = replace(entry, **changes)  # type: ignore[arg-type]
+            self._entries[entry.key] = replace(entry, **changes)  # type: ignore[arg-type]
 
     def to_json(self) -> list[dict[str, object]]:
         return [e.__dict__.copy() for e in self._entries.values()]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from ipy_agent.runtime.tool import ToolError
-from ipy_agent.tools._fileio import decode_text
+from ipy_agent.tools._fileio import UTF32_BOMS, decode_text
 
 __all__ = [
     "MAX_LINE_CHARS",
@@ -32,6 +32,7 @@ __all__ = [
     "TextRead",
     "binary_kind",
     "estimate_tokens",
+    "quarter_tokens",
     "read_text",
 ]
 
@@ -54,8 +55,17 @@ class TextRead:
     bytes_after: int | None = 0  # bytes after the range, when total_lines is None (None: not known)
 
 
-def estimate_tokens(chars: int) -> int:
-    return (chars + 3) // 4
+def quarter_tokens(text: str) -> int:
+    """Estimated tokens of `text`, times four: about 4 ASCII characters make a token, but a
+    character of Chinese, Japanese, Korean (or most other non-ASCII) text is about one token."""
+    if text.isascii():
+        return len(text)
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return ascii_chars + 4 * (len(text) - ascii_chars)
+
+
+def estimate_tokens(text: str) -> int:
+    return (quarter_tokens(text) + 3) // 4
 
 
 def read_text(f: BinaryIO, name: str, st: os.stat_result, *, start: int, limit: int, unranged: bool) -> TextRead:
@@ -73,7 +83,8 @@ def read_text(f: BinaryIO, name: str, st: os.stat_result, *, start: int, limit: 
         lines = text.split("\n")
         if lines[-1] == "":
             lines.pop()
-        chosen = [_cut(line) for line in lines[start - 1 : start - 1 + limit]]
+        # A CRLF line of a file that mixes endings keeps its "\r" in the text; don't show it.
+        chosen = [_cut(line.removesuffix("\r")) for line in lines[start - 1 : start - 1 + limit]]
         return TextRead(lines=chosen, total_lines=len(lines), raw=data)
     del data
     f.seek(0)
@@ -311,6 +322,11 @@ _MAGIC: tuple[tuple[bytes, str, str], ...] = (
 def binary_kind(head: bytes, path: Path) -> str | None:
     """A refusal message when the first bytes show a binary file, else None."""
     name = repr(str(path))
+    if head.startswith(UTF32_BOMS):  # before the UTF-16 check: FF FE 00 00 starts like UTF-16 LE
+        return (
+            f"{name} is UTF-32 text (by its byte-order mark), which Read does not decode and Edit would corrupt. "
+            "Convert it in Bash, e.g. `iconv -f UTF-32 -t UTF-8 FILE > FILE.utf8`, and read the copy."
+        )
     for magic, what, advice in _MAGIC:
         if head.startswith(magic):
             return f"{name} is {what}, not text; {advice}."
