@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime.tool import PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
-from ._diff import Diff, make_diff
-from ._fileio import atomic_write
+from ._diff import Diff, Span, diff_spans, make_diff
+from ._fileio import atomic_write, real_path
 
-__all__ = ["Plan", "FileEditingTool", "suggest_edit_rule", "read_existing", "require_fresh", "quote"]
+__all__ = [
+    "Plan", "FileEditingTool", "suggest_edit_rule", "read_existing", "require_fresh", "require_whole_read", "quote",
+]
 
 # Edits load the whole file; past this size an edit is refused before anything is read.
 MAX_EDIT_BYTES = 256 * 1024 * 1024
@@ -47,10 +49,15 @@ class Plan:
     diff_label: str = ""
     notes: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    # Where old_text and new_text differ, when the tool knows (Edit): then only those places are
+    # diffed, instead of splitting both whole texts into lines.
+    spans: list[Span] | None = None
 
     @cached_property
     def diff(self) -> Diff:
         label = self.diff_label or self.display
+        if self.spans is not None and not self.created:
+            return diff_spans(self.old_text, self.new_text, self.spans, label=label)
         return make_diff(self.old_text, self.new_text, label=label,
                          old_label="/dev/null" if self.created else None)
 
@@ -98,6 +105,30 @@ def require_fresh(ctx: ToolContext, path: Path, raw: bytes | None, *, what: str 
     message = ctx.read_state.check_fresh(str(path), raw, what=f"{what} {str(path)!r}")
     if message:
         raise ToolError(message)
+
+
+def require_whole_read(ctx: ToolContext, path: Path, display: str) -> None:
+    """Refuse to overwrite a file the agent has seen only part of (a ranged or cut-off Read).
+
+    Write replaces everything, so lines the model never saw would be lost without it knowing
+    they existed. Edit does not need this: it changes only the text it quotes.
+    """
+    entry = ctx.read_state.get(path)
+    if entry is None or not entry.partial:
+        return
+    cells = path.suffix.lower() == ".ipynb"
+    unit = "cells" if cells else "lines"
+    first = max(entry.offset or 1, 1)
+    last = first + entry.limit - 1 if entry.limit else None
+    if cells:  # named the way Read labels cells: cell-N with 0-based N
+        shown = f"cell-{first - 1} to cell-{last - 1}" if last else f"cell-{first - 1} on"
+    else:
+        shown = f"lines {first}-{last}" if last else f"lines from {first} on"
+    raise ToolError(
+        f"{display!r} was only partly read ({shown}), and Write would "
+        f"replace all of it, including {unit} you have not seen. Read the rest first (Read without offset "
+        f"and limit, or more ranges), or use {'NotebookEdit' if cells else 'Edit'} to change just the part you read."
+    )
 
 
 def suggest_edit_rule(path: Path, ctx: ToolContext) -> str:
@@ -148,6 +179,13 @@ class FileEditingTool(Tool):
     def _preview_title(self, plan: Plan) -> str:
         return f"{'Create' if plan.created else 'Edit'} {plan.display}"
 
+    def _paths(self, target: str, ctx: ToolContext) -> tuple[Path, str]:
+        """The file to read and write (through symlinks: writing the link's own path would
+        replace the link with a plain file and leave the real file unchanged) and the name to
+        show the person, as the model gave it."""
+        given = ctx.resolve(target)
+        return real_path(given), ctx.display_path(given)
+
     # --- shared behaviour -------------------------------------------------------------------
     def _read_only(self, inp: Any) -> bool:
         return False
@@ -169,15 +207,25 @@ class FileEditingTool(Tool):
         return str(getattr(output, "diff", "") or "")
 
     async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+        return await asyncio.to_thread(self._validate, inp, ctx)
+
+    def _validate(self, inp: Any, ctx: ToolContext) -> str | None:
+        # The plan is dropped here, in the thread, for the reason given in `_preview`.
         try:
-            await asyncio.to_thread(self._plan, inp, ctx)
+            self._plan(inp, ctx)
         except ToolError as e:
             return str(e)
         return None
 
     async def preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
+        return await asyncio.to_thread(self._preview, inp, ctx)
+
+    def _preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
+        # Built in the worker thread so only the small preview leaves it: a Plan holds the whole
+        # file two or three times, and a finished future can keep its result alive until the
+        # garbage collector runs, which for a big file doubled the memory an edit needs.
         try:
-            plan = await asyncio.to_thread(self._plan_with_diff, inp, ctx)
+            plan = self._plan_with_diff(inp, ctx)
         except ToolError:
             # validate_input has already told the model; there is nothing to approve.
             return None
@@ -198,6 +246,11 @@ class FileEditingTool(Tool):
         # Re-reading and re-checking here, in the same thread as the write, is the last guard
         # against clobbering a change made after validation (or while the prompt was open).
         plan = self._plan_with_diff(inp, ctx)
+        seen = ctx.read_state.get(plan.path)
         atomic_write(plan.path, plan.new_raw, make_parents=self.make_parents)
         ctx.read_state.record_write(str(plan.path), plan.new_raw, source=self.name)
+        if seen is not None and seen.partial and not plan.created:
+            # An Edit after a partial Read knows the new content's hash, not the lines it never
+            # showed: stay partial, so a Write after it still cannot replace those unseen.
+            ctx.read_state.touch(plan.path, offset=seen.offset, limit=seen.limit)
         return self._result(plan, ctx)

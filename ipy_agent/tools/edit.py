@@ -3,8 +3,8 @@
 Sending only `old_string` -> `new_string` keeps edits small and reviewable, and the exact-match
 rule makes the model prove it knows the current text. The checks run in a fixed order, each
 with a message that says what to do next (see `_plan`). What the file is made of is kept: CRLF
-stays CRLF (matching happens on LF-normalised text) and UTF-8 with or without BOM and UTF-16
-with BOM round-trip unchanged.
+stays CRLF (matching happens on LF-normalised text), a file mixing CRLF and LF keeps every
+line's own ending, and UTF-8 with or without BOM and UTF-16 with BOM round-trip unchanged.
 
 Matching is exact, with one tolerance: straight and curly quotes count as equal, because models
 often straighten the typographic quotes they read. When that tolerance is what found the match,
@@ -24,9 +24,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runtime.tool import ToolContext, ToolError
-from ._diff import count_lines, numbered_snippet
+from ._diff import Span, count_lines, numbered_snippet
 from ._edit_common import FileEditingTool, Plan, quote, read_existing, require_fresh
-from ._fileio import decode_text, encode_text
+from ._fileio import decode_text, encode_text, undecodable_reason
 
 __all__ = ["EditTool", "EditInput", "EditResult"]
 
@@ -128,6 +128,71 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
+def _locate(text: str, old: str) -> tuple[list[tuple[int, int]], str]:
+    """Where `old` occurs in `text` as (start, end) spans, left to right, and a note for the model.
+
+    Tried in order: exactly; with curly and straight quotes alike; and, in a file that mixes
+    CRLF and LF (its text keeps the "\\r\\n"s), with each "\\n" of old_string also matching a
+    "\\r\\n": Read does not show the "\\r", so the model cannot be expected to type it.
+    """
+    hits = _find_all(text, old)
+    if hits:
+        return [(p, p + len(old)) for p in hits], ""
+    folded, old_folded = text.translate(_QUOTES), old.translate(_QUOTES)
+    spans = [(p, p + len(old)) for p in _find_all(folded, old_folded)]
+    if not spans and "\r\n" in text and "\n" in old:
+        pattern = re.compile("\r?\n".join(re.escape(part) for part in old_folded.split("\n")))
+        spans = [m.span() for m in pattern.finditer(folded)]
+    if any(_lf(text[s:e]) != old for s, e in spans):
+        return spans, ("old_string matched only when curly and straight quotes are treated alike; "
+                       "the file's own quotes outside your change were kept.")
+    return spans, ""
+
+
+def _apply_spans(text: str, spans: list[tuple[int, int]], old: str, new: str) -> tuple[str, list[Span], str]:
+    """The text with each span replaced, the changes as diff spans, and the first replacement.
+
+    The common case (exact matches in a file without mixed line endings) is one `str.replace`,
+    which builds the new text without the slice copies a join would make: for a file of
+    hundreds of MB those copies were the largest cost of an edit.
+    """
+    if not old:  # filling an empty (or whitespace-only) file: the content is new_string
+        return new, [(0, len(text), 0, len(new))], new
+    mixed = "\r\n" in text
+    if not mixed and all(text[s:e] == old for s, e in spans):
+        pieces = [new] * len(spans)
+        new_text = text.replace(old, new, len(spans))
+    else:
+        pieces = []
+        for s, e in spans:
+            actual = _lf(text[s:e])
+            piece = new if actual == old else _splice(actual, old, new)
+            if mixed:  # new lines take the ending of the lines they replace
+                piece = piece.replace("\n", _local_newline(text, s, e))
+            pieces.append(piece)
+        out, prev = [], 0
+        for (s, e), piece in zip(spans, pieces):
+            out += [text[prev:s], piece]
+            prev = e
+        out.append(text[prev:])
+        new_text = "".join(out)
+        del out
+    changes, delta = [], 0
+    for (s, e), piece in zip(spans, pieces):
+        changes.append((s, e, s + delta, s + delta + len(piece)))
+        delta += len(piece) - (e - s)
+    return new_text, changes, pieces[0]
+
+
+def _local_newline(text: str, start: int, end: int) -> str:
+    """The line ending around text[start:end] in a mixed file: of the lines it spans, or of its line."""
+    inside = text.count("\n", start, end)
+    if inside:
+        return "\r\n" if text.count("\r\n", start, end) == inside else "\n"
+    nl = text.find("\n", end)
+    return "\r\n" if nl > 0 and text[nl - 1] == "\r" else "\n"
+
+
 def _collapse_ws(text: str) -> str:
     # Newlines stay so positions map to the same line numbers; runs of spaces/tabs become one.
     return "\n".join(" ".join(line.split()) for line in text.split("\n"))
@@ -168,8 +233,7 @@ class EditTool(FileEditingTool):
         return inp.file_path
 
     def _plan(self, inp: EditInput, ctx: ToolContext) -> Plan:
-        path = ctx.resolve(inp.file_path)
-        display = ctx.display_path(path)
+        path, display = self._paths(inp.file_path, ctx)
         old, new = _lf(inp.old_string), _lf(inp.new_string)
         if old == new:
             raise ToolError(
@@ -201,50 +265,35 @@ class EditTool(FileEditingTool):
             tf = decode_text(raw)
         except UnicodeDecodeError as e:
             raise ToolError(
-                f"{display!r} is not UTF-8 or UTF-16 text (undecodable byte at offset {e.start}); "
+                f"{display!r} is not UTF-8 or UTF-16 text ({undecodable_reason(e)}); "
                 "Edit cannot change it without corrupting it."
             ) from e
+        del raw  # a big file is held as text from here on; keep one copy, not two
         text = tf.text
-        note = ""
         if not old:  # an existing empty (or whitespace-only) file gets new_string as content
-            positions, new_text, pieces = [0], new, [new]
-            text_for_lines = ""
+            spans, note = [(0, len(text))], ""
         else:
-            positions = _find_all(text, old)
-            if not positions:
-                positions = _find_all(text.translate(_QUOTES), old.translate(_QUOTES))
-                if not positions:
-                    raise ToolError(_not_found(text, old, display))
-                note = ("old_string matched only when curly and straight quotes are treated alike; "
-                        "the file's own quotes outside your change were kept.")
-            if len(positions) > 1 and not inp.replace_all:
-                where = ", ".join(str(_line_of(text, p)) for p in positions[:10])
-                more = "" if len(positions) <= 10 else ", …"
+            spans, note = _locate(text, old)
+            if not spans:
+                raise ToolError(_not_found(text, old, display))
+            if len(spans) > 1 and not inp.replace_all:
+                where = ", ".join(str(_line_of(text, p)) for p, _ in spans[:10])
+                more = "" if len(spans) <= 10 else ", …"
                 raise ToolError(
-                    f"old_string matches {len(positions)} places in {display!r} (starting at lines "
+                    f"old_string matches {len(spans)} places in {display!r} (starting at lines "
                     f"{where}{more}); replace_all is false, so it is not clear which one to change. "
-                    f"Set replace_all to true to change all {len(positions)}, or add surrounding lines "
+                    f"Set replace_all to true to change all {len(spans)}, or add surrounding lines "
                     f"to old_string so it matches exactly one place. old_string: {quote(old)}."
                 )
-            if not inp.replace_all:
-                positions = positions[:1]
-            pieces, out, prev = [], [], 0
-            for p in positions:
-                actual = text[p : p + len(old)]
-                piece = new if actual == old else _splice(actual, old, new)
-                pieces.append(piece)
-                out += [text[prev:p], piece]
-                prev = p + len(old)
-            out.append(text[prev:])
-            new_text = "".join(out)
-            text_for_lines = text
+        new_text, changes, first_piece = _apply_spans(text, spans, old, new)
         # Where the first change landed in the new text, for the snippet the model gets back.
-        first = _line_of(text_for_lines, positions[0])
-        last = first + pieces[0].count("\n")
+        first = _line_of(text, spans[0][0])
         data = encode_text(new_text, encoding=tf.encoding, newline=tf.newline)
         return Plan(path=path, display=display, old_text=text, new_text=new_text, new_raw=data,
-                    created=False, extra={"first": first, "last": last, "count": len(positions), "note": note,
-                                          "replace_all": inp.replace_all})
+                    created=False, spans=changes,
+                    extra={"first": first, "last": first + first_piece.count("\n"), "count": len(spans),
+                           "first_pos": text.rfind("\n", 0, spans[0][0]) + 1, "note": note,
+                           "replace_all": inp.replace_all})
 
     def _result(self, plan: Plan, ctx: ToolContext) -> EditResult:
         d = plan.diff
@@ -252,7 +301,8 @@ class EditTool(FileEditingTool):
             path=str(plan.path), display=plan.display, created=plan.created,
             replacements=plan.extra["count"], replace_all=plan.extra.get("replace_all", False),
             added=d.added, removed=d.removed, diff=d.text,
-            snippet=numbered_snippet(plan.new_text, plan.extra["first"], plan.extra["last"]),
+            snippet=numbered_snippet(plan.new_text, plan.extra["first"], plan.extra["last"],
+                                     first_pos=plan.extra.get("first_pos")),
             lines=count_lines(plan.new_text),
             note=plan.extra.get("note", ""),
         )

@@ -2,9 +2,9 @@
 
 A notebook is JSON with rules (nbformat); editing it as text easily leaves it unopenable, so
 this tool changes the parsed notebook and writes it back the way Jupyter does (nbformat's
-writer: indent 1, sorted keys, sources split into lines), refusing to write anything that
-fails `nbformat.validate`. It edits the file, not the live notebook in a browser (that is the
-notebook bridge's job).
+writer: indent 1, sorted keys, sources split into lines), refusing to write anything the edit
+made invalid by nbformat's schema. It edits the file, not the live notebook in a browser (that
+is the notebook bridge's job).
 
 Decisions:
 - Cells are named by id, or `cell-N` for the cell at 0-based index N (what Read shows for cells
@@ -12,16 +12,27 @@ Decisions:
 - Replacing a code cell's source clears its outputs and execution count: they describe code
   that no longer exists. The approval prompt and the result both say so.
 - New cells get nbformat 4.5 ids. A notebook older than 4.5 has no cell ids and would fail
-  validation with one, so an insert upgrades it with nbformat's own converter (every cell gets
-  an id, `nbformat_minor` becomes 5) and says so. Replace and delete leave
-  the format version alone. nbformat 3 and older notebooks are refused rather than converted.
+  validation with one, so an insert upgrades it (`nbformat_minor` becomes 5, cells without an
+  id get one) and says so. An id a cell already has is kept: nbformat's converter would replace
+  every id, and the ids the model has seen would stop working. Replace and delete leave the
+  format version alone. nbformat 3 and older notebooks are refused rather than converted.
+- Cell ids are the ones in the file: nothing here repairs (renames) a duplicate or missing id,
+  which nbformat's `validate` and `reads` would do silently. Validation runs on a deep copy
+  with nbformat's warnings silenced (they would print into the person's cell output); a
+  problem the notebook already had is not blamed on the edit: the edit goes ahead and the
+  result says so. A problem the edit would introduce stops it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
+import re
+import warnings
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 import nbformat
 from nbformat.v4 import convert as v4convert
@@ -91,17 +102,36 @@ class NotebookEditResult:
     added: int
     removed: int
     diff: str
+    problems: tuple[str, ...] = ()  # what nbformat finds wrong with the notebook, before and after
 
 
 def _label(cell: Any, index: int) -> str:
     return cell.get("id") or f"cell-{index}"
 
 
+# nbformat 4.5's rule for a cell id.
+_VALID_ID = re.compile(r"^[a-zA-Z0-9-_]{1,64}$")
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """nbformat warns on stderr, which in a kernel lands in the person's cell output."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
 def _find_cell(nb: Any, cell_id: str, display: str) -> int:
     cells = nb.cells
-    for i, cell in enumerate(cells):
-        if cell.get("id") == cell_id:
-            return i
+    matches = [i for i, cell in enumerate(cells) if cell.get("id") == cell_id]
+    if len(matches) > 1:
+        where = ", ".join(f"cell-{i}" for i in matches[:10])
+        return _raise(
+            f"Cell id {cell_id!r} is used by {len(matches)} cells in {display!r} ({where}), so it does not say "
+            "which one to change. Name the cell by its index instead, e.g. cell_id='cell-N'."
+        )
+    if matches:
+        return matches[0]
     if cell_id.startswith("cell-") and cell_id[5:].isdigit() and int(cell_id[5:]) < len(cells):
         return int(cell_id[5:])
     shown = ", ".join(
@@ -131,6 +161,40 @@ def _new_cell(cell_type: str, source: str, taken: set[str]) -> Any:
     return cell
 
 
+def _upgrade_keeping_ids(nb: Any) -> Any:
+    """nbformat 4.<5 -> 4.5, keeping every valid, unique id a cell already has."""
+    old_ids = [cell.get("id") for cell in nb.cells]
+    with _quiet():
+        nb = v4convert.upgrade(nb, from_version=4, from_minor=nb.nbformat_minor)
+    kept: list[str | None] = []
+    taken: set[str] = set()
+    for old_id in old_ids:
+        ok = isinstance(old_id, str) and bool(_VALID_ID.match(old_id)) and old_id not in taken
+        kept.append(old_id if ok else None)
+        if ok:
+            taken.add(old_id)
+    for cell, old_id in zip(nb.cells, kept):
+        if old_id is not None:
+            cell.id = old_id
+            continue
+        while cell.id in taken:
+            cell.id = nbformat.v4.nbbase.random_cell_id()
+        taken.add(cell.id)
+    return nb
+
+
+def _problems(nb: Any) -> list[str]:
+    """What nbformat's schema finds wrong with `nb`, plus duplicate ids, without changing it."""
+    with _quiet():
+        try:
+            found = [str(e).split("\n", 1)[0] for e in nbformat.validator.iter_validate(copy.deepcopy(nb))]
+        except nbformat.ValidationError as e:  # e.g. no schema for this minor version
+            found = [str(e).split("\n", 1)[0]]
+    counts = Counter(c.get("id") for c in nb.cells if c.get("id") is not None)
+    found += [f"cell id {i!r} is used by {n} cells" for i, n in counts.items() if n > 1]
+    return list(dict.fromkeys(found))  # one line per kind of problem, in order
+
+
 def _load(raw: bytes, display: str) -> Any:
     try:
         data = json.loads(raw.decode("utf-8-sig"))
@@ -146,7 +210,8 @@ def _load(raw: bytes, display: str) -> Any:
             f"{display!r} is nbformat {data.get('nbformat')!r}; NotebookEdit changes nbformat 4 notebooks "
             "only. Open and save it in Jupyter to convert it, then Read it again."
         )
-    return rejoin_lines(nbformat.from_dict(data))
+    with _quiet():
+        return rejoin_lines(nbformat.from_dict(data))
 
 
 class NotebookEditTool(FileEditingTool):
@@ -172,8 +237,7 @@ class NotebookEditTool(FileEditingTool):
         return f"{r['edit_mode'].capitalize()} cell {r['cell_id']} in {plan.display}"
 
     def _plan(self, inp: NotebookEditInput, ctx: ToolContext) -> Plan:
-        path = ctx.resolve(inp.notebook_path)
-        display = ctx.display_path(path)
+        path, display = self._paths(inp.notebook_path, ctx)
         if path.suffix.lower() != ".ipynb":
             raise ToolError(f"{display!r} is not a .ipynb notebook. Use Edit or Write for other files.")
         if inp.edit_mode == "insert" and inp.cell_type is None:
@@ -195,9 +259,9 @@ class NotebookEditTool(FileEditingTool):
         after: str | None = None
         if inp.edit_mode == "insert":
             if nb.nbformat_minor < 5:
-                nb = v4convert.upgrade(nb, from_version=4, from_minor=nb.nbformat_minor)
+                nb = _upgrade_keeping_ids(nb)
                 upgraded = True
-                notes.append("notebook upgraded to nbformat 4.5 so cells can have ids (every cell gets one)")
+                notes.append("notebook upgraded to nbformat 4.5 so cells can have ids (cells without one get one)")
             index = 0
             if inp.cell_id:
                 index = _find_cell(nb, inp.cell_id, display) + 1
@@ -234,17 +298,20 @@ class NotebookEditTool(FileEditingTool):
                         cell.execution_count = None
                 if cleared:
                     notes.append(OUTPUTS_CLEARED)
-        try:
-            nbformat.validate(nb)
-        except nbformat.ValidationError as e:
-            first = str(e).split("\n", 1)[0]
-            raise ToolError(
-                f"The edited notebook would not be valid nbformat ({first}); nothing was written. "
-                "Read the notebook to check its structure."
-            ) from e
+        problems = _problems(nb)
+        if problems:
+            before = _problems(_load(raw, display))
+            introduced = [p for p in problems if p not in before]
+            if introduced:
+                raise ToolError(
+                    f"The edited notebook would not be valid nbformat ({introduced[0]}); nothing was written. "
+                    "Read the notebook to check its structure."
+                )
+            notes.append(f"the notebook already had problems nbformat reports, left as they were: {'; '.join(problems[:3])}")
         label = _label(cell, index)
         diff_label = f"{display} [new cell]" if inp.edit_mode == "insert" else f"{display} [cell {label}]"
-        text = nbformat.v4.writes(nb) + "\n"
+        with _quiet():
+            text = nbformat.v4.writes(nb) + "\n"
         newline = "\r\n" if b"\r\n" in raw else "\n"
         return Plan(
             # Cell sources rarely end in a newline; diff them as lines so the prompt is not
@@ -253,7 +320,8 @@ class NotebookEditTool(FileEditingTool):
             new_raw=encode_text(text, newline=newline), created=False,
             diff_label=diff_label, notes=tuple(notes),
             extra={"edit_mode": inp.edit_mode, "cell_id": label, "cell_type": cell_type, "index": index,
-                   "after": after, "total": len(nb.cells), "cleared": cleared, "upgraded": upgraded},
+                   "after": after, "total": len(nb.cells), "cleared": cleared, "upgraded": upgraded,
+                   "problems": tuple(problems)},
         )
 
     def _result(self, plan: Plan, ctx: ToolContext) -> NotebookEditResult:
@@ -262,6 +330,7 @@ class NotebookEditTool(FileEditingTool):
             path=str(plan.path), display=plan.display, edit_mode=r["edit_mode"], cell_id=r["cell_id"],
             cell_type=r["cell_type"], index=r["index"], after=r["after"], total_cells=r["total"],
             outputs_cleared=r["cleared"], upgraded=r["upgraded"], added=d.added, removed=d.removed, diff=d.text,
+            problems=r["problems"],
         )
 
     def map_result(self, output: NotebookEditResult, tool_use_id: str) -> dict[str, Any]:
@@ -271,13 +340,17 @@ class NotebookEditTool(FileEditingTool):
             text = (f"Inserted a new {o.cell_type} cell with id {o.cell_id!r} {where} in {o.path} "
                     f"(it is now cell-{o.index}; the notebook has {o.total_cells} cells).")
             if o.upgraded:
-                text += " The notebook was upgraded to nbformat 4.5, so every cell now has an id: Read it again before using ids."
+                text += (" The notebook was upgraded to nbformat 4.5, so every cell now has an id (ids cells already "
+                         "had are kept): Read it again before using ids of cells that had none.")
         elif o.edit_mode == "delete":
             text = f"Deleted cell {o.cell_id!r} (was cell-{o.index}) from {o.path}; {o.total_cells} cells remain."
         else:
             text = f"Replaced the source of {o.cell_type} cell {o.cell_id!r} (cell-{o.index}) in {o.path}."
             if o.outputs_cleared:
                 text += " Its outputs and execution count were cleared, since they belonged to the old code."
+        if o.problems:
+            text += (" Note: the notebook already had problems nbformat reports, which this edit left as they were: "
+                     + "; ".join(o.problems[:3]) + ".")
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
 
     def summarize_result(self, output: NotebookEditResult) -> str:

@@ -12,6 +12,7 @@ and a token estimate after (every read), and both errors say how to read less.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from ipy_agent.tools._read_text import (
     TextRead,
     binary_kind,
     estimate_tokens,
+    quarter_tokens,
     read_text,
 )
 
@@ -46,7 +48,7 @@ class ReadInput(BaseModel):
     offset: int | None = Field(
         default=None,
         ge=0,
-        description="Line number to start at (1-based; 0 also means the start). For a notebook: the cell number to start at. Omit to read from the start.",
+        description="Line number to start at (1-based; 0 also means the start). For a notebook: the cell to start at, counted from 1 (offset=1 is cell-0). Omit to read from the start.",
     )
     limit: int | None = Field(
         default=None,
@@ -82,7 +84,7 @@ How it reads:
 - Text comes back as lines in the form `<line number><TAB><text>`, starting at 1. The number and the tab are not part of the file: never copy them into an edit. Lines longer than {MAX_LINE_CHARS:,} characters are cut, with a marker.
 - By default it reads up to {DEFAULT_LIMIT:,} lines from the start. Give `offset` (1-based line) and `limit` only when you need part of a file: a whole-file read of a file over {MAX_UNRANGED_BYTES // 1024} KB, or any read whose output would exceed about {MAX_OUTPUT_TOKENS:,} tokens, fails with an error instead; then read a range (the error suggests one), or Grep for the part you need first and Read around it.
 - Images (PNG, JPEG, GIF, WebP) come back as images you can see, up to the API's limits (about 5 MB of base64, 8000 pixels per side).
-- Jupyter notebooks (.ipynb) come back as cells: each cell's id, type and source, then its outputs (text, errors, images), with long outputs cut. For notebooks, `offset` and `limit` count cells instead of lines.
+- Jupyter notebooks (.ipynb) come back as cells: each cell's id, type and source, then its outputs (text, errors, images), with long outputs cut. For notebooks, `offset` and `limit` count cells instead of lines (offset from 1, so offset=3 starts at cell-2). A cell without an id in the file is labelled cell-N (its 0-based index).
 - Directories, devices and pipes are refused without being opened; binary files are refused with a note on what they are.
 - You can Read several files at once by making several Read calls in one message; do that when you know you need them.
 """
@@ -179,39 +181,93 @@ class ReadTool(Tool):
         return _text_output(path, st, inp, ctx, result, start)
 
     def _read_notebook(self, path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContext) -> ReadOutput:
-        import nbformat
-
         from ipy_agent.notebook.render import render_notebook
 
         if st.st_size > MAX_NOTEBOOK_BYTES:
             raise ToolError(f"Notebook {str(path)!r} is {st.st_size / 1e6:.0f} MB, too large to read; inspect it with Python in Bash (json module) instead.")
         raw = path.read_bytes()
-        try:
-            nb = nbformat.reads(raw.decode("utf-8-sig"), as_version=4)
-        except Exception as exc:  # nbformat raises several unrelated types for bad input
-            raise ToolError(f"{str(path)!r} is not a readable notebook ({type(exc).__name__}: {exc}). Check it with `python -m json.tool` in Bash.") from exc
-        total = len(nb.cells)
+        nb = _load_notebook(raw, path)
+        cells = nb["cells"]
+        total = len(cells)
         start = max(inp.offset or 1, 1)
         if total and start > total:
-            raise ToolError(f"Notebook {str(path)!r} has {total} cells; offset={inp.offset} is past the end.")
+            raise ToolError(f"Notebook {str(path)!r} has {total} cells (cell-0 to cell-{total - 1}); offset={inp.offset} is past the end. offset counts cells from 1.")
         rendered = render_notebook(nb, offset=start - 1, limit=inp.limit)
-        tokens = estimate_tokens(rendered.text_chars)
+        tokens = estimate_tokens(rendered.text)
         if tokens > MAX_OUTPUT_TOKENS:
-            per_cell = max(1, rendered.text_chars // max(rendered.cell_count, 1))
-            fit = max(1, MAX_OUTPUT_TOKENS * 4 // per_cell)
+            per_cell = max(1, tokens // max(rendered.cell_count, 1))
+            fit = max(1, MAX_OUTPUT_TOKENS // per_cell)
             raise ToolError(
                 f"Notebook {str(path)!r} renders to about {tokens:,} tokens, over the {MAX_OUTPUT_TOKENS:,}-token limit. "
-                f"Read fewer cells with offset and limit (they count cells; about {fit} cells fit, e.g. offset={start}, limit={fit})."
+                f"Read fewer cells with offset and limit (they count cells, offset from 1; about {fit} cells fit, e.g. offset={start}, limit={fit})."
             )
-        ctx.read_state.record(path, content=raw, offset=inp.offset, limit=inp.limit)
-        shown_to = start - 1 + rendered.cell_count
+        shown_to = start - 1 + rendered.cell_count  # 1-based number of the last cell shown
+        whole = start == 1 and shown_to >= total
+        # A partial read is recorded as one, so Write will not replace cells the model never saw.
+        ctx.read_state.record(path, content=raw, offset=None if whole else start, limit=None if whole else rendered.cell_count)
         header = f"Notebook {path} ({total} cell{'s' if total != 1 else ''}"
-        header += f"; showing cells {start}-{shown_to}" if (start, shown_to) != (1, total) else ""
+        # Cells are labelled cell-N with a 0-based N (NotebookEdit's form), so the range is too.
+        header += "" if whole else f"; showing cell-{start - 1} to cell-{shown_to - 1}"
         header += ")\n" if total else "): it has no cells.\n"
+        header += _id_notes(cells, start - 1, shown_to)
         blocks = [{"type": "text", "text": header}, *rendered.blocks]
         if blocks[1:] and blocks[1]["type"] == "text":
             blocks[:2] = [{"type": "text", "text": header + blocks[1]["text"]}]
+        if shown_to < total:
+            blocks.append({"type": "text", "text": (
+                f"\n[Showing cell-{start - 1} to cell-{shown_to - 1} of {total} cells (cell-N counts from 0). "
+                f"Read on with offset={shown_to + 1} (offset counts cells from 1).]"
+            )})
         return ReadOutput(kind="notebook", path=str(path), content=blocks, cells=rendered.cell_count, total_cells=total, nbytes=len(raw))
+
+
+def _load_notebook(raw: bytes, path: Path) -> dict[str, Any]:
+    """The notebook as it is on disk. Not `nbformat.reads`: it invents random ids for cells that
+    have none (different on every Read), renames duplicate ids, and warns on stderr, so the ids
+    shown would not be the ones NotebookEdit finds in the file."""
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ToolError(f"{str(path)!r} is not a readable notebook ({type(exc).__name__}: {exc}). Check it with `python -m json.tool` in Bash.") from None
+    if isinstance(data, dict) and isinstance(data.get("cells"), list) and all(isinstance(c, dict) for c in data["cells"]):
+        return data
+    if isinstance(data, dict) and isinstance(data.get("nbformat"), int) and data["nbformat"] < 4:
+        return _old_notebook(data, path)
+    raise ToolError(f"{str(path)!r} is JSON but not a Jupyter notebook (no list of cells). Check it with `python -m json.tool` in Bash.")
+
+
+def _old_notebook(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """An nbformat 3 (or older) notebook, converted to 4 for display. Its cells have no ids; the
+    converter's random ones are dropped so they show as cell-N."""
+    import warnings
+
+    import nbformat
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # stderr is the person's cell output
+            nb = nbformat.convert(nbformat.from_dict(data), 4)
+    except Exception as exc:  # nbformat raises several unrelated types for bad input
+        raise ToolError(f"{str(path)!r} is not a readable notebook ({type(exc).__name__}: {exc}). Check it with `python -m json.tool` in Bash.") from exc
+    for cell in nb.cells:
+        cell.pop("id", None)
+    return nb
+
+
+def _id_notes(cells: list[dict[str, Any]], lo: int, hi: int) -> str:
+    """Lines that explain labels: cells without an id, and ids shared by several cells."""
+    notes = ""
+    if any(not c.get("id") for c in cells[lo:hi]):
+        notes += "Cells without an id in the file are labelled cell-N, N being the cell's 0-based index.\n"
+    where: dict[str, list[int]] = {}
+    for i, c in enumerate(cells):
+        if isinstance(c.get("id"), str) and c["id"]:
+            where.setdefault(c["id"], []).append(i)
+    shared = [(cid, idx) for cid, idx in where.items() if len(idx) > 1]
+    if shared:
+        listed = "; ".join(f"{cid!r} by " + ", ".join(f"cell-{i}" for i in idx[:5]) for cid, idx in shared[:5])
+        notes += f"Some ids are used by more than one cell ({listed}): name those cells as cell-N.\n"
+    return notes
 
 
 def _stat_regular_file(path: Path, ctx: ToolContext) -> os.stat_result:
@@ -269,18 +325,18 @@ def _read_image(path: Path, st: os.stat_result, ctx: ToolContext) -> ReadOutput:
 def _text_output(path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContext, r: TextRead, start: int) -> ReadOutput:
     shown = len(r.lines)
     if r.total_lines == 0 and shown == 0:
-        ctx.read_state.record(path, content=r.raw if r.raw is not None else b"", offset=inp.offset, limit=inp.limit)
+        ctx.read_state.record(path, content=r.raw if r.raw is not None else b"")
         note = f"[{path} exists but is empty (0 lines).]"
         return ReadOutput(kind="empty", path=str(path), content=note, total_lines=0)
     if shown == 0:
         raise ToolError(f"{str(path)!r} has {r.total_lines:,} line{'s' if r.total_lines != 1 else ''}, fewer than offset={inp.offset}. Use an offset from 1 to {r.total_lines}.")
     numbered = [f"{n}\t{line}" for n, line in enumerate(r.lines, start=start)]
     text = "\n".join(numbered)
-    tokens = estimate_tokens(len(text))
+    tokens = estimate_tokens(text)
     if tokens > MAX_OUTPUT_TOKENS:
         budget, fit = MAX_OUTPUT_TOKENS * 4, 0
         for line in numbered:
-            budget -= len(line) + 1
+            budget -= quarter_tokens(line) + 1
             if budget < 0:
                 break
             fit += 1
@@ -294,11 +350,16 @@ def _text_output(path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContex
     elif r.total_lines is None:
         more = f" ({_kb(r.bytes_after)} more)" if r.bytes_after else ""
         text += f"\n\n[Showing lines {start}-{end}; the file goes on{more}. Read on with offset={end + 1}.]"
+    # Whether every line was shown, not what was asked: a default read cut at DEFAULT_LIMIT lines
+    # is partial, and a ranged read that covered a short file is whole. Write refuses to replace
+    # a file read partially (it would drop lines the model never saw).
+    whole = start == 1 and r.total_lines is not None and end >= r.total_lines
+    offset, limit = (None, None) if whole else (start, shown)
     if r.raw is not None:
-        ctx.read_state.record(path, content=r.raw, offset=inp.offset, limit=inp.limit)
+        ctx.read_state.record(path, content=r.raw, offset=offset, limit=limit)
     else:
         # Too big to hash on every ranged read; Edit then checks size and mtime instead.
-        ctx.read_state.record(path, digest=None, size=st.st_size, mtime_ns=st.st_mtime_ns, offset=inp.offset, limit=inp.limit)
+        ctx.read_state.record(path, digest=None, size=st.st_size, mtime_ns=st.st_mtime_ns, offset=offset, limit=limit)
     return ReadOutput(kind="text", path=str(path), content=text, first_line=start, lines=shown, total_lines=r.total_lines, nbytes=st.st_size)
 
 

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..runtime.tool import ToolContext, ToolError
 from ._diff import count_lines
-from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh
-from ._fileio import decode_text, encode_text
+from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh, require_whole_read
+from ._fileio import decode_text, encode_text, undecodable_reason
 
 __all__ = ["WriteTool", "WriteInput", "WriteResult"]
 
@@ -28,9 +28,10 @@ rewrites. To change part of an existing file use Edit instead: it sends only the
 cannot drop the rest of the file by accident. For .ipynb notebooks prefer NotebookEdit, which \
 changes one cell and keeps the notebook valid.
 
-- Overwriting an existing file requires that you Read it earlier in this conversation and that \
-it has not changed since; the runtime refuses otherwise (Read it again), so you never overwrite \
-content you have not seen. Creating a new file needs no Read.
+- Overwriting an existing file requires that you Read all of it earlier in this conversation \
+and that it has not changed since; the runtime refuses otherwise (Read it again), so you never \
+overwrite content you have not seen. After reading only part of a file (offset/limit, or a long \
+file cut off), Read the rest or use Edit. Creating a new file needs no Read.
 - Missing parent directories are created.
 - An existing file keeps its line endings (CRLF stays CRLF) and encoding (UTF-8 with BOM, \
 UTF-16); a new file is written as UTF-8, exactly as given.
@@ -72,8 +73,7 @@ class WriteTool(FileEditingTool):
         return f"{'Create' if plan.created else 'Overwrite'} {plan.display}"
 
     def _plan(self, inp: WriteInput, ctx: ToolContext) -> Plan:
-        path = ctx.resolve(inp.file_path)
-        display = ctx.display_path(path)
+        path, display = self._paths(inp.file_path, ctx)
         raw = read_existing(path)
         if raw is None:
             if path.parent.exists() and not path.parent.is_dir():
@@ -81,14 +81,24 @@ class WriteTool(FileEditingTool):
             text = inp.content.replace("\r\n", "\n")
             return Plan(path=path, display=display, old_text="", new_text=text,
                         new_raw=inp.content.encode("utf-8"), created=True)
-        require_fresh(ctx, path, raw)
         try:
             tf = decode_text(raw)
             old_text, encoding, newline = tf.text, tf.encoding, tf.newline
-        except UnicodeDecodeError:
-            # Not text we understand (it was read, so the model saw what it was): replace it as
-            # a new UTF-8 file; the diff shows the old side as empty rather than as mojibake.
+        except UnicodeDecodeError as e:
+            if ctx.read_state.get(path) is None:
+                # Read refuses such a file, so "Read it first" would send the model round in circles.
+                raise ToolError(
+                    f"{display!r} exists but is not UTF-8 or UTF-16 text ({undecodable_reason(e)}), so Read "
+                    "cannot show it and Write will not overwrite it unseen. To keep its content, convert it "
+                    "to UTF-8 in Bash (e.g. `iconv -f latin1 -t utf-8 FILE > FILE.new && mv FILE.new FILE`), "
+                    "Read it, then write. To replace it deliberately, delete it first (`rm` in Bash, which "
+                    "the person approves) and Write it as a new file."
+                ) from e
+            # Read it and unchanged, but not text: an image Read showed. Replace it as a new
+            # UTF-8 file; the diff shows the old side as empty rather than as mojibake.
             old_text, encoding, newline = "", "utf-8", "\n"
+        require_fresh(ctx, path, raw)
+        require_whole_read(ctx, path, display)
         new_text = inp.content.replace("\r\n", "\n")
         if newline == "\n":
             # An LF file gets the content exactly as given (CRLF the model sent on purpose stays).

@@ -301,8 +301,10 @@ async def test_notebook_offset_and_limit_count_cells(ctx, tmp_path):
     write_notebook(tmp_path / "nb.ipynb", n_cells=6)
     content, summary = await read(ctx, file_path="nb.ipynb", offset=3, limit=2)
     text = content[0]["text"]
-    assert "showing cells 3-4" in text and 'id="c2"' in text and 'id="c3"' in text
+    # The range is named the way cells are labelled (cell-N, 0-based), and it says how to go on.
+    assert "showing cell-2 to cell-3" in text and 'id="c2"' in text and 'id="c3"' in text
     assert 'id="c1"' not in text and 'id="c4"' not in text
+    assert "Read on with offset=5" in content[-1]["text"]
     assert summary == "Read notebook (2 of 6 cells)"
     assert "has 6 cells" in await read_error(ctx, file_path="nb.ipynb", offset=9)
 
@@ -341,7 +343,7 @@ async def test_range_near_the_end_of_a_large_file_streams(ctx, tmp_path):
     assert content == "2399998\trow 02399997 payload\n2399999\trow 02399998 payload\n2400000\trow 02399999 payload"
     assert peak < 20 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"
     entry = ctx.read_state.get(str(path))
-    assert entry.content_hash is None and entry.size == size and (entry.offset, entry.limit) == (2_399_998, 5)
+    assert entry.content_hash is None and entry.size == size and (entry.offset, entry.limit) == (2_399_998, 3)  # what was shown
     message = await read_error(ctx, file_path=str(path), offset=2_400_001)
     assert "has 2,400,000 lines" in message
 

@@ -175,7 +175,7 @@ def test_flags_rules_and_prompt(ctx, tmp_path):
     inp = tool.input_model(file_path="docs/guide.md", content="")
     assert_edit_contract(tool, inp, ctx, path=tmp_path / "docs/guide.md", rule="Edit(docs/**)")
     text = tool.description(ctx)
-    assert "Read it earlier" in text and "Edit instead" in text and "NotebookEdit" in text
+    assert "Read all of it earlier" in text and "Edit instead" in text and "NotebookEdit" in text
 
 
 def test_agent_overwrite_before_read_is_refused_then_works(tmp_path):
