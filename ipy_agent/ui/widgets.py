@@ -1,7 +1,7 @@
 """The notebook view of one agent run: streamed text, a row per tool call, approval prompts, a footer.
 
 Three constraints shape this module:
-- Everything it shows is a widget trait update (`HTML.value`, `Output.outputs`, `Box.children`),
+- Everything it shows is a widget trait update (`HTML.value`, `Box.children`),
   which travels as a comm message. That reaches the cell while it runs, after it finished (a
   `--background` run) and in every front end with stock ipywidgets 8. `print()` and `with out:`
   do not: VS Code drops outputs that arrive after the cell ended.
@@ -57,9 +57,23 @@ def _fmt_duration(seconds: float | None) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-def _markdown_output(text: str) -> dict[str, Any]:
-    # What `Output.append_display_data(Markdown(text))` produces, without needing a shell.
-    return {"output_type": "display_data", "data": {"text/markdown": text, "text/plain": text}, "metadata": {}}
+_MD: Any = None
+
+
+def markdown_html(text: str) -> str:
+    """The assistant's Markdown as HTML, rendered here with raw HTML switched off.
+
+    The model's text can carry what it read (a file, a tool's output, a web page): sent as
+    `text/markdown` into an Output widget, JupyterLab renders it as trusted HTML and runs any
+    `<img onerror=...>` in the notebook's origin, which could drive the kernel past every
+    approval. markdown-it escapes raw HTML and refuses `javascript:` links.
+    """
+    global _MD
+    if _MD is None:
+        from markdown_it import MarkdownIt
+
+        _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").enable("strikethrough")
+    return f'<div class="ipy-agent-text">{_MD.render(text)}</div>'
 
 
 class CallRow:
@@ -151,8 +165,8 @@ class _Segment:
         self.text = ""
         self.shown = ""
         if kind == "text":
-            self.out = W.Output()
-            self.widget: W.Widget = self.out
+            self.html = W.HTML()
+            self.widget: W.Widget = self.html
         else:
             self.html = W.HTML()
             self.widget = W.Accordion(children=[self.html], titles=("Thinking",), selected_index=None)
@@ -162,7 +176,7 @@ class _Segment:
             return
         self.shown = self.text
         if self.kind == "text":
-            self.out.outputs = (_markdown_output(self.text),)
+            self.html.value = markdown_html(self.text)
         else:
             self.html.value = pre_html(self.text)
 

@@ -201,11 +201,8 @@ class Kernel:
         return any(needle in v for v in self.html_values())
 
     def markdown(self) -> str:
-        """The assistant's streamed text, as the Output widgets hold it."""
-        return "".join(
-            str(o.get("data", {}).get("text/markdown", ""))
-            for state in self.widgets("OutputModel").values() for o in state.get("outputs", [])
-        )
+        """The assistant's streamed text, as the HTML widgets show it (rendered in the kernel)."""
+        return "".join(v for v in self.html_values() if "ipy-agent-text" in v)
 
     def _send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
         msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})

@@ -76,9 +76,7 @@ def texts(widget: W.Widget) -> list[str]:
 
 
 def shown_markdown(view: RunView) -> str:
-    return "".join(
-        o["data"]["text/markdown"] for w in view.body.children if isinstance(w, W.Output) for o in w.outputs
-    )
+    return "".join(w.value for w in view.body.children if isinstance(w, W.HTML) and "ipy-agent-text" in w.value)
 
 
 def buttons_disabled(prompt: ApprovalPrompt) -> bool:
@@ -114,7 +112,7 @@ async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
     assert buttons_disabled(prompt) and "Allowed once" in prompt.outcome.value
     # Answered, the prompt shrinks to its outcome line; the diff stays under Details.
     assert prompt.widget.children == (prompt.outcome,)
-    assert shown_markdown(view).endswith("All **done**.")
+    assert shown_markdown(view).endswith("<p>All <strong>done</strong>.</p>\n</div>")
     assert "Finished" in view.state.value
 
 
@@ -237,10 +235,19 @@ async def test_text_streams_into_markdown_segments_split_by_tool_rows(tmp_path):
     agent, view, _ = make(tmp_path, turns)
     await asyncio.wait_for(agent.arun("go"), TIMEOUT)
     kinds = [type(w).__name__ for w in view.body.children]
-    assert kinds[:3] == ["Output", "VBox", "Output"]  # text, the Read row, text
+    assert kinds[:3] == ["HTML", "VBox", "HTML"]  # text, the Read row, text
     first, _, second = view.body.children[:3]
-    assert first.outputs[0]["data"]["text/markdown"] == long
-    assert second.outputs[0]["data"]["text/markdown"] == "Second *part*."
+    assert first.value == f'<div class="ipy-agent-text"><p>{long.strip()}</p>\n</div>'
+    assert second.value == '<div class="ipy-agent-text"><p>Second <em>part</em>.</p>\n</div>'
+
+
+async def test_the_models_text_cannot_inject_html_or_script(tmp_path):
+    evil = 'Hello <img src=x onerror="document.title=1"> [click](javascript:alert(1)) <script>x()</script> `<b>`'
+    agent, view, _ = make(tmp_path, [evil])
+    await asyncio.wait_for(agent.arun("go"), TIMEOUT)
+    shown = shown_markdown(view)
+    assert "<img" not in shown and "<script" not in shown and "javascript:" not in shown.split("href=")[-1][:20]
+    assert "&lt;img src=x onerror=" in shown and "<code>&lt;b&gt;</code>" in shown
 
 
 async def test_background_view_writes_no_stdout_and_stop_calls_on_stop(tmp_path, capsys):
@@ -248,7 +255,7 @@ async def test_background_view_writes_no_stdout_and_stop_calls_on_stop(tmp_path,
     agent, view, _ = make(tmp_path, ["Working on it."], background=True, on_stop=lambda: stopped.append(True))
     await asyncio.wait_for(agent.arun("go"), TIMEOUT)
     assert capsys.readouterr().out == ""
-    assert shown_markdown(view) == "Working on it."
+    assert "<p>Working on it.</p>" in shown_markdown(view)
 
     view2 = RunView(agent, background=True, on_stop=lambda: stopped.append(True))
     assert view2.stop_button is not None
