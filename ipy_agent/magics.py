@@ -36,7 +36,7 @@ from .settings import RuleSpec, SettingsError, load_settings_rules, option_rules
 from .ui import RunUI, choose_ui
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
-           "agent_transformer", "current_magics"]
+           "agent_transformer", "terminal_transformer", "current_magics"]
 
 TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
 @dataclass(kw_only=True)
@@ -155,7 +155,8 @@ class AgentMagics(Magics):
             prompt = "\n".join(p for p in (prompt, cell.strip()) if p)
         if args.max_turns is not None and args.max_turns < 1:
             raise UsageError(f"--max-turns must be at least 1, not {args.max_turns!r}")
-        if self.current is not None and self.current.running:
+        if (self.current is not None and self.current.running) or (self._background is not None and not self._background.done()):
+            # A --background run started in this cell may not have begun yet: it is running all the same.
             raise UsageError("The agent is still running. Wait for it, or stop it with %agent_stop.")
         model = self._model_for(args)
         if args.resume:
@@ -384,6 +385,16 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
     task.result()
 
 
+def terminal_transformer(lines: list[str]) -> list[str]:
+    """Terminal IPython: pass `%agent ...` lines to the magic before help syntax sees them.
+
+    Without this, `%agent what does this do?` is taken as a request for help on `do` (a line
+    ending in `?`), and questions are the most common prompts. `%agent?` itself is left alone.
+    """
+    return [f"get_ipython().run_line_magic('agent', {ln[len('%agent'):].strip()!r})\n"
+            if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\") else ln for ln in lines]
+
+
 def current_magics(shell: Any = None) -> AgentMagics:
     """The AgentMagics registered on `shell` (default: the running IPython)."""
     if shell is None:
@@ -399,8 +410,9 @@ def current_magics(shell: Any = None) -> AgentMagics:
 def load_ipython_extension(shell: Any) -> None:
     if "AgentMagics" not in shell.magics_manager.registry:
         shell.register_magics(AgentMagics(shell=shell))
-    if getattr(shell, "kernel", None) is not None and agent_transformer not in shell.input_transformers_cleanup:
-        shell.input_transformers_cleanup.append(agent_transformer)
+    transformer = agent_transformer if getattr(shell, "kernel", None) is not None else terminal_transformer
+    if transformer not in shell.input_transformers_cleanup:
+        shell.input_transformers_cleanup.append(transformer)
 
 
 def unload_ipython_extension(shell: Any) -> None:
@@ -413,5 +425,6 @@ def unload_ipython_extension(shell: Any) -> None:
             magics.current.interrupt()
         if magics in getattr(shell, "configurables", []):
             shell.configurables.remove(magics)
-    while agent_transformer in shell.input_transformers_cleanup:
-        shell.input_transformers_cleanup.remove(agent_transformer)
+    for transformer in (agent_transformer, terminal_transformer):
+        while transformer in shell.input_transformers_cleanup:
+            shell.input_transformers_cleanup.remove(transformer)

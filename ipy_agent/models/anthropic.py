@@ -188,6 +188,7 @@ class _MessageFolder:
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.stopped = False
+        self.broken_tool: tuple[str, str] | None = None  # (name, raw input) of a call cut short
 
     def feed(self, event: Any) -> list[ModelEvent]:
         kind = getattr(event, "type", None)
@@ -235,11 +236,10 @@ class _MessageFolder:
             try:
                 block["input"] = json.loads(raw)
             except json.JSONDecodeError:
-                raise ModelError(
-                    f"The model sent tool input for {block.get('name')!r} that is not valid JSON: {raw[:200]!r}. "
-                    "Run the prompt again.",
-                    kind="other",
-                ) from None
+                # Usually the reply hit max_tokens in the middle of this call; message_delta
+                # says so only after this block. Leave the call out and decide in finish().
+                self.broken_tool = (str(block.get("name")), raw)
+                return []
         # The API rejects an empty text block in a later request, so one never enters history.
         if block.get("type") == "text" and not block.get("text"):
             return []
@@ -260,6 +260,14 @@ class _MessageFolder:
                 "(no message_stop). Run the prompt again.",
                 kind="connection",
             )
+        if self.broken_tool is not None and self.stop_reason != "max_tokens":
+            name, raw = self.broken_tool
+            raise ModelError(
+                f"The model sent tool input for {name!r} that is not valid JSON: {raw[:200]!r}. Run the prompt again.",
+                kind="other",
+            )
+        # At max_tokens the cut-off call is simply not part of the message; the loop reports
+        # the limit (raise max_tokens, or ask the agent to continue in smaller steps).
         return MessageComplete(
             content=self.content, stop_reason=self.stop_reason or "end_turn", usage=self.usage, model=self.model
         )

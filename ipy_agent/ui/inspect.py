@@ -197,8 +197,11 @@ def batch_picture(calls: list[CallRecord], width: int = PICTURE_WIDTH) -> list[s
             for i in range(col(r.start), col(r.end or t1) + 1):
                 cells[i] = "█"
             wait = r.stage("permission")
-            if wait is not None and getattr(r.decision, "source", None) == "person":
-                for i in range(col(wait.start), col(wait.end)):
+            # Asked: answered by a person or an approver, or cancelled while the prompt was open.
+            asked = getattr(r.decision, "source", None) in ("person", "approver") or (
+                r.decision is None and r.status == "cancelled")
+            if wait is not None and asked:
+                for i in range(col(wait.start), col(wait.end or r.end or t1) + (0 if wait.end else 1)):
                     cells[i] = "░"
         lines.append(f"  {label.ljust(pad)} |{''.join(cells)}|")
     lines.append("  · queued behind an earlier batch   ░ waiting for approval   █ running")

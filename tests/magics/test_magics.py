@@ -510,3 +510,52 @@ def test_resume_restores_granted_rules_only_where_they_were_granted(shell, magic
     out = capsys.readouterr()
     assert [r for r in magics.current.rules.allow if r.source == "granted"] == []
     assert "were for '/some/other/project'" in out.err
+
+
+def test_a_question_mark_at_the_end_of_a_prompt_reaches_the_agent(shell, magics, script, capsys):
+    shell.run_cell(f"%agent --script {script('It reads files.')} what does this do?")
+    assert magics.current is not None and magics.current.messages[0]["content"][0]["text"] == "what does this do?"
+    assert "It reads files." in capsys.readouterr().out
+    shell.run_cell("%agent?")  # help itself still works
+    assert "Run the agent on a request" in capsys.readouterr().out
+
+
+def test_a_second_agent_while_a_background_run_waits_to_start_is_refused(shell, magics, script):
+    import asyncio
+
+    from IPython.core.error import UsageError
+
+    async def both():
+        shell.run_line_magic("agent", f"--script {script('first done')} first")  # a loop runs: background
+        with pytest.raises(UsageError, match="still running"):
+            shell.run_line_magic("agent", f"--script {script('second done')} second")
+        await magics._background
+
+    asyncio.run(both())
+    assert magics.current.messages[-1]["content"][0]["text"] == "first done"
+
+
+def test_trace_shows_a_call_cancelled_at_its_prompt_as_waiting_not_running(tmp_path):
+    import asyncio
+
+    from ipy_agent import Agent, ScriptedModel
+    from ipy_agent.ui.inspect import trace_text
+
+    (tmp_path / "a.txt").write_text("x\n")
+
+    async def scenario():
+        never = asyncio.get_running_loop().create_future()
+        agent = Agent(model=ScriptedModel([[use("Write", "w1", file_path="b.txt", content="y")]]), cwd=tmp_path,
+                      approver=lambda req: never)
+        task = asyncio.ensure_future(agent.arun("go"))
+        while not agent.trace or agent.trace[0].status != "waiting":
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        agent.interrupt()
+        await task
+        return agent
+
+    agent = asyncio.run(scenario())
+    row = next(line for line in trace_text(agent, None).splitlines() if "#1 Write" in line and "|" in line)
+    bar = row.split("|")[1]
+    assert bar.count("░") > bar.count("█")

@@ -330,3 +330,25 @@ async def test_a_tool_call_without_arguments_streams_an_empty_partial_json(serve
     done = events_of(timed, MessageComplete)[0]
     assert done.content == [{"type": "tool_use", "id": "toolu_now", "name": "Now", "input": {}}]
     assert done.stop_reason == "tool_use"
+
+
+async def test_max_tokens_in_the_middle_of_a_tool_call_drops_the_cut_call(server):
+    write = {"type": "tool_use", "id": "toolu_w", "name": "Write", "input": {"file_path": "a.txt", "content": "x" * 50}}
+    events = message_events([{"type": "text", "text": "Writing."}, write], stop_reason="max_tokens", chunk=10)
+    deltas = [e for e in events if e.data.get("delta", {}).get("type") == "input_json_delta"]
+    for e in deltas[len(deltas) // 2:]:
+        events.remove(e)  # the reply ran out of tokens half way through the input
+    server.add(events)
+    done = events_of(await collect(model_for(server), req()), MessageComplete)[0]
+    assert done.stop_reason == "max_tokens"
+    assert done.content == [{"type": "text", "text": "Writing."}]
+
+
+async def test_invalid_tool_json_without_max_tokens_is_still_an_error(server):
+    events = message_events([{"type": "tool_use", "id": "toolu_x", "name": "Read", "input": {"file_path": "abc"}}])
+    for e in events:
+        if e.data.get("delta", {}).get("type") == "input_json_delta":
+            e.data["delta"]["partial_json"] = e.data["delta"]["partial_json"].replace('"', "'")
+    server.add(events)
+    with pytest.raises(ModelError, match="not valid JSON"):
+        await collect(model_for(server), req())
