@@ -52,3 +52,12 @@ def use(name: str, tid: str, **inp: Any) -> dict[str, Any]:
 
 def results_of(message: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {b["tool_use_id"]: b for b in message["content"] if b.get("type") == "tool_result"}
+
+
+def write_tree(root, files: dict[str, str]):
+    """Create `files` (relative path -> text) under `root`, making folders; returns `root`."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root

@@ -31,6 +31,11 @@ def allow_hint(rule: str) -> str:
     )
 
 
+def _unanswered(message: str) -> PermissionAnswer:
+    """A denial no person gave: the model is told the call was not approved, not refused."""
+    return PermissionAnswer(behavior="deny", automatic=True, message=message)
+
+
 class NonInteractiveApprover:
     """Denies every call that reached the prompt, naming the rule that would have allowed it.
 
@@ -44,14 +49,8 @@ class NonInteractiveApprover:
     def __call__(self, request: PermissionRequest) -> PermissionAnswer:
         self.denied.append(request)
         rule = request.suggested_rule or request.tool_name
-        return PermissionAnswer(
-            behavior="deny",
-            automatic=True,
-            message=(
-                f"No one can answer approval prompts in this non-interactive run ({self.why}), so this "
-                f"{request.tool_name} call was not run. {allow_hint(rule)}"
-            ),
-        )
+        return _unanswered(f"No one can answer approval prompts in this non-interactive run ({self.why}), so this "
+                           f"{request.tool_name} call was not run. {allow_hint(rule)}")
 
 
 def with_timeout(approver: Approver, seconds: float | None) -> Approver:
@@ -68,14 +67,8 @@ def with_timeout(approver: Approver, seconds: float | None) -> Approver:
             return await asyncio.wait_for(maybe_await(approver(request)), timeout=seconds)
         except TimeoutError:
             rule = request.suggested_rule or request.tool_name
-            return PermissionAnswer(
-                behavior="deny",
-                automatic=True,
-                message=(
-                    f"No one answered the approval prompt within {seconds:g} s "
-                    f"(AgentMagics.approval_timeout), so this {request.tool_name} call was denied. "
-                    f"{allow_hint(rule)}"
-                ),
-            )
+            return _unanswered(f"No one answered the approval prompt within {seconds:g} s "
+                               f"(AgentMagics.approval_timeout), so this {request.tool_name} call was denied. "
+                               f"{allow_hint(rule)}")
 
     return timed

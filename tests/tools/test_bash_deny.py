@@ -16,6 +16,7 @@ from ipy_agent import Agent, ScriptedModel
 from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
+from tests.helpers import write_tree
 
 DENY = ["Read(**/.env)", "Read(secrets/**)"]
 SECRET = "SECRET"  # in every denied file
@@ -29,10 +30,7 @@ def tree(tmp_path: Path) -> Path:
         "secrets/key.pem": "SECRET-pem\n",
         "README.md": "Put API_KEY in .env\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    return tmp_path
+    return write_tree(tmp_path, files)
 
 
 def run_bash(cwd: Path, *commands: str, mode: str = "default", deny: list[str] = DENY) -> tuple[Agent, ScriptedModel]:

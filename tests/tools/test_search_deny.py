@@ -18,6 +18,7 @@ from ipy_agent.runtime.tool import ToolContext
 from ipy_agent.tools._search import deny_globs
 from ipy_agent.tools.glob import GlobTool
 from ipy_agent.tools.grep import GrepTool
+from tests.helpers import write_tree
 
 DENY = ["Read(**/.env)", "Read(secrets/**)"]
 SECRET = "SECRET"  # in every denied file, in no allowed one
@@ -34,10 +35,7 @@ def tree(tmp_path: Path) -> Path:
         # `secrets/**` is anchored at cwd: a folder of that name deeper down is not covered.
         "app/secrets/notes.txt": "API_KEY is documented in the wiki\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    return tmp_path
+    return write_tree(tmp_path, files)
 
 
 def run_tool(cwd: Path, name: str, inp: dict, deny: list[str] = DENY) -> tuple[str, ScriptedModel]:
