@@ -241,11 +241,11 @@ class Agent:
                 self._emit(NoticeEvent(text=f"Stopped after {self.max_turns} turns (max_turns).", level="warning"))
                 return RunResult(stop_reason="max_turns", text=self._last_text(), turns=turns)
             turns += 1
-            outcome = await self._turn(turns)
+            outcome = await self._turn()
             if outcome is not None:
                 return RunResult(**{**outcome.__dict__, "turns": turns})
 
-    async def _turn(self, turn_no: int) -> RunResult | None:
+    async def _turn(self) -> RunResult | None:
         """One model request and its tool calls. None: the loop goes on."""
         state = _TurnState()
         executor: ToolExecutor | None = None

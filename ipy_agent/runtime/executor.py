@@ -52,7 +52,6 @@ class ToolExecutor:
         self._batches = batch_counter  # shared across turns: batch numbers grow per conversation
         self._entries: list[_Entry] = []
         self._cancel_reason: str | None = None
-        self._current_batch_safe = False
 
     # --- intake ------------------------------------------------------------------------
     def submit(self, block: dict[str, Any]) -> None:

@@ -18,7 +18,6 @@ from .tool import maybe_await
 
 __all__ = ["HookEvent", "HookOutcome", "HookResult", "Hooks", "HOOK_EVENTS"]
 
-HookEventName = Literal["PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop"]
 HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop")
 _PRECEDENCE = {"deny": 3, "ask": 2, "allow": 1}
 
@@ -104,9 +103,6 @@ class Hooks:
 
     def clear(self) -> None:
         self._hooks.clear()
-
-    def registered(self, event: str | None = None) -> list[tuple[str, str | None, Callable[[HookEvent], Any]]]:
-        return [(h.event, h.matcher, h.fn) for h in self._hooks if event is None or h.event == event]
 
     def has(self, event: str) -> bool:
         return any(h.event == event for h in self._hooks)

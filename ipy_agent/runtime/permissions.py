@@ -154,8 +154,6 @@ class PermissionRules:
             found = found or rule
         return found
 
-    def to_json(self) -> dict[str, list[str]]:
-        return {k: [r.text for r in getattr(self, k)] for k in ("allow", "ask", "deny")}
 
 
 def decide(

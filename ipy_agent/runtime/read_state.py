@@ -90,9 +90,6 @@ class ReadState:
         """After a successful write the agent knows the whole new content."""
         return self.record(key, content=content, source=source)
 
-    def forget(self, key: str | Path) -> None:
-        self._entries.pop(self._key(key), None)
-
     # --- queries -----------------------------------------------------------------------
     def get(self, key: str | Path) -> ReadEntry | None:
         return self._entries.get(self._key(key))
@@ -102,9 +99,6 @@ class ReadState:
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    def entries(self) -> list[ReadEntry]:
-        return list(self._entries.values())
 
     def check_fresh(self, key: str | Path, current: bytes | str | None, *, what: str = "File") -> str | None:
         """None if `key` was read and its content is unchanged; otherwise the message to return.
@@ -132,8 +126,6 @@ class ReadState:
         if entry is not None:
             self._entries[entry.key] = replace(entry, **changes)  # type: ignore[arg-type]
 
-    def to_json(self) -> list[dict[str, object]]:
-        return [e.__dict__.copy() for e in self._entries.values()]
 
 
 def _stat(path: str, size: int | None) -> tuple[int | None, int | None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 __all__ = [
     "Stage",
@@ -128,4 +128,3 @@ class RunEndEvent:
 
 
 AgentEvent = TextEvent | ThinkingEvent | CallEvent | TurnEvent | NoticeEvent | RunEndEvent
-Listener = Callable[[AgentEvent], None]

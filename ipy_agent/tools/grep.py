@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -104,7 +104,7 @@ def test_glob_lists_no_denied_file_and_counts_only_names_that_match(tree):
     assert_never_sent(model)
     only_env, _ = run_tool(tree, "Glob", {"pattern": ".env"})
     assert only_env == (
-        f"No files found matching '.env' in '.'.\n\n(2 files hidden by deny rules: Read(**/.env))"
+        "No files found matching '.env' in '.'.\n\n(2 files hidden by deny rules: Read(**/.env))"
     )
     python, _ = run_tool(tree, "Glob", {"pattern": "*.py"})
     assert python == "config.py"  # nothing was left out, so no note

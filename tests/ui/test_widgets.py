@@ -14,7 +14,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import ipywidgets as W
-import pytest
 
 from ipy_agent import Agent, PermissionPreview, PermissionRequest, ScriptedModel, Usage
 from ipy_agent.runtime.history import history_problems
