@@ -61,3 +61,21 @@ def write_tree(root, files: dict[str, str]):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return root
+
+
+def tool_ctx(cwd, **kw):
+    """A ToolContext as the agent builds it, for calling one tool directly; spills beside cwd."""
+    from ipy_agent.runtime.read_state import ReadState
+    from ipy_agent.runtime.tool import ToolContext
+
+    kw.setdefault("spill_dir", cwd / "spill")
+    return ToolContext(cwd=cwd, read_state=ReadState(), **kw)
+
+
+async def call_direct(tool, ctx, **fields):
+    """Run `tool` as the runtime would after parsing; returns (natural output, model-facing content)."""
+    inp = tool.input_model(**fields)
+    assert await tool.validate_input(inp, ctx) is None
+    out = await tool.call(inp, ctx)
+    return out, tool.map_result(out, "t1")["content"]
+

@@ -8,22 +8,18 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext
 from ipy_agent.tools.glob import GlobTool
+from tests.helpers import call_direct, tool_ctx
 
 TOOL = GlobTool()
 
 
-def make_ctx(cwd: Path) -> ToolContext:
-    return ToolContext(cwd=cwd, read_state=ReadState(), spill_dir=cwd / "spill")
+make_ctx = tool_ctx
 
 
 async def glob(ctx: ToolContext, **fields):
-    inp = TOOL.input_model(**fields)
-    assert await TOOL.validate_input(inp, ctx) is None
-    out = await TOOL.call(inp, ctx)
-    return out, TOOL.map_result(out, "t1")["content"]
+    return await call_direct(TOOL, ctx, **fields)
 
 
 def touch(path: Path, mtime: int, text: str = "") -> None:

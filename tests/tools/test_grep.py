@@ -11,25 +11,20 @@ import pydantic
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext, ToolError
 from ipy_agent.tools import _search
 from ipy_agent.tools.grep import GrepTool
+from tests.helpers import call_direct, tool_ctx
 
 PYDANTIC_DIR = Path(pydantic.__file__).parent
 TOOL = GrepTool()
 
 
-def make_ctx(cwd: Path) -> ToolContext:
-    return ToolContext(cwd=cwd, read_state=ReadState(), spill_dir=cwd / "spill")
+make_ctx = tool_ctx
 
 
 async def grep(ctx: ToolContext, **fields):
-    """Run Grep as the runtime would after parsing; returns (natural output, model text)."""
-    inp = TOOL.input_model(**fields)
-    assert await TOOL.validate_input(inp, ctx) is None
-    out = await TOOL.call(inp, ctx)
-    return out, TOOL.map_result(out, "t1")["content"]
+    return await call_direct(TOOL, ctx, **fields)
 
 
 def raw_rg(*args: str, cwd: Path) -> list[str]:
