@@ -398,16 +398,17 @@ class Agent:
         )
 
     def _apply_message_budget(self, results: list[dict[str, Any]], env: RunEnv) -> None:
-        by_id = {r.tool_use_id: r for r in self.trace[-len(results):]} if results else {}
-        exempt = {
-            tid for tid, r in by_id.items()
+        # This turn's calls are the last records of the trace, one per result.
+        records = {r.tool_use_id: r for r in self.trace[-len(results):]} if results else {}
+        exempt = frozenset(
+            tid for tid, r in records.items()
             if (tool := env.tools.get(r.tool_name)) is not None and tool.max_result_chars >= SELF_LIMITING
-        }
-        for path in self.budget.apply_message_limit(results, exempt):
-            rec = by_id.get(path.stem)
-            if rec is not None:
+        )
+        for tid, path in self.budget.apply_message_limit(results, exempt).items():
+            rec = records[tid]
+            rec.result = next(b for b in results if b.get("tool_use_id") == tid)  # what the model receives now
+            if path is not None:
                 rec.spilled_to = str(path)
-                rec.result = next((b for b in results if b.get("tool_use_id") == rec.tool_use_id), rec.result)
 
     def _emit(self, event: AgentEvent) -> None:
         for listener in list(self._listeners):

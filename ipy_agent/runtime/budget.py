@@ -85,15 +85,17 @@ class ResultBudget:
             return block, None
         return self.spill(block)
 
-    def apply_message_limit(self, blocks: list[dict[str, Any]], exempt: set[str] = frozenset()) -> list[Path]:  # type: ignore[assignment]
-        """Spill the largest results in place until the message fits; returns the files written.
+    def apply_message_limit(self, blocks: list[dict[str, Any]], exempt: frozenset[str] = frozenset()) -> dict[str, Path | None]:
+        """Spill the largest results in place until the message fits.
 
-        `exempt` holds the tool_use ids of self-limiting tools' results, which stay as they are.
+        Returns the tool_use ids of the blocks replaced, each with its spill file (None when the
+        file could not be written and the result was cut instead). `exempt` holds the ids of
+        self-limiting tools' results, which stay as they are.
         """
-        spilled: list[Path] = []
+        changed: dict[str, Path | None] = {}
         total = sum(result_chars(b) for b in blocks)
         if total <= self.message_limit:
-            return spilled
+            return changed
         candidates = [i for i in range(len(blocks)) if blocks[i].get("tool_use_id") not in exempt]
         order = sorted(candidates, key=lambda i: result_chars(blocks[i]), reverse=True)
         for i in order:
@@ -104,10 +106,9 @@ class ResultBudget:
                 break
             new, path = self.spill(blocks[i])
             blocks[i] = new
-            if path is not None:
-                spilled.append(path)
+            changed[str(new.get("tool_use_id"))] = path
             total += result_chars(new) - before
-        return spilled
+        return changed
 
     def spill(self, block: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
         content = block.get("content")

@@ -71,7 +71,7 @@ class ToolContext:
         p = Path(path).expanduser()
         if not p.is_absolute():
             p = self.cwd / p
-        return Path(_normpath(p))
+        return Path(os.path.normpath(p))
 
     def all_dirs(self) -> tuple[Path, ...]:
         return (self.cwd, *self.working_dirs)
@@ -124,15 +124,9 @@ class ToolContext:
             return str(p)
 
 
-def _normpath(p: Path) -> str:
-    import os
-
-    return os.path.normpath(str(p))
-
-
 def _is_relative_to(path: Path, base: Path) -> bool:
     try:
-        path.relative_to(Path(_normpath(base)))
+        path.relative_to(Path(os.path.normpath(base)))
         return True
     except ValueError:
         return False
