@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -371,10 +370,6 @@ def test_an_approver_that_raises_denies(tmp_path):
 def test_unknown_mode_is_rejected(tmp_path):
     with pytest.raises(ValueError, match="acceptEdits"):
         Agent(model=ScriptedModel([]), tools=[], cwd=tmp_path, permission_mode="yolo")
-
-
-def test_home_exists():
-    assert os.path.expanduser("~")
 
 
 def test_an_automatic_denial_is_not_reported_as_the_persons(tmp_path):
