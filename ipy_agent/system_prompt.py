@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["build_system_prompt"]
 

@@ -20,7 +20,8 @@ import json
 import os
 import re
 import typing
-from typing import Any, AsyncIterator
+from typing import Any
+from collections.abc import AsyncIterator
 
 from .base import BlockComplete, MessageComplete, ModelError, ModelEvent, ModelRequest, TextDelta, ThinkingDelta, Usage
 

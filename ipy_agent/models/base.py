@@ -9,7 +9,8 @@ message ends with exactly one `MessageComplete`, whose `content` is authoritativ
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
+from collections.abc import AsyncIterator
 
 __all__ = [
     "Model",

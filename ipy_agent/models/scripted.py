@@ -12,7 +12,8 @@ import asyncio
 import copy
 import json
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 from .base import BlockComplete, MessageComplete, ModelRequest, ModelEvent, TextDelta, Usage
 

@@ -17,7 +17,8 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from ipy_agent.tools._image import base64_len, image_dimensions, image_problem, sniff_image
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
+from collections.abc import Callable
 
 from .rules import Rule, matches_subject, parse_rule, split_compound
 from .tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext

@@ -16,7 +16,8 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
+from collections.abc import Callable
 
 from .tool import RuleSubject
 

@@ -15,7 +15,8 @@ import inspect
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
+from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
@@ -392,7 +393,7 @@ class _BuiltTool(Tool):
 
     async def call(self, inp: Any, ctx: ToolContext) -> Any:
         fn = self._call
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an instance with an async __call__)
             return await fn(inp, ctx)
         # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
         result = await asyncio.to_thread(fn, inp, ctx)

@@ -20,7 +20,8 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
+from collections.abc import Iterator
 
 from ipy_agent.runtime.tool import ToolError
 from ipy_agent.tools._fileio import UTF32_BOMS, decode_text

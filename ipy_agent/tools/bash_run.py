@@ -135,7 +135,7 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), _KILL_GRACE)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     finally:
         # Also runs when a second cancellation lands here, so nothing survives either way.
@@ -176,7 +176,7 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
     try:
         try:
             await asyncio.wait_for(proc.wait(), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timed_out = True
             await _stop_group(proc)
         except asyncio.CancelledError:
@@ -184,7 +184,7 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
             raise
         try:
             await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass  # a background child still holds the pipe; keep what arrived
     finally:
         pumping.cancel()

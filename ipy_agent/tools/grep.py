@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 

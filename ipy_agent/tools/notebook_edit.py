@@ -32,7 +32,8 @@ import re
 import warnings
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
+from collections.abc import Iterator
 
 import nbformat
 from nbformat.v4 import convert as v4convert

@@ -16,7 +16,8 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 __all__ = ["RunUI", "choose_ui", "noninteractive_env"]
 

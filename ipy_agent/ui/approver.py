@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
 from ..runtime.tool import maybe_await

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.text import Text

@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import html
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import ipywidgets as W
 

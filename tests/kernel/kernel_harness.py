@@ -22,7 +22,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
