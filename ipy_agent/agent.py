@@ -15,8 +15,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from .mcp import McpManager
 from .models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
 from .runtime.budget import SELF_LIMITING, ResultBudget
 from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
@@ -87,6 +88,7 @@ class Agent:
         spill_dir: str | Path | None = None,
         notebook: Any = None,
         notebook_path: str | None = None,
+        mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         if permission_mode not in PERMISSION_MODES:
             raise ValueError(f"permission_mode {permission_mode!r} is not one of {', '.join(PERMISSION_MODES)}")
@@ -113,6 +115,8 @@ class Agent:
         self.streaming_tools = streaming_tools
         self.notebook = notebook
         self.notebook_path = notebook_path
+        # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
+        self.mcp = McpManager(self.cwd, mcp_servers)
         self.conversation_id = uuid.uuid4().hex[:12]
         self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.gettempdir()) / "ipy-agent-results" / self.conversation_id
         self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
@@ -162,6 +166,8 @@ class Agent:
                 cwd=self.cwd, working_dirs=self.working_dirs, tool_names=exposure.names,
                 permission_mode=self.permission_mode, notebook=self.notebook_path,
             )
+        if self.system_prompt is None and (section := self.mcp.prompt_section()):
+            text = f"{text}\n\n{section}"
         return f"{text}\n\n{self.append_system_prompt}" if self.append_system_prompt else text
 
     def interrupt(self) -> None:
@@ -235,6 +241,7 @@ class Agent:
             return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
         blocks += [{"type": "text", "text": c} for c in hr.additional_context]
         self._append_user(blocks)
+        self.mcp.begin_run()
 
         turns = 0
         while True:
@@ -251,6 +258,7 @@ class Agent:
         state = _TurnState()
         executor: ToolExecutor | None = None
         try:
+            await self._sync_mcp()
             ctx = self.context()
             exposure, api_tools = self._offer(ctx)
             record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
@@ -334,6 +342,20 @@ class Agent:
                 hidden[tool.name] = f"its description failed ({type(e).__name__}: {e})"
                 self._emit(NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning"))
         return Exposure(offered=tuple(offered), hidden=hidden), api
+
+    async def _sync_mcp(self) -> None:
+        """MCP servers: start them at the first request that needs them (asking about project
+        ones), pick up changed tool lists, tell the person what is down; then offer their tools."""
+        if self.mcp.idle:
+            return
+        for level, text in await self.mcp.sync(self.approver):
+            self._emit(NoticeEvent(text=text, level=level))  # type: ignore[arg-type]
+        self.mcp.skipped.update(self.registry.set_group("mcp", self.mcp.tools()))
+
+    def close(self) -> None:
+        """Stop the MCP servers (their processes too); they start again at the next run."""
+        self.mcp.close()
+        self.registry.set_group("mcp", [])
 
     async def _stop_hooks(self) -> RunResult | None:
         text = self._last_text()
