@@ -62,6 +62,18 @@ class McpManager:
         """No server configured and none left to stop: nothing to do before a request."""
         return not self.configs and not self._conns and not self._built
 
+    def trust_state(self, cfg: ServerConfig) -> str:
+        """'trusted' (code or user settings), 'approved' (this session), 'remembered', 'declined'
+        or 'needs approval'."""
+        if cfg.source != "project":
+            return "trusted"
+        key = (cfg.name, cfg.fingerprint())
+        if key in self._approved:
+            return "approved"
+        if self._trust.is_trusted(self.cwd, cfg):
+            return "remembered"
+        return "declined" if key in self._declined else "needs approval"
+
     def connection(self, name: str) -> ServerConnection | None:
         return self._conns.get(name)
 

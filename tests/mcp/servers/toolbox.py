@@ -16,6 +16,7 @@ import time
 import zlib
 
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import EmbeddedResource, TextContent, TextResourceContents, ToolAnnotations
 
 server = MCPServer("toolbox", instructions="Toolbox answers lookups; keys are lower case.")
@@ -83,7 +84,7 @@ def document() -> list:
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def refuse(reason: str) -> str:
     """Always fails with the reason (an isError result)."""
-    raise ValueError(f"refused: {reason}")
+    raise ToolError(f"refused: {reason}")
 
 
 @server.tool()
