@@ -252,7 +252,7 @@ def _trust_request(cfg: ServerConfig) -> PermissionRequest:
         if cfg.headers:
             what["headers"] = sorted(cfg.headers)
     return PermissionRequest(
-        tool_name=f"mcp__{cfg.name}", input=what, summary=f"start MCP server {cfg.name!r} from {cfg.origin}",
+        tool_name=f"mcp__{cfg.name}", input=what, summary=f"from {cfg.origin}: start it?",
         suggested_rule=f"MCP server {cfg.name!r} in this project", tool_use_id=f"mcp-trust-{cfg.name}",
         reason=f"{cfg.origin} is part of the project; its servers start only once you approve them",
         preview=PermissionPreview(
