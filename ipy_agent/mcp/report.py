@@ -31,7 +31,7 @@ def status_text(manager: McpManager, hidden: dict[str, str] | None = None) -> st
     tools = {t.name: t for t in manager.tools()}
     for name, cfg in configs.items():
         conn = manager.connection(name)
-        status = conn.status if conn is not None else "not started"
+        status: str = conn.status if conn is not None else "not started"
         if status in ("stopped", "not started"):
             status = {"declined": "not started: declined", "needs approval": "not started: needs approval"}.get(
                 manager.trust_state(cfg), "not started (starts at the next run)")

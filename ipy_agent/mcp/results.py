@@ -23,8 +23,8 @@ IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024  # the Messages API's limit for one image
 
 
-def _image(data: Any, mime: Any, what: str) -> dict[str, Any]:
-    mime = str(mime or "").lower()
+def _image(data: Any, media: Any, what: str) -> dict[str, Any]:
+    mime = str(media or "").lower()
     if mime == "image/jpg":
         mime = "image/jpeg"
     if not isinstance(data, str):
@@ -60,7 +60,7 @@ def _block(item: dict[str, Any]) -> dict[str, Any]:
         return _text(f"[resource link: {item.get('uri', '?')}{name}{mime}]")
     if kind == "resource":
         res = item.get("resource") or {}
-        uri, mime = res.get("uri", "?"), res.get("mimeType")
+        uri, mime = str(res.get("uri", "?")), res.get("mimeType")
         if "text" in res:
             return _text(f"Resource {uri}" + (f" ({mime})" if mime else "") + f":\n{res['text']}")
         if str(mime or "").startswith("image/"):

@@ -35,7 +35,7 @@ def flag_text(tool: Tool, flag: str) -> str:
 
 def tools_text(agent: Any) -> str:
     exposure = agent.exposure()
-    rows = [("tool", "offered", "read-only", "parallel", "destructive", "from")]
+    rows: list[tuple[str, ...]] = [("tool", "offered", "read-only", "parallel", "destructive", "from")]
     for tool in agent.tools:
         offered = "yes" if tool.name not in exposure.hidden else "hidden"
         rows.append((tool.name, offered, flag_text(tool, "read_only"), flag_text(tool, "concurrency_safe"),
