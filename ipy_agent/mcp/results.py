@@ -60,13 +60,13 @@ def _block(item: dict[str, Any]) -> dict[str, Any]:
         return _text(f"[resource link: {item.get('uri', '?')}{name}{mime}]")
     if kind == "resource":
         res = item.get("resource") or {}
-        uri, mime = str(res.get("uri", "?")), res.get("mimeType")
+        uri, media = str(res.get("uri", "?")), res.get("mediaType")
         if "text" in res:
-            return _text(f"Resource {uri}" + (f" ({mime})" if mime else "") + f":\n{res['text']}")
-        if str(mime or "").startswith("image/"):
-            return _image(res.get("blob"), mime, f"resource {uri}")
+            return _text(f"Resource {uri}" + (f" ({media})" if media else "") + f":\n{res['text']}")
+        if str(media or "").startswith("image/"):
+            return _image(res.get("blob"), media, f"resource {uri}")
         size = len(str(res.get("blob", ""))) * 3 // 4
-        return _text(f"[resource {uri}: {size:,} bytes of {mime or 'binary data'}, which cannot be shown to you]")
+        return _text(f"[resource {uri}: {size:,} bytes of {media or 'binary data'}, which cannot be shown to you]")
     return _text(f"[a content block of unknown type {kind!r}]")
 
 
