@@ -60,7 +60,7 @@ def _block(item: dict[str, Any]) -> dict[str, Any]:
         return _text(f"[resource link: {item.get('uri', '?')}{name}{mime}]")
     if kind == "resource":
         res = item.get("resource") or {}
-        uri, media = str(res.get("uri", "?")), res.get("mediaType")
+        uri, media = str(res.get("uri", "?")), res.get("mimeType")
         if "text" in res:
             return _text(f"Resource {uri}" + (f" ({media})" if media else "") + f":\n{res['text']}")
         if str(media or "").startswith("image/"):
