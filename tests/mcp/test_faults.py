@@ -5,6 +5,7 @@ no process left behind."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import psutil
 
@@ -92,3 +93,29 @@ def test_no_server_process_is_left_after_close(make_agent):
     # A new run starts them again, lazily.
     agent.run("again")
     assert len(_children() - before) == 2
+
+
+def test_servers_are_closed_when_the_interpreter_exits(tmp_path):
+    """A kernel shutting down runs atexit: the servers go with it, even without close(). The
+    server here outlives its stdin (a shell that goes on after the server ends and ignores
+    SIGTERM), so only the manager's own shutdown (TERM, then KILL to the group) ends it."""
+    import subprocess
+    import sys
+
+    from tests.mcp._util import TOOLBOX
+
+    server = {"command": "sh", "args": ["-c", f"trap '' TERM; {sys.executable} {TOOLBOX}; sleep 120"]}
+    code = (
+        "import psutil\n"
+        "from ipy_agent import Agent, ScriptedModel\n"
+        f"a = Agent(model=ScriptedModel(['done']), cwd={str(tmp_path)!r}, tools=[], mcp_servers={{'tb': {server!r}}})\n"
+        "a.run('go')\n"
+        "print(*[p.pid for p in psutil.Process().children(recursive=True)])\n"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=300)
+    assert out.returncode == 0, out.stderr
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2  # the shell and the server under it
+    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert alive == []
