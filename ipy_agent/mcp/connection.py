@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -20,6 +21,11 @@ from typing import Any, Literal
 from .config import ServerConfig
 
 __all__ = ["ServerConnection", "ServerDown", "ToolInfo", "CallOutcome", "Status"]
+
+# The SDK logs a server's faults (a line that is not JSON-RPC) with tracebacks; with no logging
+# configured they would land in the cell's output. The person hears of faults from us instead;
+# a configured logging setup still receives them (this only stops the last-resort handler).
+logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 Status = Literal["stopped", "starting", "up", "down"]
 STDERR_LINES = 8

@@ -119,3 +119,15 @@ def test_servers_are_closed_when_the_interpreter_exits(tmp_path):
     assert len(pids) == 2  # the shell and the server under it
     alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert alive == []
+
+
+def test_garbage_from_the_server_is_a_clear_error_and_the_server_goes_on(make_agent):
+    model = ScriptedModel([[use("mcp__tb__garbage", "1")], [use("mcp__tb__lookup", "2", key="k")], "done"])
+    agent = make_agent(model=model, mcp_servers={"tb": stdio()})
+    agent.run("go")
+    bad = results(agent)["1"]
+    assert bad["is_error"]
+    assert text(bad).startswith("The MCP tool 'garbage' of server 'tb' failed: its answer is not a valid MCP tool result")
+    assert text(results(agent)["2"]) == "value of k"
+    assert agent.mcp.connection("tb").starts == 1
+    assert history_problems(agent.messages) == []

@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import EmbeddedResource, TextContent, TextResourceContents, ToolAnnotations
 
 server = MCPServer("toolbox", instructions="Toolbox answers lookups; keys are lower case.")
+_WIRE = os.dup(1)  # stdout as the client reads it (the SDK diverts fd 1 to stderr while serving)
 _inflight = {"n": 0}
 _both = asyncio.Event()
 
@@ -108,6 +109,15 @@ async def hang() -> str:
     print("toolbox: hanging on purpose", file=sys.stderr, flush=True)
     await asyncio.sleep(3600)
     return "never"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def garbage(ctx: Context) -> str:
+    """Writes a line that is not JSON, then answers its own request with a malformed result."""
+    rid = ctx.request_context.request_id
+    os.write(_WIRE, b"this is not JSON-RPC\n")
+    os.write(_WIRE, (json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": "not a list"}}) + "\n").encode())
+    return "the real answer comes too late"
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
