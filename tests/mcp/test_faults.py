@@ -131,3 +131,26 @@ def test_garbage_from_the_server_is_a_clear_error_and_the_server_goes_on(make_ag
     assert text(results(agent)["2"]) == "value of k"
     assert agent.mcp.connection("tb").starts == 1
     assert history_problems(agent.messages) == []
+
+
+def test_an_interrupt_during_a_call_keeps_the_history_valid_and_the_server_up(make_agent):
+    import threading
+    import time
+
+    model = ScriptedModel([[use("mcp__tb__hang", "1")], [use("mcp__tb__lookup", "2", key="k")], "done"])
+    agent = make_agent(model=model, mcp_servers={"tb": stdio()}, allow=["mcp__tb"])
+    box: dict = {}
+    worker = threading.Thread(target=lambda: box.setdefault("result", agent.run("go")))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while "hanging on purpose" not in ((c := agent.mcp.connection("tb")) and c.stderr_tail() or ""):
+        assert time.monotonic() < deadline, "the hang tool never started"
+        time.sleep(0.05)
+    agent.interrupt()
+    worker.join(60)
+    assert box["result"].stop_reason == "interrupted"
+    assert results(agent)["1"]["is_error"]
+    assert history_problems(agent.messages) == []
+    agent.run("go on")
+    assert text(results(agent)["2"]) == "value of k"
+    assert agent.mcp.connection("tb").starts == 1  # a cancelled call is not a server fault
