@@ -29,6 +29,7 @@ OUTPUT_LIMIT = 30_000  # characters the model gets, note included
 _KEEP = 64 * 1024  # bytes of head and of tail kept in memory once output is large
 _KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 _DRAIN_GRACE = 0.5  # seconds to collect output still in the pipe after the shell exits
+_GONE_WAIT = 10.0  # seconds at most to wait for a killed group to disappear
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,34 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass  # the group is already gone
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs (zombies waiting to be reaped do not count:
+    PID 1 in a container may never reap them)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc (macOS): the signal check above is all there is
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
 async def _stop_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left."""
+    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left and wait until
+    it is gone: SIGKILL is delivered, not done, when `kill` returns, and a caller that reports
+    "stopped" must be telling the truth even on a busy machine."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), _KILL_GRACE)
@@ -140,6 +167,10 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
     finally:
         # Also runs when a second cancellation lands here, so nothing survives either way.
         _signal_group(proc.pid, signal.SIGKILL)
+        waited = 0.0
+        while waited < _GONE_WAIT and await asyncio.to_thread(_group_alive, proc.pid):
+            await asyncio.sleep(0.02)
+            waited += 0.02
 
 
 async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path | None) -> RunResult:

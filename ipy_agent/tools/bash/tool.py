@@ -18,11 +18,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ...runtime.rules import command_matches
+from ...runtime.rules import part_matches
 from ...runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 from .deny import NO_PATH_ARGS, denied_read
 from .destructive import destructive_reasons
 from .process import OUTPUT_LIMIT, run_command
+from .subject import command_part, command_subject
 from .syntax import analyze, simple_commands
 from .verdict import is_read_only_command
 from .wrappers import program_name, unwrap
@@ -162,7 +163,7 @@ class BashTool(Tool):
         return not self.is_read_only(inp)
 
     def rule_subject(self, inp: BashInput, ctx: ToolContext) -> RuleSubject:
-        return RuleSubject(kind="command", value=inp.command)
+        return command_subject(inp.command)
 
     async def check_permissions(self, inp: BashInput, ctx: ToolContext) -> PermissionCheck:
         # A file a Read deny rule covers stays unread whatever the command and the mode: this
@@ -213,7 +214,7 @@ class BashTool(Tool):
         prefix = _source_prefix(first.text[start:], [w.source for w in real][:words]).strip()
         # The rule must cover the command it was suggested for (the runtime looks through
         # `timeout`, `nice`, `time`... but not through every spelling of their options).
-        return f"Bash({prefix}:*)" if command_matches(f"{prefix}:*", first.text) else exact
+        return f"Bash({prefix}:*)" if part_matches(f"{prefix}:*", command_part(first)) else exact
 
     async def preview(self, inp: BashInput, ctx: ToolContext) -> PermissionPreview:
         notes = tuple(f"destructive: {r}" for r in destructive_reasons(inp.command))
