@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
+from .gitignore import gitignore_match
+
 if TYPE_CHECKING:
     from .read_state import ReadState
 
@@ -103,8 +105,6 @@ class ToolContext:
         (`cat link-to-.env`); searches that never follow links may skip that cost."""
         if not self.read_deny:
             return None
-        from .rules import gitignore_match  # rules imports this module
-
         target = os.path.expanduser(str(path))
         target = os.path.normpath(os.path.join(self.cwd, target))
         candidates = [target]
