@@ -22,6 +22,7 @@ import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = ["RunResult", "run_command", "elide_middle", "OUTPUT_LIMIT"]
 
@@ -56,7 +57,7 @@ class _Collector:
         self.total_chars = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.spill_path = spill_path
-        self._file = None
+        self._file: BinaryIO | None = None
 
     async def feed(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)
@@ -80,7 +81,8 @@ class _Collector:
             return
         if self._file is None:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = await asyncio.to_thread(open, self.spill_path, "wb")
+            path = self.spill_path
+            self._file = await asyncio.to_thread(lambda: open(path, "wb"))
         await asyncio.to_thread(self._file.write, data)
 
     async def finish(self) -> tuple[str, Path | None]:
@@ -194,18 +196,23 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
     finally:
         os.close(wfd)
 
-    loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20)
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rfd, "rb", 0))
+    pipe = os.fdopen(rfd, "rb", 0)
+    transport: asyncio.ReadTransport | None = None
+    pumping: asyncio.Future[None] | None = None
 
     async def pump() -> None:
         while chunk := await reader.read(65536):
             await collector.feed(chunk)
 
-    pumping = asyncio.ensure_future(pump())
     timed_out = False
     try:
+        # From here on the group runs: a cancellation at any await below must stop it, the
+        # first ones included (the command may be well under way before the pipe is connected).
         try:
+            loop = asyncio.get_running_loop()
+            transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+            pumping = asyncio.ensure_future(pump())
             await asyncio.wait_for(proc.wait(), timeout_s)
         except TimeoutError:
             timed_out = True
@@ -213,13 +220,18 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
         except asyncio.CancelledError:
             await _stop_group(proc)
             raise
-        try:
-            await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
-        except TimeoutError:
-            pass  # a background child still holds the pipe; keep what arrived
+        if pumping is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
+            except TimeoutError:
+                pass  # a background child still holds the pipe; keep what arrived
     finally:
-        pumping.cancel()
-        transport.close()
+        if pumping is not None:
+            pumping.cancel()
+        if transport is not None:
+            transport.close()
+        else:
+            pipe.close()
         final_cwd = await asyncio.to_thread(_take_cwd, cwd_file)
     text, path = await collector.finish()
     return RunResult(

@@ -193,13 +193,14 @@ class BashTool(Tool):
         `cd x && make` still leaves `make` to be approved on its own: a rule for the whole
         line would be too broad, one per part is the person's choice to make."""
         cmds = simple_commands(inp.command)
-        if not cmds or cmds[0].name is None or cmds[0].name.text is None:
+        first = cmds[0] if cmds else None
+        if first is None or first.name is None or first.name.text is None:
             return f"Bash({inp.command.strip()})"
-        first = cmds[0]
+        head = first.name
         exact = f"Bash({first.text})"
         # `timeout 60 pytest` earns `Bash(pytest:*)`: a rule on the wrapper would allow
         # `timeout 1 rm -rf ~`. env, sudo and xargs change what runs, so only the exact command.
-        wrappers, real = unwrap([first.name, *first.args])
+        wrappers, real = unwrap([head, *first.args])
         if set(wrappers) & _NEVER_PREFIX or not real or real[0].text is None or real[0].text in _NEVER_PREFIX:
             return exact
         name = real[0].text or ""
@@ -209,7 +210,7 @@ class BashTool(Tool):
             if not args or args[0].startswith("-") and args[0] != "-m" or args[0] == "-c":
                 return exact
             words = 3 if args[0] == "-m" or (args[0] == "run" and len(args) > 1) else 2
-        before = [w.source for w in (first.name, *first.args)][: len(first.args) + 1 - len(real)]
+        before = [w.source for w in (head, *first.args)][: len(first.args) + 1 - len(real)]
         start = len(_source_prefix(first.text, before)) if before else 0
         prefix = _source_prefix(first.text[start:], [w.source for w in real][:words]).strip()
         # The rule must cover the command it was suggested for (the runtime looks through

@@ -98,8 +98,7 @@ def _skip_options(name: str, spec: _Spec, words: list[Word]) -> list[Word]:
                 if ch in spec.short_values:
                     attached = letters[j + 1 :]
                     if name == "env" and ch == "S":
-                        value = attached or _text_at(words, i + 1)
-                        return _split_string(value, words[i + (1 if attached else 2):])
+                        return _split_string(attached or _text_at(words, i + 1), words[i + (1 if attached else 2):])
                     step = 1 if attached else 2
                     break
             i += step
