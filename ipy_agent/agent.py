@@ -395,7 +395,6 @@ class Agent:
         return RunEnv(
             tools={t.name: t for t in exposure.offered}, rules=self.rules, hooks=self.hooks, budget=self.budget,
             make_ctx=self.context, mode=lambda: self.permission_mode, approver=self.approver, emit=self._emit,
-            splitter=_bash_splitter(),
         )
 
     def _apply_message_budget(self, results: list[dict[str, Any]], env: RunEnv) -> None:
@@ -478,17 +477,3 @@ def _clean_content(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _text_of(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-
-
-_SPLITTER: list[Any] = []
-
-
-def _bash_splitter() -> Callable[[str], list[str] | None] | None:
-    """Bash's tree-sitter splitter for permission rules, when the Bash tool is installed."""
-    if not _SPLITTER:
-        try:
-            from .tools.bash.wrappers import split_command
-        except Exception:
-            split_command = None  # type: ignore[assignment]
-        _SPLITTER.append(split_command)
-    return _SPLITTER[0]

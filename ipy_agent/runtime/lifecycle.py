@@ -39,7 +39,6 @@ class RunEnv:
     mode: Callable[[], str]
     approver: Callable[[PermissionRequest], Any] | None = None
     emit: Callable[[Any], None] = lambda _e: None
-    splitter: Callable[[str], list[str] | None] | None = None
     approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     stop_requested: bool = False
     stop_reason: str = ""
@@ -328,7 +327,7 @@ async def _permission(
     def decision_now() -> Decision:
         return decide(
             tool=tool, inp=inp, ctx=ctx, rules=env.rules, mode=env.mode(), tool_check=check,
-            hook_decision=hook_decision, splitter=env.splitter,  # type: ignore[arg-type]
+            hook_decision=hook_decision,
         )
 
     decision = decision_now()
