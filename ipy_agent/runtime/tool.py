@@ -10,7 +10,6 @@ things in parallel or without a prompt that it should not.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
+
+from .threads import run_blocking
 
 if TYPE_CHECKING:
     from .read_state import ReadState
@@ -396,7 +397,7 @@ class _BuiltTool(Tool):
         if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an instance with an async __call__)
             return await fn(inp, ctx)
         # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
-        result = await asyncio.to_thread(fn, inp, ctx)
+        result = await run_blocking(fn, inp, ctx)
         return await maybe_await(result)
 
     def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:
