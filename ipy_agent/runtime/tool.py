@@ -226,9 +226,14 @@ class Tool:
         raise NotImplementedError
 
     def input_schema(self) -> dict[str, Any]:
-        schema = self.input_model.model_json_schema()
-        schema.pop("title", None)
-        return schema
+        """The input model's JSON schema, built once per model (pydantic takes milliseconds,
+        and every turn offers it again). Shared: read it, do not change it."""
+        cached = self.__dict__.get("_schema")
+        if cached is None or cached[0] is not self.input_model:
+            schema = self.input_model.model_json_schema()
+            schema.pop("title", None)
+            cached = self.__dict__["_schema"] = (self.input_model, schema)
+        return cached[1]
 
     def to_api(self, ctx: ToolContext) -> dict[str, Any]:
         return {"name": self.name, "description": self.description(ctx), "input_schema": self.input_schema()}
