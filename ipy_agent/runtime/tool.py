@@ -10,7 +10,6 @@ things in parallel or without a prompt that it should not.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from pydantic import BaseModel
 
 from .gitignore import gitignore_match
+from .threads import run_blocking
 
 if TYPE_CHECKING:
     from .read_state import ReadState
@@ -247,9 +247,14 @@ class Tool:
         raise NotImplementedError
 
     def input_schema(self) -> dict[str, Any]:
-        schema = self.input_model.model_json_schema()
-        schema.pop("title", None)
-        return schema
+        """The input model's JSON schema, built once per model (pydantic takes milliseconds,
+        and every turn offers it again). Shared: read it, do not change it."""
+        cached = self.__dict__.get("_schema")
+        if cached is None or cached[0] is not self.input_model:
+            schema = self.input_model.model_json_schema()
+            schema.pop("title", None)
+            cached = self.__dict__["_schema"] = (self.input_model, schema)
+        return cached[1]
 
     def to_api(self, ctx: ToolContext) -> dict[str, Any]:
         return {"name": self.name, "description": self.description(ctx), "input_schema": self.input_schema()}
@@ -418,7 +423,7 @@ class _BuiltTool(Tool):
         if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an instance with an async __call__)
             return await fn(inp, ctx)
         # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
-        result = await asyncio.to_thread(fn, inp, ctx)
+        result = await run_blocking(fn, inp, ctx)
         return await maybe_await(result)
 
     def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:
