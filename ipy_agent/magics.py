@@ -25,15 +25,16 @@ from collections.abc import Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic_arguments import magic_arguments
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from .agent import Agent, RunResult
-from .runtime.budget import SELF_LIMITING
+from .runtime.limits import MESSAGE_RESULT_CHARS
 from .runtime.history import repair_history
 from .runtime.permissions import PERMISSION_MODES
 from .conversation_file import load_conversation, save_conversation
-from .settings import RuleSpec, SettingsError, load_settings_rules, option_rules, replace_rules, rules_from_lists, split_options
+from .options import add_arguments, option_rules, split_options
+from .settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
 from .ui import RunUI, choose_ui
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
@@ -61,7 +62,7 @@ class AgentMagics(Magics):
     max_turns = Int(50, help="Model requests per run before it stops with max_turns.").tag(config=True)
     background = Bool(False, help="Run in the background by default (kernel only).").tag(config=True)
     max_result_chars = Int(None, allow_none=True, help="Override every tool's result size limit.").tag(config=True)
-    message_budget = Int(200_000, help="Characters of tool results one message may carry before spilling.").tag(config=True)
+    message_budget = Int(MESSAGE_RESULT_CHARS, help="Characters of tool results one message may carry before spilling.").tag(config=True)
     widgets = Bool(True, help="Widget UI in a kernel; False: text output and a non-interactive approver.").tag(config=True)
     approval_timeout = Float(None, allow_none=True, help="Seconds before an unanswered widget prompt is denied; None: wait.").tag(config=True)
 
@@ -76,17 +77,7 @@ class AgentMagics(Magics):
 
     # --- %agent ---------------------------------------------------------------------------
     @magic_arguments()
-    @argument("--new", action="store_true", help="Start a fresh conversation (the old one is dropped).")
-    @argument("--mode", choices=list(PERMISSION_MODES), help="Permission mode for this run.")
-    @argument("--model", help="Anthropic model name for this run.")
-    @argument("--max-turns", type=int, help="Model requests before the run stops.")
-    @argument("--script", metavar="PATH", help='Replay a ScriptedModel transcript {"turns": [...]} (offline).')
-    @argument("--allow", action="append", default=[], metavar="RULE", help="Allow rule for this run (repeatable).")
-    @argument("--deny", action="append", default=[], metavar="RULE", help="Deny rule for this run (repeatable).")
-    @argument("--background", action="store_true", help="Kernel: start the run and return at once.")
-    @argument("--no-widgets", action="store_true", help="Text output; only what rules and mode allow runs.")
-    @argument("--resume", metavar="PATH", help="Continue a conversation saved with %%agent_save.")
-    @argument("prompt", nargs="*", help="The request; with %%%%agent, the cell body.")
+    @add_arguments
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
         """Run the agent on a request; the conversation continues across cells.
@@ -239,12 +230,7 @@ class AgentMagics(Magics):
             raise UsageError(str(e)) from None
         self._managed = replace_rules(agent.rules, self._managed, [*config, *files, *extra])
         agent.budget.message_limit = self.message_budget
-        for tool in agent.tools:
-            # Remember each tool's own limit, so setting the override back to None restores it.
-            # Self-limiting tools (Read) keep theirs: spilling a Read only sends the model to Read again.
-            own = tool.__dict__.setdefault("_own_max_result_chars", tool.max_result_chars)
-            override = self.max_result_chars if own < SELF_LIMITING else None
-            tool.max_result_chars = own if override is None else override
+        agent.registry.result_limit_override = self.max_result_chars
         return warnings
 
     def _need_agent(self) -> Agent:

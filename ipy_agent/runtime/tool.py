@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
+from .limits import TOOL_RESULT_CHARS
 from .threads import run_blocking
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ class Tool:
 
     name: str = ""
     input_model: type[BaseModel]
-    max_result_chars: int = 50_000
+    max_result_chars: int = TOOL_RESULT_CHARS
     # Which rule names govern this tool: Write and NotebookEdit answer to Edit(...) rules.
     rule_names: tuple[str, ...] = ()
     kind: ToolKind = "other"
@@ -437,7 +438,7 @@ def build_tool(
     summarize_use: Callable[[Any], str] | None = None,
     summarize_result: Callable[[Any], str] | None = None,
     rule_subject: Callable[[Any, ToolContext], RuleSubject | None] | None = None,
-    max_result_chars: int = 50_000,
+    max_result_chars: int = TOOL_RESULT_CHARS,
     rule_names: tuple[str, ...] | None = None,
     kind: ToolKind = "other",
     user_facing_name: str | None = None,

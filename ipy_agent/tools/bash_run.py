@@ -29,6 +29,7 @@ OUTPUT_LIMIT = 30_000  # characters the model gets, note included
 _KEEP = 64 * 1024  # bytes of head and of tail kept in memory once output is large
 _KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 _DRAIN_GRACE = 0.5  # seconds to collect output still in the pipe after the shell exits
+_GONE_WAIT = 10.0  # seconds at most to wait for a SIGKILLed group to be gone
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,35 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass  # the group is already gone
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group still runs; zombies waiting for a reaper do not count
+    (PID 1 in a container may never reap an orphan, yet it runs no more code)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc: the group answers signals, so count it as alive
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+            return True
+    return False
+
+
 async def _stop_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left."""
+    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left, and return only
+    once the group is gone: a caller that looks right after must not find it still running."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), _KILL_GRACE)
@@ -140,6 +168,10 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
     finally:
         # Also runs when a second cancellation lands here, so nothing survives either way.
         _signal_group(proc.pid, signal.SIGKILL)
+    # SIGKILL is delivered asynchronously; on a busy machine the processes take a moment to die.
+    deadline = asyncio.get_running_loop().time() + _GONE_WAIT
+    while _group_alive(proc.pid) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
 
 
 async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path | None) -> RunResult:
