@@ -19,7 +19,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from .budget import SELF_LIMITING
+from .limits import SELF_LIMITING
 from .lifecycle import Call, RunEnv, error_result, mark_started, note_budget, prepare, run_call, settle
 from .threads import reserve_threads
 from .trace import CallEvent, CallRecord, CallStatus, now

@@ -46,6 +46,7 @@ class RunEnv:
     mode: Callable[[], str]
     approver: Callable[[PermissionRequest], Any] | None = None
     emit: Callable[[Any], None] = lambda _e: None
+    result_limit: Callable[[Tool], int] = lambda tool: tool.max_result_chars
     approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     stop_requested: bool = False
     stop_reason: str = ""
@@ -264,7 +265,7 @@ async def _budget(call: Call) -> GoOn | Finished:
     tool, _ = call.parsed
     assert call.result is not None
     block = call.env.budget.fill_empty(call.result, tool.name)
-    call.result, spilled = call.env.budget.apply_tool_limit(block, tool.max_result_chars)
+    call.result, spilled = call.env.budget.apply_tool_limit(block, call.env.result_limit(tool))
     if spilled is not None:
         call.record.spilled_to = str(spilled)
         return GoOn(outcome="spilled", detail=str(spilled))
