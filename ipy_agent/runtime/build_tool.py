@@ -25,7 +25,9 @@ def _flag(value: Flag, name: str) -> Callable[[Any], bool]:
     if callable(value):
         return value
     if isinstance(value, bool):
-        return lambda _inp, _v=value: _v
+        def constant(_inp: Any, _v: bool = value) -> bool:
+            return _v
+        return constant
     raise TypeError(f"{name} must be a bool or a function of the parsed input, not {value!r}")
 
 
@@ -37,12 +39,12 @@ class _BuiltTool(Tool):
         self.input_model = spec["input_model"]
         self._description = spec["description"]
         self._call = spec["call"]
-        self._read_only = _flag(spec["is_read_only"], "is_read_only")  # type: ignore[method-assign]
-        self._concurrency_safe = _flag(spec["is_concurrency_safe"], "is_concurrency_safe")  # type: ignore[method-assign]
-        self._destructive = _flag(spec["is_destructive"], "is_destructive")  # type: ignore[method-assign]
+        self._read_only = _flag(spec["is_read_only"], "is_read_only")  # type: ignore[method-assign,assignment]
+        self._concurrency_safe = _flag(spec["is_concurrency_safe"], "is_concurrency_safe")  # type: ignore[method-assign,assignment]
+        self._destructive = _flag(spec["is_destructive"], "is_destructive")  # type: ignore[method-assign,assignment]
         self._cancels_siblings = _flag(spec["cancels_siblings_on_error"], "cancels_siblings_on_error")
         enabled = spec["is_enabled"]
-        self._enabled = enabled if callable(enabled) else (lambda _ctx, _v=bool(enabled): _v)  # type: ignore[method-assign]
+        self._enabled = enabled if callable(enabled) else _flag(bool(enabled), "is_enabled")  # type: ignore[method-assign,assignment]
         self.max_result_chars = spec["max_result_chars"]
         self.rule_names = tuple(spec["rule_names"] or ())
         self.kind = spec["kind"]
