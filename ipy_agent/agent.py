@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Sequence
 
+from .context import ContextManager
 from .models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
 from .runtime.budget import SELF_LIMITING, ResultBudget
 from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
@@ -87,6 +88,8 @@ class Agent:
         spill_dir: str | Path | None = None,
         notebook: Any = None,
         notebook_path: str | None = None,
+        context_window: int | None = None,
+        context_threshold: float = 0.8,
     ) -> None:
         if permission_mode not in PERMISSION_MODES:
             raise ValueError(f"permission_mode {permission_mode!r} is not one of {', '.join(PERMISSION_MODES)}")
@@ -127,6 +130,8 @@ class Agent:
         self._batches = [0]
         self._task: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Sizes each request and clears or compacts the history to fit the window (ipy_agent/context).
+        self.context_manager = ContextManager(self, window=context_window, threshold=context_threshold)
 
     # --- public ----------------------------------------------------------------------------
     @property
@@ -262,7 +267,9 @@ class Agent:
             self._emit(TurnEvent(turn=record.turn, phase="start"))
             final: MessageComplete | None = None
             try:
-                async for event in self.model.stream(request):
+                # The context window is managed here, and only here: before the request is sent the
+                # history is cleared or compacted to fit, and a "prompt is too long" is retried once.
+                async for event in self.context_manager.stream(request):
                     match event:
                         case TextDelta():
                             self._emit(TextEvent(text=event.text))

@@ -22,6 +22,10 @@ __all__ = ["ScriptedModel"]
 Turn = str | list[dict[str, Any]] | Callable[[list[dict[str, Any]]], Any]
 
 _FINAL_TEXT = "(The scripted model has no more turns.)"
+COMPACTION_SUMMARY = (
+    "(Scripted summary.) The person asked for work in this notebook; the agent used its tools on "
+    "their files. No decisions or open tasks were recorded by the scripted model."
+)
 
 
 class ScriptedModel:
@@ -31,6 +35,9 @@ class ScriptedModel:
     or a callable that receives the conversation so far and returns either. When the turns run
     out, it ends the turn with a short text. Every request is kept in `requests` (system,
     messages, tools) so tests can assert what the model was shown.
+
+    A compaction request (`request.purpose == "compaction"`) is answered with
+    `compaction_summary` and kept in `compactions` instead: it uses no scripted turn.
     """
 
     def __init__(
@@ -40,8 +47,11 @@ class ScriptedModel:
         name: str = "scripted",
         block_delay: float = 0.0,
         chunk_size: int = 40,
+        compaction_summary: str = COMPACTION_SUMMARY,
     ) -> None:
         self.turns: list[Turn] = list(turns or [])
+        self.compaction_summary = compaction_summary
+        self.compactions: list[dict[str, Any]] = []
         self.name = name
         self.block_delay = block_delay
         self.chunk_size = chunk_size
@@ -86,6 +96,14 @@ class ScriptedModel:
         return [dict(b) for b in turn]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.purpose == "compaction":
+            self.compactions.append({"system": request.system, "messages": copy.deepcopy(request.messages)})
+            await asyncio.sleep(0)
+            block = {"type": "text", "text": self.compaction_summary}
+            yield BlockComplete(block=dict(block), index=0)
+            yield MessageComplete(content=[block], stop_reason="end_turn", model=self.name,
+                                  usage=Usage(input_tokens=1, output_tokens=max(1, len(self.compaction_summary) // 4)))
+            return
         self.requests.append(
             {"system": request.system, "messages": copy.deepcopy(request.messages), "tools": copy.deepcopy(request.tools)}
         )
