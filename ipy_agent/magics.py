@@ -99,7 +99,7 @@ class AgentMagics(Magics):
         are Claude Code's syntax (`Tool` or `Tool(specifier)`) and also come from
         AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
         See also %agent_stop, %agent_tools, %agent_inspect, %agent_trace, %agent_history,
-        %agent_reset, %agent_save.
+        %agent_context, %agent_compact, %agent_reset, %agent_save.
         """
         try:
             asyncio.get_running_loop()
@@ -310,6 +310,35 @@ class AgentMagics(Magics):
         from .ui.inspect import history_text
 
         print(history_text(self._need_agent()))
+
+    @line_magic
+    def agent_context(self, line: str = "") -> None:
+        """What fills the context window: system prompt, tools, messages, tool results, by size,
+        with a bar picture and the share used. See also %agent_compact."""
+        from .context.report import context_report
+
+        print(context_report(self._need_agent()))
+
+    @line_magic
+    def agent_compact(self, line: str = "") -> None:
+        """%agent_compact [instructions]: summarise the older turns now, keeping the recent ones.
+
+        The instructions say what the summary must keep, e.g. `%agent_compact keep the failing test names`."""
+        agent = self._need_agent()
+        if agent.running:
+            raise UsageError("The agent is running; stop it first with %agent_stop.")
+        cm = agent.context_manager
+        events: list[Any] = []
+        agent.on_event(events.append)
+        try:
+            done = cm.compact_now(line.strip())
+        finally:
+            agent.remove_listener(events.append)
+        if not done:
+            print(f"Not compacted: {cm.last_refusal}.")
+            return
+        event = next(e for e in reversed(events) if getattr(e, "kind", "") == "context")
+        print(f"{event.text[:1].upper()}{event.text[1:]}.")
 
     @line_magic
     def agent_reset(self, line: str = "") -> None:

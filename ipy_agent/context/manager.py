@@ -301,8 +301,8 @@ class ContextManager:
 
     def _refuse(self, why: str, trigger: str) -> bool:
         self.last_refusal = why
-        level = "info" if trigger == "manual" else "warning"
-        self.agent._emit(NoticeEvent(text=f"The conversation was not compacted: {why}.", level=level))
+        self.agent._emit(NoticeEvent(text=f"The conversation was not compacted: {why}.",
+                                     level="info" if trigger == "manual" else "warning"))
         return False
 
     async def _summarise(self, request: ModelRequest) -> str:
