@@ -263,7 +263,9 @@ class ContextManager:
         if system is None or tools is None:
             system, tools = self._current_request_parts()
         before = self.estimate(system, tools)
-        split = choose_split(messages, self.window * KEEP_VERBATIM, self.factor)
+        # Automatic compaction keeps a quarter of the window verbatim; asked for by the person, or
+        # after the API refused, only the latest exchange stays.
+        split = choose_split(messages, self.window * KEEP_VERBATIM if trigger == "auto" else 0, self.factor)
         if split is None:
             return self._refuse("there are no earlier turns to summarise", trigger)
         extra = [instructions] if instructions.strip() else []
@@ -300,7 +302,10 @@ class ContextManager:
         return True
 
     def _refuse(self, why: str, trigger: str) -> bool:
+        repeated = trigger != "manual" and why == self.last_refusal
         self.last_refusal = why
+        if repeated:  # said once is enough; an automatic attempt is made before every request
+            return False
         self.agent._emit(NoticeEvent(text=f"The conversation was not compacted: {why}.",
                                      level="info" if trigger == "manual" else "warning"))
         return False
