@@ -55,7 +55,15 @@ def choose_split(messages: list[dict[str, Any]], keep_tokens: float, scale: floa
         if kept > keep_tokens:
             break
         split = i
+    if split == 1 and _is_summary(messages[0]):
+        return None  # only an earlier summary before the cut: nothing new to summarise
     return split
+
+
+def _is_summary(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    first = content[0] if isinstance(content, list) and content else {}
+    return isinstance(first, dict) and str(first.get("text", "")).startswith(SUMMARY_HEADER)
 
 
 def _cut(text: str, limit: int) -> str:

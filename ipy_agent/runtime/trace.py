@@ -147,7 +147,7 @@ class ContextEvent:
         sizes = f"{_k(self.before)} -> {_k(self.after)} tokens"
         if self.action == "cleared":
             return f"context: {self.count} old tool result{'s' if self.count != 1 else ''} cleared: {sizes}"
-        return f"context compacted: {sizes} ({self.count} earlier messages summarised)"
+        return f"context compacted: {sizes} ({self.count} earlier message{'s' if self.count != 1 else ''} summarised)"
 
 
 def _k(tokens: int) -> str:
