@@ -64,6 +64,7 @@ class AgentMagics(Magics):
     message_budget = Int(200_000, help="Characters of tool results one message may carry before spilling.").tag(config=True)
     widgets = Bool(True, help="Widget UI in a kernel; False: text output and a non-interactive approver.").tag(config=True)
     approval_timeout = Float(None, allow_none=True, help="Seconds before an unanswered widget prompt is denied; None: wait.").tag(config=True)
+    context_window = Int(None, allow_none=True, help="Tokens of context for new conversations; None: the model's own window.").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -222,7 +223,7 @@ class AgentMagics(Magics):
     def _new_agent(self, model: Any) -> Agent:
         tools = self.tools_factory() if self.tools_factory is not None else None
         return Agent(model=model, cwd=os.getcwd(), permission_mode=self.permission_mode, max_turns=self.max_turns,
-                     tools=tools, message_budget=self.message_budget)
+                     tools=tools, message_budget=self.message_budget, context_window=self.context_window)
 
     def _use_agent(self, agent: Agent) -> None:
         self.current, self._managed = agent, []

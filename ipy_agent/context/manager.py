@@ -296,6 +296,7 @@ class ContextManager:
             if key not in visible:
                 agent.read_state.forget(key)
         self.compactions += 1
+        self.last_refusal = ""
         after = self.estimate(system, tools)
         shown = "manual" if trigger == "manual" else "too_long" if trigger == "too_long" else "auto"
         agent._emit(ContextEvent(action="compacted", before=before, after=after, count=split, trigger=shown))  # type: ignore[arg-type]

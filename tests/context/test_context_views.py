@@ -94,3 +94,13 @@ def test_agent_compact_magic_compacts_with_instructions(shell, magics, capsys, t
     assert "Also: keep the open questions" in model.compactions[0]["messages"][0]["content"][0]["text"]
     shell.run_line_magic("agent_compact", "")
     assert "Not compacted: there are no earlier turns to summarise." in capsys.readouterr().out
+
+
+def test_the_window_is_configurable_for_the_magics(shell, magics, tmp_path, capsys):
+    transcript = tmp_path / "t.json"
+    transcript.write_text('{"turns": ["hi"]}')
+    shell.run_line_magic("config", "AgentMagics.context_window = 30000")
+    shell.run_line_magic("agent", f"--script {transcript} hello")
+    assert magics.current.context_manager.window == 30_000
+    shell.run_line_magic("agent_context", "")
+    assert "Context window: 30,000 tokens (set with context_window=)" in capsys.readouterr().out
