@@ -29,8 +29,8 @@ SourceRule = Callable[[str, dict[str, Any]], "str | None"]
 
 @dataclass(kw_only=True)
 class ResultEntry:
-    message: dict[str, Any]  # the settled user message that holds the result
-    index: int  # its position in message["content"]
+    position: int  # of the settled user message that holds the result, in the history
+    index: int  # of the result in that message's content
     tool_use_id: str
     name: str
     input: dict[str, Any]
@@ -63,11 +63,18 @@ class Ledger:
             self.reset()
             self.rescans += 1
         for i in range(self.settled, len(messages) - 1):
-            self._settle(messages[i])
+            self._settle(messages[i], i)
             self.settled = i + 1
             self._anchor = messages[i]
 
-    def _settle(self, message: dict[str, Any]) -> None:
+    def replace(self, messages: list[dict[str, Any]], position: int, message: dict[str, Any]) -> None:
+        """Put a changed copy of a settled message in its place (messages are never edited in
+        place: a request sent earlier keeps showing what it showed)."""
+        messages[position] = message
+        if position == self.settled - 1:
+            self._anchor = message
+
+    def _settle(self, message: dict[str, Any], position: int) -> None:
         self.tokens += message_tokens(message)
         if message.get("role") == "assistant":
             self._uses = {}
@@ -86,7 +93,8 @@ class Ledger:
             source = None if b.get("is_error") else self._result_source(name, inp)
             if source is not None:
                 self.sources[source] += 1
-            self.results.append(ResultEntry(message=message, index=i, tool_use_id=tid, name=name, input=inp, source=source))
+            self.results.append(ResultEntry(position=position, index=i, tool_use_id=tid, name=name, input=inp,
+                                            source=source))
 
     def tail_sources(self, message: dict[str, Any] | None) -> set[str]:
         """Files shown by the last (unsettled) message: what clearing must not forget."""

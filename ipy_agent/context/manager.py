@@ -78,6 +78,15 @@ class ContextManager:
         self._trace_seen = 0
         self.last_refusal = ""
 
+    @property
+    def name(self) -> str:
+        """The model's name: the manager stands in for the model where the agent streams a reply."""
+        return str(getattr(self.agent.model, "name", "") or "")
+
+    @name.setter
+    def name(self, value: str) -> None:  # the Model protocol's `name` is settable
+        self.agent.model.name = value
+
     # --- sizes -----------------------------------------------------------------------------
     @property
     def window(self) -> int:
@@ -212,9 +221,11 @@ class ContextManager:
         tokens, count = before, 0
         spilled = self._spilled()
         protected = ledger.tail_sources(self.agent.messages[-1] if self.agent.messages else None)
+        messages = self.agent.messages
         while tokens > goal and len(ledger.results) > keep:
             entry = ledger.results.popleft()
-            content = entry.message.get("content")
+            message = messages[entry.position] if entry.position < len(messages) else {}
+            content = message.get("content")
             if not isinstance(content, list) or entry.index >= len(content):
                 continue
             block = content[entry.index]
@@ -224,7 +235,9 @@ class ContextManager:
                               spilled_to=spilled.get(entry.tool_use_id), reads_file=entry.source is not None)
             new = cleared_block(block, note)
             delta = message_tokens({"content": [block]}) - message_tokens({"content": [new]})
-            content[entry.index] = new
+            changed = list(content)
+            changed[entry.index] = new
+            ledger.replace(messages, entry.position, {**message, "content": changed})
             ledger.tokens -= delta
             tokens -= math.ceil(delta * self.factor)
             count += 1

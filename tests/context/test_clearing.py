@@ -17,7 +17,7 @@ from tests.context.support import HistoryCheck, fetch, fetch_tool, results, text
 def test_500_tool_turns_of_20kb_results_fit_a_40k_window(tmp_path):
     check = HistoryCheck()
     turns = [check.turn(i, [fetch(i)]) for i in range(500)] + [check.turn(500, "All 500 pages fetched.")]
-    model = ScriptedModel(turns)
+    model = ScriptedModel(turns, keep_requests=None)
     agent = Agent(model, cwd=tmp_path, tools=[fetch_tool(20_000)], context_window=40_000, max_turns=600)
     events: list[ContextEvent] = []
     agent.on_event(lambda e: events.append(e) if isinstance(e, ContextEvent) else None)
@@ -67,6 +67,8 @@ def test_clearing_takes_the_oldest_results_and_keeps_the_recent_ones(tmp_path):
     assert all(len(by_id[t]) == 8_000 for t in full)
     # The trace keeps what the model received at the time (for %agent_inspect).
     assert all(len(text(r.result)) == 8_000 for r in agent.trace)
+    # Messages are replaced, never edited in place: a request sent earlier still shows what it showed.
+    assert len(text(results(model.requests[1]["messages"][-1])[0])) == 8_000
 
 
 def test_a_spilled_result_is_cleared_with_the_path_of_its_spill_file(tmp_path):

@@ -30,7 +30,7 @@ def test_auto_compaction_keeps_recent_turns_verbatim_and_uses_no_scripted_turn(t
             return [fetch(i)]
         return reply
 
-    model = ScriptedModel([turn(i) for i in range(100)] + ["finished"])
+    model = ScriptedModel([turn(i) for i in range(100)] + ["finished"], keep_requests=None)
     agent = Agent(model, cwd=tmp_path, tools=[fetch_tool(6_000)], context_window=12_000, max_turns=120)
     events: list[Any] = []
     agent.on_event(events.append)
