@@ -385,6 +385,7 @@ class Agent:
         self.usage = Usage()
         self.session.clear()
         self._batches = [0]
+        self.context_manager.reset()
 
 
 def _text_of(blocks: list[dict[str, Any]]) -> str:

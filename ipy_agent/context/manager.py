@@ -87,6 +87,15 @@ class ContextManager:
     def name(self, value: str) -> None:  # the Model protocol's `name` is settable
         self.agent.model.name = value
 
+    def reset(self) -> None:
+        """A new conversation: forget its accounting and counters (the settings stay)."""
+        self.factor = 1.0
+        self.ledger.reset()
+        self.sizes.clear()
+        self.cleared = self.compactions = self.api_counts = 0
+        self.seconds = 0.0
+        self._spills, self._trace_seen, self._sent_raw, self.last_refusal = {}, 0, 0, ""
+
     # --- sizes -----------------------------------------------------------------------------
     @property
     def window(self) -> int:

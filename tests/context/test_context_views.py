@@ -104,3 +104,17 @@ def test_the_window_is_configurable_for_the_magics(shell, magics, tmp_path, caps
     assert magics.current.context_manager.window == 30_000
     shell.run_line_magic("agent_context", "")
     assert "Context window: 30,000 tokens (set with context_window=)" in capsys.readouterr().out
+
+
+def test_agent_reset_starts_the_accounting_afresh(shell, magics, capsys, tmp_path):
+    agent = long_agent(tmp_path, turns=30)
+    magics.current = agent
+    agent.run("go")
+    assert agent.context_manager.cleared > 0
+    shell.run_line_magic("agent_reset", "")
+    agent.model = ScriptedModel(["fresh"])
+    agent.run("hello again")
+    capsys.readouterr()
+    shell.run_line_magic("agent_context", "")
+    out = capsys.readouterr().out
+    assert "2 messages; 0 tool results cleared and 0 compactions so far" in out
