@@ -35,7 +35,7 @@ __all__ = ["NO_PATH_ARGS", "ReadCheck", "denied_read"]
 # Arguments of these are text, never files they read (`echo .env >> .gitignore` is fine).
 # Wrappers that run another command (env, command, nice, timeout, xargs) are not here on purpose.
 NO_PATH_ARGS = frozenset(
-    "echo printf which type date true false sleep seq expr uname id whoami printenv pwd basename dirname".split()
+    "echo printf which type true false sleep seq expr uname id whoami printenv pwd basename dirname".split()
 )
 # Their first operand is a pattern or a script, unless `-e` / `-f` (alone or in a cluster such as
 # `-ie`) or one of these long flags supplies it; then every operand is checked.

@@ -16,7 +16,12 @@ from .options import Check, Opt, flag_check, long_hit, parse_options, unknown_pr
 from .sed import sed_problem
 from .syntax import UNKNOWN, SimpleCommand, Word
 
-__all__ = ["command_problem", "program_problem"]
+__all__ = ["HIDDEN_WORD", "TEXT_ARGS", "command_problem", "program_problem"]
+
+HIDDEN_WORD = "is only known when the shell runs"
+# Programs whose arguments are only text they print or compute with: no file, no code, no flag
+# that writes. A word only the shell knows is harmless to them (`echo $HOME`).
+TEXT_ARGS = frozenset("echo true false : basename dirname seq expr sleep pwd uname id whoami groups nproc arch tty".split())
 
 # Programs none of whose flags write files or run other programs: any argument is fine.
 _ANY_ARGS = frozenset(
@@ -217,10 +222,18 @@ def program_problem(name_word: Word, args: list[Word], via: str = "") -> str | N
     """Why `name_word args...` may write or run something unchecked; None when it only reads.
     `via` names the wrapper it runs under (`xargs `), for the message."""
     name = name_word.text
+    # `$X`, `"$X"`, `~user`: a word only the shell knows may be anything: a path outside, a
+    # denied file, a flag. Only programs whose arguments are plain text take one. (A glob or a
+    # brace list is a list of names, judged by the program's own check.)
+    hidden = next((a for a in args if a.text is None and not a.glob), None)
     if name is None:
         return f"the command name {name_word.source!r} is only known when the shell runs"
     if "/" in name:
         return f"{via}{name} runs a program by path; only programs found on PATH are on the allow-list"
+    if name != "git" and name not in _CHECKS and name not in _ANY_ARGS and name not in _VERSION_PROBES:
+        return f"{via}{name} is not on the read-only allow-list"
+    if hidden is not None and name not in TEXT_ARGS:
+        return f"{via}argument {hidden.source!r} {HIDDEN_WORD}"
     if name == "git":
         return git_problem(args)
     if name in _CHECKS:
