@@ -27,6 +27,7 @@ import shlex
 from dataclasses import dataclass
 
 from ...runtime.tool import ToolContext
+from .options import path_candidates
 from .syntax import SimpleCommand, Word, analyze
 from .wrappers import program_name, unwrap
 
@@ -144,8 +145,8 @@ def _path_words(cmd: SimpleCommand, every_word: bool = False) -> tuple[list[Word
     for w in args:
         text = w.text
         if text is not None and text.startswith("-"):
-            if text.startswith("--") and "=" in text:
-                words.append(Word(source=w.source, text=text.split("=", 1)[1], glob=w.glob))
+            # `--file=.env`, and `-f.env` / `-rf.env` (a value attached to a short option).
+            words += [Word(source=w.source, text=value, glob=w.glob) for value in path_candidates(text)]
             continue
         if skip_pattern:
             skip_pattern = False

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .syntax import Word
 
-__all__ = ["Check", "Opt", "parse_options", "unknown_problem", "long_hit", "flag_check"]
+__all__ = ["Check", "Opt", "parse_options", "unknown_problem", "long_hit", "flag_check", "path_candidates"]
 
 # A program's check: (program name, its arguments) -> why it may write or run something, or None.
 Check = Callable[[str, list[Word]], "str | None"]
@@ -76,3 +76,21 @@ def flag_check(bad_short: str = "", bad_long: tuple[str, ...] = (), short_value:
         return None
 
     return check
+
+
+def path_candidates(text: str) -> list[str]:
+    """What in one word may be a path a program opens: the word itself, the value of
+    `--opt=value`, and for a short-option cluster every tail after its first letter (`-f/x`,
+    `-rf../x`: which letter takes a value depends on the program, so each is tried)."""
+    if not text:
+        return []
+    if text.startswith("--"):
+        value = text.partition("=")[2]
+        return [value] if value else []
+    if text.startswith("-") and len(text) > 2:
+        # `cut -d/`, `sort -t/`: a lone `/` is a delimiter; as a path it is a directory that no
+        # listed program takes as an attached value.
+        return [tail for k in range(2, len(text)) if (tail := text[k:]) != "/"]
+    if text == "-":
+        return []
+    return [text]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..protected import protected_reason
 from .syntax import analyze
+from .options import path_candidates
 from .wrappers import program_name, unwrap
-from .workdirs import path_candidates
 
 __all__ = ["protected_write"]
 

@@ -16,6 +16,7 @@ What each program's arguments mean is judged above it: `readonly` (the allow-lis
 from __future__ import annotations
 
 import functools
+import os
 import re
 from dataclasses import dataclass
 
@@ -293,13 +294,20 @@ def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand], str]:
 
 
 def redirect_problem(r: Redirect) -> str:
-    """Why a redirection writes to a file, or "" when it only reads or writes nowhere lasting."""
-    if r.op in ("<", "<<", "<<-", "<<<"):
+    """Why a redirection writes to a file or opens a connection (bash's `/dev/tcp/host/port`),
+    or "" when it only reads or writes nowhere lasting."""
+    if r.op in ("<<", "<<-", "<<<"):
+        return ""
+    if r.op == "<" and (r.target is None or r.target.text is None):
+        return f"redirection {r.op}{r.target.source if r.target else ''} reads a file only known when the shell runs"
+    if r.op == "<" and not re.match(r"/dev/(tcp|udp)/", os.path.normpath(r.target.text or "")):
         return ""
     if r.op in (">&", "<&", ">&-", "<&-") and (r.target is None or (r.target.text or "").rstrip("-").isdigit()
                                                  or r.target.text == "-"):
         return ""  # duplicating or closing a file descriptor writes nothing
     target = r.target.text if r.target is not None else None
+    if target is not None and re.match(r"/dev/(tcp|udp)/", os.path.normpath(target)):
+        return f"redirection {r.op}{target} opens a network connection"
     if target in _HARMLESS_TARGETS:
         return ""
     return f"redirection {r.op}{r.target.source if r.target else ''} writes to a file"

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from ...runtime.tool import ToolContext
 from .deny import NO_PATH_ARGS
+from .options import path_candidates
 from .syntax import analyze, simple_commands
 from .wrappers import program_name, unwrap
 
-__all__ = ["inside_working_dirs", "start_cwd", "leaves_working_dirs", "path_candidates"]
+__all__ = ["inside_working_dirs", "start_cwd", "leaves_working_dirs"]
 
 # Arguments of these are not files they read, so they need no working-directory check.
 # Wrappers (`command`, `env`, `xargs`...) are looked through first, see `wrappers`.
@@ -86,24 +87,6 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
                 if not _harmless_device(target) and not inside_working_dirs(Path(d) / target, ctx, readable):
                     return f"the command reads {r.target.text!r}, outside the working directories"
     return None
-
-
-def path_candidates(text: str) -> list[str]:
-    """What in one word may be a path a program opens: the word itself, the value of
-    `--opt=value`, and for a short-option cluster every tail after its first letter (`-f/x`,
-    `-rf../x`: which letter takes a value depends on the program, so each is tried)."""
-    if not text:
-        return []
-    if text.startswith("--"):
-        value = text.partition("=")[2]
-        return [value] if value else []
-    if text.startswith("-") and len(text) > 2:
-        # `cut -d/`, `sort -t/`: a lone `/` is a delimiter; as a path it is a directory that no
-        # listed program takes as an attached value.
-        return [tail for k in range(2, len(text)) if (tail := text[k:]) != "/"]
-    if text == "-":
-        return []
-    return [text]
 
 
 def _harmless_device(value: str) -> bool:
