@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from .syntax import Word
 
-__all__ = ["Check", "Opt", "parse_options", "unknown_problem", "long_hit", "flag_check", "path_candidates"]
+__all__ = ["Check", "Opt", "parse_options", "unknown_problem", "long_hit", "flag_check", "path_candidates",
+           "PATTERN_FIRST", "PATTERN_FLAGS", "supplies_pattern"]
 
 # A program's check: (program name, its arguments) -> why it may write or run something, or None.
 Check = Callable[[str, list[Word]], "str | None"]
@@ -94,3 +95,15 @@ def path_candidates(text: str) -> list[str]:
     if text == "-":
         return []
     return [text]
+
+
+# Their first operand is a pattern or a program, unless `-e` / `-f` (alone or in a cluster such
+# as `-ie`) or one of these long flags supplies it; then every operand may be a file.
+PATTERN_FIRST = frozenset("grep egrep fgrep rg ag ack sed awk gawk mawk nawk jq".split())
+PATTERN_FLAGS = ("--regexp", "--file", "--expression", "--from-file")
+
+
+def supplies_pattern(flag: str) -> bool:
+    if flag.startswith("--"):
+        return flag.split("=", 1)[0] in PATTERN_FLAGS
+    return flag.startswith("-") and bool(set(flag[1:]) & {"e", "f"})

@@ -202,7 +202,7 @@ def _version_probe(name: str, args: list[Word]) -> str | None:
 # jq options that shape output or pass text in; `--arg NAME VALUE` and friends take two words.
 _JQ_FLAGS = frozenset("""-r --raw-output -j --join-output -a --ascii-output -c --compact-output -n --null-input
     -s --slurp -e --exit-status -S --sort-keys -C --color-output -M --monochrome-output --tab --seq --stream
-    --stream-errors -R --raw-input --raw-output0 --unbuffered -h --help --args --jsonargs""".split())
+    --stream-errors -R --raw-input --raw-output0 --unbuffered -h --help --args --jsonargs --version -V""".split())
 _JQ_TWO_VALUES = frozenset({"--arg", "--argjson"})
 # Filters that read the environment (the API key lives there), name or load files, or show
 # where the program runs; a filter using them is not judged read-only.

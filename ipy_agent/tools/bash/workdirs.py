@@ -9,12 +9,13 @@ symlinks included; words are not skipped by how they look: an option's attached 
 
 from __future__ import annotations
 
+import glob
 import os
 from pathlib import Path
 
 from ...runtime.tool import ToolContext
 from .deny import NO_PATH_ARGS
-from .options import path_candidates
+from .options import PATTERN_FIRST, path_candidates, supplies_pattern
 from .syntax import analyze, simple_commands
 from .wrappers import program_name, unwrap
 
@@ -24,6 +25,7 @@ __all__ = ["inside_working_dirs", "start_cwd", "leaves_working_dirs"]
 # Wrappers (`command`, `env`, `xargs`...) are looked through first, see `wrappers`.
 _NO_PATH_ARGS = NO_PATH_ARGS | {"realpath", "readlink"}
 # Devices that read or write nothing anyone keeps (`/dev/tcp/...` is a socket, not here).
+_MAX_GLOB_MATCHES = 1000
 _DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout",
                       "/dev/stderr", "/dev/tty"})
 
@@ -72,9 +74,23 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
             continue
         if name in _NO_PATH_ARGS and not xargs:
             continue
+        # grep's pattern, sed's script, jq's filter: the first operand, unless an option gave it.
+        skip_pattern = not xargs and name in PATTERN_FIRST and not any(supplies_pattern(a.text or "") for a in args)
         for a in (cmd.args if xargs else args):
+            if a.glob and (matches := _glob_matches(a.source, cur)) is None:
+                return f"the pattern {a.source!r} may name files outside the working directories"
+            if a.glob and matches is not None:
+                outside = next((m for m in matches if not inside_working_dirs(Path(m), ctx, readable)), None)
+                if outside is not None:
+                    return f"{cmd.text!r} reads {outside!r} (from {a.source!r}), outside the working directories"
+                skip_pattern = False  # what a glob expands to is files, whatever comes first
+                if a.text is None:
+                    continue  # no match leaves the word as written: a name that starts with `*`
             if a.text is None:
                 return f"argument {a.source!r} is only known when the shell runs and may name any file"
+            if skip_pattern and not a.text.startswith("-"):
+                skip_pattern = False
+                continue
             for value in path_candidates(a.text):
                 # Every operand is resolved, symlinks included: `cat link` may read `/etc/x`.
                 if not _harmless_device(value) and not inside_working_dirs(Path(cur) / os.path.expanduser(value), ctx, readable):
@@ -87,6 +103,21 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
                 if not _harmless_device(target) and not inside_working_dirs(Path(d) / target, ctx, readable):
                     return f"the command reads {r.target.text!r}, outside the working directories"
     return None
+
+
+def _glob_matches(source: str, cwd: str) -> list[str] | None:
+    """What a plain glob (`*.py`, `src/*`) names, as bash would expand it in `cwd`; None when the
+    word holds more than a glob (quotes, expansions, braces) or matches too much to check."""
+    if any(c in source for c in "'\"$`\\{~"):
+        return None
+    if any(part.startswith(".") and any(c in part for c in "*?[") for part in source.split("/")):
+        return None  # `.*` matches `..` in bash versions without globskipdots
+    matches = []
+    for m in glob.iglob(os.path.join(cwd, source)):  # like bash: `*` skips dot files
+        matches.append(m)
+        if len(matches) > _MAX_GLOB_MATCHES:
+            return None
+    return matches
 
 
 def _harmless_device(value: str) -> bool:

@@ -135,3 +135,18 @@ def test_a_permission_check_crash_asks(monkeypatch, tmp_path):
     monkeypatch.setattr(tool_mod, "leaves_working_dirs", boom)
     d = decision("ls", project(tmp_path))
     assert d.behavior == "ask" and "could not be checked" in d.reason
+
+
+@pytest.mark.parametrize("command", ["ls .*", "cat .*/x", "cat ../*", "cat /etc/*", "cat *.lnk", "grep x ../*"])
+def test_globs_are_judged_by_what_they_name(command, tmp_path):
+    cwd = project(tmp_path / "p")
+    (tmp_path / "secret").write_text("s")
+    (cwd / "a.lnk").symlink_to(tmp_path / "secret")
+    assert decision(command, cwd).behavior != "allow"
+    assert decision("wc -l *.py src/*.py", cwd).behavior == "allow"
+
+
+def test_a_glob_in_the_pattern_place_does_not_hide_the_file_after_it(tmp_path):
+    cwd = project(tmp_path)
+    for command in ["grep x* /etc/passwd", "grep *.nothing /etc/passwd", "sed p* /etc/passwd"]:
+        assert decision(command, cwd).behavior != "allow", command
