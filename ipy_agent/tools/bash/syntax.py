@@ -298,10 +298,11 @@ def redirect_problem(r: Redirect) -> str:
     or "" when it only reads or writes nowhere lasting."""
     if r.op in ("<<", "<<-", "<<<"):
         return ""
-    if r.op == "<" and (r.target is None or r.target.text is None):
-        return f"redirection {r.op}{r.target.source if r.target else ''} reads a file only known when the shell runs"
-    if r.op == "<" and not re.match(r"/dev/(tcp|udp)/", os.path.normpath(r.target.text or "")):
-        return ""
+    if r.op == "<":
+        if r.target is None or r.target.text is None:
+            return f"redirection <{r.target.source if r.target else ''} reads a file only known when the shell runs"
+        if not re.match(r"/dev/(tcp|udp)/", os.path.normpath(r.target.text)):
+            return ""
     if r.op in (">&", "<&", ">&-", "<&-") and (r.target is None or (r.target.text or "").rstrip("-").isdigit()
                                                  or r.target.text == "-"):
         return ""  # duplicating or closing a file descriptor writes nothing
