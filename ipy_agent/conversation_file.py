@@ -15,6 +15,7 @@ from typing import Any
 
 from .runtime.history import history_problems, repair_history
 from .runtime.rules import parse_rule
+from .runtime.secrets import redact_data
 
 __all__ = ["SAVE_FORMAT", "save_conversation", "load_conversation"]
 
@@ -24,7 +25,7 @@ SAVE_FORMAT = "ipy_agent.conversation"
 def save_conversation(agent: Any, path: str | Path) -> None:
     granted = {k: [r.text for r in getattr(agent.rules, k) if r.source == "granted"] for k in ("allow", "ask", "deny")}
     data = {"format": SAVE_FORMAT, "version": 1, "cwd": str(agent.cwd), "model": getattr(agent.model, "name", ""),
-            "messages": agent.messages, "granted": granted}
+            "messages": redact_data(agent.messages), "granted": granted}  # no credential lands in a file
     Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from .budget import ResultBudget
 from .hooks import HookEvent, Hooks
+from .secrets import redact, redact_block
 from .permissions import Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
 from .tool import PermissionCheck, Tool, ToolContext, ToolError, maybe_await
 from .trace import CallEvent, CallRecord, CallStatus, Stage, now
@@ -178,6 +179,8 @@ async def run_tool_use(block: dict[str, Any], env: RunEnv, record: CallRecord) -
         status = "error" if result.get("is_error") else "done"
     except _Stop as stop:
         result, status = stop.block, stop.status
+    # A credential from the kernel's environment never reaches the model, the trace or the notebook.
+    result = redact_block(result)
     record.result = result
     record.is_error = bool(result.get("is_error"))
     record.end = now()
@@ -263,7 +266,7 @@ async def _pipeline(block: dict[str, Any], env: RunEnv, record: CallRecord) -> d
         return await _failure(tool, inp, env, record, t, msg)
     t.done()
     record.summary_result = _safe(lambda: tool.summarize_result(output), "done")
-    record.detail = _safe(lambda: tool.detail_for_person(inp, output), "")
+    record.detail = redact(_safe(lambda: tool.detail_for_person(inp, output), ""))
 
     # map
     t = _Timer(record, "map")
@@ -271,7 +274,7 @@ async def _pipeline(block: dict[str, Any], env: RunEnv, record: CallRecord) -> d
         mapped = tool.map_result(output, tid)
         if not isinstance(mapped, dict) or mapped.get("type") != "tool_result":
             raise TypeError(f"map_result must return a tool_result block, not {type(mapped).__name__}")
-        mapped = {**mapped, "tool_use_id": tid}
+        mapped = redact_block({**mapped, "tool_use_id": tid})  # before a spill file is written
     except Exception as e:
         msg = f"{tool.name} produced a result that could not be converted for you ({type(e).__name__}: {e})."
         return await _failure(tool, inp, env, record, t, msg)
@@ -340,6 +343,7 @@ async def _permission(
             if decision.behavior == "ask":
                 decision = await _ask(tool, inp, ctx, env, record, decision)
     record.decision = decision
+    ctx.decided_by = decision.source  # the tool may contain what no one approved (Bash's sandbox)
     t.done(decision.behavior, f"{decision.source}: {decision.reason}")
     if decision.behavior == "deny":
         raise _Stop(error_result(record.tool_use_id, _denial_text(tool, decision)), "denied")

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from collections.abc import Callable
 
 from .rules import Rule, matches_subject, parse_rule, split_compound
-from .tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from .tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 
 __all__ = [
     "PermissionMode",
@@ -40,7 +40,7 @@ __all__ = [
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
 Behavior = Literal["allow", "ask", "deny"]
-Source = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
+Source = DecisionSource
 
 
 @dataclass(frozen=True, kw_only=True)

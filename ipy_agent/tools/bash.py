@@ -22,8 +22,10 @@ from ..runtime.rules import command_matches
 from ..runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 from .bash_deny import NO_PATH_ARGS, denied_read
 from .bash_parse import analyze, destructive_reasons, is_read_only_command, simple_commands
-from .bash_run import OUTPUT_LIMIT, run_command
+from .bash_run import OUTPUT_LIMIT
 from .bash_wrappers import program_name, unwrap
+from .sandbox import availability_note, core_read_only, sandbox_usable
+from .sandboxed_run import contained_run
 
 __all__ = ["BashTool", "BashInput", "BashOutput"]
 
@@ -60,6 +62,11 @@ class BashInput(BaseModel):
     )
     description: str | None = Field(
         default=None, description="What the command does, in 5-10 words, for the person watching.",
+    )
+    dangerouslyDisableSandbox: bool = Field(
+        default=False,
+        description="Set only after a command failed because the read-only sandbox stopped it: the person is then "
+        "asked to approve running it outside the sandbox.",
     )
 
     @field_validator("timeout", mode="before")
@@ -119,6 +126,10 @@ not an error.
 to a file whose path is given, which you can Read with offset/limit or Grep.
 - Commands that only read (ls, git status, git diff, grep ...) run without asking; anything else \
 may need the person's approval, so write one clear command rather than many small ones.
+- A command that runs without asking runs in a read-only sandbox: no writes outside a private \
+/tmp, no network, an empty HOME, nothing it starts in the background outlives the call. If it \
+fails because of that, the result says so; call it again with `dangerouslyDisableSandbox: true` \
+only when it really must write or connect: the person is then asked first.
 - A command that names a file the person denied with a Read rule (e.g. `cat .env` under \
 Read(**/.env)) is refused in every mode; ask the person instead of working around it. While \
 such rules exist, a command whose file names are only known when it runs (`cat $F`, xargs input) \
@@ -147,10 +158,11 @@ class BashTool(Tool):
         return None
 
     def _read_only(self, inp: BashInput) -> bool:
-        return is_read_only_command(inp.command)
+        # Asking to leave the sandbox is asking for approval: never a read-only call then.
+        return not inp.dangerouslyDisableSandbox and is_read_only_command(inp.command)
 
     def _concurrency_safe(self, inp: BashInput) -> bool:
-        return is_read_only_command(inp.command)
+        return self._read_only(inp)
 
     def _destructive(self, inp: BashInput) -> bool:
         return bool(destructive_reasons(inp.command))
@@ -176,6 +188,9 @@ class BashTool(Tool):
             return PermissionCheck(behavior="ask", message=read.unsure)
         if not self.is_read_only(inp):
             return PermissionCheck()
+        if not sandbox_usable(ctx) and not core_read_only(inp.command):
+            # Nothing would catch a classifier mistake: only the core runs without asking.
+            return PermissionCheck(behavior="ask", message=availability_note(ctx) or "no OS sandbox")
         reason = _leaves_working_dirs(inp.command, _start_cwd(ctx), ctx)
         if reason is None:
             return PermissionCheck(behavior="allow", message="read-only command")
@@ -223,8 +238,8 @@ class BashTool(Tool):
         spill = None
         if ctx.spill_dir is not None:
             spill = Path(ctx.spill_dir) / f"bash-{ctx.tool_use_id or uuid.uuid4().hex}.txt"
-        run = await run_command(inp.command, str(cwd), inp.timeout / 1000, spill)
-        notes: list[str] = []
+        run, notes = await contained_run(inp.command, cwd, inp.timeout / 1000, spill, ctx,
+                                         unsandboxed=inp.dangerouslyDisableSandbox)
         if run.final_cwd is not None and _inside(Path(run.final_cwd), ctx):
             ctx.session["bash_cwd"] = run.final_cwd
         elif run.final_cwd is not None:

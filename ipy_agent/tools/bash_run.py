@@ -10,6 +10,9 @@ Kept apart from the tool so the mechanics can be read (and tested) on their own:
 - Output is kept whole while small; past that only its head and tail stay in memory and the
   whole stream goes to a spill file, so a command printing gigabytes costs disk, not memory.
 - An EXIT trap writes the shell's final `pwd -P` to a side file, so `cd` can carry over.
+- The environment has no credentials (`runtime.secrets`); `wrap` puts the shell inside the OS
+  sandbox (`sandbox.bwrap_argv`), and `end_group` stops whatever the command left running in
+  the background once it exits (for commands no one approved).
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ import os
 import shlex
 import signal
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..runtime.secrets import tool_environ
 
 __all__ = ["RunResult", "run_command", "elide_middle", "OUTPUT_LIMIT"]
 
@@ -142,18 +148,25 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
         _signal_group(proc.pid, signal.SIGKILL)
 
 
-async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path | None) -> RunResult:
-    """Run `command`; on timeout stop its group and return; on cancellation stop it and re-raise."""
+async def run_command(
+    command: str, cwd: str, timeout_s: float, spill_path: Path | None, *,
+    wrap: Callable[[str], list[str]] | None = None, end_group: bool = False,
+) -> RunResult:
+    """Run `command`; on timeout stop its group and return; on cancellation stop it and re-raise.
+
+    `wrap(side_file)` gives the argv to run the shell under (the sandbox), which must let the
+    shell write `side_file`; with `end_group` the group is killed once the shell exits."""
     fd, cwd_file = tempfile.mkstemp(prefix="ipy_agent_cwd_")
     os.close(fd)
     # Same line as the command, so bash's "line N" in error messages matches what the model wrote.
     script = f"trap 'pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat"}
+    env = {**tool_environ(), "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat"}
     collector = _Collector(spill_path)
     rfd, wfd = os.pipe()
     try:
+        prefix = wrap(cwd_file) if wrap is not None else []
         proc = await asyncio.create_subprocess_exec(
-            "/bin/bash", "-c", script, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            *prefix, "/bin/bash", "-c", script, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=wfd, stderr=wfd, start_new_session=True,
         )
     except BaseException:
@@ -182,6 +195,8 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
         except asyncio.CancelledError:
             await _stop_group(proc)
             raise
+        if end_group:
+            _signal_group(proc.pid, signal.SIGKILL)  # nothing it started outlives the call
         try:
             await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
         except TimeoutError:
