@@ -25,11 +25,14 @@ from .runtime.lifecycle import RunEnv
 from .runtime.permissions import PERMISSION_MODES, PermissionRequest, PermissionRules
 from .runtime.read_state import ReadState
 from .runtime.registry import Exposure, ToolRegistry
+from .runtime.tool_ids import ToolUseIds, ids_in
 from .runtime.tool import Tool, ToolContext
 from .runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent, now
 from .system_prompt import build_system_prompt
 
-__all__ = ["Agent", "RunResult", "TurnRecord"]
+__all__ = ["Agent", "RunResult", "TurnRecord", "SANDBOX_SETTINGS"]
+
+SANDBOX_SETTINGS = ("auto", "always", "off")  # see tools/sandbox.py
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
 
@@ -87,7 +90,10 @@ class Agent:
         spill_dir: str | Path | None = None,
         notebook: Any = None,
         notebook_path: str | None = None,
+        sandbox: str = "auto",
     ) -> None:
+        if sandbox not in SANDBOX_SETTINGS:
+            raise ValueError(f"sandbox {sandbox!r} is not one of {', '.join(SANDBOX_SETTINGS)}")
         if permission_mode not in PERMISSION_MODES:
             raise ValueError(f"permission_mode {permission_mode!r} is not one of {', '.join(PERMISSION_MODES)}")
         if max_turns < 1:
@@ -113,6 +119,7 @@ class Agent:
         self.streaming_tools = streaming_tools
         self.notebook = notebook
         self.notebook_path = notebook_path
+        self.sandbox = sandbox
         self.conversation_id = uuid.uuid4().hex[:12]
         self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.gettempdir()) / "ipy-agent-results" / self.conversation_id
         self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
@@ -145,7 +152,7 @@ class Agent:
         return ToolContext(
             cwd=self.cwd, read_state=self.read_state, working_dirs=self.working_dirs, spill_dir=self.spill_dir,
             permission_mode=self.permission_mode, tool_use_id=tool_use_id, session=self.session,
-            notebook=self.notebook, simple=self.simple,
+            notebook=self.notebook, simple=self.simple, sandbox=self.sandbox,  # type: ignore[arg-type]
             # Rules come and go during a conversation (always-allow, %agent options): read them now.
             read_deny=tuple(r.specifier or "" for r in self.rules.deny if r.tool == "Read" and not r.whole_tool),
         )
@@ -235,6 +242,8 @@ class Agent:
             return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
         blocks += [{"type": "text", "text": c} for c in hr.additional_context]
         self._append_user(blocks)
+        if any(t.name == "Bash" for t in self.tools) and (note := _containment_notice(self.context())):
+            self._emit(NoticeEvent(text=note, level="warning"))
 
         turns = 0
         while True:
@@ -261,6 +270,7 @@ class Agent:
             request = ModelRequest(system=self.system(exposure), messages=copy.deepcopy(self.messages), tools=api_tools)
             self._emit(TurnEvent(turn=record.turn, phase="start"))
             final: MessageComplete | None = None
+            ids = ToolUseIds(ids_in(self.messages))  # the model's ids are untrusted
             try:
                 async for event in self.model.stream(request):
                     match event:
@@ -269,9 +279,10 @@ class Agent:
                         case ThinkingDelta():
                             self._emit(ThinkingEvent(text=event.text))
                         case BlockComplete():
-                            state.completed.append(event.block)
-                            if event.block.get("type") == "tool_use" and self.streaming_tools:
-                                executor.submit(event.block)
+                            block = ids.fix(event.block) if event.block.get("type") == "tool_use" else event.block
+                            state.completed.append(block)
+                            if block.get("type") == "tool_use" and self.streaming_tools:
+                                executor.submit(block)
                         case MessageComplete():
                             final = event
             except ModelError as e:
@@ -283,7 +294,7 @@ class Agent:
 
             self.usage += final.usage
             record.usage, record.stop_reason, record.end = final.usage, final.stop_reason, now()
-            content = _clean_content(final.content)
+            content = ids.fix_all(_clean_content(final.content))
             uses = [b for b in content if b.get("type") == "tool_use"]
             for b in uses:
                 if not executor.has(str(b.get("id"))):
@@ -478,6 +489,13 @@ def _clean_content(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _text_of(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+
+
+def _containment_notice(ctx: ToolContext) -> str | None:
+    """Said once per kernel: Bash cannot sandbox what runs without asking, so less runs so."""
+    from .tools.sandbox import notice_once
+
+    return notice_once(ctx)
 
 
 _SPLITTER: list[Any] = []

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..runtime.budget import spill_file_name
 from ..runtime.rules import command_matches
 from ..runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 from .bash_deny import NO_PATH_ARGS, denied_read
@@ -237,7 +238,7 @@ class BashTool(Tool):
         cwd = _start_cwd(ctx)
         spill = None
         if ctx.spill_dir is not None:
-            spill = Path(ctx.spill_dir) / f"bash-{ctx.tool_use_id or uuid.uuid4().hex}.txt"
+            spill = Path(ctx.spill_dir) / spill_file_name(ctx.tool_use_id or uuid.uuid4().hex, prefix="bash-")
         run, notes = await contained_run(inp.command, cwd, inp.timeout / 1000, spill, ctx,
                                          unsandboxed=inp.dangerouslyDisableSandbox)
         if run.final_cwd is not None and _inside(Path(run.final_cwd), ctx):

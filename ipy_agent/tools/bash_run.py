@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..runtime.budget import MAX_SPILL_BYTES, spill_note
 from ..runtime.secrets import tool_environ
 
 __all__ = ["RunResult", "run_command", "elide_middle", "OUTPUT_LIMIT"]
@@ -62,6 +63,7 @@ class _Collector:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.spill_path = spill_path
         self._file = None
+        self._spilled = 0
 
     async def feed(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)
@@ -86,7 +88,16 @@ class _Collector:
         if self._file is None:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = await asyncio.to_thread(open, self.spill_path, "wb")
-        await asyncio.to_thread(self._file.write, data)
+        room = MAX_SPILL_BYTES - self._spilled
+        self._spilled += len(data)
+        if room > 0:
+            await asyncio.to_thread(self._file.write, data[:room])
+
+    async def _close_spill(self) -> None:
+        if self._file is not None:
+            if self._spilled > MAX_SPILL_BYTES:
+                await asyncio.to_thread(self._file.write, spill_note(self._spilled - MAX_SPILL_BYTES).encode())
+            await asyncio.to_thread(self._file.close)
 
     async def finish(self) -> tuple[str, Path | None]:
         self.total_chars += len(self._decoder.decode(b"", final=True))
@@ -99,8 +110,7 @@ class _Collector:
         else:
             head = self.buf.decode("utf-8", "replace")
             tail = self.tail.decode("utf-8", "replace")
-        if self._file is not None:
-            await asyncio.to_thread(self._file.close)
+        await self._close_spill()
         path = self.spill_path if self._file is not None else None
         return elide_middle(head, tail, self.total_chars, self.lines, path), path
 
@@ -146,6 +156,33 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
     finally:
         # Also runs when a second cancellation lands here, so nothing survives either way.
         _signal_group(proc.pid, signal.SIGKILL)
+    await _group_gone(proc.pid)
+
+
+def _live_members(pgid: int) -> bool:
+    """Whether a process of group `pgid` is still running (zombies do not count)."""
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return False  # no /proc: nothing to wait on
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
+async def _group_gone(pgid: int, limit_s: float = 2.0) -> None:
+    """SIGKILL is asynchronous: return once the killed group has really died (bounded wait),
+    so a caller that checks right after the call ends finds nothing running."""
+    for _ in range(int(limit_s / 0.02)):
+        if not await asyncio.to_thread(_live_members, pgid):
+            return
+        await asyncio.sleep(0.02)
 
 
 async def run_command(
@@ -197,6 +234,7 @@ async def run_command(
             raise
         if end_group:
             _signal_group(proc.pid, signal.SIGKILL)  # nothing it started outlives the call
+            await _group_gone(proc.pid)
         try:
             await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
         except TimeoutError:

@@ -44,6 +44,7 @@ __all__ = [
     "stopped_by_sandbox",
     "sandbox_note",
     "availability_note",
+    "notice_once",
 ]
 
 Access = Literal["read-only", "write-workdirs"]
@@ -68,7 +69,7 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 _SYSTEM_MASKS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
                  "/etc/ssh", "/etc/ssl/private")
 _MAX_WALK = 200_000  # entries walked to find denied files; past it the sandbox is not built
-BWRAP = "bwrap"
+BWRAP = "bwrap"  # looked up on PATH, then /usr/bin and /bin
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +84,7 @@ def sandbox_status() -> SandboxStatus:
     """Whether bubblewrap can make the sandbox here, probed once per process by making one."""
     if not sys.platform.startswith("linux"):
         return SandboxStatus(available=False, reason=f"no OS sandbox on {sys.platform} yet (bubblewrap is Linux only)")
-    program = shutil.which(BWRAP) or ("/usr/bin/bwrap" if os.access("/usr/bin/bwrap", os.X_OK) else None)
+    program = shutil.which(BWRAP, path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/bin", "/bin"]))
     if program is None:
         return SandboxStatus(available=False, reason="bubblewrap is not installed (apt-get install bubblewrap)")
     probe = [program, *_namespace_args(network=False, pid=True), "--ro-bind", "/", "/", "--", "/bin/true"]
@@ -173,8 +174,8 @@ def bwrap_argv(
 
     `side_files` are files the caller reads back (the shell's final cwd), bound writable;
     `masks` are (path, is_dir) to hide. With "read-only" nothing outside the private /tmp can
-    be written and there is no network; with "write-workdirs" the working directories are
-    writable and the network is the host's."""
+    be written and there is no network; with "write-workdirs" the working directories (and a
+    private TMPDIR) are writable and the network is the host's."""
     status = sandbox_status()
     assert status.program is not None, "bwrap_argv needs an available sandbox"
     read_only = access == "read-only"
@@ -182,11 +183,14 @@ def bwrap_argv(
     if not read_only:
         # An approved command sees the whole system as it is, and may write only the working dirs.
         args += ["--ro-bind", "/", "/"]
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # Read-only: a private, empty /tmp. Approved: the host's /tmp stays visible (read-only, like
+    # everything outside the working directories) and TMPDIR is a private /var/tmp.
+    tmp = "/tmp" if read_only else "/var/tmp"
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", tmp]
     # HOME is there, empty and read-only, so `~/x` fails loudly instead of vanishing; program
     # directories and working directories inside it are mounted on top.
     home = os.path.realpath(os.path.expanduser("~"))
-    private_home = read_only and home not in ("/", "/tmp") and not _covered(home, ("/tmp", *_SYSTEM_DIRS))
+    private_home = read_only and home not in ("/", "/tmp") and not _covered(home, _SYSTEM_DIRS)
     if private_home:
         args += ["--tmpfs", home]
     mounted: set[str] = set() if read_only else {"/"}
@@ -212,7 +216,7 @@ def bwrap_argv(
     args += ["--remount-ro", "/"]
     for key, value in (env or {}).items():
         args += ["--setenv", key, value]
-    args += ["--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp", "--chdir", cwd, "--"]
+    args += ["--setenv", "HOME", home, "--setenv", "TMPDIR", tmp, "--chdir", cwd, "--"]
     return args
 
 
@@ -294,3 +298,15 @@ def availability_note(ctx: ToolContext) -> str | None:
     return (f"Bash has no OS sandbox: {why}. Only a small core of plain commands runs without asking ({core}); "
             "everything else asks first.")
 
+
+
+_NOTICED: list[str] = []
+
+
+def notice_once(ctx: ToolContext) -> str | None:
+    """`availability_note` the first time it applies in this process; None after that."""
+    note = availability_note(ctx)
+    if note is None or note in _NOTICED:
+        return None
+    _NOTICED.append(note)
+    return note
