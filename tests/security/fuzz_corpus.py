@@ -233,8 +233,11 @@ def corpus(canary: str, port: int, target: int = TARGET, seed: int = SEED) -> li
     base = base_cases(canary, port)
     seen = {c.command for c in base}
     out = list(base)
+    # Version probes start heavy programs (a JVM, kubectl, terraform): covered once each above,
+    # and not multiplied by mutation, so the suite stays within minutes.
+    seeds = [c for c in base if not c.family.startswith("version:")]
     while len(out) < target:
-        case = rng.choice(base)
+        case = rng.choice(seeds)
         for _ in range(rng.randrange(1, 3)):
             case = _mutate(rng, case)
         if case.command not in seen:

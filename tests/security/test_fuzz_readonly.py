@@ -52,6 +52,10 @@ def world(tmp_path_factory):
     w.close()
 
 
+def _template(command: str, world: World) -> str:
+    return command.replace(str(world.canary), "{CANARY}").replace(str(world.listener.port), "{PORT}")
+
+
 def _fill(command: str, world: World) -> str:
     return command.replace("{CANARY}", str(world.canary)).replace("{PORT}", str(world.listener.port))
 
@@ -84,19 +88,18 @@ def test_what_the_classifier_calls_read_only_only_reads(world):
     for fam, found in sorted(holes.items()):
         case, what, auto = found[0]
         print(f"[fuzz]   {fam} ({len(found)}x{', auto-allowed' if auto else ''}): {case.command!r} -> {what}")
+    for fam, found in sorted(unknown.items()):  # ready to paste into KNOWN_HOLES once reported
+        print(f"[fuzz] new: {fam!r}: {_template(found[0][0].command, world)!r},")
     assert not unknown, "new classifier holes:\n" + "\n".join(
         f"{fam}: {found[0][0].command!r} -> {found[0][1]}" for fam, found in sorted(unknown.items()))
 
 
-@pytest.mark.parametrize("family", sorted(KNOWN_HOLES), ids=str)
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="known classifier hole"))
+                                    for f in sorted(KNOWN_HOLES)], ids=str)
 def test_known_hole_is_closed(world, family):
     command = _fill(KNOWN_HOLES[family], world)
     outcome = world.run(command) if read_only(command) else None
     assert outcome is None or not outcome.harmful, f"{command!r} is judged read-only and {outcome.describe()}"
-
-
-for _family in KNOWN_HOLES:  # each known hole is an expected failure until the classifier is fixed
-    pass
 
 
 def test_the_world_detects_what_it_must(world):
