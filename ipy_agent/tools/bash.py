@@ -98,6 +98,17 @@ class BashOutput:
         return self.timed_out or (self.exit_code not in (0, None) and self.exit_one_meaning is None)
 
 
+_SANDBOX_BULLET = """\
+- A command that runs without asking runs in a read-only sandbox: no writes outside a private \
+/tmp, no network, an empty HOME, nothing it starts in the background outlives the call. If it \
+fails because of that, the result says so; call it again with `dangerouslyDisableSandbox: true` \
+only when it really must write or connect: the person is then asked first.
+"""
+_NO_SANDBOX_BULLET = """\
+- There is no OS sandbox here, so only plain reading commands (cat, head, ls, grep, wc, diff ...) \
+run without asking; anything else, even if it only reads, asks the person first.
+"""
+
 DESCRIPTION = f"""\
 Run a bash command in the project and get back its output (stdout and stderr merged, in the \
 order they were written) and its exit code.
@@ -127,11 +138,7 @@ not an error.
 to a file whose path is given, which you can Read with offset/limit or Grep.
 - Commands that only read (ls, git status, git diff, grep ...) run without asking; anything else \
 may need the person's approval, so write one clear command rather than many small ones.
-- A command that runs without asking runs in a read-only sandbox: no writes outside a private \
-/tmp, no network, an empty HOME, nothing it starts in the background outlives the call. If it \
-fails because of that, the result says so; call it again with `dangerouslyDisableSandbox: true` \
-only when it really must write or connect: the person is then asked first.
-- A command that names a file the person denied with a Read rule (e.g. `cat .env` under \
+{_SANDBOX_BULLET}- A command that names a file the person denied with a Read rule (e.g. `cat .env` under \
 Read(**/.env)) is refused in every mode; ask the person instead of working around it. While \
 such rules exist, a command whose file names are only known when it runs (`cat $F`, xargs input) \
 needs approval even when it only reads.
@@ -150,7 +157,10 @@ class BashTool(Tool):
     kind = "execute"
 
     def description(self, ctx: ToolContext) -> str:
-        return DESCRIPTION
+        if sandbox_usable(ctx):
+            return DESCRIPTION
+        # No sandbox here: do not promise one (and say what still runs unasked).
+        return DESCRIPTION.replace(_SANDBOX_BULLET, _NO_SANDBOX_BULLET)
 
     # --- runtime control ---------------------------------------------------------------------
     async def validate_input(self, inp: BashInput, ctx: ToolContext) -> str | None:

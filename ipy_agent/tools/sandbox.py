@@ -3,8 +3,8 @@
 Bash runs a command without asking when its classifier judges it read-only. A classifier always
 has one more hole (a program whose arguments are code, a substitution the parser did not
 report), so on Linux such a command also runs under bubblewrap, where the judgement no longer
-matters: the working directories, the system's program and library directories and the Python
-prefix are mounted read-only, /tmp is private and empty, HOME is empty and read-only, there is no network (a new
+matters: the working directories, the system's program and library directories, the Python
+prefix and the git repository they are in are mounted read-only, /tmp is private and empty, HOME is empty and read-only, there is no network (a new
 network namespace has only its own loopback), no capabilities, a new pid namespace (whatever
 the command leaves in the background dies with it) and the files covered by Read deny rules are
 masked (an empty file or an empty directory in their place).
@@ -201,6 +201,11 @@ def bwrap_argv(
             args += ["--ro-bind", d, d]
             mounted.add(d)
     bind = "--ro-bind" if read_only else "--bind"
+    if read_only:
+        # git finds its repository above cwd (a subdirectory, a worktree): that, read-only.
+        for d in git_dirs(ctx):
+            if not _covered(d, mounted):
+                args += ["--ro-bind", d, d]
     for d in dict.fromkeys(os.path.realpath(p) for p in ctx.all_dirs()):
         if os.path.isdir(d):
             args += [bind, d, d]
@@ -220,6 +225,38 @@ def bwrap_argv(
     return args
 
 
+def git_dirs(ctx: ToolContext) -> list[str]:
+    """The repositories the working directories are in, when git would look outside them:
+    the work tree's top above a working directory, and a worktree's git dir and common dir."""
+    out: list[str] = []
+    for start in dict.fromkeys(os.path.realpath(d) for d in ctx.all_dirs()):
+        top = start
+        while not os.path.lexists(os.path.join(top, ".git")):
+            parent = os.path.dirname(top)
+            if parent == top:
+                break
+            top = parent
+        dot_git = os.path.join(top, ".git")
+        if not os.path.lexists(dot_git):
+            continue
+        if top != start and top != "/":
+            out.append(top)
+        if os.path.isfile(dot_git):
+            try:
+                line = open(dot_git, encoding="utf-8").read().strip()
+            except OSError:
+                continue
+            if line.startswith("gitdir:"):
+                gitdir = os.path.realpath(os.path.join(top, line.removeprefix("gitdir:").strip()))
+                out.append(gitdir)
+                try:
+                    common = open(os.path.join(gitdir, "commondir"), encoding="utf-8").read().strip()
+                    out.append(os.path.realpath(os.path.join(gitdir, common)))
+                except OSError:
+                    pass
+    return [d for d in dict.fromkeys(out) if os.path.isdir(d)]
+
+
 def denied_mounts(ctx: ToolContext) -> list[tuple[str, bool]] | None:
     """(path, is_dir) of what Read deny rules cover under the working directories: masked in
     the sandbox. None when there are too many entries to walk (the caller then asks)."""
@@ -227,7 +264,8 @@ def denied_mounts(ctx: ToolContext) -> list[tuple[str, bool]] | None:
         return []
     out: list[tuple[str, bool]] = []
     seen = 0
-    for root in dict.fromkeys(os.path.realpath(d) for d in ctx.all_dirs()):
+    tops = [d for d in git_dirs(ctx) if os.path.isdir(os.path.join(d, ".git")) or os.path.isfile(os.path.join(d, ".git"))]
+    for root in dict.fromkeys([*(os.path.realpath(d) for d in ctx.all_dirs()), *tops]):
         stack = [root]
         while stack:
             top = stack.pop()

@@ -313,3 +313,36 @@ async def test_concurrent_sandboxed_calls_do_not_share_tmp(project):
     a, b = await asyncio.gather(_bash(_ctx(project), "echo a > /tmp/x; sleep 0.3; cat /tmp/x"),
                                 _bash(_ctx(project), "echo b > /tmp/x; sleep 0.3; cat /tmp/x"))
     assert (a["content"], b["content"]) == ("a", "b")
+
+
+def test_the_description_promises_the_sandbox_only_where_there_is_one(project, no_bwrap):
+    from ipy_agent.tools.bash import BashTool
+
+    without = BashTool().description(_ctx(project))
+    assert "read-only sandbox" not in without and "no OS sandbox here" in without
+    sandbox_mod.sandbox_status.cache_clear()
+
+
+def test_agent_tools_names_the_sandbox_setting(project):
+    from ipy_agent.ui.inspect import tools_text
+
+    assert "Bash sandbox: always" in tools_text(_agent(project, [], sandbox="always"))
+    with pytest.raises(ValueError, match="sandbox 'maybe'"):
+        _agent(project, [], sandbox="maybe")
+
+
+async def test_git_works_sandboxed_in_a_subdirectory_and_a_worktree(tmp_path):
+    import subprocess
+
+    repo = write_tree(tmp_path / "repo", {"top.txt": "t\n", "pkg/mod.py": "x = 1\n"})
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"], ["worktree", "add", "-q", str(tmp_path / "wt")]):
+        subprocess.run([*git, *args], cwd=repo, check=True, capture_output=True)
+    (repo / "pkg" / "mod.py").write_text("x = 2\n")
+    sub = await _bash(_ctx(repo / "pkg"), "git status --short && git log --oneline | wc -l")
+    assert sub["content"].split() == ["M", "mod.py", "1"], sub  # git prints paths relative to cwd
+    wt = await _bash(_ctx(tmp_path / "wt"), "git log --oneline | wc -l && git status --short | wc -l")
+    assert wt["content"].split() == ["1", "0"], wt
+    # Still read-only: the repository above is visible, not writable.
+    block = await _bash(_ctx(repo / "pkg"), "touch ../top2.txt")
+    assert "Read-only file system" in block["content"] and not (repo / "top2.txt").exists()
