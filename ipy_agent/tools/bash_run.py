@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ..runtime.budget import MAX_SPILL_BYTES, spill_note
 from ..runtime.secrets import tool_environ
@@ -62,7 +63,7 @@ class _Collector:
         self.total_chars = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.spill_path = spill_path
-        self._file = None
+        self._file: BinaryIO | None = None
         self._spilled = 0
 
     async def feed(self, chunk: bytes) -> None:
@@ -87,7 +88,7 @@ class _Collector:
             return
         if self._file is None:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = await asyncio.to_thread(open, self.spill_path, "wb")
+            self._file = await asyncio.to_thread(self.spill_path.open, "wb")
         room = MAX_SPILL_BYTES - self._spilled
         self._spilled += len(data)
         if room > 0:

@@ -43,8 +43,8 @@ async def contained_run(
                     f"{availability_note(ctx)} Ask the person, or use Read, Grep and Glob instead."
                 )
             return await run_command(command, str(cwd), timeout_s, spill, end_group=True), notes
-        masks = await asyncio.to_thread(denied_mounts, ctx)
-        if masks is None:
+        found = await asyncio.to_thread(denied_mounts, ctx)
+        if found is None:
             raise ToolError(
                 "Not run: the working directories hold too many files to mask the ones your Read deny rules cover, "
                 "so this command cannot be sandboxed. Call Bash again with `dangerouslyDisableSandbox: true` "
@@ -52,7 +52,7 @@ async def contained_run(
             )
         run = await run_command(
             command, str(cwd), timeout_s, spill, end_group=True,
-            wrap=lambda side: bwrap_argv(ctx=ctx, cwd=str(cwd), access="read-only", side_files=[side], masks=masks),
+            wrap=lambda side: bwrap_argv(ctx=ctx, cwd=str(cwd), access="read-only", side_files=[side], masks=found),
         )
         if (what := stopped_by_sandbox(run.output, run.exit_code)) is not None:
             notes.append(sandbox_note(what))
@@ -60,8 +60,9 @@ async def contained_run(
     if ctx.sandbox == "always" and not unsandboxed and sandbox_available():
         masks = await asyncio.to_thread(denied_mounts, ctx)
         if masks is not None:
+            hidden = masks
             return await run_command(
                 command, str(cwd), timeout_s, spill,
-                wrap=lambda side: bwrap_argv(ctx=ctx, cwd=str(cwd), access="write-workdirs", side_files=[side], masks=masks),
+                wrap=lambda side: bwrap_argv(ctx=ctx, cwd=str(cwd), access="write-workdirs", side_files=[side], masks=hidden),
             ), notes
     return await run_command(command, str(cwd), timeout_s, spill), notes

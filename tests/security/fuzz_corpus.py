@@ -185,7 +185,7 @@ def _fill(form: str, target: str, port: int) -> str:
 def base_cases(canary: str, port: int) -> list[Case]:
     """Every context with every payload, every form with each write target: the systematic part."""
     out: list[Case] = []
-    for (ctx_name, ctx), (kind, payload) in itertools.product(CONTEXTS.items(), payloads(canary, port).items()):
+    for (ctx_name, ctx), (_kind, payload) in itertools.product(CONTEXTS.items(), payloads(canary, port).items()):
         out.append(Case(command=ctx.replace("X", payload), family=f"context:{ctx_name}"))
     targets = ("PWN", "~/PWN", f"{canary}/PWN")
     for family, forms in FORMS.items():

@@ -24,7 +24,7 @@ from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.glob import GlobTool
 from ipy_agent.tools.grep import GrepTool
 from ipy_agent.tools.notebook_edit import NotebookEditInput, NotebookEditTool
-from tests.helpers import results_of, use, write_tree
+from tests.helpers import results_of, write_tree
 
 
 def _ctx(cwd: Path, **kw) -> ToolContext:
