@@ -156,9 +156,11 @@ class World:
         return out
 
     # --- one command -------------------------------------------------------------------------
-    def run(self, command: str, timeout: float = 6.0) -> Outcome:
+    def run(self, command: str, timeout: float = 6.0, sandboxed: bool = False) -> Outcome:
         count = self.listener.count
         since = _ticks_now()
+        if sandboxed:
+            return self._finish(self._run_in_sandbox(command, timeout), since, count)
         trace = Path(tempfile.mkstemp(prefix="fuzz-strace-", dir=self.base)[1])
         # -D: strace runs as a grandchild, so our child is bash itself and its exit is the
         # command's end, while strace follows whatever it left running (until we kill that).
@@ -180,6 +182,32 @@ class World:
         out.connects = [line for line in trace.read_text(errors="replace").splitlines()
                         if "AF_INET" in line and ("connect(" in line or "sendto(" in line or "sendmsg(" in line)]
         trace.unlink()
+        return self._finish(out, since, count)
+
+    def _run_in_sandbox(self, command: str, timeout: float) -> Outcome:
+        """Through the Bash tool as a read-only-judged call: bubblewrap, our environment."""
+        import asyncio
+
+        from ipy_agent.runtime.read_state import ReadState
+        from ipy_agent.runtime.tool import ToolContext
+        from ipy_agent.tools.bash import BashInput, BashTool
+
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(self.env())
+        try:
+            ctx = ToolContext(cwd=self.scratch, read_state=ReadState(), decided_by="tool")
+            asyncio.run(BashTool().call(BashInput(command=command, timeout=int(timeout * 1000)), ctx))
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        return Outcome()
+
+    def _finish(self, out: Outcome, since: int, count: int) -> Outcome:
+        if not out.lingering:
+            _, out.lingering = self._new_processes(since, b"\0no tracer\0")
+            for pid in out.lingering:
+                _kill(pid)
         after = self.snapshot()
         out.changed = sorted(k for k in set(after) | set(self.before) if after.get(k) != self.before.get(k))
         threading.Event().wait(0.01)  # let the listener thread count a connection just made

@@ -16,6 +16,9 @@ main test with the commands that show it.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -32,7 +35,36 @@ _TOOL = BashTool()
 
 # family -> a command of that family that the current classifier lets through and that acts.
 # {CANARY} and {PORT} are filled in per run. Remove an entry when its xfail case starts passing.
-KNOWN_HOLES: dict[str, str] = {}
+# Found by this suite on the classifier of 2026-11-30 (reported for the classifier rewrite).
+KNOWN_HOLES: dict[str, str] = {
+    'context:heredoc-backtick': 'cat <<EOF\n`touch PWN`\nEOF',
+    'context:heredoc-dash': 'cat <<-EOF\n\t$(touch PWN)\nEOF',
+    'env:env -i touch {OUT}': 'pwd\n\\env -i touch PWN',
+    'git:git remote show origin': 'git remote show origin',
+    'redirect:cat < /dev/tcp/127.0.0.1/{PORT}': 'cat < /dev/tcp/127.0.0.1/{PORT}',
+    'redirect:grep x < /dev/tcp/127.0.0.1/{PORT}': 'grep x < /dev/tcp/127.0.0.1/{PORT}',
+    'rg:rg --hostname-bin ./pwn.sh --hyperlink-format default a': 'rg --hostname-bin ./pwn.sh --hyperlink-format default a',
+    'rg:rg --hostname-bin=./pwn.sh --hyperlink-format=default a': 'rg --hostname-bin=./pwn.sh --hyperlink-format=default a',
+    "sed:sed ':a;w {OUT}' f.txt": "sed ':a;w PWN' f.txt",
+    'version:bash version': 'bash version',
+    'version:docker -V': 'docker -V',
+    'version:docker -version': 'docker -version',
+    'version:docker version': 'docker version',
+    'version:kubectl --version': 'kubectl --version',
+    'version:kubectl -V': 'kubectl -V',
+    'version:kubectl -version': 'kubectl -version',
+    'version:kubectl version': 'kubectl version',
+    'version:npm -V': 'npm -V',
+    'version:npm version': 'npm version',
+    'version:npx -V': 'npx -V',
+    'version:npx version': 'npx version',
+    'version:python version': 'python version',
+    'version:python3 version': 'python3 version',
+    'version:sh version': 'sh version',
+    'version:terraform --version': 'terraform --version',
+    'version:terraform -version': 'terraform -version',
+    'version:terraform version': 'terraform version',
+}
 
 
 def read_only(command: str) -> bool:
@@ -98,8 +130,29 @@ def test_what_the_classifier_calls_read_only_only_reads(world):
                                     for f in sorted(KNOWN_HOLES)], ids=str)
 def test_known_hole_is_closed(world, family):
     command = _fill(KNOWN_HOLES[family], world)
+    _need_program(command)
     outcome = world.run(command) if read_only(command) else None
     assert outcome is None or not outcome.harmful, f"{command!r} is judged read-only and {outcome.describe()}"
+
+
+def _need_program(command: str) -> None:
+    program = command.split()[0]
+    if program.isidentifier() and shutil.which(program, path=world_path()) is None:
+        pytest.skip(f"{program} is not installed here, so this hole cannot show")
+
+
+def world_path() -> str:
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+@pytest.mark.usefixtures("need_bwrap")
+@pytest.mark.parametrize("family", sorted(KNOWN_HOLES), ids=str)
+def test_the_sandbox_contains_every_known_hole(world, family):
+    """The point of the OS sandbox: what the classifier wrongly lets through does nothing."""
+    command = _fill(KNOWN_HOLES[family], world)
+    _need_program(command)
+    outcome = world.run(command, sandboxed=True)
+    assert not outcome.harmful, f"{command!r} escaped the sandbox: {outcome.describe()}"
 
 
 def test_the_world_detects_what_it_must(world):
@@ -110,3 +163,46 @@ def test_the_world_detects_what_it_must(world):
     assert world.run(f"exec 3<>/dev/tcp/127.0.0.1/{world.listener.port}").connections == 1
     assert world.run("nohup sleep 97.25 >/dev/null 2>&1 &").lingering
     assert not world.run("cat f.txt; ls -la; git status").harmful
+
+
+# --- hypothesis: words the corpus did not think of ---------------------------------------------
+
+_PROGRAMS = ["cat", "ls", "grep", "sed", "sort", "uniq", "find", "rg", "git", "jq", "echo", "printf", "head", "xargs", "env",
+             "timeout 5", "nice", "command", "date", "test", "file", "wc", "diff", "awk", "tree"]
+_WORDS = ["f.txt", "-n", "-i", "-o", "PWN", "--output=PWN", "'w PWN'", "s/a/b/w\\ PWN", "-exec", "touch", "\\;", "$(touch PWN)",
+          "`touch PWN`", "${x:-$(touch PWN)}", "'a[$(touch PWN)]'", "$'\\x77 PWN'", "--pre=./pwn.sh", "-e", "p", "{}", "+",
+          "--hostname-bin=./pwn.sh", "-fprint", "log", "--outp=PWN", "-I{}", "sh", "-c", "'touch PWN'", "<<EOF\n`touch PWN`\nEOF",
+          ">", "2>/dev/null", "|", ";", "&&", "\n", "&", "version", "--version", "-v", "'$(touch PWN)'", "\"$(touch PWN)\""]
+
+
+@pytest.mark.slow
+def test_hypothesis_commands_the_classifier_calls_read_only_only_read(world):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    tried: list[str] = []
+    acted: list[tuple[str, str]] = []
+
+    @settings(max_examples=400, derandomize=True, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(program=st.sampled_from(_PROGRAMS), words=st.lists(st.sampled_from(_WORDS), max_size=5))
+    def check(program: str, words: list[str]) -> None:
+        command = " ".join([program, *words])
+        tried.append(command)
+        if read_only(command):
+            outcome = world.run(command)
+            if outcome.harmful:
+                acted.append((command, outcome.describe()))
+
+    check()
+    print(f"\n[fuzz/hypothesis] commands tried: {len(tried)}; read-only but acted: {len(acted)}")
+    for command, what in acted[:10]:
+        print(f"[fuzz/hypothesis]   {command!r} -> {what}")
+    known = [c for c, _ in acted if any(_same_hole(c, k) for k in KNOWN_HOLES.values())]
+    assert len(acted) == len(known), f"new holes: {[c for c, _ in acted if c not in known]}"
+
+
+def _same_hole(command: str, known: str) -> bool:
+    """A hypothesis command shows a listed hole when it contains that hole's telling part."""
+    tell = {"hostname-bin": "--hostname-bin", "heredoc": "<<EOF\n`"}
+    return any(part in command and part in known for part in tell.values())
