@@ -198,11 +198,19 @@ def test_hypothesis_commands_the_classifier_calls_read_only_only_read(world):
     print(f"\n[fuzz/hypothesis] commands tried: {len(tried)}; read-only but acted: {len(acted)}")
     for command, what in acted[:10]:
         print(f"[fuzz/hypothesis]   {command!r} -> {what}")
-    known = [c for c, _ in acted if any(_same_hole(c, k) for k in KNOWN_HOLES.values())]
-    assert len(acted) == len(known), f"new holes: {[c for c, _ in acted if c not in known]}"
+    new = [c for c, _ in acted if not _shows_known_hole(c)]
+    assert not new, f"new classifier holes: {new}"
 
 
-def _same_hole(command: str, known: str) -> bool:
-    """A hypothesis command shows a listed hole when it contains that hole's telling part."""
-    tell = {"hostname-bin": "--hostname-bin", "heredoc": "<<EOF\n`"}
-    return any(part in command and part in known for part in tell.values())
+# What shows a listed hole inside any command hypothesis builds; a mark stops counting as soon
+# as its family leaves KNOWN_HOLES (fixed), so the hypothesis test then reports it again.
+KNOWN_HOLE_MARKS = {
+    "context:heredoc-backtick": "<<EOF\n`", "context:heredoc-dash": "<<-EOF",
+    "rg:rg --hostname-bin ./pwn.sh --hyperlink-format default a": "--hostname-bin",
+    "rg:rg --hostname-bin=./pwn.sh --hyperlink-format=default a": "--hostname-bin=",
+    "sed:sed ':a;w {OUT}' f.txt": ":a;w",
+}
+
+
+def _shows_known_hole(command: str) -> bool:
+    return any(family in KNOWN_HOLES and mark in command for family, mark in KNOWN_HOLE_MARKS.items())
