@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ipy_agent.tools.sandbox import sandbox_status
+from ipy_agent.tools.bash.sandbox import sandbox_status
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.runtime.history import history_problems
 from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext, ToolError
-from ipy_agent.tools import _search, bash_run, builtin_tools
+from ipy_agent.tools import _search, builtin_tools
 from ipy_agent.tools.bash import BashInput, BashTool
-from ipy_agent.tools.glob import GlobTool
+from ipy_agent.tools.glob_tool import GlobTool
 from ipy_agent.tools.grep import GrepTool
 from ipy_agent.tools.notebook_edit import NotebookEditInput, NotebookEditTool
 from tests.helpers import results_of, write_tree
@@ -68,7 +68,6 @@ def test_a_spill_file_stops_at_its_cap(tmp_path, monkeypatch):
 
 
 async def test_bash_spill_file_stops_at_its_cap(tmp_path, monkeypatch):
-    monkeypatch.setattr(bash_run, "MAX_SPILL_BYTES", 300_000)
     monkeypatch.setattr(budget_mod, "MAX_SPILL_BYTES", 300_000)
     tool = BashTool()
     out = await tool.call(BashInput(command="head -c 2000000 /dev/zero | tr '\\0' y"), _ctx(tmp_path, decided_by="person"))

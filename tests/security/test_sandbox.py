@@ -19,9 +19,9 @@ import pytest
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext
-from ipy_agent.tools import sandbox as sandbox_mod
+from ipy_agent.tools.bash import sandbox as sandbox_mod
 from ipy_agent.tools.bash import BashInput, BashTool
-from ipy_agent.tools.sandbox import CORE_PROGRAMS, core_read_only
+from ipy_agent.tools.bash.sandbox import CORE_PROGRAMS, core_read_only
 from tests.helpers import results_of, use, write_tree
 
 pytestmark = pytest.mark.usefixtures("need_bwrap")
@@ -266,7 +266,7 @@ def no_bwrap(monkeypatch):
 
 def test_without_bubblewrap_only_core_commands_run_unasked_and_it_is_said_once(project, no_bwrap):
     from ipy_agent.runtime.trace import NoticeEvent
-    from ipy_agent.ui.inspect import tools_text
+    from ipy_agent.ui.inspection import tools_text
 
     notices: list[str] = []
     turns = [[use("Bash", "t1", command="ls -la src"), use("Bash", "t2", command="git status")], "ok"]
@@ -324,7 +324,7 @@ def test_the_description_promises_the_sandbox_only_where_there_is_one(project, n
 
 
 def test_agent_tools_names_the_sandbox_setting(project):
-    from ipy_agent.ui.inspect import tools_text
+    from ipy_agent.ui.inspection import tools_text
 
     assert "Bash sandbox: always" in tools_text(_agent(project, [], sandbox="always"))
     with pytest.raises(ValueError, match="sandbox 'maybe'"):

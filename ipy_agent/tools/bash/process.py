@@ -11,8 +11,8 @@ Kept apart from the tool so the mechanics can be read (and tested) on their own:
   whole stream goes to a spill file, so a command printing gigabytes costs disk, not memory.
 - An EXIT trap writes the shell's final `pwd -P` to a side file, so `cd` can carry over.
 - The environment has no credentials (`runtime.secrets`); `wrap` puts the shell inside the OS
-  sandbox (`sandbox.bwrap_argv`), and `end_group` stops whatever the command left running in
-  the background once it exits (for commands no one approved).
+  sandbox (`bash.sandbox`), and `end_group` stops whatever the command left running in the
+  background once it exits (for commands no one approved). Spill files stop at MAX_SPILL_BYTES.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..runtime.budget import MAX_SPILL_BYTES, spill_note
-from ..runtime.secrets import tool_environ
+from ...runtime import budget
+from ...runtime.secrets import tool_environ
 
 __all__ = ["RunResult", "run_command", "elide_middle", "OUTPUT_LIMIT"]
 
@@ -37,6 +37,7 @@ OUTPUT_LIMIT = 30_000  # characters the model gets, note included
 _KEEP = 64 * 1024  # bytes of head and of tail kept in memory once output is large
 _KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 _DRAIN_GRACE = 0.5  # seconds to collect output still in the pipe after the shell exits
+_GONE_WAIT = 10.0  # seconds at most to wait for a killed group to disappear
 
 
 @dataclass(frozen=True)
@@ -88,16 +89,18 @@ class _Collector:
             return
         if self._file is None:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = await asyncio.to_thread(self.spill_path.open, "wb")
-        room = MAX_SPILL_BYTES - self._spilled
+            path = self.spill_path
+            self._file = await asyncio.to_thread(lambda: open(path, "wb"))
+        room = budget.MAX_SPILL_BYTES - self._spilled
         self._spilled += len(data)
         if room > 0:
             await asyncio.to_thread(self._file.write, data[:room])
 
     async def _close_spill(self) -> None:
         if self._file is not None:
-            if self._spilled > MAX_SPILL_BYTES:
-                await asyncio.to_thread(self._file.write, spill_note(self._spilled - MAX_SPILL_BYTES).encode())
+            if self._spilled > budget.MAX_SPILL_BYTES:
+                note = budget.spill_note(self._spilled - budget.MAX_SPILL_BYTES).encode()
+                await asyncio.to_thread(self._file.write, note)
             await asyncio.to_thread(self._file.close)
 
     async def finish(self) -> tuple[str, Path | None]:
@@ -147,8 +150,34 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass  # the group is already gone
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs (zombies waiting to be reaped do not count:
+    PID 1 in a container may never reap them)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc (macOS): the signal check above is all there is
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
 async def _stop_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left."""
+    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left and wait until
+    it is gone: SIGKILL is delivered, not done, when `kill` returns, and a caller that reports
+    "stopped" must be telling the truth even on a busy machine."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), _KILL_GRACE)
@@ -156,34 +185,15 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
         pass
     finally:
         # Also runs when a second cancellation lands here, so nothing survives either way.
-        _signal_group(proc.pid, signal.SIGKILL)
-    await _group_gone(proc.pid)
+        await _kill_group(proc.pid)
 
 
-def _live_members(pgid: int) -> bool:
-    """Whether a process of group `pgid` is still running (zombies do not count)."""
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return False  # no /proc: nothing to wait on
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
-
-
-async def _group_gone(pgid: int, limit_s: float = 2.0) -> None:
-    """SIGKILL is asynchronous: return once the killed group has really died (bounded wait),
-    so a caller that checks right after the call ends finds nothing running."""
-    for _ in range(int(limit_s / 0.02)):
-        if not await asyncio.to_thread(_live_members, pgid):
-            return
+async def _kill_group(pgid: int) -> None:
+    _signal_group(pgid, signal.SIGKILL)
+    waited = 0.0
+    while waited < _GONE_WAIT and await asyncio.to_thread(_group_alive, pgid):
         await asyncio.sleep(0.02)
+        waited += 0.02
 
 
 async def run_command(
@@ -214,18 +224,23 @@ async def run_command(
     finally:
         os.close(wfd)
 
-    loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20)
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rfd, "rb", 0))
+    pipe = os.fdopen(rfd, "rb", 0)
+    transport: asyncio.ReadTransport | None = None
+    pumping: asyncio.Future[None] | None = None
 
     async def pump() -> None:
         while chunk := await reader.read(65536):
             await collector.feed(chunk)
 
-    pumping = asyncio.ensure_future(pump())
     timed_out = False
     try:
+        # From here on the group runs: a cancellation at any await below must stop it, the
+        # first ones included (the command may be well under way before the pipe is connected).
         try:
+            loop = asyncio.get_running_loop()
+            transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+            pumping = asyncio.ensure_future(pump())
             await asyncio.wait_for(proc.wait(), timeout_s)
         except TimeoutError:
             timed_out = True
@@ -234,15 +249,19 @@ async def run_command(
             await _stop_group(proc)
             raise
         if end_group:
-            _signal_group(proc.pid, signal.SIGKILL)  # nothing it started outlives the call
-            await _group_gone(proc.pid)
-        try:
-            await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
-        except TimeoutError:
-            pass  # a background child still holds the pipe; keep what arrived
+            await _kill_group(proc.pid)  # nothing it started outlives the call
+        if pumping is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
+            except TimeoutError:
+                pass  # a background child still holds the pipe; keep what arrived
     finally:
-        pumping.cancel()
-        transport.close()
+        if pumping is not None:
+            pumping.cancel()
+        if transport is not None:
+            transport.close()
+        else:
+            pipe.close()
         final_cwd = await asyncio.to_thread(_take_cwd, cwd_file)
     text, path = await collector.finish()
     return RunResult(

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from ..runtime.tool import ToolContext
+from ...runtime.tool import ToolContext
 
 __all__ = [
     "CORE_PROGRAMS",
@@ -110,7 +110,8 @@ def sandbox_usable(ctx: ToolContext) -> bool:
 def core_read_only(command: str) -> bool:
     """The predicate auto-allow falls back to without a sandbox: only CORE_PROGRAMS, written
     without expansions, and read-only by the classifier's judgement too."""
-    from .bash_parse import analyze, is_read_only_command  # the parser loads tree-sitter
+    from .syntax import analyze  # the parser loads tree-sitter
+    from .verdict import is_read_only_command
 
     if not _CORE_TEXT.match(_DISCARD.sub(" ", command)) or not is_read_only_command(command):
         return False

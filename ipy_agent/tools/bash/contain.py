@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ..runtime.tool import ToolContext, ToolError
-from .bash_run import RunResult, run_command
+from ...runtime.tool import ToolContext, ToolError
+from .process import RunResult, run_command
 from .sandbox import (
     availability_note,
     bwrap_argv,
