@@ -346,3 +346,8 @@ async def test_git_works_sandboxed_in_a_subdirectory_and_a_worktree(tmp_path):
     # Still read-only: the repository above is visible, not writable.
     block = await _bash(_ctx(repo / "pkg"), "touch ../top2.txt")
     assert "Read-only file system" in block["content"] and not (repo / "top2.txt").exists()
+
+
+async def test_an_ordinary_failure_gets_no_sandbox_note(project):
+    block = await _bash(_ctx(project), "ls no-such-file")
+    assert block.get("is_error") and "No such file" in block["content"] and STOPPED not in block["content"]

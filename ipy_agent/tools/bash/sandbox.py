@@ -304,7 +304,6 @@ _STOPPED = (
     ("Connection refused", "a network connection (the sandbox has no network: even 127.0.0.1 is its own)"),
     ("Operation not permitted", "an operation the sandbox forbids"),
     ("Permission denied", "a file the sandbox hides or keeps read-only"),
-    ("No such file or directory", "a file outside the working directories (the sandbox shows only those)"),
 )
 
 
