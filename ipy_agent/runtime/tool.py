@@ -29,6 +29,8 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolError",
+    "DecisionSource",
+    "SandboxSetting",
     "PermissionCheck",
     "PermissionPreview",
     "RuleSubject",
@@ -39,6 +41,12 @@ __all__ = [
 
 Flag = bool | Callable[[Any], bool]
 ToolKind = Literal["read", "edit", "execute", "other"]
+# Which step of the permission decision let a call run (see `permissions.decide`). "rule",
+# "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the
+# call safe by itself, so a tool may contain it (Bash runs such commands in its OS sandbox).
+DecisionSource = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
+APPROVALS: frozenset[str] = frozenset({"rule", "mode", "hook", "person"})
+SandboxSetting = Literal["auto", "always", "off"]
 
 
 class ToolError(Exception):
@@ -68,6 +76,18 @@ class ToolContext:
     # Specifiers of the `Read(...)` deny rules in force (not whole-tool `Read`): the files they
     # name stay hidden from every tool, not only from Read (Grep, Glob, Bash check them too).
     read_deny: tuple[str, ...] = ()
+    # Who let this call run, set by the lifecycle once the permission decision is made. None
+    # (a direct call, or a caller that did not say) counts as "not approved": fail closed.
+    decided_by: DecisionSource | None = None
+    # How Bash contains commands (`Agent(sandbox=...)`): "auto" sandboxes what runs without
+    # approval, "always" also approved ones (writes limited to the working directories), "off"
+    # sandboxes nothing and so lets only a small core of commands run without asking.
+    sandbox: SandboxSetting = "auto"
+
+    @property
+    def approved(self) -> bool:
+        """A person, a rule, a mode or a hook let this call run (not the runtime's own judgement)."""
+        return self.decided_by in APPROVALS
 
     def resolve(self, path: str | Path) -> Path:
         """An absolute, normalised path: relative paths resolve against cwd, `~` expands."""
