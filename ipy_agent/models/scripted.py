@@ -107,9 +107,9 @@ class ScriptedModel:
         if request.purpose == "compaction":
             self.compactions.append({"system": request.system, "messages": list(request.messages)})
             await asyncio.sleep(0)
-            block = {"type": "text", "text": self.compaction_summary}
-            yield BlockComplete(block=dict(block), index=0)
-            yield MessageComplete(content=[block], stop_reason="end_turn", model=self.name,
+            summary = {"type": "text", "text": self.compaction_summary}
+            yield BlockComplete(block=dict(summary), index=0)
+            yield MessageComplete(content=[summary], stop_reason="end_turn", model=self.name,
                                   usage=Usage(input_tokens=1, output_tokens=max(1, len(self.compaction_summary) // 4)))
             return
         if self.keep_requests != 0:
