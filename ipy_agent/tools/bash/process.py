@@ -10,6 +10,9 @@ Kept apart from the tool so the mechanics can be read (and tested) on their own:
 - Output is kept whole while small; past that only its head and tail stay in memory and the
   whole stream goes to a spill file, so a command printing gigabytes costs disk, not memory.
 - An EXIT trap writes the shell's final `pwd -P` to a side file, so `cd` can carry over.
+- The environment has no credentials (`runtime.secrets`); `wrap` puts the shell inside the OS
+  sandbox (`bash.sandbox`), and `end_group` stops whatever the command left running in the
+  background once it exits (for commands no one approved). Spill files stop at MAX_SPILL_BYTES.
 """
 
 from __future__ import annotations
@@ -20,8 +23,13 @@ import os
 import shlex
 import signal
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
+
+from ...runtime import budget
+from ...runtime.secrets import tool_environ
 
 __all__ = ["RunResult", "run_command", "elide_middle", "OUTPUT_LIMIT"]
 
@@ -29,6 +37,7 @@ OUTPUT_LIMIT = 30_000  # characters the model gets, note included
 _KEEP = 64 * 1024  # bytes of head and of tail kept in memory once output is large
 _KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 _DRAIN_GRACE = 0.5  # seconds to collect output still in the pipe after the shell exits
+_GONE_WAIT = 10.0  # seconds at most to wait for a killed group to disappear
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,8 @@ class _Collector:
         self.total_chars = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.spill_path = spill_path
-        self._file = None
+        self._file: BinaryIO | None = None
+        self._spilled = 0
 
     async def feed(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)
@@ -79,8 +89,19 @@ class _Collector:
             return
         if self._file is None:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = await asyncio.to_thread(open, self.spill_path, "wb")
-        await asyncio.to_thread(self._file.write, data)
+            path = self.spill_path
+            self._file = await asyncio.to_thread(lambda: open(path, "wb"))
+        room = budget.MAX_SPILL_BYTES - self._spilled
+        self._spilled += len(data)
+        if room > 0:
+            await asyncio.to_thread(self._file.write, data[:room])
+
+    async def _close_spill(self) -> None:
+        if self._file is not None:
+            if self._spilled > budget.MAX_SPILL_BYTES:
+                note = budget.spill_note(self._spilled - budget.MAX_SPILL_BYTES).encode()
+                await asyncio.to_thread(self._file.write, note)
+            await asyncio.to_thread(self._file.close)
 
     async def finish(self) -> tuple[str, Path | None]:
         self.total_chars += len(self._decoder.decode(b"", final=True))
@@ -93,8 +114,7 @@ class _Collector:
         else:
             head = self.buf.decode("utf-8", "replace")
             tail = self.tail.decode("utf-8", "replace")
-        if self._file is not None:
-            await asyncio.to_thread(self._file.close)
+        await self._close_spill()
         path = self.spill_path if self._file is not None else None
         return elide_middle(head, tail, self.total_chars, self.lines, path), path
 
@@ -130,8 +150,34 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass  # the group is already gone
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs (zombies waiting to be reaped do not count:
+    PID 1 in a container may never reap them)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc (macOS): the signal check above is all there is
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
 async def _stop_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left."""
+    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left and wait until
+    it is gone: SIGKILL is delivered, not done, when `kill` returns, and a caller that reports
+    "stopped" must be telling the truth even on a busy machine."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), _KILL_GRACE)
@@ -139,21 +185,39 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
         pass
     finally:
         # Also runs when a second cancellation lands here, so nothing survives either way.
-        _signal_group(proc.pid, signal.SIGKILL)
+        await _kill_group(proc.pid)
 
 
-async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path | None) -> RunResult:
-    """Run `command`; on timeout stop its group and return; on cancellation stop it and re-raise."""
+async def _kill_group(pgid: int) -> None:
+    _signal_group(pgid, signal.SIGKILL)
+    waited = 0.0
+    while waited < _GONE_WAIT and await asyncio.to_thread(_group_alive, pgid):
+        await asyncio.sleep(0.02)
+        waited += 0.02
+
+
+async def run_command(
+    command: str, cwd: str, timeout_s: float, spill_path: Path | None, *,
+    wrap: Callable[[str], list[str]] | None = None, end_group: bool = False,
+) -> RunResult:
+    """Run `command`; on timeout stop its group and return; on cancellation stop it and re-raise.
+
+    `wrap(side_file)` gives the argv to run the shell under (the sandbox), which must let the
+    shell write `side_file`; with `end_group` the group is killed once the shell exits."""
     fd, cwd_file = tempfile.mkstemp(prefix="ipy_agent_cwd_")
     os.close(fd)
     # Same line as the command, so bash's "line N" in error messages matches what the model wrote.
     script = f"trap 'pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat"}
+    # pip checks PyPI for a newer pip once a week, even in `pip list`: a network call the
+    # classifier calls read-only must not make.
+    env = {**tool_environ(), "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     collector = _Collector(spill_path)
     rfd, wfd = os.pipe()
     try:
+        prefix = wrap(cwd_file) if wrap is not None else []
         proc = await asyncio.create_subprocess_exec(
-            "/bin/bash", "-c", script, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            *prefix, "/bin/bash", "-c", script, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=wfd, stderr=wfd, start_new_session=True,
         )
     except BaseException:
@@ -163,18 +227,23 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
     finally:
         os.close(wfd)
 
-    loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20)
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rfd, "rb", 0))
+    pipe = os.fdopen(rfd, "rb", 0)
+    transport: asyncio.ReadTransport | None = None
+    pumping: asyncio.Future[None] | None = None
 
     async def pump() -> None:
         while chunk := await reader.read(65536):
             await collector.feed(chunk)
 
-    pumping = asyncio.ensure_future(pump())
     timed_out = False
     try:
+        # From here on the group runs: a cancellation at any await below must stop it, the
+        # first ones included (the command may be well under way before the pipe is connected).
         try:
+            loop = asyncio.get_running_loop()
+            transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+            pumping = asyncio.ensure_future(pump())
             await asyncio.wait_for(proc.wait(), timeout_s)
         except TimeoutError:
             timed_out = True
@@ -182,13 +251,20 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
         except asyncio.CancelledError:
             await _stop_group(proc)
             raise
-        try:
-            await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
-        except TimeoutError:
-            pass  # a background child still holds the pipe; keep what arrived
+        if end_group:
+            await _kill_group(proc.pid)  # nothing it started outlives the call
+        if pumping is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
+            except TimeoutError:
+                pass  # a background child still holds the pipe; keep what arrived
     finally:
-        pumping.cancel()
-        transport.close()
+        if pumping is not None:
+            pumping.cancel()
+        if transport is not None:
+            transport.close()
+        else:
+            pipe.close()
         final_cwd = await asyncio.to_thread(_take_cwd, cwd_file)
     text, path = await collector.finish()
     return RunResult(
