@@ -362,7 +362,6 @@ class Agent:
             tools={t.name: t for t in exposure.offered}, rules=self.rules, hooks=self.hooks, budget=self.budget,
             make_ctx=self.context, mode=lambda: self.permission_mode, approver=self.approver, emit=self._emit,
             result_limit=self.registry.result_limit,
-            splitter=_bash_splitter(),
         )
 
     def _emit(self, event: AgentEvent) -> None:
@@ -389,17 +388,3 @@ class Agent:
 
 def _text_of(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-
-
-_SPLITTER: list[Any] = []
-
-
-def _bash_splitter() -> Callable[[str], list[str] | None] | None:
-    """Bash's tree-sitter splitter for permission rules, when the Bash tool is installed."""
-    if not _SPLITTER:
-        try:
-            from .tools.bash_parse import split_command
-        except Exception:
-            split_command = None  # type: ignore[assignment]
-        _SPLITTER.append(split_command)
-    return _SPLITTER[0]

@@ -26,7 +26,7 @@ __all__ = ["decide_permission", "denial_text"]
 async def decide_permission(
     tool: Tool, inp: BaseModel, ctx: ToolContext, *, rules: PermissionRules, mode: str,
     hook_decision: tuple[str, str] | None, approver: Callable[[PermissionRequest], Any] | None,
-    lock: asyncio.Lock, summary: str, splitter: Callable[[str], list[str] | None] | None,
+    lock: asyncio.Lock, summary: str,
     before_prompt: Callable[[PermissionPreview | None, str], None],
 ) -> Decision:
     """The final decision for this call, asking the approver when the rules say "ask".
@@ -40,7 +40,7 @@ async def decide_permission(
     def decision_now() -> Decision:
         return decide(
             tool=tool, inp=inp, ctx=ctx, rules=rules, mode=mode, tool_check=check,
-            hook_decision=hook_decision, splitter=splitter,  # type: ignore[arg-type]
+            hook_decision=hook_decision,
         )
 
     decision = decision_now()

@@ -47,7 +47,6 @@ class RunEnv:
     approver: Callable[[PermissionRequest], Any] | None = None
     emit: Callable[[Any], None] = lambda _e: None
     result_limit: Callable[[Tool], int] = lambda tool: tool.max_result_chars
-    splitter: Callable[[str], list[str] | None] | None = None
     approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     stop_requested: bool = False
     stop_reason: str = ""
@@ -222,7 +221,7 @@ async def _permission(call: Call) -> GoOn | Finished:
 
     decision = await decide_permission(
         tool, inp, call.ctx, rules=env.rules, mode=env.mode(), hook_decision=call.hook_decision, approver=env.approver,
-        lock=env.approval_lock, summary=record.summary_use, splitter=env.splitter, before_prompt=before_prompt,
+        lock=env.approval_lock, summary=record.summary_use, before_prompt=before_prompt,
     )
     record.decision = decision
     detail = f"{decision.source}: {decision.reason}"

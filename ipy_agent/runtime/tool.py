@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from .gitignore import gitignore_match
 from .limits import TOOL_RESULT_CHARS
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ __all__ = [
     "PermissionCheck",
     "PermissionPreview",
     "RuleSubject",
+    "CommandPart",
     "maybe_await",
     "text_of",
 ]
@@ -102,8 +104,6 @@ class ToolContext:
         (`cat link-to-.env`); searches that never follow links may skip that cost."""
         if not self.read_deny:
             return None
-        from .rules import gitignore_match  # rules imports this module
-
         target = os.path.expanduser(str(path))
         target = os.path.normpath(os.path.join(self.cwd, target))
         candidates = [target]
@@ -134,15 +134,36 @@ def _is_relative_to(path: Path, base: Path) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CommandPart:
+    """One simple command of a command line, as an allow rule sees it.
+
+    `text` is the command as written; `forms` are other spellings an allow rule may also match
+    (behind a wrapper that only times or schedules it, `timeout 5 git status` is `git status`).
+    """
+
+    text: str
+    forms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class RuleSubject:
     """What a `Tool(specifier)` rule is matched against for one call.
 
     kind "command": the specifier is a command prefix (Bash). kind "path": a gitignore pattern.
     kind "value": the specifier must equal `value` or be a `*`-glob of it (custom tools).
+
+    A command means what the tool that runs it says it means, so the tool fills in what rules
+    need and the runtime parses nothing: `parts` are the simple commands an allow rule must
+    each cover, or None when no allow rule may vouch for the command (it hides commands in
+    substitutions, writes files by redirection, or could not be parsed); `spellings` are the
+    commands the line may run however they are written (`\\rm x`, `env rm x`, `bash -c 'rm x'`
+    give `rm x`), which deny and ask rules match besides `value`.
     """
 
     kind: Literal["command", "path", "value"]
     value: str
+    parts: tuple[CommandPart, ...] | None = None
+    spellings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.runtime.limits import SELF_LIMITING
 from ipy_agent.runtime.threads import run_blocking
 from ipy_agent.runtime.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
-from ipy_agent.tools._image import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
+from ipy_agent.runtime.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
 from ipy_agent.tools._read_text import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_TOKENS,
