@@ -16,6 +16,7 @@ the conversation stays valid.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +127,7 @@ class ToolExecutor:
         entry.record.batch = self._batches[0]
         mark_started(self.env, entry.record)
         entry.task = asyncio.ensure_future(run_call(self._prepared(entry)))
-        entry.task.add_done_callback(lambda t, e=entry: self._on_done(e, t))
+        entry.task.add_done_callback(functools.partial(self._on_done, entry))
 
     def _on_done(self, entry: _Entry, task: asyncio.Task[dict[str, Any]]) -> None:
         if entry.result is not None:

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from .budget import ResultBudget
 from .hooks import HookEvent, Hooks
 from .approval import decide_permission, denial_text
-from .permissions import PermissionRequest, PermissionRules
+from .permissions import Behavior, PermissionRequest, PermissionRules
 from .tool import PermissionPreview, Tool, ToolContext, ToolError
 from .tool_input import dump_input, parse_input
 from .trace import CallEvent, CallRecord, CallStatus, Stage, now
@@ -85,7 +85,7 @@ class Call:
     inp: BaseModel | None = None  # parsed once, in `prepare`; replaced only by a hook's rewrite
     ended: Finished | None = None  # find or parse ended the call before it was scheduled
     rewritten: bool = False
-    hook_decision: tuple[str, str] | None = None
+    hook_decision: tuple[Behavior, str] | None = None
     context: list[str] = field(default_factory=list)  # additional context from hooks, appended at the end
     output: Any = None
     failure: str | None = None  # the tool itself failed (in call or map): what the model is told
