@@ -47,6 +47,9 @@ class Usage:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRequest:
+    """One request. `messages` shares its messages and blocks with the agent's history (a list
+    made for this request, nothing deep-copied): a model reads them and must not change them."""
+
     system: str
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
