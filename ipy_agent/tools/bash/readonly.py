@@ -29,7 +29,7 @@ _ANY_ARGS = frozenset(
     """cat head tail wc ls pwd echo basename dirname realpath readlink stat du df which whereis type
     true false test [ uname id whoami groups printenv cmp diff nl cut tr column comm od hexdump
     strings seq sleep grep egrep fgrep cd : md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
-    b2sum cksum base64 base32 tac rev paste fold expand unexpand ps pgrep nproc uptime free arch tty
+    b2sum cksum base64 base32 tac rev paste fold expand unexpand pgrep nproc uptime free arch tty
     locale lsb_release expr getconf""".split()
 )
 # Harmless variables in `LANG=C sort x`; anything else (PATH, LD_PRELOAD, GIT_EXTERNAL_DIFF,
@@ -270,7 +270,20 @@ def _pip(name: str, args: list[Word]) -> str | None:
     return None
 
 
+def _ps(name: str, args: list[Word]) -> str | None:
+    # BSD-style `e` (`ps auxe`) and `-o environ` print other processes' environments, where
+    # API keys live; everything else ps shows is a process table.
+    if problem := unknown_problem(args):
+        return problem
+    for a in args:
+        t = a.text or ""
+        if "env" in t or (not t.startswith("-") and "e" in t):
+            return f"ps {t} shows processes' environments, which hold secrets"
+    return None
+
+
 _CHECKS: dict[str, Check] = {
+    "ps": _ps,
     "sort": flag_check("o", ("--output", "--compress-program"), short_value="kStT"),
     "uniq": flag_check(short_value="fsw", max_positional=1),
     "printf": flag_check("v", why="assigns a shell variable"),

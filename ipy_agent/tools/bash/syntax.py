@@ -184,13 +184,29 @@ def _simple(node: Node, problems: list[str]) -> SimpleCommand:
             args.append(_word(child))
         elif child.type == "variable_assignment":
             assigns.append(_assignment(child))
-        elif child.type in ("file_redirect", "herestring_redirect", "comment"):
+        elif child.type == "file_redirect":
+            args += _words_after_redirect(child)  # judged line-wide in `_scan`, but see there
+        elif child.type in ("herestring_redirect", "comment"):
             pass  # judged line-wide in `_scan`
         else:
             problems.append(f"{child.type!r} in a command is not understood")
+    parent = node.parent
+    if parent is not None and parent.type == "redirected_statement" and parent.child_by_field_name("body") == node:
+        for sibling in parent.named_children:
+            if sibling.type in ("file_redirect", "heredoc_redirect"):
+                args += _words_after_redirect(sibling)
     if name is not None and name.text is None:
         problems.append(f"the command name {name.source!r} is only known when the shell runs")
     return SimpleCommand(text=_text(node), name=name, args=tuple(args), assignments=tuple(assigns))
+
+
+def _words_after_redirect(node: Node) -> list[Word]:
+    """Arguments written after a redirection: `cat </dev/null secret` passes `secret` to cat,
+    but tree-sitter files it under the redirection (a second destination, or a heredoc's
+    argument), where no check would look for it."""
+    if node.type == "file_redirect":
+        return [_word(d) for d in node.children_by_field_name("destination")[1:]]
+    return [_word(a) for a in node.children_by_field_name("argument")]
 
 
 def _assignment(node: Node) -> tuple[str, Word]:
