@@ -1,10 +1,15 @@
-"""Which programs, with which flags, only read: the allow-list behind Bash's read-only verdict.
+"""Which argument shapes only read: the allow-list behind Bash's read-only verdict.
 
-A command is read-only when its program is listed here and its arguments pass that program's
-check. Everything not listed fails closed. Each check answers with the reason a command may
-write (shown in traces and tests) or None. Arguments whose value only the shell knows (`$X`, a
-glob that could expand to a file named `-delete`) are accepted only by programs none of whose
-flags can write or run anything.
+A command is read-only when its program is listed here and its arguments have a shape that
+program's check proves harmless; everything else fails closed. The list is of shapes, not
+names: sed, awk and jq are on it because their scripts are parsed (`sed`, `awk`, `_jq`), git
+per subcommand (`git`), a version probe only with the flag that prints a version. Each check
+answers with the reason a command may write, run or connect (shown in traces and tests) or None.
+
+Words only the shell knows: a `$X` or `~user` is accepted only by programs whose arguments are
+plain text (`echo $HOME`); a glob or a brace list, which expands to names that may start with
+`-`, only by programs none of whose flags write or run anything (and the Bash tool then checks
+every name it expands to).
 """
 
 from __future__ import annotations

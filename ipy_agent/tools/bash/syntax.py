@@ -24,6 +24,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from .expansions import ansi_c, evaluation_problem
+from .unseen import unseen_substitution
 
 __all__ = [
     "Word",
@@ -49,10 +50,7 @@ _BRACE_EXPANSION = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 # Tilde forms other than `~` and `~/...` (`~root`, `~+`, `~-` read $PWD and $OLDPWD), and a tilde
 # after `=` or `:`, which bash expands in words that look like assignments.
 _SHELL_TILDE = re.compile(r"^~[^/]|[=:]~")
-# What starts a substitution, wherever it is: tree-sitter does not report every one (backticks
-# in heredoc bodies and in `${x:-...}` defaults come out as plain text).
-# (`$((` is arithmetic, judged by `evaluation_problem`: a body that is not plain numbers fails.)
-_SUBSTITUTION_MARK = re.compile(rb"`|\$\((?!\()|[<>]\(")
+
 
 
 @dataclass(frozen=True)
@@ -330,43 +328,6 @@ def redirect_problem(r: Redirect) -> str:
     return f"redirection {r.op}{r.target.source if r.target else ''} writes to a file"
 
 
-def _unseen_substitution(root: Node, command: str) -> str:
-    """A parse error, or a substitution mark outside single quotes that the tree did not report:
-    the parser is not trusted to have seen every context bash substitutes in."""
-    data = command.encode("utf-8")
-    literal: list[tuple[int, int]] = []
-    seen: set[int] = set()  # where the substitutions the tree reports open and close
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.type == "ERROR" or n.is_missing:
-            return "part of the command could not be parsed"
-        if n.type in ("raw_string", "ansi_c_string"):
-            literal.append((n.start_byte, n.end_byte))
-        elif n.type == "heredoc_redirect" and _quoted_heredoc(n):
-            # `<<'EOF'`: bash substitutes nothing in the body.
-            literal += [(c.start_byte, c.end_byte) for c in n.children if c.type == "heredoc_body"]
-            stack.extend(c for c in n.children if c.type != "heredoc_body")
-        else:
-            if n.type in ("command_substitution", "process_substitution"):
-                seen.update((n.start_byte, n.end_byte - 1))
-            stack.extend(n.children)
-    for m in _SUBSTITUTION_MARK.finditer(data):
-        at = m.start()
-        if at in seen or any(start <= at < end for start, end in literal):
-            continue
-        backslashes = len(data[:at]) - len(data[:at].rstrip(b"\\"))
-        if backslashes % 2:
-            continue  # `\``, `\$(`: escaped, outside single quotes, so literal
-        return f"{m.group().decode()!r} may run a hidden command the parser does not show"
-    return ""
-
-
-def _quoted_heredoc(node: Node) -> bool:
-    start = next((c for c in node.children if c.type == "heredoc_start"), None)
-    return start is not None and any(q in _text(start) for q in "'\"\\")
-
-
 @functools.lru_cache(maxsize=512)
 def analyze(command: str) -> Analysis:
     """Parse once; every question about the same command reuses the answer."""
@@ -375,7 +336,7 @@ def analyze(command: str) -> Analysis:
     commands: list[SimpleCommand] = []
     _walk(tree.root_node, commands, problems)
     hidden, redirects, everything, evaluation = _scan(tree.root_node)
-    unseen = _unseen_substitution(tree.root_node, command)
+    unseen = unseen_substitution(tree.root_node, command)
     if _GLUED_CONTINUATION.search(command):
         unseen = unseen or "a backslash-newline inside a word is read differently by bash and the parser"
     structure = hidden or (problems[0] if problems else "") or unseen

@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from ...runtime.tool import ToolContext
@@ -94,8 +95,8 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
             if skip_pattern and not a.text.startswith("-"):
                 skip_pattern = False
                 # Taken for the pattern; but if an option took it as its value, it is a file.
-                target = Path(cur) / os.path.expanduser(a.text)
-                if os.path.lexists(target) and not inside_working_dirs(target, ctx, readable):
+                taken = Path(cur) / os.path.expanduser(a.text)
+                if os.path.lexists(taken) and not inside_working_dirs(taken, ctx, readable):
                     return f"{cmd.text!r} reads {a.text!r}, outside the working directories"
                 continue
             for value in path_candidates(a.text):
@@ -120,7 +121,7 @@ _FILTERS = {"head": 0, "tail": 0, "sort": 0, "uniq": 0, "cut": 0, "tr": 2, "grep
             "rg": 1, "sed": 1, "awk": 1, "wc": 0}
 
 
-def _xargs_names_unknown(cmds: list[SimpleCommand], command: str) -> str | None:
+def _xargs_names_unknown(cmds: Sequence[SimpleCommand], command: str) -> str | None:
     """Why xargs may be handed names no check sees: read from a file (`xargs cat < list`,
     `cat list | xargs cat`) rather than listed by a program that only prints names."""
     feeds = [c for c in cmds if c.name is not None and "xargs" in unwrap([c.name, *c.args])[0]]
