@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .rules import Rule, matches_subject, parse_rule
-from .tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from .tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 
 __all__ = [
     "PermissionMode",
@@ -39,7 +39,7 @@ __all__ = [
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
 Behavior = Literal["allow", "ask", "deny"]
-Source = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
+Source = DecisionSource
 
 
 @dataclass(frozen=True, kw_only=True)

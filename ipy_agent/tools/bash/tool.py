@@ -17,11 +17,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ...runtime.budget import spill_file_name
 from ...runtime.rules import part_matches
 from ...runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 from .deny import denied_read
 from .destructive import destructive_reasons
-from .process import OUTPUT_LIMIT, run_command
+from .contain import contained_run
+from .process import OUTPUT_LIMIT
+from .sandbox import availability_note, core_read_only, sandbox_usable
 from .subject import command_part, command_subject
 from .syntax import simple_commands
 from .protected_writes import protected_write
@@ -62,6 +65,11 @@ class BashInput(BaseModel):
     description: str | None = Field(
         default=None, description="What the command does, in 5-10 words, for the person watching.",
     )
+    dangerouslyDisableSandbox: bool = Field(
+        default=False,
+        description="Set only after a command failed because the read-only sandbox stopped it: the person is then "
+        "asked to approve running it outside the sandbox.",
+    )
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -90,6 +98,17 @@ class BashOutput:
     def is_error(self) -> bool:
         return self.timed_out or (self.exit_code not in (0, None) and self.exit_one_meaning is None)
 
+
+_SANDBOX_BULLET = """\
+- A command that runs without asking runs in a read-only sandbox: no writes outside a private \
+/tmp, no network, an empty HOME, nothing it starts in the background outlives the call. If it \
+fails because of that, the result says so; call it again with `dangerouslyDisableSandbox: true` \
+only when it really must write or connect: the person is then asked first.
+"""
+_NO_SANDBOX_BULLET = """\
+- There is no OS sandbox here, so only plain reading commands (cat, head, ls, grep, wc, diff ...) \
+run without asking; anything else, even if it only reads, asks the person first.
+"""
 
 DESCRIPTION = f"""\
 Run a bash command in the project and get back its output (stdout and stderr merged, in the \
@@ -120,7 +139,7 @@ not an error.
 to a file whose path is given, which you can Read with offset/limit or Grep.
 - Commands that only read (ls, git status, git diff, grep ...) run without asking; anything else \
 may need the person's approval, so write one clear command rather than many small ones.
-- A command that names a file the person denied with a Read rule (e.g. `cat .env` under \
+{_SANDBOX_BULLET}- A command that names a file the person denied with a Read rule (e.g. `cat .env` under \
 Read(**/.env)) is refused in every mode; ask the person instead of working around it. While \
 such rules exist, a command whose file names are only known when it runs (`cat $F`, xargs input) \
 needs approval even when it only reads.
@@ -139,7 +158,10 @@ class BashTool(Tool):
     kind = "execute"
 
     def description(self, ctx: ToolContext) -> str:
-        return DESCRIPTION
+        if sandbox_usable(ctx):
+            return DESCRIPTION
+        # No sandbox here: do not promise one (and say what still runs unasked).
+        return DESCRIPTION.replace(_SANDBOX_BULLET, _NO_SANDBOX_BULLET)
 
     # --- runtime control ---------------------------------------------------------------------
     async def validate_input(self, inp: BashInput, ctx: ToolContext) -> str | None:
@@ -148,10 +170,11 @@ class BashTool(Tool):
         return None
 
     def _read_only(self, inp: BashInput) -> bool:
-        return is_read_only_command(inp.command)
+        # Asking to leave the sandbox is asking for approval: never a read-only call then.
+        return not inp.dangerouslyDisableSandbox and is_read_only_command(inp.command)
 
     def _concurrency_safe(self, inp: BashInput) -> bool:
-        return is_read_only_command(inp.command)
+        return self._read_only(inp)
 
     def _destructive(self, inp: BashInput) -> bool:
         return bool(destructive_reasons(inp.command))
@@ -190,6 +213,9 @@ class BashTool(Tool):
             if protected := protected_write(inp.command):
                 return PermissionCheck(behavior="ask", always=True, message=protected)
             return PermissionCheck()
+        if not sandbox_usable(ctx) and not core_read_only(inp.command):
+            # Nothing would catch a classifier mistake: only the core runs without asking.
+            return PermissionCheck(behavior="ask", message=availability_note(ctx) or "no OS sandbox")
         reason = leaves_working_dirs(inp.command, start_cwd(ctx), ctx)
         if reason is None:
             return PermissionCheck(behavior="allow", message="read-only command")
@@ -240,9 +266,9 @@ class BashTool(Tool):
         cwd = start_cwd(ctx)
         spill = None
         if ctx.spill_dir is not None:
-            spill = Path(ctx.spill_dir) / f"bash-{ctx.tool_use_id or uuid.uuid4().hex}.txt"
-        run = await run_command(inp.command, str(cwd), inp.timeout / 1000, spill)
-        notes: list[str] = []
+            spill = Path(ctx.spill_dir) / spill_file_name(ctx.tool_use_id or uuid.uuid4().hex, prefix="bash-")
+        run, notes = await contained_run(inp.command, cwd, inp.timeout / 1000, spill, ctx,
+                                         unsandboxed=inp.dangerouslyDisableSandbox)
         if run.final_cwd is not None and inside_working_dirs(Path(run.final_cwd), ctx):
             ctx.session["bash_cwd"] = run.final_cwd
         elif run.final_cwd is not None:
