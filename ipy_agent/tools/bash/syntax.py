@@ -302,6 +302,9 @@ def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand], str]:
             everything.append(_simple(n, []))
         elif t in ("expansion", "arithmetic_expansion") and not evaluation:
             evaluation = evaluation_problem(n.type, _text(n))
+        elif t == "&" and not n.is_named and not evaluation:
+            # Nobody asked for a process that outlives the call (`wc f & sleep 0.01`).
+            evaluation = "a command put in the background with `&` may outlive the call"
         stack.extend(reversed(n.children))
     everything.reverse()
     return problem, redirects, everything, evaluation

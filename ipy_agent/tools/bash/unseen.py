@@ -18,6 +18,7 @@ __all__ = ["unseen_substitution"]
 # What starts a substitution, wherever it is: tree-sitter does not report every one (backticks
 # in heredoc bodies and in `${x:-...}` defaults come out as plain text).
 # (`$((` is arithmetic, judged by `evaluation_problem`: a body that is not plain numbers fails.)
+_BARE_NEWLINE = re.compile(rb"(?<!\\)\n")
 _SUBSTITUTION_MARK = re.compile(rb"`|\$\((?!\()|[<>]\(")
 
 
@@ -32,6 +33,9 @@ def unseen_substitution(root: Node, command: str) -> str:
         n = stack.pop()
         if n.type == "ERROR" or n.is_missing:
             return "part of the command could not be parsed"
+        if n.type == "word" and _BARE_NEWLINE.search(n.text or b""):
+            # `pwd\n\\env x` is one word to tree-sitter, two commands to bash.
+            return "a line break inside a word: bash ends the command there, the parser does not"
         if n.type in ("raw_string", "ansi_c_string"):
             literal.append((n.start_byte, n.end_byte))
         elif n.type == "heredoc_redirect" and _quoted_heredoc(n):
