@@ -351,3 +351,18 @@ async def test_git_works_sandboxed_in_a_subdirectory_and_a_worktree(tmp_path):
 async def test_an_ordinary_failure_gets_no_sandbox_note(project):
     block = await _bash(_ctx(project), "ls no-such-file")
     assert block.get("is_error") and "No such file" in block["content"] and STOPPED not in block["content"]
+
+
+def test_the_sandbox_setting_through_the_magics(tmp_path, monkeypatch, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.chdir(tmp_path)
+    InteractiveShell.clear_instance()
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_line_magic("load_ext", "ipy_agent")
+        shell.run_line_magic("config", 'AgentMagics.sandbox = "off"')
+        shell.run_line_magic("agent_tools", "")
+        assert "the sandbox setting is 'off'" in capsys.readouterr().out
+    finally:
+        InteractiveShell.clear_instance()
