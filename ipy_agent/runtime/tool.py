@@ -177,25 +177,33 @@ class RuleSubject:
     each cover, or None when no allow rule may vouch for the command (it hides commands in
     substitutions, writes files by redirection, or could not be parsed); `spellings` are the
     commands the line may run however they are written (`\\rm x`, `env rm x`, `bash -c 'rm x'`
-    give `rm x`), which deny and ask rules match besides `value`.
+    give `rm x`), which deny and ask rules match besides `value`; `hidden`, when the line may
+    run something it does not name, which every deny and ask rule then matches.
     """
 
     kind: Literal["command", "path", "value"]
     value: str
     parts: tuple[CommandPart, ...] | None = None
     spellings: tuple[str, ...] = ()
+    # Why the command may run a program that `spellings` do not name (`$CMD x`, `sh < f`,
+    # `find -exec "$x"`), or "": then every deny and ask rule for the tool could apply to it.
+    hidden: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
 class PermissionCheck:
     """A tool's own opinion on one call, consulted beside the general rules.
 
-    `behavior` "passthrough" means no opinion. "deny" is final; "ask" forces a prompt even where
-    the mode would let the call pass; "allow" lets it pass unless a rule says otherwise.
+    `behavior` "passthrough" means no opinion. "deny" is final. "ask" withholds the automatic
+    pass of a read-only call; an allow rule or a mode the person chose still decides first,
+    unless `always` is set: then the call asks whatever the mode, the hooks and the allow rules
+    say (writes that would change what runs or what is allowed). "allow" lets it pass unless a
+    rule says otherwise.
     """
 
     behavior: Literal["allow", "ask", "deny", "passthrough"] = "passthrough"
     message: str = ""
+    always: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

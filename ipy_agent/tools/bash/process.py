@@ -208,7 +208,10 @@ async def run_command(
     os.close(fd)
     # Same line as the command, so bash's "line N" in error messages matches what the model wrote.
     script = f"trap 'pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
-    env = {**tool_environ(), "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat"}
+    # pip checks PyPI for a newer pip once a week, even in `pip list`: a network call the
+    # classifier calls read-only must not make.
+    env = {**tool_environ(), "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     collector = _Collector(spill_path)
     rfd, wfd = os.pipe()
     try:
