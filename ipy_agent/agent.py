@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -18,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from .context import ContextManager
 from .models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
+from .runtime import spill
 from .runtime.budget import ResultBudget
 from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from .runtime.history import append_assistant, append_user, clean_content, close_turn, last_text
@@ -96,7 +96,11 @@ class Agent:
         self.notebook_path = notebook_path
         self.sandbox = sandbox
         self.conversation_id = uuid.uuid4().hex[:12]
-        self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.gettempdir()) / "ipy-agent-results" / self.conversation_id
+        # Our own spill directory goes away on reset and at exit; one a person chose stays.
+        self._owns_spill_dir = not spill_dir
+        self.spill_dir = Path(spill_dir) if spill_dir else spill.conversation_dir(self.conversation_id)
+        if self._owns_spill_dir:
+            spill.own(self.spill_dir)
         self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
         self.messages: list[dict[str, Any]] = []
         self.read_state = ReadState()
@@ -386,9 +390,11 @@ class Agent:
                 pass
 
     def reset(self) -> None:
-        """Forget the conversation, read state and trace; keep configuration and rules."""
+        """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""
         if self.running:
             raise RuntimeError("cannot reset while the agent is running; interrupt it first")
+        if self._owns_spill_dir:
+            spill.release(self.spill_dir)
         self.messages.clear()
         self.read_state = ReadState()
         self.trace.clear()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from typing import Any
+from collections.abc import Sequence
 
 from ..runtime.tool import Tool
 from ..runtime.trace import CallRecord
