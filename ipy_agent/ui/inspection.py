@@ -10,7 +10,6 @@ they work from Python as well as through `%agent_tools`, `%agent_inspect`, `%age
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from ..runtime.tool import Tool
