@@ -18,6 +18,7 @@ from typing import Any
 import ipywidgets as W
 
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
+from .comm_ack import Ack, AckText
 from .diff_html import diff_html, pre_html
 
 __all__ = ["ApprovalPrompt", "what_will_happen"]
@@ -61,7 +62,8 @@ def what_will_happen(request: PermissionRequest) -> str:
 class ApprovalPrompt:
     """Allow / Always allow `<rule>` / Deny for one call; the answer resolves an asyncio future."""
 
-    def __init__(self, request: PermissionRequest, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+    def __init__(self, request: PermissionRequest, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any],
+                 *, ack: Ack | None = None) -> None:
         self.request = request
         self.rule = request.suggested_rule or request.tool_name
         self.answer: PermissionAnswer | None = None
@@ -76,7 +78,9 @@ class ApprovalPrompt:
             description=f"Always allow {short}", tooltip=f"Allow, and add the rule {self.rule} for this conversation", layout=auto
         )
         self.deny_button = W.Button(description="Deny", button_style="danger", tooltip="Refuse; the reason goes to the model", layout=auto)
-        self.reason = W.Text(placeholder="Reason for denying (optional, sent to the model)", layout=W.Layout(flex="1 1 auto", min_width="14em"))
+        # `ack`: the cell awaits the run, so each typed key must be acknowledged (ui/comm_ack.py).
+        self.reason = AckText(ack=ack, placeholder="Reason for denying (optional, sent to the model)",
+                              layout=W.Layout(flex="1 1 auto", min_width="14em"))
         self.outcome = W.HTML()
         self.allow_button.on_click(lambda _b: self._click("allow"))
         self.always_button.on_click(lambda _b: self._click("always"))
@@ -144,6 +148,7 @@ class ApprovalPrompt:
         self._finish(note)
 
     def _finish(self, note: str) -> None:
+        self.reason.stop_acking()
         for w in (self.allow_button, self.always_button, self.deny_button, self.reason):
             w.disabled = True
         self.outcome.value = f'<i style="opacity:0.8">{note}</i>'

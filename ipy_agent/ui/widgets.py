@@ -30,6 +30,7 @@ from ..models.base import Usage
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
 from ..runtime.trace import CallEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
 from .approval_widget import ApprovalPrompt, what_will_happen
+from .comm_ack import idle_ack
 from .diff_html import diff_html, looks_like_diff, pre_html
 
 __all__ = ["RunView", "ApprovalPrompt", "CallRow", "STATUS_TEXT", "what_will_happen"]
@@ -203,6 +204,8 @@ class RunView:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
+        # A foreground run's cell awaits it: typed reasons need acknowledging (ui/comm_ack.py).
+        self._ack = None if background else idle_ack()
         self.body = W.VBox()
         self.state = W.HTML("<i>running…</i>", layout=W.Layout(flex="1 1 auto"))
         self.footer = W.HTML()
@@ -253,7 +256,7 @@ class RunView:
         loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[PermissionAnswer] = loop.create_future()
         row = self.row(request.tool_use_id, request.display_name or request.tool_name)
-        prompt = ApprovalPrompt(request, loop, future)
+        prompt = ApprovalPrompt(request, loop, future, ack=self._ack)
         self.prompts[request.tool_use_id] = prompt
         row.show_prompt(prompt)
         row.set_status("waiting")
