@@ -487,7 +487,7 @@ def _bash_splitter() -> Callable[[str], list[str] | None] | None:
     """Bash's tree-sitter splitter for permission rules, when the Bash tool is installed."""
     if not _SPLITTER:
         try:
-            from .tools.bash_parse import split_command
+            from .tools.bash.wrappers import split_command
         except Exception:
             split_command = None  # type: ignore[assignment]
         _SPLITTER.append(split_command)

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
-from ipy_agent.tools.bash_run import OUTPUT_LIMIT
+from ipy_agent.tools.bash.process import OUTPUT_LIMIT
 
 
 def _ctx(tmp_path: Path, **kw) -> ToolContext:

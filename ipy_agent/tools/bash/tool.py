@@ -1,6 +1,6 @@
 """The Bash tool: run a shell command in the project, with a verdict on what it may do first.
 
-What the runtime learns before running (all from `bash_parse`, by parsing, never by regex):
+What the runtime learns before running (all from parsing in this package, never by regex):
 read-only commands run without a prompt and in parallel with other reads; destructive ones are
 flagged in the approval prompt; compound commands are split so a permission rule must cover every
 part. What the model gets back: the merged output (capped, the middle cut with the full text in a
@@ -18,12 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..runtime.rules import command_matches
-from ..runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
-from .bash_deny import NO_PATH_ARGS, denied_read
-from .bash_parse import analyze, destructive_reasons, is_read_only_command, simple_commands
-from .bash_run import OUTPUT_LIMIT, run_command
-from .bash_wrappers import program_name, unwrap
+from ...runtime.rules import command_matches
+from ...runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from .deny import NO_PATH_ARGS, denied_read
+from .destructive import destructive_reasons
+from .process import OUTPUT_LIMIT, run_command
+from .syntax import analyze, simple_commands
+from .verdict import is_read_only_command
+from .wrappers import program_name, unwrap
 
 __all__ = ["BashTool", "BashInput", "BashOutput"]
 
@@ -44,7 +46,7 @@ _WITH_SUBCOMMAND = frozenset(
 _DETAIL_LINES = 20  # of output under the person's compact line
 _INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
 # Arguments of these are not files they read, so they need no working-directory check.
-# Wrappers (`command`, `env`, `xargs`...) are looked through first, see `bash_wrappers`.
+# Wrappers (`command`, `env`, `xargs`...) are looked through first, see `wrappers`.
 _NO_PATH_ARGS = NO_PATH_ARGS | {"realpath", "readlink"}
 # Never the first word of a suggested prefix rule: they run whatever follows them.
 _NEVER_PREFIX = frozenset({"env", "sudo", "doas", "xargs"})

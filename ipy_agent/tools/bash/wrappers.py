@@ -13,12 +13,13 @@ A word only the shell knows stops the walk: what follows cannot be named.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
 from dataclasses import dataclass
 
-from .bash_parse import Word, analyze
+from .syntax import Word, analyze, split_command
 
 __all__ = ["WRAPPERS", "SHELLS", "unwrap", "program_name", "normalized_commands"]
 
@@ -121,18 +122,23 @@ def _split_string(value: str | None, rest: list[Word]) -> list[Word]:
     return _skip_options("env -S", spec, [Word(source=p, text=p) for p in parts] + rest)
 
 
-def normalized_commands(command: str, _depth: int = 0) -> list[str]:
+def normalized_commands(command: str) -> list[str]:
     """Every simple command the line may run, rewritten as `program arg...` with quotes and
     backslashes removed, the path cut to the program's name and wrappers looked through:
     `env rm x`, `'rm' x`, `\\rm x` and `/bin/rm x` all give `rm x`. Bodies of `bash -c '...'`
     and `eval '...'` are split in turn. For deny and ask rules, which must catch a command
     however it is written; never for allow rules (a rule for `rm` allows nothing it was not
     written for)."""
+    return list(_normalized(command, 0))
+
+
+@functools.lru_cache(maxsize=256)  # asked once per deny or ask rule for the same command
+def _normalized(command: str, depth: int) -> tuple[str, ...]:
     out: list[str] = []
     try:
         commands = list(reversed(analyze(command).everything))  # `everything` runs last to first
     except Exception:  # a parser failure leaves the other matching (on the raw text) in place
-        return out
+        return ()
     for cmd in commands:
         if cmd.name is None:
             continue
@@ -142,10 +148,10 @@ def normalized_commands(command: str, _depth: int = 0) -> list[str]:
         name = program_name(words[0]) or words[0].source
         texts = [name, *(w.text if w.text is not None else w.source for w in words[1:])]
         out.append(" ".join(texts))
-        if _depth < _MAX_DEPTH:
+        if depth < _MAX_DEPTH:
             for script in _inner_scripts(name, words[1:]):
-                out += normalized_commands(script, _depth + 1)
-    return list(dict.fromkeys(out))
+                out += _normalized(script, depth + 1)
+    return tuple(dict.fromkeys(out))
 
 
 def _inner_scripts(name: str, args: list[Word]) -> list[str]:
@@ -162,3 +168,8 @@ def _inner_scripts(name: str, args: list[Word]) -> list[str]:
             script = next((s for s in texts[i + 1 :] if s is not None and s != "--"), None)
             return [script] if script else []
     return []
+
+
+# The runtime receives `split_command` as its splitter; deny and ask rules look for this
+# attribute to also match the normalized commands (runtime/rules.py, `matches_subject`).
+split_command.normalized_commands = normalized_commands  # type: ignore[attr-defined]
