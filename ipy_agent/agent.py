@@ -32,6 +32,7 @@ from .system_prompt import build_system_prompt
 __all__ = ["Agent", "RunResult", "TurnRecord"]
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
+INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,6 +235,9 @@ class Agent:
             self._emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
             return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
         blocks += [{"type": "text", "text": c} for c in hr.additional_context]
+        # The history as it was: a run the model never answered (no API key, network down) must
+        # leave no trace, or its prompt would be merged into the next request.
+        before = [dict(m) for m in self.messages]
         self._append_user(blocks)
 
         turns = 0
@@ -243,6 +247,10 @@ class Agent:
                 return RunResult(stop_reason="max_turns", text=self._last_text(), turns=turns)
             turns += 1
             outcome = await self._turn()
+            if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
+                self.messages[:] = before
+                self._emit(NoticeEvent(text="The model did not answer, so this request was not added to the "
+                                       "conversation; run it again when the problem is fixed.", level="info"))
             if outcome is not None:
                 return RunResult(**{**outcome.__dict__, "turns": turns})
 
@@ -387,7 +395,7 @@ class Agent:
                     task.uncancel()  # a second interrupt while cleaning up: the history is already valid
 
     def _interrupted(self, turns: int) -> RunResult:
-        self._emit(NoticeEvent(text="Interrupted.", level="warning"))
+        self._emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))
         return RunResult(stop_reason="interrupted", text=self._last_text(), turns=turns)
 
     # --- helpers ---------------------------------------------------------------------------
@@ -433,6 +441,10 @@ class Agent:
             self.messages[-1]["content"] = [*_as_blocks(self.messages[-1]["content"]), *content]
         else:
             self.messages.append({"role": "assistant", "content": content})
+
+    def _answered_since(self, before: list[dict[str, Any]]) -> bool:
+        """Whether the model's reply reached the history after it looked like `before`."""
+        return any(m["role"] == "assistant" for m in self.messages[len(before):])
 
     def _last_text(self) -> str:
         for m in reversed(self.messages):

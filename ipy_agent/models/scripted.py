@@ -33,6 +33,8 @@ class ScriptedModel:
     messages, tools) so tests can assert what the model was shown.
     """
 
+    offline = True  # costs nothing: the UI shows no price for it
+
     def __init__(
         self,
         turns: list[Turn] | None = None,
@@ -92,11 +94,22 @@ class ScriptedModel:
         blocks = self._take_turn(request.messages)
         loop = asyncio.get_running_loop()
         content: list[dict[str, Any]] = []
+        # A tool_use id is unique within a conversation (the API's ids are). A transcript replayed
+        # twice in one conversation repeats its ids, and `%agent_history` / `%agent_inspect ID`
+        # would then mix up the calls: a repeated id gets a suffix.
+        used = {str(b.get("id")) for m in request.messages if isinstance(m.get("content"), list)
+                for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
         for index, block in enumerate(blocks):
             delay = block.pop("_delay", self.block_delay)
             if block.get("type") == "tool_use" and not block.get("id"):
                 self._ids += 1
                 block["id"] = f"toolu_scripted_{self._ids:04d}"
+            if block.get("type") == "tool_use":
+                base, n = str(block["id"]), 1
+                while str(block["id"]) in used:
+                    n += 1
+                    block["id"] = f"{base}_{n}"
+                used.add(str(block["id"]))
             if block.get("type") == "tool_use":
                 block.setdefault("input", {})
             if block.get("type") == "text":

@@ -70,6 +70,7 @@ class ApprovalPrompt:
         self._loop, self._future = loop, future
         self._clicked = False
         self._void_note = ""
+        self.outcome_text = ""  # the answered prompt's line, e.g. "Denied: <reason>"
         self._lock = threading.Lock()
         short = self.rule if len(self.rule) <= 60 else self.rule[:59] + "…"
         auto = W.Layout(width="auto")
@@ -104,6 +105,10 @@ class ApprovalPrompt:
             self.reason.value = reason
         self.deny_button.click()
 
+    def focus(self) -> None:
+        """Put the keyboard in the reason box: the browser scrolls the prompt into view."""
+        self.reason.focus()
+
     @property
     def pending(self) -> bool:
         return not self._clicked and not self._future.done()
@@ -131,10 +136,10 @@ class ApprovalPrompt:
             return
         self.answer = answer
         self._future.set_result(answer)
-        words = {"allow": "Allowed once", "always": f"Allowed; rule added: <code>{html.escape(self.rule)}</code>", "deny": "Denied"}
+        words = {"allow": "Allowed once", "always": f"Allowed; rule added: {self.rule}", "deny": "Denied"}
         note = self._void_note or words[answer.behavior]
         if answer.behavior == "deny" and answer.message and not self._void_note:
-            note += f": {html.escape(answer.message)}"
+            note += f": {answer.message}"
         self._finish(note)
 
     def void(self, note: str, message: str) -> None:
@@ -148,10 +153,12 @@ class ApprovalPrompt:
         self._finish(note)
 
     def _finish(self, note: str) -> None:
+        """`note`: plain text, what the person sees on the answered prompt (and the record keeps)."""
         self.reason.stop_acking()
+        self.outcome_text = note
         for w in (self.allow_button, self.always_button, self.deny_button, self.reason):
             w.disabled = True
-        self.outcome.value = f'<i style="opacity:0.8">{note}</i>'
+        self.outcome.value = f'<i style="opacity:0.8">{html.escape(note)}</i>'
         # Answered: shrink to the outcome line. Left open, every answered prompt kept its diff and
         # greyed buttons on screen, and the row's Details repeated the same diff right below it.
         self.widget.children = (self.outcome,)

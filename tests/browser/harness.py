@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -281,7 +282,8 @@ class NotebookPage:
     # --- widgets ---------------------------------------------------------------------------
     def button(self, index: int, label: str) -> Any:
         """The enabled widget button of cell `index` whose text starts with `label`."""
-        return self.output_area(index).locator("button.jupyter-button:not([disabled])", has_text=label).first
+        return self.output_area(index).locator("button.jupyter-button:not([disabled])",
+                                               has_text=re.compile(f"^\\s*{re.escape(label)}")).first
 
     def prompt(self, index: int, timeout: float = TIMEOUT) -> Any:
         """Wait for an open approval prompt (its Deny button) in cell `index`; return the prompt's box."""

@@ -53,7 +53,7 @@ class Execution:
             c = m["content"]
             if m["msg_type"] == "stream":
                 parts.append(c["text"])
-            elif m["msg_type"] in ("execute_result", "display_data"):
+            elif m["msg_type"] in ("execute_result", "display_data", "update_display_data"):
                 parts.append(str(c["data"].get("text/plain", "")))
             elif m["msg_type"] == "error":
                 parts.append(f"{c['ename']}: {c['evalue']}\n")
@@ -157,7 +157,7 @@ class Kernel:
                 raise AssertionError(f"cell {msg_id} did not finish within {timeout:.0f} s; seen:\n{self.describe()}")
         self.wait_for(f"idle after {msg_id}", lambda: self._idle(msg_id), timeout)
         outputs = [m for m in self.messages if m["parent_header"].get("msg_id") == msg_id
-                   and m["msg_type"] in ("stream", "execute_result", "display_data", "error")]
+                   and m["msg_type"] in ("stream", "execute_result", "display_data", "update_display_data", "error")]
         return Execution(msg_id=msg_id, reply=reply, outputs=outputs)
 
     def _idle(self, msg_id: str) -> bool:
@@ -187,13 +187,19 @@ class Kernel:
         return None
 
     def siblings(self, comm_id: str) -> list[str]:
-        """The comm ids of the widgets in the same box as `comm_id` (a prompt's buttons and text)."""
+        """The comm ids of the widgets in the same box as `comm_id` (a prompt's buttons and text).
+
+        A box's comm_open follows its children's, so this waits for the box to arrive."""
         ref = f"IPY_MODEL_{comm_id}"
-        for state in self.models.values():
-            children = state.get("children") or []
-            if ref in children:
-                return [c.removeprefix("IPY_MODEL_") for c in children]
-        raise AssertionError(f"no box contains widget {comm_id}")
+
+        def box() -> list[str] | None:
+            for state in self.models.values():
+                children = state.get("children") or []
+                if ref in children:
+                    return [c.removeprefix("IPY_MODEL_") for c in children]
+            return None
+
+        return list(self.wait_for(f"the box that contains widget {comm_id}", box))
 
     def html_values(self) -> list[str]:
         return [str(s.get("value", "")) for s in self.widgets("HTMLModel").values()]

@@ -45,14 +45,6 @@ def _type(k: Kernel, comm_id: str, value: str) -> str:
     return str(msg["header"]["msg_id"])
 
 
-def _sibling(k: Kernel, comm_id: str, model: str) -> str | None:
-    """A widget of kind `model` in the box of `comm_id`, once the box has reached the front end."""
-    try:
-        return next((c for c in k.siblings(comm_id) if k.models.get(c, {}).get("_model_name") == model), None)
-    except AssertionError:
-        return None
-
-
 def _idle_for(k: Kernel, msg_id: str) -> bool:
     return any(m["msg_type"] == "status" and m["parent_header"].get("msg_id") == msg_id
                and m["content"]["execution_state"] == "idle" for m in k.messages)
@@ -62,7 +54,7 @@ def test_each_typed_key_is_acknowledged_while_the_cell_awaits(loaded: Kernel, tm
     """Without an idle per update, a browser sends only the first key (the 'Denied: k' bug)."""
     cell = loaded.execute("%agent --script edit.json greet differently")
     allow = loaded.wait_for("the Allow button", lambda: loaded.find_button("Allow"))
-    reason = loaded.wait_for("the reason box", lambda: _sibling(loaded, allow, "TextModel"))
+    reason = next(c for c in loaded.siblings(allow) if loaded.models[c].get("_model_name") == "TextModel")
     typed = ""
     for ch in "no":
         typed += ch
