@@ -359,7 +359,7 @@ class AgentMagics(Magics):
         takes one back (the next call it covered asks again). %agent_tools lists every rule."""
         text = line.strip()
         if not text:
-            print(self.grants.listing())
+            print(self.grants.listing(self.current))
             return
         if not text.startswith("--revoke"):
             raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")

@@ -34,9 +34,10 @@ class SessionGrants:
     def revoke(self, text: str, agent: Any | None) -> None:
         """Remove a grant; KeyError (with what there is) when it is not one."""
         wanted = text.strip()
-        if wanted not in self.sources:
+        on_agent = agent is not None and any(r.source == "granted" and r.text == wanted for r in agent.rules.allow)
+        if wanted not in self.sources and not on_agent:
             raise KeyError(wanted)
-        del self.sources[wanted]
+        self.sources.pop(wanted, None)
         if agent is not None:
             agent.rules.allow[:] = [r for r in agent.rules.allow if not (r.source == "granted" and r.text == wanted)]
 
@@ -47,13 +48,15 @@ class SessionGrants:
         return (f"Rules you granted with \"Always allow\" stay for this kernel session: {', '.join(self.sources)} "
                 "(%agent_rules lists them; %agent_rules --revoke RULE takes one back).")
 
-    def listing(self) -> str:
-        if not self.sources:
+    def listing(self, agent: Any | None) -> str:
+        """The grants in force on `agent` (the current conversation), with where each came from."""
+        granted = [r.text for r in agent.rules.allow if r.source == "granted"] if agent is not None else []
+        if not granted:
             return ("No rules granted with \"Always allow\" in this kernel session. (%agent_tools lists every "
                     "permission rule, with the configured ones.)")
-        width = max(len(t) for t in self.sources)
+        width = max(len(t) for t in granted)
         lines = ["Rules granted with \"Always allow\" (they last for this kernel session, across %agent --new "
                  "and %agent_reset):"]
-        lines += [f"  {text.ljust(width)}  from {source}" for text, source in self.sources.items()]
+        lines += [f"  {text.ljust(width)}  from {self.sources.get(text, 'this conversation')}" for text in granted]
         lines.append("Take one back with %agent_rules --revoke RULE.")
         return "\n".join(lines)
