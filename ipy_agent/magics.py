@@ -37,6 +37,7 @@ from .conversation_file import load_conversation, save_conversation
 from .session_grants import SessionGrants
 from .settings import RuleSpec, SettingsError, load_settings_rules, option_rules, replace_rules, rules_from_lists, split_options
 from .ui import RunUI, choose_ui
+from .ui.announce import cell_number
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
            "agent_transformer", "terminal_transformer", "current_magics"]
@@ -199,7 +200,7 @@ class AgentMagics(Magics):
             ui.show_error(f"warning: {w}")
         if wanted and background is False:
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
-        return _Run(agent=agent, prompt=prompt, ui=ui, cell=getattr(self.shell, "execution_count", None))
+        return _Run(agent=agent, prompt=prompt, ui=ui, cell=cell_number(self.shell))
 
     def start_line(self, line: str) -> Any:
         """Show at once what is starting and with which model, before the slow imports of a first

@@ -21,12 +21,27 @@ import sys
 from typing import Any
 from collections.abc import Callable
 
-__all__ = ["announce_waiting", "announce_answered", "waiting_note", "ANNOUNCERS"]
+__all__ = ["announce_waiting", "announce_answered", "waiting_note", "cell_number", "ANNOUNCERS"]
 
 # Extra announcers, called with (message, view) when a background prompt opens.
 ANNOUNCERS: list[Callable[[str, Any], None]] = []
 _WAITING: dict[int, tuple[Any, str]] = {}  # id(view) -> (view, what it waits for)
 _HOOKED: list[Any] = []  # the shell whose pre_run_cell carries the note
+
+
+def cell_number(shell: Any = None) -> int | None:
+    """The number (In [N]) of the cell running now, or None outside a cell.
+
+    IPython counts `execution_count` up when a cell starts, so the running cell is one less."""
+    if shell is None:
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        except Exception:
+            return None
+    count = getattr(shell, "execution_count", None)
+    return count - 1 if isinstance(count, int) and count > 1 else None
 
 
 def waiting_note() -> str:

@@ -32,7 +32,7 @@ from ..runtime.permissions import PermissionAnswer, PermissionRequest
 from ..runtime.trace import CallEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
 from .approval_widget import ApprovalPrompt, what_will_happen
 from .comm_ack import idle_ack
-from .announce import announce_answered, announce_waiting
+from .announce import announce_answered, announce_waiting, cell_number
 from .diff_html import diff_html, looks_like_diff, pre_html
 from .progress import Progress
 from .record import LIVE_TEXT, Entry, record_bundle, row_result_text
@@ -199,17 +199,6 @@ class _Segment:
             self.html.value = pre_html(self.text)
 
 
-def _cell_number() -> int | None:
-    """The execution count of the cell running now (IPython counts it up when the cell ends)."""
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    except Exception:
-        return None
-    return getattr(shell, "execution_count", None) if getattr(shell, "kernel", None) is not None else None
-
-
 class RunView:
     """The widgets of one run. Interface used by the magics: widget, listener, approver, prompts, close.
 
@@ -224,7 +213,7 @@ class RunView:
         self.background = background
         self.on_stop = on_stop
         self.handle = handle
-        self.cell_number = _cell_number()  # where a background prompt waits (ui/announce.py)
+        self.cell_number = cell_number()  # where a background prompt waits (ui/announce.py)
         self.prompts: dict[str, ApprovalPrompt] = {}
         self.rows: dict[str, CallRow] = {}
         self.entries: list[Entry] = []  # the body in order, for the record

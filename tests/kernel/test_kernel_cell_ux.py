@@ -68,3 +68,40 @@ def test_each_typed_key_is_acknowledged_while_the_cell_awaits(loaded: Kernel, tm
     assert ex.status == "ok", ex.text
     assert loaded.shows("Denied: no")
     assert (tmp_path / "a.txt").read_text() == ORIGINAL
+
+
+def _cell_messages(k: Kernel, msg_id: str) -> list[dict]:
+    return [m for m in k.messages if m["parent_header"].get("msg_id") == msg_id]
+
+
+def test_the_cell_says_what_starts_before_anything_else_and_ends_with_the_record(loaded: Kernel):
+    cell = loaded.execute("%agent --script edit.json greet differently")
+    allow = loaded.wait_for("the Allow button", lambda: loaded.find_button("Allow"))
+    loaded.click(allow)
+    ex = loaded.wait(cell)
+    assert ex.status == "ok", ex.text
+    msgs = [m for m in _cell_messages(loaded, cell) if m["msg_type"] not in ("status", "execute_input")]
+    first = msgs[0]
+    # Shown before the slow first-run imports and before any widget exists.
+    assert first["msg_type"] == "display_data"
+    assert first["content"]["data"]["text/plain"] == "ipy_agent: starting with the scripted model edit.json (offline)…"
+    display_id = first["content"]["transient"]["display_id"]
+    updates = [m["content"]["data"] for m in msgs if m["msg_type"] == "update_display_data"
+               and m["content"]["transient"]["display_id"] == display_id]
+    assert "application/vnd.jupyter.widget-view+json" in updates[0]  # the live view replaced the start line
+    final = updates[-1]  # and the record replaced the live view
+    assert set(final) == {"text/html", "text/plain"}
+    assert "Changed the greeting." in final["text/plain"] and "+goodbye world" in final["text/plain"]
+
+
+def test_a_background_prompt_is_announced_in_the_cells_the_person_runs(loaded: Kernel, tmp_path: Path):
+    first = loaded.run("%agent --background --script edit.json greet differently")
+    assert first.status == "ok"
+    agent_cell = first.reply["execution_count"]
+    allow = loaded.wait_for("the Allow button", lambda: loaded.find_button("Allow"))
+    note = loaded.check("print('working elsewhere')")
+    assert f"a background run in cell [{agent_cell}] is waiting for your approval: Edit a.txt" in note
+    loaded.click(allow)
+    loaded.wait_for("the run to finish", lambda: loaded.shows("Finished"))
+    assert "waiting for your approval" not in loaded.check("print('later')")
+    assert (tmp_path / "a.txt").read_text() == "goodbye world\nsecond line\n"

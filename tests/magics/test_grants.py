@@ -26,7 +26,7 @@ def answers(monkeypatch: pytest.MonkeyPatch, *replies: str) -> list[str]:
 def test_grants_survive_new_and_reset_are_listed_and_can_be_revoked(shell, magics, script, tmp_path, monkeypatch, capsys):
     path = edit_script(script, tmp_path)
     answers(monkeypatch, "a")
-    shell.run_cell(f"%agent --script {path} change it")
+    shell.run_cell(f"%agent --script {path} change it", store_history=True)  # a numbered cell, as typed
     assert (tmp_path / "a.txt").read_text() == "howdy\n"
     granted = [r.text for r in magics.current.rules.allow if r.source == "granted"]
     assert len(granted) == 1
@@ -47,7 +47,7 @@ def test_grants_survive_new_and_reset_are_listed_and_can_be_revoked(shell, magic
 
     shell.run_cell("%agent_rules")
     out = capsys.readouterr().out
-    assert rule in out and '"Always allow" in cell [' in out
+    assert rule in out and "\"Always allow\" in cell [1]" in out
 
     shell.run_cell(f"%agent_rules --revoke {rule}")
     assert f"Revoked {rule}" in capsys.readouterr().out
