@@ -35,6 +35,7 @@ from .comm_ack import idle_ack
 from .announce import announce_answered, announce_waiting, cell_number
 from .diff_html import diff_html, looks_like_diff, pre_html
 from .progress import Progress
+from .segments import Segment, markdown_html
 from .record import LIVE_TEXT, Entry, record_bundle, row_result_text
 from .usage_line import model_name, turns_text, usage_parts
 
@@ -62,25 +63,6 @@ def _fmt_duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
-
-
-_MD: Any = None
-
-
-def markdown_html(text: str) -> str:
-    """The assistant's Markdown as HTML, rendered here with raw HTML switched off.
-
-    The model's text can carry what it read (a file, a tool's output, a web page): sent as
-    `text/markdown` into an Output widget, JupyterLab renders it as trusted HTML and runs any
-    `<img onerror=...>` in the notebook's origin, which could drive the kernel past every
-    approval. markdown-it escapes raw HTML and refuses `javascript:` links.
-    """
-    global _MD
-    if _MD is None:
-        from markdown_it import MarkdownIt
-
-        _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").enable("strikethrough")
-    return f'<div class="ipy-agent-text">{_MD.render(text)}</div>'
 
 
 class CallRow:
@@ -174,31 +156,6 @@ class CallRow:
         return diff_html(text) if looks_like_diff(text) else pre_html(text)
 
 
-class _Segment:
-    """A run of streamed assistant text (Markdown) or thinking (a collapsed box)."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.text = ""
-        self.entry = Entry(kind="text" if kind == "text" else "thinking")
-        self.shown = ""
-        if kind == "text":
-            self.html = W.HTML()
-            self.widget: W.Widget = self.html
-        else:
-            self.html = W.HTML()
-            self.widget = W.Accordion(children=[self.html], titles=("Thinking",), selected_index=None)
-
-    def flush(self) -> None:
-        if self.text == self.shown:
-            return
-        self.shown = self.text
-        if self.kind == "text":
-            self.html.value = markdown_html(self.text)
-        else:
-            self.html.value = pre_html(self.text)
-
-
 class RunView:
     """The widgets of one run. Interface used by the magics: widget, listener, approver, prompts, close.
 
@@ -223,7 +180,7 @@ class RunView:
         self._turns = 0
         self.closed = False
         self._outcome = ""
-        self._segment: _Segment | None = None
+        self._segment: Segment | None = None
         self._last_flush = 0.0
         self._flush_scheduled = False
         try:
@@ -394,7 +351,7 @@ class RunView:
     def _stream(self, kind: str, text: str) -> None:
         if self._segment is None or self._segment.kind != kind:
             self._end_segment()
-            self._segment = _Segment(kind)
+            self._segment = Segment(kind)
             self._append(self._segment.widget, self._segment.entry)
         self._segment.text += text
         self._segment.entry.text = self._segment.text
