@@ -202,15 +202,18 @@ class AgentMagics(Magics):
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
         return _Run(agent=agent, prompt=prompt, ui=ui, cell=cell_number(self.shell))
 
-    def start_line(self, line: str) -> Any:
+    def start_line(self, line: str, cell: str | None = None) -> Any:
         """Show at once what is starting and with which model, before the slow imports of a first
         run (the SDK, the tools, the widgets); returns the display handle the view replaces."""
         from IPython.display import display
 
         try:
-            args = AgentMagics.agent.parser.parse_args(split_options(line)[0])
+            tokens, prompt = split_options(line)
+            args = AgentMagics.agent.parser.parse_args(tokens)
         except (ValueError, UsageError):
             return None  # _prepare reports it
+        if not prompt and not (cell or "").strip():
+            return None  # nothing will run (--new, --resume alone, or a missing request)
         if args.script:
             model = f"the scripted model {os.path.basename(args.script)} (offline)"
         else:
@@ -417,7 +420,7 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
     turn (every tool_use answered) before the cell ends with KeyboardInterrupt.
     """
     magics = current_magics()
-    handle = magics.start_line(line)
+    handle = magics.start_line(line, cell)
     try:
         run = magics._prepare(line, cell, background=None, handle=handle)
     except BaseException:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -322,8 +321,3 @@ class NotebookPage:
     def screenshot(self, locator: Any, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         locator.screenshot(path=str(path))
-
-
-def copy_transcript(src: Path, dest_dir: Path) -> Path:
-    """Put a transcript beside the notebook (tests keep theirs in the test file or examples/)."""
-    return Path(shutil.copy(src, dest_dir))
