@@ -24,9 +24,11 @@ def turns_text(turns: int) -> str:
     return f"{turns} turn" if turns == 1 else f"{turns} turns"
 
 
-def usage_parts(model: Any, usage: Any, context_tokens: int, *, answered: bool = True) -> list[str]:
+def usage_parts(model: Any, usage: Any, context_tokens: int, *, answered: bool = True,
+                window: int | None = None) -> list[str]:
     """The parts of the line, plain text. `answered`: the model has replied at least once (before
-    that its name may not be resolved, and cost and context share need it)."""
+    that its name may not be resolved, and cost and context share need it). `window`: the
+    context window the agent manages, when not the model's own."""
     parts = [f"tokens in {usage.input_tokens + usage.cache_creation_input_tokens:,}", f"out {usage.output_tokens:,}",
              f"cached {usage.cache_read_input_tokens:,}"]
     # "in" is input the model processed fresh (cache writes included); "cached" was read from the
@@ -41,7 +43,7 @@ def usage_parts(model: Any, usage: Any, context_tokens: int, *, answered: bool =
     else:
         known = "" if price_for(name).known else ", unknown model priced as Sonnet"
         parts.append(f"cost ≈ ${estimate_cost(name, usage):.4f} (estimate{known})")
-    window = context_window(name)
+    window = window or context_window(name)
     share = 100 * context_tokens / window if window else 0
     # "0%" read as "nothing sent" while the model had seen a few thousand tokens.
     shown = "<1" if 0 < share < 0.5 else f"{share:.0f}"

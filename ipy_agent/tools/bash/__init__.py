@@ -5,6 +5,7 @@ Modules import one way, each only from those above it in this list:
 - `syntax`: the tree-sitter parse into simple commands, and line-wide problems;
 - `options`: the option grammar of GNU tools and git;
 - `wrappers`: programs that run another program (`env`, `timeout`, `xargs`...), looked through;
+- `subject`: what a command means for permission rules (its parts and their spellings);
 - `sed`, `git`, `readonly`: the allow-list of argument shapes that only read;
 - `verdict`: the read-only verdict on a whole line;
 - `destructive`: warnings for commands that lose work for good;

@@ -31,6 +31,7 @@ __all__ = [
     "SimpleCommand",
     "Analysis",
     "analyze",
+    "redirect_problem",
     "split_command",
     "simple_commands",
 ]
@@ -277,7 +278,8 @@ def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand], str]:
     return problem, redirects, everything, evaluation
 
 
-def _redirect_problem(r: Redirect) -> str:
+def redirect_problem(r: Redirect) -> str:
+    """Why a redirection writes to a file, or "" when it only reads or writes nowhere lasting."""
     if r.op in ("<", "<<", "<<-", "<<<"):
         return ""
     if r.op in (">&", "<&", ">&-", "<&-") and (r.target is None or (r.target.text or "").rstrip("-").isdigit()
@@ -302,7 +304,7 @@ def analyze(command: str) -> Analysis:
         structure = "a backslash-newline inside a word is read differently by bash and the parser"
     line = structure or evaluation
     if not line:
-        line = next((p for p in map(_redirect_problem, redirects) if p), "")
+        line = next((p for p in map(redirect_problem, redirects) if p), "")
     return Analysis(
         commands=tuple(commands), structure_problem=structure, line_problem=line,
         redirects=tuple(redirects), everything=tuple(everything),

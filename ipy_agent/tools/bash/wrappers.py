@@ -19,9 +19,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from .syntax import Word, analyze, split_command
+from .syntax import Word, analyze
 
-__all__ = ["WRAPPERS", "SHELLS", "unwrap", "program_name", "normalized_commands"]
+__all__ = ["WRAPPERS", "SHELLS", "TIMING_WRAPPERS", "unwrap", "program_name", "normalized_commands"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,9 @@ WRAPPERS: dict[str, _Spec] = {
                                            "--max-chars", "--process-slot-var", "--max-lines"})),
 }
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+# Wrappers that only time, schedule or buffer the program they run: an allow rule for
+# `git status` also covers `timeout 5 git status`, never `env X=1 git status` or `sudo ...`.
+TIMING_WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _MAX_DEPTH = 4  # `bash -c "bash -c '...'"` nesting followed for deny rules
 
@@ -59,14 +62,15 @@ def program_name(word: Word) -> str | None:
     return os.path.basename(word.text) if word.text else None
 
 
-def unwrap(words: list[Word]) -> tuple[list[str], list[Word]]:
+def unwrap(words: list[Word], only: frozenset[str] | None = None) -> tuple[list[str], list[Word]]:
     """(the wrappers in front, in order; the real program's words). `command -v x` only looks
-    a program up, so it is not looked through."""
+    a program up, so it is not looked through. With `only`, other wrappers are not either, nor
+    one named by a path (`./timeout` is whatever that file is)."""
     wrappers: list[str] = []
     while words:
         name = program_name(words[0])
         spec = WRAPPERS.get(name or "")
-        if spec is None or (name == "command" and len(words) > 1 and words[1].text in ("-v", "-V")):
+        if spec is None or (only is not None and (name not in only or words[0].text != name)) or (name == "command" and len(words) > 1 and words[1].text in ("-v", "-V")):
             break
         wrappers.append(name or "")
         words = _skip_options(name or "", spec, words[1:])
@@ -94,8 +98,7 @@ def _skip_options(name: str, spec: _Spec, words: list[Word]) -> list[Word]:
                 if ch in spec.short_values:
                     attached = letters[j + 1 :]
                     if name == "env" and ch == "S":
-                        value = attached or _text_at(words, i + 1)
-                        return _split_string(value, words[i + (1 if attached else 2):])
+                        return _split_string(attached or _text_at(words, i + 1), words[i + (1 if attached else 2):])
                     step = 1 if attached else 2
                     break
             i += step
@@ -169,7 +172,3 @@ def _inner_scripts(name: str, args: list[Word]) -> list[str]:
             return [script] if script else []
     return []
 
-
-# The runtime receives `split_command` as its splitter; deny and ask rules look for this
-# attribute to also match the normalized commands (runtime/rules.py, `matches_subject`).
-split_command.normalized_commands = normalized_commands  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ import pytest
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash.destructive import destructive_reasons
 from ipy_agent.tools.bash.sed import sed_script_problem
+from ipy_agent.tools.bash.subject import command_subject
 from ipy_agent.tools.bash.syntax import split_command
 from ipy_agent.tools.bash.verdict import read_only_reason
 from ipy_agent.tools.bash.wrappers import normalized_commands
@@ -133,4 +134,5 @@ def test_a_classifier_crash_fails_closed(monkeypatch):
 )
 def test_normalized_commands_name_the_program_that_runs(command, expected):
     assert normalized_commands(command) == expected
-    assert split_command.normalized_commands is normalized_commands  # the runtime's hook
+    # What the Bash tool hands the permission engine carries them for deny and ask rules.
+    assert set(expected) <= set(command_subject(command).spellings)
