@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .diff_html import diff_html, looks_like_diff, pre_html
+from .status import status_look
 
 __all__ = ["Entry", "record_bundle", "row_result_text", "seen_lines", "LIVE_TEXT"]
 
@@ -39,8 +40,7 @@ class Entry:
     row: Any = None
 
 
-def record_bundle(entries: list[Entry], *, outcome: str, footer: str, status_text: dict[str, tuple[str, str, str]],
-                  markdown: Any) -> dict[str, str]:
+def record_bundle(entries: list[Entry], *, outcome: str, footer: str, markdown: Any) -> dict[str, str]:
     """{'text/html', 'text/plain'} for the finished run; `markdown(text)` renders safe HTML."""
     parts: list[str] = []
     lines: list[str] = []
@@ -51,7 +51,7 @@ def record_bundle(entries: list[Entry], *, outcome: str, footer: str, status_tex
         elif e.kind == "thinking" and e.text.strip():
             parts.append(f"<details><summary style=\"opacity:0.7\">Thinking</summary>{pre_html(e.text)}</details>")
         elif e.kind == "row" and e.row is not None:
-            h, t = _row(e.row, status_text)
+            h, t = _row(e.row)
             parts.append(h)
             lines += t
         elif e.kind == "notice":
@@ -69,10 +69,10 @@ def record_bundle(entries: list[Entry], *, outcome: str, footer: str, status_tex
     return {"text/html": f'<div class="ipy-agent-record">{body}</div>', "text/plain": "\n".join(lines).strip() + "\n"}
 
 
-def _row(row: Any, status_text: dict[str, tuple[str, str, str]]) -> tuple[str, list[str]]:
+def _row(row: Any) -> tuple[str, list[str]]:
     rec = row.record
-    status = rec.status if rec is not None else row.status
-    icon, words, colour = status_text.get(status, ("?", status, "inherit"))
+    look = status_look(rec.status if rec is not None else row.status)
+    icon, words, colour = look.icon, look.words, look.colour
     name = (rec.display_name or rec.tool_name) if rec is not None else row.name
     summary = rec.summary_use if rec is not None else ""
     result = row.result_text(rec) if rec is not None else ""

@@ -312,7 +312,7 @@ class RunView:
         """The run as static HTML and text (see ui/record.py)."""
         self._end_segment()
         return record_bundle(self.entries, outcome=self._outcome or "Ended", footer=" · ".join(self._usage_parts()),
-                             status_text=STATUS_TEXT, markdown=markdown_html)
+                             markdown=markdown_html)
 
     def live_bundle(self) -> dict[str, Any]:
         """What displays the live view: the widget, and a text that says what it is."""
