@@ -46,6 +46,12 @@ def tools_text(agent: Any) -> str:
                      flag_text(tool, "destructive")))
     lines = [f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):"]
     lines += _table(rows)
+    if any(t.name == "Bash" for t in agent.tools):
+        from ..tools.bash.sandbox import availability_note
+
+        note = availability_note(agent.context())
+        lines += ["", note or f"Bash sandbox: {agent.sandbox} (commands that run without asking are sandboxed: "
+                  "read-only, no network; see the sandbox setting)."]
     if exposure.hidden:
         lines.append("")
         lines.append("Hidden tools, and why:")
