@@ -38,6 +38,7 @@ __all__ = ["Agent", "RunResult", "TurnRecord", "SANDBOX_SETTINGS"]
 SANDBOX_SETTINGS = ("auto", "always", "off")  # see tools/bash/sandbox.py
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
+INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
 
 
 class Agent:
@@ -222,6 +223,9 @@ class Agent:
             self._emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
             return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
         blocks += [{"type": "text", "text": c} for c in hr.additional_context]
+        # The history as it was: a run the model never answered (no API key, network down) must
+        # leave no trace, or its prompt would be merged into the next request.
+        before = list(self.messages)  # append_user replaces a merged message, never edits it
         append_user(self.messages, blocks)
         if any(t.name == "Bash" for t in self.tools) and (note := _containment_notice(self.context())):
             self._emit(NoticeEvent(text=note, level="warning"))
@@ -233,6 +237,10 @@ class Agent:
                 return RunResult(stop_reason="max_turns", text=last_text(self.messages), turns=turns)
             turns += 1
             outcome = await self._turn()
+            if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
+                self.messages[:] = before
+                self._emit(NoticeEvent(text="The model did not answer, so this request was not added to the "
+                                       "conversation; run it again when the problem is fixed.", level="info"))
             if outcome is not None:
                 return RunResult(**{**outcome.__dict__, "turns": turns})
 
@@ -371,7 +379,7 @@ class Agent:
                 task.uncancel()  # a second interrupt while cleaning up: the history is already valid
 
     def _interrupted(self, turns: int) -> RunResult:
-        self._emit(NoticeEvent(text="Interrupted.", level="warning"))
+        self._emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))
         return RunResult(stop_reason="interrupted", text=last_text(self.messages), turns=turns)
 
     # --- helpers ---------------------------------------------------------------------------
@@ -388,6 +396,10 @@ class Agent:
                 listener(event)
             except Exception:  # a broken renderer must not break the run
                 pass
+
+    def _answered_since(self, before: list[dict[str, Any]]) -> bool:
+        """Whether the model's reply reached the history after it looked like `before`."""
+        return any(m["role"] == "assistant" for m in self.messages[len(before):])
 
     def reset(self) -> None:
         """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""
