@@ -13,8 +13,9 @@ import threading
 import uuid
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from .mcp import McpManager
 from .context import ContextManager
 from .models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
 from .runtime import spill
@@ -67,6 +68,7 @@ class Agent:
         context_window: int | None = None,
         context_threshold: float = 0.8,
         sandbox: str = "auto",
+        mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         if sandbox not in SANDBOX_SETTINGS:
             raise ValueError(f"sandbox {sandbox!r} is not one of {', '.join(SANDBOX_SETTINGS)}")
@@ -95,6 +97,8 @@ class Agent:
         self.streaming_tools = streaming_tools
         self.notebook = notebook
         self.notebook_path = notebook_path
+        # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
+        self.mcp = McpManager(self.cwd, mcp_servers)
         self.sandbox = sandbox
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
@@ -151,6 +155,8 @@ class Agent:
                 cwd=self.cwd, working_dirs=self.working_dirs, tool_names=exposure.names,
                 permission_mode=self.permission_mode, notebook=self.notebook_path,
             )
+        if self.system_prompt is None and (section := self.mcp.prompt_section()):
+            text = f"{text}\n\n{section}"
         return f"{text}\n\n{self.append_system_prompt}" if self.append_system_prompt else text
 
     def interrupt(self) -> None:
@@ -229,6 +235,7 @@ class Agent:
         append_user(self.messages, blocks)
         if any(t.name == "Bash" for t in self.tools) and (note := _containment_notice(self.context())):
             self._emit(NoticeEvent(text=note, level="warning"))
+        self.mcp.begin_run()
 
         turns = 0
         while True:
@@ -248,6 +255,7 @@ class Agent:
         """One model request and its tool calls. None: the loop goes on."""
         turn: Turn | None = None
         try:
+            await self._sync_mcp()
             turn, request = self._begin_turn()
             try:
                 # The context window is managed here, and only here: the context manager streams the
@@ -333,6 +341,20 @@ class Agent:
                 hidden[tool.name] = f"its description failed ({type(e).__name__}: {e})"
                 self._emit(NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning"))
         return Exposure(offered=tuple(offered), hidden=hidden), api
+
+    async def _sync_mcp(self) -> None:
+        """MCP servers: start them at the first request that needs them (asking about project
+        ones), pick up changed tool lists, tell the person what is down; then offer their tools."""
+        if self.mcp.idle:
+            return
+        for level, text in await self.mcp.sync(self.approver):
+            self._emit(NoticeEvent(text=text, level=level))  # type: ignore[arg-type]
+        self.mcp.skipped.update(self.registry.set_group("mcp", self.mcp.tools()))
+
+    def close(self) -> None:
+        """Stop the MCP servers (their processes too); they start again at the next run."""
+        self.mcp.close()
+        self.registry.set_group("mcp", [])
 
     async def _stop_hooks(self) -> RunResult | None:
         text = last_text(self.messages)

@@ -248,6 +248,8 @@ class AgentMagics(Magics):
                      sandbox=self.sandbox)
 
     def _use_agent(self, agent: Agent) -> None:
+        if self.current is not None and self.current is not agent:
+            self.current.close()  # its MCP servers: the new conversation starts its own
         self.current, self._managed = agent, []
 
     def _apply_settings(self, agent: Agent, extra: list[RuleSpec]) -> list[str]:
@@ -261,6 +263,7 @@ class AgentMagics(Magics):
         except SettingsError as e:
             raise UsageError(str(e)) from None
         self._managed = replace_rules(agent.rules, self._managed, [*config, *files, *extra])
+        warnings += _apply_mcp_files(agent)
         agent.budget.message_limit = self.message_budget
         agent.registry.result_limit_override = self.max_result_chars
         return warnings
@@ -366,6 +369,7 @@ class AgentMagics(Magics):
         if agent.running:
             raise UsageError("The agent is running; stop it first with %agent_stop.")
         agent.reset()
+        agent.close()  # MCP servers stop; they start again at the next run
         print(" ".join(p for p in ("Conversation cleared.", self.grants.note()) if p))
 
     @line_magic
@@ -391,6 +395,18 @@ class AgentMagics(Magics):
         print(f"Revoked {rule}: calls it covered will ask again.")
 
     @line_magic
+    def agent_mcp(self, line: str = "") -> None:
+        """MCP servers: where each is configured, its transport and status (why it is down, with
+        its last stderr lines), and its tools with their safety flags. Servers start at the first
+        %agent run; a project's servers (.mcp.json) ask for your approval once."""
+        from .mcp.report import status_text
+
+        agent = self.current or self._new_agent(model=None)
+        for w in self._apply_settings(agent, []):
+            print(f"warning: {w}", file=sys.stderr)
+        print(status_text(agent.mcp, agent.exposure().hidden))
+
+    @line_magic
     def agent_save(self, line: str = "") -> None:
         """%agent_save PATH: write the conversation and the rules granted with "always" as JSON.
 
@@ -404,6 +420,15 @@ class AgentMagics(Magics):
         except OSError as e:
             raise UsageError(f"could not write {path!r}: {e}") from None
         print(f"Saved {len(agent.messages)} messages to {path}.")
+
+
+def _apply_mcp_files(agent: Agent) -> list[str]:
+    """MCP servers from .mcp.json and the settings files onto the agent; warnings for bad entries."""
+    from .mcp import load_mcp_files
+
+    servers, warnings = load_mcp_files(agent.cwd)
+    agent.mcp.set_file_servers(servers)
+    return warnings
 
 
 def load_ipython_extension(shell: Any) -> None:
@@ -422,6 +447,8 @@ def unload_ipython_extension(shell: Any) -> None:
                 shell.magics_manager.magics[kind].pop(name, None)
         if magics.current is not None and magics.current.running:
             magics.current.interrupt()
+        if magics.current is not None:
+            magics.current.close()  # no MCP server outlives the extension
         if magics in getattr(shell, "configurables", []):
             shell.configurables.remove(magics)
     for transformer in (agent_transformer, terminal_transformer):

@@ -39,11 +39,11 @@ def flag_text(tool: Tool, flag: str) -> str:
 
 def tools_text(agent: Any) -> str:
     exposure = agent.exposure()
-    rows = [("tool", "offered", "read-only", "parallel", "destructive")]
+    rows: list[tuple[str, ...]] = [("tool", "offered", "read-only", "parallel", "destructive", "from")]
     for tool in agent.tools:
         offered = "yes" if tool.name not in exposure.hidden else "hidden"
         rows.append((tool.name, offered, flag_text(tool, "read_only"), flag_text(tool, "concurrency_safe"),
-                     flag_text(tool, "destructive")))
+                     flag_text(tool, "destructive"), tool_origin(tool)))
     lines = [f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):"]
     lines += _table(rows)
     if any(t.name == "Bash" for t in agent.tools):
@@ -56,6 +56,10 @@ def tools_text(agent: Any) -> str:
         lines.append("")
         lines.append("Hidden tools, and why:")
         lines += [f"  {name}: {why}" for name, why in exposure.hidden.items()]
+    waiting = [n for n in agent.mcp.configs if agent.mcp.connection(n) is None]
+    if waiting:
+        lines.append("")
+        lines.append(f"MCP servers not started yet (their tools appear after the next run; see %agent_mcp): {', '.join(waiting)}")
     rules = [(kind, r.text, r.source) for kind in ("allow", "ask", "deny") for r in getattr(agent.rules, kind)]
     lines.append("")
     if rules:
@@ -64,6 +68,13 @@ def tools_text(agent: Any) -> str:
     else:
         lines.append("No permission rules: the mode decides (read-only calls run, others ask).")
     return "\n".join(lines)
+
+
+def tool_origin(tool: Tool) -> str:
+    """Where a tool comes from: an MCP server (and its file), ipy_agent itself, or the caller."""
+    if tool.origin:
+        return tool.origin
+    return "built-in" if type(tool).__module__.startswith("ipy_agent.tools") else "custom"
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
