@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -19,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from .mcp import McpManager
 from .context import ContextManager
 from .models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
+from .runtime import spill
 from .runtime.budget import ResultBudget
 from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from .runtime.history import append_assistant, append_user, clean_content, close_turn, last_text
@@ -39,6 +39,7 @@ __all__ = ["Agent", "RunResult", "TurnRecord", "SANDBOX_SETTINGS"]
 SANDBOX_SETTINGS = ("auto", "always", "off")  # see tools/bash/sandbox.py
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
+INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
 
 
 class Agent:
@@ -100,7 +101,11 @@ class Agent:
         self.mcp = McpManager(self.cwd, mcp_servers)
         self.sandbox = sandbox
         self.conversation_id = uuid.uuid4().hex[:12]
-        self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.gettempdir()) / "ipy-agent-results" / self.conversation_id
+        # Our own spill directory goes away on reset and at exit; one a person chose stays.
+        self._owns_spill_dir = not spill_dir
+        self.spill_dir = Path(spill_dir) if spill_dir else spill.conversation_dir(self.conversation_id)
+        if self._owns_spill_dir:
+            spill.own(self.spill_dir)
         self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
         self.messages: list[dict[str, Any]] = []
         self.read_state = ReadState()
@@ -224,6 +229,9 @@ class Agent:
             self._emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
             return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
         blocks += [{"type": "text", "text": c} for c in hr.additional_context]
+        # The history as it was: a run the model never answered (no API key, network down) must
+        # leave no trace, or its prompt would be merged into the next request.
+        before = list(self.messages)  # append_user replaces a merged message, never edits it
         append_user(self.messages, blocks)
         if any(t.name == "Bash" for t in self.tools) and (note := _containment_notice(self.context())):
             self._emit(NoticeEvent(text=note, level="warning"))
@@ -236,6 +244,10 @@ class Agent:
                 return RunResult(stop_reason="max_turns", text=last_text(self.messages), turns=turns)
             turns += 1
             outcome = await self._turn()
+            if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
+                self.messages[:] = before
+                self._emit(NoticeEvent(text="The model did not answer, so this request was not added to the "
+                                       "conversation; run it again when the problem is fixed.", level="info"))
             if outcome is not None:
                 return RunResult(**{**outcome.__dict__, "turns": turns})
 
@@ -389,7 +401,7 @@ class Agent:
                 task.uncancel()  # a second interrupt while cleaning up: the history is already valid
 
     def _interrupted(self, turns: int) -> RunResult:
-        self._emit(NoticeEvent(text="Interrupted.", level="warning"))
+        self._emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))
         return RunResult(stop_reason="interrupted", text=last_text(self.messages), turns=turns)
 
     # --- helpers ---------------------------------------------------------------------------
@@ -407,10 +419,16 @@ class Agent:
             except Exception:  # a broken renderer must not break the run
                 pass
 
+    def _answered_since(self, before: list[dict[str, Any]]) -> bool:
+        """Whether the model's reply reached the history after it looked like `before`."""
+        return any(m["role"] == "assistant" for m in self.messages[len(before):])
+
     def reset(self) -> None:
-        """Forget the conversation, read state and trace; keep configuration and rules."""
+        """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""
         if self.running:
             raise RuntimeError("cannot reset while the agent is running; interrupt it first")
+        if self._owns_spill_dir:
+            spill.release(self.spill_dir)
         self.messages.clear()
         self.read_state = ReadState()
         self.trace.clear()

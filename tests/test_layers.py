@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "ipy_agent.system_prompt": 3,
     "ipy_agent.settings": 3,
     "ipy_agent.conversation_file": 3,
+    "ipy_agent.session_grants": 3,
     "ipy_agent.ui": 4,
     "ipy_agent.magics": 4,
     "ipy_agent": 4,

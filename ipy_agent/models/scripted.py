@@ -35,13 +35,14 @@ class ScriptedModel:
     or a callable that receives the conversation so far and returns either. When the turns run
     out, it ends the turn with a short text. The last `keep_requests` requests (system,
     messages, tools; default 100, None keeps all) are kept in `requests` so tests can assert
-    what the model was shown. A request is kept as it was sent: the history it shows is the
-    agent's own message list at that moment (its messages are never changed in place), so
-    keeping one costs a list of references, not a copy of the conversation.
+    what the model was shown. A request is kept as it was sent, without a copy: the agent
+    gives each request a list of its history's messages, which it never changes in place.
 
     A compaction request (`request.purpose == "compaction"`) is answered with
     `compaction_summary` and kept in `compactions` instead: it uses no scripted turn.
     """
+
+    offline = True  # costs nothing: the UI shows no price for it
 
     def __init__(
         self,
@@ -113,17 +114,25 @@ class ScriptedModel:
                                   usage=Usage(input_tokens=1, output_tokens=max(1, len(self.compaction_summary) // 4)))
             return
         if self.keep_requests != 0:
-            self.requests.append({"system": request.system, "messages": list(request.messages), "tools": list(request.tools)})
+            # The request's own lists: the agent builds them for this request and never changes them.
+            self.requests.append({"system": request.system, "messages": request.messages, "tools": request.tools})
             if self.keep_requests is not None and len(self.requests) > self.keep_requests:
                 del self.requests[: len(self.requests) - self.keep_requests]
         blocks = self._take_turn(request.messages)
         loop = asyncio.get_running_loop()
         content: list[dict[str, Any]] = []
+        # A tool_use id is unique within a conversation (the API's ids are). A transcript replayed
+        # twice in one conversation repeats its ids, and `%agent_history` / `%agent_inspect ID`
+        # would then mix up the calls: a repeated id gets a suffix.
+        used = {str(b.get("id")) for m in request.messages if isinstance(m.get("content"), list)
+                for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
         for index, block in enumerate(blocks):
             delay = block.pop("_delay", self.block_delay)
             if block.get("type") == "tool_use" and not block.get("id"):
                 self._ids += 1
                 block["id"] = f"toolu_scripted_{self._ids:04d}"
+            if block.get("type") == "tool_use":
+                block["id"] = _unique(str(block["id"]), used)
             if block.get("type") == "tool_use":
                 block.setdefault("input", {})
             if block.get("type") == "text":
@@ -169,3 +178,13 @@ class _SizeCache:
             self._sizes.append(size)
             self._total += size
         return self._total
+
+
+def _unique(tool_use_id: str, used: set[str]) -> str:
+    """`tool_use_id`, or it with the first free suffix `_2`, `_3`, ...; the result joins `used`."""
+    candidate, n = tool_use_id, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{tool_use_id}_{n}"
+    used.add(candidate)
+    return candidate

@@ -105,7 +105,8 @@ class Call:
         return self.tool, self.inp
 
 
-Stage_ = Callable[[Call], Awaitable["GoOn | Finished"]]
+# A stage after scheduling: the call so far in, "go on" or "finished" out.
+StageFn = Callable[[Call], Awaitable["GoOn | Finished"]]
 
 
 def _timed_sync(call: Call, name: str, step: Callable[[Call], GoOn | Finished]) -> GoOn | Finished:
@@ -116,7 +117,7 @@ def _timed_sync(call: Call, name: str, step: Callable[[Call], GoOn | Finished]) 
     return result
 
 
-async def _timed(call: Call, name: str, step: Stage_) -> GoOn | Finished:
+async def _timed(call: Call, name: str, step: StageFn) -> GoOn | Finished:
     stage = Stage(name=name, outcome="ok", start=now())
     call.record.stages.append(stage)
     try:
@@ -300,7 +301,7 @@ def _post_event(call: Call) -> str:
 
 
 # Each stage with when it applies; a stage that does not apply leaves no entry in the trace.
-_STAGES: tuple[tuple[str, Stage_, Callable[[Call], bool]], ...] = (
+_STAGES: tuple[tuple[str, StageFn, Callable[[Call], bool]], ...] = (
     ("validate", _validate, lambda c: True),
     ("pre_hooks", _pre_hooks, lambda c: c.env.hooks.has("PreToolUse")),
     ("validate_rewritten", _validate, lambda c: c.rewritten),

@@ -10,16 +10,19 @@ they work from Python as well as through `%agent_tools`, `%agent_inspect`, `%age
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from ..runtime.tool import Tool
 from ..runtime.trace import CallRecord
+from .record import seen_lines
 from .status import format_duration, status_look
 
 __all__ = ["tools_text", "inspect_text", "trace_text", "history_text", "find_call", "flag_text"]
 
 PICTURE_WIDTH = 48
+TRACE_WIDTH = 100  # characters per line of %agent_trace's stage lines
 
 
 def flag_text(tool: Tool, flag: str) -> str:
@@ -92,7 +95,9 @@ def find_call(agent: Any, key: str | int | None = None) -> CallRecord:
         if not 1 <= n <= len(trace):
             raise LookupError(f"there is no call #{n}: this conversation has calls #1 to #{len(trace)}")
         return trace[n - 1]
-    for rec in trace:
+    # The latest call with that id, as %agent_history pairs them (ids are unique in a conversation
+    # the API made; a hand-written transcript may still repeat one).
+    for rec in reversed(trace):
         if rec.tool_use_id == text:
             return rec
     raise LookupError(f"no call has tool_use_id {text!r}; %agent_trace lists the calls and their ids")
@@ -142,8 +147,7 @@ def inspect_text(agent: Any, key: str | int | None = None) -> str:
         lines.append(f"Input as the model sent it: {json.dumps(rec.input, ensure_ascii=False)}")
     if rec.decision is not None:
         lines.append(f"Permission: {rec.decision.behavior} ({rec.decision.source}: {rec.decision.reason})")
-    lines += ["", "The person saw:", f"  {status_look(rec.status).icon} {rec.display_name or rec.tool_name} "
-              f"{rec.summary_use} — {rec.summary_result}".rstrip(" —")]
+    lines += ["", "The person saw:", *(f"  {ln}" for ln in seen_lines(rec, status_look(rec.status).icon))]
     if rec.detail:
         lines += [f"  | {line}" for line in rec.detail.splitlines()[:40]]
     error = "  (is_error: true)" if rec.is_error else ""
@@ -162,12 +166,34 @@ def inspect_text(agent: Any, key: str | int | None = None) -> str:
     return "\n".join(lines)
 
 
-def _stage_text(rec: CallRecord) -> str:
+def _stage_parts(rec: CallRecord) -> list[str]:
     parts = []
     for s in rec.stages:
         detail = f" ({s.detail})" if s.detail and s.name == "permission" else ""
         parts.append(f"{s.name} {s.outcome}{detail} {format_duration(s.duration, precise=True)}")
-    return " · ".join(parts)
+    return parts
+
+
+def _wrap_stages(parts: list[str], width: int = TRACE_WIDTH) -> list[str]:
+    """Stage texts joined by " · ", broken between stages (a terminal or a cell breaks long lines
+    mid-word); a single stage longer than the width is wrapped at spaces."""
+    lines: list[str] = []
+    current = ""
+    for part in parts:
+        candidate = f"{current} · {part}" if current else part
+        if current and len(candidate) + 4 > width:
+            lines.append(current)
+            current = part
+        else:
+            current = candidate
+    if current:
+        lines.append(current)
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        first = "    " if i == 0 else "      "
+        out += textwrap.wrap(line, width=width, initial_indent=first, subsequent_indent="      ",
+                             break_long_words=False, break_on_hyphens=False) or [first]
+    return out
 
 
 def trace_text(agent: Any, turn: int | None = None) -> str:
@@ -188,7 +214,7 @@ def trace_text(agent: Any, turn: int | None = None) -> str:
     for r in calls:
         d = format_duration(r.duration, precise=True) or "-"
         lines.append(f"#{r.index + 1} {r.tool_name} {r.summary_use}  [batch {r.batch}, {r.status}, {d}]  {r.tool_use_id}")
-        lines.append(f"    {_stage_text(r)}")
+        lines += _wrap_stages(_stage_parts(r))
     lines += ["", *batch_picture(calls)]
     return "\n".join(lines)
 

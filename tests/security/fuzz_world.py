@@ -161,7 +161,9 @@ class World:
         since = _ticks_now()
         if sandboxed:
             return self._finish(self._run_in_sandbox(command, timeout), since, count)
-        trace = Path(tempfile.mkstemp(prefix="fuzz-strace-", dir=self.base)[1])
+        fd, name = tempfile.mkstemp(prefix="fuzz-strace-", dir=self.base)
+        os.close(fd)  # strace opens the file by name
+        trace = Path(name)
         # -D: strace runs as a grandchild, so our child is bash itself and its exit is the
         # command's end, while strace follows whatever it left running (until we kill that).
         prefix = [STRACE, "-D", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-e", "signal=none", "-o", str(trace)] if STRACE else []
