@@ -33,22 +33,20 @@ from tests.security.fuzz_world import STRACE, World
 
 _TOOL = BashTool()
 
-# family -> a command of that family that the current classifier lets through and that acts.
-# {CANARY} and {PORT} are filled in per run. Remove an entry when its xfail case starts passing.
-KNOWN_HOLES: dict[str, str] = {
-    'env:env -i touch {OUT}': 'pwd\n\\env -i touch PWN',
-    "sed:sed ':a;w {OUT}' f.txt": "sed ':a;w PWN' f.txt",
-}
-# Holes this suite found in the classifier before its rewrite (2026-11-30), now closed there:
-# kept as attacks the OS sandbox must contain whatever the classifier says.
-FIXED_HOLES: dict[str, str] = {
+# family -> a command of that family that the classifier let through and that acted, found by
+# this suite on the classifier of 2026-11-30 and closed by its rewrite (argument shapes, the
+# substitution scan, per-program version flags): each must now be refused, and the sandbox must
+# still contain it. {CANARY} and {PORT} are filled in per run.
+CLOSED_HOLES: dict[str, str] = {
     'context:heredoc-backtick': 'cat <<EOF\n`touch PWN`\nEOF',
     'context:heredoc-dash': 'cat <<-EOF\n\t$(touch PWN)\nEOF',
+    'env:env -i touch {OUT}': 'pwd\n\\env -i touch PWN',
     'git:git remote show origin': 'git remote show origin',
     'redirect:cat < /dev/tcp/127.0.0.1/{PORT}': 'cat < /dev/tcp/127.0.0.1/{PORT}',
     'redirect:grep x < /dev/tcp/127.0.0.1/{PORT}': 'grep x < /dev/tcp/127.0.0.1/{PORT}',
     'rg:rg --hostname-bin ./pwn.sh --hyperlink-format default a': 'rg --hostname-bin ./pwn.sh --hyperlink-format default a',
     'rg:rg --hostname-bin=./pwn.sh --hyperlink-format=default a': 'rg --hostname-bin=./pwn.sh --hyperlink-format=default a',
+    "sed:sed ':a;w {OUT}' f.txt": "sed ':a;w PWN' f.txt",
     'version:bash version': 'bash version',
     'version:docker -V': 'docker -V',
     'version:docker -version': 'docker -version',
@@ -68,6 +66,9 @@ FIXED_HOLES: dict[str, str] = {
     'version:terraform -version': 'terraform -version',
     'version:terraform version': 'terraform version',
 }
+# family -> a command the current classifier still lets through and that acts: an xfail(strict)
+# case each. Remove an entry when its case starts passing (move it to CLOSED_HOLES).
+KNOWN_HOLES: dict[str, str] = {}
 
 
 def read_only(command: str) -> bool:
@@ -131,19 +132,11 @@ def test_what_the_classifier_calls_read_only_only_reads(world):
         f"{fam}: {found[0][0].command!r} -> {found[0][1]}" for fam, found in sorted(unknown.items()))
 
 
-@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="known classifier hole"))
-                                    for f in sorted(KNOWN_HOLES)], ids=str)
+@pytest.mark.parametrize("family", [
+    *(pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="known classifier hole")) for f in sorted(KNOWN_HOLES)),
+    *sorted(CLOSED_HOLES)], ids=str)
 def test_known_hole_is_closed(world, family):
-    _assert_closed(world, KNOWN_HOLES[family])
-
-
-@pytest.mark.parametrize("family", sorted(FIXED_HOLES), ids=str)
-def test_fixed_hole_stays_closed(world, family):
-    _assert_closed(world, FIXED_HOLES[family])
-
-
-def _assert_closed(world: World, template: str) -> None:
-    command = _fill(template, world)
+    command = _fill({**CLOSED_HOLES, **KNOWN_HOLES}[family], world)
     _need_program(command)
     outcome = world.run(command) if read_only(command) else None
     assert outcome is None or not outcome.harmful, f"{command!r} is judged read-only and {outcome.describe()}"
@@ -160,10 +153,10 @@ def world_path() -> str:
 
 
 @pytest.mark.usefixtures("need_bwrap")
-@pytest.mark.parametrize("family", sorted({**KNOWN_HOLES, **FIXED_HOLES}), ids=str)
-def test_the_sandbox_contains_every_hole_found(world, family):
+@pytest.mark.parametrize("family", sorted({**CLOSED_HOLES, **KNOWN_HOLES}), ids=str)
+def test_the_sandbox_contains_every_known_hole(world, family):
     """The point of the OS sandbox: what the classifier wrongly lets through does nothing."""
-    command = _fill({**KNOWN_HOLES, **FIXED_HOLES}[family], world)
+    command = _fill({**CLOSED_HOLES, **KNOWN_HOLES}[family], world)
     _need_program(command)
     outcome = world.run(command, sandboxed=True)
     assert not outcome.harmful, f"{command!r} escaped the sandbox: {outcome.describe()}"
