@@ -73,6 +73,8 @@ class AgentMagics(Magics):
         self._managed: list[tuple[str, Any]] = []  # rules this class put on the agent (not "granted")
         self._background: asyncio.Task[Any] | None = None
         self._default_model: Any = None
+        # The live-notebook bridge (kernel only): tools reach the open notebook through it.
+        self.bridge: Any = None
 
     # --- %agent ---------------------------------------------------------------------------
     @magic_arguments()
@@ -174,6 +176,8 @@ class AgentMagics(Magics):
                 return None
             raise UsageError('%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.')
         agent.model = model
+        agent.notebook = self.bridge
+        agent.notebook_path = self.bridge.display_path if self.bridge is not None else None
         warnings = self._apply_settings(agent, extra)
         agent.permission_mode = args.mode or self.permission_mode
         agent.max_turns = args.max_turns or self.max_turns
@@ -183,6 +187,9 @@ class AgentMagics(Magics):
                        widgets=self.widgets and not args.no_widgets, approval_timeout=self.approval_timeout)
         for w in warnings:
             ui.show_error(f"warning: {w}")
+        if self.bridge is not None and not self.bridge.connected and not self.bridge.told_missing:
+            self.bridge.told_missing = True  # said once per kernel: it stays true until a page connects
+            ui.show_error(f"note: {self.bridge.status()}.")
         if wanted and background is False:
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
         return _Run(agent=agent, prompt=prompt, ui=ui)
@@ -363,6 +370,8 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
     turn (every tool_use answered) before the cell ends with KeyboardInterrupt.
     """
     magics = current_magics()
+    if magics.bridge is not None:
+        await magics.bridge.ensure()  # the first run after loading waits briefly for the page's hello
     run = magics._prepare(line, cell, background=None)
     if run is None:
         return
@@ -411,6 +420,17 @@ def current_magics(shell: Any = None) -> AgentMagics:
 def load_ipython_extension(shell: Any) -> None:
     if "AgentMagics" not in shell.magics_manager.registry:
         shell.register_magics(AgentMagics(shell=shell))
+    kernel = getattr(shell, "kernel", None)
+    magics = current_magics(shell)
+    if kernel is not None and magics.bridge is None:
+        from .notebook.bridge import NotebookBridge
+
+        bridge = NotebookBridge(shell)
+        try:
+            bridge.attach(kernel)
+        except Exception as e:  # no comm support in this kernel: the live notebook stays off
+            bridge.problem = f"the live notebook is unavailable in this kernel ({type(e).__name__}: {e})"
+        magics.bridge = bridge
     transformer = agent_transformer if getattr(shell, "kernel", None) is not None else terminal_transformer
     if transformer not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(transformer)
