@@ -171,6 +171,30 @@ def test_a_background_run_runs_cells_while_the_kernel_is_free(server, browser, o
     assert cells[3]["execution_count"] == cells[2]["execution_count"] + 1
 
 
+def test_the_bridge_survives_a_page_reload_and_a_kernel_restart(server, browser, opened):
+    name = make_notebook(server, "again.ipynb", "%agent --new", [[use("r1", "NotebookRead")], "Read it."])
+    page = start(server, browser, opened, name)
+    page.wait_done(1)
+    page.wait_text(1, "Read 4 cells of again.ipynb (live)")
+    # A reload: the kernel keeps running its bridge; the new page must find it by itself.
+    page.page.on("dialog", lambda d: d.accept())  # "leave the page with unsaved changes?"
+    page.page.reload()
+    page.wait_ready()
+    page.run(1)
+    page.wait_done(1)
+    page.wait_text(1, "Read 4 cells of again.ipynb (live)")
+    # A restart: the kernel starts fresh, and the panel answers the new kernel's comm.
+    page.page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.restartKernel()")
+    page.wait_ready()
+    page.page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.run(0)
+    page.wait_done(0)
+    page.run(1)
+    page.wait_done(1)
+    page.wait_text(1, "Read 4 cells of again.ipynb (live)")
+    assert "ipy_agent extension answered" not in page.text(1)
+
+
 def test_listing_a_500_cell_notebook_round_trip(server, browser, opened):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -181,7 +205,8 @@ def test_listing_a_500_cell_notebook_round_trip(server, browser, opened):
               "ts = []\n"
               "for _ in range(7):\n"
               "    t = time.perf_counter(); cells = await b.list_cells(); ts.append(time.perf_counter() - t)\n"
-              "print('CELLS', len(cells), 'MS', round(statistics.median(ts) * 1000, 1))")
+              "print('CELLS', len(cells), 'MS', round(statistics.median(ts) * 1000, 1))\n"
+              "await b.notify('ipy_agent is waiting for your approval in cell 2', 'warning')")
     nb.cells = [nbformat.v4.new_code_cell("%load_ext ipy_agent"), nbformat.v4.new_code_cell(timing)]
     nb.cells += [nbformat.v4.new_code_cell(f"v{i} = {i}  # a cell of a long notebook\nprint(v{i})") for i in range(498)]
     nbformat.write(nb, server.root / "long.ipynb")
@@ -193,4 +218,7 @@ def test_listing_a_500_cell_notebook_round_trip(server, browser, opened):
     page.wait_done(1)
     page.wait_text(1, "CELLS 500")
     ms = float(page.text(1).split("MS", 1)[1].split()[0])
+    # The notification op (used by the approval prompts) shows a JupyterLab toast.
+    toast = page.page.get_by_text("ipy_agent is waiting for your approval in cell 2")
+    toast.first.wait_for(state="visible", timeout=30_000)
     print(f"\nlist_cells round trip, 500-cell notebook: {ms:.1f} ms (median of 7; target < 100 ms)")
