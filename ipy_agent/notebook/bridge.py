@@ -25,6 +25,7 @@ Decisions:
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 import uuid
@@ -125,15 +126,15 @@ class NotebookBridge:
     def probe(self) -> None:
         from comm import create_comm
 
-        comm = create_comm(target_name=TARGET, data={"protocol": PROTOCOL, "event": "connect",
-                                                     "path": self.session_name})
-        comm.on_msg(lambda msg, c=comm: self._on_msg(c, msg))
+        comm: Any = create_comm(target_name=TARGET, data={"protocol": PROTOCOL, "event": "connect",
+                                                          "path": self.session_name})
+        comm.on_msg(functools.partial(self._on_msg, comm))
         self._comm = comm
         self._probe_at = time.monotonic()
 
     def _on_comm_open(self, comm: Any, msg: dict[str, Any]) -> None:
-        comm.on_msg(lambda m, c=comm: self._on_msg(c, m))
-        comm.on_close(lambda _m, c=comm: self._on_close(c))
+        comm.on_msg(functools.partial(self._on_msg, comm))
+        comm.on_close(lambda _msg: self._on_close(comm))
         self._on_data(comm, msg.get("content", {}).get("data") or {})
 
     def _on_close(self, comm: Any) -> None:

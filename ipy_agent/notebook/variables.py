@@ -49,8 +49,10 @@ def describe_value(value: Any) -> tuple[str, str]:
     """(type name, summary) of a value, from its type alone."""
     t = type(value)
     name = _type_name(t)
+    if t is int and int.bit_length(value) > 128:  # repr of a huge int is slow, or refused past 4300 digits
+        return name, f"an integer of {int.bit_length(value):,} bits"
     if t in (int, float, complex, bool) or value is None:
-        return name, type(value).__repr__(value)[:STRING_START]
+        return name, repr(value)[:STRING_START]  # exact builtin types: their own repr
     if t is str:
         text = str.__repr__(value[:STRING_START])
         more = f"… ({str.__len__(value):,} characters)" if str.__len__(value) > STRING_START else ""
@@ -65,7 +67,7 @@ def describe_value(value: Any) -> tuple[str, str]:
         base = next(b for b in t.__mro__ if b in (list, tuple, set, frozenset, dict, str, bytes))
         return name, f"subclass of {base.__name__}, {base.__len__(value):,} items (its own methods not called)"
     if t is types.ModuleType:
-        return "module", str(types.ModuleType.__dict__["__dict__"].__get__(value).get("__name__", "?"))
+        return "module", str(object.__getattribute__(value, "__dict__").get("__name__", "?"))
     if t in (types.FunctionType, types.BuiltinFunctionType, types.MethodType):
         return "function", str(getattr(value, "__qualname__", "?"))
     if issubclass(t, type):  # a class (issubclass reads the MRO; isinstance could call a `__class__` property)
@@ -84,7 +86,7 @@ def describe_value(value: Any) -> tuple[str, str]:
 def _label(label: Any) -> str:
     t = type(label)
     if t in (str, int, float, bool) or label is None:
-        return t.__repr__(label)
+        return repr(label)  # exact builtin types
     return f"<{_type_name(t)}>"
 
 

@@ -79,14 +79,15 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
     plan = await plan_live(inp, ctx, nb)
     from ..notebook.bridge import BridgeError
 
+    target = plan.cell or {}
     try:
         if plan.edit_mode == "insert":
             after_id = plan.cell["id"] if plan.cell else None
             reply = await nb.request("insert_cell", after_id=after_id, cell_type=plan.cell_type, source=plan.new_source)
         elif plan.edit_mode == "delete":
-            reply = await nb.request("delete_cell", cell_id=plan.cell["id"], expected_source=plan.old_source)
+            reply = await nb.request("delete_cell", cell_id=target["id"], expected_source=plan.old_source)
         else:
-            reply = await nb.request("replace_source", cell_id=plan.cell["id"], source=plan.new_source,
+            reply = await nb.request("replace_source", cell_id=target["id"], source=plan.new_source,
                                      cell_type=plan.cell_type, expected_source=plan.old_source)
     except BridgeError as e:
         if e.code == "stale":
