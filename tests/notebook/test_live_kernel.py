@@ -239,3 +239,18 @@ def test_variables_are_described_without_running_their_code(kernel: LiveKernel, 
     assert "loud: Loud" in text and "not described" in text
     assert "items: Sneaky = subclass of list, 2 items" in text
     assert not (tmp_path / "repr_ran").exists() and not (tmp_path / "len_ran").exists()
+
+
+def test_a_kernel_interrupt_stops_the_running_cell_and_the_agent(kernel: LiveKernel, panel: Panel, tmp_path: Path):
+    panel.cells.append(cell("import time\nprint('looping')\nopen('started', 'w').close()\nwhile True:\n"
+                            "    time.sleep(0.05)", cell_id="loop"))
+    name = script(tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="loop", timeout=600)],
+                                         "Should not get here."])
+    msg_id = kernel.execute(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
+    kernel.wait_for("the loop to run", lambda: (tmp_path / "started").exists())
+    kernel.interrupt()  # the person presses the stop button
+    ex = kernel.wait(msg_id)
+    assert ex.status == "error" and ex.reply.get("ename") == "KeyboardInterrupt"
+    assert [o["output_type"] for o in panel.cells[3]["outputs"]][:1] == ["stream"]
+    assert "KeyboardInterrupt" in json.dumps(panel.cells[3]["outputs"])
+    assert kernel.check("print('still alive')").strip() == "still alive"
