@@ -37,7 +37,7 @@ def _node_problem() -> str | None:
 
 def _up_to_date() -> bool:
     built = OUTPUT / "static" / "style.js"
-    if not built.exists() or not (OUTPUT / "package.json").exists():
+    if not built.exists() or not (OUTPUT / "package.json").exists() or not (OUTPUT / "install.json").exists():
         return False
     sources = [*HERE.joinpath("src").glob("*.ts"), HERE / "package.json"]
     return built.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
@@ -62,3 +62,5 @@ def build(target_name: str, version: str, **_: object) -> None:
     from hatch_jupyter_builder import npm_builder
 
     npm_builder(target_name, version, path=str(HERE), build_cmd="build", npm=["jlpm"], force=True)
+    # Tells `jupyter labextension list` which Python package installed the extension.
+    shutil.copyfile(HERE / "install.json", OUTPUT / "install.json")

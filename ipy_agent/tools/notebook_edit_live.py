@@ -72,7 +72,7 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview
     d = make_diff(_lines(plan.old_source), _lines(plan.new_source), label=label)
     notes = ("outputs will be cleared",) if plan.edit_mode == "replace" and plan.cell and plan.cell.get("output_count") else ()
     return PermissionPreview(title=_title(plan, nb), diff=d.text, added=d.added, removed=d.removed,
-                             notes=(*notes, "the live notebook changes at once; the person saves it"))
+                             notes=(*notes, "this changes the open notebook at once; the file changes when it is saved"))
 
 
 async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> Any:

@@ -86,8 +86,14 @@ class LabServer:
                 self.stop()
                 raise AssertionError(f"JupyterLab did not start; its log:\n{self.log()}")
             time.sleep(0.1)
-        self.port = int(json.loads(info.read_text())["port"])
-        return self
+        while True:  # the server may still be writing the file
+            try:
+                self.port = int(json.loads(info.read_text())["port"])
+                return self
+            except (ValueError, KeyError):
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.1)
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
