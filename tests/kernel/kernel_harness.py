@@ -187,13 +187,19 @@ class Kernel:
         return None
 
     def siblings(self, comm_id: str) -> list[str]:
-        """The comm ids of the widgets in the same box as `comm_id` (a prompt's buttons and text)."""
+        """The comm ids of the widgets in the same box as `comm_id` (a prompt's buttons and text).
+
+        A box's comm_open follows its children's, so a button can be known before its box is."""
         ref = f"IPY_MODEL_{comm_id}"
-        for state in self.models.values():
-            children = state.get("children") or []
-            if ref in children:
-                return [c.removeprefix("IPY_MODEL_") for c in children]
-        raise AssertionError(f"no box contains widget {comm_id}")
+
+        def find() -> list[str] | None:
+            for state in self.models.values():
+                children = state.get("children") or []
+                if ref in children:
+                    return [c.removeprefix("IPY_MODEL_") for c in children]
+            return None
+
+        return self.wait_for(f"a box containing widget {comm_id}", find)
 
     def html_values(self) -> list[str]:
         return [str(s.get("value", "")) for s in self.widgets("HTMLModel").values()]

@@ -170,12 +170,14 @@ def test_a_timeout_stops_the_cell_and_the_kernel_goes_on(kernel: LiveKernel, pan
 
 
 def test_errors_come_back_as_the_traceback_text(kernel: LiveKernel, panel: Panel, tmp_path: Path):
-    panel.cells.append(cell("def f():\n    return 1 / 0\nf()", cell_id="bad"))
+    panel.cells.append(cell("display('before the error')\ndef f():\n    return 1 / 0\nf()", cell_id="bad"))
     name = script(tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="bad")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     text = result_text(results(kernel)["n1"])
     assert "ZeroDivisionError" in text and "return 1 / 0" in text
-    assert panel.cells[3]["outputs"][-1]["output_type"] == "error"
+    outputs = panel.cells[3]["outputs"]
+    assert [o["output_type"] for o in outputs] == ["display_data", "error"]
+    assert outputs[0]["data"]["text/plain"] == "'before the error'" and "'before the error'" in text
 
 
 def test_a_page_reload_reconnects_through_a_comm_the_page_opens(kernel: LiveKernel, panel: Panel, tmp_path: Path):
