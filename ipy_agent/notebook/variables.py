@@ -36,7 +36,7 @@ def _type_name(t: type) -> str:
     # Read through `type`'s own descriptors: a metaclass could define a `__name__` property.
     module = type.__dict__["__module__"].__get__(t)
     name = type.__dict__["__qualname__"].__get__(t)
-    return name if module in ("builtins", None) else f"{module}.{name}"
+    return name if module in ("builtins", "__main__", None) else f"{module}.{name}"  # __main__: the person's cells
 
 
 def _exact(t: type, module: str, name: str) -> bool:
