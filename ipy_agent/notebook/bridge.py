@@ -90,6 +90,7 @@ class NotebookBridge:
         self._comm: Any = None
         self._probe_at: float | None = None
         self._waited = False
+        self._kernel: Any = None
         self.told_missing = False  # the UI said once that there is no front end
 
     # --- state ------------------------------------------------------------------------------
@@ -121,9 +122,10 @@ class NotebookBridge:
     def attach(self, kernel: Any) -> None:
         """Accept comms the front end opens (page reloads), and open one so panels say hello."""
         kernel.comm_manager.register_target(TARGET, self._on_comm_open)
+        self._kernel = kernel
         self.probe()
 
-    def probe(self) -> None:
+    def probe(self) -> Any:
         from comm import create_comm
 
         comm: Any = create_comm(target_name=TARGET, data={"protocol": PROTOCOL, "event": "connect",
@@ -131,6 +133,7 @@ class NotebookBridge:
         comm.on_msg(functools.partial(self._on_msg, comm))
         self._comm = comm
         self._probe_at = time.monotonic()
+        return comm
 
     def _on_comm_open(self, comm: Any, msg: dict[str, Any]) -> None:
         comm.on_msg(functools.partial(self._on_msg, comm))
@@ -178,13 +181,35 @@ class NotebookBridge:
         )
 
     async def ensure(self, timeout: float = HELLO_WAIT) -> bool:
-        """Connected yet? Waits (ticking) only for a hello that a recent probe may still bring,
-        and only once per bridge: afterwards the answer is immediate."""
-        if self.front_end is not None or self._waited or self._probe_at is None:
+        """Before a run: is a page connected, and is it still the page that is open?
+
+        With a page known, the kernel opens a fresh comm and waits for its hello: a reloaded
+        page cannot announce itself while the `%agent` cell holds the kernel (its comm-info
+        request would queue behind the cell), but it answers a comm the kernel opens at once.
+        No hello within `timeout` means the page is gone. Without any page, only the first run
+        after loading waits (for a hello on its way); later runs do not wait at all."""
+        if self._kernel is None:
             return self.front_end is not None
-        end = self._probe_at + timeout
-        while self.front_end is None and time.monotonic() < end:
+        if self.front_end is None:
+            if self._waited or self._probe_at is None:
+                return False
+            end = self._probe_at + timeout
+            while self.front_end is None and time.monotonic() < end:
+                await asyncio.sleep(TICK)
+            self._waited = True
+            return self.front_end is not None
+        old = self._comm
+        probe = self.probe()
+        end = time.monotonic() + timeout
+        while not (self.front_end is not None and self.front_end.comm is probe) and time.monotonic() < end:
             await asyncio.sleep(TICK)
+        if self.front_end is None or self.front_end.comm is not probe:
+            self.front_end = None  # the page did not answer: it was closed
+        if old is not None and old is not probe:
+            try:
+                old.close()
+            except Exception:  # closing a comm nobody listens to may fail; it is gone either way
+                pass
         self._waited = True
         return self.front_end is not None
 

@@ -183,6 +183,7 @@ def test_errors_come_back_as_the_traceback_text(kernel: LiveKernel, panel: Panel
 def test_a_page_reload_reconnects_through_a_comm_the_page_opens(kernel: LiveKernel, panel: Panel, tmp_path: Path):
     panel.silent = True  # the old page is gone
     fresh = Panel(path=panel.path, cells=[cell("fresh = True", cell_id="f1")])
+    kernel.panels[:] = [fresh]  # the reloaded page is the one that answers the kernel's comms now
     comm_id = kernel.open_from_page(fresh)
     kernel.wait_for("the new page's hello", lambda: kernel.check(
         f"print({MAGICS}.bridge.front_end.comm.comm_id)").strip() == comm_id)
