@@ -1,23 +1,18 @@
-"""`%agent` and its companion magics, their configuration, and how a run waits in each setting.
+"""`%agent` and its companion magics, and their configuration.
 
 This is the edge where IPython meets the runtime. Traitlets configure the magics
 (`%config AgentMagics.permission_mode = "acceptEdits"`, `c.AgentMagics.allow = [...]` in
-ipython_config.py); the Agent itself receives plain values. How a run waits depends on where it
-runs (see DESIGN.md, "Running in a kernel"):
-
-- kernel: an input transformer turns `%agent ...` / `%%agent` into `await run_agent_cell(...)`,
-  which waits with a 0.25 s tick so a kernel interrupt ends the run promptly (a plain await
-  would not wake up) and widget clicks are delivered meanwhile. `--background` instead starts
-  a task on the kernel's loop and returns at once.
-- terminal IPython: no loop is running while a magic executes, so `asyncio.run` in the
-  foreground, with text output and `input()` approvals; Ctrl-C interrupts the run.
+ipython_config.py); the Agent itself receives plain values. The options of the `%agent` line
+are declared once, in options.py. How a run waits depends on where it runs (cell_runner.py):
+awaited by the cell in a kernel, `asyncio.run` in the foreground in terminal IPython, where no
+loop is running while a magic executes (text output, `input()` approvals, Ctrl-C interrupts).
 """
 
 from __future__ import annotations
 
 import asyncio
+import html
 import os
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -25,21 +20,24 @@ from collections.abc import Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic_arguments import magic_arguments
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from .agent import Agent, RunResult
-from .runtime.budget import SELF_LIMITING
+from .runtime.limits import MESSAGE_RESULT_CHARS
 from .runtime.history import repair_history
 from .runtime.permissions import PERMISSION_MODES
 from .conversation_file import load_conversation, save_conversation
-from .settings import RuleSpec, SettingsError, load_settings_rules, option_rules, replace_rules, rules_from_lists, split_options
+from .cell_runner import agent_transformer, current_magics, run_agent_cell, terminal_transformer
+from .options import add_arguments, option_rules, split_options
+from .session_grants import SessionGrants
+from .settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
 from .ui import RunUI, choose_ui
+from .ui.announce import cell_number
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
            "agent_transformer", "terminal_transformer", "current_magics"]
 
-TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
 @dataclass(kw_only=True)
 class _Run:
     """One prepared run: the agent, the prompt, and how this setting shows it and asks."""
@@ -47,6 +45,7 @@ class _Run:
     agent: Agent
     prompt: str
     ui: RunUI
+    cell: int | None = None  # the execution count of the cell that started it
 
 
 @magics_class
@@ -55,15 +54,19 @@ class AgentMagics(Magics):
 
     model = Unicode("", help="Model name for AnthropicModel; empty: IPY_AGENT_MODEL or the newest Sonnet.").tag(config=True)
     permission_mode = Enum(list(PERMISSION_MODES), default_value="default", help="Permission mode of each run.").tag(config=True)
+    sandbox = Enum(["auto", "always", "off"], default_value="auto",
+                   help="Bash sandbox: 'auto' sandboxes commands no one approved, 'always' approved ones too "
+                        "(writes limited to the working directories), 'off' none (then only core commands run unasked).").tag(config=True)
     allow = List(Unicode(), help="Allow rules, e.g. ['Bash(git status:*)'].").tag(config=True)
     ask = List(Unicode(), help="Ask rules: always prompt for these.").tag(config=True)
     deny = List(Unicode(), help="Deny rules, e.g. ['Read(**/.env)'].").tag(config=True)
     max_turns = Int(50, help="Model requests per run before it stops with max_turns.").tag(config=True)
     background = Bool(False, help="Run in the background by default (kernel only).").tag(config=True)
     max_result_chars = Int(None, allow_none=True, help="Override every tool's result size limit.").tag(config=True)
-    message_budget = Int(200_000, help="Characters of tool results one message may carry before spilling.").tag(config=True)
+    message_budget = Int(MESSAGE_RESULT_CHARS, help="Characters of tool results one message may carry before spilling.").tag(config=True)
     widgets = Bool(True, help="Widget UI in a kernel; False: text output and a non-interactive approver.").tag(config=True)
     approval_timeout = Float(None, allow_none=True, help="Seconds before an unanswered widget prompt is denied; None: wait.").tag(config=True)
+    context_window = Int(None, allow_none=True, help="Tokens of context for new conversations; None: the model's own window.").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -75,20 +78,11 @@ class AgentMagics(Magics):
         self._default_model: Any = None
         # The live-notebook bridge (kernel only): tools reach the open notebook through it.
         self.bridge: Any = None
+        self.grants = SessionGrants()  # "Always allow" rules, kept across --new and %agent_reset
 
     # --- %agent ---------------------------------------------------------------------------
     @magic_arguments()
-    @argument("--new", action="store_true", help="Start a fresh conversation (the old one is dropped).")
-    @argument("--mode", choices=list(PERMISSION_MODES), help="Permission mode for this run.")
-    @argument("--model", help="Anthropic model name for this run.")
-    @argument("--max-turns", type=int, help="Model requests before the run stops.")
-    @argument("--script", metavar="PATH", help='Replay a ScriptedModel transcript {"turns": [...]} (offline).')
-    @argument("--allow", action="append", default=[], metavar="RULE", help="Allow rule for this run (repeatable).")
-    @argument("--deny", action="append", default=[], metavar="RULE", help="Deny rule for this run (repeatable).")
-    @argument("--background", action="store_true", help="Kernel: start the run and return at once.")
-    @argument("--no-widgets", action="store_true", help="Text output; only what rules and mode allow runs.")
-    @argument("--resume", metavar="PATH", help="Continue a conversation saved with %%agent_save.")
-    @argument("prompt", nargs="*", help="The request; with %%%%agent, the cell body.")
+    @add_arguments
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
         """Run the agent on a request; the conversation continues across cells.
@@ -97,11 +91,12 @@ class AgentMagics(Magics):
             %%agent --mode acceptEdits --allow Bash(pytest:*)
             Rename load() to read_table() everywhere and run the tests.
 
-        Options apply to this run only; --new and --resume change the conversation. Rules
+        Options apply to this run only; --new and --resume change the conversation (the rules
+        you granted with "Always allow" stay for the kernel session: see %agent_rules). Rules
         are Claude Code's syntax (`Tool` or `Tool(specifier)`) and also come from
         AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
-        See also %agent_stop, %agent_tools, %agent_inspect, %agent_trace, %agent_history,
-        %agent_reset, %agent_save.
+        See also %agent_stop, %agent_tools, %agent_rules, %agent_inspect, %agent_trace,
+        %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save.
         """
         try:
             asyncio.get_running_loop()
@@ -143,11 +138,14 @@ class AgentMagics(Magics):
         finally:
             run.agent.remove_listener(run.ui.listener)
             run.ui.close()
+            where = f'"Always allow" in cell [{run.cell}]' if run.cell else '"Always allow"'
+            self.grants.collect(run.agent, where)
 
-    def _prepare(self, line: str, cell: str | None, *, background: bool | None) -> _Run | None:
+    def _prepare(self, line: str, cell: str | None, *, background: bool | None, handle: Any = None) -> _Run | None:
         """Parse, find or make the agent, apply configuration; None when there is nothing to run.
 
-        `background`: forced on or off by the caller, or None to follow the option and config."""
+        `background`: forced on or off by the caller, or None to follow the option and config.
+        `handle`: the cell's start line (see `start_line`), which the run's view replaces."""
         try:
             tokens, prompt = split_options(line)
             args = AgentMagics.agent.parser.parse_args(tokens)
@@ -164,14 +162,18 @@ class AgentMagics(Magics):
         model = self._model_for(args)
         if args.resume:
             self._use_agent(self._resume(args.resume, self._new_agent(model)))
+            self.grants.collect(self.current, f"restored from {args.resume}")
             print(f"Resumed {len(self.current.messages)} messages from {args.resume}.")  # type: ignore[union-attr]
         elif args.new or self.current is None:
             self._use_agent(self._new_agent(model))
+            self.grants.apply(self.current)
         agent = self.current
         assert agent is not None
+        if args.new and not args.resume:
+            # Said even with a request on the same line: the person should know what carried over.
+            print(" ".join(p for p in ("New conversation" + ("; the next %agent starts it." if not prompt else "."),
+                                       self.grants.note()) if p))
         if not prompt:
-            if args.new and not args.resume:
-                print("New conversation; the next %agent starts it.")
             if args.resume or args.new:
                 return None
             raise UsageError('%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.')
@@ -184,7 +186,8 @@ class AgentMagics(Magics):
         wanted = args.background or self.background
         kernel = getattr(self.shell, "kernel", None) is not None
         ui = choose_ui(agent, kernel=kernel, background=wanted if background is None else background,
-                       widgets=self.widgets and not args.no_widgets, approval_timeout=self.approval_timeout)
+                       widgets=self.widgets and not args.no_widgets, approval_timeout=self.approval_timeout,
+                       handle=handle)
         for w in warnings:
             ui.show_error(f"warning: {w}")
         if self.bridge is not None and not self.bridge.connected and not self.bridge.told_missing:
@@ -192,7 +195,26 @@ class AgentMagics(Magics):
             ui.show_error(f"note: {self.bridge.status()}.")
         if wanted and background is False:
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
-        return _Run(agent=agent, prompt=prompt, ui=ui)
+        return _Run(agent=agent, prompt=prompt, ui=ui, cell=cell_number(self.shell))
+
+    def start_line(self, line: str, cell: str | None = None) -> Any:
+        """Show at once what is starting and with which model, before the slow imports of a first
+        run (the SDK, the tools, the widgets); returns the display handle the view replaces."""
+        from IPython.display import display
+
+        try:
+            tokens, prompt = split_options(line)
+            args = AgentMagics.agent.parser.parse_args(tokens)
+        except (ValueError, UsageError):
+            return None  # _prepare reports it
+        if not prompt and not (cell or "").strip():
+            return None  # nothing will run (--new, --resume alone, or a missing request)
+        if args.script:
+            model = f"the scripted model {os.path.basename(args.script)} (offline)"
+        else:
+            model = args.model or self.model or os.environ.get("IPY_AGENT_MODEL", "").strip() or "the default Claude model"
+        text = f"ipy_agent: starting with {model}…"
+        return display({"text/plain": text, "text/html": f"<i>{html.escape(text)}</i>"}, raw=True, display_id=True)
 
     @staticmethod
     def _resume(path: str, agent: Agent) -> Agent:
@@ -229,9 +251,12 @@ class AgentMagics(Magics):
     def _new_agent(self, model: Any) -> Agent:
         tools = self.tools_factory() if self.tools_factory is not None else None
         return Agent(model=model, cwd=os.getcwd(), permission_mode=self.permission_mode, max_turns=self.max_turns,
-                     tools=tools, message_budget=self.message_budget)
+                     tools=tools, message_budget=self.message_budget, context_window=self.context_window,
+                     sandbox=self.sandbox)
 
     def _use_agent(self, agent: Agent) -> None:
+        if self.current is not None and self.current is not agent:
+            self.current.close()  # its MCP servers: the new conversation starts its own
         self.current, self._managed = agent, []
 
     def _apply_settings(self, agent: Agent, extra: list[RuleSpec]) -> list[str]:
@@ -245,13 +270,9 @@ class AgentMagics(Magics):
         except SettingsError as e:
             raise UsageError(str(e)) from None
         self._managed = replace_rules(agent.rules, self._managed, [*config, *files, *extra])
+        warnings += _apply_mcp_files(agent)
         agent.budget.message_limit = self.message_budget
-        for tool in agent.tools:
-            # Remember each tool's own limit, so setting the override back to None restores it.
-            # Self-limiting tools (Read) keep theirs: spilling a Read only sends the model to Read again.
-            own = tool.__dict__.setdefault("_own_max_result_chars", tool.max_result_chars)
-            override = self.max_result_chars if own < SELF_LIMITING else None
-            tool.max_result_chars = own if override is None else override
+        agent.registry.result_limit_override = self.max_result_chars
         return warnings
 
     def _need_agent(self) -> Agent:
@@ -277,7 +298,7 @@ class AgentMagics(Magics):
     def agent_tools(self, line: str = "") -> None:
         """The tools the model would be offered now, their safety flags, why others are hidden,
         and every permission rule with the place it came from."""
-        from .ui.inspect import tools_text
+        from .ui.inspection import tools_text
 
         agent = self.current or self._new_agent(model=None)
         for w in self._apply_settings(agent, []):
@@ -290,7 +311,7 @@ class AgentMagics(Magics):
 
         Shows the full tool_result the model received beside the compact line the person saw,
         the permission decision, and the read-state entry the call touched."""
-        from .ui.inspect import inspect_text
+        from .ui.inspection import inspect_text
 
         try:
             print(inspect_text(self._need_agent(), line.strip() or None))
@@ -301,7 +322,7 @@ class AgentMagics(Magics):
     def agent_trace(self, line: str = "") -> None:
         """%agent_trace [N]: each call of turn N (default: the last turn with calls), its stages
         with durations and decisions, and a picture of the batches over time."""
-        from .ui.inspect import trace_text
+        from .ui.inspection import trace_text
 
         text = line.strip()
         if text and not text.isdigit():
@@ -314,18 +335,83 @@ class AgentMagics(Magics):
     @line_magic
     def agent_history(self, line: str = "") -> None:
         """The conversation so far, one compact line per block."""
-        from .ui.inspect import history_text
+        from .ui.inspection import history_text
 
         print(history_text(self._need_agent()))
 
     @line_magic
+    def agent_context(self, line: str = "") -> None:
+        """What fills the context window: system prompt, tools, messages, tool results, by size,
+        with a bar picture and the share used. See also %agent_compact."""
+        from .context.report import context_report
+
+        print(context_report(self._need_agent()))
+
+    @line_magic
+    def agent_compact(self, line: str = "") -> None:
+        """%agent_compact [instructions]: summarise the older turns now, keeping the recent ones.
+
+        The instructions say what the summary must keep, e.g. `%agent_compact keep the failing test names`."""
+        agent = self._need_agent()
+        if agent.running:
+            raise UsageError("The agent is running; stop it first with %agent_stop.")
+        cm = agent.context_manager
+        events: list[Any] = []
+        agent.on_event(events.append)
+        try:
+            done = cm.compact_now(line.strip())
+        finally:
+            agent.remove_listener(events.append)
+        if not done:
+            print(f"Not compacted: {cm.last_refusal}.")
+            return
+        event = next(e for e in reversed(events) if getattr(e, "kind", "") == "context")
+        print(f"{event.text[:1].upper()}{event.text[1:]}.")
+
+    @line_magic
     def agent_reset(self, line: str = "") -> None:
-        """Forget the conversation, read state and trace; configuration and granted rules stay."""
+        """Forget the conversation, read state and trace. Configuration stays, and so do the rules
+        you granted with "Always allow" (for the kernel session; %agent_rules lists them)."""
         agent = self._need_agent()
         if agent.running:
             raise UsageError("The agent is running; stop it first with %agent_stop.")
         agent.reset()
-        print("Conversation cleared.")
+        agent.close()  # MCP servers stop; they start again at the next run
+        print(" ".join(p for p in ("Conversation cleared.", self.grants.note()) if p))
+
+    @line_magic
+    def agent_rules(self, line: str = "") -> None:
+        """%agent_rules [--revoke RULE]: the rules you granted with "Always allow", and where.
+
+        Grants last for the kernel session: %agent --new and %agent_reset keep them. --revoke
+        takes one back (the next call it covered asks again). %agent_tools lists every rule."""
+        text = line.strip()
+        if not text:
+            print(self.grants.listing(self.current))
+            return
+        if not text.startswith("--revoke"):
+            raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")
+        rule = text[len("--revoke"):].strip().strip("'\"")
+        if not rule:
+            raise UsageError("%agent_rules --revoke needs a rule, e.g. `%agent_rules --revoke Bash(git status:*)`")
+        try:
+            self.grants.revoke(rule, self.current)
+        except KeyError:
+            known = ", ".join(self.grants.sources) or "none"
+            raise UsageError(f"{rule!r} is not a rule granted with \"Always allow\" (granted: {known})") from None
+        print(f"Revoked {rule}: calls it covered will ask again.")
+
+    @line_magic
+    def agent_mcp(self, line: str = "") -> None:
+        """MCP servers: where each is configured, its transport and status (why it is down, with
+        its last stderr lines), and its tools with their safety flags. Servers start at the first
+        %agent run; a project's servers (.mcp.json) ask for your approval once."""
+        from .mcp.report import status_text
+
+        agent = self.current or self._new_agent(model=None)
+        for w in self._apply_settings(agent, []):
+            print(f"warning: {w}", file=sys.stderr)
+        print(status_text(agent.mcp, agent.exposure().hidden))
 
     @line_magic
     def agent_save(self, line: str = "") -> None:
@@ -343,78 +429,13 @@ class AgentMagics(Magics):
         print(f"Saved {len(agent.messages)} messages to {path}.")
 
 
-# --- the kernel path: awaited cells ---------------------------------------------------------
+def _apply_mcp_files(agent: Agent) -> list[str]:
+    """MCP servers from .mcp.json and the settings files onto the agent; warnings for bad entries."""
+    from .mcp import load_mcp_files
 
-_CALL = '__import__("ipy_agent.magics", fromlist=["run_agent_cell"]).run_agent_cell'
-_LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
-_CELL_RE = re.compile(r"^%%agent(?:[ \t]|$)")
-
-
-def agent_transformer(lines: list[str]) -> list[str]:
-    """Rewrite `%%agent` cells and unindented `%agent` lines into an awaited call.
-
-    A line magic cannot await, and only an awaiting cell lets ipykernel deliver widget clicks
-    and interrupts while the agent runs. `%agent?` (help) is left alone.
-    """
-    if lines and _CELL_RE.match(lines[0]):
-        return [f"await {_CALL}({lines[0][len('%%agent'):].strip()!r}, {''.join(lines[1:])!r})\n"]
-    return [f"await {_CALL}({ln[len('%agent'):].strip()!r})\n" if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\")
-            else ln for ln in lines]
-
-
-async def run_agent_cell(line: str, cell: str | None = None) -> None:
-    """What a transformed `%agent` cell awaits: run, waking every TICK seconds.
-
-    ipykernel's interrupt cancels the cell's task, but a plain `await` only notices when some
-    other message wakes the loop; the tick bounds that delay. On cancel the agent closes its
-    turn (every tool_use answered) before the cell ends with KeyboardInterrupt.
-    """
-    magics = current_magics()
-    if magics.bridge is not None:
-        await magics.bridge.ensure()  # the first run after loading waits briefly for the page's hello
-    run = magics._prepare(line, cell, background=None)
-    if run is None:
-        return
-    if run.ui.background:
-        magics._start_background(run)
-        return
-    task = asyncio.ensure_future(magics._execute(run))
-    try:
-        while not task.done():
-            await asyncio.wait([task], timeout=TICK)
-    except asyncio.CancelledError:
-        if run.agent.running:
-            run.agent.interrupt()
-        else:
-            task.cancel()
-        await asyncio.wait([task], timeout=30)
-        # What a person expects from the stop button (ipykernel would show a CancelledError);
-        # IPython reports it like any interrupted cell, so Run All stops here too.
-        raise KeyboardInterrupt("the agent run was interrupted; the conversation is intact, "
-                                "continue it with %agent") from None
-    task.result()
-
-
-def terminal_transformer(lines: list[str]) -> list[str]:
-    """Terminal IPython: pass `%agent ...` lines to the magic before help syntax sees them.
-
-    Without this, `%agent what does this do?` is taken as a request for help on `do` (a line
-    ending in `?`), and questions are the most common prompts. `%agent?` itself is left alone.
-    """
-    return [f"get_ipython().run_line_magic('agent', {ln[len('%agent'):].strip()!r})\n"
-            if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\") else ln for ln in lines]
-
-
-def current_magics(shell: Any = None) -> AgentMagics:
-    """The AgentMagics registered on `shell` (default: the running IPython)."""
-    if shell is None:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    magics = shell.magics_manager.registry.get("AgentMagics") if shell is not None else None
-    if magics is None:
-        raise UsageError("ipy_agent is not loaded: run `%load_ext ipy_agent` first.")
-    return magics
+    servers, warnings = load_mcp_files(agent.cwd)
+    agent.mcp.set_file_servers(servers)
+    return warnings
 
 
 def load_ipython_extension(shell: Any) -> None:
@@ -444,6 +465,8 @@ def unload_ipython_extension(shell: Any) -> None:
                 shell.magics_manager.magics[kind].pop(name, None)
         if magics.current is not None and magics.current.running:
             magics.current.interrupt()
+        if magics.current is not None:
+            magics.current.close()  # no MCP server outlives the extension
         if magics in getattr(shell, "configurables", []):
             shell.configurables.remove(magics)
     for transformer in (agent_transformer, terminal_transformer):

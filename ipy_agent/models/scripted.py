@@ -22,6 +22,10 @@ __all__ = ["ScriptedModel"]
 Turn = str | list[dict[str, Any]] | Callable[[list[dict[str, Any]]], Any]
 
 _FINAL_TEXT = "(The scripted model has no more turns.)"
+COMPACTION_SUMMARY = (
+    "(Scripted summary.) The person asked for work in this notebook; the agent used its tools on "
+    "their files. No decisions or open tasks were recorded by the scripted model."
+)
 
 
 class ScriptedModel:
@@ -29,9 +33,16 @@ class ScriptedModel:
 
     Each turn is a list of content blocks in Anthropic format, a plain string (one text block),
     or a callable that receives the conversation so far and returns either. When the turns run
-    out, it ends the turn with a short text. Every request is kept in `requests` (system,
-    messages, tools) so tests can assert what the model was shown.
+    out, it ends the turn with a short text. The last `keep_requests` requests (system,
+    messages, tools; default 100, None keeps all) are kept in `requests` so tests can assert
+    what the model was shown. A request is kept as it was sent, without a copy: the agent
+    gives each request a list of its history's messages, which it never changes in place.
+
+    A compaction request (`request.purpose == "compaction"`) is answered with
+    `compaction_summary` and kept in `compactions` instead: it uses no scripted turn.
     """
+
+    offline = True  # costs nothing: the UI shows no price for it
 
     def __init__(
         self,
@@ -40,12 +51,20 @@ class ScriptedModel:
         name: str = "scripted",
         block_delay: float = 0.0,
         chunk_size: int = 40,
+        keep_requests: int | None = 100,
+        compaction_summary: str = COMPACTION_SUMMARY,
     ) -> None:
+        if keep_requests is not None and keep_requests < 0:
+            raise ValueError(f"keep_requests must be at least 0 or None, not {keep_requests!r}")
         self.turns: list[Turn] = list(turns or [])
+        self.compaction_summary = compaction_summary
+        self.compactions: list[dict[str, Any]] = []
         self.name = name
         self.block_delay = block_delay
         self.chunk_size = chunk_size
+        self.keep_requests = keep_requests
         self.requests: list[dict[str, Any]] = []
+        self._sizes = _SizeCache()
         # Per-block completion times (loop clock), for tests and the streaming bench.
         self.block_times: list[tuple[str, float]] = []
         self._next = 0
@@ -86,17 +105,34 @@ class ScriptedModel:
         return [dict(b) for b in turn]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self.requests.append(
-            {"system": request.system, "messages": copy.deepcopy(request.messages), "tools": copy.deepcopy(request.tools)}
-        )
+        if request.purpose == "compaction":
+            self.compactions.append({"system": request.system, "messages": list(request.messages)})
+            await asyncio.sleep(0)
+            summary: dict[str, Any] = {"type": "text", "text": self.compaction_summary}
+            yield BlockComplete(block=dict(summary), index=0)
+            yield MessageComplete(content=[summary], stop_reason="end_turn", model=self.name,
+                                  usage=Usage(input_tokens=1, output_tokens=max(1, len(self.compaction_summary) // 4)))
+            return
+        if self.keep_requests != 0:
+            # The request's own lists: the agent builds them for this request and never changes them.
+            self.requests.append({"system": request.system, "messages": request.messages, "tools": request.tools})
+            if self.keep_requests is not None and len(self.requests) > self.keep_requests:
+                del self.requests[: len(self.requests) - self.keep_requests]
         blocks = self._take_turn(request.messages)
         loop = asyncio.get_running_loop()
         content: list[dict[str, Any]] = []
+        # A tool_use id is unique within a conversation (the API's ids are). A transcript replayed
+        # twice in one conversation repeats its ids, and `%agent_history` / `%agent_inspect ID`
+        # would then mix up the calls: a repeated id gets a suffix.
+        used = {str(b.get("id")) for m in request.messages if isinstance(m.get("content"), list)
+                for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
         for index, block in enumerate(blocks):
             delay = block.pop("_delay", self.block_delay)
             if block.get("type") == "tool_use" and not block.get("id"):
                 self._ids += 1
                 block["id"] = f"toolu_scripted_{self._ids:04d}"
+            if block.get("type") == "tool_use":
+                block["id"] = _unique(str(block["id"]), used)
             if block.get("type") == "tool_use":
                 block.setdefault("input", {})
             if block.get("type") == "text":
@@ -112,6 +148,43 @@ class ScriptedModel:
             self.block_times.append((str(block.get("id") or block.get("type")), loop.time()))
             yield BlockComplete(block=copy.deepcopy(block), index=index)
         stop = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
-        chars = sum(len(json.dumps(m)) for m in request.messages) + len(request.system)
+        chars = self._sizes.total(request.messages) + len(request.system)
         usage = Usage(input_tokens=chars // 4, output_tokens=max(1, len(json.dumps(content)) // 4))
         yield MessageComplete(content=content, stop_reason=stop, usage=usage, model=self.name)
+
+
+class _SizeCache:
+    """The JSON size of a history, measuring only the messages that are new since last time.
+
+    The agent's history grows at the end and replaces (never edits) its last message, so what
+    was measured stays valid up to the last message that is still the same object; a reset or
+    a resumed conversation walks back to the start and is measured afresh."""
+
+    def __init__(self) -> None:
+        self._seen: list[dict[str, Any]] = []
+        self._sizes: list[int] = []
+        self._total = 0
+
+    def total(self, messages: list[dict[str, Any]]) -> int:
+        same = min(len(self._seen), len(messages))
+        while same and messages[same - 1] is not self._seen[same - 1]:
+            same -= 1
+        if same < len(self._seen):
+            self._total -= sum(self._sizes[same:])
+            del self._seen[same:], self._sizes[same:]
+        for m in messages[same:]:
+            size = len(json.dumps(m))
+            self._seen.append(m)
+            self._sizes.append(size)
+            self._total += size
+        return self._total
+
+
+def _unique(tool_use_id: str, used: set[str]) -> str:
+    """`tool_use_id`, or it with the first free suffix `_2`, `_3`, ...; the result joins `used`."""
+    candidate, n = tool_use_id, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{tool_use_id}_{n}"
+    used.add(candidate)
+    return candidate

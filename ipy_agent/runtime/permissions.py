@@ -4,7 +4,7 @@ Order (first that applies wins), modelled on Claude Code and stricter where it h
 1. a deny rule (whole tool or content) -> deny
 2. the tool's own deny (`check_permissions`) -> deny
 3. plan mode and the call is not read-only -> deny
-4. an ask rule, or a hook's ask -> ask
+4. an ask rule, the tool's insistent ask (`PermissionCheck.always`), or a hook's ask -> ask
 5. a hook's allow -> allow (deny and ask rules were already applied)
 6. bypassPermissions -> allow
 7. acceptEdits and an edit inside the working directories -> allow
@@ -21,10 +21,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from collections.abc import Callable
 
-from .rules import Rule, matches_subject, parse_rule, split_compound
-from .tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from .rules import Rule, matches_subject, parse_rule
+from .tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 
 __all__ = [
     "PermissionMode",
@@ -40,7 +39,7 @@ __all__ = [
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
 Behavior = Literal["allow", "ask", "deny"]
-Source = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
+Source = DecisionSource
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,41 +119,35 @@ class PermissionRules:
         return r
 
     def denies_whole(self, tool: Tool) -> Rule | None:
-        names = {tool.name}
+        names = {tool.name, *tool.rule_groups}
         return next((r for r in self.deny if r.tool in names and r.whole_tool), None)
 
-    def find(self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path,
-             splitter: Callable[[str], list[str] | None] | None = None) -> Rule | None:
-        names = {tool.name, *tool.rule_names}
+    def find(self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
+        names = {tool.name, *tool.rule_names, *tool.rule_groups}
         for rule in getattr(self, kind):
             if rule.tool not in names:
                 continue
             if rule.whole_tool:
                 # `Edit` whole-tool rules name Edit only; Write answers to Edit(...) content rules.
-                if rule.tool == tool.name:
+                # A group (`mcp__srv`) names every tool in it.
+                if rule.tool == tool.name or rule.tool in tool.rule_groups:
                     return rule
                 continue
-            if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind, splitter=splitter):
+            if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind):
                 return rule
         return None
 
-    def find_allow_for_parts(self, tool: Tool, subject: RuleSubject | None, cwd: Path,
-                             splitter: Callable[[str], list[str] | None] | None) -> Rule | None:
+    def find_allow_for_parts(self, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
         """A compound command is allowed when each of its commands is allowed by some rule."""
-        if subject is None or subject.kind != "command":
-            return None
-        parts = (splitter or split_compound)(subject.value)
-        if not parts or len(parts) < 2:
+        if subject is None or subject.kind != "command" or subject.parts is None or len(subject.parts) < 2:
             return None
         found: Rule | None = None
-        for part in parts:
-            sub = RuleSubject(kind="command", value=part)
-            rule = self.find("allow", tool, sub, cwd, splitter=lambda s: [s])
+        for part in subject.parts:
+            rule = self.find("allow", tool, RuleSubject(kind="command", value=part.text, parts=(part,)), cwd)
             if rule is None:
                 return None
             found = found or rule
         return found
-
 
 
 def decide(
@@ -166,7 +159,6 @@ def decide(
     mode: str,
     tool_check: PermissionCheck,
     hook_decision: tuple[Behavior, str] | None,
-    splitter: Callable[[str], list[str] | None] | None = None,
 ) -> Decision:
     subject = tool.rule_subject(inp, ctx)
     cwd = ctx.cwd
@@ -175,9 +167,10 @@ def decide(
     # A symlink is judged as itself and as its target: a deny rule on either denies, an allow
     # rule must cover both (a link inside `src/` must not open `~/.ssh/id_rsa`).
     target = _link_target(subject)
-    r = rules.find("deny", tool, subject, cwd, splitter) or (target and rules.find("deny", tool, target, cwd, splitter))
+    r = rules.find("deny", tool, subject, cwd) or (target and rules.find("deny", tool, target, cwd))
     if r:
-        return Decision(behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source})")
+        hidden = f": {subject.hidden}, so the rule could apply to it" if subject is not None and subject.hidden else ""
+        return Decision(behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source}){hidden}")
     if tool_check.behavior == "deny":
         return Decision(behavior="deny", source="tool", reason=tool_check.message or f"{tool.name} refused this call")
     if hook_decision is not None and hook_decision[0] == "deny":
@@ -187,8 +180,11 @@ def decide(
             behavior="deny", source="mode",
             reason="plan mode: only read-only tools run. Describe the change you would make instead of making it.",
         )
-    if (r := rules.find("ask", tool, subject, cwd, splitter)) is not None:
+    if (r := rules.find("ask", tool, subject, cwd)) is not None:
         return Decision(behavior="ask", source="rule", rule=r.text, reason=f"rule {r.text!r} asks for approval")
+    if tool_check.behavior == "ask" and tool_check.always:
+        # Before hooks, modes and allow rules: a write that changes what runs asks every time.
+        return Decision(behavior="ask", source="tool", reason=tool_check.message or f"{tool.name} asks for approval")
     if hook_decision is not None and hook_decision[0] == "ask":
         return Decision(behavior="ask", source="hook", reason=hook_decision[1] or "a PreToolUse hook asks for approval")
     if hook_decision is not None and hook_decision[0] == "allow":
@@ -197,8 +193,8 @@ def decide(
         return Decision(behavior="allow", source="mode", reason="bypassPermissions mode")
     if mode == "acceptEdits" and tool.kind == "edit" and _subject_inside(subject, ctx):
         return Decision(behavior="allow", source="mode", reason="acceptEdits mode: an edit inside the working directories")
-    r = rules.find("allow", tool, subject, cwd, splitter) or rules.find_allow_for_parts(tool, subject, cwd, splitter)
-    if r is not None and target is not None and rules.find("allow", tool, target, cwd, splitter) is None:
+    r = rules.find("allow", tool, subject, cwd) or rules.find_allow_for_parts(tool, subject, cwd)
+    if r is not None and target is not None and rules.find("allow", tool, target, cwd) is None:
         r = None
     if r is not None:
         return Decision(behavior="allow", source="rule", rule=r.text, reason=f"allowed by rule {r.text!r} ({r.source})")

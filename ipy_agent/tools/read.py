@@ -11,7 +11,6 @@ and a token estimate after (every read), and both errors say how to read less.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import stat
@@ -21,8 +20,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.runtime.limits import SELF_LIMITING
+from ipy_agent.runtime.threads import run_blocking
 from ipy_agent.runtime.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
-from ipy_agent.tools._image import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
+from ipy_agent.runtime.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
 from ipy_agent.tools._read_text import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_TOKENS,
@@ -94,7 +95,7 @@ class ReadTool(Tool):
     name = "Read"
     input_model = ReadInput
     # Read limits itself (size and token checks); a spill would hide the text the model asked for.
-    max_result_chars = 10**9
+    max_result_chars = SELF_LIMITING
     rule_names = ("Read",)
     kind = "read"
 
@@ -122,7 +123,7 @@ class ReadTool(Tool):
         return PermissionCheck(behavior="ask", message=f"Read {str(path)!r}: outside the working directories ({dirs}).")
 
     async def call(self, inp: ReadInput, ctx: ToolContext) -> ReadOutput:
-        return await asyncio.to_thread(self._read, inp, ctx)
+        return await run_blocking(self._read, inp, ctx)
 
     # --- results ---------------------------------------------------------------------------
     def map_result(self, output: ReadOutput, tool_use_id: str) -> dict[str, Any]:
@@ -358,7 +359,7 @@ def _text_output(path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContex
     if r.raw is not None:
         ctx.read_state.record(path, content=r.raw, offset=offset, limit=limit)
     else:
-        # Too big to hash on every ranged read; Edit then checks size and mtime instead.
+        # Too big to keep whole: the read state hashes the file as a stream instead.
         ctx.read_state.record(path, digest=None, size=st.st_size, mtime_ns=st.st_mtime_ns, offset=offset, limit=limit)
     return ReadOutput(kind="text", path=str(path), content=text, first_line=start, lines=shown, total_lines=r.total_lines, nbytes=st.st_size)
 

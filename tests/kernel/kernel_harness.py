@@ -53,7 +53,7 @@ class Execution:
             c = m["content"]
             if m["msg_type"] == "stream":
                 parts.append(c["text"])
-            elif m["msg_type"] in ("execute_result", "display_data"):
+            elif m["msg_type"] in ("execute_result", "display_data", "update_display_data"):
                 parts.append(str(c["data"].get("text/plain", "")))
             elif m["msg_type"] == "error":
                 parts.append(f"{c['ename']}: {c['evalue']}\n")
@@ -157,7 +157,7 @@ class Kernel:
                 raise AssertionError(f"cell {msg_id} did not finish within {timeout:.0f} s; seen:\n{self.describe()}")
         self.wait_for(f"idle after {msg_id}", lambda: self._idle(msg_id), timeout)
         outputs = [m for m in self.messages if m["parent_header"].get("msg_id") == msg_id
-                   and m["msg_type"] in ("stream", "execute_result", "display_data", "error")]
+                   and m["msg_type"] in ("stream", "execute_result", "display_data", "update_display_data", "error")]
         return Execution(msg_id=msg_id, reply=reply, outputs=outputs)
 
     def _idle(self, msg_id: str) -> bool:
@@ -181,25 +181,52 @@ class Kernel:
         return {cid: s for cid, s in self.models.items() if s.get("_model_name") == model_name}
 
     def find_button(self, prefix: str, *, enabled: bool = True) -> str | None:
+        """A button a person can see: on screen (inside a displayed widget), not just opened.
+
+        The kernel opens a widget's children before the box that holds them, and attaches a
+        new box (an approval prompt) to the view after that; so once a button is reachable from
+        a displayed widget, everything shown beside it (the prompt's diff) has arrived too."""
+        on_screen = self.displayed()
         for cid, state in self.widgets("ButtonModel").items():
-            if str(state.get("description", "")).startswith(prefix) and not (enabled and state.get("disabled")):
+            if cid in on_screen and str(state.get("description", "")).startswith(prefix) \
+                    and not (enabled and state.get("disabled")):
                 return cid
         return None
 
-    def siblings(self, comm_id: str) -> list[str]:
+    def displayed(self) -> set[str]:
+        """The comm ids of every widget inside a widget that a cell displayed."""
+        view = "application/vnd.jupyter.widget-view+json"
+        todo = [m["content"]["data"][view]["model_id"] for m in self.messages
+                if m["msg_type"] in ("display_data", "execute_result") and view in m["content"].get("data", {})]
+        seen: set[str] = set()
+        while todo:
+            cid = todo.pop()
+            if cid in seen or cid not in self.models:
+                continue
+            seen.add(cid)
+            state = self.models[cid]
+            todo += [str(c).removeprefix("IPY_MODEL_") for c in state.get("children") or []]
+            for output in state.get("outputs") or []:  # an Output widget showing widgets
+                if isinstance(output, dict) and view in output.get("data", {}):
+                    todo.append(output["data"][view]["model_id"])
+        return seen
+
+    def siblings(self, comm_id: str, timeout: float = TIMEOUT) -> list[str]:
         """The comm ids of the widgets in the same box as `comm_id` (a prompt's buttons and text).
 
-        A box's comm_open follows its children's, so a button can be known before its box is."""
+        A box's comm opens after its children's, so a front end may know a button before the
+        box that holds it: wait for the box (and for every sibling's state) to arrive."""
         ref = f"IPY_MODEL_{comm_id}"
 
-        def find() -> list[str] | None:
-            for state in self.models.values():
+        def box() -> list[str] | None:
+            for state in list(self.models.values()):
                 children = state.get("children") or []
                 if ref in children:
-                    return [c.removeprefix("IPY_MODEL_") for c in children]
+                    ids = [c.removeprefix("IPY_MODEL_") for c in children]
+                    return ids if all(i in self.models for i in ids) else None
             return None
 
-        return self.wait_for(f"a box containing widget {comm_id}", find)
+        return self.wait_for(f"a box that contains widget {comm_id}", box, timeout)
 
     def html_values(self) -> list[str]:
         return [str(s.get("value", "")) for s in self.widgets("HTMLModel").values()]
