@@ -41,7 +41,7 @@ class _CountingComm:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.comm_id = kwargs.get("comm_id") or f"c{id(self)}"
-        self.kernel = None
+        self.kernel = object()  # ipywidgets sends trait updates only through a comm with a kernel
         _CountingComm.sent += len(json.dumps(kwargs.get("data") or {}, default=str))
 
     def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:

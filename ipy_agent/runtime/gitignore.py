@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["gitignore_match"]
+__all__ = ["gitignore_match", "first_matching"]
 
 
 @functools.lru_cache(maxsize=256)  # one pattern is matched against every path a search finds
@@ -60,9 +60,9 @@ def _gitignore_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(prefix + body + suffix, re.S)
 
 
-def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: str | None = None) -> bool:
-    """Whether absolute `path` matches a Read/Edit specifier, gitignore-style."""
-    path = os.path.normpath(str(path))
+@functools.lru_cache(maxsize=256)  # a deny rule is held against every word of a long command
+def _compiled(pattern: str, cwd: str, home: str | None) -> tuple[str, re.Pattern[str]]:
+    """(the normalised directory the pattern is relative to, the regex for the rest)."""
     pattern = pattern.strip()
     if pattern.startswith("//"):
         base, pat = "/", pattern[2:]
@@ -70,15 +70,24 @@ def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: st
         base, pat = home or os.path.expanduser("~"), pattern[2:]
     elif pattern.startswith("./"):
         # An explicit `./` anchors at cwd, as a leading `/` does in a .gitignore.
-        base, pat = str(cwd), "/" + pattern[2:]
+        base, pat = cwd, "/" + pattern[2:]
     elif pattern.startswith("/"):
         # Relative to the project root (the settings source), which is cwd here.
-        base, pat = str(cwd), pattern[1:]
+        base, pat = cwd, pattern[1:]
         if "/" not in pat.rstrip("/"):
             pat = "/" + pat  # keep it anchored
     else:
-        base, pat = str(cwd), pattern
-    base = os.path.normpath(base)
+        base, pat = cwd, pattern
+    return os.path.normpath(base), _gitignore_regex(pat)
+
+
+def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: str | None = None) -> bool:
+    """Whether absolute `path` matches a Read/Edit specifier, gitignore-style."""
+    path = os.path.normpath(str(path))
+    # `~/` is looked up each time unless given: HOME may change between calls.
+    if home is None and pattern.lstrip().startswith("~/"):
+        home = os.path.expanduser("~")
+    base, regex = _compiled(pattern, str(cwd), home)
     if os.path.isabs(path) and os.path.isabs(base):
         # Searches match every path they find: slicing is much cheaper than relpath.
         head = base.rstrip(os.sep) + os.sep
@@ -92,4 +101,36 @@ def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: st
             return False
     if rel == "." or rel.startswith(".."):
         return False
-    return bool(_gitignore_regex(pat).match(rel))
+    return bool(regex.match(rel))
+
+
+def first_matching(patterns: tuple[str, ...], paths: list[str], *, cwd: str | Path) -> str | None:
+    """The first of `patterns` that matches one of `paths` (absolute and normalised), or None:
+    `gitignore_match` for a whole rule set, with every pattern compiled once per rule set."""
+    home = os.path.expanduser("~") if _uses_home(patterns) else None
+    for pattern, head, regex in _compiled_set(patterns, str(cwd), home):
+        for path in paths:
+            if head is None:  # a relative base: the general path
+                if gitignore_match(pattern, path, cwd=cwd, home=home):
+                    return pattern
+            elif path.startswith(head):
+                rel = path[len(head):]
+                if rel != "." and not rel.startswith("..") and regex.match(rel):
+                    return pattern
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_set(
+    patterns: tuple[str, ...], cwd: str, home: str | None
+) -> tuple[tuple[str, str | None, re.Pattern[str]], ...]:
+    out = []
+    for pattern in patterns:
+        base, regex = _compiled(pattern, cwd, home)
+        out.append((pattern, base.rstrip(os.sep) + os.sep if os.path.isabs(base) else None, regex))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _uses_home(patterns: tuple[str, ...]) -> bool:
+    return any(p.lstrip().startswith("~/") for p in patterns)

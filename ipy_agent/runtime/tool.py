@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,7 +20,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from .gitignore import gitignore_match
+from .gitignore import first_matching
 from .limits import TOOL_RESULT_CHARS
 
 if TYPE_CHECKING:
@@ -119,23 +120,27 @@ class ToolContext:
         real_spill = Path(os.path.realpath(self.spill_dir))
         return _is_relative_to(target, self.spill_dir) and _is_relative_to(Path(os.path.realpath(target)), real_spill)
 
-    def is_read_denied(self, path: str | Path, *, follow_links: bool = True) -> str | None:
+    def is_read_denied(
+        self, path: str | Path, *, follow_links: bool = True, real_dirs: dict[str, str] | None = None
+    ) -> str | None:
         """The `Read(...)` deny rule that covers `path`, as `"Read(spec)"`, or None. Relative
         paths resolve against cwd. With `follow_links`, a symlink is also judged by its target
-        (`cat link-to-.env`); searches that never follow links may skip that cost."""
+        (`cat link-to-.env`); searches that never follow links may skip that cost. A caller
+        checking many paths at one moment (a long Bash command) passes one `real_dirs` dict for
+        all of them: each directory is then resolved once, and each path costs one lstat."""
         if not self.read_deny:
             return None
-        target = os.path.expanduser(str(path))
+        target = str(path)
+        if target.startswith("~"):
+            target = os.path.expanduser(target)
         target = os.path.normpath(os.path.join(self.cwd, target))
         candidates = [target]
         if follow_links:
-            real = os.path.realpath(target)
+            real = os.path.realpath(target) if real_dirs is None else _realpath_via(target, real_dirs)
             if real != target:
                 candidates.append(real)
-        for spec in self.read_deny:
-            if any(gitignore_match(spec, p, cwd=self.cwd) for p in candidates):
-                return f"Read({spec})"
-        return None
+        spec = first_matching(self.read_deny, candidates, cwd=self.cwd)
+        return None if spec is None else f"Read({spec})"
 
     def display_path(self, path: str | Path) -> str:
         """A path as the person would like to read it: relative to cwd when it is inside."""
@@ -144,6 +149,23 @@ class ToolContext:
             return str(p.relative_to(self.cwd))
         except ValueError:
             return str(p)
+
+
+def _realpath_via(path: str, real_dirs: dict[str, str]) -> str:
+    """`os.path.realpath(path)` for a normalised absolute path, with its directory's real path
+    taken from (and kept in) `real_dirs`: the last name is a symlink to follow or it is not."""
+    head, tail = os.path.split(path)
+    if not tail or tail in (".", ".."):
+        return os.path.realpath(path)
+    real_head = real_dirs.get(head)
+    if real_head is None:
+        real_head = real_dirs[head] = os.path.realpath(head)
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return os.path.realpath(path)
+    except OSError:  # missing or unreachable: realpath keeps such a name as it is
+        pass
+    return os.path.join(real_head, tail)
 
 
 def _is_relative_to(path: Path, base: Path) -> bool:

@@ -16,6 +16,7 @@ name that starts with a dot.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 
@@ -47,17 +48,26 @@ def _matches(component: str, name: str) -> bool:
     return name.startswith(".") and component.startswith(".") and fnmatch.fnmatchcase(name, component)
 
 
+_SEPARATORS = re.compile(r"[/\\]+")
+
+
+@functools.lru_cache(maxsize=4096)  # a long Bash command asks about every word, and again per check
 def protected_reason(path: str) -> str | None:
     """Why writing `path` may change what runs or what is allowed (a phrase without the path),
     or None."""
-    parts = [p.lower() for p in re.split(r"[/\\]+", path) if p not in ("", ".")]
+    parts = [p.lower() for p in _SEPARATORS.split(path) if p not in ("", ".")]
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
-        for d in PROTECTED_DIRS:
+        # A plain name matches only itself: a set lookup; only globs are held against each name.
+        glob = _GLOB.search(part) is not None
+        if not glob and part in PROTECTED_DIRS:
+            return f"{part}/ decides what runs or what is allowed"
+        for d in PROTECTED_DIRS if glob else ():
             if _matches(part, d):
                 return f"{d}/ decides what runs or what is allowed"
         if last:
-            if any(_matches(part, f) for f in PROTECTED_FILES):
+            named = any(_matches(part, f) for f in PROTECTED_FILES) if glob else part in PROTECTED_FILES
+            if named:
                 return f"{part} is read at start-up by a shell, git or the agent, so it decides what runs"
             if part.endswith(".pth") and "site-packages" in parts:
                 return "a .pth file in site-packages is run by Python at start-up"

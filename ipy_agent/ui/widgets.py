@@ -49,7 +49,36 @@ _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 # Streaming text re-sends the whole segment on every update; batch deltas to this interval.
 FLUSH_INTERVAL = 0.1
 _FINISHED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
+# Rows per block of the body: appending re-sends one block's children, never the whole run's.
+BLOCK_SIZE = 50
+# Every row's widgets share these layouts (a Layout is a widget of its own: one comm each).
+_STATUS_LAYOUT = W.Layout(min_width="9.5em")
+_TITLE_LAYOUT = W.Layout(flex="1 1 auto")
+_DURATION_LAYOUT = W.Layout(flex="0 0 auto")
+_BOX_LAYOUT = W.Layout()
 
+
+class Blocks:
+    """The run's body: items in order, kept in blocks of at most `size` so that appending an
+    item sends a bounded children list; the outer box gets one new child per `size` items."""
+
+    def __init__(self, size: int = BLOCK_SIZE) -> None:
+        self.size = size
+        self.widget = W.VBox(layout=_BOX_LAYOUT)
+        self._items: list[W.Widget] = []
+
+    @property
+    def children(self) -> tuple[W.Widget, ...]:
+        """Every item, in order, as the person sees them."""
+        return tuple(self._items)
+
+    def append(self, widget: W.Widget) -> None:
+        blocks = self.widget.children
+        if not blocks or len(blocks[-1].children) >= self.size:
+            self.widget.children = (*blocks, W.VBox([widget], layout=_BOX_LAYOUT))
+        else:
+            blocks[-1].children = (*blocks[-1].children, widget)
+        self._items.append(widget)
 
 
 
@@ -59,45 +88,45 @@ class CallRow:
     def __init__(self, tool_use_id: str, name: str) -> None:
         self.tool_use_id = tool_use_id
         self.name = name
-        self.status = ""
-        self.status_html = W.HTML(layout=W.Layout(min_width="9.5em"))
-        self.title = W.HTML(layout=W.Layout(flex="1 1 auto"))
-        self.duration = W.HTML(layout=W.Layout(flex="0 0 auto"))
-        self.prompt_box = W.VBox()
+        self.status = "queued"
+        # Widgets start with their values: each assignment after creation is one more message.
+        self.status_html = W.HTML(_status_html("queued"), layout=_STATUS_LAYOUT)
+        self.title = W.HTML(_title_html(name, ""), layout=_TITLE_LAYOUT)
+        self.duration = W.HTML(layout=_DURATION_LAYOUT)
         # A native <details> rather than an Accordion: the Accordion drew a full-width grey bar
         # under every call, doubling the height of each row; this is one small line, and
         # opening it needs no round trip to the kernel. The value is only re-sent when the
         # detail changes, so an opened disclosure stays open.
         self.detail_html = W.HTML(layout=W.Layout(display="none", margin="0 0 0 1.5em"))
         self.detail = self.detail_html
-        self.widget = W.VBox([W.HBox([self.status_html, self.title, self.duration]), self.prompt_box, self.detail])
+        self.widget = W.VBox([W.HBox([self.status_html, self.title, self.duration], layout=_BOX_LAYOUT), self.detail],
+                             layout=_BOX_LAYOUT)
         self.prompt: ApprovalPrompt | None = None
+        self.prompt_widget: W.Widget | None = None
         self.record: CallRecord | None = None  # the latest, for the static record (ui/record.py)
-        self.set_status("queued")
-        self.set_title(name, "")
 
     def set_status(self, status: str) -> None:
         if status == self.status:
             return
         self.status = status
-        look = status_look(status)
-        self.status_html.value = f'<span style="color:{look.colour}">{look.icon} {html.escape(look.words)}</span>'
+        self.status_html.value = _status_html(status)
 
     def set_title(self, name: str, summary: str, result: str = "") -> None:
-        text = f"<b>{html.escape(name)}</b> {html.escape(summary)}"
-        if result:
-            text += f' <span style="opacity:0.75">— {html.escape(result)}</span>'
-        self.title.value = text
+        self.title.value = _title_html(name, summary, result)
 
     def show_prompt(self, prompt: ApprovalPrompt) -> None:
+        # Most calls never ask: the prompt goes between the line and the detail only when one does.
         self.prompt = prompt
-        self.prompt_box.children = (prompt.widget,)
+        line, *rest = self.widget.children
+        self.widget.children = (line, prompt.widget, *[w for w in rest if w is not self.prompt_widget])
+        self.prompt_widget = prompt.widget
 
     def update(self, record: CallRecord) -> None:
         self.record = record
         self.set_status(record.status)
         self.set_title(record.display_name or record.tool_name, record.summary_use, self._result_text(record))
-        self.duration.value = f'<span style="opacity:0.7;white-space:nowrap">{format_duration(record.duration)}</span>'
+        if duration := format_duration(record.duration):
+            self.duration.value = f'<span style="opacity:0.7;white-space:nowrap">{duration}</span>'
         detail = self._detail_html(record)
         # While the prompt is open it shows the same diff or command; Details would repeat it.
         if detail and record.status != "waiting":
@@ -144,6 +173,18 @@ class CallRow:
         return diff_html(text) if looks_like_diff(text) else pre_html(text)
 
 
+def _status_html(status: str) -> str:
+    look = status_look(status)
+    return f'<span style="color:{look.colour}">{look.icon} {html.escape(look.words)}</span>'
+
+
+def _title_html(name: str, summary: str, result: str = "") -> str:
+    text = f"<b>{html.escape(name)}</b> {html.escape(summary)}"
+    if result:
+        text += f' <span style="opacity:0.75">— {html.escape(result)}</span>'
+    return text
+
+
 class RunView:
     """The widgets of one run. Interface used by the magics: widget, listener, approver, prompts, close.
 
@@ -177,7 +218,7 @@ class RunView:
             self._loop = None
         # A foreground run's cell awaits it: typed reasons need acknowledging (ui/comm_ack.py).
         self._ack = None if background else idle_ack()
-        self.body = W.VBox()
+        self.body = Blocks()
         self.state = W.HTML(layout=W.Layout(flex="1 1 auto"))
         self.progress = Progress(self.state, model=model_name(getattr(agent, "model", None)))
         self.footer = W.HTML()
@@ -188,7 +229,7 @@ class RunView:
                                         tooltip="Cancel this run (like %agent_stop)", layout=W.Layout(width="auto"))
             self.stop_button.on_click(lambda _b: self._stop_clicked())
             bar.append(self.stop_button)
-        self.widget = W.VBox([self.body, W.HBox(bar), self.footer])
+        self.widget = W.VBox([self.body.widget, W.HBox(bar), self.footer])
         self._render_footer()
 
     # --- events ----------------------------------------------------------------------------
@@ -330,7 +371,7 @@ class RunView:
     # --- internals -------------------------------------------------------------------------
     def _append(self, widget: W.Widget, entry: Entry) -> None:
         self.entries.append(entry)
-        self.body.children = (*self.body.children, widget)
+        self.body.append(widget)
 
     def _bring_forward(self) -> None:
         # Focus the reason box of the first open prompt: the browser scrolls it into view, and

@@ -154,6 +154,7 @@ def _path_words(cmd: SimpleCommand, every_word: bool = False) -> tuple[list[Word
 
 
 def _check_words(words: list[str], dirs: list[str], ctx: ToolContext) -> tuple[str, str] | None:
+    real_dirs: dict[str, str] = {}  # one realpath per directory, one lstat per word
     for text in words:
         if not text or text.startswith("/dev/"):
             continue
@@ -162,7 +163,7 @@ def _check_words(words: list[str], dirs: list[str], ctx: ToolContext) -> tuple[s
         for base in bases:
             path = os.path.join(base, expanded)
             for candidate in [path, *_expand(path)]:
-                rule = ctx.is_read_denied(candidate)
+                rule = ctx.is_read_denied(candidate, real_dirs=real_dirs)
                 if rule is not None:
                     return text, rule
     return None

@@ -8,6 +8,8 @@ it truncates anything depends on a file existing, which a verdict on text cannot
 
 from __future__ import annotations
 
+import functools
+
 from .options import Opt, parse_options
 from .syntax import SimpleCommand, Word, analyze
 from .wrappers import SHELLS, program_name, unwrap
@@ -17,12 +19,17 @@ __all__ = ["destructive_reasons", "destructive_problem"]
 
 def destructive_reasons(command: str) -> list[str]:
     """Why the approval prompt should call this command dangerous; [] when nothing stands out."""
+    return list(_destructive_reasons(command))
+
+
+@functools.lru_cache(maxsize=256)  # asked per call by the lifecycle, the preview and the trace
+def _destructive_reasons(command: str) -> tuple[str, ...]:
     reasons: list[str] = []
     for cmd in analyze(command).everything:
         reason = destructive_problem(cmd)
         if reason and reason not in reasons:
             reasons.append(reason)
-    return reasons
+    return tuple(reasons)
 
 
 def _has_short(args: list[Word], letters: str, long: tuple[str, ...] = ()) -> bool:

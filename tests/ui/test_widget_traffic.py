@@ -1,0 +1,91 @@
+"""What the widget view sends to the front end as a run grows: a new row costs the same at the
+250th call as at the 5th (its children list is one block's, not the whole run's).
+
+Every widget message goes through a stand-in comm that counts the JSON it would send, so the
+test sees the traffic a front end would receive, with no kernel and no timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import comm
+import ipywidgets as W
+from pydantic import BaseModel
+
+from ipy_agent import Agent, ScriptedModel, build_tool
+from ipy_agent.runtime.trace import CallEvent
+from ipy_agent.ui.widgets import BLOCK_SIZE, RunView
+
+
+class Ping(BaseModel):
+    i: int
+
+
+async def _ping(inp: Ping, ctx: Any) -> str:
+    return f"pong {inp.i}"
+
+
+PING = build_tool(name="ping", input_model=Ping, description="Answers.", call=_ping, is_read_only=True,
+                  is_concurrency_safe=True)
+
+
+class CountingComm:
+    """Stands in for the kernel's comm: adds up the bytes of everything a widget sends."""
+
+    sent = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.comm_id = kwargs.get("comm_id") or f"c{id(self)}"
+        self.kernel = object()  # ipywidgets sends trait updates only through a comm with a kernel
+        CountingComm.sent += len(json.dumps(kwargs.get("data") or {}, default=str))
+
+    def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
+        CountingComm.sent += len(json.dumps(data or {}, default=str)) + sum(len(b) for b in buffers or [])
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def close(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_msg(self, callback: Any) -> None:
+        pass
+
+    def on_close(self, callback: Any) -> None:
+        pass
+
+
+def test_adding_a_row_sends_as_much_late_in_a_long_run_as_early(tmp_path, monkeypatch):
+    monkeypatch.setattr(comm, "create_comm", CountingComm)
+    calls, per_turn = 5 * BLOCK_SIZE, 10
+    turns: list[Any] = [[{"type": "tool_use", "id": f"p{t}_{i}", "name": "ping", "input": {"i": i}} for i in range(per_turn)]
+                        for t in range(calls // per_turn)]
+    agent = Agent(model=ScriptedModel([*turns, "done"]), tools=[PING], cwd=tmp_path, system_prompt="test",
+                  max_turns=calls // per_turn + 5)
+    view = RunView(agent)
+    added: list[int] = []  # bytes sent while the k-th row appeared
+
+    def listener(event: Any) -> None:
+        new_row = isinstance(event, CallEvent) and event.record.tool_use_id not in view.rows
+        before = CountingComm.sent
+        view.listener(event)
+        if new_row:
+            added.append(CountingComm.sent - before)
+
+    agent.on_event(listener)
+    asyncio.run(agent.arun("go"))
+
+    # The person sees every call's row, in order, each saying it is done.
+    rows = [w for w in view.body.children if isinstance(w, W.VBox)]
+    assert len(added) == len(rows) == len(view.rows) == calls
+    assert all(row.status == "done" for row in view.rows.values())
+    assert [r.title.value for r in view.rows.values()][-1].startswith("<b>ping</b>")
+    # A row added late costs what a row added early costs: no whole-run children list per row.
+    early, late = added[1:BLOCK_SIZE], added[-BLOCK_SIZE + 1:]
+    assert max(late) <= max(early) + 64, (max(early), max(late))
+    # A row that opens a new block also re-sends the list of blocks: one id more per block.
+    starts = added[::BLOCK_SIZE]
+    assert max(starts) <= 2 * max(early) and starts[-1] - starts[1] <= 64 * len(starts), starts
