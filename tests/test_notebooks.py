@@ -1,0 +1,101 @@
+"""The teaching notebooks in examples/ are tests: each one runs headless, offline, with no key.
+
+nbclient starts a real kernel for each notebook and executes every cell (an error in any cell
+fails the test). Then what a reader would notice is checked in the outputs: the file on disk after
+an approved edit, what the model was told, the stages of the trace. The committed notebooks carry
+no outputs, so their diffs show only what someone wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]_*.ipynb"))
+CELL_TIMEOUT = 180  # seconds for one cell; a run that waits for a prompt nobody answers ends here
+
+# What a reader sees happen, per notebook, in the order the notebook shows it.
+EXPECT: dict[str, list[str]] = {
+    "01_tour": [
+        "notes.txt on disk while the prompt is open:\nMeeting notes\nWe agreed on teh plan.",
+        "run ended: end_turn after 3 turns",
+        "notes.txt on disk now:\nMeeting notes\nWe agreed on the plan.",
+        "Permission: allow (default: read-only)",
+        "Permission: allow (person: allowed once)",
+        "Turn 1: 2 call(s) in 1 batch(es)",
+    ],
+}
+
+
+def outputs_text(nb: nbformat.NotebookNode) -> str:
+    """Everything the cells printed or displayed as text, in order."""
+    parts: list[str] = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                parts.append(out["text"])
+            elif "data" in out and "text/plain" in out["data"]:
+                parts.append(out["data"]["text/plain"])
+    return "".join(parts)
+
+
+def images(nb: nbformat.NotebookNode) -> int:
+    return sum("image/png" in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", []))
+
+
+def execute(path: Path, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
+    # The kernel inherits this process's environment: offline, and with widgets as in JupyterLab.
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "IPY_AGENT_NONINTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def test_there_are_notebooks_and_each_has_checks():
+    names = [p.stem for p in NOTEBOOKS]
+    assert names, f"no notebooks found in {EXAMPLES}"
+    assert sorted(EXPECT) == names, "every notebook needs its checks in EXPECT, and every check its notebook"
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: pytest.MonkeyPatch):
+    nb = execute(path, monkeypatch)
+    text = outputs_text(nb)
+    position = 0
+    for expected in EXPECT[path.stem]:
+        found = text.find(expected, position)
+        assert found >= 0, (f"{path.name}: expected {expected!r} after position {position} in the outputs; "
+                            f"it is {'earlier' if expected in text else 'missing'}")
+        position = found + len(expected)
+    assert images(nb) >= 1, f"{path.name} drew no picture"
+    assert "Traceback" not in text, f"{path.name} printed a traceback"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_committed_notebook_has_no_outputs(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    dirty = [i for i, c in enumerate(nb.cells)
+             if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+    assert dirty == [], f"{path.name}: cells {dirty} carry outputs; clear them before committing"
+    assert "widgets" not in nb.metadata, f"{path.name} carries saved widget state; clear it"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_opens_with_its_question_and_ends_with_what_to_notice(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    first, last = nb.cells[0], nb.cells[-1]
+    assert first.cell_type == "markdown" and "**The question:**" in first.source, path.name
+    assert last.cell_type == "markdown" and re.search(r"^## What to notice", last.source, re.M), path.name
+    source = "\n".join(c.source for c in nb.cells)
+    assert "ANTHROPIC_API_KEY" in source, f"{path.name} should say how it runs with a real model"
+    assert not re.search(r"https?://|\.\./", source), f"{path.name} points outside the repository"
