@@ -29,6 +29,21 @@ EXPECT: dict[str, list[str]] = {
         "Permission: allow (person: allowed once)",
         "Turn 1: 2 call(s) in 1 batch(es)",
     ],
+    "02_tool_contract": [
+        '"minimum": 1',  # the pydantic bounds reach the model's schema
+        "is_read_only         False\nis_concurrency_safe  False",
+        "is_read_only   False   (the flag raised",
+        "is_destructive True",
+        "[approval prompt] WordCount path='a.txt', top=3  ->  Allow",
+        "toolu_count_a: batch 1, decision allow by person\ntoolu_count_b: batch 2, decision allow by person",
+        "toolu_count_a: batch 1, decision allow by default",
+        "toolu_count_b: batch 1, decision allow by default  | the person saw: WordCount b.txt — 7 words, mostly 'the'",
+        "The parameter `path` is expected as `string` but was provided as `integer`.",
+        "An unexpected parameter `file` was provided.",
+        "'c.txt' is not a file. Use Glob to find the file",
+        "WordCount failed with ZeroDivisionError: division by zero",
+        "No such tool available: 'CountWords'. The tools you can call are: WordCount.",
+    ],
 }
 
 
