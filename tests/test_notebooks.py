@@ -44,6 +44,27 @@ EXPECT: dict[str, list[str]] = {
         "WordCount failed with ZeroDivisionError: division by zero",
         "No such tool available: 'CountWords'. The tools you can call are: WordCount.",
     ],
+    "03_registry_permissions": [
+        "Bash          hidden",
+        "Bash: denied by rule 'Bash' (argument)",
+        "offered in turn 1: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit']",
+        "Permission to use Read was denied (denied by rule 'Read(**/.env)' (argument))",
+        "(1 file hidden by deny rules: Read(**/.env))",
+        "No such tool available: 'Bash'.",
+        "default            {'Read notes.txt': 'allow', 'Edit notes.txt': 'ask', 'Write new.txt': 'ask', 'Bash ls': 'allow', 'Bash touch made-by-bash.txt': 'ask'}",
+        "acceptEdits        {'Read notes.txt': 'allow', 'Edit notes.txt': 'allow', 'Write new.txt': 'allow', 'Bash ls': 'allow', 'Bash touch made-by-bash.txt': 'ask'}",
+        "plan               {'Read notes.txt': 'allow', 'Edit notes.txt': 'deny', 'Write new.txt': 'deny', 'Bash ls': 'allow', 'Bash touch made-by-bash.txt': 'deny'}",
+        "bypassPermissions  {'Read notes.txt': 'allow', 'Edit notes.txt': 'allow', 'Write new.txt': 'allow', 'Bash ls': 'allow', 'Bash touch made-by-bash.txt': 'allow'}",
+        "echo hello                 allow                  allowed by rule 'Bash(echo:*)'",
+        "echo hello && touch x.txt  ask -> person said no",
+        "rm -f notes.txt            deny                   denied by rule 'Bash(rm:*)'",
+        "docs/guide.md              allow                  allowed by rule 'Edit(docs/**)'",
+        "notes.txt still there: True",
+        "touch b.txt  allow (rule: allowed by rule 'Bash(touch:*)' (granted))",
+        "rm a.txt     deny  (person: )",
+        "allow rules now: [('Bash(touch:*)', 'granted')]",
+        "files: ['a.txt', 'b.txt', 'notes.txt']",
+    ],
 }
 
 
