@@ -65,6 +65,19 @@ EXPECT: dict[str, list[str]] = {
         "allow rules now: [('Bash(touch:*)', 'granted')]",
         "files: ['a.txt', 'b.txt', 'notes.txt']",
     ],
+    "04_lifecycle_hooks": [
+        "find ok", "parse ok", "validate ok", "permission allow (default: read-only)", "call ok", "map ok", "budget ok",
+        "permission allow (person: allowed once)", "validate_after_approval ok",
+        "#3 Edit notes.txt  [batch 3, error",
+        "validate error",
+        "[approval prompt] Write drafts/summary.md  ->  Allow",  # the prompt names the rewritten path
+        "A PreToolUse hook blocked this Bash call: no network access from this project",
+        "(hook note: this file has 6 words)",
+        "A PreToolUse hook blocked this Edit call: hook 'review_edits' raised KeyError: 'path'",
+        'Input as the model sent it: {"file_path": "summary.md"',
+        "files on disk: ['drafts/summary.md']",
+        "notes.txt: We agreed on teh plan.",
+    ],
 }
 
 

@@ -240,6 +240,8 @@ async def _pipeline(block: dict[str, Any], env: RunEnv, record: CallRecord) -> d
                 t.done("error", "hook rewrote the input into something invalid")
                 raise _Stop(error_result(tid, f"A PreToolUse hook rewrote the input, and the result is invalid: {reparsed}"))
             inp = reparsed
+            # The prompt and the person's row must name what will run, not what the model asked.
+            record.summary_use = _safe(lambda: tool.summarize_use(inp), "")
             await _validate(tool, inp, ctx, record, "validate_rewritten")
         if hr.decision is not None:
             hook_decision = (hr.decision, hr.reason)
