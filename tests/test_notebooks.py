@@ -78,6 +78,24 @@ EXPECT: dict[str, list[str]] = {
         "files on disk: ['drafts/summary.md']",
         "notes.txt: We agreed on teh plan.",
     ],
+    "05_concurrency": [
+        "Turn 1: 6 call(s) in 3 batch(es)",
+        "#3 Lookup gamma  [batch 1", "#4 Note alpha, beta and gamm  [batch 2", "#6 Lookup epsilon  [batch 3",
+        "results went back to the model in this order: "
+        "['toolu_look_a', 'toolu_look_b', 'toolu_look_c', 'toolu_note', 'toolu_look_d', 'toolu_look_e']",
+        "cp data.csv backup/data.csv  error     Exit code 1",
+        "echo backed up >> log.txt    cancelled Cancelled: an earlier call in the same message, "
+        "Bash(cp data.csv backup/data.csv), failed",
+        "rm data.csv                  cancelled",
+        "files now: ['data.csv']",
+        "stop reason: interrupted",
+        "toolu_slow -> Interrupted by the person before this tool call finished",
+        "toolu_note_after -> Interrupted by the person before this tool call finished",
+        "text -> [The person interrupted this request.]",
+        "history problems: []",
+        "streaming_tools=True : the slow lookup started before the message was complete: True",
+        "streaming_tools=False: the slow lookup started before the message was complete: False",
+    ],
 }
 
 
