@@ -108,6 +108,25 @@ EXPECT: dict[str, list[str]] = {
         "toolu_log_db   output 37,096 -> model gets 37,096  kept in the message",
         "ClearQueue's result: '(ClearQueue completed with no output)'",
     ],
+    "07_tool_prompts": [
+        "- Tools available now: Read, Edit, Write, Glob, Grep, Bash, NotebookEdit",
+        "deny=['Bash']   - Tools available now: Read, Edit, Write, Glob, Grep, NotebookEdit   "
+        "| tools sent: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit']",
+        "Grep: Do not run `grep`, `rg`, `ack` or `git grep` through Bash",
+        'route: Grep("TODO") -> Read(src/app.py)',
+        "=== mode default",
+        "asked the person: False; result: File '", "has not been read yet. Read it first",
+        "asked the person: True; result: 1\toutside the project",
+        "(1 file hidden by deny rules: Read(**/.env))",
+        "asked the person: True; result: Created ",
+        "Permission to use Bash was denied (the command names '.env'",
+        "reports/2025/summary.md exists: True",
+        "=== mode bypassPermissions",
+        "has not been read yet.",
+        "asked the person: False; result: 1\toutside the project",
+        "Permission to use Bash was denied (the command names '.env'",
+        "reports/2025/summary.md exists: True",
+    ],
 }
 
 
