@@ -127,6 +127,18 @@ EXPECT: dict[str, list[str]] = {
         "Permission to use Bash was denied (the command names '.env'",
         "reports/2025/summary.md exists: True",
     ],
+    "08_read_state": [
+        "has not been read yet. Read it first",
+        "read state for config.ini: hash", "recorded by Edit",
+        "disk: [app] | name = demo | port = 8000 | debug = false | level = info",
+        "has changed since you read it",
+        "disk: [app] | name = shop | port = 8080 | debug = false | level = info",  # both changes kept
+        "Edit  config.ini             -> Edited ",  # after a touch that changed no byte
+        "'config.ini' was only partly read (lines 1-2), and Write would replace all of it",
+        "disk: [app] | name = shop | port = 8080 | debug = false | level = warning",
+        "NotebookEdit result: Notebook '", "has changed since you read it",
+        "plot cell on disk: df.plot(x='a')",
+    ],
 }
 
 
