@@ -7,6 +7,13 @@ the loop around them. Runs alternate between the two so machine noise hits both 
 
 Run: python bench/overhead.py [--runs 2000] [--rounds 5]
 Target: our cost at most a quarter of pydantic-ai's for the same no-op tool turn.
+
+The cost per turn must also stay flat as one conversation grows (no copies or scans of the whole
+history per turn). `--growth` runs one conversation of 5,000 tool turns, with permission rules,
+an approver and PreToolUse/PostToolUse hooks on, and prints the median runtime cost of a turn
+around turn 50, 500 and 5,000 (the model is free: ScriptedModel).
+
+Run: python bench/overhead.py --growth [--lengths 50,500,5000]
 """
 
 from __future__ import annotations
@@ -96,9 +103,53 @@ async def main(runs: int, rounds: int) -> None:
     print(f"share of a one-second model turn: {o / 1.0 * 100:.3f}%")
 
 
+RESULT_TEXT = "x" * 200  # a small, realistic result: the history grows by it every turn
+WINDOW = 25  # turns measured around each length
+
+
+async def _growth_tool(inp: Noop, ctx) -> str:
+    return RESULT_TEXT
+
+
+async def growth(lengths: list[int]) -> None:
+    """One conversation of max(lengths) tool turns; the median turn cost around each length."""
+    total = max(lengths)
+    turns: list = [[{"type": "tool_use", "id": f"t{i}", "name": "noop", "input": {"x": i}}] for i in range(total)]
+    model = ScriptedModel([*turns, "done"], chunk_size=10_000)
+    tool = build_tool(name="noop", input_model=Noop, description="Does nothing.", call=_growth_tool,
+                      is_read_only=True, is_concurrency_safe=True)
+    agent = Agent(model=model, tools=[tool], cwd=CWD, system_prompt="bench", max_turns=total + 1,
+                  allow=["noop", "Bash(git status:*)"], deny=["Read(**/.env)", "Bash(rm:*)"], ask=["Bash(git push:*)"],
+                  approver=lambda request: "deny")
+    agent.hooks.add("PreToolUse", lambda event: None)
+    agent.hooks.add("PostToolUse", lambda event: None)
+    starts: list[float] = []
+
+    def on_event(event) -> None:
+        if getattr(event, "kind", "") == "turn" and event.phase == "start":
+            starts.append(time.perf_counter())
+
+    agent.on_event(on_event)
+    began = time.perf_counter()
+    result = await agent.arun("go")
+    elapsed = time.perf_counter() - began
+    assert result.stop_reason == "end_turn" and len(agent.messages) == 2 * total + 2, result
+    per_turn = [b - a for a, b in zip(starts, starts[1:])]  # turn i: from its request to the next request
+    print(f"one conversation of {total:,} tool turns, permissions and hooks on ({elapsed:.1f} s in all)")
+    print(f"{'turns so far':>14}{'ms/turn (median of ' + str(WINDOW) + ')':>28}")
+    for n in lengths:
+        window = per_turn[max(0, n - WINDOW) : n]
+        print(f"{n:>14,}{statistics.median(window) * 1e3:>28.3f}")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--growth", action="store_true", help="cost per turn as one conversation grows")
+    ap.add_argument("--lengths", default="50,500,5000", help="conversation lengths (turns) to report with --growth")
     args = ap.parse_args()
-    asyncio.run(main(args.runs, args.rounds))
+    if args.growth:
+        asyncio.run(growth(sorted(int(n) for n in args.lengths.split(","))))
+    else:
+        asyncio.run(main(args.runs, args.rounds))

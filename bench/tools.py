@@ -29,7 +29,7 @@ from pathlib import Path
 from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext
 from ipy_agent.tools._search import find_rg
-from ipy_agent.tools.glob import GlobTool
+from ipy_agent.tools.glob_tool import GlobTool
 from ipy_agent.tools.grep import GrepTool
 
 SITE = Path(sysconfig.get_paths()["purelib"])

@@ -12,56 +12,27 @@ import copy
 import tempfile
 import threading
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Sequence
 
-from .models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
-from .runtime.budget import SELF_LIMITING, ResultBudget
+from .models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
+from .runtime.budget import ResultBudget
 from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
+from .runtime.history import append_assistant, append_user, clean_content, close_turn, last_text
 from .runtime.hooks import HookEvent, Hooks
 from .runtime.lifecycle import RunEnv
 from .runtime.permissions import PERMISSION_MODES, PermissionRequest, PermissionRules
 from .runtime.read_state import ReadState
 from .runtime.registry import Exposure, ToolRegistry
 from .runtime.tool import Tool, ToolContext
-from .runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent, now
+from .runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TurnEvent, now
 from .system_prompt import build_system_prompt
+from .turn import RunResult, Turn, TurnRecord, stream_reply, usage_delta
 
 __all__ = ["Agent", "RunResult", "TurnRecord"]
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunResult:
-    stop_reason: str  # end_turn | max_turns | interrupted | stopped_by_hook | blocked_by_hook | error | refusal | max_tokens
-    text: str = ""
-    turns: int = 0
-    usage: Usage = field(default_factory=Usage)
-    error: str | None = None
-    error_kind: str | None = None
-
-
-@dataclass
-class _TurnState:
-    """What one turn has put into the history so far, so an early end can close it validly."""
-
-    completed: list[dict[str, Any]] = field(default_factory=list)  # whole blocks streamed so far
-    appended: bool = False  # the assistant message of this turn is in the history
-    answered: bool = False  # and its tool results are too
-
-
-@dataclass(kw_only=True)
-class TurnRecord:
-    turn: int
-    offered: list[str]
-    hidden: dict[str, str]
-    usage: Usage = field(default_factory=Usage)
-    stop_reason: str | None = None
-    start: float = field(default_factory=now)
-    end: float | None = None
 
 
 class Agent:
@@ -216,7 +187,7 @@ class Agent:
             self._task = None
         result = RunResult(
             stop_reason=result.stop_reason, text=result.text, turns=result.turns, error=result.error,
-            error_kind=result.error_kind, usage=_usage_delta(self.usage, start_usage),
+            error_kind=result.error_kind, usage=usage_delta(self.usage, start_usage),
         )
         self._emit(RunEndEvent(result=result))
         return result
@@ -234,13 +205,13 @@ class Agent:
             self._emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
             return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
         blocks += [{"type": "text", "text": c} for c in hr.additional_context]
-        self._append_user(blocks)
+        append_user(self.messages, blocks)
 
         turns = 0
         while True:
             if turns >= self.max_turns:
                 self._emit(NoticeEvent(text=f"Stopped after {self.max_turns} turns (max_turns).", level="warning"))
-                return RunResult(stop_reason="max_turns", text=self._last_text(), turns=turns)
+                return RunResult(stop_reason="max_turns", text=last_text(self.messages), turns=turns)
             turns += 1
             outcome = await self._turn()
             if outcome is not None:
@@ -248,79 +219,76 @@ class Agent:
 
     async def _turn(self) -> RunResult | None:
         """One model request and its tool calls. None: the loop goes on."""
-        state = _TurnState()
-        executor: ToolExecutor | None = None
+        turn: Turn | None = None
         try:
-            ctx = self.context()
-            exposure, api_tools = self._offer(ctx)
-            record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
-            self.turns.append(record)
-            env = self._env(exposure)
-            executor = ToolExecutor(env, turn=record.turn, trace=self.trace, batch_counter=self._batches,
-                                    max_concurrency=self.max_concurrency)
-            request = ModelRequest(system=self.system(exposure), messages=copy.deepcopy(self.messages), tools=api_tools)
-            self._emit(TurnEvent(turn=record.turn, phase="start"))
-            final: MessageComplete | None = None
+            turn, request = self._begin_turn()
             try:
-                async for event in self.model.stream(request):
-                    match event:
-                        case TextDelta():
-                            self._emit(TextEvent(text=event.text))
-                        case ThinkingDelta():
-                            self._emit(ThinkingEvent(text=event.text))
-                        case BlockComplete():
-                            state.completed.append(event.block)
-                            if event.block.get("type") == "tool_use" and self.streaming_tools:
-                                executor.submit(event.block)
-                        case MessageComplete():
-                            final = event
+                reply = await stream_reply(self.model, request, turn, emit=self._emit, streaming_tools=self.streaming_tools)
             except ModelError as e:
-                return await self._model_failed(e, state, executor, record)
-            except Exception as e:  # a model implementation bug must not break the history either
-                return await self._model_failed(ModelError(f"{type(e).__name__}: {e}"), state, executor, record)
-            if final is None:
-                return await self._model_failed(ModelError("the model stream ended without a complete message"), state, executor, record)
-
-            self.usage += final.usage
-            record.usage, record.stop_reason, record.end = final.usage, final.stop_reason, now()
-            content = _clean_content(final.content)
-            uses = [b for b in content if b.get("type") == "tool_use"]
-            for b in uses:
-                if not executor.has(str(b.get("id"))):
-                    executor.submit(b)
-            if content:
-                self._append_assistant(content)
-                state.appended = True
-            self._emit(TurnEvent(turn=record.turn, phase="end", usage=final.usage, stop_reason=final.stop_reason))
-
-            if uses:
-                results = await executor.results()
-                self._apply_message_budget(results, env)
-                self._append_user(results)
-                state.answered = True
-                if env.stop_requested:
-                    self._emit(NoticeEvent(text=f"Stopped by a hook: {env.stop_reason}", level="warning"))
-                    return RunResult(stop_reason="stopped_by_hook", text=env.stop_reason)
-                return None
-            match final.stop_reason:
-                case "pause_turn":
-                    return None if content else RunResult(stop_reason="end_turn", text="")
-                case "refusal":
-                    self._emit(NoticeEvent(text="The model declined to continue with this request (refusal).", level="warning"))
-                    return RunResult(stop_reason="refusal", text=self._last_text())
-                case "max_tokens":
-                    self._emit(NoticeEvent(text="The reply was cut off at the max_tokens limit; ask the agent to continue.", level="warning"))
-                    return RunResult(stop_reason="max_tokens", text=self._last_text())
-            return await self._stop_hooks()
+                return await self._model_failed(e, turn)
+            self._take_reply(turn, reply)
+            if turn.tool_uses:
+                return await self._answer_tools(turn)
+            return await self._after_reply(reply)
         except asyncio.CancelledError:
-            await self._close_turn(executor, state, INTERRUPTED_TEXT, INTERRUPT_NOTE)
+            await self._close_turn(turn, INTERRUPTED_TEXT, INTERRUPT_NOTE)
             return self._interrupted(len(self.turns))
         except Exception as e:
             # A bug in the runtime or in a custom tool's contract: end the run, keep the history valid.
             error = f"internal error ({type(e).__name__}: {e}); the run was stopped"
-            await self._close_turn(executor, state, f"Not run: the agent stopped because of an {error}.", None)
+            await self._close_turn(turn, f"Not run: the agent stopped because of an {error}.", None)
             self._emit(NoticeEvent(text=error.capitalize(), level="error"))
             return RunResult(stop_reason="error", text=error, error=error, error_kind="internal")
+
+    def _begin_turn(self) -> tuple[Turn, ModelRequest]:
+        """Offer the tools, open the turn's record and executor, and build the request."""
+        exposure, api_tools = self._offer(self.context())
+        record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
+        self.turns.append(record)
+        env = self._env(exposure)
+        executor = ToolExecutor(env, turn=record.turn, trace=self.trace, batch_counter=self._batches,
+                                max_concurrency=self.max_concurrency)
+        # A list copy is a faithful snapshot: the history's messages are never edited in place.
+        request = ModelRequest(system=self.system(exposure), messages=list(self.messages), tools=api_tools)
+        self._emit(TurnEvent(turn=record.turn, phase="start"))
+        return Turn(record=record, env=env, executor=executor), request
+
+    def _take_reply(self, turn: Turn, reply: MessageComplete) -> None:
+        """The whole message goes into the history; tool calls not started while streaming start now."""
+        self.usage += reply.usage
+        record = turn.record
+        record.usage, record.stop_reason, record.end = reply.usage, reply.stop_reason, now()
+        content = clean_content(reply.content)
+        turn.tool_uses = [b for b in content if b.get("type") == "tool_use"]
+        for b in turn.tool_uses:
+            if not turn.executor.has(str(b.get("id"))):
+                turn.executor.submit(b)
+        if content:
+            append_assistant(self.messages, content)
+            turn.appended = True
+        self._emit(TurnEvent(turn=record.turn, phase="end", usage=reply.usage, stop_reason=reply.stop_reason))
+
+    async def _answer_tools(self, turn: Turn) -> RunResult | None:
+        """Every tool_use answered in order (within the message budget); a hook may stop the run."""
+        append_user(self.messages, await turn.executor.results())
+        turn.answered = True
+        if turn.env.stop_requested:
+            self._emit(NoticeEvent(text=f"Stopped by a hook: {turn.env.stop_reason}", level="warning"))
+            return RunResult(stop_reason="stopped_by_hook", text=turn.env.stop_reason)
+        return None
+
+    async def _after_reply(self, reply: MessageComplete) -> RunResult | None:
+        """A reply without tool calls: go on after pause_turn, else end (Stop hooks may object)."""
+        match reply.stop_reason:
+            case "pause_turn":
+                return None if clean_content(reply.content) else RunResult(stop_reason="end_turn", text="")
+            case "refusal":
+                self._emit(NoticeEvent(text="The model declined to continue with this request (refusal).", level="warning"))
+                return RunResult(stop_reason="refusal", text=last_text(self.messages))
+            case "max_tokens":
+                self._emit(NoticeEvent(text="The reply was cut off at the max_tokens limit; ask the agent to continue.", level="warning"))
+                return RunResult(stop_reason="max_tokens", text=last_text(self.messages))
+        return await self._stop_hooks()
 
     def _offer(self, ctx: ToolContext) -> tuple[Exposure, list[dict[str, Any]]]:
         """The tools for this request and their API form; a tool whose description fails is hidden."""
@@ -336,7 +304,7 @@ class Agent:
         return Exposure(offered=tuple(offered), hidden=hidden), api
 
     async def _stop_hooks(self) -> RunResult | None:
-        text = self._last_text()
+        text = last_text(self.messages)
         if not self.hooks.has("Stop"):
             return RunResult(stop_reason="end_turn", text=text)
         hr = await self.hooks.run(HookEvent(event="Stop", last_message=text))
@@ -346,70 +314,49 @@ class Agent:
             return RunResult(stop_reason="end_turn", text=text)
         if hr.decision == "deny" and not hr.stop:
             # A Stop hook that blocks stopping sends its reason back and the agent goes on.
-            self._append_user([{"type": "text", "text": hr.reason or "A Stop hook asked you to continue."}])
+            append_user(self.messages, [{"type": "text", "text": hr.reason or "A Stop hook asked you to continue."}])
             return None
         return RunResult(stop_reason="stopped_by_hook" if hr.stop else "end_turn", text=text)
 
-    async def _model_failed(self, err: ModelError, state: _TurnState, executor: ToolExecutor,
-                            record: TurnRecord) -> RunResult:
-        record.end, record.stop_reason = now(), "error"
-        if executor.submitted:
+    async def _model_failed(self, err: ModelError, turn: Turn) -> RunResult:
+        turn.record.end, turn.record.stop_reason = now(), "error"
+        if turn.executor.submitted:
             # Tools already started from complete blocks: let them finish and keep the truth.
-            self._append_assistant(_clean_content(state.completed))
-            state.appended = True
-            self._append_user(await executor.results())
-            state.answered = True
+            turn.appended, turn.answered = close_turn(
+                self.messages, completed=turn.completed, results=await turn.executor.results(),
+                appended=turn.appended, answered=turn.answered, note=None,
+            )
         self._emit(NoticeEvent(text=str(err), level="error"))
         return RunResult(stop_reason="error", text=str(err), error=str(err), error_kind=getattr(err, "kind", "other"))
 
-    async def _close_turn(self, executor: ToolExecutor | None, state: _TurnState, reason: str, note: str | None) -> None:
+    async def _close_turn(self, turn: Turn | None, reason: str, note: str | None) -> None:
         """End a turn early (interrupt or internal error) with every tool_use answered once."""
         task = asyncio.current_task()
         if task is not None:
             while task.uncancel():
                 pass
-        results = executor.interrupt(reason) if executor is not None else []
-        if not state.appended:
-            # Only blocks that are whole go in; a tool_use with no result would break the history.
-            answered = {r["tool_use_id"] for r in results}
-            content = _clean_content([b for b in state.completed if b.get("type") != "tool_use" or b.get("id") in answered])
-            if content:
-                self._append_assistant(content)
-                state.appended = True
-        if state.appended and results and not state.answered:
-            self._append_user([*results, *([{"type": "text", "text": note}] if note else [])])
-            state.answered = True
-        if executor is not None:
-            try:
-                await executor.drain()  # let cancelled tools kill their processes
-            except asyncio.CancelledError:
-                if task is not None:
-                    task.uncancel()  # a second interrupt while cleaning up: the history is already valid
+        if turn is None:
+            return
+        turn.appended, turn.answered = close_turn(
+            self.messages, completed=turn.completed, results=turn.executor.interrupt(reason),
+            appended=turn.appended, answered=turn.answered, note=note,
+        )
+        try:
+            await turn.executor.drain()  # let cancelled tools kill their processes
+        except asyncio.CancelledError:
+            if task is not None:
+                task.uncancel()  # a second interrupt while cleaning up: the history is already valid
 
     def _interrupted(self, turns: int) -> RunResult:
         self._emit(NoticeEvent(text="Interrupted.", level="warning"))
-        return RunResult(stop_reason="interrupted", text=self._last_text(), turns=turns)
+        return RunResult(stop_reason="interrupted", text=last_text(self.messages), turns=turns)
 
     # --- helpers ---------------------------------------------------------------------------
     def _env(self, exposure: Exposure) -> RunEnv:
         return RunEnv(
             tools={t.name: t for t in exposure.offered}, rules=self.rules, hooks=self.hooks, budget=self.budget,
             make_ctx=self.context, mode=lambda: self.permission_mode, approver=self.approver, emit=self._emit,
-            splitter=_bash_splitter(),
         )
-
-    def _apply_message_budget(self, results: list[dict[str, Any]], env: RunEnv) -> None:
-        # This turn's calls are the last records of the trace, one per result.
-        records = {r.tool_use_id: r for r in self.trace[-len(results):]} if results else {}
-        exempt = frozenset(
-            tid for tid, r in records.items()
-            if (tool := env.tools.get(r.tool_name)) is not None and tool.max_result_chars >= SELF_LIMITING
-        )
-        for tid, path in self.budget.apply_message_limit(results, exempt).items():
-            rec = records[tid]
-            rec.result = next(b for b in results if b.get("tool_use_id") == tid)  # what the model receives now
-            if path is not None:
-                rec.spilled_to = str(path)
 
     def _emit(self, event: AgentEvent) -> None:
         for listener in list(self._listeners):
@@ -417,28 +364,6 @@ class Agent:
                 listener(event)
             except Exception:  # a broken renderer must not break the run
                 pass
-
-    def _append_user(self, blocks: list[dict[str, Any]]) -> None:
-        if self.messages and self.messages[-1]["role"] == "user":
-            # After an interrupt or an error the history can end with the person; merge.
-            self.messages[-1]["content"] = [*_as_blocks(self.messages[-1]["content"]), *blocks]
-        else:
-            self.messages.append({"role": "user", "content": blocks})
-
-    def _append_assistant(self, content: list[dict[str, Any]]) -> None:
-        if not content:
-            return
-        # After pause_turn the API continues the same assistant message; so do we.
-        if self.messages and self.messages[-1]["role"] == "assistant":
-            self.messages[-1]["content"] = [*_as_blocks(self.messages[-1]["content"]), *content]
-        else:
-            self.messages.append({"role": "assistant", "content": content})
-
-    def _last_text(self) -> str:
-        for m in reversed(self.messages):
-            if m["role"] == "assistant":
-                return "".join(b.get("text", "") for b in _as_blocks(m["content"]) if b.get("type") == "text")
-        return ""
 
     def reset(self) -> None:
         """Forget the conversation, read state and trace; keep configuration and rules."""
@@ -453,42 +378,5 @@ class Agent:
         self._batches = [0]
 
 
-def _usage_delta(total: Usage, start: Usage) -> Usage:
-    return Usage(
-        input_tokens=total.input_tokens - start.input_tokens,
-        output_tokens=total.output_tokens - start.output_tokens,
-        cache_read_input_tokens=total.cache_read_input_tokens - start.cache_read_input_tokens,
-        cache_creation_input_tokens=total.cache_creation_input_tokens - start.cache_creation_input_tokens,
-    )
-
-
-def _as_blocks(content: Any) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-
-
-def _clean_content(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The API rejects empty text blocks; drop them (and our private keys)."""
-    out = []
-    for b in content:
-        if b.get("type") == "text" and not str(b.get("text", "")).strip():
-            continue
-        out.append({k: v for k, v in b.items() if not k.startswith("_")})
-    return out
-
-
 def _text_of(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-
-
-_SPLITTER: list[Any] = []
-
-
-def _bash_splitter() -> Callable[[str], list[str] | None] | None:
-    """Bash's tree-sitter splitter for permission rules, when the Bash tool is installed."""
-    if not _SPLITTER:
-        try:
-            from .tools.bash_parse import split_command
-        except Exception:
-            split_command = None  # type: ignore[assignment]
-        _SPLITTER.append(split_command)
-    return _SPLITTER[0]

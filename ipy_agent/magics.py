@@ -279,7 +279,7 @@ class AgentMagics(Magics):
     def agent_tools(self, line: str = "") -> None:
         """The tools the model would be offered now, their safety flags, why others are hidden,
         and every permission rule with the place it came from."""
-        from .ui.inspect import tools_text
+        from .ui.inspection import tools_text
 
         agent = self.current or self._new_agent(model=None)
         for w in self._apply_settings(agent, []):
@@ -292,7 +292,7 @@ class AgentMagics(Magics):
 
         Shows the full tool_result the model received beside the compact line the person saw,
         the permission decision, and the read-state entry the call touched."""
-        from .ui.inspect import inspect_text
+        from .ui.inspection import inspect_text
 
         try:
             print(inspect_text(self._need_agent(), line.strip() or None))
@@ -303,7 +303,7 @@ class AgentMagics(Magics):
     def agent_trace(self, line: str = "") -> None:
         """%agent_trace [N]: each call of turn N (default: the last turn with calls), its stages
         with durations and decisions, and a picture of the batches over time."""
-        from .ui.inspect import trace_text
+        from .ui.inspection import trace_text
 
         text = line.strip()
         if text and not text.isdigit():
@@ -316,7 +316,7 @@ class AgentMagics(Magics):
     @line_magic
     def agent_history(self, line: str = "") -> None:
         """The conversation so far, one compact line per block."""
-        from .ui.inspect import history_text
+        from .ui.inspection import history_text
 
         print(history_text(self._need_agent()))
 

@@ -119,9 +119,8 @@ class AnthropicModel:
         if request.system:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": dict(_EPHEMERAL)}]
         if request.tools:
-            tools = copy.deepcopy(request.tools)
-            tools[-1]["cache_control"] = dict(_EPHEMERAL)
-            params["tools"] = tools
+            # Copy only what changes: the list and its last tool (the history is shared).
+            params["tools"] = [*request.tools[:-1], {**request.tools[-1], "cache_control": dict(_EPHEMERAL)}]
         if self.thinking:
             params["thinking"] = copy.deepcopy(self.thinking)
         return params
@@ -275,20 +274,26 @@ class _MessageFolder:
 
 
 def _messages_with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of `messages` with a cache breakpoint on the last block of the latest message."""
-    out = copy.deepcopy(messages)
-    if not out:
-        return out
-    last = out[-1]
-    if isinstance(last.get("content"), str):
-        if not last["content"]:
-            return out
-        last["content"] = [{"type": "text", "text": last["content"]}]
-    for block in reversed(last.get("content") or []):
+    """`messages` with a cache breakpoint on the last block of the latest message.
+
+    Only the list, the latest message and the block that gets the breakpoint are copied: the
+    rest is the agent's history, shared and left as it is, so a turn costs the same however
+    long the conversation is."""
+    if not messages:
+        return list(messages)
+    last = messages[-1]
+    content = last.get("content")
+    if isinstance(content, str):
+        if not content:
+            return list(messages)
+        content = [{"type": "text", "text": content}]
+    blocks = list(content or [])
+    for i in range(len(blocks) - 1, -1, -1):
+        block = blocks[i]
         if isinstance(block, dict) and block.get("type") not in _NO_CACHE_CONTROL:
-            block["cache_control"] = dict(_EPHEMERAL)
+            blocks[i] = {**block, "cache_control": dict(_EPHEMERAL)}
             break
-    return out
+    return [*messages[:-1], {**last, "content": blocks}]
 
 
 def _has_credentials(client_kwargs: dict[str, Any]) -> bool:

@@ -29,8 +29,11 @@ class ScriptedModel:
 
     Each turn is a list of content blocks in Anthropic format, a plain string (one text block),
     or a callable that receives the conversation so far and returns either. When the turns run
-    out, it ends the turn with a short text. Every request is kept in `requests` (system,
-    messages, tools) so tests can assert what the model was shown.
+    out, it ends the turn with a short text. The last `keep_requests` requests (system,
+    messages, tools; default 100, None keeps all) are kept in `requests` so tests can assert
+    what the model was shown. A request is kept as it was sent: the history it shows is the
+    agent's own message list at that moment (its messages are never changed in place), so
+    keeping one costs a list of references, not a copy of the conversation.
     """
 
     def __init__(
@@ -40,12 +43,17 @@ class ScriptedModel:
         name: str = "scripted",
         block_delay: float = 0.0,
         chunk_size: int = 40,
+        keep_requests: int | None = 100,
     ) -> None:
+        if keep_requests is not None and keep_requests < 0:
+            raise ValueError(f"keep_requests must be at least 0 or None, not {keep_requests!r}")
         self.turns: list[Turn] = list(turns or [])
         self.name = name
         self.block_delay = block_delay
         self.chunk_size = chunk_size
+        self.keep_requests = keep_requests
         self.requests: list[dict[str, Any]] = []
+        self._sizes = _SizeCache()
         # Per-block completion times (loop clock), for tests and the streaming bench.
         self.block_times: list[tuple[str, float]] = []
         self._next = 0
@@ -86,9 +94,10 @@ class ScriptedModel:
         return [dict(b) for b in turn]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self.requests.append(
-            {"system": request.system, "messages": copy.deepcopy(request.messages), "tools": copy.deepcopy(request.tools)}
-        )
+        if self.keep_requests != 0:
+            self.requests.append({"system": request.system, "messages": list(request.messages), "tools": list(request.tools)})
+            if self.keep_requests is not None and len(self.requests) > self.keep_requests:
+                del self.requests[: len(self.requests) - self.keep_requests]
         blocks = self._take_turn(request.messages)
         loop = asyncio.get_running_loop()
         content: list[dict[str, Any]] = []
@@ -112,6 +121,33 @@ class ScriptedModel:
             self.block_times.append((str(block.get("id") or block.get("type")), loop.time()))
             yield BlockComplete(block=copy.deepcopy(block), index=index)
         stop = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
-        chars = sum(len(json.dumps(m)) for m in request.messages) + len(request.system)
+        chars = self._sizes.total(request.messages) + len(request.system)
         usage = Usage(input_tokens=chars // 4, output_tokens=max(1, len(json.dumps(content)) // 4))
         yield MessageComplete(content=content, stop_reason=stop, usage=usage, model=self.name)
+
+
+class _SizeCache:
+    """The JSON size of a history, measuring only the messages that are new since last time.
+
+    The agent's history grows at the end and replaces (never edits) its last message, so what
+    was measured stays valid up to the last message that is still the same object; a reset or
+    a resumed conversation walks back to the start and is measured afresh."""
+
+    def __init__(self) -> None:
+        self._seen: list[dict[str, Any]] = []
+        self._sizes: list[int] = []
+        self._total = 0
+
+    def total(self, messages: list[dict[str, Any]]) -> int:
+        same = min(len(self._seen), len(messages))
+        while same and messages[same - 1] is not self._seen[same - 1]:
+            same -= 1
+        if same < len(self._seen):
+            self._total -= sum(self._sizes[same:])
+            del self._seen[same:], self._sizes[same:]
+        for m in messages[same:]:
+            size = len(json.dumps(m))
+            self._seen.append(m)
+            self._sizes.append(size)
+            self._total += size
+        return self._total

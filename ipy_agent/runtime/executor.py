@@ -19,8 +19,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from .lifecycle import RunEnv, error_result, parse_input, run_tool_use
-from .trace import CallEvent, CallRecord, now
+from .budget import SELF_LIMITING
+from .lifecycle import Call, RunEnv, error_result, mark_started, note_budget, prepare, run_call, settle
+from .threads import reserve_threads
+from .trace import CallEvent, CallRecord, CallStatus, now
 
 __all__ = ["ToolExecutor", "INTERRUPTED_TEXT"]
 
@@ -34,7 +36,7 @@ INTERRUPTED_TEXT = (
 class _Entry:
     block: dict[str, Any]
     record: CallRecord
-    safe: bool
+    call: Call | None = None  # found and parsed (by `prepare`), once, when first needed
     task: asyncio.Task[dict[str, Any]] | None = None
     result: dict[str, Any] | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
@@ -49,8 +51,11 @@ class ToolExecutor:
         self.turn = turn
         self.trace = trace
         self.max_concurrency = max_concurrency
+        # Sync tools run in worker threads: enough of them for a whole batch to run at once.
+        reserve_threads(max_concurrency)
         self._batches = batch_counter  # shared across turns: batch numbers grow per conversation
         self._entries: list[_Entry] = []
+        self._by_id: dict[str, _Entry] = {}
         self._cancel_reason: str | None = None
 
     # --- intake ------------------------------------------------------------------------
@@ -58,30 +63,23 @@ class ToolExecutor:
         tid = str(block.get("id"))
         name = str(block.get("name"))
         tool = self.env.tools.get(name)
-        safe = read_only = destructive = False
-        if tool is not None:
-            parsed = parse_input(tool, block.get("input"))
-            if not isinstance(parsed, str):
-                safe = tool.is_concurrency_safe(parsed)
-                read_only = tool.is_read_only(parsed)
-                destructive = tool.is_destructive(parsed)
         raw_input = block.get("input")
         record = CallRecord(
             index=len(self.trace), tool_use_id=tid, tool_name=name,
             input=dict(raw_input) if isinstance(raw_input, dict) else {"_raw": raw_input},
-            turn=self.turn, concurrency_safe=safe, read_only=read_only, destructive=destructive,
-            display_name=tool.display_name() if tool else name,
+            turn=self.turn, display_name=tool.display_name() if tool else name,
         )
         self.trace.append(record)
-        entry = _Entry(block=block, record=record, safe=safe)
+        entry = _Entry(block=block, record=record)
         self._entries.append(entry)
+        self._by_id.setdefault(tid, entry)
         self.env.emit(CallEvent(record=record))
         if self._cancel_reason is not None:
             self._finish(entry, error_result(tid, self._cancel_reason), "cancelled")
         self._schedule()
 
     def has(self, tool_use_id: str) -> bool:
-        return any(e.record.tool_use_id == tool_use_id for e in self._entries)
+        return tool_use_id in self._by_id
 
     @property
     def submitted(self) -> int:
@@ -94,6 +92,14 @@ class ToolExecutor:
     # --- scheduling ----------------------------------------------------------------------
     def _running(self) -> list[_Entry]:
         return [e for e in self._entries if e.task is not None and e.result is None]
+
+    def _prepared(self, entry: _Entry) -> Call:
+        if entry.call is None:
+            entry.call = prepare(entry.block, self.env, entry.record)
+        return entry.call
+
+    def _safe(self, entry: _Entry) -> bool:
+        return self._prepared(entry).record.concurrency_safe
 
     def _schedule(self) -> None:
         if self.env.stop_requested and self._cancel_reason is None:
@@ -109,7 +115,7 @@ class ToolExecutor:
             if not running:
                 self._start(entry, new_batch=True)
                 continue
-            if entry.safe and all(e.safe for e in running) and len(running) < self.max_concurrency:
+            if len(running) < self.max_concurrency and self._safe(entry) and all(self._safe(e) for e in running):
                 self._start(entry, new_batch=False)
                 continue
             break  # the first call that must wait holds back everything after it
@@ -118,7 +124,8 @@ class ToolExecutor:
         if new_batch:
             self._batches[0] += 1
         entry.record.batch = self._batches[0]
-        entry.task = asyncio.ensure_future(run_tool_use(entry.block, self.env, entry.record))
+        mark_started(self.env, entry.record)
+        entry.task = asyncio.ensure_future(run_call(self._prepared(entry)))
         entry.task.add_done_callback(lambda t, e=entry: self._on_done(e, t))
 
     def _on_done(self, entry: _Entry, task: asyncio.Task[dict[str, Any]]) -> None:
@@ -132,17 +139,17 @@ class ToolExecutor:
         else:
             entry.result = task.result()
             entry.done.set()
-            tool = self.env.tools.get(entry.record.tool_name)
-            if entry.record.call_failed and tool is not None and self._cancels_siblings(tool, entry):
+            if entry.record.call_failed and self._cancels_siblings(entry):
                 self._cancel_after(entry)
         self._schedule()
 
-    def _cancels_siblings(self, tool: Any, entry: _Entry) -> bool:
-        parsed = parse_input(tool, entry.block.get("input"))
-        if isinstance(parsed, str):
+    @staticmethod
+    def _cancels_siblings(entry: _Entry) -> bool:
+        call = entry.call
+        if call is None or call.tool is None or call.inp is None:
             return False
         try:
-            return bool(tool.cancels_siblings_on_error(parsed))
+            return bool(call.tool.cancels_siblings_on_error(call.inp))
         except Exception:
             return False
 
@@ -163,24 +170,31 @@ class ToolExecutor:
                     e.task.cancel()
                 self._finish(e, error_result(e.record.tool_use_id, reason), "cancelled")
 
-    def _finish(self, entry: _Entry, block: dict[str, Any], status: str) -> None:
+    def _finish(self, entry: _Entry, block: dict[str, Any], status: CallStatus) -> None:
         entry.result = block
-        rec = entry.record
-        rec.result, rec.is_error = block, True
-        rec.summary_result = rec.summary_result or status
-        if rec.start is None:
-            rec.start = now()
-        rec.end = now()
-        rec.status = status  # type: ignore[assignment]
+        settle(self.env, entry.record, block, status, summary=status)
         entry.done.set()
-        self.env.emit(CallEvent(record=rec))
 
     # --- completion ----------------------------------------------------------------------
     async def results(self) -> list[dict[str, Any]]:
-        """Wait for every submitted call; the results in tool_use order."""
+        """Wait for every submitted call; the results in tool_use order, within the message budget."""
         for entry in list(self._entries):
             await entry.done.wait()
-        return [e.result for e in self._entries if e.result is not None]
+        results = [e.result for e in self._entries if e.result is not None]
+        self._apply_message_budget(results)
+        return results
+
+    def _apply_message_budget(self, results: list[dict[str, Any]]) -> None:
+        """Spill the largest results when the message's results together are over budget.
+
+        Self-limiting tools (Read) keep theirs; each replaced result is noted on its record."""
+        started = now()
+        exempt = frozenset(e.record.tool_use_id for e in self._entries
+                           if e.call is not None and e.call.tool is not None and e.call.tool.max_result_chars >= SELF_LIMITING)
+        for tid, path in self.env.budget.apply_message_limit(results, exempt).items():
+            entry = self._by_id[tid]
+            entry.result = next(b for b in results if b.get("tool_use_id") == tid)
+            note_budget(self.env, entry.record, entry.result, None if path is None else str(path), started)
 
     def interrupt(self, reason: str = INTERRUPTED_TEXT) -> list[dict[str, Any]]:
         """Answer every unanswered call with `reason` now; running tasks are cancelled."""

@@ -5,13 +5,28 @@ with the person, roles alternate, and every tool_use is answered exactly once by
 in the very next message. A broken history is what makes peers' agents fail with "tool_use ids
 were found without tool_result blocks" after an interrupt; we check it in tests and repair
 loaded conversations.
+
+The agent changes its history only through `append_user`, `append_assistant` and
+`close_turn` here. They never edit a message in place: a merge replaces the last message with
+a new one. So a list copy of the history is a faithful snapshot of it (what a model request
+carries and what ScriptedModel keeps), and no turn needs a deep copy of the conversation.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["history_problems", "repair_history", "MISSING_RESULT_TEXT"]
+__all__ = [
+    "history_problems",
+    "repair_history",
+    "MISSING_RESULT_TEXT",
+    "append_user",
+    "append_assistant",
+    "close_turn",
+    "clean_content",
+    "as_blocks",
+    "last_text",
+]
 
 MISSING_RESULT_TEXT = "No result was recorded for this tool call (the run was interrupted or failed); assume it did not complete."
 
@@ -103,3 +118,68 @@ def repair_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     {"type": "tool_result", "tool_use_id": u, "content": MISSING_RESULT_TEXT, "is_error": True} for u in uses
                 ]})
     return fixed
+
+
+# --- growing the history -----------------------------------------------------------------------
+
+
+def as_blocks(content: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+
+
+def clean_content(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The API rejects empty text blocks; drop them (and our private `_` keys)."""
+    out = []
+    for b in content:
+        if b.get("type") == "text" and not str(b.get("text", "")).strip():
+            continue
+        out.append({k: v for k, v in b.items() if not k.startswith("_")})
+    return out
+
+
+def append_user(messages: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
+    if messages and messages[-1]["role"] == "user":
+        # After an interrupt or an error the history can end with the person; merge.
+        messages[-1] = {"role": "user", "content": [*as_blocks(messages[-1]["content"]), *blocks]}
+    else:
+        messages.append({"role": "user", "content": blocks})
+
+
+def append_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> None:
+    if not content:
+        return
+    # After pause_turn the API continues the same assistant message; so do we.
+    if messages and messages[-1]["role"] == "assistant":
+        messages[-1] = {"role": "assistant", "content": [*as_blocks(messages[-1]["content"]), *content]}
+    else:
+        messages.append({"role": "assistant", "content": content})
+
+
+def close_turn(
+    messages: list[dict[str, Any]], *, completed: list[dict[str, Any]], results: list[dict[str, Any]],
+    appended: bool, answered: bool, note: str | None,
+) -> tuple[bool, bool]:
+    """End a turn early (interrupt, model failure, internal error) with every tool_use answered once.
+
+    `completed`: the blocks that were whole when the turn ended; `results`: a result for each
+    tool_use that was handed to the executor; `appended`/`answered`: whether the assistant
+    message and its results are in the history already. Returns them as they are now."""
+    if not appended:
+        # Only blocks that are whole go in; a tool_use with no result would break the history.
+        ids = {r["tool_use_id"] for r in results}
+        content = clean_content([b for b in completed if b.get("type") != "tool_use" or b.get("id") in ids])
+        if content:
+            append_assistant(messages, content)
+            appended = True
+    if appended and results and not answered:
+        append_user(messages, [*results, *([{"type": "text", "text": note}] if note else [])])
+        answered = True
+    return appended, answered
+
+
+def last_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the last assistant message (what a run returns)."""
+    for m in reversed(messages):
+        if m["role"] == "assistant":
+            return "".join(b.get("text", "") for b in as_blocks(m["content"]) if b.get("type") == "text")
+    return ""

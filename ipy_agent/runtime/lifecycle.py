@@ -3,10 +3,15 @@
 find -> parse -> validate -> PreToolUse hooks -> permission -> (validate again if a person
 approved) -> call -> map -> budget -> PostToolUse / PostToolUseFailure hooks.
 
-Each stage is a small function that either lets the call go on or produces the `is_error`
-tool_result that ends it, with a reason the model can act on. Every stage is timed into the
-call's `CallRecord`. Nothing raises out of here except cancellation, which the executor turns
-into a synthetic result.
+Each stage is a small function of the `Call` so far that returns `GoOn` (the next stage runs)
+or `Finished` (the call ends here with an `is_error` tool_result whose text the model can act
+on). `run_stages` times each one into the call's `CallRecord`. find and parse run in `prepare`,
+when the executor takes the call in: it needs the parsed input's safety flags to schedule the
+call, and the input is parsed only there. Nothing raises out of here except cancellation,
+which the executor turns into a synthetic result.
+
+This module writes every field of a `CallRecord` except the ones that say which call it is
+(set by the executor when it creates the record) and its batch (the executor's scheduling).
 """
 
 from __future__ import annotations
@@ -14,17 +19,19 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from .budget import ResultBudget
 from .hooks import HookEvent, Hooks
-from .permissions import Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
-from .tool import PermissionCheck, Tool, ToolContext, ToolError, maybe_await
+from .approval import decide_permission, denial_text
+from .permissions import PermissionRequest, PermissionRules
+from .tool import PermissionPreview, Tool, ToolContext, ToolError
+from .tool_input import dump_input, parse_input
 from .trace import CallEvent, CallRecord, CallStatus, Stage, now
 
-__all__ = ["RunEnv", "run_tool_use", "error_result", "format_validation_error", "parse_input"]
+__all__ = ["RunEnv", "Call", "GoOn", "Finished", "prepare", "mark_started", "run_call", "settle", "note_budget", "error_result"]
 
 
 @dataclass(kw_only=True)
@@ -39,7 +46,6 @@ class RunEnv:
     mode: Callable[[], str]
     approver: Callable[[PermissionRequest], Any] | None = None
     emit: Callable[[Any], None] = lambda _e: None
-    splitter: Callable[[str], list[str] | None] | None = None
     approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     stop_requested: bool = False
     stop_reason: str = ""
@@ -49,143 +55,321 @@ def error_result(tool_use_id: str, text: str) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": True}
 
 
-class _Stop(Exception):
-    """Ends the pipeline with this result."""
+@dataclass(frozen=True, kw_only=True)
+class GoOn:
+    """The stage passed; `outcome` and `detail` go into the trace."""
 
-    def __init__(self, block: dict[str, Any], status: CallStatus = "error") -> None:
-        self.block = block
-        self.status = status
+    outcome: str = "ok"
+    detail: str = ""
 
 
-class _Timer:
-    def __init__(self, record: CallRecord, name: str) -> None:
-        self.stage = Stage(name=name, outcome="ok", start=now())
-        record.stages.append(self.stage)
+@dataclass(frozen=True, kw_only=True)
+class Finished:
+    """The call ends at this stage with `block` (an `is_error` tool_result)."""
 
-    def done(self, outcome: str = "ok", detail: str = "") -> None:
-        self.stage.outcome, self.stage.detail, self.stage.end = outcome, detail, now()
+    block: dict[str, Any]
+    status: CallStatus = "error"
+    outcome: str = "error"
+    detail: str = ""
+
+
+@dataclass(kw_only=True)
+class Call:
+    """One call between its stages: what the stages so far found, for the stages after them."""
+
+    block: dict[str, Any]
+    env: RunEnv
+    record: CallRecord
+    tool: Tool | None = None
+    inp: BaseModel | None = None  # parsed once, in `prepare`; replaced only by a hook's rewrite
+    ended: Finished | None = None  # find or parse ended the call before it was scheduled
+    rewritten: bool = False
+    hook_decision: tuple[str, str] | None = None
+    context: list[str] = field(default_factory=list)  # additional context from hooks, appended at the end
+    output: Any = None
+    failure: str | None = None  # the tool itself failed (in call or map): what the model is told
+    result: dict[str, Any] | None = None  # the tool_result as it stands after the last stage
+    _ctx: ToolContext | None = None
+
+    @property
+    def ctx(self) -> ToolContext:
+        if self._ctx is None:
+            self._ctx = self.env.make_ctx(self.record.tool_use_id)
+        return self._ctx
+
+    @property
+    def parsed(self) -> tuple[Tool, BaseModel]:
+        assert self.tool is not None and self.inp is not None, "a stage after parse ran on a call that did not parse"
+        return self.tool, self.inp
+
+
+Stage_ = Callable[[Call], Awaitable["GoOn | Finished"]]
+
+
+def _timed_sync(call: Call, name: str, step: Callable[[Call], GoOn | Finished]) -> GoOn | Finished:
+    stage = Stage(name=name, outcome="ok", start=now())
+    call.record.stages.append(stage)
+    result = step(call)
+    stage.outcome, stage.detail, stage.end = result.outcome, result.detail, now()
+    return result
+
+
+async def _timed(call: Call, name: str, step: Stage_) -> GoOn | Finished:
+    stage = Stage(name=name, outcome="ok", start=now())
+    call.record.stages.append(stage)
+    try:
+        result = await step(call)
+    except asyncio.CancelledError:
+        stage.outcome, stage.end = "cancelled", now()
+        raise
+    stage.outcome, stage.detail, stage.end = result.outcome, result.detail, now()
+    return result
+
+
+# --- taking the call in: find and parse ----------------------------------------------------
+
+
+def mark_started(env: RunEnv, record: CallRecord) -> None:
+    """The executor starts the call now (it may still have to parse it)."""
+    record.start = now()
+    _set_status(env, record, "running")
+
+
+def prepare(block: dict[str, Any], env: RunEnv, record: CallRecord) -> Call:
+    """Find the tool and parse the input (timed stages); the safety flags go on the record."""
+    call = Call(block=block, env=env, record=record)
+    for name, step in (("find", _find), ("parse", _parse)):
+        result = _timed_sync(call, name, step)
+        if isinstance(result, Finished):
+            call.ended = result
+            return call
+    tool, inp = call.parsed
+    record.concurrency_safe = tool.is_concurrency_safe(inp)
+    record.read_only = tool.is_read_only(inp)
+    record.destructive = tool.is_destructive(inp)
+    record.summary_use = _safe(lambda: tool.summarize_use(inp), "")
+    return call
+
+
+def _find(call: Call) -> GoOn | Finished:
+    name = call.record.tool_name
+    call.tool = call.env.tools.get(name)
+    if call.tool is None:
+        names = ", ".join(sorted(call.env.tools)) or "none"
+        text = f"No such tool available: {name!r}. The tools you can call are: {names}."
+        return Finished(block=error_result(call.record.tool_use_id, text), detail="unknown tool")
+    return GoOn()
+
+
+def _parse(call: Call) -> GoOn | Finished:
+    assert call.tool is not None
+    parsed = parse_input(call.tool, call.block.get("input"))
+    if isinstance(parsed, str):
+        return Finished(block=error_result(call.record.tool_use_id, parsed), detail=parsed)
+    call.inp = parsed
+    return GoOn()
+
+
+# --- running it: the stages after scheduling -----------------------------------------------
+
+
+async def _validate(call: Call) -> GoOn | Finished:
+    tool, inp = call.parsed
+    try:
+        problem = await tool.validate_input(inp, call.ctx)
+    except ToolError as e:
+        problem = str(e)
+    except Exception as e:
+        problem = f"{tool.name} could not check its input ({type(e).__name__}: {e})."
+    if problem:
+        return Finished(block=error_result(call.record.tool_use_id, problem), detail=problem)
+    return GoOn()
+
+
+async def _pre_hooks(call: Call) -> GoOn | Finished:
+    tool, inp = call.parsed
+    env, tid = call.env, call.record.tool_use_id
+    hr = await env.hooks.run(HookEvent(event="PreToolUse", tool_name=tool.name, input=dump_input(inp), tool_use_id=tid))
+    call.context.extend(hr.additional_context)
+    if hr.stop:
+        env.stop_requested, env.stop_reason = True, hr.reason or "a PreToolUse hook stopped the run"
+        text = f"Not run: a hook stopped the run. {hr.reason}".strip()
+        return Finished(block=error_result(tid, text), status="denied", outcome="stop", detail=env.stop_reason)
+    if hr.updated_input is not None:
+        reparsed = parse_input(tool, hr.updated_input)
+        if isinstance(reparsed, str):
+            text = f"A PreToolUse hook rewrote the input, and the result is invalid: {reparsed}"
+            return Finished(block=error_result(tid, text), detail="hook rewrote the input into something invalid")
+        call.inp, call.rewritten = reparsed, True
+        # The prompt and the person's row must name what will run, not what the model asked.
+        call.record.summary_use = _safe(lambda: tool.summarize_use(reparsed), "")
+    if hr.decision is not None:
+        call.hook_decision = (hr.decision, hr.reason)
+    return GoOn(outcome=hr.decision or ("error" if hr.errors else "ok"), detail=hr.reason)
+
+
+async def _permission(call: Call) -> GoOn | Finished:
+    tool, inp = call.parsed
+    record = call.record
+    record.final_input = dump_input(inp)
+    env = call.env
+
+    def before_prompt(preview: PermissionPreview | None, preview_error: str) -> None:
+        record.preview = preview
+        if preview_error:
+            record.detail = preview_error
+        _set_status(env, record, "waiting")
+
+    decision = await decide_permission(
+        tool, inp, call.ctx, rules=env.rules, mode=env.mode(), hook_decision=call.hook_decision, approver=env.approver,
+        lock=env.approval_lock, summary=record.summary_use, before_prompt=before_prompt,
+    )
+    record.decision = decision
+    detail = f"{decision.source}: {decision.reason}"
+    if decision.behavior == "deny":
+        block = error_result(record.tool_use_id, denial_text(tool, decision))
+        return Finished(block=block, status="denied", outcome="deny", detail=detail)
+    return GoOn(outcome=decision.behavior, detail=detail)
+
+
+async def _call(call: Call) -> GoOn | Finished:
+    tool, inp = call.parsed
+    _set_status(call.env, call.record, "running")
+    try:
+        call.output = await tool.call(inp, call.ctx)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        # A ToolError is the tool steering the model; anything else is named by its type.
+        call.failure = (str(e) or f"{tool.name} failed.") if isinstance(e, ToolError) else f"{tool.name} failed with {type(e).__name__}: {e}"
+        return GoOn(outcome="error", detail=call.failure)
+    call.record.summary_result = _safe(lambda: tool.summarize_result(call.output), "done")
+    call.record.detail = _safe(lambda: tool.detail_for_person(inp, call.output), "")
+    return GoOn()
+
+
+async def _map(call: Call) -> GoOn | Finished:
+    tool, _ = call.parsed
+    tid = call.record.tool_use_id
+    try:
+        mapped = tool.map_result(call.output, tid)
+        if not isinstance(mapped, dict) or mapped.get("type") != "tool_result":
+            raise TypeError(f"map_result must return a tool_result block, not {type(mapped).__name__}")
+    except Exception as e:
+        call.failure = f"{tool.name} produced a result that could not be converted for you ({type(e).__name__}: {e})."
+        return GoOn(outcome="error", detail=call.failure)
+    call.result = {**mapped, "tool_use_id": tid}
+    return GoOn()
+
+
+async def _budget(call: Call) -> GoOn | Finished:
+    tool, _ = call.parsed
+    assert call.result is not None
+    block = call.env.budget.fill_empty(call.result, tool.name)
+    call.result, spilled = call.env.budget.apply_tool_limit(block, tool.max_result_chars)
+    if spilled is not None:
+        call.record.spilled_to = str(spilled)
+        return GoOn(outcome="spilled", detail=str(spilled))
+    return GoOn()
+
+
+async def _post_hooks(call: Call) -> GoOn | Finished:
+    tool, inp = call.parsed
+    env, tid = call.env, call.record.tool_use_id
+    result = call.result if call.failure is None else error_result(tid, call.failure)
+    event = "PostToolUseFailure" if call.failure is not None or (result or {}).get("is_error") else "PostToolUse"
+    hr = await env.hooks.run(HookEvent(
+        event=event, tool_name=tool.name, input=dump_input(inp), tool_use_id=tid,
+        output=call.output if call.failure is None else None, error=call.failure, result=result,
+    ))
+    call.context.extend(hr.additional_context)
+    if hr.decision == "deny" and hr.reason and call.failure is None:
+        call.context.append(f"A PostToolUse hook flagged this result: {hr.reason}")
+    if hr.stop:
+        env.stop_requested, env.stop_reason = True, hr.reason or f"a {event} hook stopped the run"
+    return GoOn(outcome=hr.decision or ("stop" if hr.stop else "ok"), detail=hr.reason)
+
+
+def _post_event(call: Call) -> str:
+    if call.failure is not None or (call.result or {}).get("is_error"):
+        return "PostToolUseFailure"
+    return "PostToolUse"
+
+
+# Each stage with when it applies; a stage that does not apply leaves no entry in the trace.
+_STAGES: tuple[tuple[str, Stage_, Callable[[Call], bool]], ...] = (
+    ("validate", _validate, lambda c: True),
+    ("pre_hooks", _pre_hooks, lambda c: c.env.hooks.has("PreToolUse")),
+    ("validate_rewritten", _validate, lambda c: c.rewritten),
+    ("permission", _permission, lambda c: True),
+    # The file may have changed while the prompt was open.
+    ("validate_after_approval", _validate, lambda c: getattr(c.record.decision, "source", "") == "person"),
+    ("call", _call, lambda c: True),
+    ("map", _map, lambda c: c.failure is None),
+    ("budget", _budget, lambda c: c.failure is None),
+    ("post_hooks", _post_hooks, lambda c: c.env.hooks.has(_post_event(c))),
+)
+
+
+async def run_stages(call: Call) -> Finished:
+    """The stages after scheduling; the call's final tool_result and status."""
+    if call.ended is not None:
+        return call.ended
+    for name, step, applies in _STAGES:
+        if not applies(call):
+            continue
+        result = await _timed(call, name, step)
+        if isinstance(result, Finished):
+            return result
+    tid = call.record.tool_use_id
+    if call.failure is not None:
+        call.record.call_failed = True
+        block = error_result(tid, call.failure)
+    else:
+        assert call.result is not None
+        block = call.result
+        call.record.call_failed = bool(block.get("is_error"))
+    block = _with_context(block, call.context)
+    return Finished(block=block, status="error" if block.get("is_error") else "done", outcome="ok")
+
+
+async def run_call(call: Call) -> dict[str, Any]:
+    """Run a prepared, started call to its end; its record is settled and emitted."""
+    end = await run_stages(call)
+    settle(call.env, call.record, end.block, end.status)
+    assert end.block.get("tool_use_id") == call.record.tool_use_id
+    return end.block
+
+
+def settle(env: RunEnv, record: CallRecord, block: dict[str, Any], status: CallStatus, *, summary: str | None = None) -> None:
+    """The call's final result, on its record and on the person's row.
+
+    Also how the executor ends calls that never ran or never finished (cancelled siblings, an
+    interrupt): they pass the `summary` the person's row shows."""
+    record.result = block
+    record.is_error = bool(block.get("is_error"))
+    if record.start is None:
+        record.start = now()
+    record.end = now()
+    if not record.summary_result:
+        record.summary_result = summary if summary is not None else (_first_line(block) if record.is_error else "done")
+    _set_status(env, record, status)
+
+
+def note_budget(env: RunEnv, record: CallRecord, block: dict[str, Any], spilled: str | None, started: float) -> None:
+    """The message budget replaced this call's result after the call had settled: record what
+    the model receives now, as a stage of its own, and tell the person's row."""
+    record.stages.append(Stage(name="message_budget", outcome="spilled" if spilled else "cut", detail=spilled or "",
+                               start=started, end=now()))
+    record.result = block
+    if spilled is not None:
+        record.spilled_to = spilled
+    env.emit(CallEvent(record=record))
 
 
 def _set_status(env: RunEnv, record: CallRecord, status: CallStatus) -> None:
     record.status = status
     env.emit(CallEvent(record=record))
-
-
-# --- parsing ------------------------------------------------------------------------------
-
-_JSON_TYPES = {
-    "string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
-    "array": "array", "object": "object", "null": "null",
-}
-
-
-def _json_type(value: Any) -> str:
-    match value:
-        case bool():
-            return "boolean"
-        case int():
-            return "integer"
-        case float():
-            return "number"
-        case str():
-            return "string"
-        case list():
-            return "array"
-        case dict():
-            return "object"
-        case None:
-            return "null"
-    return type(value).__name__
-
-
-def _expected_type(model: type[BaseModel], field_name: str) -> str:
-    props = model.model_json_schema().get("properties", {})
-    prop = props.get(field_name, {})
-    if "type" in prop:
-        return str(prop["type"])
-    options = [o.get("type") for o in prop.get("anyOf", []) if o.get("type") and o.get("type") != "null"]
-    return " or ".join(options) if options else "a valid value"
-
-
-def format_validation_error(tool: Tool, err: ValidationError, raw: dict[str, Any]) -> str:
-    lines: list[str] = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e.get("loc", ())) or "(input)"
-        top = str(e["loc"][0]) if e.get("loc") else ""
-        kind = e.get("type", "")
-        if kind == "missing":
-            lines.append(f"The required parameter `{loc}` is missing.")
-        elif kind == "extra_forbidden":
-            lines.append(f"An unexpected parameter `{loc}` was provided.")
-        elif kind.endswith("_type") or kind.endswith("_parsing"):
-            got = _json_type(e.get("input"))
-            expected = _expected_type(tool.input_model, top) if len(e.get("loc", ())) == 1 else kind.split("_")[0]
-            lines.append(f"The parameter `{loc}` is expected as `{expected}` but was provided as `{got}`.")
-        else:
-            lines.append(f"The parameter `{loc}`: {e.get('msg', 'is invalid')}.")
-    return (
-        f"{tool.name} was called with invalid input:\n- " + "\n- ".join(lines)
-        + "\nFix the input to match the tool's schema and call it again."
-    )
-
-
-def _allowed_keys(model: type[BaseModel]) -> set[str] | None:
-    if model.model_config.get("extra") == "allow":
-        return None
-    keys: set[str] = set()
-    for name, f in model.model_fields.items():
-        keys.add(name)
-        if f.alias:
-            keys.add(f.alias)
-        if isinstance(f.validation_alias, str):
-            keys.add(f.validation_alias)
-    return keys
-
-
-def parse_input(tool: Tool, raw: Any) -> BaseModel | str:
-    """The parsed input, or the message for the model (unexpected keys are reported too)."""
-    if not isinstance(raw, dict):
-        return f"{tool.name} input must be a JSON object with the tool's parameters, not {_json_type(raw)}."
-    allowed = _allowed_keys(tool.input_model)
-    extra = sorted(set(raw) - allowed) if allowed is not None else []
-    try:
-        parsed = tool.input_model.model_validate(raw)
-    except ValidationError as e:
-        msg = format_validation_error(tool, e, raw)
-        if extra and "unexpected parameter" not in msg:
-            msg = msg.replace("\n- ", "\n- " + "".join(f"An unexpected parameter `{k}` was provided.\n- " for k in extra), 1)
-        return msg
-    if extra:
-        lines = "".join(f"\n- An unexpected parameter `{k}` was provided." for k in extra)
-        return f"{tool.name} was called with invalid input:{lines}\nFix the input to match the tool's schema and call it again."
-    return parsed
-
-
-def _dump(inp: BaseModel) -> dict[str, Any]:
-    return inp.model_dump(mode="json", by_alias=True, exclude_unset=False)
-
-
-# --- the pipeline -------------------------------------------------------------------------
-
-
-async def run_tool_use(block: dict[str, Any], env: RunEnv, record: CallRecord) -> dict[str, Any]:
-    tool_use_id = str(block.get("id"))
-    record.start = now()
-    _set_status(env, record, "running")
-    status: CallStatus = "done"
-    try:
-        result = await _pipeline(block, env, record)
-        status = "error" if result.get("is_error") else "done"
-    except _Stop as stop:
-        result, status = stop.block, stop.status
-    record.result = result
-    record.is_error = bool(result.get("is_error"))
-    record.end = now()
-    if not record.summary_result:
-        record.summary_result = _first_line(result) if record.is_error else "done"
-    _set_status(env, record, status)
-    assert result.get("tool_use_id") == tool_use_id
-    return result
 
 
 def _first_line(block: dict[str, Any]) -> str:
@@ -195,227 +379,6 @@ def _first_line(block: dict[str, Any]) -> str:
     )
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= 120 else line[:119] + "…"
-
-
-async def _pipeline(block: dict[str, Any], env: RunEnv, record: CallRecord) -> dict[str, Any]:
-    tid = record.tool_use_id
-    # find
-    t = _Timer(record, "find")
-    tool = env.tools.get(record.tool_name)
-    if tool is None:
-        names = ", ".join(sorted(env.tools)) or "none"
-        t.done("error", "unknown tool")
-        raise _Stop(error_result(tid, f"No such tool available: {record.tool_name!r}. The tools you can call are: {names}."))
-    t.done()
-    record.display_name = tool.display_name()
-    ctx = env.make_ctx(tid)
-
-    # parse
-    t = _Timer(record, "parse")
-    parsed = parse_input(tool, block.get("input"))
-    if isinstance(parsed, str):
-        t.done("error", parsed)
-        raise _Stop(error_result(tid, parsed))
-    inp: BaseModel = parsed
-    t.done()
-    record.summary_use = _safe(lambda: tool.summarize_use(inp), "")
-
-    # validate
-    await _validate(tool, inp, ctx, record, "validate")
-
-    # PreToolUse hooks
-    hook_decision: tuple[str, str] | None = None
-    extra_context: list[str] = []
-    if env.hooks.has("PreToolUse"):
-        t = _Timer(record, "pre_hooks")
-        hr = await env.hooks.run(HookEvent(event="PreToolUse", tool_name=tool.name, input=_dump(inp), tool_use_id=tid))
-        extra_context.extend(hr.additional_context)
-        if hr.stop:
-            env.stop_requested, env.stop_reason = True, hr.reason or "a PreToolUse hook stopped the run"
-            t.done("stop", env.stop_reason)
-            raise _Stop(error_result(tid, f"Not run: a hook stopped the run. {hr.reason}".strip()), "denied")
-        if hr.updated_input is not None:
-            reparsed = parse_input(tool, hr.updated_input)
-            if isinstance(reparsed, str):
-                t.done("error", "hook rewrote the input into something invalid")
-                raise _Stop(error_result(tid, f"A PreToolUse hook rewrote the input, and the result is invalid: {reparsed}"))
-            inp = reparsed
-            # The prompt and the person's row must name what will run, not what the model asked.
-            record.summary_use = _safe(lambda: tool.summarize_use(inp), "")
-            await _validate(tool, inp, ctx, record, "validate_rewritten")
-        if hr.decision is not None:
-            hook_decision = (hr.decision, hr.reason)
-        t.done(hr.decision or ("error" if hr.errors else "ok"), hr.reason)
-    record.final_input = _dump(inp)
-
-    # permission
-    await _permission(tool, inp, ctx, env, record, hook_decision)
-
-    # call
-    _set_status(env, record, "running")
-    t = _Timer(record, "call")
-    try:
-        output = await tool.call(inp, ctx)
-    except asyncio.CancelledError:
-        t.done("cancelled")
-        raise
-    except Exception as e:
-        # A ToolError is the tool steering the model; anything else is named by its type.
-        msg = (str(e) or f"{tool.name} failed.") if isinstance(e, ToolError) else f"{tool.name} failed with {type(e).__name__}: {e}"
-        return await _failure(tool, inp, env, record, t, msg)
-    t.done()
-    record.summary_result = _safe(lambda: tool.summarize_result(output), "done")
-    record.detail = _safe(lambda: tool.detail_for_person(inp, output), "")
-
-    # map
-    t = _Timer(record, "map")
-    try:
-        mapped = tool.map_result(output, tid)
-        if not isinstance(mapped, dict) or mapped.get("type") != "tool_result":
-            raise TypeError(f"map_result must return a tool_result block, not {type(mapped).__name__}")
-        mapped = {**mapped, "tool_use_id": tid}
-    except Exception as e:
-        msg = f"{tool.name} produced a result that could not be converted for you ({type(e).__name__}: {e})."
-        return await _failure(tool, inp, env, record, t, msg)
-    t.done()
-    if mapped.get("is_error"):
-        record.call_failed = True
-
-    # budget
-    t = _Timer(record, "budget")
-    mapped = env.budget.fill_empty(mapped, tool.name)
-    mapped, spilled = env.budget.apply_tool_limit(mapped, tool.max_result_chars)
-    if spilled is not None:
-        record.spilled_to = str(spilled)
-    t.done("spilled" if spilled else "ok", str(spilled or ""))
-
-    # PostToolUse hooks
-    event = "PostToolUseFailure" if mapped.get("is_error") else "PostToolUse"
-    if env.hooks.has(event):
-        t = _Timer(record, "post_hooks")
-        hr = await env.hooks.run(
-            HookEvent(event=event, tool_name=tool.name, input=_dump(inp), tool_use_id=tid, output=output, result=mapped)
-        )
-        extra_context.extend(hr.additional_context)
-        if hr.decision == "deny" and hr.reason:
-            extra_context.append(f"A PostToolUse hook flagged this result: {hr.reason}")
-        if hr.stop:
-            env.stop_requested, env.stop_reason = True, hr.reason or "a PostToolUse hook stopped the run"
-        t.done(hr.decision or ("stop" if hr.stop else "ok"), hr.reason)
-    return _with_context(mapped, extra_context)
-
-
-async def _validate(tool: Tool, inp: BaseModel, ctx: ToolContext, record: CallRecord, stage: str) -> None:
-    t = _Timer(record, stage)
-    try:
-        problem = await tool.validate_input(inp, ctx)
-    except ToolError as e:
-        problem = str(e)
-    except Exception as e:
-        problem = f"{tool.name} could not check its input ({type(e).__name__}: {e})."
-    if problem:
-        t.done("error", problem)
-        raise _Stop(error_result(record.tool_use_id, problem))
-    t.done()
-
-
-async def _permission(
-    tool: Tool, inp: BaseModel, ctx: ToolContext, env: RunEnv, record: CallRecord, hook_decision: tuple[str, str] | None
-) -> None:
-    t = _Timer(record, "permission")
-    try:
-        check = await tool.check_permissions(inp, ctx)
-    except Exception as e:
-        check = PermissionCheck(behavior="ask", message=f"{tool.name}'s permission check failed ({type(e).__name__}: {e})")
-    def decision_now() -> Decision:
-        return decide(
-            tool=tool, inp=inp, ctx=ctx, rules=env.rules, mode=env.mode(), tool_check=check,
-            hook_decision=hook_decision, splitter=env.splitter,  # type: ignore[arg-type]
-        )
-
-    decision = decision_now()
-    if decision.behavior == "ask":
-        # One prompt at a time; decide again once it is our turn, since an "always" answer to
-        # the prompt before may cover this call now.
-        async with env.approval_lock:
-            decision = decision_now()
-            if decision.behavior == "ask":
-                decision = await _ask(tool, inp, ctx, env, record, decision)
-    record.decision = decision
-    t.done(decision.behavior, f"{decision.source}: {decision.reason}")
-    if decision.behavior == "deny":
-        raise _Stop(error_result(record.tool_use_id, _denial_text(tool, decision)), "denied")
-    if decision.source == "person":
-        # The file may have changed while the prompt was open.
-        await _validate(tool, inp, ctx, record, "validate_after_approval")
-
-
-async def _ask(tool: Tool, inp: BaseModel, ctx: ToolContext, env: RunEnv, record: CallRecord, asked: Decision) -> Decision:
-    suggested = _safe(lambda: tool.suggest_rule(inp, ctx), tool.name) or tool.name
-    if env.approver is None:
-        return Decision(
-            behavior="deny", source="approver",
-            reason=(
-                f"{asked.reason}, and no one is available to approve it in this non-interactive run. "
-                f"A person can allow it with the rule {suggested!r} (allow=[...]) or a permission mode."
-            ),
-        )
-    try:
-        preview = await tool.preview(inp, ctx)
-    except Exception as e:
-        preview = None
-        record.detail = f"(preview failed: {type(e).__name__}: {e})"
-    record.preview = preview
-    request = PermissionRequest(
-        tool_name=tool.name, input=_dump(inp), summary=record.summary_use, suggested_rule=suggested,
-        tool_use_id=record.tool_use_id, reason=asked.reason, diff=getattr(preview, "diff", None), preview=preview,
-        read_only=tool.is_read_only(inp), destructive=tool.is_destructive(inp), display_name=tool.display_name(),
-    )
-    _set_status(env, record, "waiting")
-    try:
-        answer = normalize_answer(await maybe_await(env.approver(request)))
-    except asyncio.CancelledError:
-        raise
-    except Exception as e:
-        answer = PermissionAnswer(behavior="deny", message=f"the approval prompt failed ({type(e).__name__}: {e})")
-    if answer.behavior == "deny":
-        return Decision(behavior="deny", source="approver" if answer.automatic else "person", reason=answer.message)
-    if answer.behavior == "always":
-        rule = env.rules.add("allow", answer.rule or suggested, source="granted")
-        return Decision(behavior="allow", source="person", rule=rule.text, reason=f"always allowed: {rule.text}")
-    return Decision(behavior="allow", source="person", reason="allowed once")
-
-
-def _denial_text(tool: Tool, d: Decision) -> str:
-    if d.source == "person":
-        base = f"The person declined this {tool.name} call, so nothing was run or changed."
-        if d.reason:
-            return f"{base} Their reason: {d.reason}\nAdjust your approach to what they said; do not retry the same call unchanged."
-        return f"{base} Stop and wait for them to tell you how to proceed; do not retry the same call."
-    if d.source == "approver":
-        return d.reason or f"This {tool.name} call was not approved, so nothing was run."
-    if d.source == "hook":
-        return f"A PreToolUse hook blocked this {tool.name} call: {d.reason}"
-    return f"Permission to use {tool.name} was denied ({d.reason}). Nothing was run."
-
-
-async def _failure(tool: Tool, inp: BaseModel, env: RunEnv, record: CallRecord, stage: _Timer, error: str) -> dict[str, Any]:
-    """The tool itself failed (in call or map): an error result, then PostToolUseFailure hooks."""
-    stage.done("error", error)
-    record.call_failed = True
-    block = error_result(record.tool_use_id, error)
-    context: list[str] = []
-    if env.hooks.has("PostToolUseFailure"):
-        t = _Timer(record, "post_hooks")
-        hr = await env.hooks.run(
-            HookEvent(event="PostToolUseFailure", tool_name=tool.name, input=_dump(inp), tool_use_id=record.tool_use_id,
-                      error=error, result=block)
-        )
-        context.extend(hr.additional_context)
-        if hr.stop:
-            env.stop_requested, env.stop_reason = True, hr.reason or "a PostToolUseFailure hook stopped the run"
-        t.done(hr.decision or "ok", hr.reason)
-    return _with_context(block, context)
 
 
 def _with_context(block: dict[str, Any], context: list[str]) -> dict[str, Any]:
@@ -433,4 +396,3 @@ def _safe(fn: Callable[[], Any], default: Any) -> Any:
         return fn()
     except Exception:
         return default
-

@@ -21,9 +21,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from collections.abc import Callable
 
-from .rules import Rule, matches_subject, parse_rule, split_compound
+from .rules import Rule, matches_subject, parse_rule
 from .tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 
 __all__ = [
@@ -123,8 +122,7 @@ class PermissionRules:
         names = {tool.name}
         return next((r for r in self.deny if r.tool in names and r.whole_tool), None)
 
-    def find(self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path,
-             splitter: Callable[[str], list[str] | None] | None = None) -> Rule | None:
+    def find(self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
         names = {tool.name, *tool.rule_names}
         for rule in getattr(self, kind):
             if rule.tool not in names:
@@ -134,27 +132,21 @@ class PermissionRules:
                 if rule.tool == tool.name:
                     return rule
                 continue
-            if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind, splitter=splitter):
+            if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind):
                 return rule
         return None
 
-    def find_allow_for_parts(self, tool: Tool, subject: RuleSubject | None, cwd: Path,
-                             splitter: Callable[[str], list[str] | None] | None) -> Rule | None:
+    def find_allow_for_parts(self, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
         """A compound command is allowed when each of its commands is allowed by some rule."""
-        if subject is None or subject.kind != "command":
-            return None
-        parts = (splitter or split_compound)(subject.value)
-        if not parts or len(parts) < 2:
+        if subject is None or subject.kind != "command" or subject.parts is None or len(subject.parts) < 2:
             return None
         found: Rule | None = None
-        for part in parts:
-            sub = RuleSubject(kind="command", value=part)
-            rule = self.find("allow", tool, sub, cwd, splitter=lambda s: [s])
+        for part in subject.parts:
+            rule = self.find("allow", tool, RuleSubject(kind="command", value=part.text, parts=(part,)), cwd)
             if rule is None:
                 return None
             found = found or rule
         return found
-
 
 
 def decide(
@@ -166,7 +158,6 @@ def decide(
     mode: str,
     tool_check: PermissionCheck,
     hook_decision: tuple[Behavior, str] | None,
-    splitter: Callable[[str], list[str] | None] | None = None,
 ) -> Decision:
     subject = tool.rule_subject(inp, ctx)
     cwd = ctx.cwd
@@ -175,7 +166,7 @@ def decide(
     # A symlink is judged as itself and as its target: a deny rule on either denies, an allow
     # rule must cover both (a link inside `src/` must not open `~/.ssh/id_rsa`).
     target = _link_target(subject)
-    r = rules.find("deny", tool, subject, cwd, splitter) or (target and rules.find("deny", tool, target, cwd, splitter))
+    r = rules.find("deny", tool, subject, cwd) or (target and rules.find("deny", tool, target, cwd))
     if r:
         return Decision(behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source})")
     if tool_check.behavior == "deny":
@@ -187,7 +178,7 @@ def decide(
             behavior="deny", source="mode",
             reason="plan mode: only read-only tools run. Describe the change you would make instead of making it.",
         )
-    if (r := rules.find("ask", tool, subject, cwd, splitter)) is not None:
+    if (r := rules.find("ask", tool, subject, cwd)) is not None:
         return Decision(behavior="ask", source="rule", rule=r.text, reason=f"rule {r.text!r} asks for approval")
     if hook_decision is not None and hook_decision[0] == "ask":
         return Decision(behavior="ask", source="hook", reason=hook_decision[1] or "a PreToolUse hook asks for approval")
@@ -197,8 +188,8 @@ def decide(
         return Decision(behavior="allow", source="mode", reason="bypassPermissions mode")
     if mode == "acceptEdits" and tool.kind == "edit" and _subject_inside(subject, ctx):
         return Decision(behavior="allow", source="mode", reason="acceptEdits mode: an edit inside the working directories")
-    r = rules.find("allow", tool, subject, cwd, splitter) or rules.find_allow_for_parts(tool, subject, cwd, splitter)
-    if r is not None and target is not None and rules.find("allow", tool, target, cwd, splitter) is None:
+    r = rules.find("allow", tool, subject, cwd) or rules.find_allow_for_parts(tool, subject, cwd)
+    if r is not None and target is not None and rules.find("allow", tool, target, cwd) is None:
         r = None
     if r is not None:
         return Decision(behavior="allow", source="rule", rule=r.text, reason=f"allowed by rule {r.text!r} ({r.source})")

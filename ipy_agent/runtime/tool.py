@@ -10,7 +10,6 @@ things in parallel or without a prompt that it should not.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 from dataclasses import dataclass, field
@@ -19,6 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
+
+from .gitignore import gitignore_match
+from .threads import run_blocking
 
 if TYPE_CHECKING:
     from .read_state import ReadState
@@ -30,6 +32,7 @@ __all__ = [
     "PermissionCheck",
     "PermissionPreview",
     "RuleSubject",
+    "CommandPart",
     "build_tool",
     "maybe_await",
     "text_of",
@@ -102,8 +105,6 @@ class ToolContext:
         (`cat link-to-.env`); searches that never follow links may skip that cost."""
         if not self.read_deny:
             return None
-        from .rules import gitignore_match  # rules imports this module
-
         target = os.path.expanduser(str(path))
         target = os.path.normpath(os.path.join(self.cwd, target))
         candidates = [target]
@@ -134,15 +135,36 @@ def _is_relative_to(path: Path, base: Path) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CommandPart:
+    """One simple command of a command line, as an allow rule sees it.
+
+    `text` is the command as written; `forms` are other spellings an allow rule may also match
+    (behind a wrapper that only times or schedules it, `timeout 5 git status` is `git status`).
+    """
+
+    text: str
+    forms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class RuleSubject:
     """What a `Tool(specifier)` rule is matched against for one call.
 
     kind "command": the specifier is a command prefix (Bash). kind "path": a gitignore pattern.
     kind "value": the specifier must equal `value` or be a `*`-glob of it (custom tools).
+
+    A command means what the tool that runs it says it means, so the tool fills in what rules
+    need and the runtime parses nothing: `parts` are the simple commands an allow rule must
+    each cover, or None when no allow rule may vouch for the command (it hides commands in
+    substitutions, writes files by redirection, or could not be parsed); `spellings` are the
+    commands the line may run however they are written (`\\rm x`, `env rm x`, `bash -c 'rm x'`
+    give `rm x`), which deny and ask rules match besides `value`.
     """
 
     kind: Literal["command", "path", "value"]
     value: str
+    parts: tuple[CommandPart, ...] | None = None
+    spellings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,9 +247,14 @@ class Tool:
         raise NotImplementedError
 
     def input_schema(self) -> dict[str, Any]:
-        schema = self.input_model.model_json_schema()
-        schema.pop("title", None)
-        return schema
+        """The input model's JSON schema, built once per model (pydantic takes milliseconds,
+        and every turn offers it again). Shared: read it, do not change it."""
+        cached = self.__dict__.get("_schema")
+        if cached is None or cached[0] is not self.input_model:
+            schema = self.input_model.model_json_schema()
+            schema.pop("title", None)
+            cached = self.__dict__["_schema"] = (self.input_model, schema)
+        return cached[1]
 
     def to_api(self, ctx: ToolContext) -> dict[str, Any]:
         return {"name": self.name, "description": self.description(ctx), "input_schema": self.input_schema()}
@@ -396,7 +423,7 @@ class _BuiltTool(Tool):
         if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an instance with an async __call__)
             return await fn(inp, ctx)
         # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
-        result = await asyncio.to_thread(fn, inp, ctx)
+        result = await run_blocking(fn, inp, ctx)
         return await maybe_await(result)
 
     def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ def builtin_tools() -> list[Tool]:
     """Fresh instances of every built-in tool (instances keep no state between agents)."""
     from .bash import BashTool
     from .edit import EditTool
-    from .glob import GlobTool
+    from .glob_tool import GlobTool
     from .grep import GrepTool
     from .notebook_edit import NotebookEditTool
     from .read import ReadTool

@@ -20,7 +20,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 from collections.abc import Iterator
 
 from ipy_agent.runtime.tool import ToolError
@@ -234,13 +234,14 @@ def _skip_lines(f: BinaryIO, count: int | None, lines_before: int = 0) -> tuple[
         pos, seen = jump[0], jump[1] - lines_before
         f.seek(pos)
     buffers = (bytearray(_BLOCK), bytearray(_BLOCK))
+    readinto = f.readinto  # type: ignore[attr-defined]  # every caller passes a buffered binary file
     with ThreadPoolExecutor(1, thread_name_prefix="ipy_agent-read") as pool:
         turn = 0
-        pending = pool.submit(f.readinto, buffers[turn])
+        pending = pool.submit(readinto, buffers[turn])
         while n := pending.result():
             block = buffers[turn]
             turn ^= 1
-            pending = pool.submit(f.readinto, buffers[turn])
+            pending = pool.submit(readinto, buffers[turn])
             _INDEX.add(key, pos, lines_before + seen)
             found = block.count(b"\n", 0, n)
             if count is not None and seen + found >= count:
@@ -256,7 +257,7 @@ def _skip_lines(f: BinaryIO, count: int | None, lines_before: int = 0) -> tuple[
     return seen, last == b"\n"
 
 
-def _iter_lines(f: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+def _iter_lines(f: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
     """Yield (bytes, was_cut) per line; a line longer than _KEEP_BYTES keeps only its head."""
     while True:
         chunk = f.readline(_LINE_CHUNK)

@@ -108,9 +108,9 @@ def _splice(actual: str, old: str, new: str) -> str:
     changed or added is taken from `new` as given.
     """
     if len(old) + len(new) > 20_000:  # the matcher is quadratic; keep only the common ends
-        blocks = [(0, 0, _common_prefix(old, new))]
+        blocks: list[tuple[int, int, int]] = [(0, 0, _common_prefix(old, new))]
     else:
-        blocks = difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks()
+        blocks = [(b.a, b.b, b.size) for b in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks()]
     out, j = [], 0
     for i, k, size in blocks:
         if size == 0:

@@ -18,14 +18,12 @@ ripgrep's exit status 1 means "no match", not failure; status 2 with no output i
 from __future__ import annotations
 
 import asyncio
-import re
-from dataclasses import dataclass
-from typing import Literal
-from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runtime.tool import ToolContext
+from .grep_results import GrepResult, OutputMode, group_content, page, parse_counts, path_key, render_grep, strip_dot
 from ._search import (
     DenyFilter, SearchTool, deny_globs, display_prefix, exclusion_args, list_denied, newest_first, plural, run_rg,
     vcs_globs,
@@ -36,18 +34,10 @@ __all__ = ["GrepInput", "GrepResult", "GrepTool", "DEFAULT_HEAD_LIMIT", "MAX_LIN
 DEFAULT_HEAD_LIMIT = 250
 # Longer lines (minified JS, data files) are shown shortened: one can fill a whole budget.
 MAX_LINE_COLUMNS = 500
-# Marks where ripgrep's path and line-number fields end. A control character no real path
-# contains, so paths with ':' or '-' in them still split correctly.
-_MARK = "\x1e"
-# ripgrep's line for a file it was told to search and found binary: the match is not printed.
-_BINARY_MATCH = re.compile(r"^(.*): binary file matches \(found .*\)$")
 _REGEX_HINT = (
     "ripgrep uses Rust regex syntax: escape literal ( ) [ ] { } . * + ? | with a backslash, "
     "and there is no look-around or backreference."
 )
-
-OutputMode = Literal["files_with_matches", "content", "count"]
-_UNIT: dict[str, str] = {"files_with_matches": "file", "content": "line", "count": "file"}
 
 _DESCRIPTION = f"""\
 Search the contents of files with a regular expression (powered by ripgrep).
@@ -148,31 +138,6 @@ class GrepInput(BaseModel):
     offset: int = Field(default=0, ge=0, description="Skip this many results first, to page on. Default 0.")
 
 
-@dataclass(frozen=True, kw_only=True)
-class GrepResult:
-    mode: OutputMode
-    pattern: str
-    searched: str  # the path searched, as displayed
-    items: list[str]  # this page: files, content lines (with "--" between groups) or "path:N"
-    shown: int  # results on this page ("--" separators are not results)
-    total: int  # results over the whole search, before paging
-    offset: int
-    head_limit: int
-    num_files: int  # files with a match, over the whole search
-    num_matches: int = 0  # count mode: matches over the whole search
-    warnings: str = ""  # ripgrep's complaints about files it could not read
-    output_cut: bool = False  # ripgrep's output passed the memory cap and was stopped
-    hidden_note: str = ""  # how many files Read deny rules hid, and which rules; "" when none
-
-    @property
-    def remaining(self) -> int:
-        return max(self.total - self.offset - self.shown, 0)
-
-    @property
-    def paginated(self) -> bool:
-        return self.offset > 0 or self.remaining > 0
-
-
 class GrepTool(SearchTool):
     name = "Grep"
     input_model = GrepInput
@@ -208,7 +173,7 @@ class GrepTool(SearchTool):
             raise self.rg_failure(run, f"Grep for {inp.pattern!r}", hint)
         text = run.stdout.decode("utf-8", "replace")
         prefix = display_prefix(workdir, ctx)
-        common = dict(
+        common: dict[str, Any] = dict(
             pattern=inp.pattern,
             searched=ctx.display_path(root),
             offset=inp.offset,
@@ -217,22 +182,22 @@ class GrepTool(SearchTool):
             output_cut=run.cut,
         )
         if inp.output_mode == "files_with_matches":
-            files = [_strip_dot(p) for p in text.split("\0") if p]
+            files = [strip_dot(p) for p in text.split("\0") if p]
             files = await asyncio.to_thread(lambda: newest_first([f for f in files if hidden.keep(f)], workdir))
             hidden.add(listed)
-            return _page(mode="files_with_matches", items=[prefix + f for f in files], num_files=len(files),
+            return page(mode="files_with_matches", items=[prefix + f for f in files], num_files=len(files),
                          hidden_note=hidden.note(), **common)
         if inp.output_mode == "count":
-            counts = [pc for pc in _parse_counts(text) if hidden.keep(pc[0])]
+            counts = [pc for pc in parse_counts(text) if hidden.keep(pc[0])]
             hidden.add(listed)
             common["hidden_note"] = hidden.note()
-            counts.sort(key=lambda pc: _path_key(pc[0]))
+            counts.sort(key=lambda pc: path_key(pc[0]))
             items = [f"{prefix}{path}:{n}" for path, n in counts]
             total = sum(n for _, n in counts)
-            return _page(mode="count", items=items, num_files=len(counts), num_matches=total, **common)
-        lines, num_files = _group_content(text, prefix, inp.line_numbers, _has_context(inp), hidden.keep)
+            return page(mode="count", items=items, num_files=len(counts), num_matches=total, **common)
+        lines, num_files = group_content(text, prefix, inp.line_numbers, _has_context(inp), hidden.keep)
         hidden.add(listed)
-        return _page(mode="content", items=lines, num_files=num_files, hidden_note=hidden.note(), **common)
+        return page(mode="content", items=lines, num_files=num_files, hidden_note=hidden.note(), **common)
 
     def map_result(self, output: GrepResult, tool_use_id: str) -> dict:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": render_grep(output)}
@@ -265,6 +230,7 @@ def _rg_args(inp: GrepInput) -> list[str]:
         case "content":
             args += ["--with-filename", "--line-number" if inp.line_numbers else "--no-line-number"]
             args += [f"--max-columns={MAX_LINE_COLUMNS}", "--max-columns-preview"]
+            # MARK (\x1e, see grep_results) ends the path and the line number fields.
             args += ["--field-match-separator", r"\x1e:", "--field-context-separator", r"\x1e-"]
             for flag, value in (("-C", inp.context), ("-B", inp.before_context), ("-A", inp.after_context)):
                 if value is not None:
@@ -303,119 +269,3 @@ def _has_context(inp: GrepInput) -> bool:
     return any(v for v in (inp.context, inp.before_context, inp.after_context))
 
 
-def _strip_dot(path: str) -> str:
-    return path[2:] if path.startswith("./") else path
-
-
-def _path_key(path: str) -> tuple[str, ...]:
-    # Folder by folder, as a tree listing reads ("a/b" before "a.py").
-    return tuple(path.split("/"))
-
-
-def _parse_counts(text: str) -> list[tuple[str, int]]:
-    counts = []
-    for line in text.split("\n"):
-        path, sep, n = line.rpartition("\0")
-        if sep and n.isdigit():
-            counts.append((_strip_dot(path), int(n)))
-    return counts
-
-
-def _group_content(
-    text: str, prefix: str, numbered: bool, context: bool, keep: Callable[[str], bool]
-) -> tuple[list[str], int]:
-    """ripgrep's content lines, regrouped per file in path order; "--" between groups of
-    context as ripgrep prints them. Files `keep` refuses are left out, context lines and all.
-    Returns the lines and the number of files."""
-    groups: dict[str, list[str]] = {}
-    current: list[str] = []
-    path = None
-    gap = False
-    # Not splitlines(): it also splits on \x1e, our mark, and on other control characters.
-    for line in text.split("\n"):
-        if not line:
-            continue
-        cut = line.find(_MARK)
-        binary = _BINARY_MATCH.match(line) if cut < 0 else None
-        if cut < 0 and binary is None:  # ripgrep's "--" between context groups
-            gap = True
-            continue
-        line_path = binary.group(1) if binary else line[:cut]
-        if line_path != path:
-            path = line_path
-            current = groups.setdefault(path, [])
-        elif gap:
-            current.append("--")
-        gap = False
-        if binary:
-            current.append(prefix + _strip_dot(line_path) + ": binary file matches (its lines are not shown)")
-            continue
-        rest = line[cut + 1 :]
-        if numbered:  # the second mark ends the line number
-            rest = rest.replace(_MARK, "", 1)
-        current.append(prefix + _strip_dot(line_path) + rest.removesuffix("\r"))
-    lines: list[str] = []
-    kept = sorted((p for p in groups if keep(_strip_dot(p))), key=lambda p: _path_key(_strip_dot(p)))
-    for key in kept:
-        if lines and context:
-            lines.append("--")
-        lines.extend(groups[key])
-    return lines, len(kept)
-
-
-def _page(*, items: list[str], offset: int, head_limit: int, **fields) -> GrepResult:
-    """One page of results. Context separators ("--") do not count as results: a page holds
-    `head_limit` real lines, with the separators that fall between them."""
-    positions = [i for i, item in enumerate(items) if item != "--"]
-    chosen = positions[offset : offset + head_limit if head_limit else None]
-    page = items[chosen[0] : chosen[-1] + 1] if chosen else []
-    return GrepResult(
-        items=page, shown=len(chosen), total=len(positions), offset=offset, head_limit=head_limit, **fields
-    )
-
-
-def render_grep(result: GrepResult) -> str:
-    """What the model reads: the results, the totals, and what to do when they were cut."""
-    if not result.total:
-        text = f"No matches found for {result.pattern!r} in {result.searched!r}."
-        return text + _warnings(result) + _hidden(result)
-    if not result.items:
-        return (
-            f"No results at offset {result.offset}: the search found only "
-            f"{plural(result.total, _UNIT[result.mode])}. Use a smaller offset."
-        ) + _hidden(result)
-    body = "\n".join(result.items)
-    match result.mode:
-        case "files_with_matches":
-            text = f"Found {plural(result.num_files, 'file')} (newest first)\n{body}"
-        case "count":
-            text = f"{body}\n\nFound {plural(result.num_matches, 'match', 'matches')} in {plural(result.num_files, 'file')}"
-        case "content":
-            text = body
-    if result.paginated:
-        text += f"\n\n[Showing results with pagination = limit: {result.head_limit}, offset: {result.offset}]"
-        if result.remaining:
-            text += (
-                f"\n{plural(result.remaining, 'more ' + _UNIT[result.mode])} not shown. Narrow the "
-                "search (a more specific pattern, path, glob or type) rather than reading everything; "
-                f"to page on, call again with offset: {result.offset + result.shown}; "
-                "head_limit: 0 returns all."
-            )
-    if result.output_cut:
-        text += (
-            "\n\n(ripgrep produced too much output and was stopped, so these results are partial. "
-            "Narrow the search.)"
-        )
-    return text + _warnings(result) + _hidden(result)
-
-
-def _hidden(result: GrepResult) -> str:
-    return f"\n\n{result.hidden_note}" if result.hidden_note else ""
-
-
-def _warnings(result: GrepResult) -> str:
-    if not result.warnings:
-        return ""
-    lines = result.warnings.splitlines()
-    more = f"\n... and {len(lines) - 5} more" if len(lines) > 5 else ""
-    return "\n\n(Some files could not be searched:\n" + "\n".join(lines[:5]) + more + ")"

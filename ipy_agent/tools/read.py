@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.runtime.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
-from ipy_agent.tools._image import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
+from ipy_agent.runtime.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
 from ipy_agent.tools._read_text import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_TOKENS,

@@ -552,7 +552,7 @@ def test_trace_shows_a_call_cancelled_at_its_prompt_as_waiting_not_running(tmp_p
     import asyncio
 
     from ipy_agent import Agent, ScriptedModel
-    from ipy_agent.ui.inspect import trace_text
+    from ipy_agent.ui.inspection import trace_text
 
     (tmp_path / "a.txt").write_text("x\n")
 

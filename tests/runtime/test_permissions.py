@@ -10,7 +10,8 @@ from pydantic import BaseModel
 from ipy_agent import (
     Agent, HookOutcome, PermissionAnswer, PermissionPreview, RuleSubject, ScriptedModel, build_tool,
 )
-from ipy_agent.runtime.rules import gitignore_match, parse_rule, split_compound
+from ipy_agent.runtime.rules import gitignore_match, parse_rule
+from ipy_agent.tools.bash.subject import command_subject
 from tests.helpers import results_of, use
 
 
@@ -26,7 +27,7 @@ def sh_tool(log: list[str]):
     return build_tool(
         name="Bash", input_model=Cmd, description="run", kind="execute",
         call=lambda c, ctx: log.append(c.command) or f"ran {c.command}",
-        rule_subject=lambda c, ctx: RuleSubject(kind="command", value=c.command),
+        rule_subject=lambda c, ctx: command_subject(c.command),
     )
 
 
@@ -137,14 +138,6 @@ def test_ask_rules_match_behind_wrappers_but_allow_rules_do_not(tmp_path):
     for command in ("bash -c 'ls'", "env ls", "/bin/ls"):
         run([sh_tool(log)], [use("Bash", "t", command=command)], tmp_path, allow=["Bash(ls:*)"])
     assert log == []
-
-
-def test_split_compound_respects_quotes_and_redirections():
-    assert split_compound("a && b || c; d | e") == ["a", "b", "c", "d", "e"]
-    assert split_compound("echo 'x && y' \"p;q\"") == ["echo 'x && y' \"p;q\""]
-    assert split_compound("cmd 2>&1 | tee") == ["cmd 2>&1", "tee"]
-    assert split_compound("echo $(whoami)") is None
-    assert split_compound("echo 'unterminated") is None
 
 
 def test_bad_rules_are_rejected_with_a_usable_message(tmp_path):
@@ -262,7 +255,7 @@ def test_always_adds_the_suggested_rule_for_the_rest_of_the_conversation(tmp_pat
     asked: list[str] = []
     tool = build_tool(
         name="Bash", input_model=Cmd, description="run", call=lambda c, ctx: log.append(c.command) or "ok",
-        rule_subject=lambda c, ctx: RuleSubject(kind="command", value=c.command),
+        rule_subject=lambda c, ctx: command_subject(c.command),
         summarize_use=lambda c: c.command,
     )
     tool.suggest_rule = lambda c, ctx: f"Bash({c.command.split()[0]}:*)"  # type: ignore[method-assign]

@@ -19,7 +19,7 @@ def _ctx(tmp_path: Path) -> ToolContext:
 
 # --- Glob and Grep ------------------------------------------------------------------------------
 
-from ipy_agent.tools.glob import MAX_GLOB_FILES, GlobTool  # noqa: E402
+from ipy_agent.tools.glob_tool import MAX_GLOB_FILES, GlobTool  # noqa: E402
 from ipy_agent.tools.grep import DEFAULT_HEAD_LIMIT, MAX_LINE_COLUMNS, GrepTool  # noqa: E402
 
 

@@ -16,7 +16,7 @@ from ipy_agent import Agent, ScriptedModel
 from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext
 from ipy_agent.tools._search import deny_globs
-from ipy_agent.tools.glob import GlobTool
+from ipy_agent.tools.glob_tool import GlobTool
 from ipy_agent.tools.grep import GrepTool
 from tests.helpers import write_tree
 

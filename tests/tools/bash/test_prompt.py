@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext
-from ipy_agent.tools.bash import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, BashInput, BashTool
-from ipy_agent.tools.bash_run import OUTPUT_LIMIT
+from ipy_agent.tools.bash.tool import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, BashInput, BashTool
+from ipy_agent.tools.bash.process import OUTPUT_LIMIT
 
 
 def _text(tmp_path: Path) -> str:

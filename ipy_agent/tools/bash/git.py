@@ -9,8 +9,8 @@ would make a reading subcommand run something or write a file fail: `git -c core
 
 from __future__ import annotations
 
-from .bash_allowlist import Opt, _unknown, flag_check, parse_options
-from .bash_parse import Word
+from .options import Opt, flag_check, parse_options, unknown_problem
+from .syntax import Word
 
 __all__ = ["git_problem"]
 
@@ -87,7 +87,7 @@ def _subcommand_only(sub: str, args: list[Word], allowed: tuple[str | None, ...]
 
 def git_problem(args: list[Word]) -> str | None:
     """None when `git <args>` only reads; otherwise why not."""
-    if problem := _unknown(args):
+    if problem := unknown_problem(args):
         return problem
     i = 0
     while i < len(args) and (args[i].text or "").startswith("-"):

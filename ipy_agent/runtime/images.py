@@ -1,6 +1,7 @@
 """Images as the Messages API accepts them: media type by content, size and dimension limits.
 
-Shared by Read (image files) and notebook rendering (image outputs). The media type is taken
+Shared by Read (image files) and notebook rendering (image outputs), which is why it sits in
+the bottom layer: both import it, neither imports the other's package for it. The media type is taken
 from the bytes, not the file name: a `.png` that is really a JPEG would otherwise be sent with
 the wrong type and the whole request rejected. The API refuses an image over about 5 MB of
 base64 or over 8000 pixels on a side; we check before sending, because a rejected image fails

@@ -10,14 +10,13 @@ flags can write or run anything.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from collections.abc import Callable, Iterator
 
-from .bash_parse import UNKNOWN, SimpleCommand, Word
+from .git import git_problem
+from .options import Check, Opt, flag_check, long_hit, parse_options, unknown_problem
+from .sed import sed_problem
+from .syntax import UNKNOWN, SimpleCommand, Word
 
-__all__ = ["command_problem", "flag_check", "parse_options", "Opt"]
-
-Check = Callable[[str, list[Word]], "str | None"]
+__all__ = ["command_problem", "program_problem"]
 
 # Programs none of whose flags write files or run other programs: any argument is fine.
 _ANY_ARGS = frozenset(
@@ -38,172 +37,20 @@ _VERSION_PROBES = frozenset(
 _VERSION_FLAGS = frozenset({"--version", "-V", "version", "-version"})
 
 
-# --- option parsing -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Opt:
-    name: str  # "-x" or "--long"
-    value: str | None  # attached value (`-k1`, `--out=f`), if any
-
-
-def parse_options(args: list[Word], short_value: str = "") -> Iterator[Opt | Word]:
-    """Yield options (clusters split into letters) and positional words; stop at `--`.
-
-    A short option listed in `short_value` takes the rest of its cluster as its value, so in
-    `sort -k1o` there is no `-o`. A detached value (`-k 1`) comes out as a positional.
-    """
-    rest = False
-    for a in args:
-        t = a.text
-        if rest or t is None or not t.startswith("-") or t == "-":
-            yield a
-        elif t == "--":
-            rest = True
-        elif t.startswith("--"):
-            name, eq, value = t.partition("=")
-            yield Opt(name, value if eq else None)
-        else:
-            for i, ch in enumerate(t[1:], 1):
-                if ch in short_value:
-                    yield Opt("-" + ch, t[i + 1 :] or None)
-                    break
-                yield Opt("-" + ch, None)
-
-
-def _unknown(args: list[Word]) -> str | None:
-    bad = next((a for a in args if not a.known), None)
-    return f"argument {bad.source!r} is only known when the shell runs" if bad else None
-
-
-def _long_hit(given: str, bad: tuple[str, ...]) -> bool:
-    # GNU and git accept unambiguous abbreviations: `--out=f` is `--output=f`.
-    return len(given) > 2 and any(b.startswith(given) for b in bad)
-
-
-def flag_check(bad_short: str = "", bad_long: tuple[str, ...] = (), short_value: str = "",
-               max_positional: int | None = None, why: str = "can write files") -> Check:
-    def check(name: str, args: list[Word]) -> str | None:
-        if problem := _unknown(args):
-            return problem
-        positional = 0
-        for item in parse_options(args, short_value):
-            if isinstance(item, Word):
-                positional += 1
-            elif (len(item.name) == 2 and item.name[1] in bad_short) or _long_hit(item.name, bad_long):
-                return f"{name} {item.name} {why}"
-        if max_positional is not None and positional > max_positional:
-            return f"{name} with {positional} file arguments writes to the last one"
-        return None
-
-    return check
-
-
 # --- programs with their own rules ------------------------------------------------------------
 
 _FIND_ACTIONS = ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fls", "-fprint", "-fprint0", "-fprintf")
 
 
 def _find(name: str, args: list[Word]) -> str | None:
-    if problem := _unknown(args):
+    if problem := unknown_problem(args):
         return problem
     bad = next((a.text for a in args if a.text in _FIND_ACTIONS or (a.text or "").startswith("-fprint")), None)
     return f"find {bad} deletes, writes or runs commands" if bad else None
 
 
-def _sed(name: str, args: list[Word]) -> str | None:
-    if problem := _unknown(args):
-        return problem
-    scripts: list[str] = []
-    items = list(parse_options(args, short_value="efl"))
-    positional = [i for i in items if isinstance(i, Word)]
-    detached = iter(positional)
-    for item in items:
-        if isinstance(item, Word):
-            continue
-        if item.name == "-i" or _long_hit(item.name, ("--in-place",)):
-            return "sed -i edits files in place"
-        if item.name == "-f" or _long_hit(item.name, ("--file",)):
-            return "sed -f runs a script file that was not checked"
-        if item.name == "-e" or _long_hit(item.name, ("--expression",)):
-            value = item.value if item.value is not None else next(detached, UNKNOWN).text
-            if value is None:
-                return "sed -e without a script"
-            scripts.append(value)
-            positional = positional[1:] if item.value is None else positional
-    if not scripts:
-        if not positional or positional[0].glob:
-            return "sed without a script it can check"
-        scripts.append(positional[0].text or "")
-    for s in scripts:
-        if problem := sed_script_problem(s):
-            return problem
-    return None
-
-
-def sed_script_problem(script: str) -> str | None:
-    """None when a sed script has no `w`, `W` or `e` command and no `s///w` or `s///e` flag."""
-    s, i, n = script, 0, len(script)
-
-    def skip_delimited(j: int, parts: int) -> int:
-        delim = s[j]
-        j += 1
-        for _ in range(parts):
-            while j < n and s[j] != delim:
-                j += 2 if s[j] == "\\" else 1
-            j += 1
-        return j
-
-    def skip_address(j: int) -> int:
-        if j < n and (s[j].isdigit() or s[j] in "+~"):
-            j += 1
-            while j < n and (s[j].isdigit() or s[j] == "~"):
-                j += 1
-        elif j < n and s[j] == "$":
-            j += 1
-        elif j < n and s[j] in "/\\":
-            j = skip_delimited(j + (s[j] == "\\"), 1)
-            while j < n and s[j] in "IM":
-                j += 1
-        return j
-
-    while i < n:
-        if s[i] in " \t\n;}{":
-            i += 1
-            continue
-        i = skip_address(i)
-        if i < n and s[i] == ",":
-            i = skip_address(i + 1)
-        while i < n and s[i] in " \t!":
-            i += 1
-        if i >= n:
-            break
-        c = s[i]
-        if c in "wWe":
-            return f"sed command {c!r} writes a file or runs a command"
-        if c in "#aicrR:btTv":  # text, file to read, or label: the rest of the line
-            while i < n and s[i] != "\n" and not (c in "btTv" and s[i] == ";"):
-                i += 1
-        elif c in "pPdDnNgGhHxlLqQz=F{}":
-            i += 1
-            while i < n and s[i].isdigit():
-                i += 1
-        elif c in "sy" and i + 1 < n:
-            i = skip_delimited(i + 1, 2 if c == "s" else 2)
-            if c == "s":
-                while i < n and s[i] not in ";\n}":
-                    if s[i] in "we":
-                        return f"sed s///{s[i]} writes a file or runs a command"
-                    if s[i] not in "gpiImM0123456789 \t":
-                        return f"sed flag {s[i]!r} is not known to be read-only"
-                    i += 1
-        else:
-            return f"sed command {c!r} is not known to be read-only"
-    return None
-
-
 def _xargs(name: str, args: list[Word]) -> str | None:
-    if problem := _unknown(args):
+    if problem := unknown_problem(args):
         return problem
     required = {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
                 "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
@@ -238,11 +85,11 @@ def _xargs(name: str, args: list[Word]) -> str | None:
         inner = [Word(source=a.source, text=None) if replace in (a.text or "") else a for a in inner]
     else:
         inner = [*inner, UNKNOWN]  # items from stdin may start with `-`
-    return _program_problem(inner[0], inner[1:], via="xargs ")
+    return program_problem(inner[0], inner[1:], via="xargs ")
 
 
 def _env(name: str, args: list[Word]) -> str | None:
-    if problem := _unknown(args):
+    if problem := unknown_problem(args):
         return problem
     for a in args:
         t = a.text or ""
@@ -290,11 +137,11 @@ def _test_args(name: str, args: list[Word]) -> str | None:
 
 def _command_builtin(name: str, args: list[Word]) -> str | None:
     if args and args[0].text in ("-v", "-V"):
-        return _unknown(args)
+        return unknown_problem(args)
     rest = args[1:] if args and args[0].text == "-p" else args
     if not rest:
         return None
-    return _program_problem(rest[0], rest[1:], via=f"{name} ")
+    return program_problem(rest[0], rest[1:], via=f"{name} ")
 
 
 def _wrapper(short_value: str, leading: int, bad_short: str = "", bad_long: tuple[str, ...] = ()) -> Check:
@@ -307,7 +154,7 @@ def _wrapper(short_value: str, leading: int, bad_short: str = "", bad_long: tupl
             opt = args[i].text or ""
             for item in parse_options([args[i]], short_value):
                 if isinstance(item, Opt) and ((len(item.name) == 2 and item.name[1] in bad_short)
-                                              or _long_hit(item.name, bad_long)):
+                                              or long_hit(item.name, bad_long)):
                     return f"{name} {item.name} writes a file"
             i += 2 if (len(opt) == 2 and opt[1] in short_value) else 1
         if i < len(args) and args[i].text == "--":
@@ -315,7 +162,7 @@ def _wrapper(short_value: str, leading: int, bad_short: str = "", bad_long: tupl
         i += leading
         if i >= len(args):
             return f"{name} without a command"
-        return _program_problem(args[i], args[i + 1 :], via=f"{name} ")
+        return program_problem(args[i], args[i + 1 :], via=f"{name} ")
 
     return check
 
@@ -326,7 +173,7 @@ _HOSTNAME_SHOWS = frozenset({"-a", "-A", "-d", "-f", "-i", "-I", "-s", "-y", "--
 
 def _hostname(name: str, args: list[Word]) -> str | None:
     # Anything but the flags that show a name sets it: `hostname x`, `hostname -F file`, `-b`.
-    if problem := _unknown(args):
+    if problem := unknown_problem(args):
         return problem
     for item in parse_options(args):
         if isinstance(item, Word) or item.name not in _HOSTNAME_SHOWS or item.value is not None:
@@ -351,7 +198,7 @@ _CHECKS: dict[str, Check] = {
     "jq": flag_check("fL", ("--from-file", "--rawfile", "--slurpfile"), why="reads a filter or data file"),
     "hostname": _hostname,
     "find": _find,
-    "sed": _sed,
+    "sed": sed_problem,
     "xargs": _xargs,
     "env": _env,
     "date": _date,
@@ -366,9 +213,9 @@ _CHECKS: dict[str, Check] = {
 }
 
 
-def _program_problem(name_word: Word, args: list[Word], via: str = "") -> str | None:
-    from .bash_git import git_problem
-
+def program_problem(name_word: Word, args: list[Word], via: str = "") -> str | None:
+    """Why `name_word args...` may write or run something unchecked; None when it only reads.
+    `via` names the wrapper it runs under (`xargs `), for the message."""
     name = name_word.text
     if name is None:
         return f"the command name {name_word.source!r} is only known when the shell runs"
@@ -398,4 +245,4 @@ def command_problem(cmd: SimpleCommand) -> str | None:
         return None
     if cmd.kind == "redirect" or cmd.name is None:
         return "a redirection without a command creates or truncates a file"
-    return _program_problem(cmd.name, list(cmd.args))
+    return program_problem(cmd.name, list(cmd.args))

@@ -22,6 +22,7 @@ import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = ["RunResult", "run_command", "elide_middle", "OUTPUT_LIMIT"]
 
@@ -29,6 +30,7 @@ OUTPUT_LIMIT = 30_000  # characters the model gets, note included
 _KEEP = 64 * 1024  # bytes of head and of tail kept in memory once output is large
 _KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 _DRAIN_GRACE = 0.5  # seconds to collect output still in the pipe after the shell exits
+_GONE_WAIT = 10.0  # seconds at most to wait for a killed group to disappear
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class _Collector:
         self.total_chars = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.spill_path = spill_path
-        self._file = None
+        self._file: BinaryIO | None = None
 
     async def feed(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)
@@ -79,7 +81,8 @@ class _Collector:
             return
         if self._file is None:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = await asyncio.to_thread(open, self.spill_path, "wb")
+            path = self.spill_path
+            self._file = await asyncio.to_thread(lambda: open(path, "wb"))
         await asyncio.to_thread(self._file.write, data)
 
     async def finish(self) -> tuple[str, Path | None]:
@@ -130,8 +133,34 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass  # the group is already gone
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs (zombies waiting to be reaped do not count:
+    PID 1 in a container may never reap them)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc (macOS): the signal check above is all there is
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
 async def _stop_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left."""
+    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left and wait until
+    it is gone: SIGKILL is delivered, not done, when `kill` returns, and a caller that reports
+    "stopped" must be telling the truth even on a busy machine."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), _KILL_GRACE)
@@ -140,6 +169,10 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
     finally:
         # Also runs when a second cancellation lands here, so nothing survives either way.
         _signal_group(proc.pid, signal.SIGKILL)
+        waited = 0.0
+        while waited < _GONE_WAIT and await asyncio.to_thread(_group_alive, proc.pid):
+            await asyncio.sleep(0.02)
+            waited += 0.02
 
 
 async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path | None) -> RunResult:
@@ -163,18 +196,23 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
     finally:
         os.close(wfd)
 
-    loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20)
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rfd, "rb", 0))
+    pipe = os.fdopen(rfd, "rb", 0)
+    transport: asyncio.ReadTransport | None = None
+    pumping: asyncio.Future[None] | None = None
 
     async def pump() -> None:
         while chunk := await reader.read(65536):
             await collector.feed(chunk)
 
-    pumping = asyncio.ensure_future(pump())
     timed_out = False
     try:
+        # From here on the group runs: a cancellation at any await below must stop it, the
+        # first ones included (the command may be well under way before the pipe is connected).
         try:
+            loop = asyncio.get_running_loop()
+            transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+            pumping = asyncio.ensure_future(pump())
             await asyncio.wait_for(proc.wait(), timeout_s)
         except TimeoutError:
             timed_out = True
@@ -182,13 +220,18 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
         except asyncio.CancelledError:
             await _stop_group(proc)
             raise
-        try:
-            await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
-        except TimeoutError:
-            pass  # a background child still holds the pipe; keep what arrived
+        if pumping is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
+            except TimeoutError:
+                pass  # a background child still holds the pipe; keep what arrived
     finally:
-        pumping.cancel()
-        transport.close()
+        if pumping is not None:
+            pumping.cancel()
+        if transport is not None:
+            transport.close()
+        else:
+            pipe.close()
         final_cwd = await asyncio.to_thread(_take_cwd, cwd_file)
     text, path = await collector.finish()
     return RunResult(

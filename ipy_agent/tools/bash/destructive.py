@@ -8,12 +8,21 @@ it truncates anything depends on a file existing, which a verdict on text cannot
 
 from __future__ import annotations
 
-from .bash_allowlist import Opt, parse_options
-from .bash_parse import SimpleCommand, Word
-from .bash_wrappers import SHELLS, program_name, unwrap
+from .options import Opt, parse_options
+from .syntax import SimpleCommand, Word, analyze
+from .wrappers import SHELLS, program_name, unwrap
 
-__all__ = ["destructive_problem"]
+__all__ = ["destructive_reasons", "destructive_problem"]
 
+
+def destructive_reasons(command: str) -> list[str]:
+    """Why the approval prompt should call this command dangerous; [] when nothing stands out."""
+    reasons: list[str] = []
+    for cmd in analyze(command).everything:
+        reason = destructive_problem(cmd)
+        if reason and reason not in reasons:
+            reasons.append(reason)
+    return reasons
 
 
 def _has_short(args: list[Word], letters: str, long: tuple[str, ...] = ()) -> bool:
@@ -32,8 +41,6 @@ def destructive_problem(cmd: SimpleCommand) -> str | None:
     name, args = program_name(words[0]) or "", words[1:]
     texts = [a.text or "" for a in args]
     if name in SHELLS and "-c" in texts:
-        from .bash_parse import destructive_reasons
-
         script = texts[texts.index("-c") + 1] if texts.index("-c") + 1 < len(texts) else ""
         inner = destructive_reasons(script) if script else []
         return inner[0] if inner else None

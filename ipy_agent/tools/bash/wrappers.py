@@ -13,14 +13,15 @@ A word only the shell knows stops the walk: what follows cannot be named.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
 from dataclasses import dataclass
 
-from .bash_parse import Word, analyze
+from .syntax import Word, analyze
 
-__all__ = ["WRAPPERS", "SHELLS", "unwrap", "program_name", "normalized_commands"]
+__all__ = ["WRAPPERS", "SHELLS", "TIMING_WRAPPERS", "unwrap", "program_name", "normalized_commands"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ WRAPPERS: dict[str, _Spec] = {
                                            "--max-chars", "--process-slot-var", "--max-lines"})),
 }
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+# Wrappers that only time, schedule or buffer the program they run: an allow rule for
+# `git status` also covers `timeout 5 git status`, never `env X=1 git status` or `sudo ...`.
+TIMING_WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _MAX_DEPTH = 4  # `bash -c "bash -c '...'"` nesting followed for deny rules
 
@@ -58,14 +62,15 @@ def program_name(word: Word) -> str | None:
     return os.path.basename(word.text) if word.text else None
 
 
-def unwrap(words: list[Word]) -> tuple[list[str], list[Word]]:
+def unwrap(words: list[Word], only: frozenset[str] | None = None) -> tuple[list[str], list[Word]]:
     """(the wrappers in front, in order; the real program's words). `command -v x` only looks
-    a program up, so it is not looked through."""
+    a program up, so it is not looked through. With `only`, other wrappers are not either, nor
+    one named by a path (`./timeout` is whatever that file is)."""
     wrappers: list[str] = []
     while words:
         name = program_name(words[0])
         spec = WRAPPERS.get(name or "")
-        if spec is None or (name == "command" and len(words) > 1 and words[1].text in ("-v", "-V")):
+        if spec is None or (only is not None and (name not in only or words[0].text != name)) or (name == "command" and len(words) > 1 and words[1].text in ("-v", "-V")):
             break
         wrappers.append(name or "")
         words = _skip_options(name or "", spec, words[1:])
@@ -93,8 +98,7 @@ def _skip_options(name: str, spec: _Spec, words: list[Word]) -> list[Word]:
                 if ch in spec.short_values:
                     attached = letters[j + 1 :]
                     if name == "env" and ch == "S":
-                        value = attached or _text_at(words, i + 1)
-                        return _split_string(value, words[i + (1 if attached else 2):])
+                        return _split_string(attached or _text_at(words, i + 1), words[i + (1 if attached else 2):])
                     step = 1 if attached else 2
                     break
             i += step
@@ -121,18 +125,23 @@ def _split_string(value: str | None, rest: list[Word]) -> list[Word]:
     return _skip_options("env -S", spec, [Word(source=p, text=p) for p in parts] + rest)
 
 
-def normalized_commands(command: str, _depth: int = 0) -> list[str]:
+def normalized_commands(command: str) -> list[str]:
     """Every simple command the line may run, rewritten as `program arg...` with quotes and
     backslashes removed, the path cut to the program's name and wrappers looked through:
     `env rm x`, `'rm' x`, `\\rm x` and `/bin/rm x` all give `rm x`. Bodies of `bash -c '...'`
     and `eval '...'` are split in turn. For deny and ask rules, which must catch a command
     however it is written; never for allow rules (a rule for `rm` allows nothing it was not
     written for)."""
+    return list(_normalized(command, 0))
+
+
+@functools.lru_cache(maxsize=256)  # asked once per deny or ask rule for the same command
+def _normalized(command: str, depth: int) -> tuple[str, ...]:
     out: list[str] = []
     try:
         commands = list(reversed(analyze(command).everything))  # `everything` runs last to first
     except Exception:  # a parser failure leaves the other matching (on the raw text) in place
-        return out
+        return ()
     for cmd in commands:
         if cmd.name is None:
             continue
@@ -142,10 +151,10 @@ def normalized_commands(command: str, _depth: int = 0) -> list[str]:
         name = program_name(words[0]) or words[0].source
         texts = [name, *(w.text if w.text is not None else w.source for w in words[1:])]
         out.append(" ".join(texts))
-        if _depth < _MAX_DEPTH:
+        if depth < _MAX_DEPTH:
             for script in _inner_scripts(name, words[1:]):
-                out += normalized_commands(script, _depth + 1)
-    return list(dict.fromkeys(out))
+                out += _normalized(script, depth + 1)
+    return tuple(dict.fromkeys(out))
 
 
 def _inner_scripts(name: str, args: list[Word]) -> list[str]:
@@ -162,3 +171,4 @@ def _inner_scripts(name: str, args: list[Word]) -> list[str]:
             script = next((s for s in texts[i + 1 :] if s is not None and s != "--"), None)
             return [script] if script else []
     return []
+

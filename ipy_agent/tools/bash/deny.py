@@ -26,9 +26,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from ..runtime.tool import ToolContext
-from .bash_parse import SimpleCommand, Word, analyze
-from .bash_wrappers import program_name, unwrap
+from ...runtime.tool import ToolContext
+from .syntax import SimpleCommand, Word, analyze
+from .wrappers import program_name, unwrap
 
 __all__ = ["NO_PATH_ARGS", "ReadCheck", "denied_read"]
 

@@ -7,10 +7,10 @@ each of them). Splitting on `&&` with a regex is how agents get talked into runn
 `ls $(rm -rf ~)`, so the command is parsed with tree-sitter's bash grammar instead, and anything
 the walker below does not understand fails closed: not read-only, not splittable.
 
-The per-command allow-list (which flags of which programs only read) lives in
-`bash_allowlist.py` (git in `bash_git.py`), the destructive warnings in `bash_destructive.py`.
-This module turns source text into `SimpleCommand` records and applies the checks that concern
-the command line as a whole (substitutions, redirections, parse errors).
+This module is the bottom of the package: it turns source text into `SimpleCommand` records and
+finds what concerns the command line as a whole (substitutions, redirections, parse errors).
+What each program's arguments mean is judged above it: `readonly` (the allow-list), `git`,
+`destructive`, `deny`, and `verdict`, which puts them together.
 """
 
 from __future__ import annotations
@@ -22,24 +22,19 @@ from dataclasses import dataclass
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from .bash_expansions import ansi_c, evaluation_problem
+from .expansions import ansi_c, evaluation_problem
 
 __all__ = [
     "Word",
+    "UNKNOWN",
+    "Redirect",
     "SimpleCommand",
     "Analysis",
     "analyze",
+    "redirect_problem",
     "split_command",
-    "normalized_commands",
     "simple_commands",
-    "read_only_reason",
-    "is_read_only_command",
-    "destructive_reasons",
-    "MAX_READ_ONLY_LENGTH",
 ]
-
-# Longer commands always prompt: nobody reviews 10,000 characters of shell by eye either.
-MAX_READ_ONLY_LENGTH = 10_000
 
 _LANGUAGE = Language(tree_sitter_bash.language())
 
@@ -283,7 +278,8 @@ def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand], str]:
     return problem, redirects, everything, evaluation
 
 
-def _redirect_problem(r: Redirect) -> str:
+def redirect_problem(r: Redirect) -> str:
+    """Why a redirection writes to a file, or "" when it only reads or writes nowhere lasting."""
     if r.op in ("<", "<<", "<<-", "<<<"):
         return ""
     if r.op in (">&", "<&", ">&-", "<&-") and (r.target is None or (r.target.text or "").rstrip("-").isdigit()
@@ -308,7 +304,7 @@ def analyze(command: str) -> Analysis:
         structure = "a backslash-newline inside a word is read differently by bash and the parser"
     line = structure or evaluation
     if not line:
-        line = next((p for p in map(_redirect_problem, redirects) if p), "")
+        line = next((p for p in map(redirect_problem, redirects) if p), "")
     return Analysis(
         commands=tuple(commands), structure_problem=structure, line_problem=line,
         redirects=tuple(redirects), everything=tuple(everything),
@@ -329,62 +325,7 @@ def split_command(command: str) -> list[str] | None:
     return [c.text.strip() for c in a.commands]
 
 
-def normalized_commands(command: str) -> list[str]:
-    """Each simple command as `program arg...`, unquoted and with wrappers looked through (see
-    `bash_wrappers.normalized_commands`): what deny and ask rules also match."""
-    return list(_normalized(command))
-
-
-@functools.lru_cache(maxsize=256)  # asked once per deny or ask rule for the same command
-def _normalized(command: str) -> tuple[str, ...]:
-    from .bash_wrappers import normalized_commands as normalize  # it imports this module
-
-    return tuple(normalize(command))
-
-
-# The runtime receives `split_command` as its splitter; deny and ask rules look for this
-# attribute to also match the normalized commands (runtime/rules.py, `matches_subject`).
-split_command.normalized_commands = normalized_commands  # type: ignore[attr-defined]
-
-
 def simple_commands(command: str) -> tuple[SimpleCommand, ...] | None:
     """The parsed simple commands, or None when the command cannot be split safely."""
     a = analyze(command)
     return None if a.structure_problem else a.commands
-
-
-def read_only_reason(command: str) -> str | None:
-    """None when the command only reads; otherwise why it may not (for tests and traces)."""
-    from .bash_allowlist import command_problem  # the allow-list imports Word from here
-
-    if not command.strip():
-        return "the command is empty"
-    if len(command) > MAX_READ_ONLY_LENGTH:
-        return f"commands over {MAX_READ_ONLY_LENGTH} characters are always reviewed"
-    a = analyze(command)
-    if a.line_problem:
-        return a.line_problem
-    for cmd in a.commands:
-        problem = command_problem(cmd)
-        if problem:
-            return problem
-    return None
-
-
-def is_read_only_command(command: str) -> bool:
-    try:
-        return read_only_reason(command) is None
-    except Exception:  # a classifier bug must never make a command look safe
-        return False
-
-
-def destructive_reasons(command: str) -> list[str]:
-    """Why the approval prompt should call this command dangerous; [] when nothing stands out."""
-    from .bash_destructive import destructive_problem
-
-    reasons: list[str] = []
-    for cmd in analyze(command).everything:
-        reason = destructive_problem(cmd)
-        if reason and reason not in reasons:
-            reasons.append(reason)
-    return reasons

@@ -1,6 +1,6 @@
 """The Bash tool: run a shell command in the project, with a verdict on what it may do first.
 
-What the runtime learns before running (all from `bash_parse`, by parsing, never by regex):
+What the runtime learns before running (all from parsing in this package, never by regex):
 read-only commands run without a prompt and in parallel with other reads; destructive ones are
 flagged in the approval prompt; compound commands are split so a permission rule must cover every
 part. What the model gets back: the merged output (capped, the middle cut with the full text in a
@@ -18,12 +18,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..runtime.rules import command_matches
-from ..runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
-from .bash_deny import NO_PATH_ARGS, denied_read
-from .bash_parse import analyze, destructive_reasons, is_read_only_command, simple_commands
-from .bash_run import OUTPUT_LIMIT, run_command
-from .bash_wrappers import program_name, unwrap
+from ...runtime.rules import part_matches
+from ...runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from .deny import NO_PATH_ARGS, denied_read
+from .destructive import destructive_reasons
+from .process import OUTPUT_LIMIT, run_command
+from .subject import command_part, command_subject
+from .syntax import analyze, simple_commands
+from .verdict import is_read_only_command
+from .wrappers import program_name, unwrap
 
 __all__ = ["BashTool", "BashInput", "BashOutput"]
 
@@ -44,7 +47,7 @@ _WITH_SUBCOMMAND = frozenset(
 _DETAIL_LINES = 20  # of output under the person's compact line
 _INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
 # Arguments of these are not files they read, so they need no working-directory check.
-# Wrappers (`command`, `env`, `xargs`...) are looked through first, see `bash_wrappers`.
+# Wrappers (`command`, `env`, `xargs`...) are looked through first, see `wrappers`.
 _NO_PATH_ARGS = NO_PATH_ARGS | {"realpath", "readlink"}
 # Never the first word of a suggested prefix rule: they run whatever follows them.
 _NEVER_PREFIX = frozenset({"env", "sudo", "doas", "xargs"})
@@ -160,7 +163,7 @@ class BashTool(Tool):
         return not self.is_read_only(inp)
 
     def rule_subject(self, inp: BashInput, ctx: ToolContext) -> RuleSubject:
-        return RuleSubject(kind="command", value=inp.command)
+        return command_subject(inp.command)
 
     async def check_permissions(self, inp: BashInput, ctx: ToolContext) -> PermissionCheck:
         # A file a Read deny rule covers stays unread whatever the command and the mode: this
@@ -190,13 +193,14 @@ class BashTool(Tool):
         `cd x && make` still leaves `make` to be approved on its own: a rule for the whole
         line would be too broad, one per part is the person's choice to make."""
         cmds = simple_commands(inp.command)
-        if not cmds or cmds[0].name is None or cmds[0].name.text is None:
+        first = cmds[0] if cmds else None
+        if first is None or first.name is None or first.name.text is None:
             return f"Bash({inp.command.strip()})"
-        first = cmds[0]
+        head = first.name
         exact = f"Bash({first.text})"
         # `timeout 60 pytest` earns `Bash(pytest:*)`: a rule on the wrapper would allow
         # `timeout 1 rm -rf ~`. env, sudo and xargs change what runs, so only the exact command.
-        wrappers, real = unwrap([first.name, *first.args])
+        wrappers, real = unwrap([head, *first.args])
         if set(wrappers) & _NEVER_PREFIX or not real or real[0].text is None or real[0].text in _NEVER_PREFIX:
             return exact
         name = real[0].text or ""
@@ -206,12 +210,12 @@ class BashTool(Tool):
             if not args or args[0].startswith("-") and args[0] != "-m" or args[0] == "-c":
                 return exact
             words = 3 if args[0] == "-m" or (args[0] == "run" and len(args) > 1) else 2
-        before = [w.source for w in (first.name, *first.args)][: len(first.args) + 1 - len(real)]
+        before = [w.source for w in (head, *first.args)][: len(first.args) + 1 - len(real)]
         start = len(_source_prefix(first.text, before)) if before else 0
         prefix = _source_prefix(first.text[start:], [w.source for w in real][:words]).strip()
         # The rule must cover the command it was suggested for (the runtime looks through
         # `timeout`, `nice`, `time`... but not through every spelling of their options).
-        return f"Bash({prefix}:*)" if command_matches(f"{prefix}:*", first.text) else exact
+        return f"Bash({prefix}:*)" if part_matches(f"{prefix}:*", command_part(first)) else exact
 
     async def preview(self, inp: BashInput, ctx: ToolContext) -> PermissionPreview:
         notes = tuple(f"destructive: {r}" for r in destructive_reasons(inp.command))

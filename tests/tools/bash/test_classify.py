@@ -1,14 +1,18 @@
 """Bash's verdicts before anything runs: read-only, destructive, and the split into simple
-commands that permission rules match. The corpus lives in bash_corpus.py."""
+commands that permission rules match. The corpus lives in corpus.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from ipy_agent.tools.bash import BashInput, BashTool
-from ipy_agent.tools.bash_parse import destructive_reasons, normalized_commands, read_only_reason, split_command
-from ipy_agent.tools.bash_allowlist import sed_script_problem
-from tests.tools.bash_corpus import DESTRUCTIVE, NOT_DESTRUCTIVE, READ_ONLY, WRITES
+from ipy_agent.tools.bash.destructive import destructive_reasons
+from ipy_agent.tools.bash.sed import sed_script_problem
+from ipy_agent.tools.bash.subject import command_subject
+from ipy_agent.tools.bash.syntax import split_command
+from ipy_agent.tools.bash.verdict import read_only_reason
+from ipy_agent.tools.bash.wrappers import normalized_commands
+from tests.tools.bash.corpus import DESTRUCTIVE, NOT_DESTRUCTIVE, READ_ONLY, WRITES
 
 
 def test_the_corpus_is_big_enough_and_has_no_command_on_both_sides():
@@ -104,7 +108,7 @@ def test_sed_scripts_are_read_for_w_and_e(script, safe):
 
 
 def test_a_classifier_crash_fails_closed(monkeypatch):
-    import ipy_agent.tools.bash as bash_mod
+    import ipy_agent.tools.bash.tool as bash_mod
 
     def boom(_command):
         raise RuntimeError("bug")
@@ -130,4 +134,5 @@ def test_a_classifier_crash_fails_closed(monkeypatch):
 )
 def test_normalized_commands_name_the_program_that_runs(command, expected):
     assert normalized_commands(command) == expected
-    assert split_command.normalized_commands is normalized_commands  # the runtime's hook
+    # What the Bash tool hands the permission engine carries them for deny and ask rules.
+    assert set(expected) <= set(command_subject(command).spellings)

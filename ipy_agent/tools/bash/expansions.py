@@ -1,7 +1,7 @@
 """Shell words whose value bash computes: `$'...'` strings, and expansions that run code.
 
 Two facts the Bash classifier needs about single words, kept apart from the tree walk in
-`bash_parse`: the value of an ANSI-C string (`$'.e\\x6ev'` names `.env`, and a Read deny rule must
+`syntax`: the value of an ANSI-C string (`$'.e\\x6ev'` names `.env`, and a Read deny rule must
 see that), and which `${...}` / `$((...))` forms evaluate a variable's value as code. Bash's
 arithmetic is recursive: with `TZ='a[$(cmd)]'` in the environment, `$((TZ))`, `${x:TZ}` and
 `${a[TZ]}` all run `cmd`, and `${TZ@P}` runs it as a prompt string would. A command line is only

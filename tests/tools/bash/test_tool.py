@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from ipy_agent.runtime.read_state import ReadState
 from ipy_agent.runtime.tool import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
-from ipy_agent.tools.bash_run import OUTPUT_LIMIT
+from ipy_agent.tools.bash.process import OUTPUT_LIMIT
 
 
 def _ctx(tmp_path: Path, **kw) -> ToolContext:
@@ -291,7 +291,7 @@ async def test_writing_commands_have_no_opinion_and_the_rules_decide(tmp_path):
      # the real program after a wrapper, never a rule on the wrapper (review 3)
      ("timeout 60 pytest -x", "Bash(pytest:*)"), ("time pytest", "Bash(pytest:*)"),
      ("nice -n 5 git diff HEAD", "Bash(git diff:*)"), ("nohup make test", "Bash(make test:*)"),
-     ("timeout -s KILL 60 pytest", "Bash(timeout -s KILL 60 pytest)"),
+     ("timeout -s KILL 60 pytest", "Bash(pytest:*)"),  # rules look through a wrapper's options
      ("env CI=1 npm test", "Bash(env CI=1 npm test)"), ("sudo apt-get install x", "Bash(sudo apt-get install x)"),
      ("xargs -n1 echo", "Bash(xargs -n1 echo)"), ("timeout 5 env rm x", "Bash(timeout 5 env rm x)")],
 )

@@ -1,0 +1,115 @@
+"""The permission stage's work: decide, ask a person when the decision is "ask", word a denial.
+
+`decide()` (permissions.py) is pure: rules, mode, the tool's and the hooks' opinions. Here is
+what surrounds it for one call: prompts come one at a time, the decision is taken again once it
+is this call's turn (an "always" answer to the prompt before may cover it now), a run with no
+approver denies instead of asking (fail closed), and the model is told why in words it can act
+on. The call's record is written by the lifecycle; this module only reports back through
+`before_prompt`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from .permissions import Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
+from .tool import PermissionCheck, PermissionPreview, Tool, ToolContext, maybe_await
+from .tool_input import dump_input
+
+__all__ = ["decide_permission", "denial_text"]
+
+
+async def decide_permission(
+    tool: Tool, inp: BaseModel, ctx: ToolContext, *, rules: PermissionRules, mode: str,
+    hook_decision: tuple[str, str] | None, approver: Callable[[PermissionRequest], Any] | None,
+    lock: asyncio.Lock, summary: str,
+    before_prompt: Callable[[PermissionPreview | None, str], None],
+) -> Decision:
+    """The final decision for this call, asking the approver when the rules say "ask".
+
+    `before_prompt(preview, preview_error)` runs just before the approver is called."""
+    try:
+        check = await tool.check_permissions(inp, ctx)
+    except Exception as e:
+        check = PermissionCheck(behavior="ask", message=f"{tool.name}'s permission check failed ({type(e).__name__}: {e})")
+
+    def decision_now() -> Decision:
+        return decide(
+            tool=tool, inp=inp, ctx=ctx, rules=rules, mode=mode, tool_check=check,
+            hook_decision=hook_decision,
+        )
+
+    decision = decision_now()
+    if decision.behavior != "ask":
+        return decision
+    # One prompt at a time; decide again once it is our turn, since an "always" answer to the
+    # prompt before may cover this call now.
+    async with lock:
+        decision = decision_now()
+        if decision.behavior == "ask":
+            decision = await _ask(tool, inp, ctx, rules, approver, summary, decision, before_prompt)
+    return decision
+
+
+async def _ask(
+    tool: Tool, inp: BaseModel, ctx: ToolContext, rules: PermissionRules,
+    approver: Callable[[PermissionRequest], Any] | None, summary: str, asked: Decision,
+    before_prompt: Callable[[PermissionPreview | None, str], None],
+) -> Decision:
+    suggested = _safe_rule(tool, inp, ctx)
+    if approver is None:
+        return Decision(
+            behavior="deny", source="approver",
+            reason=(
+                f"{asked.reason}, and no one is available to approve it in this non-interactive run. "
+                f"A person can allow it with the rule {suggested!r} (allow=[...]) or a permission mode."
+            ),
+        )
+    preview_error = ""
+    try:
+        preview = await tool.preview(inp, ctx)
+    except Exception as e:
+        preview, preview_error = None, f"(preview failed: {type(e).__name__}: {e})"
+    request = PermissionRequest(
+        tool_name=tool.name, input=dump_input(inp), summary=summary, suggested_rule=suggested,
+        tool_use_id=ctx.tool_use_id or "", reason=asked.reason, diff=getattr(preview, "diff", None), preview=preview,
+        read_only=tool.is_read_only(inp), destructive=tool.is_destructive(inp), display_name=tool.display_name(),
+    )
+    before_prompt(preview, preview_error)
+    try:
+        answer = normalize_answer(await maybe_await(approver(request)))
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        answer = PermissionAnswer(behavior="deny", message=f"the approval prompt failed ({type(e).__name__}: {e})")
+    if answer.behavior == "deny":
+        return Decision(behavior="deny", source="approver" if answer.automatic else "person", reason=answer.message)
+    if answer.behavior == "always":
+        rule = rules.add("allow", answer.rule or suggested, source="granted")
+        return Decision(behavior="allow", source="person", rule=rule.text, reason=f"always allowed: {rule.text}")
+    return Decision(behavior="allow", source="person", reason="allowed once")
+
+
+def _safe_rule(tool: Tool, inp: BaseModel, ctx: ToolContext) -> str:
+    try:
+        return tool.suggest_rule(inp, ctx) or tool.name
+    except Exception:
+        return tool.name
+
+
+def denial_text(tool: Tool, d: Decision) -> str:
+    """What the model reads when a call was denied, by who denied it."""
+    if d.source == "person":
+        base = f"The person declined this {tool.name} call, so nothing was run or changed."
+        if d.reason:
+            return f"{base} Their reason: {d.reason}\nAdjust your approach to what they said; do not retry the same call unchanged."
+        return f"{base} Stop and wait for them to tell you how to proceed; do not retry the same call."
+    if d.source == "approver":
+        return d.reason or f"This {tool.name} call was not approved, so nothing was run."
+    if d.source == "hook":
+        return f"A PreToolUse hook blocked this {tool.name} call: {d.reason}"
+    return f"Permission to use {tool.name} was denied ({d.reason}). Nothing was run."

@@ -1,0 +1,95 @@
+"""Path patterns in gitignore syntax, as `Read(...)` and `Edit(...)` rules write them.
+
+Kept apart from the rest of the rule language because the tool context needs it too
+(`ToolContext.is_read_denied`: every tool hides a file a Read deny rule covers), and the tool
+contract must not depend on the rule engine that depends on it.
+
+Patterns are relative to cwd; `//` starts an absolute path, `~/` the home directory, `./` or a
+leading `/` anchors at cwd; a bare name matches at any depth; a pattern naming a directory
+covers everything below it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+
+__all__ = ["gitignore_match"]
+
+
+@functools.lru_cache(maxsize=256)  # one pattern is matched against every path a search finds
+def _gitignore_regex(pattern: str) -> re.Pattern[str]:
+    anchored = "/" in pattern.rstrip("/")
+    dir_only = pattern.endswith("/")
+    pat = pattern.strip("/")
+    out: list[str] = []
+    i = 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("/**", i) and i + 3 == len(pat):
+            out.append("/.*")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pat[i] == "[":
+            j = pat.find("]", i + 1)
+            if j == -1:
+                out.append(re.escape(pat[i]))
+                i += 1
+            else:
+                out.append(pat[i : j + 1])
+                i = j + 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    body = "".join(out)
+    prefix = "^" if anchored else "^(?:.*/)?"
+    # A pattern naming a directory also covers everything below it.
+    suffix = "/.*$" if dir_only else "(?:/.*)?$"
+    return re.compile(prefix + body + suffix, re.S)
+
+
+def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: str | None = None) -> bool:
+    """Whether absolute `path` matches a Read/Edit specifier, gitignore-style."""
+    path = os.path.normpath(str(path))
+    pattern = pattern.strip()
+    if pattern.startswith("//"):
+        base, pat = "/", pattern[2:]
+    elif pattern.startswith("~/"):
+        base, pat = home or os.path.expanduser("~"), pattern[2:]
+    elif pattern.startswith("./"):
+        # An explicit `./` anchors at cwd, as a leading `/` does in a .gitignore.
+        base, pat = str(cwd), "/" + pattern[2:]
+    elif pattern.startswith("/"):
+        # Relative to the project root (the settings source), which is cwd here.
+        base, pat = str(cwd), pattern[1:]
+        if "/" not in pat.rstrip("/"):
+            pat = "/" + pat  # keep it anchored
+    else:
+        base, pat = str(cwd), pattern
+    base = os.path.normpath(base)
+    if os.path.isabs(path) and os.path.isabs(base):
+        # Searches match every path they find: slicing is much cheaper than relpath.
+        head = base.rstrip(os.sep) + os.sep
+        if not path.startswith(head):
+            return False
+        rel = path[len(head):]
+    else:
+        try:
+            rel = os.path.relpath(path, base)
+        except ValueError:
+            return False
+    if rel == "." or rel.startswith(".."):
+        return False
+    return bool(_gitignore_regex(pat).match(rel))

@@ -1,0 +1,21 @@
+"""The Bash tool and how it understands a command line before running it.
+
+Modules import one way, each only from those above it in this list:
+- `expansions`: values bash computes for single words (`$'...'`), and expansions that run code;
+- `syntax`: the tree-sitter parse into simple commands, and line-wide problems;
+- `options`: the option grammar of GNU tools and git;
+- `wrappers`: programs that run another program (`env`, `timeout`, `xargs`...), looked through;
+- `subject`: what a command means for permission rules (its parts and their spellings);
+- `sed`, `git`, `readonly`: the allow-list of argument shapes that only read;
+- `verdict`: the read-only verdict on a whole line;
+- `destructive`: warnings for commands that lose work for good;
+- `deny`: Read deny rules applied to the paths a command names;
+- `process`: running the command (process group, timeout, capped output);
+- `tool`: the `BashTool` the runtime sees.
+"""
+
+from __future__ import annotations
+
+from .tool import BashInput, BashOutput, BashTool
+
+__all__ = ["BashTool", "BashInput", "BashOutput"]

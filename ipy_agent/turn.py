@@ -1,0 +1,93 @@
+"""One turn's pieces: its record, the state an early end needs, and reading the model's stream.
+
+The agent loop (agent.py) says what a turn does: request, answer the tool calls, decide to go
+on. This module holds what that needs and is not the loop itself: the records a run returns
+and keeps (`RunResult`, `TurnRecord`), what one turn has put into the history so far (`Turn`,
+so an interrupt or a failure can close it validly), and `stream_reply`, which turns the model's
+events into text on screen and tool calls started as soon as their blocks are whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from collections.abc import Callable
+
+from .models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
+from .runtime.executor import ToolExecutor
+from .runtime.lifecycle import RunEnv
+from .runtime.trace import AgentEvent, TextEvent, ThinkingEvent, now
+
+__all__ = ["RunResult", "TurnRecord", "Turn", "stream_reply", "usage_delta"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    stop_reason: str  # end_turn | max_turns | interrupted | stopped_by_hook | blocked_by_hook | error | refusal | max_tokens
+    text: str = ""
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    error_kind: str | None = None
+
+
+@dataclass(kw_only=True)
+class TurnRecord:
+    turn: int
+    offered: list[str]
+    hidden: dict[str, str]
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str | None = None
+    start: float = field(default_factory=now)
+    end: float | None = None
+
+
+@dataclass(kw_only=True)
+class Turn:
+    """One model request and its tool calls, and what it has put into the history so far."""
+
+    record: TurnRecord
+    env: RunEnv
+    executor: ToolExecutor
+    completed: list[dict[str, Any]] = field(default_factory=list)  # whole blocks streamed so far
+    tool_uses: list[dict[str, Any]] = field(default_factory=list)  # of the complete message
+    appended: bool = False  # the assistant message of this turn is in the history
+    answered: bool = False  # and its tool results are too
+
+
+async def stream_reply(model: Model, request: ModelRequest, turn: Turn, *, emit: Callable[[AgentEvent], None],
+                       streaming_tools: bool) -> MessageComplete:
+    """The model's whole message; tool calls start as their blocks complete (with `streaming_tools`).
+
+    Raises ModelError when the model fails, also for a bug in a model implementation or a
+    stream that ends without a complete message."""
+    final: MessageComplete | None = None
+    try:
+        async for event in model.stream(request):
+            match event:
+                case TextDelta():
+                    emit(TextEvent(text=event.text))
+                case ThinkingDelta():
+                    emit(ThinkingEvent(text=event.text))
+                case BlockComplete():
+                    turn.completed.append(event.block)
+                    if event.block.get("type") == "tool_use" and streaming_tools:
+                        turn.executor.submit(event.block)
+                case MessageComplete():
+                    final = event
+    except ModelError:
+        raise
+    except Exception as e:  # a model implementation bug must not break the history either
+        raise ModelError(f"{type(e).__name__}: {e}") from e
+    if final is None:
+        raise ModelError("the model stream ended without a complete message")
+    return final
+
+
+def usage_delta(total: Usage, start: Usage) -> Usage:
+    return Usage(
+        input_tokens=total.input_tokens - start.input_tokens,
+        output_tokens=total.output_tokens - start.output_tokens,
+        cache_read_input_tokens=total.cache_read_input_tokens - start.cache_read_input_tokens,
+        cache_creation_input_tokens=total.cache_creation_input_tokens - start.cache_creation_input_tokens,
+    )

@@ -1,0 +1,327 @@
+"""Real JupyterLab and Notebook 7 servers driven by Debian's Chromium through Playwright.
+
+Why this exists: some bugs only show when a person uses the notebook in a browser (a reason
+typed key by key into a widget, a saved notebook reopened without its kernel, a prompt drawn
+below the fold). The kernel harness (tests/kernel/kernel_harness.py) sends the messages a front
+end would send; this one runs the front end itself.
+
+How to use it (tests/browser/conftest.py wires it into fixtures):
+
+    server = JupyterServer("lab", root=tmp_path)        # or "notebook" for Notebook 7
+    server.start()                                     # 127.0.0.1, a free port, token auth
+    browser = launch_browser(playwright)               # /usr/bin/chromium, never a download
+    nb = server.open(browser, "t.ipynb")               # creates the file when missing, `?reset`
+    i = nb.add_cell("%load_ext ipy_agent")             # returns the cell's index
+    nb.run(i); nb.wait_done(i)
+    i = nb.add_cell("%agent --script s.json fix it"); nb.run(i)
+    prompt = nb.prompt(i)                              # the first open approval prompt in cell i
+    prompt.locator("input").press_sequentially("keep it", delay=60)   # real key presses
+    nb.button(i, "Deny").click()                       # a real mouse click
+    nb.wait_text(i, "Denied: keep it")
+    nb.outputs(i)                                      # the cell's outputs as the notebook MODEL has them
+    nb.save(); nb.close()                              # Ctrl+S, then close the page
+    server.saved(path)                                 # the .ipynb JSON on disk
+    server.stop_kernels()                              # so a reopen starts without widget models
+    nb = server.open(browser, "t.ipynb")               # a fresh page: what a person sees next day
+    server.stop()                                      # by PID
+
+The server runs in a temp dir with private Jupyter config, data and runtime dirs, and a private
+kernelspec (named "python3", so notebooks need no special metadata) whose interpreter is the
+test's own Python with this checkout first on PYTHONPATH. ANTHROPIC_* and IPY_AGENT_* variables
+are removed from the server's and kernel's environment: browser tests never reach a model.
+
+Every wait is bounded and fails with what was seen (the cell's text), never with a bare timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import nbformat
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+TIMEOUT = 90.0  # seconds; the machine is shared, so waits are generous and never asserted on
+Kind = Literal["lab", "notebook"]
+
+__all__ = ["JupyterServer", "NotebookPage", "launch_browser", "browser_missing", "CHROMIUM", "TIMEOUT"]
+
+
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is missing (apt-get install chromium)"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "the playwright package is missing (pip install -e '.[test]')"
+    for mod in ("jupyterlab", "notebook"):
+        try:
+            __import__(mod)
+        except ImportError:
+            return f"the {mod} package is missing (pip install -e '.[test]')"
+    return None
+
+
+def launch_browser(playwright: Any, *, headless: bool = True) -> Any:
+    """Debian's Chromium, headless; Playwright never downloads a browser for these tests."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=headless)
+
+
+class JupyterServer:
+    """One `jupyter lab` or `jupyter notebook` (7) process serving `root`; stop() ends it by PID."""
+
+    def __init__(self, kind: Kind, root: Path, *, token: str = "ipy-agent-test") -> None:
+        self.kind = kind
+        self.root = Path(root)
+        self.token = token
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"ipy_agent_{kind}_")
+        self.home = Path(self._tmp.name)
+        self.log_path = self.home / "server.log"
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> JupyterServer:
+        dirs = {name: self.home / name for name in ("config", "data", "runtime", "ipython", "workspaces")}
+        for d in dirs.values():
+            d.mkdir(parents=True, exist_ok=True)
+        spec = dirs["data"] / "kernels" / "python3"
+        spec.mkdir(parents=True)
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (ipy_agent test)", "language": "python",
+        }))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_", "JUPYTER_"))}
+        env.update(
+            JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), IPYTHONDIR=str(dirs["ipython"]),
+            JUPYTER_PATH=str(dirs["data"]), PYTHONUNBUFFERED="1", JUPYTER_PLATFORM_DIRS="1",
+            PYTHONPATH=os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        )
+        app = "ServerApp"
+        argv = [sys.executable, "-m", "jupyterlab" if self.kind == "lab" else "notebook", "--no-browser",
+                f"--{app}.ip=127.0.0.1", f"--{app}.port=0", f"--{app}.port_retries=0", f"--IdentityProvider.token={self.token}",
+                f"--{app}.root_dir={self.root}", f"--{app}.allow_root=True", "--LabApp.expose_app_in_browser=True",
+                "--JupyterNotebookApp.expose_app_in_browser=True", f"--LabApp.workspaces_dir={dirs['workspaces']}",
+                "--ServerApp.open_browser=False", "--LanguageServerManager.autodetect=False",
+                "--MappingKernelManager.default_kernel_name=python3"]
+        log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(argv, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        end = time.monotonic() + TIMEOUT
+        info = dirs["runtime"] / f"jpserver-{self.proc.pid}.json"
+        while not info.exists():
+            if self.proc.poll() is not None or time.monotonic() > end:
+                self.stop()
+                raise AssertionError(f"the {self.kind} server did not start; its log:\n{self.log()}")
+            time.sleep(0.1)
+        self.port = int(json.loads(info.read_text())["port"])
+        return self
+
+    def stop(self) -> None:
+        """Stop the server (and its kernels) by its PID; SIGKILL if it does not end in time."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)  # its own session: the kernels it started too
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        self._tmp.cleanup()
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-6000:]
+        except OSError:
+            return "(no log)"
+
+    # --- REST ------------------------------------------------------------------------------
+    def url(self, path: str) -> str:
+        sep = "&" if "?" in path else "?"
+        return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}{sep}token={self.token}"
+
+    def api(self, method: str, path: str) -> Any:
+        import urllib.request
+
+        req = urllib.request.Request(self.url(f"api/{path}"), method=method)
+        with urllib.request.urlopen(req, timeout=30) as r:  # 127.0.0.1 only
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def stop_kernels(self) -> None:
+        """Shut every kernel down, as after a restart of the machine: widget models are gone."""
+        for k in self.api("GET", "kernels"):
+            self.api("DELETE", f"kernels/{k['id']}")
+
+    # --- notebooks -------------------------------------------------------------------------
+    def notebook_file(self, name: str, cells: list[str] = ()) -> Path:  # type: ignore[assignment]
+        path = self.root / name
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipy_agent test)", "language": "python"}
+        nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+        nbformat.write(nb, path)
+        return path
+
+    def saved(self, name: str) -> dict[str, Any]:
+        """The notebook file as saved on disk (what nbviewer, GitHub and nbconvert read)."""
+        return json.loads((self.root / name).read_text())
+
+    def open(self, browser: Any, name: str, *, viewport: tuple[int, int] = (1280, 900)) -> NotebookPage:
+        """Open `name` in a new page (creating an empty notebook when missing) and wait for its kernel."""
+        if not (self.root / name).exists():
+            self.notebook_file(name)
+        page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+        nb = NotebookPage(self, page, name)
+        page.goto(self.url(f"lab/tree/{name}?reset" if self.kind == "lab" else f"notebooks/{name}"))
+        nb.wait_ready()
+        return nb
+
+
+# JavaScript run in the page. `P()` is the notebook panel; both front ends expose the app as
+# window.jupyterapp with --expose_app_in_browser, and in both the current widget is the panel.
+_PANEL = "const P = () => window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+
+
+class NotebookPage:
+    """One notebook open in a browser page: cells, outputs, widgets, save and close."""
+
+    def __init__(self, server: JupyterServer, page: Any, name: str) -> None:
+        self.server, self.page, self.name = server, page, name
+        self.console: list[str] = []
+        page.on("console", lambda m: self.console.append(m.text))
+
+    def js(self, body: str, arg: Any = None) -> Any:
+        return self.page.evaluate(f"(arg) => {{ {_PANEL} {body} }}", arg)
+
+    def wait_js(self, what: str, body: str, arg: Any = None, timeout: float = TIMEOUT) -> None:
+        try:
+            self.page.wait_for_function(f"(arg) => {{ {_PANEL} {body} }}", arg=arg, timeout=timeout * 1000)
+        except Exception as e:
+            raise AssertionError(f"timed out waiting for {what}: {e}\nserver log:\n{self.server.log()[-2000:]}") from None
+
+    def wait_ready(self) -> None:
+        self.wait_js("the notebook and an idle kernel",
+                     "const w = P(); const k = w && w.sessionContext && w.sessionContext.session "
+                     "&& w.sessionContext.session.kernel; return !!(k && k.status === 'idle' && w.content "
+                     "&& w.content.widgets.length > 0 && w.context.isReady);")
+
+    # --- cells -----------------------------------------------------------------------------
+    def cell_count(self) -> int:
+        return int(self.js("return P().content.widgets.length;"))
+
+    def add_cell(self, source: str) -> int:
+        """Put `source` in a new code cell at the end (or in the first cell when it is empty)."""
+        return int(self.js(
+            "const m = P().content.model.sharedModel; const n = m.cells.length;"
+            "if (n === 1 && m.cells[0].getSource() === '' && m.cells[0].cell_type === 'code') {"
+            "  m.cells[0].setSource(arg); return 0; }"
+            "m.insertCell(n, {cell_type: 'code', source: arg}); return n;", source))
+
+    def run(self, index: int) -> None:
+        """Run cell `index` as Shift+Enter would (the notebook's own run command)."""
+        self.js("const p = P(); p.content.activeCellIndex = arg; "
+                "void window.jupyterapp.commands.execute('notebook:run-cell'); return true;", index)
+
+    def wait_done(self, index: int, timeout: float = TIMEOUT) -> None:
+        """Until cell `index` has finished (its execution count is set) and the kernel is idle."""
+        self.wait_js(f"cell {index} to finish; it shows {self.text(index)!r}",
+                     "const p = P(); const c = p.content.widgets[arg]; const k = p.sessionContext.session.kernel;"
+                     "return c.model.executionCount !== null && c.model.sharedModel.execution_state !== 'running'"
+                     " && k.status === 'idle';", index, timeout)
+
+    def run_and_wait(self, source: str, timeout: float = TIMEOUT) -> int:
+        i = self.add_cell(source)
+        self.run(i)
+        self.wait_done(i, timeout)
+        return i
+
+    def cell(self, index: int) -> Any:
+        return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+    def output_area(self, index: int) -> Any:
+        # An Output widget nests its own .jp-OutputArea: the cell's area is the unambiguous one.
+        return self.cell(index).locator(".jp-Cell-outputArea").first
+
+    def text(self, index: int) -> str:
+        try:
+            return str(self.output_area(index).inner_text(timeout=2000))
+        except Exception:
+            return "(no output area)"
+
+    def wait_text(self, index: int, needle: str, timeout: float = TIMEOUT) -> str:
+        end = time.monotonic() + timeout
+        while True:
+            text = self.text(index)
+            if needle in text:
+                return text
+            if time.monotonic() > end:
+                raise AssertionError(f"cell {index} never showed {needle!r}; it shows:\n{text}")
+            time.sleep(0.1)
+
+    def outputs(self, index: int) -> list[dict[str, Any]]:
+        """Cell `index`'s outputs as the notebook model holds them (what Save will write)."""
+        return list(self.js("return P().content.model.cells.get(arg).outputs.toJSON();", index))
+
+    # --- widgets ---------------------------------------------------------------------------
+    def button(self, index: int, label: str) -> Any:
+        """The enabled widget button of cell `index` whose text starts with `label`."""
+        return self.output_area(index).locator("button.jupyter-button:not([disabled])", has_text=label).first
+
+    def prompt(self, index: int, timeout: float = TIMEOUT) -> Any:
+        """Wait for an open approval prompt (its Deny button) in cell `index`; return the prompt's box."""
+        deny = self.button(index, "Deny")
+        try:
+            deny.wait_for(state="visible", timeout=timeout * 1000)
+        except Exception:
+            raise AssertionError(f"no approval prompt appeared in cell {index}; it shows:\n{self.text(index)}") from None
+        return deny.locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
+
+    def reason_box(self, index: int) -> Any:
+        return self.output_area(index).locator("input[placeholder^='Reason']:not([disabled])").first
+
+    def type_reason(self, index: int, text: str, delay_ms: int = 60) -> None:
+        """Click into the Deny reason box and type `text` key by key, as a person does."""
+        box = self.reason_box(index)
+        box.click()
+        box.press_sequentially(text, delay=delay_ms)
+
+    def in_viewport(self, locator: Any) -> bool:
+        """Whether the element is (at least partly) inside the visible part of the notebook."""
+        return bool(locator.evaluate(
+            "el => { const r = el.getBoundingClientRect(); const h = window.innerHeight;"
+            " return r.bottom > 0 && r.top < h && r.height > 0; }"))
+
+    # --- files -----------------------------------------------------------------------------
+    def save(self) -> None:
+        """Ctrl+S in the notebook, then wait until the file on disk matches the model."""
+        self.cell(0).click(position={"x": 2, "y": 2})  # focus the notebook (command mode is fine)
+        self.page.keyboard.press("Control+s")
+        self.wait_js("the save to finish", "const p = P(); return p.context.model.dirty === false;")
+
+    def close(self) -> None:
+        self.page.close()
+
+    def screenshot(self, locator: Any, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        locator.screenshot(path=str(path))
+
+
+def copy_transcript(src: Path, dest_dir: Path) -> Path:
+    """Put a transcript beside the notebook (tests keep theirs in the test file or examples/)."""
+    return Path(shutil.copy(src, dest_dir))
