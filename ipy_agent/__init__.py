@@ -14,7 +14,8 @@ from .models.scripted import ScriptedModel
 from .runtime.hooks import HookEvent, HookOutcome
 from .runtime.permissions import PermissionAnswer, PermissionRequest
 from .runtime.read_state import ReadState
-from .runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError, build_tool
+from .runtime.build_tool import build_tool
+from .runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
 from .tools import builtin_tools
 
 __all__ = [

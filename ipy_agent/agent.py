@@ -22,6 +22,7 @@ from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from .runtime.history import append_assistant, append_user, clean_content, close_turn, last_text
 from .runtime.hooks import HookEvent, Hooks
 from .runtime.lifecycle import RunEnv
+from .runtime.limits import MESSAGE_RESULT_CHARS
 from .runtime.permissions import PERMISSION_MODES, PermissionRequest, PermissionRules
 from .runtime.read_state import ReadState
 from .runtime.registry import Exposure, ToolRegistry
@@ -54,7 +55,7 @@ class Agent:
         simple: bool = False,
         max_concurrency: int = 10,
         streaming_tools: bool = True,
-        message_budget: int = 200_000,
+        message_budget: int = MESSAGE_RESULT_CHARS,
         spill_dir: str | Path | None = None,
         notebook: Any = None,
         notebook_path: str | None = None,
@@ -356,6 +357,7 @@ class Agent:
         return RunEnv(
             tools={t.name: t for t in exposure.offered}, rules=self.rules, hooks=self.hooks, budget=self.budget,
             make_ctx=self.context, mode=lambda: self.permission_mode, approver=self.approver, emit=self._emit,
+            result_limit=self.registry.result_limit,
         )
 
     def _emit(self, event: AgentEvent) -> None:

@@ -1,23 +1,17 @@
-"""`%agent` and its companion magics, their configuration, and how a run waits in each setting.
+"""`%agent` and its companion magics, and their configuration.
 
 This is the edge where IPython meets the runtime. Traitlets configure the magics
 (`%config AgentMagics.permission_mode = "acceptEdits"`, `c.AgentMagics.allow = [...]` in
-ipython_config.py); the Agent itself receives plain values. How a run waits depends on where it
-runs (see DESIGN.md, "Running in a kernel"):
-
-- kernel: an input transformer turns `%agent ...` / `%%agent` into `await run_agent_cell(...)`,
-  which waits with a 0.25 s tick so a kernel interrupt ends the run promptly (a plain await
-  would not wake up) and widget clicks are delivered meanwhile. `--background` instead starts
-  a task on the kernel's loop and returns at once.
-- terminal IPython: no loop is running while a magic executes, so `asyncio.run` in the
-  foreground, with text output and `input()` approvals; Ctrl-C interrupts the run.
+ipython_config.py); the Agent itself receives plain values. The options of the `%agent` line
+are declared once, in options.py. How a run waits depends on where it runs (cell_runner.py):
+awaited by the cell in a kernel, `asyncio.run` in the foreground in terminal IPython, where no
+loop is running while a magic executes (text output, `input()` approvals, Ctrl-C interrupts).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -25,21 +19,22 @@ from collections.abc import Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic_arguments import magic_arguments
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from .agent import Agent, RunResult
-from .runtime.budget import SELF_LIMITING
+from .runtime.limits import MESSAGE_RESULT_CHARS
 from .runtime.history import repair_history
 from .runtime.permissions import PERMISSION_MODES
 from .conversation_file import load_conversation, save_conversation
-from .settings import RuleSpec, SettingsError, load_settings_rules, option_rules, replace_rules, rules_from_lists, split_options
+from .cell_runner import agent_transformer, current_magics, run_agent_cell, terminal_transformer
+from .options import add_arguments, option_rules, split_options
+from .settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
 from .ui import RunUI, choose_ui
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
            "agent_transformer", "terminal_transformer", "current_magics"]
 
-TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
 @dataclass(kw_only=True)
 class _Run:
     """One prepared run: the agent, the prompt, and how this setting shows it and asks."""
@@ -61,7 +56,7 @@ class AgentMagics(Magics):
     max_turns = Int(50, help="Model requests per run before it stops with max_turns.").tag(config=True)
     background = Bool(False, help="Run in the background by default (kernel only).").tag(config=True)
     max_result_chars = Int(None, allow_none=True, help="Override every tool's result size limit.").tag(config=True)
-    message_budget = Int(200_000, help="Characters of tool results one message may carry before spilling.").tag(config=True)
+    message_budget = Int(MESSAGE_RESULT_CHARS, help="Characters of tool results one message may carry before spilling.").tag(config=True)
     widgets = Bool(True, help="Widget UI in a kernel; False: text output and a non-interactive approver.").tag(config=True)
     approval_timeout = Float(None, allow_none=True, help="Seconds before an unanswered widget prompt is denied; None: wait.").tag(config=True)
 
@@ -82,17 +77,7 @@ class AgentMagics(Magics):
 
     # --- %agent ---------------------------------------------------------------------------
     @magic_arguments()
-    @argument("--new", action="store_true", help="Start a fresh conversation (the old one is dropped).")
-    @argument("--mode", choices=list(PERMISSION_MODES), help="Permission mode for this run.")
-    @argument("--model", help="Anthropic model name for this run.")
-    @argument("--max-turns", type=int, help="Model requests before the run stops.")
-    @argument("--script", metavar="PATH", help='Replay a ScriptedModel transcript {"turns": [...]} (offline).')
-    @argument("--allow", action="append", default=[], metavar="RULE", help="Allow rule for this run (repeatable).")
-    @argument("--deny", action="append", default=[], metavar="RULE", help="Deny rule for this run (repeatable).")
-    @argument("--background", action="store_true", help="Kernel: start the run and return at once.")
-    @argument("--no-widgets", action="store_true", help="Text output; only what rules and mode allow runs.")
-    @argument("--resume", metavar="PATH", help="Continue a conversation saved with %%agent_save.")
-    @argument("prompt", nargs="*", help="The request; with %%%%agent, the cell body.")
+    @add_arguments
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
         """Run the agent on a request; the conversation continues across cells.
@@ -248,12 +233,7 @@ class AgentMagics(Magics):
             raise UsageError(str(e)) from None
         self._managed = replace_rules(agent.rules, self._managed, [*config, *files, *extra])
         agent.budget.message_limit = self.message_budget
-        for tool in agent.tools:
-            # Remember each tool's own limit, so setting the override back to None restores it.
-            # Self-limiting tools (Read) keep theirs: spilling a Read only sends the model to Read again.
-            own = tool.__dict__.setdefault("_own_max_result_chars", tool.max_result_chars)
-            override = self.max_result_chars if own < SELF_LIMITING else None
-            tool.max_result_chars = own if override is None else override
+        agent.registry.result_limit_override = self.max_result_chars
         return warnings
 
     def _need_agent(self) -> Agent:
@@ -343,78 +323,6 @@ class AgentMagics(Magics):
         except OSError as e:
             raise UsageError(f"could not write {path!r}: {e}") from None
         print(f"Saved {len(agent.messages)} messages to {path}.")
-
-
-# --- the kernel path: awaited cells ---------------------------------------------------------
-
-_CALL = '__import__("ipy_agent.magics", fromlist=["run_agent_cell"]).run_agent_cell'
-_LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
-_CELL_RE = re.compile(r"^%%agent(?:[ \t]|$)")
-
-
-def agent_transformer(lines: list[str]) -> list[str]:
-    """Rewrite `%%agent` cells and unindented `%agent` lines into an awaited call.
-
-    A line magic cannot await, and only an awaiting cell lets ipykernel deliver widget clicks
-    and interrupts while the agent runs. `%agent?` (help) is left alone.
-    """
-    if lines and _CELL_RE.match(lines[0]):
-        return [f"await {_CALL}({lines[0][len('%%agent'):].strip()!r}, {''.join(lines[1:])!r})\n"]
-    return [f"await {_CALL}({ln[len('%agent'):].strip()!r})\n" if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\")
-            else ln for ln in lines]
-
-
-async def run_agent_cell(line: str, cell: str | None = None) -> None:
-    """What a transformed `%agent` cell awaits: run, waking every TICK seconds.
-
-    ipykernel's interrupt cancels the cell's task, but a plain `await` only notices when some
-    other message wakes the loop; the tick bounds that delay. On cancel the agent closes its
-    turn (every tool_use answered) before the cell ends with KeyboardInterrupt.
-    """
-    magics = current_magics()
-    run = magics._prepare(line, cell, background=None)
-    if run is None:
-        return
-    if run.ui.background:
-        magics._start_background(run)
-        return
-    task = asyncio.ensure_future(magics._execute(run))
-    try:
-        while not task.done():
-            await asyncio.wait([task], timeout=TICK)
-    except asyncio.CancelledError:
-        if run.agent.running:
-            run.agent.interrupt()
-        else:
-            task.cancel()
-        await asyncio.wait([task], timeout=30)
-        # What a person expects from the stop button (ipykernel would show a CancelledError);
-        # IPython reports it like any interrupted cell, so Run All stops here too.
-        raise KeyboardInterrupt("the agent run was interrupted; the conversation is intact, "
-                                "continue it with %agent") from None
-    task.result()
-
-
-def terminal_transformer(lines: list[str]) -> list[str]:
-    """Terminal IPython: pass `%agent ...` lines to the magic before help syntax sees them.
-
-    Without this, `%agent what does this do?` is taken as a request for help on `do` (a line
-    ending in `?`), and questions are the most common prompts. `%agent?` itself is left alone.
-    """
-    return [f"get_ipython().run_line_magic('agent', {ln[len('%agent'):].strip()!r})\n"
-            if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\") else ln for ln in lines]
-
-
-def current_magics(shell: Any = None) -> AgentMagics:
-    """The AgentMagics registered on `shell` (default: the running IPython)."""
-    if shell is None:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    magics = shell.magics_manager.registry.get("AgentMagics") if shell is not None else None
-    if magics is None:
-        raise UsageError("ipy_agent is not loaded: run `%load_ext ipy_agent` first.")
-    return magics
 
 
 def load_ipython_extension(shell: Any) -> None:

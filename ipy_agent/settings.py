@@ -6,15 +6,14 @@ we read the `permissions` section of `.claude/settings.json` and `.claude/settin
 so `%agent_tools` can say why a call is allowed. A broken file must not stop the agent: it
 becomes a warning that names the file and what is wrong, and its rules are skipped.
 
-The options of the `%agent` line are read here too, since they are the last source of rules.
-This module is plain Python (no IPython): errors are ValueErrors with a message for the person,
-which the magics turn into UsageError.
+The options of the `%agent` line are the last source of rules (options.py reads them). This
+module is plain Python (no IPython): errors are ValueErrors with a message for the person, which
+the magics turn into UsageError.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -22,8 +21,7 @@ from collections.abc import Iterable
 
 from .runtime.rules import parse_rule
 
-__all__ = ["RuleSpec", "SETTINGS_FILES", "SettingsError", "load_settings_rules", "rules_from_lists", "replace_rules", "split_options",
-           "option_rules"]
+__all__ = ["RuleSpec", "SETTINGS_FILES", "SettingsError", "load_settings_rules", "rules_from_lists", "replace_rules"]
 
 Kind = Literal["allow", "ask", "deny"]
 KINDS: tuple[Kind, ...] = ("allow", "ask", "deny")
@@ -145,59 +143,3 @@ def replace_rules(rules: Any, previous: list[tuple[str, Any]], specs: list[RuleS
         if any(r is rule for r in getattr(rules, spec.kind)):  # not a duplicate of a kept rule
             added.append((spec.kind, rule))
     return added
-
-
-# --- the %agent line ---------------------------------------------------------------------------
-
-_VALUED = ("--mode", "--model", "--max-turns", "--script", "--allow", "--deny", "--resume")
-_FLAGS = ("--new", "--background", "--no-widgets")
-_TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
-
-
-def split_options(line: str) -> tuple[list[str], str]:
-    """Leading options as argv tokens, and the rest of the line verbatim as the prompt.
-
-    The prompt is never tokenized (an apostrophe in it must not break anything). A rule value
-    runs to its closing parenthesis, so `--allow Bash(git status:*)` needs no quotes.
-    """
-    tokens: list[str] = []
-    pos = 0
-    while (m := _TOKEN.match(line, pos)) is not None:
-        tok = m.group(1)
-        if tok == "--":
-            return tokens, line[m.end():].strip()
-        if not tok.startswith("-") or tok == "-":
-            return tokens, line[m.start(1):].strip()
-        name, eq, value = tok.partition("=")
-        if name not in _VALUED + _FLAGS:
-            raise ValueError(f"%agent has no option {name!r}. Options: {', '.join(_FLAGS + _VALUED)} "
-                             "(see %agent?). To start a prompt with '-', put '--' before it.")
-        pos = m.end()
-        tokens.append(name)
-        if name in _FLAGS:
-            continue
-        if not eq:
-            if (v := _TOKEN.match(line, pos)) is None:
-                raise ValueError(f"{name} needs a value, e.g. {name} {_EXAMPLE[name]}")
-            value, pos = v.group(1), v.end()
-            while name in ("--allow", "--deny") and value[0] not in "'\"" and value.count("(") > value.count(")") \
-                    and (more := _TOKEN.match(line, pos)) is not None:
-                value, pos = value + line[pos:more.end()], more.end()
-        tokens.append(value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value)
-    return tokens, ""
-
-
-_EXAMPLE = {"--mode": "acceptEdits", "--model": "claude-sonnet-4-5", "--max-turns": "20",
-            "--script": "demo.json", "--allow": "'Bash(git status:*)'", "--deny": "'Read(**/.env)'",
-            "--resume": "conversation.json"}
-
-
-def option_rules(*, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> list[RuleSpec]:
-    """Rules given with --allow / --deny; ValueError names the option and the bad rule."""
-    out: list[RuleSpec] = []
-    for kind, texts in (("allow", allow), ("deny", deny)):
-        try:
-            out += rules_from_lists(f"%agent --{kind}", **{kind: texts})
-        except ValueError as e:
-            raise ValueError(f"--{kind}: {e}") from None
-    return out

@@ -30,6 +30,8 @@ LAYERS: dict[str, int] = {
     "ipy_agent.notebook": 1,
     "ipy_agent.tools": 2,
     "ipy_agent.agent": 3,
+    "ipy_agent.turn": 3,
+    "ipy_agent.options": 3,
     "ipy_agent.system_prompt": 3,
     "ipy_agent.settings": 3,
     "ipy_agent.conversation_file": 3,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from .permissions import Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
+from .permissions import Behavior, Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
 from .tool import PermissionCheck, PermissionPreview, Tool, ToolContext, maybe_await
 from .tool_input import dump_input
 
@@ -25,7 +25,7 @@ __all__ = ["decide_permission", "denial_text"]
 
 async def decide_permission(
     tool: Tool, inp: BaseModel, ctx: ToolContext, *, rules: PermissionRules, mode: str,
-    hook_decision: tuple[str, str] | None, approver: Callable[[PermissionRequest], Any] | None,
+    hook_decision: tuple[Behavior, str] | None, approver: Callable[[PermissionRequest], Any] | None,
     lock: asyncio.Lock, summary: str,
     before_prompt: Callable[[PermissionPreview | None, str], None],
 ) -> Decision:

@@ -18,12 +18,7 @@ from typing import Any
 
 __all__ = ["ResultBudget", "result_chars", "empty_placeholder", "PREVIEW_CHARS", "SELF_LIMITING"]
 
-PREVIEW_CHARS = 2_000
-DEFAULT_TOOL_LIMIT = 50_000
-DEFAULT_MESSAGE_LIMIT = 200_000
-# A tool whose limit is at least this bounds its own output (Read does, with offset/limit) and is
-# never spilled, not even by the message budget: the model would only Read the spill file again.
-SELF_LIMITING = 10**9
+from .limits import MESSAGE_RESULT_CHARS, PREVIEW_CHARS, SELF_LIMITING, TOOL_RESULT_CHARS
 
 
 def empty_placeholder(tool_name: str) -> str:
@@ -71,8 +66,8 @@ _SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 @dataclass
 class ResultBudget:
     spill_dir: Path | None
-    message_limit: int = DEFAULT_MESSAGE_LIMIT
-    default_tool_limit: int = DEFAULT_TOOL_LIMIT
+    message_limit: int = MESSAGE_RESULT_CHARS
+    default_tool_limit: int = TOOL_RESULT_CHARS
 
     def fill_empty(self, block: dict[str, Any], tool_name: str) -> dict[str, Any]:
         if _is_empty(block.get("content")):

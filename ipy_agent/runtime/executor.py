@@ -16,10 +16,11 @@ the conversation stays valid.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .budget import SELF_LIMITING
+from .limits import SELF_LIMITING
 from .lifecycle import Call, RunEnv, error_result, mark_started, note_budget, prepare, run_call, settle
 from .threads import reserve_threads
 from .trace import CallEvent, CallRecord, CallStatus, now
@@ -126,7 +127,7 @@ class ToolExecutor:
         entry.record.batch = self._batches[0]
         mark_started(self.env, entry.record)
         entry.task = asyncio.ensure_future(run_call(self._prepared(entry)))
-        entry.task.add_done_callback(lambda t, e=entry: self._on_done(e, t))
+        entry.task.add_done_callback(functools.partial(self._on_done, entry))
 
     def _on_done(self, entry: _Entry, task: asyncio.Task[dict[str, Any]]) -> None:
         if entry.result is not None:

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from .budget import ResultBudget
 from .hooks import HookEvent, Hooks
 from .approval import decide_permission, denial_text
-from .permissions import PermissionRequest, PermissionRules
+from .permissions import Behavior, PermissionRequest, PermissionRules
 from .tool import PermissionPreview, Tool, ToolContext, ToolError
 from .tool_input import dump_input, parse_input
 from .trace import CallEvent, CallRecord, CallStatus, Stage, now
@@ -46,6 +46,7 @@ class RunEnv:
     mode: Callable[[], str]
     approver: Callable[[PermissionRequest], Any] | None = None
     emit: Callable[[Any], None] = lambda _e: None
+    result_limit: Callable[[Tool], int] = lambda tool: tool.max_result_chars
     approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     stop_requested: bool = False
     stop_reason: str = ""
@@ -84,7 +85,7 @@ class Call:
     inp: BaseModel | None = None  # parsed once, in `prepare`; replaced only by a hook's rewrite
     ended: Finished | None = None  # find or parse ended the call before it was scheduled
     rewritten: bool = False
-    hook_decision: tuple[str, str] | None = None
+    hook_decision: tuple[Behavior, str] | None = None
     context: list[str] = field(default_factory=list)  # additional context from hooks, appended at the end
     output: Any = None
     failure: str | None = None  # the tool itself failed (in call or map): what the model is told
@@ -266,7 +267,7 @@ async def _budget(call: Call) -> GoOn | Finished:
     tool, _ = call.parsed
     assert call.result is not None
     block = call.env.budget.fill_empty(call.result, tool.name)
-    call.result, spilled = call.env.budget.apply_tool_limit(block, tool.max_result_chars)
+    call.result, spilled = call.env.budget.apply_tool_limit(block, call.env.result_limit(tool))
     if spilled is not None:
         call.record.spilled_to = str(spilled)
         return GoOn(outcome="spilled", detail=str(spilled))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .limits import SELF_LIMITING
 from .permissions import PermissionRules
 from .tool import Tool, ToolContext
 
@@ -38,6 +39,16 @@ class ToolRegistry:
                 raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
             seen[tool.name] = tool
         self._tools = seen
+        self.result_limit_override: int | None = None
+
+    def result_limit(self, tool: Tool) -> int:
+        """The result size limit in force for `tool`: its own, or the override when one is set.
+
+        Self-limiting tools (Read) keep theirs: spilling a Read only sends the model to Read again."""
+        own = tool.max_result_chars
+        if self.result_limit_override is None or own >= SELF_LIMITING:
+            return own
+        return self.result_limit_override
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

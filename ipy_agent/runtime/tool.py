@@ -1,6 +1,6 @@
-"""The tool contract: what a tool is, and `build_tool()` which fills fail-closed defaults.
+"""The tool contract: what a tool is, with fail-closed defaults (build_tool.py assembles one).
 
-A tool is three groups of members (DESIGN.md, "The tool contract"): what the model sees (name,
+A tool is three groups of members (see docs/ARCHITECTURE.md): what the model sees (name,
 input schema, description), what the runtime consults before running it (validation,
 permissions, safety flags), and how its natural output becomes a `tool_result` block for the
 model and a compact line for the person. Safety flags are functions of the parsed input; when one
@@ -15,12 +15,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from pydantic import BaseModel
 
 from .gitignore import gitignore_match
-from .threads import run_blocking
+from .limits import TOOL_RESULT_CHARS
 
 if TYPE_CHECKING:
     from .read_state import ReadState
@@ -33,7 +33,6 @@ __all__ = [
     "PermissionPreview",
     "RuleSubject",
     "CommandPart",
-    "build_tool",
     "maybe_await",
     "text_of",
 ]
@@ -219,14 +218,6 @@ def text_of(output: Any) -> str:
     return str(output)
 
 
-def _flag(value: Flag, name: str) -> Callable[[Any], bool]:
-    if callable(value):
-        return value
-    if isinstance(value, bool):
-        return lambda _inp, _v=value: _v
-    raise TypeError(f"{name} must be a bool or a function of the parsed input, not {value!r}")
-
-
 class Tool:
     """A tool as the runtime sees it. Build one with `build_tool()` or subclass it.
 
@@ -236,7 +227,7 @@ class Tool:
 
     name: str = ""
     input_model: type[BaseModel]
-    max_result_chars: int = 50_000
+    max_result_chars: int = TOOL_RESULT_CHARS
     # Which rule names govern this tool: Write and NotebookEdit answer to Edit(...) rules.
     rule_names: tuple[str, ...] = ()
     kind: ToolKind = "other"
@@ -363,140 +354,3 @@ def _short_args(inp: Any, limit: int = 80) -> str:
         return str(inp)[:limit]
     text = ", ".join(f"{k}={v!r}" for k, v in data.items())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-class _BuiltTool(Tool):
-    """A tool assembled from plain functions by `build_tool()`."""
-
-    def __init__(self, **spec: Any) -> None:
-        self.name = spec["name"]
-        self.input_model = spec["input_model"]
-        self._description = spec["description"]
-        self._call = spec["call"]
-        self._read_only = _flag(spec["is_read_only"], "is_read_only")  # type: ignore[method-assign]
-        self._concurrency_safe = _flag(spec["is_concurrency_safe"], "is_concurrency_safe")  # type: ignore[method-assign]
-        self._destructive = _flag(spec["is_destructive"], "is_destructive")  # type: ignore[method-assign]
-        self._cancels_siblings = _flag(spec["cancels_siblings_on_error"], "cancels_siblings_on_error")
-        enabled = spec["is_enabled"]
-        self._enabled = enabled if callable(enabled) else (lambda _ctx, _v=bool(enabled): _v)  # type: ignore[method-assign]
-        self.max_result_chars = spec["max_result_chars"]
-        self.rule_names = tuple(spec["rule_names"] or ())
-        self.kind = spec["kind"]
-        self.user_facing_name = spec["user_facing_name"] or ""
-        self._validate = spec["validate_input"]
-        self._check = spec["check_permissions"]
-        self._map = spec["map_result"]
-        self._sum_use = spec["summarize_use"]
-        self._sum_result = spec["summarize_result"]
-        self._rule_subject = spec["rule_subject"]
-
-    def description(self, ctx: ToolContext) -> str:
-        d = self._description
-        return d(ctx) if callable(d) else str(d)
-
-    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
-        if self._validate is None:
-            return None
-        return await maybe_await(self._validate(inp, ctx))
-
-    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
-        if self._check is None:
-            return PermissionCheck()
-        answer = await maybe_await(self._check(inp, ctx))
-        if answer is None:
-            return PermissionCheck()
-        if isinstance(answer, str):
-            return PermissionCheck(behavior=answer)  # type: ignore[arg-type]
-        return answer
-
-    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
-        return self._rule_subject(inp, ctx) if self._rule_subject else None
-
-    def cancels_siblings_on_error(self, inp: Any) -> bool:
-        try:
-            return bool(self._cancels_siblings(inp))
-        except Exception:
-            return False
-
-    async def call(self, inp: Any, ctx: ToolContext) -> Any:
-        fn = self._call
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an instance with an async __call__)
-            return await fn(inp, ctx)
-        # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
-        result = await run_blocking(fn, inp, ctx)
-        return await maybe_await(result)
-
-    def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:
-        if self._map is None:
-            return super().map_result(output, tool_use_id)
-        mapped = self._map(output, tool_use_id)
-        if isinstance(mapped, dict) and mapped.get("type") == "tool_result":
-            return mapped
-        return super().map_result(mapped, tool_use_id)
-
-    def summarize_use(self, inp: Any) -> str:
-        return self._sum_use(inp) if self._sum_use else super().summarize_use(inp)
-
-    def summarize_result(self, output: Any) -> str:
-        return self._sum_result(output) if self._sum_result else super().summarize_result(output)
-
-
-def build_tool(
-    *,
-    name: str,
-    input_model: type[BaseModel],
-    description: str | Callable[[ToolContext], str],
-    call: Callable[[Any, ToolContext], Any | Awaitable[Any]],
-    is_read_only: Flag = False,
-    is_concurrency_safe: Flag = False,
-    is_destructive: Flag = False,
-    is_enabled: bool | Callable[[ToolContext], bool] = True,
-    cancels_siblings_on_error: Flag = False,
-    validate_input: Callable[[Any, ToolContext], str | None | Awaitable[str | None]] | None = None,
-    check_permissions: Callable[[Any, ToolContext], Any] | None = None,
-    map_result: Callable[[Any, str], Any] | None = None,
-    summarize_use: Callable[[Any], str] | None = None,
-    summarize_result: Callable[[Any], str] | None = None,
-    rule_subject: Callable[[Any, ToolContext], RuleSubject | None] | None = None,
-    max_result_chars: int = 50_000,
-    rule_names: tuple[str, ...] | None = None,
-    kind: ToolKind = "other",
-    user_facing_name: str | None = None,
-) -> Tool:
-    """Make a tool from a pydantic input model and a function. Defaults fail closed.
-
-    Each safety flag is a bool or a function of the parsed input. `cancels_siblings_on_error`
-    (default False) makes a failure of this call cancel the calls after it in the same message,
-    for steps that later calls probably depend on. `call` may be sync (it then
-    runs in a thread) or async, and returns the tool's natural data; `map_result` turns that
-    into what the model reads, `summarize_use` / `summarize_result` into what the person reads.
-    """
-    if not name or not name.replace("_", "").replace("-", "").isalnum():
-        raise ValueError(f"tool name {name!r} must be letters, digits, '_' or '-'")
-    if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
-        raise TypeError(f"input_model for {name!r} must be a pydantic BaseModel subclass, not {input_model!r}")
-    if not callable(call):
-        raise TypeError(f"call for {name!r} must be a function (input, ctx) -> data")
-    if max_result_chars <= 0:
-        raise ValueError(f"max_result_chars for {name!r} must be positive, not {max_result_chars!r}")
-    return _BuiltTool(
-        name=name,
-        input_model=input_model,
-        description=description,
-        call=call,
-        is_read_only=is_read_only,
-        is_concurrency_safe=is_concurrency_safe,
-        is_destructive=is_destructive,
-        is_enabled=is_enabled,
-        cancels_siblings_on_error=cancels_siblings_on_error,
-        validate_input=validate_input,
-        check_permissions=check_permissions,
-        map_result=map_result,
-        summarize_use=summarize_use,
-        summarize_result=summarize_result,
-        rule_subject=rule_subject,
-        max_result_chars=max_result_chars,
-        rule_names=rule_names,
-        kind=kind,
-        user_facing_name=user_facing_name,
-    )

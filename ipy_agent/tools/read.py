@@ -11,7 +11,6 @@ and a token estimate after (every read), and both errors say how to read less.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import stat
@@ -21,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.runtime.limits import SELF_LIMITING
+from ipy_agent.runtime.threads import run_blocking
 from ipy_agent.runtime.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
 from ipy_agent.runtime.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
 from ipy_agent.tools._read_text import (
@@ -94,7 +95,7 @@ class ReadTool(Tool):
     name = "Read"
     input_model = ReadInput
     # Read limits itself (size and token checks); a spill would hide the text the model asked for.
-    max_result_chars = 10**9
+    max_result_chars = SELF_LIMITING
     rule_names = ("Read",)
     kind = "read"
 
@@ -122,7 +123,7 @@ class ReadTool(Tool):
         return PermissionCheck(behavior="ask", message=f"Read {str(path)!r}: outside the working directories ({dirs}).")
 
     async def call(self, inp: ReadInput, ctx: ToolContext) -> ReadOutput:
-        return await asyncio.to_thread(self._read, inp, ctx)
+        return await run_blocking(self._read, inp, ctx)
 
     # --- results ---------------------------------------------------------------------------
     def map_result(self, output: ReadOutput, tool_use_id: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..runtime.tool import Tool
 from ..runtime.trace import CallRecord
-from .text import STATUS_MARK
+from .status import format_duration, status_look
 
 __all__ = ["tools_text", "inspect_text", "trace_text", "history_text", "find_call", "flag_text"]
 
@@ -117,14 +117,14 @@ def inspect_text(agent: Any, key: str | int | None = None) -> str:
     d = rec.duration
     lines = [
         f"Call #{rec.index + 1}: {rec.tool_name}  (tool_use_id {rec.tool_use_id}, turn {rec.turn}, batch {rec.batch})",
-        f"Status: {rec.status}" + (f", {d * 1000:.1f} ms" if d is not None else ""),
+        f"Status: {rec.status}" + (f", {format_duration(d, precise=True)}" if d is not None else ""),
         f"Input: {json.dumps(rec.final_input or rec.input, ensure_ascii=False)}",
     ]
     if rec.final_input is not None and rec.final_input != rec.input:
         lines.append(f"Input as the model sent it: {json.dumps(rec.input, ensure_ascii=False)}")
     if rec.decision is not None:
         lines.append(f"Permission: {rec.decision.behavior} ({rec.decision.source}: {rec.decision.reason})")
-    lines += ["", "The person saw:", f"  {STATUS_MARK.get(rec.status, '?')} {rec.display_name or rec.tool_name} "
+    lines += ["", "The person saw:", f"  {status_look(rec.status).icon} {rec.display_name or rec.tool_name} "
               f"{rec.summary_use} — {rec.summary_result}".rstrip(" —")]
     if rec.detail:
         lines += [f"  | {line}" for line in rec.detail.splitlines()[:40]]
@@ -147,9 +147,8 @@ def inspect_text(agent: Any, key: str | int | None = None) -> str:
 def _stage_text(rec: CallRecord) -> str:
     parts = []
     for s in rec.stages:
-        ms = s.duration * 1000
         detail = f" ({s.detail})" if s.detail and s.name == "permission" else ""
-        parts.append(f"{s.name} {s.outcome}{detail} {ms:.1f} ms")
+        parts.append(f"{s.name} {s.outcome}{detail} {format_duration(s.duration, precise=True)}")
     return " · ".join(parts)
 
 
@@ -169,7 +168,7 @@ def trace_text(agent: Any, turn: int | None = None) -> str:
     batches = sorted({r.batch for r in calls})
     lines = [f"Turn {turn}: {len(calls)} call(s) in {len(batches)} batch(es)", ""]
     for r in calls:
-        d = f"{r.duration * 1000:.1f} ms" if r.duration is not None else "-"
+        d = format_duration(r.duration, precise=True) or "-"
         lines.append(f"#{r.index + 1} {r.tool_name} {r.summary_use}  [batch {r.batch}, {r.status}, {d}]  {r.tool_use_id}")
         lines.append(f"    {_stage_text(r)}")
     lines += ["", *batch_picture(calls)]
@@ -187,7 +186,7 @@ def batch_picture(calls: list[CallRecord], width: int = PICTURE_WIDTH) -> list[s
 
     labels = [f"b{r.batch} #{r.index + 1} {r.tool_name}" for r in calls]
     pad = max(len(s) for s in labels)
-    lines = [f"Batches over time (0 to {span * 1000:.1f} ms; calls in one batch run together):"]
+    lines = [f"Batches over time (0 to {format_duration(span, precise=True)}; calls in one batch run together):"]
     for r, label in zip(calls, labels):
         cells = [" "] * width
         start = r.start if r.start is not None else t1
@@ -233,7 +232,7 @@ def history_text(agent: Any) -> str:
             elif kind == "tool_result":
                 rec = by_id.get(b.get("tool_use_id"))
                 if rec is not None:
-                    seen = f"{STATUS_MARK.get(rec.status, '?')} {rec.summary_result}"
+                    seen = f"{status_look(rec.status).icon} {rec.summary_result}"
                 else:
                     seen = ("✗ " if b.get("is_error") else "") + _short(_content_text(b), 80)
                 lines.append(f"[{i}] result for {b.get('tool_use_id')}: {seen}")

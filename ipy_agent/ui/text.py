@@ -20,13 +20,12 @@ from rich.text import Text
 
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
 from ..runtime.trace import AgentEvent, CallEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent
+from .status import STATUS, format_duration, status_look
 
 __all__ = ["TextRenderer", "make_console", "render_diff", "call_row", "terminal_approver", "STATUS_MARK"]
 
-STATUS_MARK = {
-    "queued": "·", "waiting": "?", "running": "…", "done": "✓", "error": "✗", "denied": "⊘", "cancelled": "◌",
-}
-_STATUS_STYLE = {"done": "green", "error": "red", "denied": "yellow", "cancelled": "dim", "waiting": "cyan"}
+# The icon per status (ui/status.py holds the one table every view reads).
+STATUS_MARK = {k: v.icon for k, v in STATUS.items()}
 _SETTLED = ("done", "error", "denied", "cancelled")
 DETAIL_LINES = 12
 
@@ -51,18 +50,12 @@ def render_diff(diff: str, max_lines: int | None = None) -> Text:
     return out
 
 
-def _duration(rec: CallRecord) -> str:
-    d = rec.duration
-    if d is None:
-        return ""
-    return f"{d * 1000:.0f} ms" if d < 1 else f"{d:.1f} s"
-
-
 def call_row(rec: CallRecord) -> Text:
     """One compact line for a call: mark, name, what it did, how it ended, how long."""
     name = rec.display_name or rec.tool_name
     row = Text("  ")
-    row.append(STATUS_MARK.get(rec.status, "?") + " ", style=_STATUS_STYLE.get(rec.status, ""))
+    look = status_look(rec.status)
+    row.append(look.icon + " ", style=look.style)
     row.append(name, style="bold")
     if rec.summary_use:
         row.append(" " + rec.summary_use)
@@ -71,7 +64,7 @@ def call_row(rec: CallRecord) -> Text:
         row.append(f" — denied{': ' + reason if reason else ''}", style="yellow")
     elif rec.summary_result:
         row.append(f" — {rec.summary_result}", style="red" if rec.status == "error" else "")
-    if (d := _duration(rec)):
+    if (d := format_duration(rec.duration)):
         row.append(f"  ({d})", style="dim")
     return row
 

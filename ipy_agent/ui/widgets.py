@@ -31,31 +31,17 @@ from ..runtime.permissions import PermissionAnswer, PermissionRequest
 from ..runtime.trace import CallEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
 from .approval_widget import ApprovalPrompt, what_will_happen
 from .diff_html import diff_html, looks_like_diff, pre_html
+from .status import STATUS, format_duration, status_look
 
 __all__ = ["RunView", "ApprovalPrompt", "CallRow", "STATUS_TEXT", "what_will_happen"]
 
-# icon, words, colour; words are what a person (and a screen reader) gets, the icon is a glance.
-# Icons come from blocks every common UI font has (a pause sign showed as an empty box).
-STATUS_TEXT: dict[str, tuple[str, str, str]] = {
-    "queued": ("○", "queued", "gray"),
-    "waiting": ("●", "waiting for you", "#d08700"),
-    "running": ("◔", "running", "#2f81f7"),
-    "done": ("✓", "done", "#2ea043"),
-    "error": ("✗", "error", "#f85149"),
-    "denied": ("⊘", "denied", "#f85149"),
-    "cancelled": ("■", "cancelled", "gray"),
-}
+# icon, words, colour per status (ui/status.py holds the one table every view reads).
+STATUS_TEXT: dict[str, tuple[str, str, str]] = {k: (v.icon, v.words, v.colour) for k, v in STATUS.items()}
 _SUMMARY_STYLE = ' style="cursor:pointer;opacity:0.7;font-size:90%;width:fit-content"'
 _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 # Streaming text re-sends the whole segment on every update; batch deltas to this interval.
 FLUSH_INTERVAL = 0.1
 _FINISHED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
-
-
-def _fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
 _MD: Any = None
@@ -103,8 +89,8 @@ class CallRow:
         if status == self.status:
             return
         self.status = status
-        icon, words, colour = STATUS_TEXT.get(status, ("?", status, "inherit"))
-        self.status_html.value = f'<span style="color:{colour}">{icon} {html.escape(words)}</span>'
+        look = status_look(status)
+        self.status_html.value = f'<span style="color:{look.colour}">{look.icon} {html.escape(look.words)}</span>'
 
     def set_title(self, name: str, summary: str, result: str = "") -> None:
         text = f"<b>{html.escape(name)}</b> {html.escape(summary)}"
@@ -119,7 +105,7 @@ class CallRow:
     def update(self, record: CallRecord) -> None:
         self.set_status(record.status)
         self.set_title(record.display_name or record.tool_name, record.summary_use, self._result_text(record))
-        self.duration.value = f'<span style="opacity:0.7;white-space:nowrap">{_fmt_duration(record.duration)}</span>'
+        self.duration.value = f'<span style="opacity:0.7;white-space:nowrap">{format_duration(record.duration)}</span>'
         detail = self._detail_html(record)
         # While the prompt is open it shows the same diff or command; Details would repeat it.
         if detail and record.status != "waiting":

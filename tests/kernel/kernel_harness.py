@@ -186,14 +186,22 @@ class Kernel:
                 return cid
         return None
 
-    def siblings(self, comm_id: str) -> list[str]:
-        """The comm ids of the widgets in the same box as `comm_id` (a prompt's buttons and text)."""
+    def siblings(self, comm_id: str, timeout: float = TIMEOUT) -> list[str]:
+        """The comm ids of the widgets in the same box as `comm_id` (a prompt's buttons and text).
+
+        A box's comm opens after its children's, so a front end may know a button before the
+        box that holds it: wait for the box (and for every sibling's state) to arrive."""
         ref = f"IPY_MODEL_{comm_id}"
-        for state in self.models.values():
-            children = state.get("children") or []
-            if ref in children:
-                return [c.removeprefix("IPY_MODEL_") for c in children]
-        raise AssertionError(f"no box contains widget {comm_id}")
+
+        def box() -> list[str] | None:
+            for state in list(self.models.values()):
+                children = state.get("children") or []
+                if ref in children:
+                    ids = [c.removeprefix("IPY_MODEL_") for c in children]
+                    return ids if all(i in self.models for i in ids) else None
+            return None
+
+        return self.wait_for(f"a box that contains widget {comm_id}", box, timeout)
 
     def html_values(self) -> list[str]:
         return [str(s.get("value", "")) for s in self.widgets("HTMLModel").values()]

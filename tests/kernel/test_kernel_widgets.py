@@ -107,7 +107,8 @@ def test_allow_click_in_the_cell_applies_the_edit(loaded: Kernel, project: Path)
     cell = loaded.execute("%agent --script edit.json greet differently")
     allow = loaded.wait_for("the Allow button", lambda: loaded.find_button("Allow"))
     assert (project / "a.txt").read_text() == ORIGINAL  # the cell waits for the person
-    assert loaded.shows("-hello world") and loaded.shows("+goodbye world")  # the diff in the prompt
+    # the diff in the prompt (its widget may reach the front end just after the buttons)
+    loaded.wait_for("the diff in the prompt", lambda: loaded.shows("-hello world") and loaded.shows("+goodbye world"))
 
     loaded.click(allow)
     ex = loaded.wait(cell)

@@ -1,0 +1,91 @@
+"""How a `%agent` cell waits for its run in a kernel, and how the line reaches the magic.
+
+- kernel: an input transformer turns `%agent ...` / `%%agent` into `await run_agent_cell(...)`,
+  which waits with a 0.25 s tick so a kernel interrupt ends the run promptly (a plain await
+  would not wake up) and widget clicks are delivered meanwhile. `--background` instead starts
+  a task on the kernel's loop and returns at once.
+- terminal IPython: a transformer hands `%agent ...` lines to the magic before IPython's help
+  syntax sees a trailing `?`.
+The magics themselves (magics.py) are found through the shell, so this module does not import them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from IPython.core.error import UsageError
+
+__all__ = ["agent_transformer", "run_agent_cell", "terminal_transformer", "current_magics", "TICK"]
+
+TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
+
+_CALL = '__import__("ipy_agent.magics", fromlist=["run_agent_cell"]).run_agent_cell'
+_LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
+_CELL_RE = re.compile(r"^%%agent(?:[ \t]|$)")
+
+
+def agent_transformer(lines: list[str]) -> list[str]:
+    """Rewrite `%%agent` cells and unindented `%agent` lines into an awaited call.
+
+    A line magic cannot await, and only an awaiting cell lets ipykernel deliver widget clicks
+    and interrupts while the agent runs. `%agent?` (help) is left alone.
+    """
+    if lines and _CELL_RE.match(lines[0]):
+        return [f"await {_CALL}({lines[0][len('%%agent'):].strip()!r}, {''.join(lines[1:])!r})\n"]
+    return [f"await {_CALL}({ln[len('%agent'):].strip()!r})\n" if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\")
+            else ln for ln in lines]
+
+
+async def run_agent_cell(line: str, cell: str | None = None) -> None:
+    """What a transformed `%agent` cell awaits: run, waking every TICK seconds.
+
+    ipykernel's interrupt cancels the cell's task, but a plain `await` only notices when some
+    other message wakes the loop; the tick bounds that delay. On cancel the agent closes its
+    turn (every tool_use answered) before the cell ends with KeyboardInterrupt.
+    """
+    magics = current_magics()
+    run = magics._prepare(line, cell, background=None)
+    if run is None:
+        return
+    if run.ui.background:
+        magics._start_background(run)
+        return
+    task = asyncio.ensure_future(magics._execute(run))
+    try:
+        while not task.done():
+            await asyncio.wait([task], timeout=TICK)
+    except asyncio.CancelledError:
+        if run.agent.running:
+            run.agent.interrupt()
+        else:
+            task.cancel()
+        await asyncio.wait([task], timeout=30)
+        # What a person expects from the stop button (ipykernel would show a CancelledError);
+        # IPython reports it like any interrupted cell, so Run All stops here too.
+        raise KeyboardInterrupt("the agent run was interrupted; the conversation is intact, "
+                                "continue it with %agent") from None
+    task.result()
+
+
+def terminal_transformer(lines: list[str]) -> list[str]:
+    """Terminal IPython: pass `%agent ...` lines to the magic before help syntax sees them.
+
+    Without this, `%agent what does this do?` is taken as a request for help on `do` (a line
+    ending in `?`), and questions are the most common prompts. `%agent?` itself is left alone.
+    """
+    return [f"get_ipython().run_line_magic('agent', {ln[len('%agent'):].strip()!r})\n"
+            if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\") else ln for ln in lines]
+
+
+def current_magics(shell: Any = None) -> Any:
+    """The AgentMagics registered on `shell` (default: the running IPython)."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    magics = shell.magics_manager.registry.get("AgentMagics") if shell is not None else None
+    if magics is None:
+        raise UsageError("ipy_agent is not loaded: run `%load_ext ipy_agent` first.")
+    return magics

@@ -1,0 +1,119 @@
+"""The options of the `%agent` line: one table, read by both its splitter and its argparse parser.
+
+The line is split here rather than by argparse alone because the prompt that follows the
+options is free text: it is never tokenized (an apostrophe in it must not break anything), and
+a rule value runs to its closing parenthesis, so `--allow Bash(git status:*)` needs no quotes.
+The magics build their parser (and so `%agent?`) from the same table, so an option is declared
+once. Plain Python (no IPython): errors are ValueErrors with a message for the person.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from collections.abc import Callable, Iterable
+
+from .runtime.permissions import PERMISSION_MODES
+from .settings import RuleSpec, rules_from_lists
+
+__all__ = ["AgentOption", "AGENT_OPTIONS", "split_options", "option_rules", "add_arguments"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentOption:
+    flag: str
+    help: str
+    example: str = ""  # a value, for options that take one (shown when the value is missing)
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    type: Callable[[str], Any] | None = None
+    repeatable: bool = False
+
+    @property
+    def takes_value(self) -> bool:
+        return bool(self.example)
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        if not self.takes_value:
+            return {"action": "store_true", "help": self.help}
+        kwargs: dict[str, Any] = {"help": self.help}
+        if self.repeatable:
+            kwargs.update(action="append", default=[])
+        for key in ("metavar", "choices", "type"):
+            if (value := getattr(self, key)) is not None:
+                kwargs[key] = list(value) if key == "choices" else value
+        return kwargs
+
+
+AGENT_OPTIONS: tuple[AgentOption, ...] = (
+    AgentOption(flag="--new", help="Start a fresh conversation (the old one is dropped)."),
+    AgentOption(flag="--mode", help="Permission mode for this run.", example="acceptEdits", choices=PERMISSION_MODES),
+    AgentOption(flag="--model", help="Anthropic model name for this run.", example="claude-sonnet-4-5"),
+    AgentOption(flag="--max-turns", help="Model requests before the run stops.", example="20", type=int),
+    AgentOption(flag="--script", help='Replay a ScriptedModel transcript {"turns": [...]} (offline).',
+                example="demo.json", metavar="PATH"),
+    AgentOption(flag="--allow", help="Allow rule for this run (repeatable).", example="'Bash(git status:*)'",
+                metavar="RULE", repeatable=True),
+    AgentOption(flag="--deny", help="Deny rule for this run (repeatable).", example="'Read(**/.env)'",
+                metavar="RULE", repeatable=True),
+    AgentOption(flag="--background", help="Kernel: start the run and return at once."),
+    AgentOption(flag="--no-widgets", help="Text output; only what rules and mode allow runs."),
+    AgentOption(flag="--resume", help="Continue a conversation saved with %%agent_save.", example="conversation.json",
+                metavar="PATH"),
+)
+_BY_FLAG = {o.flag: o for o in AGENT_OPTIONS}
+_TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
+
+
+def add_arguments(fn: Any) -> Any:
+    """Decorate a magic with an `argument(...)` per option, in table order, then the prompt."""
+    from IPython.core.magic_arguments import argument  # only the magics need IPython
+
+    # magic_arguments builds the parser from the last-applied decorator to the first.
+    fn = argument("prompt", nargs="*", help="The request; with %%%%agent, the cell body.")(fn)
+    for option in reversed(AGENT_OPTIONS):
+        fn = argument(option.flag, **option.argparse_kwargs())(fn)
+    return fn
+
+
+def split_options(line: str) -> tuple[list[str], str]:
+    """Leading options as argv tokens, and the rest of the line verbatim as the prompt."""
+    tokens: list[str] = []
+    pos = 0
+    while (m := _TOKEN.match(line, pos)) is not None:
+        tok = m.group(1)
+        if tok == "--":
+            return tokens, line[m.end():].strip()
+        if not tok.startswith("-") or tok == "-":
+            return tokens, line[m.start(1):].strip()
+        name, eq, value = tok.partition("=")
+        option = _BY_FLAG.get(name)
+        if option is None:
+            flags = ", ".join(o.flag for o in AGENT_OPTIONS)
+            raise ValueError(f"%agent has no option {name!r}. Options: {flags} "
+                             "(see %agent?). To start a prompt with '-', put '--' before it.")
+        pos = m.end()
+        tokens.append(name)
+        if not option.takes_value:
+            continue
+        if not eq:
+            if (v := _TOKEN.match(line, pos)) is None:
+                raise ValueError(f"{name} needs a value, e.g. {name} {option.example}")
+            value, pos = v.group(1), v.end()
+            while option.metavar == "RULE" and value[0] not in "'\"" and value.count("(") > value.count(")") \
+                    and (more := _TOKEN.match(line, pos)) is not None:
+                value, pos = value + line[pos:more.end()], more.end()
+        tokens.append(value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value)
+    return tokens, ""
+
+
+def option_rules(*, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> list[RuleSpec]:
+    """Rules given with --allow / --deny; ValueError names the option and the bad rule."""
+    out: list[RuleSpec] = []
+    for kind, texts in (("allow", allow), ("deny", deny)):
+        try:
+            out += rules_from_lists(f"%agent --{kind}", **{kind: texts})
+        except ValueError as e:
+            raise ValueError(f"--{kind}: {e}") from None
+    return out

@@ -1,0 +1,168 @@
+"""`build_tool()`: a tool assembled from a pydantic input model and plain functions.
+
+Most custom tools need no subclass of `Tool`: a name, an input model, a description and a
+function, with safety flags that are bools or functions of the parsed input. Every member left
+out keeps the contract's fail-closed default (not read-only, not concurrency-safe). A sync
+function runs in a worker thread so the kernel's event loop keeps serving widgets.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+from collections.abc import Awaitable, Callable
+
+from pydantic import BaseModel
+
+from .limits import TOOL_RESULT_CHARS
+from .threads import run_blocking
+from .tool import Flag, PermissionCheck, RuleSubject, Tool, ToolContext, ToolKind, maybe_await
+
+__all__ = ["build_tool"]
+
+
+def _flag(value: Flag, name: str) -> Callable[[Any], bool]:
+    if callable(value):
+        return value
+    if isinstance(value, bool):
+        def constant(_inp: Any, _v: bool = value) -> bool:
+            return _v
+        return constant
+    raise TypeError(f"{name} must be a bool or a function of the parsed input, not {value!r}")
+
+
+class _BuiltTool(Tool):
+    """A tool assembled from plain functions by `build_tool()`."""
+
+    def __init__(self, **spec: Any) -> None:
+        self.name = spec["name"]
+        self.input_model = spec["input_model"]
+        self._description = spec["description"]
+        self._call = spec["call"]
+        self._read_only = _flag(spec["is_read_only"], "is_read_only")  # type: ignore[method-assign,assignment]
+        self._concurrency_safe = _flag(spec["is_concurrency_safe"], "is_concurrency_safe")  # type: ignore[method-assign,assignment]
+        self._destructive = _flag(spec["is_destructive"], "is_destructive")  # type: ignore[method-assign,assignment]
+        self._cancels_siblings = _flag(spec["cancels_siblings_on_error"], "cancels_siblings_on_error")
+        enabled = spec["is_enabled"]
+        self._enabled = enabled if callable(enabled) else _flag(bool(enabled), "is_enabled")  # type: ignore[method-assign,assignment]
+        self.max_result_chars = spec["max_result_chars"]
+        self.rule_names = tuple(spec["rule_names"] or ())
+        self.kind = spec["kind"]
+        self.user_facing_name = spec["user_facing_name"] or ""
+        self._validate = spec["validate_input"]
+        self._check = spec["check_permissions"]
+        self._map = spec["map_result"]
+        self._sum_use = spec["summarize_use"]
+        self._sum_result = spec["summarize_result"]
+        self._rule_subject = spec["rule_subject"]
+
+    def description(self, ctx: ToolContext) -> str:
+        d = self._description
+        return d(ctx) if callable(d) else str(d)
+
+    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+        if self._validate is None:
+            return None
+        return await maybe_await(self._validate(inp, ctx))
+
+    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+        if self._check is None:
+            return PermissionCheck()
+        answer = await maybe_await(self._check(inp, ctx))
+        if answer is None:
+            return PermissionCheck()
+        if isinstance(answer, str):
+            return PermissionCheck(behavior=answer)  # type: ignore[arg-type]
+        return answer
+
+    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+        return self._rule_subject(inp, ctx) if self._rule_subject else None
+
+    def cancels_siblings_on_error(self, inp: Any) -> bool:
+        try:
+            return bool(self._cancels_siblings(inp))
+        except Exception:
+            return False
+
+    async def call(self, inp: Any, ctx: ToolContext) -> Any:
+        fn = self._call
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an instance with an async __call__)
+            return await fn(inp, ctx)
+        # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
+        result = await run_blocking(fn, inp, ctx)
+        return await maybe_await(result)
+
+    def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:
+        if self._map is None:
+            return super().map_result(output, tool_use_id)
+        mapped = self._map(output, tool_use_id)
+        if isinstance(mapped, dict) and mapped.get("type") == "tool_result":
+            return mapped
+        return super().map_result(mapped, tool_use_id)
+
+    def summarize_use(self, inp: Any) -> str:
+        return self._sum_use(inp) if self._sum_use else super().summarize_use(inp)
+
+    def summarize_result(self, output: Any) -> str:
+        return self._sum_result(output) if self._sum_result else super().summarize_result(output)
+
+
+def build_tool(
+    *,
+    name: str,
+    input_model: type[BaseModel],
+    description: str | Callable[[ToolContext], str],
+    call: Callable[[Any, ToolContext], Any | Awaitable[Any]],
+    is_read_only: Flag = False,
+    is_concurrency_safe: Flag = False,
+    is_destructive: Flag = False,
+    is_enabled: bool | Callable[[ToolContext], bool] = True,
+    cancels_siblings_on_error: Flag = False,
+    validate_input: Callable[[Any, ToolContext], str | None | Awaitable[str | None]] | None = None,
+    check_permissions: Callable[[Any, ToolContext], Any] | None = None,
+    map_result: Callable[[Any, str], Any] | None = None,
+    summarize_use: Callable[[Any], str] | None = None,
+    summarize_result: Callable[[Any], str] | None = None,
+    rule_subject: Callable[[Any, ToolContext], RuleSubject | None] | None = None,
+    max_result_chars: int = TOOL_RESULT_CHARS,
+    rule_names: tuple[str, ...] | None = None,
+    kind: ToolKind = "other",
+    user_facing_name: str | None = None,
+) -> Tool:
+    """Make a tool from a pydantic input model and a function. Defaults fail closed.
+
+    Each safety flag is a bool or a function of the parsed input. `cancels_siblings_on_error`
+    (default False) makes a failure of this call cancel the calls after it in the same message,
+    for steps that later calls probably depend on. `call` may be sync (it then
+    runs in a thread) or async, and returns the tool's natural data; `map_result` turns that
+    into what the model reads, `summarize_use` / `summarize_result` into what the person reads.
+    """
+    if not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"tool name {name!r} must be letters, digits, '_' or '-'")
+    if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
+        raise TypeError(f"input_model for {name!r} must be a pydantic BaseModel subclass, not {input_model!r}")
+    if not callable(call):
+        raise TypeError(f"call for {name!r} must be a function (input, ctx) -> data")
+    if max_result_chars <= 0:
+        raise ValueError(f"max_result_chars for {name!r} must be positive, not {max_result_chars!r}")
+    return _BuiltTool(
+        name=name,
+        input_model=input_model,
+        description=description,
+        call=call,
+        is_read_only=is_read_only,
+        is_concurrency_safe=is_concurrency_safe,
+        is_destructive=is_destructive,
+        is_enabled=is_enabled,
+        cancels_siblings_on_error=cancels_siblings_on_error,
+        validate_input=validate_input,
+        check_permissions=check_permissions,
+        map_result=map_result,
+        summarize_use=summarize_use,
+        summarize_result=summarize_result,
+        rule_subject=rule_subject,
+        max_result_chars=max_result_chars,
+        rule_names=rule_names,
+        kind=kind,
+        user_facing_name=user_facing_name,
+    )
