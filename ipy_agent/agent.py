@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Sequence
 
+from .context import ContextManager
 from .models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
 from .runtime.budget import ResultBudget
 from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
@@ -59,6 +60,8 @@ class Agent:
         spill_dir: str | Path | None = None,
         notebook: Any = None,
         notebook_path: str | None = None,
+        context_window: int | None = None,
+        context_threshold: float = 0.8,
     ) -> None:
         if permission_mode not in PERMISSION_MODES:
             raise ValueError(f"permission_mode {permission_mode!r} is not one of {', '.join(PERMISSION_MODES)}")
@@ -99,6 +102,8 @@ class Agent:
         self._batches = [0]
         self._task: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Sizes each request and clears or compacts the history to fit the window (ipy_agent/context).
+        self.context_manager = ContextManager(self, window=context_window, threshold=context_threshold)
 
     # --- public ----------------------------------------------------------------------------
     @property
@@ -224,7 +229,11 @@ class Agent:
         try:
             turn, request = self._begin_turn()
             try:
-                reply = await stream_reply(self.model, request, turn, emit=self._emit, streaming_tools=self.streaming_tools)
+                # The context window is managed here, and only here: the context manager streams the
+                # model's reply after clearing or compacting the history to fit, and retries a
+                # "prompt is too long" once after compacting.
+                reply = await stream_reply(self.context_manager, request, turn, emit=self._emit,
+                                           streaming_tools=self.streaming_tools)
             except ModelError as e:
                 return await self._model_failed(e, turn)
             self._take_reply(turn, reply)
@@ -378,6 +387,7 @@ class Agent:
         self.usage = Usage()
         self.session.clear()
         self._batches = [0]
+        self.context_manager.reset()
 
 
 def _text_of(blocks: list[dict[str, Any]]) -> str:

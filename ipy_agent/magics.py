@@ -59,6 +59,7 @@ class AgentMagics(Magics):
     message_budget = Int(MESSAGE_RESULT_CHARS, help="Characters of tool results one message may carry before spilling.").tag(config=True)
     widgets = Bool(True, help="Widget UI in a kernel; False: text output and a non-interactive approver.").tag(config=True)
     approval_timeout = Float(None, allow_none=True, help="Seconds before an unanswered widget prompt is denied; None: wait.").tag(config=True)
+    context_window = Int(None, allow_none=True, help="Tokens of context for new conversations; None: the model's own window.").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -90,7 +91,7 @@ class AgentMagics(Magics):
         are Claude Code's syntax (`Tool` or `Tool(specifier)`) and also come from
         AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
         See also %agent_stop, %agent_tools, %agent_inspect, %agent_trace, %agent_history,
-        %agent_reset, %agent_save.
+        %agent_context, %agent_compact, %agent_reset, %agent_save.
         """
         try:
             asyncio.get_running_loop()
@@ -216,7 +217,7 @@ class AgentMagics(Magics):
     def _new_agent(self, model: Any) -> Agent:
         tools = self.tools_factory() if self.tools_factory is not None else None
         return Agent(model=model, cwd=os.getcwd(), permission_mode=self.permission_mode, max_turns=self.max_turns,
-                     tools=tools, message_budget=self.message_budget)
+                     tools=tools, message_budget=self.message_budget, context_window=self.context_window)
 
     def _use_agent(self, agent: Agent) -> None:
         self.current, self._managed = agent, []
@@ -299,6 +300,35 @@ class AgentMagics(Magics):
         from .ui.inspection import history_text
 
         print(history_text(self._need_agent()))
+
+    @line_magic
+    def agent_context(self, line: str = "") -> None:
+        """What fills the context window: system prompt, tools, messages, tool results, by size,
+        with a bar picture and the share used. See also %agent_compact."""
+        from .context.report import context_report
+
+        print(context_report(self._need_agent()))
+
+    @line_magic
+    def agent_compact(self, line: str = "") -> None:
+        """%agent_compact [instructions]: summarise the older turns now, keeping the recent ones.
+
+        The instructions say what the summary must keep, e.g. `%agent_compact keep the failing test names`."""
+        agent = self._need_agent()
+        if agent.running:
+            raise UsageError("The agent is running; stop it first with %agent_stop.")
+        cm = agent.context_manager
+        events: list[Any] = []
+        agent.on_event(events.append)
+        try:
+            done = cm.compact_now(line.strip())
+        finally:
+            agent.remove_listener(events.append)
+        if not done:
+            print(f"Not compacted: {cm.last_refusal}.")
+            return
+        event = next(e for e in reversed(events) if getattr(e, "kind", "") == "context")
+        print(f"{event.text[:1].upper()}{event.text[1:]}.")
 
     @line_magic
     def agent_reset(self, line: str = "") -> None:

@@ -6,8 +6,9 @@ Layers, lowest first; a module may import its own layer and those below it:
     0  runtime, models          the tool contract, lifecycle, rules, budgets; model adapters
     1  notebook                 notebook cells as text (Read, the live-notebook bridge)
     2  tools                    the built-in tools
-    3  agent, system_prompt,    the loop that puts model, runtime and tools together; settings
-       settings, conversation_file   and saved conversations it reads and writes
+    3  agent, turn, context,    the loop that puts model, runtime and tools together; the context
+       system_prompt, settings,  window it manages; settings and saved conversations it reads
+       conversation_file          and writes
     4  ui, magics, ipy_agent    what the person sees and types; the public API
 
 `runtime/` also imports neither IPython nor ipywidgets: it runs without a notebook.
@@ -32,6 +33,7 @@ LAYERS: dict[str, int] = {
     "ipy_agent.agent": 3,
     "ipy_agent.turn": 3,
     "ipy_agent.options": 3,
+    "ipy_agent.context": 3,
     "ipy_agent.system_prompt": 3,
     "ipy_agent.settings": 3,
     "ipy_agent.conversation_file": 3,

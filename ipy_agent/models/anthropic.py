@@ -74,6 +74,8 @@ class AnthropicModel:
     `model`: a model name; default `IPY_AGENT_MODEL`, else the newest Sonnet the SDK lists.
     `thinking`: passed through, e.g. `{"type": "enabled", "budget_tokens": 4000}`; thinking
     blocks come back with their signatures and must stay in the history verbatim.
+    `betas`: `anthropic-beta` header values sent with every request, e.g.
+    `[CONTEXT_1M_BETA]` (models/pricing.py) for the 1M-token window on models that offer it.
     `client`: an `anthropic.AsyncAnthropic` to use as is. Otherwise one is made on the first
     request from `client_kwargs` (e.g. `api_key=`, `base_url=`, `max_retries=` default 2); the
     SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself and retries 429, 529 and
@@ -86,12 +88,14 @@ class AnthropicModel:
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking: dict[str, Any] | None = None,
+        betas: typing.Sequence[str] = (),
         client: Any = None,
         **client_kwargs: Any,
     ) -> None:
         self._name = model or os.environ.get("IPY_AGENT_MODEL", "").strip() or None
         self.max_tokens = max_tokens
         self.thinking = dict(thinking) if thinking else None
+        self.betas = tuple(betas)
         self._client = client
         self._client_is_ours = client is None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -105,6 +109,13 @@ class AnthropicModel:
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.name!r})"
+
+    @property
+    def context_window(self) -> int:
+        """Tokens of prompt this model accepts with the beta headers it sends."""
+        from .pricing import context_window
+
+        return context_window(self.name, betas=self.betas)
 
     # -- the request ---------------------------------------------------------------------------
 
@@ -123,7 +134,21 @@ class AnthropicModel:
             params["tools"] = [*request.tools[:-1], {**request.tools[-1], "cache_control": dict(_EPHEMERAL)}]
         if self.thinking:
             params["thinking"] = copy.deepcopy(self.thinking)
+        if self.betas:
+            params["extra_headers"] = {"anthropic-beta": ",".join(self.betas)}
         return params
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        """The API's own count of the request's input tokens (messages/count_tokens: no
+        generation, no charge). Raises ModelError like `stream`."""
+        client = self._get_client()
+        params = self.request_params(request)
+        params.pop("max_tokens", None)
+        try:
+            counted = await client.messages.count_tokens(**params)
+        except Exception as err:
+            self._raise_model_error(err, client)
+        return int(counted.input_tokens)
 
     def _get_client(self) -> Any:
         if not self._client_is_ours:

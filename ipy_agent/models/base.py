@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 __all__ = [
     "Model",
     "ModelRequest",
+    "RequestPurpose",
     "ModelEvent",
     "TextDelta",
     "ThinkingDelta",
@@ -45,11 +46,18 @@ class Usage:
         return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
 
 
+RequestPurpose = Literal["turn", "compaction"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelRequest:
     system: str
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
+    # "compaction": a request for a summary of the conversation (ipy_agent/context), not a turn
+    # of it. A real model answers it like any request; ScriptedModel answers it with a fixed
+    # summary, so scripted transcripts stay as written.
+    purpose: RequestPurpose = "turn"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,9 +14,14 @@ from dataclasses import dataclass
 
 from .base import Usage
 
-__all__ = ["Prices", "price_for", "estimate_cost", "context_window", "DEFAULT_CONTEXT_WINDOW"]
+__all__ = ["Prices", "price_for", "estimate_cost", "context_window", "DEFAULT_CONTEXT_WINDOW", "LONG_CONTEXT_WINDOW",
+           "CONTEXT_1M_BETA"]
 
 DEFAULT_CONTEXT_WINDOW = 200_000
+LONG_CONTEXT_WINDOW = 1_000_000
+# The `anthropic-beta` value that opens the 1M-token window on models that offer it as an option
+# (the installed SDK lists it among its beta names).
+CONTEXT_1M_BETA = "context-1m-2025-08-07"
 
 # Prompt caching multiplies the input price: writing a 5-minute cache entry costs 1.25x,
 # reading from the cache 0.1x.
@@ -100,7 +105,37 @@ def estimate_cost(model: str, usage: Usage) -> float:
     return total / 1_000_000
 
 
-def context_window(model: str) -> int:
-    """Tokens of prompt `model` accepts. 200k for every current model at its default setting
-    (larger windows need an explicit opt-in this client does not send)."""
-    return DEFAULT_CONTEXT_WINDOW
+# Context windows, by family and first version (newest matching row wins): "native" is the window
+# every request gets; "beta" is the window with CONTEXT_1M_BETA sent. Opus and Sonnet have a
+# 1M window from 4.6 on; Sonnet 4 and 4.5 offer it only with the beta header; Haiku from 5.5.
+_WINDOWS: list[tuple[str, tuple[int, int], int, int]] = [
+    ("opus", (0, 0), DEFAULT_CONTEXT_WINDOW, DEFAULT_CONTEXT_WINDOW),
+    ("opus", (4, 6), LONG_CONTEXT_WINDOW, LONG_CONTEXT_WINDOW),
+    ("sonnet", (0, 0), DEFAULT_CONTEXT_WINDOW, DEFAULT_CONTEXT_WINDOW),
+    ("sonnet", (4, 0), DEFAULT_CONTEXT_WINDOW, LONG_CONTEXT_WINDOW),
+    ("sonnet", (4, 6), LONG_CONTEXT_WINDOW, LONG_CONTEXT_WINDOW),
+    ("haiku", (0, 0), DEFAULT_CONTEXT_WINDOW, DEFAULT_CONTEXT_WINDOW),
+    ("haiku", (5, 5), LONG_CONTEXT_WINDOW, LONG_CONTEXT_WINDOW),
+]
+_LONG_FAMILIES = re.compile(r"\b(fable|mythos)\b")
+
+
+def context_window(model: str, *, betas: tuple[str, ...] | list[str] = ()) -> int:
+    """Tokens of prompt `model` accepts, given the beta headers sent with its requests.
+
+    A name ending in "[1m]" (Claude Code's spelling) asks for the long window explicitly. A
+    model this table does not know gets the 200k every Claude model has at least; if that is
+    too small the API's own "prompt is too long" still reaches the agent, which compacts then.
+    """
+    name = model.lower()
+    if name.endswith("[1m]") or _LONG_FAMILIES.search(name.replace("_", "-")):
+        return LONG_CONTEXT_WINDOW
+    parsed = _family_and_version(name)
+    if parsed is None:
+        return DEFAULT_CONTEXT_WINDOW
+    family, version = parsed
+    window = DEFAULT_CONTEXT_WINDOW
+    for row_family, since, native, beta in _WINDOWS:
+        if row_family == family and version >= since:
+            window = beta if CONTEXT_1M_BETA in betas else native
+    return window

@@ -22,6 +22,10 @@ __all__ = ["ScriptedModel"]
 Turn = str | list[dict[str, Any]] | Callable[[list[dict[str, Any]]], Any]
 
 _FINAL_TEXT = "(The scripted model has no more turns.)"
+COMPACTION_SUMMARY = (
+    "(Scripted summary.) The person asked for work in this notebook; the agent used its tools on "
+    "their files. No decisions or open tasks were recorded by the scripted model."
+)
 
 
 class ScriptedModel:
@@ -34,6 +38,9 @@ class ScriptedModel:
     what the model was shown. A request is kept as it was sent: the history it shows is the
     agent's own message list at that moment (its messages are never changed in place), so
     keeping one costs a list of references, not a copy of the conversation.
+
+    A compaction request (`request.purpose == "compaction"`) is answered with
+    `compaction_summary` and kept in `compactions` instead: it uses no scripted turn.
     """
 
     def __init__(
@@ -44,10 +51,13 @@ class ScriptedModel:
         block_delay: float = 0.0,
         chunk_size: int = 40,
         keep_requests: int | None = 100,
+        compaction_summary: str = COMPACTION_SUMMARY,
     ) -> None:
         if keep_requests is not None and keep_requests < 0:
             raise ValueError(f"keep_requests must be at least 0 or None, not {keep_requests!r}")
         self.turns: list[Turn] = list(turns or [])
+        self.compaction_summary = compaction_summary
+        self.compactions: list[dict[str, Any]] = []
         self.name = name
         self.block_delay = block_delay
         self.chunk_size = chunk_size
@@ -94,6 +104,14 @@ class ScriptedModel:
         return [dict(b) for b in turn]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.purpose == "compaction":
+            self.compactions.append({"system": request.system, "messages": list(request.messages)})
+            await asyncio.sleep(0)
+            summary: dict[str, Any] = {"type": "text", "text": self.compaction_summary}
+            yield BlockComplete(block=dict(summary), index=0)
+            yield MessageComplete(content=[summary], stop_reason="end_turn", model=self.name,
+                                  usage=Usage(input_tokens=1, output_tokens=max(1, len(self.compaction_summary) // 4)))
+            return
         if self.keep_requests != 0:
             self.requests.append({"system": request.system, "messages": list(request.messages), "tools": list(request.tools)})
             if self.keep_requests is not None and len(self.requests) > self.keep_requests:

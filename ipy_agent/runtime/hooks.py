@@ -1,6 +1,8 @@
 """Hooks: Python callables the runtime calls at fixed points of a run.
 
-Events: PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop. A hook receives a
+Events: PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, PreCompact (before
+the conversation is summarised; `trigger` is "auto" or "manual", and the hook may add
+instructions for the summary with `additional_context` or block it with "deny"). A hook receives a
 `HookEvent` and returns None (no opinion) or a `HookOutcome`. Several hooks on one event combine
 deny > ask > allow. A hook that raises fails closed: the call it guards is blocked and the error
 is shown, because a guard that silently stops guarding is worse than no guard (Claude Code
@@ -19,7 +21,7 @@ from .tool import maybe_await
 
 __all__ = ["HookEvent", "HookOutcome", "HookResult", "Hooks", "HOOK_EVENTS"]
 
-HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop")
+HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "PreCompact")
 _PRECEDENCE = {"deny": 3, "ask": 2, "allow": 1}
 
 
@@ -34,6 +36,8 @@ class HookEvent:
     error: str | None = None
     prompt: str | None = None
     last_message: str | None = None
+    trigger: Literal["auto", "manual"] | None = None  # PreCompact: why the conversation is compacted
+    instructions: str | None = None  # PreCompact: what the person asked the summary to keep
 
     def __getitem__(self, key: str) -> Any:
         # Hooks written for dict-shaped events (`event["tool_name"]`) work too.

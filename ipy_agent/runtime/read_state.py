@@ -121,6 +121,14 @@ class ReadState:
                 return None
         return f"{what} has changed since you read it (edited by the person, a formatter or another tool). Read it again, then redo the edit against the new content."
 
+    def keys(self) -> list[str]:
+        return list(self._entries)
+
+    def forget(self, key: str | Path) -> bool:
+        """Drop what was recorded for `key`: its content is no longer in the model's view (it was
+        cleared or compacted away), so an edit must read it again first. True if it was known."""
+        return self._entries.pop(self._key(key), None) is not None
+
     def touch(self, key: str | Path, **changes: object) -> None:
         entry = self.get(key)
         if entry is not None:

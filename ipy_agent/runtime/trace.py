@@ -23,6 +23,7 @@ __all__ = [
     "TurnEvent",
     "NoticeEvent",
     "RunEndEvent",
+    "ContextEvent",
     "now",
 ]
 
@@ -127,4 +128,30 @@ class RunEndEvent:
     kind: Literal["run_end"] = "run_end"
 
 
-AgentEvent = TextEvent | ThinkingEvent | CallEvent | TurnEvent | NoticeEvent | RunEndEvent
+@dataclass(frozen=True, kw_only=True)
+class ContextEvent:
+    """The context window was made smaller: old tool results cleared, or the conversation compacted.
+
+    `before` and `after` are estimated tokens of the next request; `count` is the number of
+    results cleared or of messages summarised."""
+
+    action: Literal["cleared", "compacted"]
+    before: int
+    after: int
+    count: int
+    trigger: Literal["auto", "manual", "too_long"] = "auto"
+    kind: Literal["context"] = "context"
+
+    @property
+    def text(self) -> str:
+        sizes = f"{_k(self.before)} -> {_k(self.after)} tokens"
+        if self.action == "cleared":
+            return f"context: {self.count} old tool result{'s' if self.count != 1 else ''} cleared: {sizes}"
+        return f"context compacted: {sizes} ({self.count} earlier message{'s' if self.count != 1 else ''} summarised)"
+
+
+def _k(tokens: int) -> str:
+    return f"{tokens / 1000:.0f}k" if tokens >= 10_000 else f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+
+
+AgentEvent = TextEvent | ThinkingEvent | CallEvent | TurnEvent | NoticeEvent | RunEndEvent | ContextEvent

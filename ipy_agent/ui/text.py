@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
-from ..runtime.trace import AgentEvent, CallEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent
+from ..runtime.trace import AgentEvent, CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent
 from .status import STATUS, format_duration, status_look
 
 __all__ = ["TextRenderer", "make_console", "render_diff", "call_row", "terminal_approver", "STATUS_MARK"]
@@ -94,6 +94,9 @@ class TextRenderer:
                 self.console.print(call_row(rec))
                 if rec.detail and rec.status == "done":
                     self.console.print(_indent(render_diff(rec.detail, DETAIL_LINES)), end="")
+            case ContextEvent():
+                self._newline()
+                self.console.print(Text(f"  ⇣ {event.text}", style="cyan"))
             case NoticeEvent():
                 self._newline()
                 style = {"error": "bold red", "warning": "yellow"}.get(event.level, "dim")

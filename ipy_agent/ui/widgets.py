@@ -28,7 +28,7 @@ import ipywidgets as W
 
 from ..models.base import Usage
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
-from ..runtime.trace import CallEvent, CallRecord, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
+from ..runtime.trace import CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
 from .approval_widget import ApprovalPrompt, what_will_happen
 from .diff_html import diff_html, looks_like_diff, pre_html
 from .status import STATUS, format_duration, status_look
@@ -220,6 +220,9 @@ class RunView:
                     self.usage += event.usage
                     self.context_tokens = event.usage.context_tokens
                     self._render_footer()
+            case ContextEvent():
+                self._end_segment()
+                self._append(W.HTML(f'<div class="ipy-agent-context" style="opacity:0.8">⇣ {html.escape(event.text)}</div>'))
             case NoticeEvent():
                 self._end_segment()
                 colour = _NOTICE_COLOURS.get(event.level, "inherit")
@@ -360,7 +363,8 @@ class RunView:
         else:
             known = "" if price_for(name).known else ", unknown model priced as Sonnet"
             parts.append(f"cost ≈ ${estimate_cost(name, u):.4f} (estimate{known})")
-            window = context_window(name)
+            manager = getattr(self.agent, "context_manager", None)
+            window = manager.window if manager is not None else context_window(name)
             share = 100 * self.context_tokens / window if window else 0
             # "0%" read as "nothing sent" while the model had seen a few thousand tokens.
             shown = "&lt;1" if 0 < share < 0.5 else f"{share:.0f}"

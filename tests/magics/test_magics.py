@@ -21,7 +21,8 @@ from ipy_agent.runtime.history import history_problems
 from tests.magics._util import edit_script, results, text_of, use
 
 ROOT = Path(__file__).resolve().parents[2]
-MAGICS = ["agent", "agent_stop", "agent_tools", "agent_inspect", "agent_trace", "agent_history", "agent_reset", "agent_save"]
+MAGICS = ["agent", "agent_stop", "agent_tools", "agent_inspect", "agent_trace", "agent_history", "agent_reset", "agent_save",
+          "agent_context", "agent_compact"]
 
 
 def no_input(prompt: str = "") -> str:

@@ -1,0 +1,123 @@
+"""Incremental accounting of the conversation: its size, its clearable results, what the model sees.
+
+Checking the context window before every request must not cost a scan of the whole history:
+a session of thousands of turns would pay for its length on every turn. The ledger therefore
+"settles" each message once, when a later message exists (only the last message can still
+grow, by a merge), and keeps running totals: the estimated tokens of the settled messages, a
+queue of their tool results oldest first (what clearing takes from), and, per file, how many
+places in the history still show its content (what keeps the read state honest). When the
+history is replaced behind its back (a reset, a resumed conversation, a compaction) the anchor
+check notices and it settles the new history from the start.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Any
+from collections.abc import Callable
+
+from ..runtime.tokens import message_tokens
+from .clearing import is_cleared
+
+__all__ = ["Ledger", "ResultEntry", "SourceRule"]
+
+# (tool name, tool input) -> the read-state key whose content a call shows the model, or None.
+SourceRule = Callable[[str, dict[str, Any]], "str | None"]
+
+
+@dataclass(kw_only=True)
+class ResultEntry:
+    position: int  # of the settled user message that holds the result, in the history
+    index: int  # of the result in that message's content
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+    source: str | None  # the file whose content this result shows, if any
+
+
+def _blocks(message: dict[str, Any]) -> list[Any]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+class Ledger:
+    def __init__(self, result_source: SourceRule, use_source: SourceRule) -> None:
+        self._result_source = result_source  # a result that shows a file (Read)
+        self._use_source = use_source  # a call whose input shows a file (Write)
+        self.reset()
+
+    def reset(self) -> None:
+        self.settled = 0
+        self.tokens = 0  # estimated tokens of messages[:settled]
+        self.results: deque[ResultEntry] = deque()  # clearable results, oldest first
+        self.sources: Counter[str] = Counter()  # visible places per read-state key
+        self._anchor: dict[str, Any] | None = None
+        self._uses: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.rescans = 0
+
+    def sync(self, messages: list[dict[str, Any]]) -> None:
+        """Settle every message but the last. O(new messages), except after a replacement."""
+        if self.settled and (len(messages) < self.settled or messages[self.settled - 1] is not self._anchor):
+            self.reset()
+            self.rescans += 1
+        for i in range(self.settled, len(messages) - 1):
+            self._settle(messages[i], i)
+            self.settled = i + 1
+            self._anchor = messages[i]
+
+    def replace(self, messages: list[dict[str, Any]], position: int, message: dict[str, Any]) -> None:
+        """Put a changed copy of a settled message in its place (messages are never edited in
+        place: a request sent earlier keeps showing what it showed)."""
+        messages[position] = message
+        if position == self.settled - 1:
+            self._anchor = message
+
+    def _settle(self, message: dict[str, Any], position: int) -> None:
+        self.tokens += message_tokens(message)
+        if message.get("role") == "assistant":
+            self._uses = {}
+            for b in _blocks(message):
+                if isinstance(b, dict) and b.get("type") == "tool_use":
+                    name, inp = str(b.get("name", "")), b.get("input") or {}
+                    self._uses[str(b.get("id"))] = (name, inp)
+                    if (key := self._use_source(name, inp)) is not None:
+                        self.sources[key] += 1
+            return
+        for i, b in enumerate(_blocks(message)):
+            if not (isinstance(b, dict) and b.get("type") == "tool_result") or is_cleared(b):
+                continue
+            tid = str(b.get("tool_use_id"))
+            name, inp = self._uses.get(tid, ("a tool", {}))
+            source = None if b.get("is_error") else self._result_source(name, inp)
+            if source is not None:
+                self.sources[source] += 1
+            self.results.append(ResultEntry(position=position, index=i, tool_use_id=tid, name=name, input=inp,
+                                            source=source))
+
+    def tail_sources(self, message: dict[str, Any] | None) -> set[str]:
+        """Files shown by the last (unsettled) message: what clearing must not forget."""
+        if message is None:
+            return set()
+        found: set[str] = set()
+        for b in _blocks(message):
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "tool_use" and (k := self._use_source(str(b.get("name", "")), b.get("input") or {})):
+                found.add(k)
+            elif b.get("type") == "tool_result" and not b.get("is_error") and not is_cleared(b):
+                name, inp = self._uses.get(str(b.get("tool_use_id")), ("", {}))
+                if (k := self._result_source(name, inp)) is not None:
+                    found.add(k)
+        return found
+
+    def visible_sources(self, messages: list[dict[str, Any]]) -> set[str]:
+        self.sync(messages)
+        return {k for k, n in self.sources.items() if n > 0} | self.tail_sources(messages[-1] if messages else None)
+
+
+def path_key(cwd: str, file_path: Any) -> str | None:
+    if not isinstance(file_path, str) or not file_path:
+        return None
+    return os.path.realpath(os.path.join(cwd, os.path.expanduser(file_path)))
