@@ -139,6 +139,26 @@ EXPECT: dict[str, list[str]] = {
         "NotebookEdit result: Notebook '", "has changed since you read it",
         "plot cell on disk: df.plot(x='a')",
     ],
+    "11_long_sessions": [
+        "end_turn after 41 requests: Pages 3, 10, 17, 24 and 31 mention a cat.",
+        "compactions: 1; largest request",
+        "of a 10,000-token window",
+        "history problems: []",
+        "old tool results cleared:",
+        "context compacted:",
+        "[Tool result cleared to save context: the 6,000 characters output of Page",
+        "call Page again with the same input.]",
+        "[Conversation compacted] The earlier part of this conversation",
+        "Context window: 10,000 tokens (set with context_window=)",
+        "tool results cleared and 1 compaction so far",
+        "Context compacted:",
+        "tool results cleared and 2 compactions so far",
+        "in the read state before compaction: ['notes.txt']",
+        "in the read state after compaction:  []",
+        "Edit -> File '", "has not been read yet. Read it first",
+        "notes.txt: alpha | gamma |",
+        "the summary request carried the hook's instruction: True",
+    ],
 }
 
 
