@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -18,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from .context import ContextManager
 from .models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
+from .runtime import spill
 from .runtime.budget import ResultBudget
 from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from .runtime.history import append_assistant, append_user, clean_content, close_turn, last_text
@@ -30,9 +30,12 @@ from .runtime.registry import Exposure, ToolRegistry
 from .runtime.tool import Tool, ToolContext
 from .runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TurnEvent, now
 from .system_prompt import build_system_prompt
+from .runtime.tool_ids import ToolUseIds, ids_in
 from .turn import RunResult, Turn, TurnRecord, stream_reply, usage_delta
 
-__all__ = ["Agent", "RunResult", "TurnRecord"]
+__all__ = ["Agent", "RunResult", "TurnRecord", "SANDBOX_SETTINGS"]
+
+SANDBOX_SETTINGS = ("auto", "always", "off")  # see tools/bash/sandbox.py
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
 
@@ -62,7 +65,10 @@ class Agent:
         notebook_path: str | None = None,
         context_window: int | None = None,
         context_threshold: float = 0.8,
+        sandbox: str = "auto",
     ) -> None:
+        if sandbox not in SANDBOX_SETTINGS:
+            raise ValueError(f"sandbox {sandbox!r} is not one of {', '.join(SANDBOX_SETTINGS)}")
         if permission_mode not in PERMISSION_MODES:
             raise ValueError(f"permission_mode {permission_mode!r} is not one of {', '.join(PERMISSION_MODES)}")
         if max_turns < 1:
@@ -88,8 +94,13 @@ class Agent:
         self.streaming_tools = streaming_tools
         self.notebook = notebook
         self.notebook_path = notebook_path
+        self.sandbox = sandbox
         self.conversation_id = uuid.uuid4().hex[:12]
-        self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.gettempdir()) / "ipy-agent-results" / self.conversation_id
+        # Our own spill directory goes away on reset and at exit; one a person chose stays.
+        self._owns_spill_dir = not spill_dir
+        self.spill_dir = Path(spill_dir) if spill_dir else spill.conversation_dir(self.conversation_id)
+        if self._owns_spill_dir:
+            spill.own(self.spill_dir)
         self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
         self.messages: list[dict[str, Any]] = []
         self.read_state = ReadState()
@@ -122,7 +133,7 @@ class Agent:
         return ToolContext(
             cwd=self.cwd, read_state=self.read_state, working_dirs=self.working_dirs, spill_dir=self.spill_dir,
             permission_mode=self.permission_mode, tool_use_id=tool_use_id, session=self.session,
-            notebook=self.notebook, simple=self.simple,
+            notebook=self.notebook, simple=self.simple, sandbox=self.sandbox,  # type: ignore[arg-type]
             # Rules come and go during a conversation (always-allow, %agent options): read them now.
             read_deny=tuple(r.specifier or "" for r in self.rules.deny if r.tool == "Read" and not r.whole_tool),
         )
@@ -212,6 +223,8 @@ class Agent:
             return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
         blocks += [{"type": "text", "text": c} for c in hr.additional_context]
         append_user(self.messages, blocks)
+        if any(t.name == "Bash" for t in self.tools) and (note := _containment_notice(self.context())):
+            self._emit(NoticeEvent(text=note, level="warning"))
 
         turns = 0
         while True:
@@ -261,14 +274,14 @@ class Agent:
         # A list copy is a faithful snapshot: the history's messages are never edited in place.
         request = ModelRequest(system=self.system(exposure), messages=list(self.messages), tools=api_tools)
         self._emit(TurnEvent(turn=record.turn, phase="start"))
-        return Turn(record=record, env=env, executor=executor), request
+        return Turn(record=record, env=env, executor=executor, ids=ToolUseIds(ids_in(self.messages))), request
 
     def _take_reply(self, turn: Turn, reply: MessageComplete) -> None:
         """The whole message goes into the history; tool calls not started while streaming start now."""
         self.usage += reply.usage
         record = turn.record
         record.usage, record.stop_reason, record.end = reply.usage, reply.stop_reason, now()
-        content = clean_content(reply.content)
+        content = turn.ids.fix_all(clean_content(reply.content))
         turn.tool_uses = [b for b in content if b.get("type") == "tool_use"]
         for b in turn.tool_uses:
             if not turn.executor.has(str(b.get("id"))):
@@ -377,9 +390,11 @@ class Agent:
                 pass
 
     def reset(self) -> None:
-        """Forget the conversation, read state and trace; keep configuration and rules."""
+        """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""
         if self.running:
             raise RuntimeError("cannot reset while the agent is running; interrupt it first")
+        if self._owns_spill_dir:
+            spill.release(self.spill_dir)
         self.messages.clear()
         self.read_state = ReadState()
         self.trace.clear()
@@ -392,3 +407,10 @@ class Agent:
 
 def _text_of(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+
+
+def _containment_notice(ctx: ToolContext) -> str | None:
+    """Said once per kernel: Bash cannot sandbox what runs without asking, so less runs so."""
+    from .tools.bash.sandbox import notice_once
+
+    return notice_once(ctx)

@@ -15,8 +15,9 @@ from typing import Any
 
 from .runtime.history import history_problems, repair_history
 from .runtime.rules import parse_rule
+from .runtime.secrets import redact_data
 
-__all__ = ["SAVE_FORMAT", "save_conversation", "load_conversation"]
+__all__ = ["SAVE_FORMAT", "save_conversation", "load_conversation", "shape_problem"]
 
 SAVE_FORMAT = "ipy_agent.conversation"
 
@@ -24,7 +25,7 @@ SAVE_FORMAT = "ipy_agent.conversation"
 def save_conversation(agent: Any, path: str | Path) -> None:
     granted = {k: [r.text for r in getattr(agent.rules, k) if r.source == "granted"] for k in ("allow", "ask", "deny")}
     data = {"format": SAVE_FORMAT, "version": 1, "cwd": str(agent.cwd), "model": getattr(agent.model, "name", ""),
-            "messages": agent.messages, "granted": granted}
+            "messages": redact_data(agent.messages), "granted": granted}  # no credential lands in a file
     Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
@@ -42,8 +43,56 @@ def load_conversation(path: str | Path, agent: Any) -> tuple[bool, list[str]]:
         raise ValueError(f"could not read {str(path)!r} as JSON ({e}).") from None
     if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT or not isinstance(data.get("messages"), list):
         raise ValueError(f"{str(path)!r} is not a conversation saved by %agent_save.")
-    agent.messages = repair_history(data["messages"])
-    return bool(history_problems(data["messages"])), _restore_granted(data, agent)
+    if (problem := shape_problem(data["messages"])) is not None:
+        raise ValueError(f"{str(path)!r} is damaged: {problem}. Nothing was loaded; fix or delete the file.")
+    try:
+        messages = repair_history(data["messages"])
+        repaired = bool(history_problems(data["messages"]))
+    except Exception as e:  # a shape shape_problem did not foresee: still the file's fault
+        raise ValueError(f"{str(path)!r} is damaged and could not be repaired ({type(e).__name__}: {e}).") from None
+    agent.messages = messages
+    return repaired, _restore_granted(data, agent)
+
+
+_BLOCK_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "text": {"text": str},
+    "tool_use": {"id": str, "name": str, "input": dict},
+    "tool_result": {"tool_use_id": str, "content": (str, list)},
+    "thinking": {"thinking": str},
+    "image": {"source": dict},
+}
+
+
+def shape_problem(messages: list[Any]) -> str | None:
+    """The first way `messages` is not a list of Messages API messages, or None.
+
+    A saved file may have been edited by hand, truncated, or written by someone else; what the
+    history repair then meets must at least have the right shape, and the person is told where
+    it does not."""
+    seen_ids: set[str] = set()
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            return f"message {i} is {type(m).__name__}, not an object"
+        if m.get("role") not in ("user", "assistant"):
+            return f"message {i} has role {m.get('role')!r} (expected 'user' or 'assistant')"
+        content = m.get("content")
+        if isinstance(content, str):
+            continue
+        if not isinstance(content, list):
+            return f"message {i} has content of type {type(content).__name__} (expected text or a list of blocks)"
+        for j, b in enumerate(content):
+            if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+                return f"block {j} of message {i} is not an object with a 'type'"
+            for name, kind in _BLOCK_FIELDS.get(b["type"], {}).items():
+                if not isinstance(b.get(name), kind):
+                    return f"the {b['type']} block {j} of message {i} has {name}={b.get(name)!r:.60}"
+            if b["type"] == "tool_result" and isinstance(b["content"], list) and not all(isinstance(x, dict) for x in b["content"]):
+                return f"the tool_result block {j} of message {i} has content items that are not objects"
+            if b["type"] == "tool_use":
+                if b["id"] in seen_ids:
+                    return f"tool_use id {b['id']!r} appears twice (message {i})"
+                seen_ids.add(b["id"])
+    return None
 
 
 def _restore_granted(data: dict[str, Any], agent: Any) -> list[str]:
@@ -61,6 +110,9 @@ def _restore_granted(data: dict[str, Any], agent: Any) -> list[str]:
         return [f"{len(texts)} granted rule(s) were for {data.get('cwd')!r}, not {str(agent.cwd)!r}; grant them again here if you want them"]
     skipped = []
     for text in texts:
+        if not isinstance(text, str):
+            skipped.append(f"{text!r:.60} is not a rule")
+            continue
         try:
             rule = parse_rule(text, "granted")
         except ValueError as e:

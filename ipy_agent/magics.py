@@ -50,6 +50,9 @@ class AgentMagics(Magics):
 
     model = Unicode("", help="Model name for AnthropicModel; empty: IPY_AGENT_MODEL or the newest Sonnet.").tag(config=True)
     permission_mode = Enum(list(PERMISSION_MODES), default_value="default", help="Permission mode of each run.").tag(config=True)
+    sandbox = Enum(["auto", "always", "off"], default_value="auto",
+                   help="Bash sandbox: 'auto' sandboxes commands no one approved, 'always' approved ones too "
+                        "(writes limited to the working directories), 'off' none (then only core commands run unasked).").tag(config=True)
     allow = List(Unicode(), help="Allow rules, e.g. ['Bash(git status:*)'].").tag(config=True)
     ask = List(Unicode(), help="Ask rules: always prompt for these.").tag(config=True)
     deny = List(Unicode(), help="Deny rules, e.g. ['Read(**/.env)'].").tag(config=True)
@@ -217,7 +220,8 @@ class AgentMagics(Magics):
     def _new_agent(self, model: Any) -> Agent:
         tools = self.tools_factory() if self.tools_factory is not None else None
         return Agent(model=model, cwd=os.getcwd(), permission_mode=self.permission_mode, max_turns=self.max_turns,
-                     tools=tools, message_budget=self.message_budget, context_window=self.context_window)
+                     tools=tools, message_budget=self.message_budget, context_window=self.context_window,
+                     sandbox=self.sandbox)
 
     def _use_agent(self, agent: Agent) -> None:
         self.current, self._managed = agent, []

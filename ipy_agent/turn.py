@@ -16,6 +16,7 @@ from collections.abc import Callable
 from .models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
 from .runtime.executor import ToolExecutor
 from .runtime.lifecycle import RunEnv
+from .runtime.tool_ids import ToolUseIds
 from .runtime.trace import AgentEvent, TextEvent, ThinkingEvent, now
 
 __all__ = ["RunResult", "TurnRecord", "Turn", "stream_reply", "usage_delta"]
@@ -51,6 +52,8 @@ class Turn:
     executor: ToolExecutor
     completed: list[dict[str, Any]] = field(default_factory=list)  # whole blocks streamed so far
     tool_uses: list[dict[str, Any]] = field(default_factory=list)  # of the complete message
+    # The model's tool_use ids are untrusted: made well-formed and unique, the same streamed and final.
+    ids: ToolUseIds = field(default_factory=ToolUseIds)
     appended: bool = False  # the assistant message of this turn is in the history
     answered: bool = False  # and its tool results are too
 
@@ -70,9 +73,10 @@ async def stream_reply(model: Model, request: ModelRequest, turn: Turn, *, emit:
                 case ThinkingDelta():
                     emit(ThinkingEvent(text=event.text))
                 case BlockComplete():
-                    turn.completed.append(event.block)
-                    if event.block.get("type") == "tool_use" and streaming_tools:
-                        turn.executor.submit(event.block)
+                    block = turn.ids.fix(event.block) if event.block.get("type") == "tool_use" else event.block
+                    turn.completed.append(block)
+                    if block.get("type") == "tool_use" and streaming_tools:
+                        turn.executor.submit(block)
                 case MessageComplete():
                     final = event
     except ModelError:

@@ -51,6 +51,9 @@ RequestPurpose = Literal["turn", "compaction"]
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRequest:
+    """One request. `messages` shares its messages and blocks with the agent's history (a list
+    made for this request, nothing deep-copied): a model reads them and must not change them."""
+
     system: str
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]

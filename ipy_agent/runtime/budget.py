@@ -16,9 +16,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ResultBudget", "result_chars", "empty_placeholder", "PREVIEW_CHARS", "SELF_LIMITING"]
+__all__ = ["ResultBudget", "result_chars", "empty_placeholder", "PREVIEW_CHARS", "SELF_LIMITING", "MAX_SPILL_BYTES",
+           "spill_file_name", "capped_for_spill"]
 
 from .limits import MESSAGE_RESULT_CHARS, PREVIEW_CHARS, SELF_LIMITING, TOOL_RESULT_CHARS
+
+# Bytes one spill file may hold: past it the rest is dropped with a note at the end of the file,
+# so a result (or a command printing forever) costs bounded disk.
+MAX_SPILL_BYTES = 64 * 1024 * 1024
+
+
+def spill_note(dropped: int) -> str:
+    return f"\n\n[... {dropped:,} more bytes were not saved: spill files stop at {MAX_SPILL_BYTES:,} bytes]\n"
+
+
+def capped_for_spill(text: str) -> str:
+    """`text` as it goes into a spill file: whole, or its first MAX_SPILL_BYTES and a note."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_SPILL_BYTES:
+        return text
+    return data[:MAX_SPILL_BYTES].decode("utf-8", "ignore") + spill_note(len(data) - MAX_SPILL_BYTES)
+
+
+def spill_file_name(tool_use_id: object, prefix: str = "") -> str:
+    """A file name made from a tool_use id the model chose: no path characters, no dot files,
+    bounded length, and distinct for distinct ids (a short hash keeps `a/b` and `a_b` apart)."""
+    import hashlib
+
+    raw = str(tool_use_id or "result")
+    safe = _SAFE_ID.sub("_", raw).lstrip(".")[:80] or "result"
+    if safe != raw:
+        safe += "-" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{prefix}{safe}.txt"
 
 
 def empty_placeholder(tool_name: str) -> str:
@@ -111,11 +140,10 @@ class ResultBudget:
             return block, None
         texts, images = _split_content(content)
         full = "\n".join(texts)
-        name = _SAFE_ID.sub("_", str(block.get("tool_use_id") or "result"))
-        path = self.spill_dir / f"{name}.txt"
+        path = self.spill_dir / spill_file_name(block.get("tool_use_id"))
         try:
             self.spill_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(full, encoding="utf-8")
+            path.write_text(capped_for_spill(full), encoding="utf-8", errors="surrogatepass")
         except OSError as e:
             # A full disk must not lose the run: cut the result instead, and say so.
             cut = (

@@ -8,6 +8,7 @@ function runs in a worker thread so the kernel's event loop keeps serving widget
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 from collections.abc import Awaitable, Callable
@@ -25,10 +26,12 @@ def _flag(value: Flag, name: str) -> Callable[[Any], bool]:
     if callable(value):
         return value
     if isinstance(value, bool):
-        def constant(_inp: Any, _v: bool = value) -> bool:
-            return _v
-        return constant
+        return functools.partial(_constant, value)
     raise TypeError(f"{name} must be a bool or a function of the parsed input, not {value!r}")
+
+
+def _constant(value: bool, _arg: Any) -> bool:
+    return value
 
 
 class _BuiltTool(Tool):
@@ -39,12 +42,12 @@ class _BuiltTool(Tool):
         self.input_model = spec["input_model"]
         self._description = spec["description"]
         self._call = spec["call"]
-        self._read_only = _flag(spec["is_read_only"], "is_read_only")  # type: ignore[method-assign,assignment]
-        self._concurrency_safe = _flag(spec["is_concurrency_safe"], "is_concurrency_safe")  # type: ignore[method-assign,assignment]
-        self._destructive = _flag(spec["is_destructive"], "is_destructive")  # type: ignore[method-assign,assignment]
-        self._cancels_siblings = _flag(spec["cancels_siblings_on_error"], "cancels_siblings_on_error")
+        self._flags = {
+            key: _flag(spec[key], key) for key in ("is_read_only", "is_concurrency_safe", "is_destructive",
+                                                   "cancels_siblings_on_error")
+        }
         enabled = spec["is_enabled"]
-        self._enabled = enabled if callable(enabled) else _flag(bool(enabled), "is_enabled")  # type: ignore[method-assign,assignment]
+        self._is_enabled: Callable[[Any], bool] = enabled if callable(enabled) else functools.partial(_constant, bool(enabled))
         self.max_result_chars = spec["max_result_chars"]
         self.rule_names = tuple(spec["rule_names"] or ())
         self.kind = spec["kind"]
@@ -55,6 +58,19 @@ class _BuiltTool(Tool):
         self._sum_use = spec["summarize_use"]
         self._sum_result = spec["summarize_result"]
         self._rule_subject = spec["rule_subject"]
+
+    # The base class turns an exception in any of these into the unsafe answer.
+    def _read_only(self, inp: Any) -> bool:
+        return self._flags["is_read_only"](inp)
+
+    def _concurrency_safe(self, inp: Any) -> bool:
+        return self._flags["is_concurrency_safe"](inp)
+
+    def _destructive(self, inp: Any) -> bool:
+        return self._flags["is_destructive"](inp)
+
+    def _enabled(self, ctx: ToolContext) -> bool:
+        return self._is_enabled(ctx)
 
     def description(self, ctx: ToolContext) -> str:
         d = self._description
@@ -80,7 +96,7 @@ class _BuiltTool(Tool):
 
     def cancels_siblings_on_error(self, inp: Any) -> bool:
         try:
-            return bool(self._cancels_siblings(inp))
+            return bool(self._flags["cancels_siblings_on_error"](inp))
         except Exception:
             return False
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from .budget import ResultBudget
 from .hooks import HookEvent, Hooks
+from .secrets import redact, redact_block
 from .approval import decide_permission, denial_text
 from .permissions import Behavior, PermissionRequest, PermissionRules
 from .tool import PermissionPreview, Tool, ToolContext, ToolError
@@ -104,7 +105,8 @@ class Call:
         return self.tool, self.inp
 
 
-Stage_ = Callable[[Call], Awaitable["GoOn | Finished"]]
+# A stage after scheduling: the call so far in, "go on" or "finished" out.
+StageFn = Callable[[Call], Awaitable["GoOn | Finished"]]
 
 
 def _timed_sync(call: Call, name: str, step: Callable[[Call], GoOn | Finished]) -> GoOn | Finished:
@@ -115,7 +117,7 @@ def _timed_sync(call: Call, name: str, step: Callable[[Call], GoOn | Finished]) 
     return result
 
 
-async def _timed(call: Call, name: str, step: Stage_) -> GoOn | Finished:
+async def _timed(call: Call, name: str, step: StageFn) -> GoOn | Finished:
     stage = Stage(name=name, outcome="ok", start=now())
     call.record.stages.append(stage)
     try:
@@ -226,6 +228,7 @@ async def _permission(call: Call) -> GoOn | Finished:
         lock=env.approval_lock, summary=record.summary_use, before_prompt=before_prompt,
     )
     record.decision = decision
+    call.ctx.decided_by = decision.source  # the tool may contain what no one approved (Bash's sandbox)
     detail = f"{decision.source}: {decision.reason}"
     if decision.behavior == "deny":
         block = error_result(record.tool_use_id, denial_text(tool, decision))
@@ -245,7 +248,7 @@ async def _call(call: Call) -> GoOn | Finished:
         call.failure = (str(e) or f"{tool.name} failed.") if isinstance(e, ToolError) else f"{tool.name} failed with {type(e).__name__}: {e}"
         return GoOn(outcome="error", detail=call.failure)
     call.record.summary_result = _safe(lambda: tool.summarize_result(call.output), "done")
-    call.record.detail = _safe(lambda: tool.detail_for_person(inp, call.output), "")
+    call.record.detail = redact(_safe(lambda: tool.detail_for_person(inp, call.output), ""))
     return GoOn()
 
 
@@ -259,7 +262,9 @@ async def _map(call: Call) -> GoOn | Finished:
     except Exception as e:
         call.failure = f"{tool.name} produced a result that could not be converted for you ({type(e).__name__}: {e})."
         return GoOn(outcome="error", detail=call.failure)
-    call.result = {**mapped, "tool_use_id": tid}
+    # A credential from the kernel's environment never reaches the model, the trace, a spill file
+    # or the notebook.
+    call.result = redact_block({**mapped, "tool_use_id": tid})
     return GoOn()
 
 
@@ -298,7 +303,7 @@ def _post_event(call: Call) -> str:
 
 
 # Each stage with when it applies; a stage that does not apply leaves no entry in the trace.
-_STAGES: tuple[tuple[str, Stage_, Callable[[Call], bool]], ...] = (
+_STAGES: tuple[tuple[str, StageFn, Callable[[Call], bool]], ...] = (
     ("validate", _validate, lambda c: True),
     ("pre_hooks", _pre_hooks, lambda c: c.env.hooks.has("PreToolUse")),
     ("validate_rewritten", _validate, lambda c: c.rewritten),
@@ -337,9 +342,10 @@ async def run_stages(call: Call) -> Finished:
 async def run_call(call: Call) -> dict[str, Any]:
     """Run a prepared, started call to its end; its record is settled and emitted."""
     end = await run_stages(call)
-    settle(call.env, call.record, end.block, end.status)
-    assert end.block.get("tool_use_id") == call.record.tool_use_id
-    return end.block
+    block = redact_block(end.block)  # failures and hook context too: no credential reaches the model
+    settle(call.env, call.record, block, end.status)
+    assert block.get("tool_use_id") == call.record.tool_use_id
+    return block
 
 
 def settle(env: RunEnv, record: CallRecord, block: dict[str, Any], status: CallStatus, *, summary: str | None = None) -> None:

@@ -4,7 +4,7 @@ Order (first that applies wins), modelled on Claude Code and stricter where it h
 1. a deny rule (whole tool or content) -> deny
 2. the tool's own deny (`check_permissions`) -> deny
 3. plan mode and the call is not read-only -> deny
-4. an ask rule, or a hook's ask -> ask
+4. an ask rule, the tool's insistent ask (`PermissionCheck.always`), or a hook's ask -> ask
 5. a hook's allow -> allow (deny and ask rules were already applied)
 6. bypassPermissions -> allow
 7. acceptEdits and an edit inside the working directories -> allow
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .rules import Rule, matches_subject, parse_rule
-from .tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from .tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 
 __all__ = [
     "PermissionMode",
@@ -39,7 +39,7 @@ __all__ = [
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
 Behavior = Literal["allow", "ask", "deny"]
-Source = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
+Source = DecisionSource
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,7 +168,8 @@ def decide(
     target = _link_target(subject)
     r = rules.find("deny", tool, subject, cwd) or (target and rules.find("deny", tool, target, cwd))
     if r:
-        return Decision(behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source})")
+        hidden = f": {subject.hidden}, so the rule could apply to it" if subject is not None and subject.hidden else ""
+        return Decision(behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source}){hidden}")
     if tool_check.behavior == "deny":
         return Decision(behavior="deny", source="tool", reason=tool_check.message or f"{tool.name} refused this call")
     if hook_decision is not None and hook_decision[0] == "deny":
@@ -180,6 +181,9 @@ def decide(
         )
     if (r := rules.find("ask", tool, subject, cwd)) is not None:
         return Decision(behavior="ask", source="rule", rule=r.text, reason=f"rule {r.text!r} asks for approval")
+    if tool_check.behavior == "ask" and tool_check.always:
+        # Before hooks, modes and allow rules: a write that changes what runs asks every time.
+        return Decision(behavior="ask", source="tool", reason=tool_check.message or f"{tool.name} asks for approval")
     if hook_decision is not None and hook_decision[0] == "ask":
         return Decision(behavior="ask", source="hook", reason=hook_decision[1] or "a PreToolUse hook asks for approval")
     if hook_decision is not None and hook_decision[0] == "allow":

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-__all__ = ["ReadEntry", "ReadState", "content_hash", "cell_key"]
+__all__ = ["ReadEntry", "ReadState", "content_hash", "cell_key", "file_digest"]
 
 
 def content_hash(data: bytes | str) -> str:
@@ -33,8 +33,8 @@ def cell_key(notebook: str | Path, cell_id: str) -> str:
 @dataclass(frozen=True, kw_only=True)
 class ReadEntry:
     key: str
-    # Hash of the whole content when known. A ranged read of a huge file does not hash the
-    # whole file; size and mtime stand in for the content then.
+    # Hash of the whole content. A ranged read of a huge file hashes the file as a stream (its
+    # content never sits in memory whole); None only when the file could not be read.
     content_hash: str | None
     size: int | None = None
     mtime_ns: int | None = None
@@ -77,6 +77,10 @@ class ReadState:
             digest = content_hash(content)
             if size is None:
                 size = len(content.encode("utf-8") if isinstance(content, str) else content)
+        elif digest is None and not k.startswith("cell:"):
+            # Freshness is judged by content: a rewrite that keeps the size and restores the
+            # mtime (`touch -r`, a tool that preserves times) must still count as a change.
+            digest = file_digest(k)
         if mtime_ns is None and not k.startswith("cell:"):
             mtime_ns, size = _stat(k, size)
         entry = ReadEntry(
@@ -111,14 +115,10 @@ class ReadState:
             return f"{what} has not been read yet. Read it first, then retry the edit, so the change is made against its current content."
         if current is None:
             return f"{what} no longer exists; it was deleted or moved after you read it. Check the path, and Read it again if it moved."
-        if entry.content_hash is not None:
-            if content_hash(current) == entry.content_hash:
-                return None
-        else:
-            size = len(current.encode("utf-8") if isinstance(current, str) else current)
-            mtime_ns, _ = _stat(str(key), None)
-            if size == entry.size and mtime_ns == entry.mtime_ns:
-                return None
+        # Only content decides; an entry without a hash (the file could not be read whole when
+        # it was recorded) is never fresh.
+        if entry.content_hash is not None and content_hash(current) == entry.content_hash:
+            return None
         return f"{what} has changed since you read it (edited by the person, a formatter or another tool). Read it again, then redo the edit against the new content."
 
     def keys(self) -> list[str]:
@@ -134,6 +134,18 @@ class ReadState:
         if entry is not None:
             self._entries[entry.key] = replace(entry, **changes)  # type: ignore[arg-type]
 
+
+
+def file_digest(path: str | Path, chunk: int = 1 << 20) -> str | None:
+    """sha256 of a file read in chunks (memory stays at `chunk`), or None when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(chunk):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
 
 
 def _stat(path: str, size: int | None) -> tuple[int | None, int | None]:

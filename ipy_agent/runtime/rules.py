@@ -101,4 +101,5 @@ def matches_subject(spec: str, subject: RuleSubject | None, *, cwd: Path, kind: 
         return fnmatch.fnmatchcase(subject.value, spec)
     if kind == "allow":
         return bool(subject.parts) and all(part_matches(spec, p) for p in subject.parts or ())
-    return any(command_matches(spec, c) for c in (subject.value, *subject.spellings))
+    # A command that hides what it runs may run what the rule names: deny and ask rules hold.
+    return bool(subject.hidden) or any(command_matches(spec, c) for c in (subject.value, *subject.spellings))

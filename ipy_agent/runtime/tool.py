@@ -29,6 +29,8 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolError",
+    "DecisionSource",
+    "SandboxSetting",
     "PermissionCheck",
     "PermissionPreview",
     "RuleSubject",
@@ -39,6 +41,12 @@ __all__ = [
 
 Flag = bool | Callable[[Any], bool]
 ToolKind = Literal["read", "edit", "execute", "other"]
+# Which step of the permission decision let a call run (see `permissions.decide`). "rule",
+# "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the
+# call safe by itself, so a tool may contain it (Bash runs such commands in its OS sandbox).
+DecisionSource = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
+APPROVALS: frozenset[str] = frozenset({"rule", "mode", "hook", "person"})
+SandboxSetting = Literal["auto", "always", "off"]
 
 
 class ToolError(Exception):
@@ -68,6 +76,18 @@ class ToolContext:
     # Specifiers of the `Read(...)` deny rules in force (not whole-tool `Read`): the files they
     # name stay hidden from every tool, not only from Read (Grep, Glob, Bash check them too).
     read_deny: tuple[str, ...] = ()
+    # Who let this call run, set by the lifecycle once the permission decision is made. None
+    # (a direct call, or a caller that did not say) counts as "not approved": fail closed.
+    decided_by: DecisionSource | None = None
+    # How Bash contains commands (`Agent(sandbox=...)`): "auto" sandboxes what runs without
+    # approval, "always" also approved ones (writes limited to the working directories), "off"
+    # sandboxes nothing and so lets only a small core of commands run without asking.
+    sandbox: SandboxSetting = "auto"
+
+    @property
+    def approved(self) -> bool:
+        """A person, a rule, a mode or a hook let this call run (not the runtime's own judgement)."""
+        return self.decided_by in APPROVALS
 
     def resolve(self, path: str | Path) -> Path:
         """An absolute, normalised path: relative paths resolve against cwd, `~` expands."""
@@ -157,25 +177,33 @@ class RuleSubject:
     each cover, or None when no allow rule may vouch for the command (it hides commands in
     substitutions, writes files by redirection, or could not be parsed); `spellings` are the
     commands the line may run however they are written (`\\rm x`, `env rm x`, `bash -c 'rm x'`
-    give `rm x`), which deny and ask rules match besides `value`.
+    give `rm x`), which deny and ask rules match besides `value`; `hidden`, when the line may
+    run something it does not name, which every deny and ask rule then matches.
     """
 
     kind: Literal["command", "path", "value"]
     value: str
     parts: tuple[CommandPart, ...] | None = None
     spellings: tuple[str, ...] = ()
+    # Why the command may run a program that `spellings` do not name (`$CMD x`, `sh < f`,
+    # `find -exec "$x"`), or "": then every deny and ask rule for the tool could apply to it.
+    hidden: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
 class PermissionCheck:
     """A tool's own opinion on one call, consulted beside the general rules.
 
-    `behavior` "passthrough" means no opinion. "deny" is final; "ask" forces a prompt even where
-    the mode would let the call pass; "allow" lets it pass unless a rule says otherwise.
+    `behavior` "passthrough" means no opinion. "deny" is final. "ask" withholds the automatic
+    pass of a read-only call; an allow rule or a mode the person chose still decides first,
+    unless `always` is set: then the call asks whatever the mode, the hooks and the allow rules
+    say (writes that would change what runs or what is allowed). "allow" lets it pass unless a
+    rule says otherwise.
     """
 
     behavior: Literal["allow", "ask", "deny", "passthrough"] = "passthrough"
     message: str = ""
+    always: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,9 +24,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..runtime.tool import PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
+from ..runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
 from ._diff import Diff, Span, diff_spans, make_diff
 from ._fileio import atomic_write, real_path
+from .protected import protected_paths_reason
 
 __all__ = [
     "Plan", "FileEditingTool", "suggest_edit_rule", "read_existing", "require_fresh", "require_whole_read", "quote",
@@ -195,6 +196,17 @@ class FileEditingTool(Tool):
 
     def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
         return RuleSubject(kind="path", value=str(ctx.resolve(self._target(inp))))
+
+    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+        """A file that decides what runs or what is allowed (`.git/hooks`, settings, ~/.bashrc:
+        see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
+        where they point."""
+        path = str(ctx.resolve(self._target(inp)))
+        reason = await asyncio.to_thread(protected_paths_reason, path)
+        if reason is None:
+            return PermissionCheck()
+        return PermissionCheck(behavior="ask", always=True,
+                               message=f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed")
 
     def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
         return suggest_edit_rule(ctx.resolve(self._target(inp)), ctx)

@@ -21,12 +21,14 @@ import asyncio
 import functools
 import os
 import shutil
+import stat
 import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..runtime.secrets import tool_environ
 from ..runtime.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
 
 __all__ = [
@@ -52,6 +54,8 @@ VCS_DIRS = (".git", ".hg", ".svn", ".bzr", ".jj", "_darcs")
 # Output kept from one ripgrep run. Far above any result budget (the model never sees this
 # much), but bounded so `pattern="."` over a whole disk cannot take the kernel's memory with it.
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+# Seconds one ripgrep run may take: a search stuck on a slow mount or a special file must end.
+RG_TIMEOUT_S = 60.0
 
 _RG_NAME = "rg.exe" if os.name == "nt" else "rg"
 
@@ -100,24 +104,34 @@ class RgRun:
     cut: bool
 
 
-async def run_rg(args: list[str], cwd: Path, max_bytes: int = MAX_OUTPUT_BYTES) -> RgRun:
+async def run_rg(args: list[str], cwd: Path, max_bytes: int = MAX_OUTPUT_BYTES, timeout_s: float | None = None) -> RgRun:
     """Run ripgrep with `args` in `cwd`; kill it if the call is cancelled (an interrupt, or a
-    sibling's failure) so no orphan keeps scanning the disk after the agent moved on."""
+    sibling's failure) so no orphan keeps scanning the disk after the agent moved on, and when
+    it passes `timeout_s` (default RG_TIMEOUT_S), which ends the call with a ToolError."""
+    limit = RG_TIMEOUT_S if timeout_s is None else timeout_s
     proc = await asyncio.create_subprocess_exec(
         find_rg(),
         "--no-config",  # a user's RIPGREP_CONFIG_PATH must not change what the model gets
         *args,
         cwd=str(cwd),
+        env=tool_environ(),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        (out, cut), (err, _) = await asyncio.gather(
+        (out, cut), (err, _) = await asyncio.wait_for(asyncio.gather(
             _read_capped(proc.stdout, max_bytes, proc),
             _read_capped(proc.stderr, 64 * 1024, None),
-        )
+        ), limit)
         code = await proc.wait()
+    except TimeoutError:
+        proc.kill()
+        await asyncio.shield(proc.wait())
+        raise ToolError(
+            f"The search did not finish within {limit:g} s and was stopped. Narrow it: a `path` deeper in the "
+            "tree, a `glob` or `type` filter, or a more specific pattern."
+        ) from None
     except BaseException:
         if proc.returncode is None:
             proc.kill()
@@ -216,6 +230,14 @@ class SearchTool(Tool):
         )
 
     def missing_path_message(self, root: Path, ctx: ToolContext) -> str | None:
+        try:
+            mode = root.stat().st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            # Reading a FIFO waits for a writer forever; a device may never end.
+            return (f"Path {str(root)!r} is not a regular file or directory (a pipe, socket or device), "
+                    f"so {self.name} will not read it. Give a file or a directory.")
         if root.exists():
             return None
         return (

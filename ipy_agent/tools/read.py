@@ -359,7 +359,7 @@ def _text_output(path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContex
     if r.raw is not None:
         ctx.read_state.record(path, content=r.raw, offset=offset, limit=limit)
     else:
-        # Too big to hash on every ranged read; Edit then checks size and mtime instead.
+        # Too big to keep whole: the read state hashes the file as a stream instead.
         ctx.read_state.record(path, digest=None, size=st.st_size, mtime_ns=st.st_mtime_ns, offset=offset, limit=limit)
     return ReadOutput(kind="text", path=str(path), content=text, first_line=start, lines=shown, total_lines=r.total_lines, nbytes=st.st_size)
 

@@ -10,6 +10,7 @@ they work from Python as well as through `%agent_tools`, `%agent_inspect`, `%age
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ..runtime.tool import Tool
@@ -42,6 +43,12 @@ def tools_text(agent: Any) -> str:
                      flag_text(tool, "destructive")))
     lines = [f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):"]
     lines += _table(rows)
+    if any(t.name == "Bash" for t in agent.tools):
+        from ..tools.bash.sandbox import availability_note
+
+        note = availability_note(agent.context())
+        lines += ["", note or f"Bash sandbox: {agent.sandbox} (commands that run without asking are sandboxed: "
+                  "read-only, no network; see the sandbox setting)."]
     if exposure.hidden:
         lines.append("")
         lines.append("Hidden tools, and why:")
@@ -56,7 +63,7 @@ def tools_text(agent: Any) -> str:
     return "\n".join(lines)
 
 
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 

@@ -76,6 +76,9 @@ class TextRenderer:
         self.console = console or make_console()
         self._mid_line = False
         self._thinking = False
+        # A settled call can be reported again (the message budget spilled its result); a
+        # printed line stays printed, so each call gets one row.
+        self._printed: set[int] = set()  # id() of the records (kept alive by the agent's trace)
 
     def __call__(self, event: AgentEvent) -> None:
         match event:
@@ -88,7 +91,8 @@ class TextRenderer:
                     self._thinking = True
             case CallEvent() if event.record.status == "waiting":
                 self._newline()  # the approval prompt starts on a line of its own
-            case CallEvent() if event.record.status in _SETTLED:
+            case CallEvent() if event.record.status in _SETTLED and id(event.record) not in self._printed:
+                self._printed.add(id(event.record))
                 self._newline()
                 rec = event.record
                 self.console.print(call_row(rec))

@@ -181,10 +181,35 @@ class Kernel:
         return {cid: s for cid, s in self.models.items() if s.get("_model_name") == model_name}
 
     def find_button(self, prefix: str, *, enabled: bool = True) -> str | None:
+        """A button a person can see: on screen (inside a displayed widget), not just opened.
+
+        The kernel opens a widget's children before the box that holds them, and attaches a
+        new box (an approval prompt) to the view after that; so once a button is reachable from
+        a displayed widget, everything shown beside it (the prompt's diff) has arrived too."""
+        on_screen = self.displayed()
         for cid, state in self.widgets("ButtonModel").items():
-            if str(state.get("description", "")).startswith(prefix) and not (enabled and state.get("disabled")):
+            if cid in on_screen and str(state.get("description", "")).startswith(prefix) \
+                    and not (enabled and state.get("disabled")):
                 return cid
         return None
+
+    def displayed(self) -> set[str]:
+        """The comm ids of every widget inside a widget that a cell displayed."""
+        view = "application/vnd.jupyter.widget-view+json"
+        todo = [m["content"]["data"][view]["model_id"] for m in self.messages
+                if m["msg_type"] in ("display_data", "execute_result") and view in m["content"].get("data", {})]
+        seen: set[str] = set()
+        while todo:
+            cid = todo.pop()
+            if cid in seen or cid not in self.models:
+                continue
+            seen.add(cid)
+            state = self.models[cid]
+            todo += [str(c).removeprefix("IPY_MODEL_") for c in state.get("children") or []]
+            for output in state.get("outputs") or []:  # an Output widget showing widgets
+                if isinstance(output, dict) and view in output.get("data", {}):
+                    todo.append(output["data"][view]["model_id"])
+        return seen
 
     def siblings(self, comm_id: str, timeout: float = TIMEOUT) -> list[str]:
         """The comm ids of the widgets in the same box as `comm_id` (a prompt's buttons and text).

@@ -137,3 +137,34 @@ def test_cells_have_their_own_keys(tmp_path):
     state.record(key, content="x = 1")
     assert state.check_fresh(key, "x = 1") is None
     assert "changed" in state.check_fresh(key, "x = 2", what="Cell 'abc'")
+
+
+def test_a_result_the_message_budget_replaces_reaches_the_row_and_the_trace(tmp_path):
+    blocks = [use("Big", "small", n=100), use("Big", "large", n=1800), use("Big", "mid", n=1000)]
+    model = ScriptedModel([blocks, "done"])
+    agent = Agent(model=model, tools=[_big(limit=10**6)], cwd=tmp_path, message_budget=150_000)
+    seen: list[tuple[str, str, bool]] = []  # what each row event showed: id, status, spilled
+    agent.on_event(lambda e: seen.append((e.record.tool_use_id, e.record.status, bool(e.record.spilled_to)))
+                   if getattr(e, "kind", "") == "call" else None)
+    agent.run("go")
+    large = agent.trace[1]
+    sent = results_of(model.requests[1]["messages"][2])["large"]
+    assert large.result == sent and "<persisted-output>" in sent["content"]
+    assert large.stage("message_budget").outcome == "spilled" and large.spilled_to
+    # The row heard of it: after the call was done, one more event showed the spilled result.
+    events = [s for s in seen if s[0] == "large"]
+    assert events[-1] == ("large", "done", True) and ("large", "done", False) in events
+
+
+def test_the_terminal_prints_one_row_per_call_when_the_message_budget_spills(tmp_path):
+    from rich.console import Console
+
+    from ipy_agent.ui.text import TextRenderer
+
+    console = Console(record=True, width=200, force_terminal=False)
+    blocks = [use("Big", "small", n=100), use("Big", "large", n=1800)]
+    agent = Agent(model=ScriptedModel([blocks, "done"]), tools=[_big(limit=10**6)], cwd=tmp_path, message_budget=100_000)
+    agent.on_event(TextRenderer(console))
+    agent.run("go")
+    rows = [line for line in console.export_text().splitlines() if line.strip().startswith("✓ Big")]
+    assert len(rows) == 2 and agent.trace[1].stage("message_budget") is not None

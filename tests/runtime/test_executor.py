@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.runtime.history import history_problems
@@ -151,3 +152,64 @@ def _clock_offset() -> float:
 
     loop = asyncio.get_running_loop()
     return time.perf_counter() - loop.time()
+
+
+def test_ten_sync_calls_in_one_message_all_run_at_once(tmp_path):
+    # Each call waits inside the tool until all ten are inside: only a pool with a thread for
+    # every call of the batch lets them meet (asyncio's default pool has six threads on 2 cores).
+    from pydantic import BaseModel
+
+    from ipy_agent import build_tool
+
+    class Nap(BaseModel):
+        n: int
+
+    inside = threading.Barrier(10, timeout=60)
+    windows: dict[int, tuple[float, float]] = {}
+
+    def nap(inp: Nap, ctx) -> str:
+        start = time.perf_counter()
+        inside.wait()
+        time.sleep(0.1)
+        windows[inp.n] = (start, time.perf_counter())
+        return "rested"
+
+    tool = build_tool(name="Nap", input_model=Nap, description="d", call=nap, is_read_only=True, is_concurrency_safe=True)
+    blocks = [use("Nap", str(i), n=i) for i in range(10)]
+    agent = Agent(model=ScriptedModel([blocks, "done"]), tools=[tool], cwd=tmp_path)
+    agent.run("go")
+    assert [b["content"] for b in agent.messages[2]["content"]] == ["rested"] * 10
+    assert max(s for s, _ in windows.values()) < min(e for _, e in windows.values())  # one common moment
+    assert {r.batch for r in agent.trace} == {1}
+
+
+def test_each_call_input_is_parsed_once(tmp_path):
+    from pydantic import BaseModel, field_validator
+
+    from ipy_agent import ToolError, build_tool
+
+    parsed: list[str] = []
+
+    class Step(BaseModel):
+        label: str
+
+        @field_validator("label")
+        @classmethod
+        def count(cls, v: str) -> str:
+            parsed.append(v)
+            return v
+
+    def run(inp: Step, ctx) -> str:
+        if inp.label == "b":
+            raise ToolError("b failed")
+        return inp.label
+
+    tool = build_tool(name="Step", input_model=Step, description="d", call=run, is_read_only=lambda s: s.label != "b",
+                      is_concurrency_safe=lambda s: s.label == "a", cancels_siblings_on_error=True)
+    blocks = [use("Step", "1", label="a"), use("Step", "2", label="b"), use("Step", "3", label="c")]
+    agent = Agent(model=ScriptedModel([blocks, "done"]), tools=[tool], cwd=tmp_path, approver=lambda r: "allow")
+    agent.hooks.add("PreToolUse", lambda e: None)
+    agent.run("go")
+    res = results_of(agent.messages[2])
+    assert res["1"]["content"] == "a" and res["2"]["is_error"] and "Cancelled" in res["3"]["content"]
+    assert parsed == ["a", "b", "c"]  # c was parsed (to schedule it) but never ran

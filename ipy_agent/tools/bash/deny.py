@@ -27,6 +27,7 @@ import shlex
 from dataclasses import dataclass
 
 from ...runtime.tool import ToolContext
+from .options import PATTERN_FIRST, path_candidates, supplies_pattern
 from .syntax import SimpleCommand, Word, analyze
 from .wrappers import program_name, unwrap
 
@@ -35,12 +36,8 @@ __all__ = ["NO_PATH_ARGS", "ReadCheck", "denied_read"]
 # Arguments of these are text, never files they read (`echo .env >> .gitignore` is fine).
 # Wrappers that run another command (env, command, nice, timeout, xargs) are not here on purpose.
 NO_PATH_ARGS = frozenset(
-    "echo printf which type date true false sleep seq expr uname id whoami printenv pwd basename dirname".split()
+    "echo printf which type true false sleep seq expr uname id whoami printenv pwd basename dirname".split()
 )
-# Their first operand is a pattern or a script, unless `-e` / `-f` (alone or in a cluster such as
-# `-ie`) or one of these long flags supplies it; then every operand is checked.
-_PATTERN_FIRST = frozenset("grep egrep fgrep rg ag ack sed awk gawk".split())
-_PATTERN_FLAGS = ("--regexp", "--file", "--expression")
 # `$X`, `${X...}`, `$(...)` (one level of nested parentheses), backticks, `$1`, `$@`...
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]")
 _GIT_STAGE = re.compile(r"^:[0-3]:|^:")  # `:0:path` (a stage of the index), `:path` (the index)
@@ -139,13 +136,13 @@ def _path_words(cmd: SimpleCommand, every_word: bool = False) -> tuple[list[Word
     if real[0].text and "/" in real[0].text:
         words.append(real[0])  # `./secrets/run.sh` reads the script to run it
     args = real[1:]
-    skip_pattern = name in _PATTERN_FIRST and not any(_supplies_pattern(w.text or "") for w in args)
+    skip_pattern = name in PATTERN_FIRST and not any(supplies_pattern(w.text or "") for w in args)
     git_paths: list[str] = []
     for w in args:
         text = w.text
         if text is not None and text.startswith("-"):
-            if text.startswith("--") and "=" in text:
-                words.append(Word(source=w.source, text=text.split("=", 1)[1], glob=w.glob))
+            # `--file=.env`, and `-f.env` / `-rf.env` (a value attached to a short option).
+            words += [Word(source=w.source, text=value, glob=w.glob) for value in path_candidates(text)]
             continue
         if skip_pattern:
             skip_pattern = False
@@ -154,12 +151,6 @@ def _path_words(cmd: SimpleCommand, every_word: bool = False) -> tuple[list[Word
         if name == "git" and text and ":" in text:
             git_paths.append(_GIT_STAGE.sub("", text.split(":", 1)[1] if not text.startswith(":") else text))
     return words, git_paths
-
-
-def _supplies_pattern(flag: str) -> bool:
-    if flag.startswith("--"):
-        return flag.split("=", 1)[0] in _PATTERN_FLAGS
-    return flag.startswith("-") and bool(set(flag[1:]) & {"e", "f"})
 
 
 def _check_words(words: list[str], dirs: list[str], ctx: ToolContext) -> tuple[str, str] | None:

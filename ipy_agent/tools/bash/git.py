@@ -3,7 +3,8 @@
 git is the command agents run most, and one subcommand name covers both a read and a write
 (`git branch` lists, `git branch x` creates), so each subcommand gets its own rule. Options that
 would make a reading subcommand run something or write a file fail: `git -c core.pager=...`,
-`--output=FILE`, `git grep -O`. git accepts abbreviated long options, so `--out=f` counts as
+`--output=FILE`, `git grep -O`, `--ext-diff`, signature checks (gpg). Subcommands that reach a
+remote (`fetch`, `ls-remote`, `remote show`) are not on the list. git accepts abbreviated long options, so `--out=f` counts as
 `--output=f`.
 """
 
@@ -17,13 +18,16 @@ __all__ = ["git_problem"]
 _READING = frozenset(
     """status diff log show blame annotate ls-files ls-tree rev-parse describe shortlog grep
     cat-file rev-list merge-base name-rev whatchanged show-ref count-objects diff-tree diff-files
-    diff-index for-each-ref version check-ignore cherry show-branch verify-commit verify-tag
+    diff-index for-each-ref version check-ignore cherry show-branch
     range-diff""".split()
 )
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"})
 _WRITE_FLAGS = ("--output", "--open-files-in-pager")
+# Options of reading subcommands that run programs: an external diff (`diff.external`,
+# GIT_EXTERNAL_DIFF) and gpg to check signatures.
+_RUN_FLAGS = ("--ext-diff", "--show-signature")
 
-_generic = flag_check(bad_long=_WRITE_FLAGS, short_value="nUSGlL")
+_generic = flag_check(bad_long=_WRITE_FLAGS + _RUN_FLAGS, short_value="nUSGlL", why="writes a file or runs a program")
 _grep = flag_check("O", _WRITE_FLAGS, short_value="efABCm", why="runs a pager command")
 
 _BRANCH_LISTING = {"-a", "-r", "--all", "--remotes", "-l", "--list", "-v", "-vv", "--verbose", "--show-current",
@@ -32,8 +36,7 @@ _BRANCH_LISTING = {"-a", "-r", "--all", "--remotes", "-l", "--list", "-v", "-vv"
                    "--abbrev", "--no-abbrev", "--omit-empty", "-q", "--quiet"}
 _BRANCH_IMPLIES_LIST = {"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at"}
 _TAG_LISTING = {"-l", "--list", "-n", "--sort", "--format", "--contains", "--no-contains", "--merged",
-                "--no-merged", "--points-at", "-i", "--ignore-case", "--column", "--no-column", "--color",
-                "-v", "--verify"}
+                "--no-merged", "--points-at", "-i", "--ignore-case", "--column", "--no-column", "--color"}
 _CONFIG_GETTERS = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "--get-color",
                    "--get-colorbool"}
 _CONFIG_HARMLESS = _CONFIG_GETTERS | {"--show-origin", "--show-scope", "--global", "--local", "--system",
@@ -105,19 +108,23 @@ def git_problem(args: list[Word]) -> str | None:
         return f"git option {flag} is not known to be read-only"
     if i >= len(args):
         return "git without a subcommand"
+    if signed := next((a.text for a in args if "%G" in (a.text or "")), None):
+        return f"git {signed} checks signatures, which runs gpg"
     sub, rest = args[i].text or "", args[i + 1 :]
     if sub in _READING:
         return _grep("git grep", rest) if sub == "grep" else _generic(f"git {sub}", rest)
     if sub == "branch":
         return _listing(sub, rest, _BRANCH_LISTING, _BRANCH_IMPLIES_LIST)
     if sub == "tag":
-        return _listing(sub, rest, _TAG_LISTING, {"-l", "--list", "-v", "--verify"})
+        return _listing(sub, rest, _TAG_LISTING, {"-l", "--list"})
     if sub == "config":
         return _config(rest)
     if sub == "remote":
         if any(isinstance(o, Opt) and o.name not in ("-v", "--verbose", "-n", "--push", "--all")
                for o in parse_options(rest)):
             return "git remote option is not known to be read-only"
+        if any(a.text == "show" for a in rest) and not any(a.text == "-n" for a in rest):
+            return "git remote show contacts the remote (only `git remote show -n` stays local)"
         return _subcommand_only(sub, rest, (None, "get-url", "show"))
     if sub == "stash":
         return _subcommand_only(sub, rest, ("list", "show"))

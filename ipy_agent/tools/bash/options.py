@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from .syntax import Word
 
-__all__ = ["Check", "Opt", "parse_options", "unknown_problem", "long_hit", "flag_check"]
+__all__ = ["Check", "Opt", "parse_options", "unknown_problem", "long_hit", "flag_check", "path_candidates",
+           "PATTERN_FIRST", "PATTERN_FLAGS", "supplies_pattern"]
 
 # A program's check: (program name, its arguments) -> why it may write or run something, or None.
 Check = Callable[[str, list[Word]], "str | None"]
@@ -76,3 +77,33 @@ def flag_check(bad_short: str = "", bad_long: tuple[str, ...] = (), short_value:
         return None
 
     return check
+
+
+def path_candidates(text: str) -> list[str]:
+    """What in one word may be a path a program opens: the word itself, the value of
+    `--opt=value`, and for a short-option cluster every tail after its first letter (`-f/x`,
+    `-rf../x`: which letter takes a value depends on the program, so each is tried)."""
+    if not text:
+        return []
+    if text.startswith("--"):
+        value = text.partition("=")[2]
+        return [value] if value else []
+    if text.startswith("-") and len(text) > 2:
+        # `cut -d/`, `sort -t/`: a lone `/` is a delimiter; as a path it is a directory that no
+        # listed program takes as an attached value.
+        return [tail for k in range(2, len(text)) if (tail := text[k:]) != "/"]
+    if text == "-":
+        return []
+    return [text]
+
+
+# Their first operand is a pattern or a program, unless `-e` / `-f` (alone or in a cluster such
+# as `-ie`) or one of these long flags supplies it; then every operand may be a file.
+PATTERN_FIRST = frozenset("grep egrep fgrep rg ag ack sed awk gawk mawk nawk jq".split())
+PATTERN_FLAGS = ("--regexp", "--file", "--expression", "--from-file")
+
+
+def supplies_pattern(flag: str) -> bool:
+    if flag.startswith("--"):
+        return flag.split("=", 1)[0] in PATTERN_FLAGS
+    return flag.startswith("-") and bool(set(flag[1:]) & {"e", "f"})

@@ -10,6 +10,9 @@ Kept apart from the tool so the mechanics can be read (and tested) on their own:
 - Output is kept whole while small; past that only its head and tail stay in memory and the
   whole stream goes to a spill file, so a command printing gigabytes costs disk, not memory.
 - An EXIT trap writes the shell's final `pwd -P` to a side file, so `cd` can carry over.
+- The environment has no credentials (`runtime.secrets`); `wrap` puts the shell inside the OS
+  sandbox (`bash.sandbox`), and `end_group` stops whatever the command left running in the
+  background once it exits (for commands no one approved). Spill files stop at MAX_SPILL_BYTES.
 """
 
 from __future__ import annotations
@@ -20,9 +23,13 @@ import os
 import shlex
 import signal
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from ...runtime import budget
+from ...runtime.secrets import tool_environ
 
 __all__ = ["RunResult", "run_command", "elide_middle", "OUTPUT_LIMIT"]
 
@@ -58,6 +65,7 @@ class _Collector:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.spill_path = spill_path
         self._file: BinaryIO | None = None
+        self._spilled = 0
 
     async def feed(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)
@@ -83,7 +91,17 @@ class _Collector:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
             path = self.spill_path
             self._file = await asyncio.to_thread(lambda: open(path, "wb"))
-        await asyncio.to_thread(self._file.write, data)
+        room = budget.MAX_SPILL_BYTES - self._spilled
+        self._spilled += len(data)
+        if room > 0:
+            await asyncio.to_thread(self._file.write, data[:room])
+
+    async def _close_spill(self) -> None:
+        if self._file is not None:
+            if self._spilled > budget.MAX_SPILL_BYTES:
+                note = budget.spill_note(self._spilled - budget.MAX_SPILL_BYTES).encode()
+                await asyncio.to_thread(self._file.write, note)
+            await asyncio.to_thread(self._file.close)
 
     async def finish(self) -> tuple[str, Path | None]:
         self.total_chars += len(self._decoder.decode(b"", final=True))
@@ -96,8 +114,7 @@ class _Collector:
         else:
             head = self.buf.decode("utf-8", "replace")
             tail = self.tail.decode("utf-8", "replace")
-        if self._file is not None:
-            await asyncio.to_thread(self._file.close)
+        await self._close_spill()
         path = self.spill_path if self._file is not None else None
         return elide_middle(head, tail, self.total_chars, self.lines, path), path
 
@@ -168,25 +185,39 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
         pass
     finally:
         # Also runs when a second cancellation lands here, so nothing survives either way.
-        _signal_group(proc.pid, signal.SIGKILL)
-        waited = 0.0
-        while waited < _GONE_WAIT and await asyncio.to_thread(_group_alive, proc.pid):
-            await asyncio.sleep(0.02)
-            waited += 0.02
+        await _kill_group(proc.pid)
 
 
-async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path | None) -> RunResult:
-    """Run `command`; on timeout stop its group and return; on cancellation stop it and re-raise."""
+async def _kill_group(pgid: int) -> None:
+    _signal_group(pgid, signal.SIGKILL)
+    waited = 0.0
+    while waited < _GONE_WAIT and await asyncio.to_thread(_group_alive, pgid):
+        await asyncio.sleep(0.02)
+        waited += 0.02
+
+
+async def run_command(
+    command: str, cwd: str, timeout_s: float, spill_path: Path | None, *,
+    wrap: Callable[[str], list[str]] | None = None, end_group: bool = False,
+) -> RunResult:
+    """Run `command`; on timeout stop its group and return; on cancellation stop it and re-raise.
+
+    `wrap(side_file)` gives the argv to run the shell under (the sandbox), which must let the
+    shell write `side_file`; with `end_group` the group is killed once the shell exits."""
     fd, cwd_file = tempfile.mkstemp(prefix="ipy_agent_cwd_")
     os.close(fd)
     # Same line as the command, so bash's "line N" in error messages matches what the model wrote.
     script = f"trap 'pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat"}
+    # pip checks PyPI for a newer pip once a week, even in `pip list`: a network call the
+    # classifier calls read-only must not make.
+    env = {**tool_environ(), "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     collector = _Collector(spill_path)
     rfd, wfd = os.pipe()
     try:
+        prefix = wrap(cwd_file) if wrap is not None else []
         proc = await asyncio.create_subprocess_exec(
-            "/bin/bash", "-c", script, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            *prefix, "/bin/bash", "-c", script, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=wfd, stderr=wfd, start_new_session=True,
         )
     except BaseException:
@@ -220,6 +251,8 @@ async def run_command(command: str, cwd: str, timeout_s: float, spill_path: Path
         except asyncio.CancelledError:
             await _stop_group(proc)
             raise
+        if end_group:
+            await _kill_group(proc.pid)  # nothing it started outlives the call
         if pumping is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)

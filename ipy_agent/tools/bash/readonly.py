@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import re
 
+from .awk import awk_problem
 from .git import git_problem
 from .options import Check, Opt, flag_check, long_hit, parse_options, unknown_problem
 from .sed import sed_problem
 from .syntax import UNKNOWN, SimpleCommand, Word
 
-__all__ = ["command_problem", "program_problem"]
+__all__ = ["HIDDEN_WORD", "TEXT_ARGS", "command_problem", "program_problem"]
+
+HIDDEN_WORD = "is only known when the shell runs"
+# Programs whose arguments are only text they print or compute with: no file, no code, no flag
+# that writes. A word only the shell knows is harmless to them (`echo $HOME`).
+TEXT_ARGS = frozenset("echo true false : basename dirname seq expr sleep pwd uname id whoami groups nproc arch tty".split())
 
 # Programs none of whose flags write files or run other programs: any argument is fine.
 _ANY_ARGS = frozenset(
@@ -29,12 +35,17 @@ _ANY_ARGS = frozenset(
 # Harmless variables in `LANG=C sort x`; anything else (PATH, LD_PRELOAD, GIT_EXTERNAL_DIFF,
 # PAGER...) can make a reading program run something else.
 _SAFE_VARIABLES = frozenset({"LANG", "LANGUAGE", "TZ", "NO_COLOR", "COLUMNS", "LINES", "CLICOLOR", "TERM"})
-_VERSION_PROBES = frozenset(
-    """python python3 node npm npx pip pip3 uv cargo rustc go java javac ruby gcc g++ clang make cmake
-    docker gh conda poetry deno bun yarn pnpm perl php tsc pytest bash sh zsh git rg jq
-    kubectl terraform mypy ruff black""".split()
-)
-_VERSION_FLAGS = frozenset({"--version", "-V", "version", "-version"})
+# `PROGRAM FLAG` that only prints a version. Not every program: a bare `version` is a file to
+# run for python or node and a target for make; `pytest --version` imports conftest.py; yarn,
+# pnpm, cargo and go may fetch or run a project-pinned copy of themselves first; kubectl,
+# terraform and docker's `version` contact a server.
+_VERSION_FLAGS: dict[str, frozenset[str]] = {
+    **dict.fromkeys("""node npm npx uv gcc g++ clang make cmake gh conda poetry deno bun perl php tsc bash zsh
+        git rg jq mypy ruff black ruby docker pip pip3 python python3""".split(), frozenset({"--version"})),
+    **dict.fromkeys("python python3 pip pip3 ruff perl".split(), frozenset({"--version", "-V"})),
+    **dict.fromkeys("java javac".split(), frozenset({"-version", "--version"})),
+    "node": frozenset({"--version", "-v"}),
+}
 
 
 # --- programs with their own rules ------------------------------------------------------------
@@ -183,9 +194,80 @@ def _hostname(name: str, args: list[Word]) -> str | None:
 
 
 def _version_probe(name: str, args: list[Word]) -> str | None:
-    if len(args) == 1 and args[0].text in _VERSION_FLAGS:
+    if len(args) == 1 and args[0].text in _VERSION_FLAGS[name]:
         return None
     return f"{name} runs code or changes things; only `{name} --version` is read-only"
+
+
+# jq options that shape output or pass text in; `--arg NAME VALUE` and friends take two words.
+_JQ_FLAGS = frozenset("""-r --raw-output -j --join-output -a --ascii-output -c --compact-output -n --null-input
+    -s --slurp -e --exit-status -S --sort-keys -C --color-output -M --monochrome-output --tab --seq --stream
+    --stream-errors -R --raw-input --raw-output0 --unbuffered -h --help --args --jsonargs --version -V""".split())
+_JQ_TWO_VALUES = frozenset({"--arg", "--argjson"})
+# Filters that read the environment (the API key lives there), name or load files, or show
+# where the program runs; a filter using them is not judged read-only.
+_JQ_FORBIDDEN = re.compile(r"\b(env|input_filename|import|include|modulemeta|get_search_list|get_prog_origin|"
+                           r"get_jq_origin)\b|\$(ENV|__loc__|__prog_args)\b")
+
+
+def _jq(name: str, args: list[Word]) -> str | None:
+    if problem := unknown_problem(args):
+        return problem
+    i, program = 0, None
+    while i < len(args):
+        t = args[i].text or ""
+        if t == "--":
+            # Everything after is positional (the filter first, if not yet given).
+            for rest in args[i + 1 :]:
+                program = rest.text if program is None else program
+            break
+        if t.startswith("-") and t != "-":
+            flag = t.partition("=")[0]
+            if flag in _JQ_TWO_VALUES:
+                i += 3
+                continue
+            if flag == "--indent":
+                i += 2
+                continue
+            if flag not in _JQ_FLAGS and not (len(flag) > 2 and not flag.startswith("--")
+                                              and all(f"-{c}" in _JQ_FLAGS for c in flag[1:])):
+                return f"jq option {t} reads a filter or data file, or is not known to be read-only"
+            i += 1
+            continue
+        if program is None:
+            program = t
+        i += 1
+    if program is None:
+        return None  # `jq` alone is `jq .`
+    if m := _JQ_FORBIDDEN.search(program):
+        return f"the jq filter uses {m.group()!r}, which reads the environment or loads or names files"
+    return None
+
+
+_PIP_READS: dict[str, frozenset[str]] = {
+    "list": frozenset("""-l --local --user -e --editable --exclude-editable --include-editable --not-required
+        --format -v --verbose -q --quiet --no-color --disable-pip-version-check --exclude""".split()),
+    "freeze": frozenset("-l --local --user --all --exclude-editable --exclude -q --quiet --no-color".split()),
+    "show": frozenset("-f --files -v --verbose -q --quiet --no-color".split()),
+    "check": frozenset({"-q", "--quiet", "--no-color"}),
+}
+
+
+def _pip(name: str, args: list[Word]) -> str | None:
+    """`pip list`, `pip freeze`, `pip show`, `pip check`: local metadata only. (The Bash tool's
+    environment turns pip's once-a-week version check, a network call, off.)"""
+    if problem := unknown_problem(args):
+        return problem
+    if len(args) == 1 and args[0].text in _VERSION_FLAGS[name]:
+        return None
+    sub = args[0].text if args else None
+    if sub not in _PIP_READS:
+        return f"{name} {sub or ''} installs, downloads or reaches the network; only list, freeze, show and check read".replace("  ", " ")
+    for a in args[1:]:
+        t = a.text or ""
+        if t.startswith("-") and t.partition("=")[0] not in _PIP_READS[sub]:
+            return f"{name} {sub} {t} is not known to be read-only (it may reach the network)"
+    return None
 
 
 _CHECKS: dict[str, Check] = {
@@ -194,8 +276,15 @@ _CHECKS: dict[str, Check] = {
     "printf": flag_check("v", why="assigns a shell variable"),
     "file": flag_check("C", ("--compile",), short_value="eFfmP"),
     "tree": flag_check("oR", ("--output",), short_value="LIPHTo"),
-    "rg": flag_check(bad_long=("--pre",), why="runs a preprocessor command"),
-    "jq": flag_check("fL", ("--from-file", "--rawfile", "--slurpfile"), why="reads a filter or data file"),
+    "rg": flag_check("z", ("--pre", "--pre-glob", "--search-zip", "--hostname-bin"),
+                     why="runs a preprocessor, a decompressor or another program"),
+    "jq": _jq,
+    "pip": _pip,
+    "pip3": _pip,
+    "awk": awk_problem,
+    "gawk": awk_problem,
+    "mawk": awk_problem,
+    "nawk": awk_problem,
     "hostname": _hostname,
     "find": _find,
     "sed": sed_problem,
@@ -217,10 +306,18 @@ def program_problem(name_word: Word, args: list[Word], via: str = "") -> str | N
     """Why `name_word args...` may write or run something unchecked; None when it only reads.
     `via` names the wrapper it runs under (`xargs `), for the message."""
     name = name_word.text
+    # `$X`, `"$X"`, `~user`: a word only the shell knows may be anything: a path outside, a
+    # denied file, a flag. Only programs whose arguments are plain text take one. (A glob or a
+    # brace list is a list of names, judged by the program's own check.)
+    hidden = next((a for a in args if a.text is None and not a.glob), None)
     if name is None:
         return f"the command name {name_word.source!r} is only known when the shell runs"
     if "/" in name:
         return f"{via}{name} runs a program by path; only programs found on PATH are on the allow-list"
+    if name != "git" and name not in _CHECKS and name not in _ANY_ARGS and name not in _VERSION_FLAGS:
+        return f"{via}{name} is not on the read-only allow-list"
+    if hidden is not None and name not in TEXT_ARGS:
+        return f"{via}argument {hidden.source!r} {HIDDEN_WORD}"
     if name == "git":
         return git_problem(args)
     if name in _CHECKS:
@@ -228,7 +325,7 @@ def program_problem(name_word: Word, args: list[Word], via: str = "") -> str | N
         return f"{via}{problem}" if problem and via else problem
     if name in _ANY_ARGS:
         return None
-    if name in _VERSION_PROBES:
+    if name in _VERSION_FLAGS:
         return _version_probe(name, args)
     return f"{via}{name} is not on the read-only allow-list"
 

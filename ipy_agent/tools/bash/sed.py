@@ -9,35 +9,50 @@ pass.
 from __future__ import annotations
 
 from .options import long_hit, parse_options, unknown_problem
-from .syntax import UNKNOWN, Word
+from .syntax import Word
 
 __all__ = ["sed_problem", "sed_script_problem"]
 
+# Options that change how sed reads and prints, never what it writes or runs. (`-e SCRIPT` and
+# `-l N` take values and are handled on their own.)
+_HARMLESS = frozenset({"-n", "--quiet", "--silent", "-E", "-r", "--regexp-extended", "-s", "--separate", "-z",
+                       "--null-data", "-u", "--unbuffered", "--posix", "--debug", "--sandbox"})
+
 
 def sed_problem(name: str, args: list[Word]) -> str | None:
+    """None when `sed args...` only prints: known options, scripts that only read and print."""
     if problem := unknown_problem(args):
         return problem
     scripts: list[str] = []
-    items = list(parse_options(args, short_value="efl"))
-    positional = [i for i in items if isinstance(i, Word)]
-    detached = iter(positional)
-    for item in items:
+    items = list(parse_options(args, short_value="el"))
+    taken: set[int] = set()  # positions of detached option values (`-e SCRIPT`, `-l N`)
+    for k, item in enumerate(items):
         if isinstance(item, Word):
             continue
         if item.name == "-i" or long_hit(item.name, ("--in-place",)):
             return "sed -i edits files in place"
         if item.name == "-f" or long_hit(item.name, ("--file",)):
             return "sed -f runs a script file that was not checked"
-        if item.name == "-e" or long_hit(item.name, ("--expression",)):
-            value = item.value if item.value is not None else next(detached, UNKNOWN).text
-            if value is None:
-                return "sed -e without a script"
-            scripts.append(value)
-            positional = positional[1:] if item.value is None else positional
+        is_script = item.name == "-e" or long_hit(item.name, ("--expression",))
+        is_width = item.name == "-l" or long_hit(item.name, ("--line-length",))
+        if not (is_script or is_width or item.name in _HARMLESS
+                or any(long_hit(item.name, (f,)) for f in _HARMLESS if f.startswith("--"))):
+            return f"sed option {item.name} is not known to be read-only"
+        if (is_script or is_width) and item.value is None:
+            following = items[k + 1] if k + 1 < len(items) else None
+            if not isinstance(following, Word) or following.text is None:
+                return f"sed {item.name} without a value it can check"
+            taken.add(k + 1)
+            value: str | None = following.text
+        else:
+            value = item.value
+        if is_script:
+            scripts.append(value or "")
+    positional = [it for k, it in enumerate(items) if isinstance(it, Word) and k not in taken]
     if not scripts:
-        if not positional or positional[0].glob:
+        if not positional or positional[0].glob or positional[0].text is None:
             return "sed without a script it can check"
-        scripts.append(positional[0].text or "")
+        scripts.append(positional[0].text)
     for s in scripts:
         if problem := sed_script_problem(s):
             return problem
@@ -45,7 +60,8 @@ def sed_problem(name: str, args: list[Word]) -> str | None:
 
 
 def sed_script_problem(script: str) -> str | None:
-    """None when a sed script has no `w`, `W` or `e` command and no `s///w` or `s///e` flag."""
+    """None when a sed script has no `w`, `W`, `e`, `r` or `R` command and no `s///w` or
+    `s///e` flag, and every command in it is one sed only reads or prints with."""
     s, i, n = script, 0, len(script)
 
     def skip_delimited(j: int, parts: int) -> int:
@@ -84,6 +100,8 @@ def sed_script_problem(script: str) -> str | None:
         c = s[i]
         if c in "wWe":
             return f"sed command {c!r} writes a file or runs a command"
+        if c in "rR":
+            return f"sed command {c!r} reads a file that the path checks do not see"
         if c in "#aicrR:btTv":  # text, file to read, or label: the rest of the line
             while i < n and s[i] != "\n" and not (c in "btTv" and s[i] == ";"):
                 i += 1

@@ -8,14 +8,17 @@ tree-sitter parse, everything a rule needs:
   cannot be split, or writes a file by redirection (`git status > f` is an edit of `f`);
 - `spellings`: every command the line may run, those inside substitutions included, as written
   and normalised (`\\rm x`, `env rm x`, `/bin/rm x`, `bash -c 'rm x'` all give `rm x`), which deny
-  and ask rules match.
+  and ask rules match;
+- `hidden`: why the line may run a program no spelling names (`$CMD x`, `sh < script`,
+  `find -exec "$p" {} ;`, `git -c alias.x=...`): then every deny and ask rule holds, in every
+  mode, since any of them could be the one that applies.
 """
 
 from __future__ import annotations
 
 from ...runtime.tool import CommandPart, RuleSubject
 from .syntax import SimpleCommand, analyze, redirect_problem
-from .wrappers import TIMING_WRAPPERS, normalized_commands, unwrap
+from .wrappers import TIMING_WRAPPERS, hidden_reason, normalized_commands, unwrap
 
 __all__ = ["command_subject", "command_part"]
 
@@ -28,9 +31,11 @@ def command_subject(command: str) -> RuleSubject:
         spellings = [c.text.strip() for c in reversed(a.everything)] + normalized_commands(command)
         writes = any(redirect_problem(r) for r in a.redirects)
         parts = None if a.structure_problem or writes else tuple(command_part(c) for c in a.commands)
+        hidden = hidden_reason(command)
     except Exception:  # a parser bug must not lift a deny rule or grant an allow
-        return RuleSubject(kind="command", value=command)
-    return RuleSubject(kind="command", value=command, parts=parts, spellings=tuple(dict.fromkeys(spellings)))
+        return RuleSubject(kind="command", value=command, hidden="the command could not be parsed")
+    return RuleSubject(kind="command", value=command, parts=parts, spellings=tuple(dict.fromkeys(spellings)),
+                       hidden=hidden)
 
 
 def command_part(cmd: SimpleCommand) -> CommandPart:

@@ -16,6 +16,7 @@ What each program's arguments mean is judged above it: `readonly` (the allow-lis
 from __future__ import annotations
 
 import functools
+import os
 import re
 from dataclasses import dataclass
 
@@ -45,6 +46,13 @@ _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
 # `a\<newline>b` is one word to bash but two to tree-sitter; `-del\<newline>ete` would hide.
 _GLUED_CONTINUATION = re.compile(r"\S\\\r?\n\S")
 _BRACE_EXPANSION = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+# Tilde forms other than `~` and `~/...` (`~root`, `~+`, `~-` read $PWD and $OLDPWD), and a tilde
+# after `=` or `:`, which bash expands in words that look like assignments.
+_SHELL_TILDE = re.compile(r"^~[^/]|[=:]~")
+# What starts a substitution, wherever it is: tree-sitter does not report every one (backticks
+# in heredoc bodies and in `${x:-...}` defaults come out as plain text).
+# (`$((` is arithmetic, judged by `evaluation_problem`: a body that is not plain numbers fails.)
+_SUBSTITUTION_MARK = re.compile(rb"`|\$\((?!\()|[<>]\(")
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,9 @@ class Word:
         return self.text is not None
 
 
-UNKNOWN = Word(source="<stdin item>", text=None)
+# An item xargs reads from stdin: a list of names, like a glob's (so only programs none of whose
+# flags write or run anything take it).
+UNKNOWN = Word(source="<stdin item>", text=None, glob=True)
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,9 @@ class Analysis:
     redirects: tuple[Redirect, ...]
     # Every command node anywhere, including inside substitutions and loops (for warnings).
     everything: tuple[SimpleCommand, ...]
+    # Why `everything` may miss a command bash would run (a parse error, a substitution the tree
+    # does not show, a word bash and the parser split differently), or "".
+    unseen: str = ""
 
 
 # --- words ----------------------------------------------------------------------------------
@@ -111,7 +124,9 @@ def _parts(node: Node) -> tuple[str | None, bool, bool]:
     if t == "word":
         glob_at = [i for i, c in enumerate(src) if c in "*?[" and (i == 0 or src[i - 1] != "\\")]
         if _BRACE_EXPANSION.search(src):
-            return None, False, False
+            return None, True, False  # a list of words, like a glob's
+        if _SHELL_TILDE.search(src):
+            return None, False, False  # `~user`, `~+`, `~-`, `x=~/y`: only the shell knows where
         return _unescape_unquoted(src), bool(glob_at), bool(glob_at) and glob_at[0] == 0
     if t in ("number", "test_operator"):
         return src, False, False
@@ -128,7 +143,7 @@ def _parts(node: Node) -> tuple[str | None, bool, bool]:
         return "".join(out), False, False
     if t == "concatenation":
         if _BRACE_EXPANSION.search(src):
-            return None, False, False
+            return None, True, False
         values, any_glob, first_glob = [], False, False
         for i, c in enumerate(node.children):
             v, g, starts = _parts(c)
@@ -279,16 +294,61 @@ def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand], str]:
 
 
 def redirect_problem(r: Redirect) -> str:
-    """Why a redirection writes to a file, or "" when it only reads or writes nowhere lasting."""
-    if r.op in ("<", "<<", "<<-", "<<<"):
+    """Why a redirection writes to a file or opens a connection (bash's `/dev/tcp/host/port`),
+    or "" when it only reads or writes nowhere lasting."""
+    if r.op in ("<<", "<<-", "<<<"):
         return ""
+    if r.op == "<":
+        if r.target is None or r.target.text is None:
+            return f"redirection <{r.target.source if r.target else ''} reads a file only known when the shell runs"
+        if not re.match(r"/dev/(tcp|udp)/", os.path.normpath(r.target.text)):
+            return ""
     if r.op in (">&", "<&", ">&-", "<&-") and (r.target is None or (r.target.text or "").rstrip("-").isdigit()
                                                  or r.target.text == "-"):
         return ""  # duplicating or closing a file descriptor writes nothing
     target = r.target.text if r.target is not None else None
+    if target is not None and re.match(r"/dev/(tcp|udp)/", os.path.normpath(target)):
+        return f"redirection {r.op}{target} opens a network connection"
     if target in _HARMLESS_TARGETS:
         return ""
     return f"redirection {r.op}{r.target.source if r.target else ''} writes to a file"
+
+
+def _unseen_substitution(root: Node, command: str) -> str:
+    """A parse error, or a substitution mark outside single quotes that the tree did not report:
+    the parser is not trusted to have seen every context bash substitutes in."""
+    data = command.encode("utf-8")
+    literal: list[tuple[int, int]] = []
+    seen: set[int] = set()  # where the substitutions the tree reports open and close
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            return "part of the command could not be parsed"
+        if n.type in ("raw_string", "ansi_c_string"):
+            literal.append((n.start_byte, n.end_byte))
+        elif n.type == "heredoc_redirect" and _quoted_heredoc(n):
+            # `<<'EOF'`: bash substitutes nothing in the body.
+            literal += [(c.start_byte, c.end_byte) for c in n.children if c.type == "heredoc_body"]
+            stack.extend(c for c in n.children if c.type != "heredoc_body")
+        else:
+            if n.type in ("command_substitution", "process_substitution"):
+                seen.update((n.start_byte, n.end_byte - 1))
+            stack.extend(n.children)
+    for m in _SUBSTITUTION_MARK.finditer(data):
+        at = m.start()
+        if at in seen or any(start <= at < end for start, end in literal):
+            continue
+        backslashes = len(data[:at]) - len(data[:at].rstrip(b"\\"))
+        if backslashes % 2:
+            continue  # `\``, `\$(`: escaped, outside single quotes, so literal
+        return f"{m.group().decode()!r} may run a hidden command the parser does not show"
+    return ""
+
+
+def _quoted_heredoc(node: Node) -> bool:
+    start = next((c for c in node.children if c.type == "heredoc_start"), None)
+    return start is not None and any(q in _text(start) for q in "'\"\\")
 
 
 @functools.lru_cache(maxsize=512)
@@ -299,15 +359,16 @@ def analyze(command: str) -> Analysis:
     commands: list[SimpleCommand] = []
     _walk(tree.root_node, commands, problems)
     hidden, redirects, everything, evaluation = _scan(tree.root_node)
-    structure = hidden or (problems[0] if problems else "")
-    if not structure and _GLUED_CONTINUATION.search(command):
-        structure = "a backslash-newline inside a word is read differently by bash and the parser"
+    unseen = _unseen_substitution(tree.root_node, command)
+    if _GLUED_CONTINUATION.search(command):
+        unseen = unseen or "a backslash-newline inside a word is read differently by bash and the parser"
+    structure = hidden or (problems[0] if problems else "") or unseen
     line = structure or evaluation
     if not line:
         line = next((p for p in map(redirect_problem, redirects) if p), "")
     return Analysis(
         commands=tuple(commands), structure_problem=structure, line_problem=line,
-        redirects=tuple(redirects), everything=tuple(everything),
+        redirects=tuple(redirects), everything=tuple(everything), unseen=unseen,
     )
 
 

@@ -10,7 +10,6 @@ file), "Exit code N" on failure, and a note when the shell's directory was reset
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +17,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ...runtime.budget import spill_file_name
 from ...runtime.rules import part_matches
 from ...runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
-from .deny import NO_PATH_ARGS, denied_read
+from .deny import denied_read
 from .destructive import destructive_reasons
-from .process import OUTPUT_LIMIT, run_command
+from .contain import contained_run
+from .process import OUTPUT_LIMIT
+from .sandbox import availability_note, core_read_only, sandbox_usable
 from .subject import command_part, command_subject
-from .syntax import analyze, simple_commands
-from .verdict import is_read_only_command
-from .wrappers import program_name, unwrap
+from .syntax import simple_commands
+from .protected_writes import protected_write
+from .verdict import is_read_only_command, only_hidden_words
+from .workdirs import inside_working_dirs, leaves_working_dirs, start_cwd
+from .wrappers import unwrap
 
 __all__ = ["BashTool", "BashInput", "BashOutput"]
 
@@ -46,9 +50,6 @@ _WITH_SUBCOMMAND = frozenset(
 )
 _DETAIL_LINES = 20  # of output under the person's compact line
 _INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
-# Arguments of these are not files they read, so they need no working-directory check.
-# Wrappers (`command`, `env`, `xargs`...) are looked through first, see `wrappers`.
-_NO_PATH_ARGS = NO_PATH_ARGS | {"realpath", "readlink"}
 # Never the first word of a suggested prefix rule: they run whatever follows them.
 _NEVER_PREFIX = frozenset({"env", "sudo", "doas", "xargs"})
 
@@ -63,6 +64,11 @@ class BashInput(BaseModel):
     )
     description: str | None = Field(
         default=None, description="What the command does, in 5-10 words, for the person watching.",
+    )
+    dangerouslyDisableSandbox: bool = Field(
+        default=False,
+        description="Set only after a command failed because the read-only sandbox stopped it: the person is then "
+        "asked to approve running it outside the sandbox.",
     )
 
     @field_validator("timeout", mode="before")
@@ -93,6 +99,17 @@ class BashOutput:
         return self.timed_out or (self.exit_code not in (0, None) and self.exit_one_meaning is None)
 
 
+_SANDBOX_BULLET = """\
+- A command that runs without asking runs in a read-only sandbox: no writes outside a private \
+/tmp, no network, an empty HOME, nothing it starts in the background outlives the call. If it \
+fails because of that, the result says so; call it again with `dangerouslyDisableSandbox: true` \
+only when it really must write or connect: the person is then asked first.
+"""
+_NO_SANDBOX_BULLET = """\
+- There is no OS sandbox here, so only plain reading commands (cat, head, ls, grep, wc, diff ...) \
+run without asking; anything else, even if it only reads, asks the person first.
+"""
+
 DESCRIPTION = f"""\
 Run a bash command in the project and get back its output (stdout and stderr merged, in the \
 order they were written) and its exit code.
@@ -122,7 +139,7 @@ not an error.
 to a file whose path is given, which you can Read with offset/limit or Grep.
 - Commands that only read (ls, git status, git diff, grep ...) run without asking; anything else \
 may need the person's approval, so write one clear command rather than many small ones.
-- A command that names a file the person denied with a Read rule (e.g. `cat .env` under \
+{_SANDBOX_BULLET}- A command that names a file the person denied with a Read rule (e.g. `cat .env` under \
 Read(**/.env)) is refused in every mode; ask the person instead of working around it. While \
 such rules exist, a command whose file names are only known when it runs (`cat $F`, xargs input) \
 needs approval even when it only reads.
@@ -141,7 +158,10 @@ class BashTool(Tool):
     kind = "execute"
 
     def description(self, ctx: ToolContext) -> str:
-        return DESCRIPTION
+        if sandbox_usable(ctx):
+            return DESCRIPTION
+        # No sandbox here: do not promise one (and say what still runs unasked).
+        return DESCRIPTION.replace(_SANDBOX_BULLET, _NO_SANDBOX_BULLET)
 
     # --- runtime control ---------------------------------------------------------------------
     async def validate_input(self, inp: BashInput, ctx: ToolContext) -> str | None:
@@ -150,10 +170,11 @@ class BashTool(Tool):
         return None
 
     def _read_only(self, inp: BashInput) -> bool:
-        return is_read_only_command(inp.command)
+        # Asking to leave the sandbox is asking for approval: never a read-only call then.
+        return not inp.dangerouslyDisableSandbox and is_read_only_command(inp.command)
 
     def _concurrency_safe(self, inp: BashInput) -> bool:
-        return is_read_only_command(inp.command)
+        return self._read_only(inp)
 
     def _destructive(self, inp: BashInput) -> bool:
         return bool(destructive_reasons(inp.command))
@@ -166,9 +187,15 @@ class BashTool(Tool):
         return command_subject(inp.command)
 
     async def check_permissions(self, inp: BashInput, ctx: ToolContext) -> PermissionCheck:
+        try:
+            return await self._check_permissions(inp, ctx)
+        except Exception as e:  # a checker bug asks; it never allows
+            return PermissionCheck(behavior="ask", message=f"the command could not be checked ({type(e).__name__})")
+
+    async def _check_permissions(self, inp: BashInput, ctx: ToolContext) -> PermissionCheck:
         # A file a Read deny rule covers stays unread whatever the command and the mode: this
         # deny comes before the mode is consulted, so bypassPermissions cannot lift it.
-        read = await asyncio.to_thread(denied_read, inp.command, str(_start_cwd(ctx)), ctx)
+        read = await asyncio.to_thread(denied_read, inp.command, str(start_cwd(ctx)), ctx)
         if read is not None and read.rule:
             return PermissionCheck(
                 behavior="deny",
@@ -178,8 +205,18 @@ class BashTool(Tool):
         if read is not None:
             return PermissionCheck(behavior="ask", message=read.unsure)
         if not self.is_read_only(inp):
+            # A reading command with a word only the shell knows (`cat $F`): say so.
+            if hidden := only_hidden_words(inp.command):
+                return PermissionCheck(behavior="ask", message=hidden)
+            # Writing a git hook, a settings file or ~/.bashrc turns one approval into code that
+            # runs later unasked: such commands ask in every mode and whatever the allow rules say.
+            if protected := protected_write(inp.command):
+                return PermissionCheck(behavior="ask", always=True, message=protected)
             return PermissionCheck()
-        reason = _leaves_working_dirs(inp.command, _start_cwd(ctx), ctx)
+        if not sandbox_usable(ctx) and not core_read_only(inp.command):
+            # Nothing would catch a classifier mistake: only the core runs without asking.
+            return PermissionCheck(behavior="ask", message=availability_note(ctx) or "no OS sandbox")
+        reason = leaves_working_dirs(inp.command, start_cwd(ctx), ctx)
         if reason is None:
             return PermissionCheck(behavior="allow", message="read-only command")
         if ctx.permission_mode == "bypassPermissions":
@@ -218,18 +255,21 @@ class BashTool(Tool):
         return f"Bash({prefix}:*)" if part_matches(f"{prefix}:*", command_part(first)) else exact
 
     async def preview(self, inp: BashInput, ctx: ToolContext) -> PermissionPreview:
-        notes = tuple(f"destructive: {r}" for r in destructive_reasons(inp.command))
+        try:
+            notes = tuple(f"destructive: {r}" for r in destructive_reasons(inp.command))
+        except Exception:  # a warning that cannot be computed is a warning
+            notes = ("destructive: the command could not be checked for destructive parts",)
         return PermissionPreview(title="Run a shell command", command=inp.command, description=inp.description, notes=notes)
 
     # --- execution -------------------------------------------------------------------------
     async def call(self, inp: BashInput, ctx: ToolContext) -> BashOutput:
-        cwd = _start_cwd(ctx)
+        cwd = start_cwd(ctx)
         spill = None
         if ctx.spill_dir is not None:
-            spill = Path(ctx.spill_dir) / f"bash-{ctx.tool_use_id or uuid.uuid4().hex}.txt"
-        run = await run_command(inp.command, str(cwd), inp.timeout / 1000, spill)
-        notes: list[str] = []
-        if run.final_cwd is not None and _inside(Path(run.final_cwd), ctx):
+            spill = Path(ctx.spill_dir) / spill_file_name(ctx.tool_use_id or uuid.uuid4().hex, prefix="bash-")
+        run, notes = await contained_run(inp.command, cwd, inp.timeout / 1000, spill, ctx,
+                                         unsandboxed=inp.dangerouslyDisableSandbox)
+        if run.final_cwd is not None and inside_working_dirs(Path(run.final_cwd), ctx):
             ctx.session["bash_cwd"] = run.final_cwd
         elif run.final_cwd is not None:
             ctx.session["bash_cwd"] = str(ctx.cwd)
@@ -303,61 +343,3 @@ def _last_program(command: str) -> str | None:
     if any(not is_read_only_command(c.text) for c in cmds[:-1]):
         return None
     return cmds[-1].name.text
-
-
-def _real_dirs(ctx: ToolContext) -> list[str]:
-    dirs = [os.path.realpath(d) for d in ctx.all_dirs()]
-    return dirs + [os.path.normpath(str(d)) for d in ctx.all_dirs()]
-
-
-def _inside(path: Path, ctx: ToolContext, extra: tuple[str, ...] = ()) -> bool:
-    p = os.path.realpath(path)
-    return any(p == d or p.startswith(d.rstrip(os.sep) + os.sep) for d in (*_real_dirs(ctx), *extra))
-
-
-def _start_cwd(ctx: ToolContext) -> Path:
-    saved = ctx.session.get("bash_cwd")
-    if saved and os.path.isdir(saved) and _inside(Path(saved), ctx):
-        return Path(saved)
-    return Path(ctx.cwd)
-
-
-def _leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | None:
-    """Why a read-only command needs a look: it goes or reads outside the working dirs."""
-    cmds = simple_commands(command)
-    if cmds is None:
-        return "the command could not be split into simple commands"
-    readable = (os.path.realpath(ctx.spill_dir),) if ctx.spill_dir else ()
-    # With xargs in the line, the other commands' words (echo's too) become its operands.
-    xargs = any("xargs" in unwrap([c.name, *c.args])[0] for c in cmds if c.name is not None)
-    cur = str(start)
-    for cmd in cmds:
-        # `command cat /etc/x`, `env cat /etc/x`: judge the program that runs, not the wrapper.
-        _wrappers, words = unwrap([cmd.name, *cmd.args] if cmd.name else [])
-        name = program_name(words[0]) if words else None
-        args = words[1:]
-        if name == "cd":
-            operands = [a for a in args if not (a.text or "").startswith("-") or "=" in (a.text or "")]
-            target = operands[0].text if operands else None
-            if target in (None, "-"):
-                return f"{cmd.text!r} goes to a directory only known when the shell runs"
-            cur = os.path.realpath(os.path.join(cur, os.path.expanduser(target)))
-            if not _inside(Path(cur), ctx):
-                return f"{cmd.text!r} leaves the working directories"
-            continue
-        if name in _NO_PATH_ARGS and not xargs:
-            continue
-        for a in (cmd.args if xargs else args):
-            if a.text is None:
-                return f"argument {a.source!r} is only known when the shell runs and may name any file"
-            value = a.text.partition("=")[2] if a.text.startswith("--") else a.text
-            if value.startswith("-") or not value:
-                continue
-            # Every operand is resolved, symlinks included: `cat link` may read `/etc/x`.
-            if not value.startswith("/dev/") and not _inside(Path(cur) / os.path.expanduser(value), ctx, readable):
-                return f"{cmd.text!r} reads {value!r}, outside the working directories"
-    for r in analyze(command).redirects:
-        if r.op == "<" and r.target is not None and r.target.text:
-            if not _inside(Path(cur) / os.path.expanduser(r.target.text), ctx, readable):
-                return f"the command reads {r.target.text!r}, outside the working directories"
-    return None

@@ -8,10 +8,10 @@ make a command look safe.
 
 from __future__ import annotations
 
-from .readonly import command_problem
+from .readonly import HIDDEN_WORD, command_problem
 from .syntax import analyze
 
-__all__ = ["MAX_READ_ONLY_LENGTH", "read_only_reason", "is_read_only_command"]
+__all__ = ["MAX_READ_ONLY_LENGTH", "read_only_reason", "only_hidden_words", "is_read_only_command"]
 
 # Longer commands always prompt: nobody reviews 10,000 characters of shell by eye either.
 MAX_READ_ONLY_LENGTH = 10_000
@@ -31,6 +31,19 @@ def read_only_reason(command: str) -> str | None:
         if problem:
             return problem
     return None
+
+
+def only_hidden_words(command: str) -> str | None:
+    """When the one thing keeping the command from being read-only is a word only the shell
+    knows (`cat $F`), that reason; else None. Such a command reads, whatever `$F` is."""
+    try:
+        a = analyze(command)
+        if a.line_problem or not command.strip() or len(command) > MAX_READ_ONLY_LENGTH:
+            return None
+        problems = [p for cmd in a.commands if (p := command_problem(cmd))]
+    except Exception:
+        return None
+    return problems[0] if problems and all(HIDDEN_WORD in p for p in problems) else None
 
 
 def is_read_only_command(command: str) -> bool:

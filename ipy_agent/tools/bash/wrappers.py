@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from .syntax import Word, analyze
 
-__all__ = ["WRAPPERS", "SHELLS", "TIMING_WRAPPERS", "unwrap", "program_name", "normalized_commands"]
+__all__ = ["WRAPPERS", "SHELLS", "RUNNERS", "TIMING_WRAPPERS", "unwrap", "program_name", "normalized_commands",
+           "hidden_reason"]
 
 
 @dataclass(frozen=True)
@@ -128,47 +129,138 @@ def _split_string(value: str | None, rest: list[Word]) -> list[Word]:
 def normalized_commands(command: str) -> list[str]:
     """Every simple command the line may run, rewritten as `program arg...` with quotes and
     backslashes removed, the path cut to the program's name and wrappers looked through:
-    `env rm x`, `'rm' x`, `\\rm x` and `/bin/rm x` all give `rm x`. Bodies of `bash -c '...'`
-    and `eval '...'` are split in turn. For deny and ask rules, which must catch a command
-    however it is written; never for allow rules (a rule for `rm` allows nothing it was not
-    written for)."""
-    return list(_normalized(command, 0))
+    `env rm x`, `'rm' x`, `\\rm x` and `/bin/rm x` all give `rm x`. Bodies of `bash -c '...'`,
+    `eval '...'` and `trap '...'` are split in turn, `find -exec` commands are named, and git's
+    global options are dropped (`git -C x rm f` is also `git rm f`). For deny and ask rules,
+    which must catch a command however it is written; never for allow rules (a rule for `rm`
+    allows nothing it was not written for)."""
+    return list(_runs(command, 0)[0])
+
+
+def hidden_reason(command: str) -> str:
+    """Why the line may run a program `normalized_commands` cannot name, or "": a program only
+    known when the shell runs, a shell reading commands from its input or a file, `source`, a
+    command runner not looked through, git configuration given on the command line."""
+    return _runs(command, 0)[1]
+
+
+# Programs that run a command they are given in a form not looked through here.
+RUNNERS = frozenset("""watch su runuser script parallel flock chroot unshare nsenter systemd-run strace ltrace
+    busybox toybox pkexec at batch setsid ionice taskset chrt fakeroot firejail""".split())
+_FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+# git's global options that take a value as the next word.
+_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
+                         "--list-cmds", "--attr-source"})
 
 
 @functools.lru_cache(maxsize=256)  # asked once per deny or ask rule for the same command
-def _normalized(command: str, depth: int) -> tuple[str, ...]:
+def _runs(command: str, depth: int) -> tuple[tuple[str, ...], str]:
     out: list[str] = []
+    hidden = ""
     try:
-        commands = list(reversed(analyze(command).everything))  # `everything` runs last to first
-    except Exception:  # a parser failure leaves the other matching (on the raw text) in place
-        return ()
-    for cmd in commands:
+        a = analyze(command)
+    except Exception:  # a parser failure: the command may run anything
+        return (), "the command could not be parsed"
+    hidden = a.unseen
+    for cmd in reversed(a.everything):  # `everything` runs last to first
         if cmd.name is None:
             continue
         _wrappers, words = unwrap([cmd.name, *cmd.args])
-        if not words:
-            continue
-        name = program_name(words[0]) or words[0].source
-        texts = [name, *(w.text if w.text is not None else w.source for w in words[1:])]
-        out.append(" ".join(texts))
-        if depth < _MAX_DEPTH:
-            for script in _inner_scripts(name, words[1:]):
-                out += _normalized(script, depth + 1)
-    return tuple(dict.fromkeys(out))
+        for run in [words, *_find_exec_commands(words)]:
+            spelled, why = _one_run(run, depth)
+            out += spelled
+            hidden = hidden or why
+    return tuple(dict.fromkeys(out)), hidden
 
 
-def _inner_scripts(name: str, args: list[Word]) -> list[str]:
-    """The command text a shell runs with `-c`, or `eval` with its words."""
+def _one_run(words: list[Word], depth: int) -> tuple[list[str], str]:
+    """The spellings of one program run, and why it may run something unnamed."""
+    if not words:
+        return [], ""
+    if words[0].text is None:
+        return [" ".join(w.source for w in words)], f"the program {words[0].source!r} is only known when the shell runs"
+    name = program_name(words[0]) or words[0].source
+    args = words[1:]
+    out = [" ".join([name, *(w.text if w.text is not None else w.source for w in args)])]
+    why = ""
+    if name == "git":
+        sub, global_why = _git_without_globals(args)
+        out += [" ".join(["git", *(w.text or w.source for w in sub)])] if sub is not args else []
+        why = global_why
+    elif name in ("source", "."):
+        why = f"{name} runs the commands in a file"
+    elif name in RUNNERS:
+        why = f"{name} runs a command in a way not looked through here"
+    scripts, script_why = _inner_scripts(name, args)
+    why = why or script_why
+    if depth < _MAX_DEPTH:
+        for script in scripts:
+            spelled, inner_why = _runs(script, depth + 1)
+            out += spelled
+            why = why or inner_why
+    elif scripts:
+        why = why or "commands nested this deep are not followed"
+    return out, why
+
+
+def _find_exec_commands(words: list[Word]) -> list[list[Word]]:
+    """The commands `find ... -exec CMD ... ;` runs, each looked through its wrappers."""
+    if not words or program_name(words[0]) != "find":
+        return []
+    runs: list[list[Word]] = []
+    i = 1
+    while i < len(words):
+        if words[i].text in _FIND_RUNS:
+            j = i + 1
+            while j < len(words) and words[j].text not in (";", "+"):
+                j += 1
+            runs.append(unwrap(words[i + 1 : j])[1])
+            i = j
+        i += 1
+    return runs
+
+
+def _git_without_globals(args: list[Word]) -> tuple[list[Word], str]:
+    """git's words from the subcommand on (`-C x`, `--no-pager` dropped), and why git may run
+    something unnamed (`-c alias.x='!rm v'`, `-c core.pager=...`)."""
+    i, why = 0, ""
+    while i < len(args) and (args[i].text or "-").startswith("-"):
+        t = args[i].text
+        if t is None:
+            return args, f"git option {args[i].source!r} is only known when the shell runs"
+        flag = t.partition("=")[0]
+        if flag in ("-c", "--config-env") or t.startswith("-c"):
+            why = "git -c sets configuration that can run any program (aliases, pager, diff drivers)"
+        if flag == "--exec-path" and "=" in t:
+            why = "git --exec-path runs git's subcommands from another directory"
+        i += 2 if (t in _GIT_VALUED) else 1
+    return args[i:], why
+
+
+def _inner_scripts(name: str, args: list[Word]) -> tuple[list[str], str]:
+    """The command text a shell runs with `-c`, `eval` or `trap` with their words; and why the
+    program may run something unnamed (a shell reading its input or a script file)."""
     texts = [a.text for a in args]
     if name == "eval":
-        return [" ".join(t for t in texts if t is not None)]
+        if any(t is None for t in texts):
+            return [], "eval runs words only known when the shell runs"
+        return [" ".join(t for t in texts if t is not None)], ""
+    if name == "trap":
+        if texts and texts[0] is None:
+            return [], "trap runs a command only known when the shell runs"
+        return ([texts[0]] if texts and texts[0] and not texts[0].startswith("-") else []), ""
     if name not in SHELLS:
-        return []
+        return [], ""
     for i, t in enumerate(texts):
-        if t is None or not t.startswith("-") or t.startswith("--"):
-            continue
+        if t is None:
+            return [], f"{name} gets an option only known when the shell runs"
+        if not t.startswith("-") or t.startswith("--"):
+            break
         if "c" in t[1:]:
-            script = next((s for s in texts[i + 1 :] if s is not None and s != "--"), None)
-            return [script] if script else []
-    return []
-
+            script = next((s for s in texts[i + 1 :] if s != "--"), None)
+            if script is None:
+                return [], f"{name} -c runs a script only known when the shell runs"
+            return [script], ""
+    if any(t in ("--version", "--help") for t in texts) and len(texts) == 1:
+        return [], ""
+    return [], f"{name} runs commands from its input or from a file"

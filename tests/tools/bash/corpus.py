@@ -26,7 +26,7 @@ READ_ONLY: list[str] = [
     "git shortlog -sn", "git grep -n foo", "git config --get user.name", "git config --list",
     "git config -l --show-origin", "git stash list", "git --no-pager log -1", "git -C sub status",
     "git log --format='%H %s'", "git diff --output-indicator-new=+", "git --version",
-    "python --version", "python3 -V", "node --version", "npm --version", "cargo --version",
+    "python --version", "python3 -V", "node --version", "npm --version", "awk '{print}' f",
     "true", "false", "test -f setup.py", "[ -d src ]", "[[ -f x && -d y ]]", "cd src", "cd src && ls",
     "cd .. && pwd", "find . -name '*.py' | xargs wc -l", "find . -print0 | xargs -0 grep -l foo",
     "xargs -n 1 echo", "ls | xargs -I {} echo {}", "grep foo file > /dev/null", "ls 2>/dev/null",
@@ -79,7 +79,9 @@ WRITES: list[str] = [
     # wrappers and interpreters
     "xargs rm", "find . | xargs rm -f", "xargs -I {} mv {} {}.bak", "find . -print | xargs sed -i s/a/b/",
     "command rm x", "builtin eval ls", "eval ls", "exec rm x", "sudo ls", "nohup ls",
-    "timeout 5 rm x", "nice rm x", "time rm x", "awk '{print}' f", "awk '{system(\"rm x\")}' f",
+    "timeout 5 rm x", "nice rm x", "time rm x", "awk '{system(\"rm x\")}' f",
+    # rustup's cargo may install the toolchain the project pins before printing its version
+    "cargo --version",
     "bash -c 'ls'", "sh -c ls", "python -c 'print(1)'", "python script.py", "node -e '1'",
     "perl -e 1", "./script.sh", "/bin/rm x", "/bin/ls", "source env.sh", ". env.sh",
     # environment that changes what runs

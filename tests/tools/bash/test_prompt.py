@@ -70,6 +70,8 @@ def test_exit_code_rules_match_the_code(tmp_path):
 def test_promises_nothing_the_tool_cannot_do(tmp_path):
     text = _text(tmp_path)
     # No background-task parameter exists, and environment variables really do not persist.
-    assert "run_in_background" not in text and "sandbox" not in text.lower()
-    assert set(BashInput.model_json_schema()["properties"]) == {"command", "timeout", "description"}
+    assert "run_in_background" not in text
+    assert set(BashInput.model_json_schema()["properties"]) == {"command", "timeout", "description", "dangerouslyDisableSandbox"}
+    # The sandbox it describes is the one the parameter leaves (tests/security/test_sandbox.py).
+    assert "dangerouslyDisableSandbox" in _paragraph_with(text, "sandbox")
     assert "do not carry over" in text

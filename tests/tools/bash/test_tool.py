@@ -18,6 +18,9 @@ from ipy_agent.tools.bash.process import OUTPUT_LIMIT
 
 def _ctx(tmp_path: Path, **kw) -> ToolContext:
     kw.setdefault("spill_dir", tmp_path / "spill")
+    # These calls test the mechanics of a command someone approved (unapproved ones are
+    # sandboxed: tests/security/test_sandbox.py).
+    kw.setdefault("decided_by", "person")
     return ToolContext(cwd=tmp_path, read_state=ReadState(), tool_use_id="toolu_1", **kw)
 
 

@@ -1,0 +1,38 @@
+"""The Bash permission check on a 10 KB command, with Read deny rules and without.
+
+A Read deny rule makes Bash look at every word that could name a file (the deny rule must hold
+whatever the command spells), so its cost grows with the command. The command here asks for
+approval (it writes), and the approver denies it, so nothing runs: the time is the lifecycle
+around one call, dominated by classifying the command and checking it against the rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+
+from ipy_agent import Agent, ScriptedModel
+from ipy_agent.tools import builtin_tools
+
+__all__ = ["check_seconds", "COMMAND"]
+
+_parts = [f"touch build/out_{i:04d}.txt src/mod_{i:04d}.py" for i in range(250)]
+COMMAND = " && ".join(_parts)[:10_240]
+COMMAND = COMMAND[: COMMAND.rfind(" && ")]  # end on a whole part
+CWD = tempfile.mkdtemp(prefix="ipy-agent-bench-")
+BASH = [t for t in builtin_tools() if t.name == "Bash"]
+
+
+def check_seconds(with_deny_rules: bool, calls: int = 5) -> float:
+    """Seconds per Bash call that is classified, checked against the rules, asked and denied."""
+    turns = [[{"type": "tool_use", "id": f"b{i}", "name": "Bash", "input": {"command": COMMAND}}] for i in range(calls)]
+    deny = ["Read(**/.env)", "Read(secrets/**)"] if with_deny_rules else []
+    agent = Agent(model=ScriptedModel([*turns, "done"]), tools=BASH, cwd=CWD, system_prompt="bench", deny=deny,
+                  approver=lambda request: "deny", max_turns=calls + 5)
+    start = time.perf_counter()
+    asyncio.run(agent.arun("go"))
+    elapsed = time.perf_counter() - start
+    statuses = {rec.status for rec in agent.trace}
+    assert statuses == {"denied"}, statuses
+    return elapsed / calls

@@ -1,0 +1,46 @@
+"""Bash commands that may write a file deciding what runs or what is allowed (see `tools/protected`).
+
+A command that is not read-only and names such a path anywhere (an argument, an option's value,
+a redirection target, a `cd` on the way) asks in every mode, as Edit and Write do for the same
+files; so does `git config` that sets something, which writes `.git/config` without naming it.
+What a command writes without naming it (an archive unpacked, a patch applied) is not seen.
+"""
+
+from __future__ import annotations
+
+from ..protected import protected_reason
+from .syntax import analyze
+from .options import path_candidates
+from .wrappers import program_name, unwrap
+
+__all__ = ["protected_write"]
+
+_GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "get", "list",
+                               "--get-color", "--get-colorbool"})
+
+
+def protected_write(command: str) -> str | None:
+    """Why a (not read-only) command may write a protected file, or None."""
+    try:
+        a = analyze(command)
+    except Exception:
+        return "the command could not be parsed, so what it writes is unknown"
+    words = [w for c in a.everything for w in ([c.name] if c.name else []) + list(c.args)]
+    words += [r.target for r in a.redirects if r.target is not None]
+    for w in words:
+        texts = [w.text] if w.text is not None else [w.source]
+        for text in texts:
+            for candidate in [text, *path_candidates(text)]:
+                if reason := protected_reason(candidate):
+                    return f"the command names {candidate!r}, and {reason}: it asks every time"
+    for cmd in a.everything:
+        _wrappers, real = unwrap([cmd.name, *cmd.args] if cmd.name else [])
+        if real and program_name(real[0]) == "git":
+            texts = [w.text or w.source for w in real[1:]]
+            sub = next((t for t in texts if not t.startswith("-")), "")
+            if sub == "config" and not set(texts) & _GIT_CONFIG_READS:
+                return "git config can set a pager, hooks path or alias that runs programs later"
+            if any(t.startswith("--template") for t in texts):
+                return "git --template installs hooks that run later"
+    return None
+

@@ -1,0 +1,124 @@
+"""Where a read-only command reads: inside the working directories, or it asks.
+
+A command the classifier calls read-only still asks when it goes (`cd`) or reads outside the
+project's working directories: reading `~/.ssh/id_rsa` is a read, and not one to do unasked.
+Every word that may be a path is resolved against the directory the shell is in at that point,
+symlinks included; words are not skipped by how they look: an option's attached value
+(`-f/etc/passwd`, `--file=x`) is a path too, and only a few named devices are not files.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+from ...runtime.tool import ToolContext
+from .deny import NO_PATH_ARGS
+from .options import PATTERN_FIRST, path_candidates, supplies_pattern
+from .syntax import analyze, simple_commands
+from .wrappers import program_name, unwrap
+
+__all__ = ["inside_working_dirs", "start_cwd", "leaves_working_dirs"]
+
+# Arguments of these are not files they read, so they need no working-directory check.
+# Wrappers (`command`, `env`, `xargs`...) are looked through first, see `wrappers`.
+_NO_PATH_ARGS = NO_PATH_ARGS | {"realpath", "readlink"}
+# Devices that read or write nothing anyone keeps (`/dev/tcp/...` is a socket, not here).
+_MAX_GLOB_MATCHES = 1000
+_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout",
+                      "/dev/stderr", "/dev/tty"})
+
+
+def _real_dirs(ctx: ToolContext) -> list[str]:
+    dirs = [os.path.realpath(d) for d in ctx.all_dirs()]
+    return dirs + [os.path.normpath(str(d)) for d in ctx.all_dirs()]
+
+
+def inside_working_dirs(path: Path, ctx: ToolContext, extra: tuple[str, ...] = ()) -> bool:
+    p = os.path.realpath(path)
+    return any(p == d or p.startswith(d.rstrip(os.sep) + os.sep) for d in (*_real_dirs(ctx), *extra))
+
+
+def start_cwd(ctx: ToolContext) -> Path:
+    saved = ctx.session.get("bash_cwd")
+    if saved and os.path.isdir(saved) and inside_working_dirs(Path(saved), ctx):
+        return Path(saved)
+    return Path(ctx.cwd)
+
+
+def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | None:
+    """Why a read-only command needs a look: it goes or reads outside the working dirs."""
+    cmds = simple_commands(command)
+    if cmds is None:
+        return "the command could not be split into simple commands"
+    readable = (os.path.realpath(ctx.spill_dir),) if ctx.spill_dir else ()
+    # With xargs in the line, the other commands' words (echo's too) become its operands.
+    xargs = any("xargs" in unwrap([c.name, *c.args])[0] for c in cmds if c.name is not None)
+    cur = str(start)
+    visited = [cur]
+    for cmd in cmds:
+        # `command cat /etc/x`, `env cat /etc/x`: judge the program that runs, not the wrapper.
+        _wrappers, words = unwrap([cmd.name, *cmd.args] if cmd.name else [])
+        name = program_name(words[0]) if words else None
+        args = words[1:]
+        if name == "cd":
+            operands = [a for a in args if not (a.text or "").startswith("-") or "=" in (a.text or "")]
+            target = operands[0].text if operands else None
+            if target in (None, "-"):
+                return f"{cmd.text!r} goes to a directory only known when the shell runs"
+            cur = os.path.realpath(os.path.join(cur, os.path.expanduser(target)))
+            if not inside_working_dirs(Path(cur), ctx):
+                return f"{cmd.text!r} leaves the working directories"
+            visited.append(cur)
+            continue
+        if name in _NO_PATH_ARGS and not xargs:
+            continue
+        # grep's pattern, sed's script, jq's filter: the first operand, unless an option gave it.
+        skip_pattern = not xargs and name in PATTERN_FIRST and not any(supplies_pattern(a.text or "") for a in args)
+        for a in (cmd.args if xargs else args):
+            if a.glob and (matches := _glob_matches(a.source, cur)) is None:
+                return f"the pattern {a.source!r} may name files outside the working directories"
+            if a.glob and matches is not None:
+                outside = next((m for m in matches if not inside_working_dirs(Path(m), ctx, readable)), None)
+                if outside is not None:
+                    return f"{cmd.text!r} reads {outside!r} (from {a.source!r}), outside the working directories"
+                skip_pattern = False  # what a glob expands to is files, whatever comes first
+                if a.text is None:
+                    continue  # no match leaves the word as written: a name that starts with `*`
+            if a.text is None:
+                return f"argument {a.source!r} is only known when the shell runs and may name any file"
+            if skip_pattern and not a.text.startswith("-"):
+                skip_pattern = False
+                continue
+            for value in path_candidates(a.text):
+                # Every operand is resolved, symlinks included: `cat link` may read `/etc/x`.
+                if not _harmless_device(value) and not inside_working_dirs(Path(cur) / os.path.expanduser(value), ctx, readable):
+                    return f"{cmd.text!r} reads {value!r}, outside the working directories"
+    for r in analyze(command).redirects:
+        if r.op in ("<", "<>") and r.target is not None and r.target.text:
+            # Judged from every directory the line visits: the redirect may come before a `cd`.
+            for d in visited:
+                target = os.path.expanduser(r.target.text)
+                if not _harmless_device(target) and not inside_working_dirs(Path(d) / target, ctx, readable):
+                    return f"the command reads {r.target.text!r}, outside the working directories"
+    return None
+
+
+def _glob_matches(source: str, cwd: str) -> list[str] | None:
+    """What a plain glob (`*.py`, `src/*`) names, as bash would expand it in `cwd`; None when the
+    word holds more than a glob (quotes, expansions, braces) or matches too much to check."""
+    if any(c in source for c in "'\"$`\\{~"):
+        return None
+    if any(part.startswith(".") and any(c in part for c in "*?[") for part in source.split("/")):
+        return None  # `.*` matches `..` in bash versions without globskipdots
+    matches = []
+    for m in glob.iglob(os.path.join(cwd, source)):  # like bash: `*` skips dot files
+        matches.append(m)
+        if len(matches) > _MAX_GLOB_MATCHES:
+            return None
+    return matches
+
+
+def _harmless_device(value: str) -> bool:
+    return os.path.normpath(value) in _DEVICES

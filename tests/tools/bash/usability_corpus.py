@@ -1,0 +1,61 @@
+"""Everyday read-only commands a person expects to run without being asked, in a project that has
+the files they name (see `_decide.project`). The usability test prints the share that runs
+unasked; the classifier is only as good as it is strict *and* useful."""
+
+EVERYDAY = [
+    # git
+    "git status", "git status -s", "git status --short --branch", "git log", "git log -5", "git log --oneline -10",
+    "git log --oneline --graph --all -20", "git log -p -1", "git log --stat -3", "git log --format='%h %an %s' -5",
+    "git log --since='2 weeks ago' --oneline", "git log -- src/main.py", "git log --author=me --oneline",
+    "git diff", "git diff HEAD~1", "git diff --stat", "git diff --cached", "git diff --staged", "git diff HEAD -- f",
+    "git diff main...HEAD", "git diff --name-only HEAD~3", "git diff --word-diff", "git show", "git show HEAD~2",
+    "git show --stat HEAD", "git show HEAD:README.md", "git blame f", "git blame -L 1,10 src/main.py",
+    "git branch", "git branch -a", "git branch -vv", "git branch --show-current", "git branch -r",
+    "git tag", "git tag -l 'v*'", "git remote -v", "git remote", "git rev-parse HEAD", "git rev-parse --show-toplevel",
+    "git rev-parse --abbrev-ref HEAD", "git describe --tags", "git shortlog -sn", "git ls-files",
+    "git ls-files | wc -l", "git ls-tree -r HEAD --name-only", "git grep -n foo", "git grep -c TODO",
+    "git stash list", "git stash show -p", "git config --get user.name", "git config --list", "git config user.email --get",
+    "git reflog -10", "git merge-base HEAD main", "git rev-list --count HEAD", "git cat-file -p HEAD",
+    "git count-objects -v", "git worktree list", "git --no-pager log -3", "git -C src status", "git check-ignore -v f",
+    "git for-each-ref --sort=-committerdate refs/heads/", "git name-rev HEAD",
+    # listing and looking
+    "ls", "ls -la", "ls -lh src", "ls -1", "ls -R src", "ls -lt | head", "ls *.py", "ls src/*.py", "ls -d */",
+    "tree", "tree -L 2", "pwd", "du -sh", "du -sh src", "du -h --max-depth=1 .", "df -h", "df -h .",
+    "stat f", "stat -c %s f", "file f", "file src/*", "wc -l f", "wc -l *.py", "wc -w README.md", "wc -c f",
+    "cat README.md", "cat f", "cat -n f", "cat src/main.py", "head f", "head -20 f", "head -n 5 data.csv",
+    "tail f", "tail -20 log", "tail -n 50 log", "tail -c 100 f", "nl f", "tac f", "rev f", "od -c f | head",
+    "hexdump -C f | head", "strings f | head", "base64 f", "md5sum f", "sha256sum f", "cksum f",
+    # searching
+    "grep foo f", "grep -rn x .", "grep -rn TODO src", "grep -ri error log", "grep -c x f", "grep -l foo *.py",
+    "grep -v '^#' f", "grep -E 'a|b' f", "grep -w main src/main.py", "grep -A3 -B3 foo f", "grep -rn 'def ' --include='*.py' .",
+    "grep -o '[0-9]*' f", "egrep 'x|y' f", "fgrep x f", "rg foo", "rg -n foo src", "rg -i todo", "rg --files",
+    "rg -l foo", "rg -t py foo", "rg -g '*.py' foo", "rg -c foo", "rg --hidden foo", "rg -w foo -C 2",
+    "find . -name '*.py'", "find . -type f", "find . -type d -name tests", "find src -name '*.py' -newer setup.py",
+    "find . -maxdepth 2 -type f", "find . -name '*.pyc' -print", "find . -size +1k", "find . -mtime -1",
+    "find . -name '*.py' | xargs wc -l", "find . -type f | wc -l", "find . -name '*.py' | xargs grep -l foo",
+    "find . -path ./node_modules -prune -o -name '*.js' -print", "find . -empty",
+    # text processing
+    "sort f", "sort -u f", "sort -n f", "sort -k2 -t, data.csv", "sort f | uniq", "sort f | uniq -c",
+    "sort f | uniq -c | sort -rn | head", "uniq f", "uniq -d f", "cut -d, -f1 data.csv", "cut -c1-10 f",
+    "cut -d/ -f2 f", "tr a-z A-Z < f", "tr -d '\\r' < f", "column -t data.csv", "paste a b", "comm a b",
+    "diff a b", "diff -u a b", "diff -r src tests", "cmp a b", "fold -w 80 f", "expand f",
+    "awk '{print $1}' f", "awk -F, '{print $2}' data.csv", "awk 'NR==1' f", "awk '{s+=$1} END {print s}' f",
+    "awk 'length > 80' f", "awk -F: '$3 > 100 {print $1}' f", "awk '{print NF}' f", "awk 'NR%2==0' f",
+    "sed -n 1,20p f", "sed -n '5p' f", "sed 's/foo/bar/g' f", "sed -n '/start/,/end/p' f", "sed '1d' f",
+    "sed -e 's/a/b/' -e 's/c/d/' f", "sed -E 's/([a-z]+)/\\1/' f", "sed -n '$p' f",
+    "jq . f.json", "jq .a f.json", "jq '.[] | .name' f.json", "jq -r '.version' f.json", "jq 'keys' f.json",
+    "jq -c '.items[]' f.json", "jq length f.json", "jq -s . f.json", "jq --arg n x '.[$n]' f.json",
+    "cat f | jq .", "head -5 data.csv | column -t -s,", "cat f | sort | uniq -c | sort -rn",
+    # the system and tools
+    "which python", "which python3", "which -a python", "type python", "command -v git", "whereis python",
+    "python --version", "python3 --version", "python -V", "pip --version", "pip list", "pip freeze", "pip show pytest",
+    "pip list --format=freeze", "pip3 list", "pip check", "node --version", "npm --version", "git --version",
+    "uname -a", "whoami", "id", "hostname", "date", "date +%Y-%m-%d", "date -u", "uptime", "nproc", "free -h",
+    "ps aux", "ps -ef | grep python", "pgrep -f jupyter", "echo hello", "echo $HOME", "echo $PATH", "printenv HOME",
+    "env | grep -i path", "true", "test -f setup.py", "[ -d src ]", "[[ -f README.md ]] && echo yes", "basename src/main.py",
+    "dirname src/main.py", "realpath f", "readlink -f f", "seq 1 10", "sleep 1", "expr 1 + 2", "locale",
+    "cd src && ls", "cd src && git status", "cd tests && ls -la", "ls && pwd", "ls -la | grep py",
+    "cat f | head -5", "cat f | wc -l", "cat f | grep x", "echo x | tr a-z A-Z", "jq --version", "rg --version", "git rev-parse --is-inside-work-tree",
+    "timeout 10 git status", "time ls", "nice -n 5 ls", "LANG=C sort f", "stdbuf -oL tail -5 log",
+    "ls 2>/dev/null", "git log 2>&1 | head", "grep -rn x . 2>/dev/null | head -20", "make --version",
+]
