@@ -139,6 +139,20 @@ EXPECT: dict[str, list[str]] = {
         "NotebookEdit result: Notebook '", "has changed since you read it",
         "plot cell on disk: df.plot(x='a')",
     ],
+    "10_containment": [
+        "sandbox available: True",  # CI installs bubblewrap, as the security suites need it too
+        "rm notes.txt                 read-only: False",
+        "PWN exists: False",  # the classifier's hole (or, once it is fixed, its prompt) wrote nothing
+        "=== sandbox='auto'",
+        "Create a file     allow (tool    ) Exit code 1",
+        "touch: cannot touch 'PWN': Read-only file system",
+        "Phone home        allow (tool    ) Exit code 1 / ConnectionRefusedError",
+        "effects: {'PWN created': False, 'notes.txt deleted': False, 'canary reached': False}",
+        "=== sandbox='off'",
+        "Create a file     deny  (approver) Bash has no OS sandbox",
+        "effects: {'PWN created': False, 'notes.txt deleted': False, 'canary reached': False}",
+        "decision: allowed by rule 'Bash(touch:*)' (argument); made.txt exists: True",
+    ],
     "11_long_sessions": [
         "end_turn after 41 requests: Pages 3, 10, 17, 24 and 31 mention a cat.",
         "compactions: 1; largest request",
@@ -207,7 +221,8 @@ def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: p
                             f"it is {'earlier' if expected in text else 'missing'}")
         position = found + len(expected)
     assert images(nb) >= 1, f"{path.name} drew no picture"
-    assert "Traceback" not in text, f"{path.name} printed a traceback"
+    for failure in ("The agent crashed", "internal error"):
+        assert failure not in text, f"{path.name}: {failure!r} in the outputs"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
