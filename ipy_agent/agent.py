@@ -13,8 +13,9 @@ import threading
 import uuid
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from .mcp import McpManager
 from .context import ContextManager
 from .models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
 from .runtime import spill
@@ -38,6 +39,7 @@ __all__ = ["Agent", "RunResult", "TurnRecord", "SANDBOX_SETTINGS"]
 SANDBOX_SETTINGS = ("auto", "always", "off")  # see tools/bash/sandbox.py
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
+INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
 
 
 class Agent:
@@ -66,6 +68,7 @@ class Agent:
         context_window: int | None = None,
         context_threshold: float = 0.8,
         sandbox: str = "auto",
+        mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         if sandbox not in SANDBOX_SETTINGS:
             raise ValueError(f"sandbox {sandbox!r} is not one of {', '.join(SANDBOX_SETTINGS)}")
@@ -94,6 +97,8 @@ class Agent:
         self.streaming_tools = streaming_tools
         self.notebook = notebook
         self.notebook_path = notebook_path
+        # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
+        self.mcp = McpManager(self.cwd, mcp_servers)
         self.sandbox = sandbox
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
@@ -150,6 +155,8 @@ class Agent:
                 cwd=self.cwd, working_dirs=self.working_dirs, tool_names=exposure.names,
                 permission_mode=self.permission_mode, notebook=self.notebook_path,
             )
+        if self.system_prompt is None and (section := self.mcp.prompt_section()):
+            text = f"{text}\n\n{section}"
         return f"{text}\n\n{self.append_system_prompt}" if self.append_system_prompt else text
 
     def interrupt(self) -> None:
@@ -222,9 +229,13 @@ class Agent:
             self._emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
             return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
         blocks += [{"type": "text", "text": c} for c in hr.additional_context]
+        # The history as it was: a run the model never answered (no API key, network down) must
+        # leave no trace, or its prompt would be merged into the next request.
+        before = list(self.messages)  # append_user replaces a merged message, never edits it
         append_user(self.messages, blocks)
         if any(t.name == "Bash" for t in self.tools) and (note := _containment_notice(self.context())):
             self._emit(NoticeEvent(text=note, level="warning"))
+        self.mcp.begin_run()
 
         turns = 0
         while True:
@@ -233,6 +244,10 @@ class Agent:
                 return RunResult(stop_reason="max_turns", text=last_text(self.messages), turns=turns)
             turns += 1
             outcome = await self._turn()
+            if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
+                self.messages[:] = before
+                self._emit(NoticeEvent(text="The model did not answer, so this request was not added to the "
+                                       "conversation; run it again when the problem is fixed.", level="info"))
             if outcome is not None:
                 return RunResult(**{**outcome.__dict__, "turns": turns})
 
@@ -240,6 +255,7 @@ class Agent:
         """One model request and its tool calls. None: the loop goes on."""
         turn: Turn | None = None
         try:
+            await self._sync_mcp()
             turn, request = self._begin_turn()
             try:
                 # The context window is managed here, and only here: the context manager streams the
@@ -326,6 +342,20 @@ class Agent:
                 self._emit(NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning"))
         return Exposure(offered=tuple(offered), hidden=hidden), api
 
+    async def _sync_mcp(self) -> None:
+        """MCP servers: start them at the first request that needs them (asking about project
+        ones), pick up changed tool lists, tell the person what is down; then offer their tools."""
+        if self.mcp.idle:
+            return
+        for level, text in await self.mcp.sync(self.approver):
+            self._emit(NoticeEvent(text=text, level=level))  # type: ignore[arg-type]
+        self.mcp.skipped.update(self.registry.set_group("mcp", self.mcp.tools()))
+
+    def close(self) -> None:
+        """Stop the MCP servers (their processes too); they start again at the next run."""
+        self.mcp.close()
+        self.registry.set_group("mcp", [])
+
     async def _stop_hooks(self) -> RunResult | None:
         text = last_text(self.messages)
         if not self.hooks.has("Stop"):
@@ -371,7 +401,7 @@ class Agent:
                 task.uncancel()  # a second interrupt while cleaning up: the history is already valid
 
     def _interrupted(self, turns: int) -> RunResult:
-        self._emit(NoticeEvent(text="Interrupted.", level="warning"))
+        self._emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))
         return RunResult(stop_reason="interrupted", text=last_text(self.messages), turns=turns)
 
     # --- helpers ---------------------------------------------------------------------------
@@ -388,6 +418,10 @@ class Agent:
                 listener(event)
             except Exception:  # a broken renderer must not break the run
                 pass
+
+    def _answered_since(self, before: list[dict[str, Any]]) -> bool:
+        """Whether the model's reply reached the history after it looked like `before`."""
+        return any(m["role"] == "assistant" for m in self.messages[len(before):])
 
     def reset(self) -> None:
         """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""

@@ -46,8 +46,16 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
     turn (every tool_use answered) before the cell ends with KeyboardInterrupt.
     """
     magics = current_magics()
-    run = magics._prepare(line, cell, background=None)
+    handle = magics.start_line(line, cell)  # at once: what starts, with which model
+    try:
+        run = magics._prepare(line, cell, background=None, handle=handle)
+    except BaseException:
+        if handle is not None:
+            handle.update({"text/plain": ""}, raw=True)  # the error says it all; nothing started
+        raise
     if run is None:
+        if handle is not None:
+            handle.update({"text/plain": ""}, raw=True)
         return
     if run.ui.background:
         magics._start_background(run)

@@ -11,6 +11,7 @@ loop is running while a magic executes (text output, `input()` approvals, Ctrl-C
 from __future__ import annotations
 
 import asyncio
+import html
 import os
 import sys
 from dataclasses import dataclass
@@ -29,8 +30,10 @@ from .runtime.permissions import PERMISSION_MODES
 from .conversation_file import load_conversation, save_conversation
 from .cell_runner import agent_transformer, current_magics, run_agent_cell, terminal_transformer
 from .options import add_arguments, option_rules, split_options
+from .session_grants import SessionGrants
 from .settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
 from .ui import RunUI, choose_ui
+from .ui.announce import cell_number
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
            "agent_transformer", "terminal_transformer", "current_magics"]
@@ -42,6 +45,7 @@ class _Run:
     agent: Agent
     prompt: str
     ui: RunUI
+    cell: int | None = None  # the execution count of the cell that started it
 
 
 @magics_class
@@ -78,6 +82,7 @@ class AgentMagics(Magics):
         self._managed: list[tuple[str, Any]] = []  # rules this class put on the agent (not "granted")
         self._background: asyncio.Task[Any] | None = None
         self._default_model: Any = None
+        self.grants = SessionGrants()  # "Always allow" rules, kept across --new and %agent_reset
 
     # --- %agent ---------------------------------------------------------------------------
     @magic_arguments()
@@ -90,11 +95,12 @@ class AgentMagics(Magics):
             %%agent --mode acceptEdits --allow Bash(pytest:*)
             Rename load() to read_table() everywhere and run the tests.
 
-        Options apply to this run only; --new and --resume change the conversation. Rules
+        Options apply to this run only; --new and --resume change the conversation (the rules
+        you granted with "Always allow" stay for the kernel session: see %agent_rules). Rules
         are Claude Code's syntax (`Tool` or `Tool(specifier)`) and also come from
         AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
-        See also %agent_stop, %agent_tools, %agent_inspect, %agent_trace, %agent_history,
-        %agent_context, %agent_compact, %agent_reset, %agent_save.
+        See also %agent_stop, %agent_tools, %agent_rules, %agent_inspect, %agent_trace,
+        %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save.
         """
         try:
             asyncio.get_running_loop()
@@ -136,11 +142,14 @@ class AgentMagics(Magics):
         finally:
             run.agent.remove_listener(run.ui.listener)
             run.ui.close()
+            where = f'"Always allow" in cell [{run.cell}]' if run.cell else '"Always allow"'
+            self.grants.collect(run.agent, where)
 
-    def _prepare(self, line: str, cell: str | None, *, background: bool | None) -> _Run | None:
+    def _prepare(self, line: str, cell: str | None, *, background: bool | None, handle: Any = None) -> _Run | None:
         """Parse, find or make the agent, apply configuration; None when there is nothing to run.
 
-        `background`: forced on or off by the caller, or None to follow the option and config."""
+        `background`: forced on or off by the caller, or None to follow the option and config.
+        `handle`: the cell's start line (see `start_line`), which the run's view replaces."""
         try:
             tokens, prompt = split_options(line)
             args = AgentMagics.agent.parser.parse_args(tokens)
@@ -157,14 +166,18 @@ class AgentMagics(Magics):
         model = self._model_for(args)
         if args.resume:
             self._use_agent(self._resume(args.resume, self._new_agent(model)))
+            self.grants.collect(self.current, f"restored from {args.resume}")
             print(f"Resumed {len(self.current.messages)} messages from {args.resume}.")  # type: ignore[union-attr]
         elif args.new or self.current is None:
             self._use_agent(self._new_agent(model))
+            self.grants.apply(self.current)
         agent = self.current
         assert agent is not None
+        if args.new and not args.resume:
+            # Said even with a request on the same line: the person should know what carried over.
+            print(" ".join(p for p in ("New conversation" + ("; the next %agent starts it." if not prompt else "."),
+                                       self.grants.note()) if p))
         if not prompt:
-            if args.new and not args.resume:
-                print("New conversation; the next %agent starts it.")
             if args.resume or args.new:
                 return None
             raise UsageError('%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.')
@@ -175,13 +188,33 @@ class AgentMagics(Magics):
         wanted = args.background or self.background
         kernel = getattr(self.shell, "kernel", None) is not None
         ui = choose_ui(agent, kernel=kernel, background=wanted if background is None else background,
-                       widgets=self.widgets and not args.no_widgets, approval_timeout=self.approval_timeout)
+                       widgets=self.widgets and not args.no_widgets, approval_timeout=self.approval_timeout,
+                       handle=handle)
         self.view = ui.view
         for w in warnings:
             ui.show_error(f"warning: {w}")
         if wanted and background is False:
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
-        return _Run(agent=agent, prompt=prompt, ui=ui)
+        return _Run(agent=agent, prompt=prompt, ui=ui, cell=cell_number(self.shell))
+
+    def start_line(self, line: str, cell: str | None = None) -> Any:
+        """Show at once what is starting and with which model, before the slow imports of a first
+        run (the SDK, the tools, the widgets); returns the display handle the view replaces."""
+        from IPython.display import display
+
+        try:
+            tokens, prompt = split_options(line)
+            args = AgentMagics.agent.parser.parse_args(tokens)
+        except (ValueError, UsageError):
+            return None  # _prepare reports it
+        if not prompt and not (cell or "").strip():
+            return None  # nothing will run (--new, --resume alone, or a missing request)
+        if args.script:
+            model = f"the scripted model {os.path.basename(args.script)} (offline)"
+        else:
+            model = args.model or self.model or os.environ.get("IPY_AGENT_MODEL", "").strip() or "the default Claude model"
+        text = f"ipy_agent: starting with {model}…"
+        return display({"text/plain": text, "text/html": f"<i>{html.escape(text)}</i>"}, raw=True, display_id=True)
 
     @staticmethod
     def _resume(path: str, agent: Agent) -> Agent:
@@ -224,6 +257,8 @@ class AgentMagics(Magics):
                      sandbox=self.sandbox)
 
     def _use_agent(self, agent: Agent) -> None:
+        if self.current is not None and self.current is not agent:
+            self.current.close()  # its MCP servers: the new conversation starts its own
         self.current, self._managed = agent, []
 
     def _apply_settings(self, agent: Agent, extra: list[RuleSpec]) -> list[str]:
@@ -237,6 +272,7 @@ class AgentMagics(Magics):
         except SettingsError as e:
             raise UsageError(str(e)) from None
         self._managed = replace_rules(agent.rules, self._managed, [*config, *files, *extra])
+        warnings += _apply_mcp_files(agent)
         agent.budget.message_limit = self.message_budget
         agent.registry.result_limit_override = self.max_result_chars
         return warnings
@@ -336,12 +372,48 @@ class AgentMagics(Magics):
 
     @line_magic
     def agent_reset(self, line: str = "") -> None:
-        """Forget the conversation, read state and trace; configuration and granted rules stay."""
+        """Forget the conversation, read state and trace. Configuration stays, and so do the rules
+        you granted with "Always allow" (for the kernel session; %agent_rules lists them)."""
         agent = self._need_agent()
         if agent.running:
             raise UsageError("The agent is running; stop it first with %agent_stop.")
         agent.reset()
-        print("Conversation cleared.")
+        agent.close()  # MCP servers stop; they start again at the next run
+        print(" ".join(p for p in ("Conversation cleared.", self.grants.note()) if p))
+
+    @line_magic
+    def agent_rules(self, line: str = "") -> None:
+        """%agent_rules [--revoke RULE]: the rules you granted with "Always allow", and where.
+
+        Grants last for the kernel session: %agent --new and %agent_reset keep them. --revoke
+        takes one back (the next call it covered asks again). %agent_tools lists every rule."""
+        text = line.strip()
+        if not text:
+            print(self.grants.listing(self.current))
+            return
+        if not text.startswith("--revoke"):
+            raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")
+        rule = text[len("--revoke"):].strip().strip("'\"")
+        if not rule:
+            raise UsageError("%agent_rules --revoke needs a rule, e.g. `%agent_rules --revoke Bash(git status:*)`")
+        try:
+            self.grants.revoke(rule, self.current)
+        except KeyError:
+            known = ", ".join(self.grants.sources) or "none"
+            raise UsageError(f"{rule!r} is not a rule granted with \"Always allow\" (granted: {known})") from None
+        print(f"Revoked {rule}: calls it covered will ask again.")
+
+    @line_magic
+    def agent_mcp(self, line: str = "") -> None:
+        """MCP servers: where each is configured, its transport and status (why it is down, with
+        its last stderr lines), and its tools with their safety flags. Servers start at the first
+        %agent run; a project's servers (.mcp.json) ask for your approval once."""
+        from .mcp.report import status_text
+
+        agent = self.current or self._new_agent(model=None)
+        for w in self._apply_settings(agent, []):
+            print(f"warning: {w}", file=sys.stderr)
+        print(status_text(agent.mcp, agent.exposure().hidden))
 
     @line_magic
     def agent_save(self, line: str = "") -> None:
@@ -357,6 +429,15 @@ class AgentMagics(Magics):
         except OSError as e:
             raise UsageError(f"could not write {path!r}: {e}") from None
         print(f"Saved {len(agent.messages)} messages to {path}.")
+
+
+def _apply_mcp_files(agent: Agent) -> list[str]:
+    """MCP servers from .mcp.json and the settings files onto the agent; warnings for bad entries."""
+    from .mcp import load_mcp_files
+
+    servers, warnings = load_mcp_files(agent.cwd)
+    agent.mcp.set_file_servers(servers)
+    return warnings
 
 
 def load_ipython_extension(shell: Any) -> None:
@@ -375,6 +456,8 @@ def unload_ipython_extension(shell: Any) -> None:
                 shell.magics_manager.magics[kind].pop(name, None)
         if magics.current is not None and magics.current.running:
             magics.current.interrupt()
+        if magics.current is not None:
+            magics.current.close()  # no MCP server outlives the extension
         if magics in getattr(shell, "configurables", []):
             shell.configurables.remove(magics)
     for transformer in (agent_transformer, terminal_transformer):

@@ -47,7 +47,7 @@ class AgentOption:
 
 
 AGENT_OPTIONS: tuple[AgentOption, ...] = (
-    AgentOption(flag="--new", help="Start a fresh conversation (the old one is dropped)."),
+    AgentOption(flag="--new", help="Start a fresh conversation (the old one is dropped; rules granted with \"Always allow\" stay)."),
     AgentOption(flag="--mode", help="Permission mode for this run.", example="acceptEdits", choices=PERMISSION_MODES),
     AgentOption(flag="--model", help="Anthropic model name for this run.", example="claude-sonnet-4-5"),
     AgentOption(flag="--max-turns", help="Model requests before the run stops.", example="20", type=int),

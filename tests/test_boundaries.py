@@ -12,7 +12,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "ipy_agent"
 CORE = [*sorted((PKG / "runtime").glob("*.py")), PKG / "agent.py", *sorted((PKG / "models").glob("*.py")),
         *sorted((PKG / "context").glob("*.py")),
-        *sorted((PKG / "tools").glob("*.py")), PKG / "system_prompt.py"]
+        *sorted((PKG / "tools").glob("*.py")), *sorted((PKG / "mcp").glob("*.py")), PKG / "system_prompt.py"]
 FORBIDDEN = ("IPython", "ipywidgets", "ipykernel", "traitlets")
 
 
@@ -39,8 +39,20 @@ def test_the_core_runs_without_ipython_loaded():
         "import tempfile\n"
         "a = Agent(model=ScriptedModel(['hi']), cwd=tempfile.mkdtemp())\n"
         "assert a.run('x').text == 'hi'\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('IPython', 'ipywidgets', 'anthropic')))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('IPython', 'ipywidgets', 'anthropic', 'mcp')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("path", sorted((PKG / "mcp").glob("*.py")), ids=lambda p: str(p.relative_to(PKG)))
+def test_mcp_sits_with_the_tools(path):
+    """ipy_agent.mcp builds Tools: it may import the runtime, never the agent, the UI or the magics."""
+    above = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 2:
+            above.append((node.module or "").split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("ipy_agent."):
+            above.append(node.module.split(".")[1])
+    assert not set(above) - {"runtime"}, f"{path.relative_to(PKG)} imports {sorted(set(above))}"

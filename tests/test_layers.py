@@ -5,7 +5,7 @@ Layers, lowest first; a module may import its own layer and those below it:
 
     0  runtime, models          the tool contract, lifecycle, rules, budgets; model adapters
     1  notebook                 notebook cells as text (Read, the live-notebook bridge)
-    2  tools                    the built-in tools
+    2  tools, mcp               the built-in tools; MCP servers' tools
     3  agent, turn, context,    the loop that puts model, runtime and tools together; the context
        system_prompt, settings,  window it manages; settings and saved conversations it reads
        conversation_file          and writes
@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "ipy_agent.models": 0,
     "ipy_agent.notebook": 1,
     "ipy_agent.tools": 2,
+    "ipy_agent.mcp": 2,
     "ipy_agent.agent": 3,
     "ipy_agent.turn": 3,
     "ipy_agent.options": 3,
@@ -37,6 +38,7 @@ LAYERS: dict[str, int] = {
     "ipy_agent.system_prompt": 3,
     "ipy_agent.settings": 3,
     "ipy_agent.conversation_file": 3,
+    "ipy_agent.session_grants": 3,
     "ipy_agent.ui": 4,
     "ipy_agent.magics": 4,
     "ipy_agent": 4,

@@ -42,6 +42,8 @@ class ScriptedModel:
     `compaction_summary` and kept in `compactions` instead: it uses no scripted turn.
     """
 
+    offline = True  # costs nothing: the UI shows no price for it
+
     def __init__(
         self,
         turns: list[Turn] | None = None,
@@ -119,11 +121,18 @@ class ScriptedModel:
         blocks = self._take_turn(request.messages)
         loop = asyncio.get_running_loop()
         content: list[dict[str, Any]] = []
+        # A tool_use id is unique within a conversation (the API's ids are). A transcript replayed
+        # twice in one conversation repeats its ids, and `%agent_history` / `%agent_inspect ID`
+        # would then mix up the calls: a repeated id gets a suffix.
+        used = {str(b.get("id")) for m in request.messages if isinstance(m.get("content"), list)
+                for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
         for index, block in enumerate(blocks):
             delay = block.pop("_delay", self.block_delay)
             if block.get("type") == "tool_use" and not block.get("id"):
                 self._ids += 1
                 block["id"] = f"toolu_scripted_{self._ids:04d}"
+            if block.get("type") == "tool_use":
+                block["id"] = _unique(str(block["id"]), used)
             if block.get("type") == "tool_use":
                 block.setdefault("input", {})
             if block.get("type") == "text":
@@ -169,3 +178,13 @@ class _SizeCache:
             self._sizes.append(size)
             self._total += size
         return self._total
+
+
+def _unique(tool_use_id: str, used: set[str]) -> str:
+    """`tool_use_id`, or it with the first free suffix `_2`, `_3`, ...; the result joins `used`."""
+    candidate, n = tool_use_id, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{tool_use_id}_{n}"
+    used.add(candidate)
+    return candidate

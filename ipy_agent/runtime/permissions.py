@@ -119,17 +119,18 @@ class PermissionRules:
         return r
 
     def denies_whole(self, tool: Tool) -> Rule | None:
-        names = {tool.name}
+        names = {tool.name, *tool.rule_groups}
         return next((r for r in self.deny if r.tool in names and r.whole_tool), None)
 
     def find(self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
-        names = {tool.name, *tool.rule_names}
+        names = {tool.name, *tool.rule_names, *tool.rule_groups}
         for rule in getattr(self, kind):
             if rule.tool not in names:
                 continue
             if rule.whole_tool:
                 # `Edit` whole-tool rules name Edit only; Write answers to Edit(...) content rules.
-                if rule.tool == tool.name:
+                # A group (`mcp__srv`) names every tool in it.
+                if rule.tool == tool.name or rule.tool in tool.rule_groups:
                     return rule
                 continue
             if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind):

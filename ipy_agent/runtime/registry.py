@@ -39,6 +39,7 @@ class ToolRegistry:
                 raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
             seen[tool.name] = tool
         self._tools = seen
+        self._groups: dict[str, list[str]] = {}
         self.result_limit_override: int | None = None
 
     def result_limit(self, tool: Tool) -> int:
@@ -63,6 +64,23 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+
+    def set_group(self, group: str, tools: list[Tool]) -> dict[str, str]:
+        """Replace the tools added under `group` (an MCP manager's, whose list changes between
+        requests). A tool whose name is already taken by another is left out; returns those,
+        each with why."""
+        for name in self._groups.pop(group, []):
+            self._tools.pop(name, None)
+        kept: list[str] = []
+        clashes: dict[str, str] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                clashes[tool.name] = "a tool with this name is already registered"
+                continue
+            self._tools[tool.name] = tool
+            kept.append(tool.name)
+        self._groups[group] = kept
+        return clashes
 
     def exposed(self, ctx: ToolContext, rules: PermissionRules, *, simple: bool = False) -> Exposure:
         offered: list[Tool] = []

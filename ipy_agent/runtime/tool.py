@@ -258,6 +258,11 @@ class Tool:
     max_result_chars: int = TOOL_RESULT_CHARS
     # Which rule names govern this tool: Write and NotebookEdit answer to Edit(...) rules.
     rule_names: tuple[str, ...] = ()
+    # Whole-tool rules naming one of these cover this tool too: `mcp__srv` for each tool of the
+    # MCP server srv (allow, ask and deny alike).
+    rule_groups: tuple[str, ...] = ()
+    # Where the tool comes from, for `%agent_tools`; empty: a built-in or custom tool.
+    origin: str = ""
     kind: ToolKind = "other"
     user_facing_name: str = ""
 

@@ -39,7 +39,9 @@ def noninteractive_env() -> bool:
 
 
 def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
-              approval_timeout: float | None = None) -> RunUI:
+              approval_timeout: float | None = None, handle: Any = None) -> RunUI:
+    """`handle`: the display the cell already shows (the start line); the widget view replaces
+    it, and the static record replaces the view when the run ends."""
     from ..runtime.trace import NoticeEvent
     from .approver import NonInteractiveApprover, with_timeout
 
@@ -53,8 +55,10 @@ def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
         else:
             from IPython.display import display
 
-            view = RunView(agent, background=background, on_stop=agent.interrupt)
-            display(view.widget)
+            if handle is None:
+                handle = display({"text/plain": "ipy_agent: starting…"}, raw=True, display_id=True)
+            view = RunView(agent, background=background, on_stop=agent.interrupt, handle=handle)
+            handle.update(view.live_bundle(), raw=True)
             return RunUI(
                 listener=view.listener, approver=with_timeout(view.approver, approval_timeout),
                 show_error=lambda text: view.listener(NoticeEvent(text=text, level="warning")),
@@ -82,6 +86,6 @@ def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
 
     for note in notes:
         show_error(note)
-    return RunUI(listener=TextRenderer(console), approver=approver, show_error=show_error, show_crash=show_crash,
+    return RunUI(listener=TextRenderer(console, model=getattr(agent, "model", None)), approver=approver, show_error=show_error, show_crash=show_crash,
                  close=lambda: None,
                  background=background, kind="text")

@@ -18,6 +18,7 @@ from typing import Any
 import ipywidgets as W
 
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
+from .comm_ack import Ack, AckText
 from .diff_html import diff_html, pre_html
 
 __all__ = ["ApprovalPrompt", "what_will_happen"]
@@ -61,13 +62,15 @@ def what_will_happen(request: PermissionRequest) -> str:
 class ApprovalPrompt:
     """Allow / Always allow `<rule>` / Deny for one call; the answer resolves an asyncio future."""
 
-    def __init__(self, request: PermissionRequest, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+    def __init__(self, request: PermissionRequest, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any],
+                 *, ack: Ack | None = None) -> None:
         self.request = request
         self.rule = request.suggested_rule or request.tool_name
         self.answer: PermissionAnswer | None = None
         self._loop, self._future = loop, future
         self._clicked = False
         self._void_note = ""
+        self.outcome_text = ""  # the answered prompt's line, e.g. "Denied: <reason>"
         self._lock = threading.Lock()
         short = self.rule if len(self.rule) <= 60 else self.rule[:59] + "…"
         auto = W.Layout(width="auto")
@@ -76,7 +79,9 @@ class ApprovalPrompt:
             description=f"Always allow {short}", tooltip=f"Allow, and add the rule {self.rule} for this conversation", layout=auto
         )
         self.deny_button = W.Button(description="Deny", button_style="danger", tooltip="Refuse; the reason goes to the model", layout=auto)
-        self.reason = W.Text(placeholder="Reason for denying (optional, sent to the model)", layout=W.Layout(flex="1 1 auto", min_width="14em"))
+        # `ack`: the cell awaits the run, so each typed key must be acknowledged (ui/comm_ack.py).
+        self.reason = AckText(ack=ack, placeholder="Reason for denying (optional, sent to the model)",
+                              layout=W.Layout(flex="1 1 auto", min_width="14em"))
         self.outcome = W.HTML()
         self.allow_button.on_click(lambda _b: self._click("allow"))
         self.always_button.on_click(lambda _b: self._click("always"))
@@ -99,6 +104,10 @@ class ApprovalPrompt:
         if reason:
             self.reason.value = reason
         self.deny_button.click()
+
+    def focus(self) -> None:
+        """Put the keyboard in the reason box: the browser scrolls the prompt into view."""
+        self.reason.focus()
 
     @property
     def pending(self) -> bool:
@@ -127,10 +136,10 @@ class ApprovalPrompt:
             return
         self.answer = answer
         self._future.set_result(answer)
-        words = {"allow": "Allowed once", "always": f"Allowed; rule added: <code>{html.escape(self.rule)}</code>", "deny": "Denied"}
+        words = {"allow": "Allowed once", "always": f"Allowed; rule added: {self.rule}", "deny": "Denied"}
         note = self._void_note or words[answer.behavior]
         if answer.behavior == "deny" and answer.message and not self._void_note:
-            note += f": {html.escape(answer.message)}"
+            note += f": {answer.message}"
         self._finish(note)
 
     def void(self, note: str, message: str) -> None:
@@ -144,9 +153,12 @@ class ApprovalPrompt:
         self._finish(note)
 
     def _finish(self, note: str) -> None:
+        """`note`: plain text, what the person sees on the answered prompt (and the record keeps)."""
+        self.reason.stop_acking()
+        self.outcome_text = note
         for w in (self.allow_button, self.always_button, self.deny_button, self.reason):
             w.disabled = True
-        self.outcome.value = f'<i style="opacity:0.8">{note}</i>'
+        self.outcome.value = f'<i style="opacity:0.8">{html.escape(note)}</i>'
         # Answered: shrink to the outcome line. Left open, every answered prompt kept its diff and
         # greyed buttons on screen, and the row's Details repeated the same diff right below it.
         self.widget.children = (self.outcome,)

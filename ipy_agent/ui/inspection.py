@@ -10,16 +10,19 @@ they work from Python as well as through `%agent_tools`, `%agent_inspect`, `%age
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from ..runtime.tool import Tool
 from ..runtime.trace import CallRecord
+from .record import seen_lines
 from .status import format_duration, status_look
 
 __all__ = ["tools_text", "inspect_text", "trace_text", "history_text", "find_call", "flag_text"]
 
 PICTURE_WIDTH = 48
+TRACE_WIDTH = 100  # characters per line of %agent_trace's stage lines
 
 
 def flag_text(tool: Tool, flag: str) -> str:
@@ -36,11 +39,11 @@ def flag_text(tool: Tool, flag: str) -> str:
 
 def tools_text(agent: Any) -> str:
     exposure = agent.exposure()
-    rows = [("tool", "offered", "read-only", "parallel", "destructive")]
+    rows: list[tuple[str, ...]] = [("tool", "offered", "read-only", "parallel", "destructive", "from")]
     for tool in agent.tools:
         offered = "yes" if tool.name not in exposure.hidden else "hidden"
         rows.append((tool.name, offered, flag_text(tool, "read_only"), flag_text(tool, "concurrency_safe"),
-                     flag_text(tool, "destructive")))
+                     flag_text(tool, "destructive"), tool_origin(tool)))
     lines = [f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):"]
     lines += _table(rows)
     if any(t.name == "Bash" for t in agent.tools):
@@ -53,6 +56,10 @@ def tools_text(agent: Any) -> str:
         lines.append("")
         lines.append("Hidden tools, and why:")
         lines += [f"  {name}: {why}" for name, why in exposure.hidden.items()]
+    waiting = [n for n in agent.mcp.configs if agent.mcp.connection(n) is None]
+    if waiting:
+        lines.append("")
+        lines.append(f"MCP servers not started yet (their tools appear after the next run; see %agent_mcp): {', '.join(waiting)}")
     rules = [(kind, r.text, r.source) for kind in ("allow", "ask", "deny") for r in getattr(agent.rules, kind)]
     lines.append("")
     if rules:
@@ -61,6 +68,13 @@ def tools_text(agent: Any) -> str:
     else:
         lines.append("No permission rules: the mode decides (read-only calls run, others ask).")
     return "\n".join(lines)
+
+
+def tool_origin(tool: Tool) -> str:
+    """Where a tool comes from: an MCP server (and its file), ipy_agent itself, or the caller."""
+    if tool.origin:
+        return tool.origin
+    return "built-in" if type(tool).__module__.startswith("ipy_agent.tools") else "custom"
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
@@ -81,7 +95,9 @@ def find_call(agent: Any, key: str | int | None = None) -> CallRecord:
         if not 1 <= n <= len(trace):
             raise LookupError(f"there is no call #{n}: this conversation has calls #1 to #{len(trace)}")
         return trace[n - 1]
-    for rec in trace:
+    # The latest call with that id, as %agent_history pairs them (ids are unique in a conversation
+    # the API made; a hand-written transcript may still repeat one).
+    for rec in reversed(trace):
         if rec.tool_use_id == text:
             return rec
     raise LookupError(f"no call has tool_use_id {text!r}; %agent_trace lists the calls and their ids")
@@ -131,8 +147,7 @@ def inspect_text(agent: Any, key: str | int | None = None) -> str:
         lines.append(f"Input as the model sent it: {json.dumps(rec.input, ensure_ascii=False)}")
     if rec.decision is not None:
         lines.append(f"Permission: {rec.decision.behavior} ({rec.decision.source}: {rec.decision.reason})")
-    lines += ["", "The person saw:", f"  {status_look(rec.status).icon} {rec.display_name or rec.tool_name} "
-              f"{rec.summary_use} — {rec.summary_result}".rstrip(" —")]
+    lines += ["", "The person saw:", *(f"  {ln}" for ln in seen_lines(rec, status_look(rec.status).icon))]
     if rec.detail:
         lines += [f"  | {line}" for line in rec.detail.splitlines()[:40]]
     error = "  (is_error: true)" if rec.is_error else ""
@@ -151,12 +166,34 @@ def inspect_text(agent: Any, key: str | int | None = None) -> str:
     return "\n".join(lines)
 
 
-def _stage_text(rec: CallRecord) -> str:
+def _stage_parts(rec: CallRecord) -> list[str]:
     parts = []
     for s in rec.stages:
         detail = f" ({s.detail})" if s.detail and s.name == "permission" else ""
         parts.append(f"{s.name} {s.outcome}{detail} {format_duration(s.duration, precise=True)}")
-    return " · ".join(parts)
+    return parts
+
+
+def _wrap_stages(parts: list[str], width: int = TRACE_WIDTH) -> list[str]:
+    """Stage texts joined by " · ", broken between stages (a terminal or a cell breaks long lines
+    mid-word); a single stage longer than the width is wrapped at spaces."""
+    lines: list[str] = []
+    current = ""
+    for part in parts:
+        candidate = f"{current} · {part}" if current else part
+        if current and len(candidate) + 4 > width:
+            lines.append(current)
+            current = part
+        else:
+            current = candidate
+    if current:
+        lines.append(current)
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        first = "    " if i == 0 else "      "
+        out += textwrap.wrap(line, width=width, initial_indent=first, subsequent_indent="      ",
+                             break_long_words=False, break_on_hyphens=False) or [first]
+    return out
 
 
 def trace_text(agent: Any, turn: int | None = None) -> str:
@@ -177,7 +214,7 @@ def trace_text(agent: Any, turn: int | None = None) -> str:
     for r in calls:
         d = format_duration(r.duration, precise=True) or "-"
         lines.append(f"#{r.index + 1} {r.tool_name} {r.summary_use}  [batch {r.batch}, {r.status}, {d}]  {r.tool_use_id}")
-        lines.append(f"    {_stage_text(r)}")
+        lines += _wrap_stages(_stage_parts(r))
     lines += ["", *batch_picture(calls)]
     return "\n".join(lines)
 

@@ -18,9 +18,12 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.text import Text
 
+from ..agent import INTERRUPTED_NOTICE
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
-from ..runtime.trace import AgentEvent, CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent
+from ..runtime.trace import (AgentEvent, CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent,
+                             ThinkingEvent, TurnEvent)
 from .status import STATUS, format_duration, status_look
+from .usage_line import turns_text, usage_parts
 
 __all__ = ["TextRenderer", "make_console", "render_diff", "call_row", "terminal_approver", "STATUS_MARK"]
 
@@ -72,8 +75,10 @@ def call_row(rec: CallRecord) -> Text:
 class TextRenderer:
     """An `agent.on_event` listener that prints the run as text."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, model: Any = None) -> None:
         self.console = console or make_console()
+        self.model = model  # for the footer's cost and context share
+        self.context_tokens = 0
         self._mid_line = False
         self._thinking = False
         # A settled call can be reported again (the message budget spilled its result); a
@@ -98,16 +103,20 @@ class TextRenderer:
                 self.console.print(call_row(rec))
                 if rec.detail and rec.status == "done":
                     self.console.print(_indent(render_diff(rec.detail, DETAIL_LINES)), end="")
+            case TurnEvent(phase="end") if event.usage is not None:
+                self.context_tokens = event.usage.context_tokens
             case ContextEvent():
                 self._newline()
                 self.console.print(Text(f"  ⇣ {event.text}", style="cyan"))
+            case NoticeEvent() if event.text == INTERRUPTED_NOTICE:
+                pass  # the footer says how the run ended
             case NoticeEvent():
                 self._newline()
                 style = {"error": "bold red", "warning": "yellow"}.get(event.level, "dim")
                 self.console.print(Text(event.text, style=style))
             case RunEndEvent():
                 self._newline()
-                self.console.print(Text(footer(event.result), style="dim"))
+                self.console.print(Text(footer(event.result, self.model, self.context_tokens), style="dim"))
             case _:
                 pass
 
@@ -123,11 +132,17 @@ class TextRenderer:
             self._mid_line = False
 
 
-def footer(result: Any) -> str:
+_ENDED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
+
+
+def footer(result: Any, model: Any = None, context_tokens: int = 0) -> str:
+    """How the run ended, its turns, tokens, cost (real models) and context share."""
+    reason = str(getattr(result, "stop_reason", "?"))
+    turns = int(getattr(result, "turns", 0) or 0)
+    parts = [_ENDED.get(reason, f"Ended: {reason}") + (f" ({turns_text(turns)})" if turns else "")]
     u = getattr(result, "usage", None)
-    parts = [f"[{getattr(result, 'stop_reason', '?')}]", f"{getattr(result, 'turns', 0)} turn(s)"]
     if u is not None:
-        parts.append(f"tokens in {u.input_tokens:,} / out {u.output_tokens:,} / cached {u.cache_read_input_tokens:,}")
+        parts += usage_parts(model, u, context_tokens, answered=turns > 0 and model is not None)
     return " · ".join(parts)
 
 

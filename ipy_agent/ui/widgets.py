@@ -26,12 +26,19 @@ from collections.abc import Callable
 
 import ipywidgets as W
 
+from ..agent import INTERRUPTED_NOTICE
 from ..models.base import Usage
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
 from ..runtime.trace import CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
 from .approval_widget import ApprovalPrompt, what_will_happen
+from .comm_ack import idle_ack
+from .announce import announce_answered, announce_waiting, cell_number
 from .diff_html import diff_html, looks_like_diff, pre_html
+from .progress import Progress
+from .record import LIVE_TEXT, Entry, record_bundle, row_result_text
+from .segments import Segment, markdown_html
 from .status import STATUS, format_duration, status_look
+from .usage_line import model_name, turns_text, usage_parts
 
 __all__ = ["RunView", "ApprovalPrompt", "CallRow", "STATUS_TEXT", "what_will_happen"]
 
@@ -44,23 +51,6 @@ FLUSH_INTERVAL = 0.1
 _FINISHED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
 
 
-_MD: Any = None
-
-
-def markdown_html(text: str) -> str:
-    """The assistant's Markdown as HTML, rendered here with raw HTML switched off.
-
-    The model's text can carry what it read (a file, a tool's output, a web page): sent as
-    `text/markdown` into an Output widget, JupyterLab renders it as trusted HTML and runs any
-    `<img onerror=...>` in the notebook's origin, which could drive the kernel past every
-    approval. markdown-it escapes raw HTML and refuses `javascript:` links.
-    """
-    global _MD
-    if _MD is None:
-        from markdown_it import MarkdownIt
-
-        _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").enable("strikethrough")
-    return f'<div class="ipy-agent-text">{_MD.render(text)}</div>'
 
 
 class CallRow:
@@ -82,6 +72,7 @@ class CallRow:
         self.detail = self.detail_html
         self.widget = W.VBox([W.HBox([self.status_html, self.title, self.duration]), self.prompt_box, self.detail])
         self.prompt: ApprovalPrompt | None = None
+        self.record: CallRecord | None = None  # the latest, for the static record (ui/record.py)
         self.set_status("queued")
         self.set_title(name, "")
 
@@ -103,6 +94,7 @@ class CallRow:
         self.prompt_box.children = (prompt.widget,)
 
     def update(self, record: CallRecord) -> None:
+        self.record = record
         self.set_status(record.status)
         self.set_title(record.display_name or record.tool_name, record.summary_use, self._result_text(record))
         self.duration.value = f'<span style="opacity:0.7;white-space:nowrap">{format_duration(record.duration)}</span>'
@@ -114,20 +106,28 @@ class CallRow:
         if record.status not in ("waiting", "queued") and self.prompt is not None and self.prompt.pending:
             self.prompt.cancel()
 
+    # Plain texts of the row, for the static record.
+    def result_text(self, record: CallRecord) -> str:
+        return self._result_text(record)
+
+    @staticmethod
+    def duration_text(record: CallRecord) -> str:
+        return format_duration(record.duration)
+
+    @staticmethod
+    def detail_text(record: CallRecord) -> str:
+        preview = record.preview
+        if record.detail:
+            return record.detail
+        if preview is not None and getattr(preview, "diff", None) and record.status != "denied":
+            return str(preview.diff)
+        if preview is not None and getattr(preview, "command", None):
+            return f"$ {preview.command}"
+        return ""
+
     @staticmethod
     def _result_text(record: CallRecord) -> str:
-        if record.status == "denied":
-            decision = record.decision
-            source = getattr(decision, "source", "")
-            if source == "person":
-                # The answered prompt below says "Denied: <reason>"; summary_result is the text
-                # written for the model ("The person declined this call…").
-                return ""
-            reason = str(getattr(decision, "reason", "") or "").strip()
-            if source in ("rule", "mode", "hook", "tool", "default") and reason:
-                line = reason.splitlines()[0]  # e.g. "denied by rule 'Bash(rm:*)' (settings)"
-                return line if len(line) <= 120 else line[:119] + "…"
-        return record.summary_result if record.summary_result not in ("", record.status, "done") else ""
+        return row_result_text(record)
 
     @staticmethod
     def _detail_html(record: CallRecord) -> str:
@@ -144,53 +144,42 @@ class CallRow:
         return diff_html(text) if looks_like_diff(text) else pre_html(text)
 
 
-class _Segment:
-    """A run of streamed assistant text (Markdown) or thinking (a collapsed box)."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.text = ""
-        self.shown = ""
-        if kind == "text":
-            self.html = W.HTML()
-            self.widget: W.Widget = self.html
-        else:
-            self.html = W.HTML()
-            self.widget = W.Accordion(children=[self.html], titles=("Thinking",), selected_index=None)
-
-    def flush(self) -> None:
-        if self.text == self.shown:
-            return
-        self.shown = self.text
-        if self.kind == "text":
-            self.html.value = markdown_html(self.text)
-        else:
-            self.html.value = pre_html(self.text)
-
-
 class RunView:
-    """The widgets of one run. Interface used by the magics: widget, listener, approver, prompts, close."""
+    """The widgets of one run. Interface used by the magics: widget, listener, approver, prompts, close.
 
-    def __init__(self, agent: Any, background: bool = False, on_stop: Callable[[], None] | None = None) -> None:
+    `handle`: the cell's display handle (IPython's DisplayHandle) this view was shown with; when
+    the run ends, the handle's output is replaced by the static record (ui/record.py), so the
+    saved notebook keeps a readable account instead of a widget only a live kernel can draw.
+    """
+
+    def __init__(self, agent: Any, background: bool = False, on_stop: Callable[[], None] | None = None,
+                 handle: Any = None) -> None:
         self.agent = agent
         self.background = background
         self.on_stop = on_stop
+        self.handle = handle
+        self.cell_number = cell_number()  # where a background prompt waits (ui/announce.py)
         self.prompts: dict[str, ApprovalPrompt] = {}
         self.rows: dict[str, CallRow] = {}
+        self.entries: list[Entry] = []  # the body in order, for the record
         self.result: Any = None
         self.usage = Usage()
         self.context_tokens = 0
         self._turns = 0
         self.closed = False
-        self._segment: _Segment | None = None
+        self._outcome = ""
+        self._segment: Segment | None = None
         self._last_flush = 0.0
         self._flush_scheduled = False
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
+        # A foreground run's cell awaits it: typed reasons need acknowledging (ui/comm_ack.py).
+        self._ack = None if background else idle_ack()
         self.body = W.VBox()
-        self.state = W.HTML("<i>running…</i>", layout=W.Layout(flex="1 1 auto"))
+        self.state = W.HTML(layout=W.Layout(flex="1 1 auto"))
+        self.progress = Progress(self.state, model=model_name(getattr(agent, "model", None)))
         self.footer = W.HTML()
         bar: list[W.Widget] = [self.state]
         self.stop_button: W.Button | None = None
@@ -212,7 +201,12 @@ class RunView:
             case ThinkingEvent():
                 self._stream("thinking", event.text)
             case CallEvent():
-                self.row(event.record.tool_use_id, event.record.display_name or event.record.tool_name).update(event.record)
+                rec = event.record
+                self.row(rec.tool_use_id, rec.display_name or rec.tool_name).update(rec)
+                if rec.status == "running":
+                    self.progress.set("tools")
+            case TurnEvent(phase="start"):
+                self.progress.set("thinking")
             case TurnEvent(phase="end"):
                 self._end_segment()
                 if event.usage is not None:
@@ -222,11 +216,15 @@ class RunView:
                     self._render_footer()
             case ContextEvent():
                 self._end_segment()
-                self._append(W.HTML(f'<div class="ipy-agent-context" style="opacity:0.8">⇣ {html.escape(event.text)}</div>'))
+                self._append(W.HTML(f'<div class="ipy-agent-context" style="opacity:0.8">⇣ {html.escape(event.text)}</div>'),
+                             Entry(kind="notice", text=f"⇣ {event.text}"))
+            case NoticeEvent() if event.text == INTERRUPTED_NOTICE:
+                pass  # the state line says "Interrupted"; once is enough
             case NoticeEvent():
                 self._end_segment()
                 colour = _NOTICE_COLOURS.get(event.level, "inherit")
-                self._append(W.HTML(f'<div style="color:{colour}">{html.escape(event.text)}</div>'))
+                self._append(W.HTML(f'<div style="color:{colour}">{html.escape(event.text)}</div>'),
+                             Entry(kind="notice", text=event.text, level=event.level))
             case RunEndEvent():
                 self.finish(event.result)
 
@@ -235,17 +233,20 @@ class RunView:
         if row is None:
             self._end_segment()
             row = self.rows[tool_use_id] = CallRow(tool_use_id, name)
-            self._append(row.widget)
+            self._append(row.widget, Entry(kind="row", row=row))
         return row
 
     async def approver(self, request: PermissionRequest) -> PermissionAnswer:
         loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[PermissionAnswer] = loop.create_future()
         row = self.row(request.tool_use_id, request.display_name or request.tool_name)
-        prompt = ApprovalPrompt(request, loop, future)
+        prompt = ApprovalPrompt(request, loop, future, ack=self._ack)
         self.prompts[request.tool_use_id] = prompt
         row.show_prompt(prompt)
         row.set_status("waiting")
+        self.progress.prompt_opened()
+        self._bring_forward()
+        announce_waiting(self, request)
         try:
             return await future
         except asyncio.CancelledError:
@@ -253,6 +254,13 @@ class RunView:
             prompt.cancel()
             row.set_status("cancelled")
             raise
+        finally:
+            self.progress.prompt_closed()
+            announce_answered(self)
+            self._bring_forward()
+
+    def waiting_prompts(self) -> list[ApprovalPrompt]:
+        return [p for p in self.prompts.values() if p.pending]
 
     def finish(self, result: Any) -> None:
         """The run ended: flush the text, void open prompts, say how it ended."""
@@ -264,7 +272,9 @@ class RunView:
         reason = getattr(result, "stop_reason", "")
         words = _FINISHED.get(reason, f"Ended: {reason}")
         turns = getattr(result, "turns", 0)
-        self.state.value = f"<i>{html.escape(words)}</i>" + (f' <span style="opacity:0.7">({turns} turns)</span>' if turns else "")
+        self._outcome = words + (f" ({turns_text(turns)})" if turns else "")
+        self.progress.end(f"<i>{html.escape(words)}</i>"
+                          + (f' <span style="opacity:0.7">({turns_text(turns)})</span>' if turns else ""))
         self._retire_stop()
 
     def show_error(self, error: BaseException) -> None:
@@ -273,13 +283,16 @@ class RunView:
 
         text = "".join(traceback.format_exception(error))
         self._end_segment()
-        self._append(W.HTML(f'<div style="color:#f85149"><b>The agent crashed:</b></div>{pre_html(text)}'))
-        self.state.value = "<i>Crashed</i>"
+        self._append(W.HTML(f'<div style="color:#f85149"><b>The agent crashed:</b></div>{pre_html(text)}'),
+                     Entry(kind="crash", text=text))
+        self._outcome = "Crashed"
+        self.progress.end("<i>Crashed</i>")
         self._retire_stop()
+        self.publish_record()
 
     def close(self) -> None:
-        """Stop following the agent. The widgets stay on screen; an open prompt is answered with a
-        denial, so a run still waiting on it goes on instead of hanging."""
+        """Stop following the agent; an open prompt is answered with a denial, so a run still
+        waiting on it goes on instead of hanging. The cell's output becomes the static record."""
         if self.closed:
             return
         self._end_segment()
@@ -288,20 +301,52 @@ class RunView:
             if prompt.pending:
                 prompt.void("Closed before an answer", "The approval prompt was closed before the person answered.")
         self._retire_stop()
+        announce_answered(self)
         remove = getattr(self.agent, "remove_listener", None)
         if remove is not None:
             remove(self.listener)
+        self.publish_record()
+
+    # --- the record ------------------------------------------------------------------------
+    def record_bundle(self) -> dict[str, str]:
+        """The run as static HTML and text (see ui/record.py)."""
+        self._end_segment()
+        return record_bundle(self.entries, outcome=self._outcome or "Ended", footer=" · ".join(self._usage_parts()),
+                             markdown=markdown_html)
+
+    def live_bundle(self) -> dict[str, Any]:
+        """What displays the live view: the widget, and a text that says what it is."""
+        data = dict(self.widget._repr_mimebundle_() or {})
+        data["text/plain"] = LIVE_TEXT
+        return data
+
+    def publish_record(self) -> None:
+        if self.handle is not None:
+            try:
+                self.handle.update(self.record_bundle(), raw=True)
+            except Exception:  # the kernel is shutting down: the live view stays
+                pass
 
     # --- internals -------------------------------------------------------------------------
-    def _append(self, widget: W.Widget) -> None:
+    def _append(self, widget: W.Widget, entry: Entry) -> None:
+        self.entries.append(entry)
         self.body.children = (*self.body.children, widget)
+
+    def _bring_forward(self) -> None:
+        # Focus the reason box of the first open prompt: the browser scrolls it into view, and
+        # keys typed next go there instead of becoming notebook shortcuts. A background run
+        # leaves the focus alone (the person is working elsewhere; announce_waiting tells them).
+        waiting = self.waiting_prompts()
+        if waiting and not self.background:
+            waiting[0].focus()
 
     def _stream(self, kind: str, text: str) -> None:
         if self._segment is None or self._segment.kind != kind:
             self._end_segment()
-            self._segment = _Segment(kind)
-            self._append(self._segment.widget)
+            self._segment = Segment(kind)
+            self._append(self._segment.widget, self._segment.entry)
         self._segment.text += text
+        self._segment.entry.text = self._segment.text
         if time.monotonic() - self._last_flush >= FLUSH_INTERVAL:
             self._flush()
         elif not self._flush_scheduled:
@@ -334,7 +379,7 @@ class RunView:
         # May run on a subshell thread: hand the stop to the loop when there is one.
         if self.stop_button is not None:
             self.stop_button.disabled = True
-        self.state.value = "<i>stopping…</i>"
+        self.progress.stopping()
         stop = self.on_stop or getattr(self.agent, "interrupt", None)
         if stop is None:
             return
@@ -344,39 +389,11 @@ class RunView:
         else:
             stop()
 
+    def _usage_parts(self) -> list[str]:
+        manager = getattr(self.agent, "context_manager", None)  # its window, when it manages one
+        return usage_parts(getattr(self.agent, "model", None), self.usage, self.context_tokens, answered=bool(self._turns),
+                           window=getattr(manager, "window", None))
+
     def _render_footer(self) -> None:
-        u = self.usage
-        # "in" is input the model processed fresh (cache writes included); "cached" was read
-        # from the prompt cache at a tenth of the price.
-        parts = [f"tokens in {u.input_tokens + u.cache_creation_input_tokens:,}", f"out {u.output_tokens:,}",
-                 f"cached {u.cache_read_input_tokens:,}"]
-        if not self._turns:
-            # Before the first reply the model's name may not be resolved yet (asking for it
-            # can mean a network call); the cost and context share need it.
-            self.footer.value = self._footer_html(parts)
-            return
-        name = self._model_name()
-        try:
-            from ..models.pricing import context_window, estimate_cost, price_for
-        except ImportError:
-            parts.append("cost n/a")
-        else:
-            known = "" if price_for(name).known else ", unknown model priced as Sonnet"
-            parts.append(f"cost ≈ ${estimate_cost(name, u):.4f} (estimate{known})")
-            manager = getattr(self.agent, "context_manager", None)
-            window = manager.window if manager is not None else context_window(name)
-            share = 100 * self.context_tokens / window if window else 0
-            # "0%" read as "nothing sent" while the model had seen a few thousand tokens.
-            shown = "&lt;1" if 0 < share < 0.5 else f"{share:.0f}"
-            parts.append(f"context {shown}% of {window // 1000}k")
-        self.footer.value = self._footer_html(parts)
-
-    @staticmethod
-    def _footer_html(parts: list[str]) -> str:
-        return f'<div style="opacity:0.7;font-size:90%">{" · ".join(parts)}</div>'
-
-    def _model_name(self) -> str:
-        try:
-            return str(getattr(self.agent.model, "name", "") or "")
-        except Exception:  # a model whose name needs a network call must not break the footer
-            return ""
+        text = html.escape(" · ".join(self._usage_parts()))
+        self.footer.value = f'<div style="opacity:0.7;font-size:90%">{text}</div>'

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -281,7 +281,8 @@ class NotebookPage:
     # --- widgets ---------------------------------------------------------------------------
     def button(self, index: int, label: str) -> Any:
         """The enabled widget button of cell `index` whose text starts with `label`."""
-        return self.output_area(index).locator("button.jupyter-button:not([disabled])", has_text=label).first
+        return self.output_area(index).locator("button.jupyter-button:not([disabled])",
+                                               has_text=re.compile(f"^\\s*{re.escape(label)}")).first
 
     def prompt(self, index: int, timeout: float = TIMEOUT) -> Any:
         """Wait for an open approval prompt (its Deny button) in cell `index`; return the prompt's box."""
@@ -320,8 +321,3 @@ class NotebookPage:
     def screenshot(self, locator: Any, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         locator.screenshot(path=str(path))
-
-
-def copy_transcript(src: Path, dest_dir: Path) -> Path:
-    """Put a transcript beside the notebook (tests keep theirs in the test file or examples/)."""
-    return Path(shutil.copy(src, dest_dir))

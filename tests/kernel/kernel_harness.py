@@ -53,7 +53,7 @@ class Execution:
             c = m["content"]
             if m["msg_type"] == "stream":
                 parts.append(c["text"])
-            elif m["msg_type"] in ("execute_result", "display_data"):
+            elif m["msg_type"] in ("execute_result", "display_data", "update_display_data"):
                 parts.append(str(c["data"].get("text/plain", "")))
             elif m["msg_type"] == "error":
                 parts.append(f"{c['ename']}: {c['evalue']}\n")
@@ -157,7 +157,7 @@ class Kernel:
                 raise AssertionError(f"cell {msg_id} did not finish within {timeout:.0f} s; seen:\n{self.describe()}")
         self.wait_for(f"idle after {msg_id}", lambda: self._idle(msg_id), timeout)
         outputs = [m for m in self.messages if m["parent_header"].get("msg_id") == msg_id
-                   and m["msg_type"] in ("stream", "execute_result", "display_data", "error")]
+                   and m["msg_type"] in ("stream", "execute_result", "display_data", "update_display_data", "error")]
         return Execution(msg_id=msg_id, reply=reply, outputs=outputs)
 
     def _idle(self, msg_id: str) -> bool:

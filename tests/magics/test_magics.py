@@ -21,8 +21,8 @@ from ipy_agent.runtime.history import history_problems
 from tests.magics._util import edit_script, results, text_of, use
 
 ROOT = Path(__file__).resolve().parents[2]
-MAGICS = ["agent", "agent_stop", "agent_tools", "agent_inspect", "agent_trace", "agent_history", "agent_reset", "agent_save",
-          "agent_context", "agent_compact"]
+MAGICS = ["agent", "agent_stop", "agent_tools", "agent_rules", "agent_inspect", "agent_trace", "agent_history", "agent_reset",
+          "agent_save", "agent_context", "agent_compact", "agent_mcp"]
 
 
 def no_input(prompt: str = "") -> str:
@@ -382,10 +382,10 @@ def test_tools_lists_flags_hidden_reasons_and_rule_sources(shell, tmp_path, caps
     shell.run_line_magic("config", "AgentMagics.ask = ['Write']")
     shell.run_line_magic("agent_tools", "")
     out = capsys.readouterr().out
-    table = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines() if ln.startswith("  ") and len(ln.split()) == 5}
-    assert table["Read"] == ["yes", "yes", "yes", "no"]
-    assert table["Edit"] == ["yes", "no", "no", "no"]
-    assert re.search(r"^  Bash +yes +per input +per input +per input$", out, re.M)
+    table = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines() if ln.startswith("  ") and len(ln.split()) == 6}
+    assert table["Read"] == ["yes", "yes", "yes", "no", "built-in"]
+    assert table["Edit"] == ["yes", "no", "no", "no", "built-in"]
+    assert re.search(r"^  Bash +yes +per input +per input +per input +built-in$", out, re.M)
     assert "NotebookEdit: denied by rule 'NotebookEdit' (.claude/settings.json)" in out
     assert "allow  Bash(git status:*)  .claude/settings.json" in out
     assert "ask    Write" in out and "AgentMagics config" in out

@@ -33,10 +33,11 @@ from tests.security.fuzz_world import STRACE, World
 
 _TOOL = BashTool()
 
-# family -> a command of that family that the current classifier lets through and that acts.
-# {CANARY} and {PORT} are filled in per run. Remove an entry when its xfail case starts passing.
-# Found by this suite on the classifier of 2026-11-30 (reported for the classifier rewrite).
-KNOWN_HOLES: dict[str, str] = {
+# family -> a command of that family that the classifier let through and that acted, found by
+# this suite on the classifier of 2026-11-30 and closed by its rewrite (argument shapes, the
+# substitution scan, per-program version flags): each must now be refused, and the sandbox must
+# still contain it. {CANARY} and {PORT} are filled in per run.
+CLOSED_HOLES: dict[str, str] = {
     'context:heredoc-backtick': 'cat <<EOF\n`touch PWN`\nEOF',
     'context:heredoc-dash': 'cat <<-EOF\n\t$(touch PWN)\nEOF',
     'env:env -i touch {OUT}': 'pwd\n\\env -i touch PWN',
@@ -65,6 +66,9 @@ KNOWN_HOLES: dict[str, str] = {
     'version:terraform -version': 'terraform -version',
     'version:terraform version': 'terraform version',
 }
+# family -> a command the current classifier still lets through and that acts: an xfail(strict)
+# case each. Remove an entry when its case starts passing (move it to CLOSED_HOLES).
+KNOWN_HOLES: dict[str, str] = {}
 
 
 def read_only(command: str) -> bool:
@@ -126,10 +130,11 @@ def test_what_the_classifier_calls_read_only_only_reads(world):
         f"{fam}: {found[0][0].command!r} -> {found[0][1]}" for fam, found in sorted(unknown.items()))
 
 
-@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="known classifier hole"))
-                                    for f in sorted(KNOWN_HOLES)], ids=str)
+@pytest.mark.parametrize("family", [
+    *(pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="known classifier hole")) for f in sorted(KNOWN_HOLES)),
+    *sorted(CLOSED_HOLES)], ids=str)
 def test_known_hole_is_closed(world, family):
-    command = _fill(KNOWN_HOLES[family], world)
+    command = _fill({**CLOSED_HOLES, **KNOWN_HOLES}[family], world)
     _need_program(command)
     outcome = world.run(command) if read_only(command) else None
     assert outcome is None or not outcome.harmful, f"{command!r} is judged read-only and {outcome.describe()}"
@@ -146,10 +151,10 @@ def world_path() -> str:
 
 
 @pytest.mark.usefixtures("need_bwrap")
-@pytest.mark.parametrize("family", sorted(KNOWN_HOLES), ids=str)
+@pytest.mark.parametrize("family", sorted({**CLOSED_HOLES, **KNOWN_HOLES}), ids=str)
 def test_the_sandbox_contains_every_known_hole(world, family):
     """The point of the OS sandbox: what the classifier wrongly lets through does nothing."""
-    command = _fill(KNOWN_HOLES[family], world)
+    command = _fill({**CLOSED_HOLES, **KNOWN_HOLES}[family], world)
     _need_program(command)
     outcome = world.run(command, sandboxed=True)
     assert not outcome.harmful, f"{command!r} escaped the sandbox: {outcome.describe()}"

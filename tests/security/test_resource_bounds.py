@@ -159,11 +159,15 @@ def test_a_damaged_saved_conversation_is_refused_with_the_reason(tmp_path, name)
 def test_resume_of_a_damaged_file_is_a_usage_error(tmp_path, monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
 
+    from traitlets.config import Config
+
     monkeypatch.chdir(tmp_path)
     (tmp_path / "conv.json").write_text(json.dumps({"format": "ipy_agent.conversation", "messages": [{"role": "user", "content": 5}],
                                                      "granted": {"allow": [1, None, "Read"]}}))
     InteractiveShell.clear_instance()
-    shell = InteractiveShell.instance()
+    config = Config()
+    config.HistoryManager.enabled = False  # no sqlite history file
+    shell = InteractiveShell.instance(config=config)
     try:
         shell.run_line_magic("load_ext", "ipy_agent")
         with pytest.raises(UsageError, match="message 0 has content of type int"):

@@ -2,14 +2,17 @@
 
 Modules import one way, each only from those above it in this list:
 - `expansions`: values bash computes for single words (`$'...'`), and expansions that run code;
+- `unseen`: substitutions the parser may not report, found in the source itself;
 - `syntax`: the tree-sitter parse into simple commands, and line-wide problems;
 - `options`: the option grammar of GNU tools and git;
 - `wrappers`: programs that run another program (`env`, `timeout`, `xargs`...), looked through;
 - `subject`: what a command means for permission rules (its parts and their spellings);
-- `sed`, `git`, `readonly`: the allow-list of argument shapes that only read;
+- `sed`, `awk`, `git`, `readonly`: the allow-list of argument shapes that only read;
 - `verdict`: the read-only verdict on a whole line;
 - `destructive`: warnings for commands that lose work for good;
 - `deny`: Read deny rules applied to the paths a command names;
+- `workdirs`: where a read-only line reads (inside the working directories, or it asks);
+- `protected_writes`: commands that may write files deciding what runs (they always ask);
 - `process`: running the command (process group, timeout, capped output);
 - `tool`: the `BashTool` the runtime sees.
 """

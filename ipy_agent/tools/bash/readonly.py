@@ -1,10 +1,15 @@
-"""Which programs, with which flags, only read: the allow-list behind Bash's read-only verdict.
+"""Which argument shapes only read: the allow-list behind Bash's read-only verdict.
 
-A command is read-only when its program is listed here and its arguments pass that program's
-check. Everything not listed fails closed. Each check answers with the reason a command may
-write (shown in traces and tests) or None. Arguments whose value only the shell knows (`$X`, a
-glob that could expand to a file named `-delete`) are accepted only by programs none of whose
-flags can write or run anything.
+A command is read-only when its program is listed here and its arguments have a shape that
+program's check proves harmless; everything else fails closed. The list is of shapes, not
+names: sed, awk and jq are on it because their scripts are parsed (`sed`, `awk`, `_jq`), git
+per subcommand (`git`), a version probe only with the flag that prints a version. Each check
+answers with the reason a command may write, run or connect (shown in traces and tests) or None.
+
+Words only the shell knows: a `$X` or `~user` is accepted only by programs whose arguments are
+plain text (`echo $HOME`); a glob or a brace list, which expands to names that may start with
+`-`, only by programs none of whose flags write or run anything (and the Bash tool then checks
+every name it expands to).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ _ANY_ARGS = frozenset(
     """cat head tail wc ls pwd echo basename dirname realpath readlink stat du df which whereis type
     true false test [ uname id whoami groups printenv cmp diff nl cut tr column comm od hexdump
     strings seq sleep grep egrep fgrep cd : md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
-    b2sum cksum base64 base32 tac rev paste fold expand unexpand ps pgrep nproc uptime free arch tty
+    b2sum cksum base64 base32 tac rev paste fold expand unexpand pgrep nproc uptime free arch tty
     locale lsb_release expr getconf""".split()
 )
 # Harmless variables in `LANG=C sort x`; anything else (PATH, LD_PRELOAD, GIT_EXTERNAL_DIFF,
@@ -270,7 +275,20 @@ def _pip(name: str, args: list[Word]) -> str | None:
     return None
 
 
+def _ps(name: str, args: list[Word]) -> str | None:
+    # BSD-style `e` (`ps auxe`) and `-o environ` print other processes' environments, where
+    # API keys live; everything else ps shows is a process table.
+    if problem := unknown_problem(args):
+        return problem
+    for a in args:
+        t = a.text or ""
+        if "env" in t or (not t.startswith("-") and "e" in t):
+            return f"ps {t} shows processes' environments, which hold secrets"
+    return None
+
+
 _CHECKS: dict[str, Check] = {
+    "ps": _ps,
     "sort": flag_check("o", ("--output", "--compress-program"), short_value="kStT"),
     "uniq": flag_check(short_value="fsw", max_positional=1),
     "printf": flag_check("v", why="assigns a shell variable"),

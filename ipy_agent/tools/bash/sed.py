@@ -103,7 +103,9 @@ def sed_script_problem(script: str) -> str | None:
         if c in "rR":
             return f"sed command {c!r} reads a file that the path checks do not see"
         if c in "#aicrR:btTv":  # text, file to read, or label: the rest of the line
-            while i < n and s[i] != "\n" and not (c in "btTv" and s[i] == ";"):
+            # GNU sed ends a label (`:a;w f`) and a branch at `;` too: stop there, or a `w`
+            # after it would be read as part of the label.
+            while i < n and s[i] != "\n" and not (c in "btTv:" and s[i] == ";"):
                 i += 1
         elif c in "pPdDnNgGhHxlLqQz=F{}":
             i += 1

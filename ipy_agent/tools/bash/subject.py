@@ -46,6 +46,9 @@ def command_part(cmd: SimpleCommand) -> CommandPart:
     wrappers, real = unwrap([cmd.name, *cmd.args], only=TIMING_WRAPPERS)
     if not wrappers or not real or real[0].text is None:
         return CommandPart(text=text)
+    in_front = [w.text or "" for w in [cmd.name, *cmd.args][: len(cmd.args) + 1 - len(real)]]
+    if "time" in wrappers and any(t.startswith(("-o", "--o", "-a", "--a")) for t in in_front):
+        return CommandPart(text=text)  # `time -o FILE` writes FILE: not only timing any more
     # The form is the text from the real program on, as written (quotes and spacing kept):
     # step over the words in front of it in order, so an option value that happens to equal
     # the program's name is not taken for it.

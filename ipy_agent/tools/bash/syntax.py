@@ -24,6 +24,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from .expansions import ansi_c, evaluation_problem
+from .unseen import unseen_substitution
 
 __all__ = [
     "Word",
@@ -49,10 +50,7 @@ _BRACE_EXPANSION = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 # Tilde forms other than `~` and `~/...` (`~root`, `~+`, `~-` read $PWD and $OLDPWD), and a tilde
 # after `=` or `:`, which bash expands in words that look like assignments.
 _SHELL_TILDE = re.compile(r"^~[^/]|[=:]~")
-# What starts a substitution, wherever it is: tree-sitter does not report every one (backticks
-# in heredoc bodies and in `${x:-...}` defaults come out as plain text).
-# (`$((` is arithmetic, judged by `evaluation_problem`: a body that is not plain numbers fails.)
-_SUBSTITUTION_MARK = re.compile(rb"`|\$\((?!\()|[<>]\(")
+
 
 
 @dataclass(frozen=True)
@@ -184,13 +182,29 @@ def _simple(node: Node, problems: list[str]) -> SimpleCommand:
             args.append(_word(child))
         elif child.type == "variable_assignment":
             assigns.append(_assignment(child))
-        elif child.type in ("file_redirect", "herestring_redirect", "comment"):
+        elif child.type == "file_redirect":
+            args += _words_after_redirect(child)  # judged line-wide in `_scan`, but see there
+        elif child.type in ("herestring_redirect", "comment"):
             pass  # judged line-wide in `_scan`
         else:
             problems.append(f"{child.type!r} in a command is not understood")
+    parent = node.parent
+    if parent is not None and parent.type == "redirected_statement" and parent.child_by_field_name("body") == node:
+        for sibling in parent.named_children:
+            if sibling.type in ("file_redirect", "heredoc_redirect"):
+                args += _words_after_redirect(sibling)
     if name is not None and name.text is None:
         problems.append(f"the command name {name.source!r} is only known when the shell runs")
     return SimpleCommand(text=_text(node), name=name, args=tuple(args), assignments=tuple(assigns))
+
+
+def _words_after_redirect(node: Node) -> list[Word]:
+    """Arguments written after a redirection: `cat </dev/null secret` passes `secret` to cat,
+    but tree-sitter files it under the redirection (a second destination, or a heredoc's
+    argument), where no check would look for it."""
+    if node.type == "file_redirect":
+        return [_word(d) for d in node.children_by_field_name("destination")[1:]]
+    return [_word(a) for a in node.children_by_field_name("argument")]
 
 
 def _assignment(node: Node) -> tuple[str, Word]:
@@ -288,6 +302,9 @@ def _scan(root: Node) -> tuple[str, list[Redirect], list[SimpleCommand], str]:
             everything.append(_simple(n, []))
         elif t in ("expansion", "arithmetic_expansion") and not evaluation:
             evaluation = evaluation_problem(n.type, _text(n))
+        elif t == "&" and not n.is_named and not evaluation:
+            # Nobody asked for a process that outlives the call (`wc f & sleep 0.01`).
+            evaluation = "a command put in the background with `&` may outlive the call"
         stack.extend(reversed(n.children))
     everything.reverse()
     return problem, redirects, everything, evaluation
@@ -314,43 +331,6 @@ def redirect_problem(r: Redirect) -> str:
     return f"redirection {r.op}{r.target.source if r.target else ''} writes to a file"
 
 
-def _unseen_substitution(root: Node, command: str) -> str:
-    """A parse error, or a substitution mark outside single quotes that the tree did not report:
-    the parser is not trusted to have seen every context bash substitutes in."""
-    data = command.encode("utf-8")
-    literal: list[tuple[int, int]] = []
-    seen: set[int] = set()  # where the substitutions the tree reports open and close
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.type == "ERROR" or n.is_missing:
-            return "part of the command could not be parsed"
-        if n.type in ("raw_string", "ansi_c_string"):
-            literal.append((n.start_byte, n.end_byte))
-        elif n.type == "heredoc_redirect" and _quoted_heredoc(n):
-            # `<<'EOF'`: bash substitutes nothing in the body.
-            literal += [(c.start_byte, c.end_byte) for c in n.children if c.type == "heredoc_body"]
-            stack.extend(c for c in n.children if c.type != "heredoc_body")
-        else:
-            if n.type in ("command_substitution", "process_substitution"):
-                seen.update((n.start_byte, n.end_byte - 1))
-            stack.extend(n.children)
-    for m in _SUBSTITUTION_MARK.finditer(data):
-        at = m.start()
-        if at in seen or any(start <= at < end for start, end in literal):
-            continue
-        backslashes = len(data[:at]) - len(data[:at].rstrip(b"\\"))
-        if backslashes % 2:
-            continue  # `\``, `\$(`: escaped, outside single quotes, so literal
-        return f"{m.group().decode()!r} may run a hidden command the parser does not show"
-    return ""
-
-
-def _quoted_heredoc(node: Node) -> bool:
-    start = next((c for c in node.children if c.type == "heredoc_start"), None)
-    return start is not None and any(q in _text(start) for q in "'\"\\")
-
-
 @functools.lru_cache(maxsize=512)
 def analyze(command: str) -> Analysis:
     """Parse once; every question about the same command reuses the answer."""
@@ -359,7 +339,7 @@ def analyze(command: str) -> Analysis:
     commands: list[SimpleCommand] = []
     _walk(tree.root_node, commands, problems)
     hidden, redirects, everything, evaluation = _scan(tree.root_node)
-    unseen = _unseen_substitution(tree.root_node, command)
+    unseen = unseen_substitution(tree.root_node, command)
     if _GLUED_CONTINUATION.search(command):
         unseen = unseen or "a backslash-newline inside a word is read differently by bash and the parser"
     structure = hidden or (problems[0] if problems else "") or unseen

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import glob
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from ...runtime.tool import ToolContext
 from .deny import NO_PATH_ARGS
 from .options import PATTERN_FIRST, path_candidates, supplies_pattern
-from .syntax import analyze, simple_commands
+from .syntax import SimpleCommand, analyze, simple_commands
 from .wrappers import program_name, unwrap
 
 __all__ = ["inside_working_dirs", "start_cwd", "leaves_working_dirs"]
@@ -55,6 +57,8 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
     readable = (os.path.realpath(ctx.spill_dir),) if ctx.spill_dir else ()
     # With xargs in the line, the other commands' words (echo's too) become its operands.
     xargs = any("xargs" in unwrap([c.name, *c.args])[0] for c in cmds if c.name is not None)
+    if xargs and (why := _xargs_names_unknown(cmds, command)):
+        return why
     cur = str(start)
     visited = [cur]
     for cmd in cmds:
@@ -90,6 +94,10 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
                 return f"argument {a.source!r} is only known when the shell runs and may name any file"
             if skip_pattern and not a.text.startswith("-"):
                 skip_pattern = False
+                # Taken for the pattern; but if an option took it as its value, it is a file.
+                taken = Path(cur) / os.path.expanduser(a.text)
+                if os.path.lexists(taken) and not inside_working_dirs(taken, ctx, readable):
+                    return f"{cmd.text!r} reads {a.text!r}, outside the working directories"
                 continue
             for value in path_candidates(a.text):
                 # Every operand is resolved, symlinks included: `cat link` may read `/etc/x`.
@@ -102,6 +110,40 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
                 target = os.path.expanduser(r.target.text)
                 if not _harmless_device(target) and not inside_working_dirs(Path(d) / target, ctx, readable):
                     return f"the command reads {r.target.text!r}, outside the working directories"
+    return None
+
+
+# With xargs, these may feed it names (what they print are paths under the directories named,
+# which are checked), and these filters pass names through when they read no file themselves.
+_NAME_PRODUCERS = frozenset({"find", "ls", "fd", "echo", "printf"})
+_NAME_LISTING_FLAGS = re.compile(r"^-[a-zA-Z]*[lL][a-zA-Z]*$|^--files(-with-matches|-without-match)?$")
+_FILTERS = {"head": 0, "tail": 0, "sort": 0, "uniq": 0, "cut": 0, "tr": 2, "grep": 1, "egrep": 1, "fgrep": 1,
+            "rg": 1, "sed": 1, "awk": 1, "wc": 0}
+
+
+def _xargs_names_unknown(cmds: Sequence[SimpleCommand], command: str) -> str | None:
+    """Why xargs may be handed names no check sees: read from a file (`xargs cat < list`,
+    `cat list | xargs cat`) rather than listed by a program that only prints names."""
+    feeds = [c for c in cmds if c.name is not None and "xargs" in unwrap([c.name, *c.args])[0]]
+    if any(r.op == "<" for r in analyze(command).redirects) or any(
+            (w.text or "")[:2] == "-a" or (w.text or "").startswith("--arg-file") for c in feeds for w in c.args):
+        return "xargs reads names from a file, which may name any file"
+    for cmd in cmds:
+        wrappers, words = unwrap([cmd.name, *cmd.args] if cmd.name else [])
+        if "xargs" in wrappers or not words:
+            continue
+        name = program_name(words[0]) or ""
+        args = [w.text or "" for w in words[1:]]
+        if name in _NAME_PRODUCERS or name in ("cd", "true", "pwd"):
+            continue
+        if name == "git" and any(a in ("ls-files", "ls-tree", "--name-only", "--name-status") for a in args):
+            continue
+        if name in ("grep", "egrep", "fgrep", "rg") and any(_NAME_LISTING_FLAGS.match(a) for a in args):
+            continue
+        operands = [a for a in args if not a.startswith("-")]
+        if name in _FILTERS and len(operands) <= _FILTERS[name]:
+            continue
+        return f"xargs may get names from what {name!r} prints, which may name any file"
     return None
 
 

@@ -68,7 +68,9 @@ UNSEEN = [
     "TZ='a[$(id)]' date", "x=$(id) ls",
     "ls $X", "cat \"$F\"", "cat $HOME/.ssh/id_rsa", "grep x $F", "cat ~root/x", "cat ~+/x", "cat ~-/x",
     "ls a=~/x", "$CMD", "\"$CMD\" x", "${CMD} x", "cat < $F", "cat < ~root/x", "wc -l < \"$F\"",
-    "echo a\\\nb; r\\\nm x", "ls; if then", "cat 'unterminated",
+    "echo a\\\nb; r\\\nm x", "ls; if then", "cat 'unterminated", "pwd\n\\env -i touch x",
+    # a process in the background outlives the call (found by the differential fuzzer)
+    "wc -c f & sleep 0.01", "sleep 100 &",
 ]
 
 # Path checks without blanket skips: what a command reads must be inside the working directories.
@@ -150,3 +152,28 @@ def test_a_glob_in_the_pattern_place_does_not_hide_the_file_after_it(tmp_path):
     cwd = project(tmp_path)
     for command in ["grep x* /etc/passwd", "grep *.nothing /etc/passwd", "sed p* /etc/passwd"]:
         assert decision(command, cwd).behavior != "allow", command
+
+
+@pytest.mark.parametrize("command", [
+    # tree-sitter files words after a redirection under the redirection, where no check looked
+    "cat </dev/null /etc/passwd", "cat >/dev/null /etc/shadow", "head 2>/dev/null /etc/passwd",
+    "cat <<EOF /etc/passwd\nx\nEOF",
+    # xargs handed names from a file's contents rather than from a listing
+    "xargs cat < list", "cat list | xargs cat", "xargs -a list cat", "xargs --arg-file=list cat",
+    "sort list | xargs head",
+    # other processes' environments hold the API key
+    "ps e", "ps auxe", "ps -eo pid,environ",
+    # an option's detached value taken for grep's pattern
+    "rg --ignore-file /etc/passwd foo", "grep --exclude-from /etc/passwd x f",
+])
+def test_more_holes_found_by_attacking(command, tmp_path):
+    assert decision(command, project(tmp_path)).behavior != "allow"
+
+
+def test_words_after_a_redirection_reach_deny_rules(tmp_path):
+    cwd = project(tmp_path)
+    (cwd / ".env").write_text("KEY=1")
+    d = decision("cat </dev/null .env", cwd, mode="bypassPermissions", read_deny=("**/.env",))
+    assert d.behavior == "deny"
+    d = decision("git >/dev/null push --force", cwd, mode="bypassPermissions", deny=["Bash(git push:*)"])
+    assert d.behavior == "deny"

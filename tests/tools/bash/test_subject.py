@@ -80,3 +80,9 @@ def test_a_parser_failure_leaves_the_raw_text_for_deny_and_nothing_for_allow(mon
     subject = command_subject("rm -rf x")
     assert subject.parts is None and subject.value == "rm -rf x"
     assert _denies("rm:*", "rm -rf x") and not _allows("rm:*", "rm -rf x")
+
+
+def test_a_timing_wrapper_that_writes_a_file_is_not_looked_through():
+    for command in ("command time -o out git status", "\\time --output=out git status", "time -a -o out git status"):
+        assert not _allows("git status:*", command), command
+    assert _allows("git status:*", "command time -p git status")

@@ -1,0 +1,278 @@
+"""The MCP servers of one agent: which start, their tools, their state, and closing them.
+
+The agent calls `sync()` before each model request: project servers are approved once (the
+agent's own approver shows the prompt), servers not yet running start in parallel, tool lists
+a server said had changed are listed again, and what went wrong becomes notices for the
+person. `tools()` then gives the current `McpTool`s for the registry. All sessions live on
+one background loop (loop.py), so they survive across runs whatever loop runs the agent; they
+end with `close()` (`%agent_reset`, `%unload_ext`) or at interpreter exit, child processes and
+all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import weakref
+from pathlib import Path
+from typing import Any
+from collections.abc import Callable, Mapping
+
+from ..runtime.permissions import PermissionPreview, PermissionRequest, normalize_answer
+from ..runtime.tool import Tool, maybe_await
+from .config import ServerConfig, parse_servers
+from .connection import CallOutcome, ServerConnection, ServerDown
+from .loop import BackgroundLoop
+from .trust import TrustStore
+
+__all__ = ["McpManager", "close_all"]
+
+Notice = tuple[str, str]  # (level, text)
+_MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
+
+
+class McpManager:
+    def __init__(self, cwd: str | Path, servers: Mapping[str, Any] | None = None, *, trust: TrustStore | None = None) -> None:
+        self.cwd = Path(cwd)
+        self._code = parse_servers(servers)
+        self._files: dict[str, ServerConfig] = {}
+        self._conns: dict[str, ServerConnection] = {}
+        self._loop = BackgroundLoop()
+        self._trust = trust or TrustStore()
+        self._approved: set[tuple[str, str]] = set()  # (name, fingerprint) approved for this session
+        self._declined: set[tuple[str, str]] = set()  # not started this session; said once
+        self._tried: set[str] = set()  # failed servers already retried in this run
+        self._reported: dict[str, str] = {}  # the last down reason told to the person
+        self._built: dict[str, tuple[int, list[Tool], list[str]]] = {}
+        self.skipped: dict[str, str] = {}  # tool -> why it is not offered (bad schema, name clash)
+        _MANAGERS.add(self)
+
+    # --- configuration ---------------------------------------------------------------------
+    @property
+    def configs(self) -> dict[str, ServerConfig]:
+        return {**self._files, **self._code}
+
+    def set_file_servers(self, servers: Mapping[str, ServerConfig]) -> None:
+        """Servers from settings files (load_mcp_files), replacing the previous ones; servers
+        given in code keep their name. A changed or removed server stops at the next sync."""
+        self._files = dict(servers)
+
+    @property
+    def idle(self) -> bool:
+        """No server configured and none left to stop: nothing to do before a request."""
+        return not self.configs and not self._conns and not self._built
+
+    def trust_state(self, cfg: ServerConfig) -> str:
+        """'trusted' (code or user settings), 'approved' (this session), 'remembered', 'declined'
+        or 'needs approval'."""
+        if cfg.source != "project":
+            return "trusted"
+        key = (cfg.name, cfg.fingerprint())
+        if key in self._approved:
+            return "approved"
+        if self._trust.is_trusted(self.cwd, cfg):
+            return "remembered"
+        return "declined" if key in self._declined else "needs approval"
+
+    def connection(self, name: str) -> ServerConnection | None:
+        return self._conns.get(name)
+
+    def begin_run(self) -> None:
+        """A new run: a server that failed to start gets one more try."""
+        self._tried.clear()
+
+    # --- before each model request -----------------------------------------------------------
+    async def sync(self, approver: Callable[[PermissionRequest], Any] | None) -> list[Notice]:
+        notices: list[Notice] = []
+        configs = self.configs
+        stale = [n for n, c in self._conns.items() if configs.get(n) != c.config]
+        if stale:
+            await self._loop.run(self._close(stale))
+        wanted: list[ServerConfig] = []
+        for name, cfg in configs.items():
+            conn = self._conns.get(name)
+            # A server that was up and went down keeps its tools; the next call restarts it.
+            if conn is not None and (conn.status in ("up", "starting") or (conn.status == "down" and conn.tools)):
+                continue
+            if name in self._tried:
+                continue
+            if cfg.source == "project" and not await self._approve(cfg, approver, notices):
+                continue
+            wanted.append(cfg)
+        for cfg in wanted:
+            self._tried.add(cfg.name)
+            self._conns.setdefault(cfg.name, ServerConnection(cfg, self.cwd))
+        if wanted or any(c.tools_stale for c in self._conns.values()):
+            await self._loop.run(self._start_and_refresh([c.name for c in wanted]))
+        for name, conn in self._conns.items():
+            if conn.status == "down" and self._reported.get(name) != conn.reason:
+                self._reported[name] = conn.reason
+                notices.append(("error", f"MCP server {name!r} is down: it {conn.reason}"))
+            elif conn.status == "up":
+                self._reported.pop(name, None)
+        return notices
+
+    async def _start_and_refresh(self, names: list[str]) -> None:
+        async def one(conn: ServerConnection) -> None:
+            try:
+                await conn.start()
+            except ServerDown:
+                pass  # recorded on the connection; sync reports it
+
+        await asyncio.gather(*(one(self._conns[n]) for n in names))
+        await asyncio.gather(*(c.refresh_tools() for c in self._conns.values() if c.tools_stale))
+
+    async def _approve(self, cfg: ServerConfig, approver: Any, notices: list[Notice]) -> bool:
+        key = (cfg.name, cfg.fingerprint())
+        if key in self._approved or self._trust.is_trusted(self.cwd, cfg):
+            return True
+        if key in self._declined:
+            return False
+        answer = None
+        if approver is not None:
+            try:
+                answer = normalize_answer(await maybe_await(approver(_trust_request(cfg))))
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                raise
+            except Exception as e:
+                notices.append(("warning", f"The approval prompt for MCP server {cfg.name!r} failed ({type(e).__name__}: {e})."))
+        if answer is not None and answer.behavior in ("allow", "always"):
+            self._approved.add(key)
+            if answer.behavior == "always":
+                try:
+                    self._trust.remember(self.cwd, cfg)
+                except OSError as e:
+                    notices.append(("warning", f"Could not remember the approval of MCP server {cfg.name!r} "
+                                               f"in {self._trust.path} ({e}); it will ask again next session."))
+            return True
+        self._declined.add(key)
+        if answer is not None and not answer.automatic:
+            notices.append(("warning", f"MCP server {cfg.name!r} ({cfg.origin}) was not started: you declined it. "
+                                       "It asks again in a new session, or when its configuration changes."))
+        else:
+            notices.append(("warning", f"MCP server {cfg.name!r} from {cfg.origin} was not started: a project's "
+                                       "servers run only after you approve them once, and no one can answer a "
+                                       "prompt in this run. Run %agent interactively to approve it."))
+        return False
+
+    # --- tools -----------------------------------------------------------------------------
+    def tools(self) -> list[Tool]:
+        """The current MCP tools of every server that has listed them (up, or down since)."""
+        from .tools import McpTool, schema_problem
+
+        out: list[Tool] = []
+        self.skipped = {}
+        taken: set[str] = set()
+        for name, conn in list(self._conns.items()):
+            listing = conn.tools
+            cached = self._built.get(name)
+            if cached is None or cached[0] != id(listing):
+                built: list[Tool] = []
+                problems: list[str] = []
+                for info in listing:
+                    problem = schema_problem(info.input_schema)
+                    if problem is None:
+                        built.append(McpTool(server=name, origin=conn.config.origin, info=info, invoke=self._invoke))
+                    else:
+                        problems.append(f"mcp__{name}__{info.name}: {problem}")
+                cached = self._built[name] = (id(listing), built, problems)
+            for p in cached[2]:
+                tool_, _, why = p.partition(": ")
+                self.skipped[tool_] = why
+            for tool in cached[1]:
+                if tool.name in taken:
+                    self.skipped[f"{tool.name} ({tool.info.name!r})"] = "another tool of this server has the same name"  # type: ignore[attr-defined]
+                    continue
+                taken.add(tool.name)
+                out.append(tool)
+        return out
+
+    async def _invoke(self, server: str, tool: str, arguments: dict[str, Any]) -> CallOutcome:
+        conn = self._conns.get(server)
+        if conn is None:
+            cfg = self.configs.get(server)
+            if cfg is None:
+                raise ServerDown("is no longer configured.")
+            conn = self._conns[server] = ServerConnection(cfg, self.cwd)
+        return await self._loop.run(conn.call(tool, arguments))
+
+    # --- what the model and the person are told ----------------------------------------------
+    def prompt_section(self) -> str:
+        """For the system prompt: each server's state, and its instructions when it has any."""
+        if not self.configs:
+            return ""
+        lines = ["# MCP servers", "Tools named mcp__<server>__<tool> come from these MCP servers:"]
+        for name, cfg in self.configs.items():
+            conn = self._conns.get(name)
+            if conn is None or conn.status == "stopped":
+                lines.append(f"- {name}: not started" + (" (it needs the person's approval)" if cfg.source == "project" else ""))
+            elif conn.status == "down":
+                lines.append(f"- {name}: DOWN, it {conn.reason[:1500]}")
+            else:
+                lines.append(f"- {name}: running, {len(conn.tools)} tools")
+                if conn.instructions.strip():
+                    lines.append(f"  Its instructions: {conn.instructions.strip()[:2000]}")
+        return "\n".join(lines)
+
+    # --- closing ---------------------------------------------------------------------------
+    async def _close(self, names: list[str]) -> None:
+        conns = [self._conns.pop(n) for n in names if n in self._conns]
+        for n in names:
+            self._built.pop(n, None)
+            self._reported.pop(n, None)
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+
+    def close(self) -> None:
+        """Stop every server (their processes too) and the background loop. They start again
+        at the next run that needs them. Safe to call more than once, from any thread but the
+        background loop's."""
+        if self._loop.running and self._conns:
+            try:
+                self._loop.run_sync(self._close(list(self._conns)), timeout=60)
+            except Exception:
+                pass
+        self._conns.clear()
+        self._built.clear()
+        self._tried.clear()
+        self._reported.clear()
+        self._loop.stop()
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+
+def _trust_request(cfg: ServerConfig) -> PermissionRequest:
+    what: dict[str, Any] = {"server": cfg.name, "from": cfg.origin, "type": cfg.transport}
+    if cfg.transport == "stdio":
+        what.update(command=cfg.command, args=list(cfg.args))
+        if cfg.env:
+            what["env"] = sorted(cfg.env)  # names only: values may be secrets
+    else:
+        what["url"] = cfg.url
+        if cfg.headers:
+            what["headers"] = sorted(cfg.headers)
+    return PermissionRequest(
+        tool_name=f"mcp__{cfg.name}", input=what, summary=f"from {cfg.origin}: start it?",
+        suggested_rule=f"MCP server {cfg.name!r} in this project", tool_use_id=f"mcp-trust-{cfg.name}",
+        reason=f"{cfg.origin} is part of the project; its servers start only once you approve them",
+        preview=PermissionPreview(
+            title=f"Start the MCP server {cfg.name!r} from {cfg.origin}?",
+            command=cfg.describe() if cfg.transport == "stdio" else None,
+            description=f"connects to {cfg.url}" if cfg.transport == "http" else None,
+            notes=("An MCP server from a project file runs as you, with your files and network; approve it "
+                   "only if you trust this project. Allow: this session; Always: remembered for this project.",),
+        ),
+        display_name=f"MCP server {cfg.name}",
+    )
+
+
+def close_all() -> None:
+    """Close every manager's servers (registered with atexit: a kernel shutdown leaves none)."""
+    for manager in list(_MANAGERS):
+        try:
+            manager.close()
+        except Exception:
+            pass
+
+
+atexit.register(close_all)

@@ -1,0 +1,63 @@
+"""Which project MCP servers the person has approved, remembered per project.
+
+A `.mcp.json` arrives with a clone: starting its servers runs somebody else's command as the
+person. So a project server starts only once the person approved exactly that configuration;
+the approval is kept in the person's config directory (not in the project, where it could be
+committed along with the servers), keyed by the project's path and the server's fingerprint, so
+a changed command or URL asks again. A file that cannot be read counts as no approvals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from .config import ServerConfig, user_config_dir
+
+__all__ = ["TrustStore"]
+
+_LOCK = threading.Lock()
+
+
+class TrustStore:
+    def __init__(self, path: Path | None = None) -> None:
+        self._path = path
+
+    @property
+    def path(self) -> Path:
+        # Resolved late: tests and people may point IPY_AGENT_CONFIG_DIR elsewhere after import.
+        return self._path or user_config_dir() / "mcp_trust.json"
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def is_trusted(self, project: Path, server: ServerConfig) -> bool:
+        entry = self._load().get("projects", {}).get(str(project), {})
+        return isinstance(entry, dict) and entry.get(server.name) == server.fingerprint()
+
+    def remember(self, project: Path, server: ServerConfig) -> None:
+        """Record the approval; an OSError (read-only home) is the caller's to report."""
+        with _LOCK:
+            data = self._load()
+            projects = data.setdefault("projects", {})
+            if not isinstance(projects, dict):
+                projects = data["projects"] = {}
+            entry = projects.setdefault(str(project), {})
+            entry[server.name] = server.fingerprint()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".mcp_trust.")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(data, f, indent=1, sort_keys=True)
+                os.replace(tmp, self.path)  # a crash mid-write leaves the old approvals intact
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise

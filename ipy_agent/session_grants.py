@@ -1,0 +1,62 @@
+"""The rules a person granted with "Always allow", kept for as long as the kernel session lives.
+
+A grant is the person's decision ("stop asking me about `Bash(git status:*)`"), not part of one
+conversation: `%agent --new` and `%agent_reset` start the conversation afresh but keep the
+grants, and say so; `%agent_rules` lists them with where each came from, and
+`%agent_rules --revoke RULE` takes one back. The rules themselves live on the agent (source
+"granted", where the permission lifecycle puts them); this keeps the session's list and sources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["SessionGrants"]
+
+
+class SessionGrants:
+    def __init__(self) -> None:
+        self.sources: dict[str, str] = {}  # rule text -> where it was granted
+
+    def collect(self, agent: Any, source: str) -> list[str]:
+        """Take note of grants on `agent` not seen before; return their texts."""
+        new = [r.text for r in agent.rules.allow if r.source == "granted" and r.text not in self.sources]
+        for text in new:
+            self.sources[text] = source
+        return new
+
+    def apply(self, agent: Any) -> list[str]:
+        """Put every session grant on `agent` (a new or resumed conversation); return their texts."""
+        for text in self.sources:
+            agent.rules.add("allow", text, source="granted")
+        return list(self.sources)
+
+    def revoke(self, text: str, agent: Any | None) -> None:
+        """Remove a grant; KeyError (with what there is) when it is not one."""
+        wanted = text.strip()
+        on_agent = agent is not None and any(r.source == "granted" and r.text == wanted for r in agent.rules.allow)
+        if wanted not in self.sources and not on_agent:
+            raise KeyError(wanted)
+        self.sources.pop(wanted, None)
+        if agent is not None:
+            agent.rules.allow[:] = [r for r in agent.rules.allow if not (r.source == "granted" and r.text == wanted)]
+
+    def note(self) -> str:
+        """One sentence for --new / %agent_reset: what stays."""
+        if not self.sources:
+            return ""
+        return (f"Rules you granted with \"Always allow\" stay for this kernel session: {', '.join(self.sources)} "
+                "(%agent_rules lists them; %agent_rules --revoke RULE takes one back).")
+
+    def listing(self, agent: Any | None) -> str:
+        """The grants in force on `agent` (the current conversation), with where each came from."""
+        granted = [r.text for r in agent.rules.allow if r.source == "granted"] if agent is not None else []
+        if not granted:
+            return ("No rules granted with \"Always allow\" in this kernel session. (%agent_tools lists every "
+                    "permission rule, with the configured ones.)")
+        width = max(len(t) for t in granted)
+        lines = ["Rules granted with \"Always allow\" (they last for this kernel session, across %agent --new "
+                 "and %agent_reset):"]
+        lines += [f"  {text.ljust(width)}  from {self.sources.get(text, 'this conversation')}" for text in granted]
+        lines.append("Take one back with %agent_rules --revoke RULE.")
+        return "\n".join(lines)
