@@ -18,6 +18,9 @@ from nbclient import NotebookClient
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]_*.ipynb"))
 CELL_TIMEOUT = 180  # seconds for one cell; a run that waits for a prompt nobody answers ends here
+# Notebooks that take longest (a 40-request session; MCP servers started five times): `-m "not slow"`
+# skips them while working; CI runs them.
+SLOW = {"11_long_sessions", "12_mcp"}
 
 # What a reader sees happen, per notebook, in the order the notebook shows it.
 EXPECT: dict[str, list[str]] = {
@@ -173,6 +176,21 @@ EXPECT: dict[str, list[str]] = {
         "notes.txt: alpha | gamma |",
         "the summary request carried the hook's instruction: True",
     ],
+    "12_mcp": [
+        "[approval prompt] mcp__notes__add_note {'text': 'The meeting moved to Tuesday.'}  ->  Allow",
+        "mcp__notes__search_notes      yes      yes        yes        no           MCP server notes",
+        "mcp__notes__add_note          yes      no         no         no           MCP server notes",
+        "mcp__notes__delete_all_notes  yes      no         no         yes          MCP server notes",
+        "Turn 1: 2 call(s) in 1 batch(es)",  # a server's read-only tool beside the built-in Read
+        "permission allow (default: read-only)",
+        "permission allow (person: allowed once)",
+        "mcp__notes__delete_all_notes batch 2  deny  by hook     -> A PreToolUse hook blocked this "
+        "mcp__notes__delete_all_notes call: this notebook never dele",
+        "offered: ['search_notes', 'add_note']",
+        "denied by rule 'mcp__notes' (argument)",
+        "mcp__notes__add_note -> allowed by rule 'mcp__notes' (argument) | Added note 2.",
+        'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
+    ],
 }
 
 
@@ -192,10 +210,11 @@ def images(nb: nbformat.NotebookNode) -> int:
     return sum("image/png" in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", []))
 
 
-def execute(path: Path, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
+def execute(path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> nbformat.NotebookNode:
     # The kernel inherits this process's environment: offline, and with widgets as in JupyterLab.
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "IPY_AGENT_NONINTERACTIVE"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(config_dir))  # MCP trust and user settings: not the person's
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
@@ -210,9 +229,10 @@ def test_there_are_notebooks_and_each_has_checks():
 
 
 @pytest.mark.kernel
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: pytest.MonkeyPatch):
-    nb = execute(path, monkeypatch)
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW else p for p in NOTEBOOKS],
+                         ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    nb = execute(path, monkeypatch, tmp_path / "config")
     text = outputs_text(nb)
     position = 0
     for expected in EXPECT[path.stem]:
