@@ -47,6 +47,8 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
     """
     magics = current_magics()
     handle = magics.start_line(line, cell)  # at once: what starts, with which model
+    if magics.bridge is not None:
+        await magics.bridge.ensure()  # is the notebook page (still) there? see notebook/bridge.py
     try:
         run = magics._prepare(line, cell, background=None, handle=handle)
     except BaseException:

@@ -82,6 +82,8 @@ class AgentMagics(Magics):
         self._managed: list[tuple[str, Any]] = []  # rules this class put on the agent (not "granted")
         self._background: asyncio.Task[Any] | None = None
         self._default_model: Any = None
+        # The live-notebook bridge (kernel only): tools reach the open notebook through it.
+        self.bridge: Any = None
         self.grants = SessionGrants()  # "Always allow" rules, kept across --new and %agent_reset
 
     # --- %agent ---------------------------------------------------------------------------
@@ -182,6 +184,8 @@ class AgentMagics(Magics):
                 return None
             raise UsageError('%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.')
         agent.model = model
+        agent.notebook = self.bridge
+        agent.notebook_path = self.bridge.display_path if self.bridge is not None else None
         warnings = self._apply_settings(agent, extra)
         agent.permission_mode = args.mode or self.permission_mode
         agent.max_turns = args.max_turns or self.max_turns
@@ -193,6 +197,9 @@ class AgentMagics(Magics):
         self.view = ui.view
         for w in warnings:
             ui.show_error(f"warning: {w}")
+        if self.bridge is not None and not self.bridge.connected and not self.bridge.told_missing:
+            self.bridge.told_missing = True  # said once per kernel: it stays true until a page connects
+            ui.show_error(f"note: {self.bridge.status()}.")
         if wanted and background is False:
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
         return _Run(agent=agent, prompt=prompt, ui=ui, cell=cell_number(self.shell))
@@ -443,6 +450,17 @@ def _apply_mcp_files(agent: Agent) -> list[str]:
 def load_ipython_extension(shell: Any) -> None:
     if "AgentMagics" not in shell.magics_manager.registry:
         shell.register_magics(AgentMagics(shell=shell))
+    kernel = getattr(shell, "kernel", None)
+    magics = current_magics(shell)
+    if kernel is not None and magics.bridge is None:
+        from .notebook.bridge import NotebookBridge
+
+        bridge = NotebookBridge(shell)
+        try:
+            bridge.attach(kernel)
+        except Exception as e:  # no comm support in this kernel: the live notebook stays off
+            bridge.problem = f"the live notebook is unavailable in this kernel ({type(e).__name__}: {e})"
+        magics.bridge = bridge
     transformer = agent_transformer if getattr(shell, "kernel", None) is not None else terminal_transformer
     if transformer not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(transformer)

@@ -70,7 +70,8 @@ class ToolContext:
     tool_use_id: str | None = None
     # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd here).
     session: dict[str, Any] = field(default_factory=dict)
-    # The live notebook bridge, when a front end is connected; None otherwise.
+    # The kernel's notebook bridge (ipy_agent.notebook.bridge) when running in a kernel, None
+    # otherwise; its `connected` says whether a JupyterLab front end with the extension answers.
     notebook: Any = None
     simple: bool = False
     # Specifiers of the `Read(...)` deny rules in force (not whole-tool `Read`): the files they

@@ -14,7 +14,11 @@ def builtin_tools() -> list[Tool]:
     from .glob_tool import GlobTool
     from .grep import GrepTool
     from .notebook_edit import NotebookEditTool
+    from .notebook_read import NotebookReadTool
+    from .notebook_run import NotebookRunTool
     from .read import ReadTool
+    from .variables import VariablesTool
     from .write import WriteTool
 
-    return [ReadTool(), EditTool(), WriteTool(), GlobTool(), GrepTool(), BashTool(), NotebookEditTool()]
+    return [ReadTool(), EditTool(), WriteTool(), GlobTool(), GrepTool(), BashTool(), NotebookEditTool(),
+            NotebookReadTool(), NotebookRunTool(), VariablesTool()]

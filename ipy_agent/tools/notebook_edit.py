@@ -3,8 +3,9 @@
 A notebook is JSON with rules (nbformat); editing it as text easily leaves it unopenable, so
 this tool changes the parsed notebook and writes it back the way Jupyter does (nbformat's
 writer: indent 1, sorted keys, sources split into lines), refusing to write anything the edit
-made invalid by nbformat's schema. It edits the file, not the live notebook in a browser (that
-is the notebook bridge's job).
+made invalid by nbformat's schema. When the notebook is the one open in JupyterLab and the
+ipy_agent extension is connected, the edit goes to the live notebook instead
+(`notebook_edit_live`): the model learns one tool, and the person's unsaved edits are respected.
 
 Decisions:
 - Cells are named by id, or `cell-N` for the cell at 0-based index N (what Read shows for cells
@@ -41,9 +42,11 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 from nbformat.v4.rwbase import rejoin_lines
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..runtime.tool import ToolContext, ToolError
+from ..runtime.tool import PermissionPreview, ToolContext, ToolError
 from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh
 from ._fileio import encode_text
+from ._notebook_live import live_bridge, live_target
+from .notebook_edit_live import apply_live, plan_live, preview_live
 
 __all__ = ["NotebookEditTool", "NotebookEditInput", "NotebookEditResult"]
 
@@ -63,8 +66,19 @@ change the cell's type as well.
 - edit_mode "insert": a new cell of cell_type (required) with new_source goes right after \
 cell_id; without cell_id it becomes the first cell.
 - edit_mode "delete": removes the cell cell_id; new_source is ignored.
-- This changes the file on disk and runs nothing. A notebook that is open in JupyterLab shows \
-the change after it is reloaded from disk.
+- This runs nothing. To run a cell of the open notebook afterwards, use NotebookRun.
+"""
+
+LIVE_NOTE = """
+- The notebook open in JupyterLab is {path!r}. Edits to it (notebook_path {path!r}) go to the \
+live notebook: the person sees them at once, and their unsaved changes are kept. Read its cells \
+with NotebookRead (not Read, which shows the file on disk, possibly older): edits of its cells are \
+checked against what NotebookRead showed, and refused for a cell the person changed since.
+"""
+
+FILE_NOTE = """
+- This changes the file on disk. A notebook that is open in JupyterLab shows the change after it is \
+reloaded from disk.
 """
 
 EditMode = Literal["replace", "insert", "delete"]
@@ -104,6 +118,7 @@ class NotebookEditResult:
     removed: int
     diff: str
     problems: tuple[str, ...] = ()  # what nbformat finds wrong with the notebook, before and after
+    live: bool = False  # edited in the open notebook's live model, not the file
 
 
 def _label(cell: Any, index: int) -> str:
@@ -221,7 +236,27 @@ class NotebookEditTool(FileEditingTool):
     make_parents = False
 
     def description(self, ctx: ToolContext) -> str:
-        return DESCRIPTION
+        nb = live_bridge(ctx)
+        return DESCRIPTION + (LIVE_NOTE.format(path=nb.display_path) if nb is not None else FILE_NOTE)
+
+    # --- the live notebook, when the target is the one open in the front end ------------------
+    async def validate_input(self, inp: NotebookEditInput, ctx: ToolContext) -> str | None:
+        nb = live_target(ctx, inp.notebook_path)
+        if nb is None:
+            return await super().validate_input(inp, ctx)
+        try:
+            await plan_live(inp, ctx, nb)
+        except ToolError as e:
+            return str(e)
+        return None
+
+    async def preview(self, inp: NotebookEditInput, ctx: ToolContext) -> PermissionPreview | None:
+        nb = live_target(ctx, inp.notebook_path)
+        return await super().preview(inp, ctx) if nb is None else await preview_live(inp, ctx, nb)
+
+    async def call(self, inp: NotebookEditInput, ctx: ToolContext) -> Any:
+        nb = live_target(ctx, inp.notebook_path)
+        return await super().call(inp, ctx) if nb is None else await apply_live(inp, ctx, nb, NotebookEditResult)
 
     def _target(self, inp: NotebookEditInput) -> str:
         return inp.notebook_path
@@ -349,6 +384,8 @@ class NotebookEditTool(FileEditingTool):
             text = f"Replaced the source of {o.cell_type} cell {o.cell_id!r} (cell-{o.index}) in {o.path}."
             if o.outputs_cleared:
                 text += " Its outputs and execution count were cleared, since they belonged to the old code."
+        if o.live:
+            text += " (This edited the live notebook open in JupyterLab; the file on disk changes when the person saves.)"
         if o.problems:
             text += (" Note: the notebook already had problems nbformat reports, which this edit left as they were: "
                      + "; ".join(o.problems[:3]) + ".")
@@ -358,4 +395,5 @@ class NotebookEditTool(FileEditingTool):
         o = output
         verb = {"replace": "replaced", "insert": f"inserted {o.cell_type}", "delete": "deleted"}[o.edit_mode]
         extra = " (outputs cleared)" if o.outputs_cleared else ""
-        return f"Edited {o.display}: {verb} cell {o.cell_id}{extra}"
+        where = " (live)" if o.live else ""
+        return f"Edited {o.display}{where}: {verb} cell {o.cell_id}{extra}"

@@ -197,7 +197,7 @@ class Kernel:
         """The comm ids of every widget inside a widget that a cell displayed."""
         view = "application/vnd.jupyter.widget-view+json"
         todo = [m["content"]["data"][view]["model_id"] for m in self.messages
-                if m["msg_type"] in ("display_data", "execute_result") and view in m["content"].get("data", {})]
+                if m["msg_type"] in ("display_data", "update_display_data", "execute_result") and view in m["content"].get("data", {})]
         seen: set[str] = set()
         while todo:
             cid = todo.pop()

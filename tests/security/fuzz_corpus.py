@@ -26,14 +26,16 @@ class Case:
     family: str
 
 
-def payloads(canary: str, port: int) -> dict[str, str]:
-    """Shell snippets, each with one observable effect (by kind: write, home, outside, net, proc)."""
+def payloads(canary: str, port: int, sleep: str) -> dict[str, str]:
+    """Shell snippets, each with one observable effect (by kind: write, home, outside, net, proc).
+    `sleep` is the run's own duration for the process left behind, so runs side by side on one
+    machine never take each other's processes for their own."""
     return {
         "write": "touch PWN",
         "home": "touch ~/PWN",
         "outside": f"touch {canary}/PWN",
         "net": f"exec 3<>/dev/tcp/127.0.0.1/{port}",
-        "proc": "nohup sleep 97.25 >/dev/null 2>&1 &",
+        "proc": f"nohup sleep {sleep} >/dev/null 2>&1 &",
     }
 
 
@@ -182,10 +184,10 @@ def _fill(form: str, target: str, port: int) -> str:
     return form.replace("{OUT}", target).replace("{PORT}", str(port)).replace("{{", "{").replace("}}", "}")
 
 
-def base_cases(canary: str, port: int) -> list[Case]:
+def base_cases(canary: str, port: int, sleep: str) -> list[Case]:
     """Every context with every payload, every form with each write target: the systematic part."""
     out: list[Case] = []
-    for (ctx_name, ctx), (_kind, payload) in itertools.product(CONTEXTS.items(), payloads(canary, port).items()):
+    for (ctx_name, ctx), (_kind, payload) in itertools.product(CONTEXTS.items(), payloads(canary, port, sleep).items()):
         out.append(Case(command=ctx.replace("X", payload), family=f"context:{ctx_name}"))
     targets = ("PWN", "~/PWN", f"{canary}/PWN")
     for family, forms in FORMS.items():
@@ -227,10 +229,10 @@ def _mutate(rng: random.Random, case: Case) -> Case:
     return Case(command=cmd, family=case.family)
 
 
-def corpus(canary: str, port: int, target: int = TARGET, seed: int = SEED) -> list[Case]:
+def corpus(canary: str, port: int, sleep: str, target: int = TARGET, seed: int = SEED) -> list[Case]:
     """The systematic cases, then seeded mutations of them until `target` distinct commands."""
     rng = random.Random(seed)
-    base = base_cases(canary, port)
+    base = base_cases(canary, port, sleep)
     seen = {c.command for c in base}
     out = list(base)
     # Version probes start heavy programs (a JVM, kubectl, terraform): covered once each above,

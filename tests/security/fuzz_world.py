@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 STRACE = shutil.which("strace")
-_LINGER_TAG = "97.25"  # the payload's sleep, found by its command line even if the env was cleared
 
 POLYGLOT = '""":"\ntouch PWN\nexit\n":"""\nopen("PWN", "w").close()\n'
 FILES = {
@@ -97,6 +96,8 @@ class World:
         self.canary = base / "canary"
         self.listener = Listener()
         self.mark = uuid.uuid4().hex
+        # The payload's sleep, found by its command line even if the env was cleared; this run's own.
+        self.sleep = f"9{uuid.uuid4().int % 10**6}.{uuid.uuid4().int % 97 + 1}"
         self.build()
         self.before = self.snapshot()
 
@@ -176,7 +177,11 @@ class World:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         out = Outcome()
-        tracers, out.lingering = self._new_processes(since, str(trace).encode())
+        # strace lives while anything it follows runs: give what the command left a moment to
+        # show (a fork is traced before it runs), then what still runs with our mark lingers.
+        tracers, _ = self._new_processes(since, str(trace).encode(), settle=False)
+        _wait_gone(tracers, limit_s=0.5)
+        _, out.lingering = self._new_processes(since, str(trace).encode())
         for pid in out.lingering:
             _kill(pid)
         _kill_group(proc.pid)
@@ -219,26 +224,29 @@ class World:
             self.before = self.snapshot()
         return out
 
-    def _new_processes(self, since: int, trace: bytes) -> tuple[list[int], list[int]]:
-        """(tracers, lingering): processes started since `since` (clock ticks after boot) that
-        are our strace, or that carry our mark or the payload's sleep and still run."""
-        tracers, lingering = [], []
+    def _new_processes(self, since: int, trace: bytes, settle: bool = True) -> tuple[list[int], list[int]]:
+        """(tracers, lingering): our strace, and the processes that carry our mark (or the
+        payload's sleep) and still run a moment later (a process in the middle of exiting is
+        not left behind). Every process is looked at: start times are not trusted under load."""
+        tracers, candidates = [], []
         for pid in os.listdir("/proc"):
             if not pid.isdigit() or int(pid) == os.getpid():
                 continue
             try:
-                fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
-                if int(fields[19]) < since or fields[0] == b"Z":
-                    continue
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if trace in cmdline:
+                    tracers.append(int(pid))
+                    continue
+                if b"fuzz-strace-" in cmdline:
+                    continue  # another run's tracer, on its way out
                 environ = Path(f"/proc/{pid}/environ").read_bytes()
-            except (OSError, IndexError, ValueError):
+            except OSError:
                 continue
-            if trace in cmdline:
-                tracers.append(int(pid))
-            elif self.mark.encode() in environ or _LINGER_TAG.encode() in cmdline:
-                lingering.append(int(pid))
-        return tracers, lingering
+            if self.mark.encode() in environ or self.sleep.encode() in cmdline:
+                candidates.append(int(pid))
+        if candidates and settle:
+            threading.Event().wait(0.2)
+        return tracers, [pid for pid in candidates if _running(pid)]
 
     def close(self) -> None:
         self.listener.close()
@@ -249,6 +257,13 @@ _HZ = os.sysconf("SC_CLK_TCK")
 
 def _ticks_now() -> int:
     return int(float(Path("/proc/uptime").read_text().split()[0]) * _HZ) - 1
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _kill(pid: int) -> None:

@@ -89,17 +89,19 @@ def world(tmp_path_factory):
 
 
 def _template(command: str, world: World) -> str:
-    return command.replace(str(world.canary), "{CANARY}").replace(str(world.listener.port), "{PORT}")
+    return (command.replace(str(world.canary), "{CANARY}").replace(str(world.listener.port), "{PORT}")
+            .replace(world.sleep, "{SLEEP}"))
 
 
 def _fill(command: str, world: World) -> str:
-    return command.replace("{CANARY}", str(world.canary)).replace("{PORT}", str(world.listener.port))
+    return (command.replace("{CANARY}", str(world.canary)).replace("{PORT}", str(world.listener.port))
+            .replace("{SLEEP}", world.sleep))
 
 
 @pytest.mark.slow
 def test_what_the_classifier_calls_read_only_only_reads(world):
     start = time.monotonic()
-    cases = corpus(str(world.canary), world.listener.port)
+    cases = corpus(str(world.canary), world.listener.port, world.sleep)
     assert len(cases) >= 5000 and len({c.command for c in cases}) == len(cases)
     ran = 0
     holes: dict[str, list[tuple[Case, str, bool]]] = defaultdict(list)
@@ -166,7 +168,7 @@ def test_the_world_detects_what_it_must(world):
     assert world.run(f"touch {world.home}/PWN").changed
     assert world.run(f"touch {world.canary}/PWN").changed
     assert world.run(f"exec 3<>/dev/tcp/127.0.0.1/{world.listener.port}").connections == 1
-    assert world.run("nohup sleep 97.25 >/dev/null 2>&1 &").lingering
+    assert world.run(f"nohup sleep {world.sleep} >/dev/null 2>&1 &").lingering
     assert not world.run("cat f.txt; ls -la; git status").harmful
 
 

@@ -80,3 +80,74 @@ def test_glob_states_its_cap_order_and_what_it_skips(tmp_path):
     assert f"at most {MAX_GLOB_FILES}" in text and "most recently modified first" in text
     assert ".git" in text and ".gitignore is not applied" in text
     assert "narrow the pattern" in text
+
+
+# --- the live-notebook tools: NotebookRead, NotebookRun, Variables, and NotebookEdit's live note ---
+
+from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS  # noqa: E402
+from ipy_agent.tools.notebook_edit import NotebookEditTool  # noqa: E402
+from ipy_agent.tools.notebook_read import NotebookReadTool  # noqa: E402
+from ipy_agent.tools.notebook_run import DEFAULT_TIMEOUT, MAX_TIMEOUT, NotebookRunTool  # noqa: E402
+from ipy_agent.tools.variables import VariablesTool  # noqa: E402
+
+
+class _Bridge:
+    """What the tools see of the kernel's bridge when a page is connected."""
+
+    connected = True
+    display_path = "work/analysis.ipynb"
+    path = "/srv/work/analysis.ipynb"
+    shell = object()
+
+
+def _live_ctx(tmp_path: Path) -> ToolContext:
+    return ToolContext(cwd=tmp_path, read_state=ReadState(), notebook=_Bridge())
+
+
+def test_notebook_read_claims_the_open_notebook_from_read_and_says_why(tmp_path):
+    text = NotebookReadTool().description(_live_ctx(tmp_path))
+    assert "'work/analysis.ipynb'" in text
+    assert "Use this, not Read, for the open notebook: Read shows the file on disk, which may be older" in text
+    assert "Use Read for other notebooks and files" in text
+    assert "use Variables" in text and "use NotebookRun" in text
+    assert f"about {OUTPUT_BUDGET_CHARS:,} characters" in text
+
+
+def test_notebook_run_sends_shell_work_to_bash_and_looking_to_read_and_variables(tmp_path):
+    text = NotebookRunTool().description(_live_ctx(tmp_path))
+    assert "Use Bash for shell commands" in text and "separate process and cannot see the kernel's variables" in text
+    assert "do not run cells just to look at them" in text and "Running changes the kernel's state" in text
+    assert "NotebookRead shows their last outputs" in text and "Variables shows" in text
+    assert f"default {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g}" in text
+
+
+def test_variables_promises_no_code_runs_and_routes_running_to_notebook_run(tmp_path):
+    text = VariablesTool().description(_live_ctx(tmp_path))
+    assert "never runs code of the variables' classes (no repr)" in text
+    assert "instead of running a cell just to look (NotebookRun changes the kernel's state; this does not)" in text
+
+
+def test_notebook_edit_says_where_its_edits_land(tmp_path):
+    live = NotebookEditTool().description(_live_ctx(tmp_path))
+    assert "go to the live notebook" in live and "Read its cells with NotebookRead (not Read" in live
+    assert "refused for a cell the person changed since" in live
+    on_disk = NotebookEditTool().description(_ctx(tmp_path))
+    assert "This changes the file on disk" in on_disk and "NotebookRead" not in on_disk
+
+
+def test_live_tools_are_offered_only_where_they_can_work(tmp_path):
+    plain = _ctx(tmp_path)
+    assert not NotebookReadTool().is_enabled(plain) and not NotebookRunTool().is_enabled(plain)
+    assert not VariablesTool().is_enabled(plain)
+    live = _live_ctx(tmp_path)
+    assert NotebookReadTool().is_enabled(live) and NotebookRunTool().is_enabled(live) and VariablesTool().is_enabled(live)
+    no_page = ToolContext(cwd=tmp_path, read_state=ReadState(), notebook=type("B", (), {"connected": False, "shell": object()})())
+    assert not NotebookReadTool().is_enabled(no_page) and not NotebookRunTool().is_enabled(no_page)
+    assert VariablesTool().is_enabled(no_page)  # the kernel is there; the page is not needed
+
+
+def test_live_tool_flags_fail_closed_where_they_must():
+    run, read, var = NotebookRunTool(), NotebookReadTool(), VariablesTool()
+    inp = run.input_model(cell_id="c1")
+    assert not run.is_read_only(inp) and not run.is_concurrency_safe(inp) and run.is_destructive(inp)
+    assert read.is_read_only(read.input_model()) and var.is_read_only(var.input_model())

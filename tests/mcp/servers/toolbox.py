@@ -142,6 +142,7 @@ def main() -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(64)  # connections wait in the backlog until uvicorn serves: no refusal after PORT
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))

@@ -1,0 +1,287 @@
+"""The kernel's half of the live-notebook bridge: requests to the JupyterLab extension over a comm.
+
+The agent lives in the kernel; the notebook the person sees lives in the browser. The extension
+in `labextension/` registers the comm target `ipy_agent.notebook` on each notebook panel's
+kernel. This module opens that comm (at `%load_ext`), learns from the panels' hellos which
+notebook this kernel serves, and sends requests `{protocol, request_id, op, path, args}`; the
+panel whose path matches answers `{protocol, reply_to, ok, result | error, code}`.
+
+Decisions:
+- Connection is learnt, not polled: a front end with the extension says hello as soon as the
+  comm opens (or, after a page reload, opens a comm of its own and says hello). Without a hello
+  there is no front end, and every request fails at once with `NotConnected`; only the first
+  run after loading waits, briefly and once, for a hello that may be on its way.
+- A kernel can be shared (two notebooks, or a notebook and a console), and a kernel-opened comm
+  reaches all of them. The kernel's own session name (`JPY_SESSION_NAME`, set by jupyter_server)
+  says which notebook it was started for; that panel's hello wins, and requests carry its path
+  so the other panels stay silent.
+- Replies may be handled on a thread other than the loop's (a kernel subshell), so futures are
+  resolved with `call_soon_threadsafe`. A request that times out marks the front end lost (the
+  page was closed): later requests fail fast until a new hello arrives.
+- Both sides carry a protocol number; a mismatch is reported with what to do (install the same
+  version in the kernel and the server), never guessed around.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PROTOCOL", "TARGET", "BridgeError", "NotConnected", "FrontEnd", "NotebookBridge"]
+
+PROTOCOL = 1
+TARGET = "ipy_agent.notebook"
+REQUEST_TIMEOUT = 15.0
+HELLO_WAIT = 2.0  # how long the first run waits for a hello after the comm was opened
+TICK = 0.05
+
+
+class BridgeError(Exception):
+    """A request the front end refused or could not answer; `code` says which kind."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class NotConnected(BridgeError):
+    def __init__(self, message: str) -> None:
+        super().__init__("not_connected", message)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrontEnd:
+    """One notebook panel that said hello."""
+
+    path: str  # as JupyterLab names it: relative to the server's root
+    abs_path: str  # the file on this machine
+    extension_version: str
+    comm: Any
+    at: float
+
+
+def _abs_path(path: str, server_root: str | None, session_name: str | None, cwd: Path) -> str:
+    if server_root:
+        root = Path(server_root).expanduser()
+        if root.is_absolute():
+            return os.path.normpath(root / path)
+    if session_name and os.path.isabs(session_name) and (session_name == path or session_name.endswith("/" + path)):
+        return os.path.normpath(session_name)
+    return os.path.normpath(cwd / Path(path).name)
+
+
+class NotebookBridge:
+    """One per kernel. Give it to the Agent as `notebook`; tools reach it as `ctx.notebook`."""
+
+    def __init__(self, shell: Any = None, *, session_name: str | None = None, cwd: str | Path | None = None) -> None:
+        self.shell = shell
+        self.session_name = session_name if session_name is not None else os.environ.get("JPY_SESSION_NAME") or None
+        self.cwd = Path(cwd or os.getcwd())
+        self.front_end: FrontEnd | None = None
+        self.problem: str | None = None  # why the front end cannot be used (a version mismatch)
+        self.others: list[str] = []  # other panels on this kernel that said hello
+        self._pending: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        self._comm: Any = None
+        self._probe_at: float | None = None
+        self._waited = False
+        self._kernel: Any = None
+        self.told_missing = False  # the UI said once that there is no front end
+
+    # --- state ------------------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self.front_end is not None
+
+    @property
+    def path(self) -> str | None:
+        """The open notebook's file, when a front end is connected."""
+        return self.front_end.abs_path if self.front_end else None
+
+    @property
+    def display_path(self) -> str | None:
+        return self.front_end.path if self.front_end else None
+
+    def is_open_notebook(self, path: str | Path) -> bool:
+        return self.front_end is not None and os.path.realpath(path) == os.path.realpath(self.front_end.abs_path)
+
+    def status(self) -> str:
+        if self.front_end is not None:
+            return f"connected to {self.front_end.path!r} (ipy-agent-notebook {self.front_end.extension_version})"
+        if self.problem:
+            return self.problem
+        return ("no JupyterLab front end with the ipy_agent extension answered, so the live-notebook tools "
+                "(NotebookRead, NotebookRun) are off and .ipynb files are read and edited on disk")
+
+    # --- connecting -------------------------------------------------------------------------
+    def attach(self, kernel: Any) -> None:
+        """Accept comms the front end opens (page reloads), and open one so panels say hello."""
+        kernel.comm_manager.register_target(TARGET, self._on_comm_open)
+        self._kernel = kernel
+        self.probe()
+
+    def probe(self) -> Any:
+        from comm import create_comm
+
+        comm: Any = create_comm(target_name=TARGET, data={"protocol": PROTOCOL, "event": "connect",
+                                                          "path": self.session_name})
+        comm.on_msg(functools.partial(self._on_msg, comm))
+        self._comm = comm
+        self._probe_at = time.monotonic()
+        return comm
+
+    def _on_comm_open(self, comm: Any, msg: dict[str, Any]) -> None:
+        comm.on_msg(functools.partial(self._on_msg, comm))
+        comm.on_close(lambda _msg: self._on_close(comm))
+        self._on_data(comm, msg.get("content", {}).get("data") or {})
+
+    def _on_close(self, comm: Any) -> None:
+        if self.front_end is not None and self.front_end.comm is comm:
+            self.front_end = None
+
+    def _on_msg(self, comm: Any, msg: dict[str, Any]) -> None:
+        self._on_data(comm, msg.get("content", {}).get("data") or {})
+
+    def _on_data(self, comm: Any, data: dict[str, Any]) -> None:
+        if not isinstance(data, dict):
+            return
+        if data.get("event") == "hello":
+            self._hello(comm, data)
+        elif isinstance(data.get("reply_to"), str):
+            self._resolve(data["reply_to"], data)
+
+    def _matches(self, path: str) -> bool:
+        return self.session_name is None or self.session_name == path or self.session_name.endswith("/" + path)
+
+    def _hello(self, comm: Any, data: dict[str, Any]) -> None:
+        path = data.get("path")
+        if not isinstance(path, str) or not path:
+            return
+        if data.get("protocol") != PROTOCOL:
+            self.problem = (
+                f"the JupyterLab extension (ipy-agent-notebook {data.get('extension_version', '?')}) speaks protocol "
+                f"{data.get('protocol')!r} and this kernel's ipy_agent speaks {PROTOCOL}; install the same ipy_agent "
+                "version in the kernel's and the server's environment, then reload the page"
+            )
+            return
+        current = self.front_end
+        if current is not None and current.path != path and (self._matches(current.path) or not self._matches(path)):
+            if path not in self.others:
+                self.others.append(path)
+            return
+        self.problem = None
+        self.front_end = FrontEnd(
+            path=path, abs_path=_abs_path(path, data.get("server_root"), self.session_name, self.cwd),
+            extension_version=str(data.get("extension_version", "?")), comm=comm, at=time.monotonic(),
+        )
+
+    async def ensure(self, timeout: float = HELLO_WAIT) -> bool:
+        """Before a run: is a page connected, and is it still the page that is open?
+
+        With a page known, the kernel opens a fresh comm and waits for its hello: a reloaded
+        page cannot announce itself while the `%agent` cell holds the kernel (its comm-info
+        request would queue behind the cell), but it answers a comm the kernel opens at once.
+        No hello within `timeout` means the page is gone. Without any page, only the first run
+        after loading waits (for a hello on its way); later runs do not wait at all."""
+        if self._kernel is None:
+            return self.front_end is not None
+        if self.front_end is None:
+            if self._waited or self._probe_at is None:
+                return False
+            end = self._probe_at + timeout
+            while self.front_end is None and time.monotonic() < end:
+                await asyncio.sleep(TICK)
+            self._waited = True
+            return self.front_end is not None
+        old = self._comm
+        probe = self.probe()
+        end = time.monotonic() + timeout
+        while not (self.front_end is not None and self.front_end.comm is probe) and time.monotonic() < end:
+            await asyncio.sleep(TICK)
+        if self.front_end is None or self.front_end.comm is not probe:
+            self.front_end = None  # the page did not answer: it was closed
+        if old is not None and old is not probe:
+            try:
+                old.close()
+            except Exception:  # closing a comm nobody listens to may fail; it is gone either way
+                pass
+        self._waited = True
+        return self.front_end is not None
+
+    # --- requests ---------------------------------------------------------------------------
+    def _resolve(self, request_id: str, data: dict[str, Any]) -> None:
+        entry = self._pending.pop(request_id, None)
+        if entry is None:
+            return
+        loop, future = entry
+
+        def settle() -> None:
+            if not future.done():
+                future.set_result(data)
+
+        loop.call_soon_threadsafe(settle)
+
+    async def request(self, op: str, timeout: float = REQUEST_TIMEOUT, **args: Any) -> dict[str, Any]:
+        """Send one op to the connected panel and return its `result`; raise BridgeError otherwise."""
+        front = self.front_end
+        if front is None:
+            raise NotConnected(f"The live notebook is not available: {self.status()}.")
+        request_id = uuid.uuid4().hex
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._pending[request_id] = (loop, future)
+        front.comm.send({"protocol": PROTOCOL, "request_id": request_id, "op": op, "path": front.path, "args": args})
+        try:
+            reply = await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            self._pending.pop(request_id, None)
+            if self.front_end is front:
+                self.front_end = None  # the page is gone; a new hello brings it back
+            raise BridgeError("timeout", f"The notebook page did not answer {op!r} within {timeout:g} s (was it "
+                              "closed?). The live notebook is off until the page is open again.") from None
+        if reply.get("protocol") != PROTOCOL or reply.get("code") == "version_mismatch":
+            self.problem = str(reply.get("error") or f"protocol mismatch: the front end speaks {reply.get('protocol')!r}, "
+                               f"the kernel {PROTOCOL}")
+            self.front_end = None
+            raise BridgeError("version_mismatch", self.problem)
+        if not reply.get("ok"):
+            raise BridgeError(str(reply.get("code") or "error"), str(reply.get("error") or "unknown error"))
+        result = reply.get("result")
+        return result if isinstance(result, dict) else {}
+
+    # --- conveniences the tools use ----------------------------------------------------------
+    async def list_cells(self) -> list[dict[str, Any]]:
+        return list((await self.request("list_cells")).get("cells") or [])
+
+    async def read_cells(self, cell_ids: list[str] | None = None) -> list[dict[str, Any]]:
+        args: dict[str, Any] = {} if cell_ids is None else {"cell_ids": cell_ids}
+        return list((await self.request("read_cells", **args)).get("cells") or [])
+
+    async def notify(self, message: str, type: str = "info") -> None:
+        await self.request("notify", message=message, type=type)
+
+    async def scroll_to(self, cell_id: str) -> None:
+        """Best effort: the person's view follows the agent; failing to scroll fails nothing."""
+        try:
+            await self.request("scroll_to", timeout=5.0, cell_id=cell_id)
+        except BridgeError:
+            pass
+
+    async def run_code(self, code: str, *, timeout: float) -> Any:
+        from .execute import run_code
+
+        if self.shell is None:
+            raise NotConnected("There is no IPython kernel to run code in.")
+        return await run_code(self.shell, code, timeout=timeout)
+
+    def variables(self, **kwargs: Any) -> Any:
+        from .variables import describe_namespace
+
+        if self.shell is None:
+            raise NotConnected("There is no IPython kernel whose variables could be listed.")
+        return describe_namespace(self.shell, **kwargs)

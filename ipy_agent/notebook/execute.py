@@ -1,0 +1,228 @@
+"""Run a notebook cell's code in this kernel, capturing what it shows, for NotebookRun.
+
+Why the kernel runs the code itself instead of asking the front end to execute the cell: the
+front end sends an `execute_request`, which the kernel takes only after the request that is
+running now. In the default mode that running request is the `%agent` cell itself, which waits
+for the agent: the agent would wait for a cell that waits for the agent (a deadlock). So the
+code runs here, through IPython's own `run_cell_async` (magics, history, `In`/`Out`, the
+execution counter, `pre/post_run_cell` hooks all behave as for a cell the person runs), with
+its outputs captured instead of published, and the bridge writes them into the target cell.
+See docs/live-notebook.md.
+
+What is captured, in order: stdout and stderr (merged into stream outputs), `display()` calls
+(the display publisher), the value of the last expression (the display hook, which also sets
+`_` and `Out`), and the traceback of an error (the shell's traceback hook). All four are
+swapped for the run and restored after it, whatever happens.
+
+Stopping: a synchronous cell blocks the kernel's event loop, so neither a timeout nor
+ipykernel's SIGINT handling (which cancels the awaiting `%agent` cell through the loop) could
+reach it. For the run, SIGINT raises KeyboardInterrupt in the cell's code (Python's default
+handler); a timer thread sends SIGINT when the timeout passes. A person's interrupt then also
+goes on to the handler that was there before, so the agent stops as a person expects. Code
+with top-level `await` runs on the loop and is cancelled with `asyncio.wait_for` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["RunOutcome", "run_code"]
+
+
+@dataclass(kw_only=True)
+class RunOutcome:
+    outputs: list[dict[str, Any]] = field(default_factory=list)  # nbformat v4 outputs
+    execution_count: int | None = None
+    error: str | None = None  # "Name: value" of an error the code raised
+    timed_out: bool = False
+    interrupted: bool = False  # by the person (kernel interrupt)
+    seconds: float = 0.0
+
+
+class _Stream:
+    """Stands in for sys.stdout / sys.stderr during the run."""
+
+    def __init__(self, name: str, outputs: list[dict[str, Any]], lock: threading.Lock) -> None:
+        self.name = name
+        self._outputs = outputs
+        self._lock = lock
+        self.encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            text = str(text)
+        with self._lock:
+            last = self._outputs[-1] if self._outputs else None
+            if last is not None and last.get("output_type") == "stream" and last.get("name") == self.name:
+                last["text"] += text
+            elif text:
+                self._outputs.append({"output_type": "stream", "name": self.name, "text": text})
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("captured stream has no file descriptor")
+
+
+class _DisplayPub:
+    """Stands in for the shell's display publisher: `display()` becomes a display_data output."""
+
+    is_publishing = False
+
+    def __init__(self, outputs: list[dict[str, Any]], lock: threading.Lock) -> None:
+        self._outputs = outputs
+        self._lock = lock
+
+    def publish(self, data: dict[str, Any], metadata: dict[str, Any] | None = None, source: Any = None, *,
+                transient: Any = None, update: bool = False, **_: Any) -> None:
+        with self._lock:
+            self._outputs.append({"output_type": "display_data", "data": dict(data), "metadata": dict(metadata or {})})
+
+    def clear_output(self, wait: bool = False) -> None:
+        with self._lock:
+            self._outputs.clear()
+
+    def set_parent(self, *_: Any, **__: Any) -> None:
+        pass
+
+
+class _DisplayHook:
+    """Stands in for sys.displayhook: the last expression's value becomes an execute_result."""
+
+    def __init__(self, shell: Any, outputs: list[dict[str, Any]], lock: threading.Lock) -> None:
+        self.shell = shell
+        self._outputs = outputs
+        self._lock = lock
+
+    def __call__(self, result: Any = None) -> None:
+        if result is None:
+            return
+        hook = self.shell.displayhook
+        try:
+            if hook.quiet():
+                return
+        except Exception:  # quiet() reads the input history; never fail the run over it
+            pass
+        data, metadata = self.shell.display_formatter.format(result)
+        try:
+            hook.update_user_ns(result)  # `_`, `__`, `Out[n]`, as for any cell
+        except Exception:
+            pass
+        with self._lock:
+            self._outputs.append({"output_type": "execute_result", "data": data, "metadata": metadata,
+                                  "execution_count": self.shell.execution_count})
+
+
+async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
+    """Run `code` as a cell in `shell`; outputs are captured, not sent to any front end."""
+    outcome = RunOutcome()
+    lock = threading.Lock()
+    outputs = outcome.outputs
+
+    def show_traceback(etype: Any, evalue: Any, stb: list[str]) -> None:
+        with lock:
+            outputs.append({"output_type": "error", "ename": getattr(etype, "__name__", str(etype)),
+                            "evalue": str(evalue), "traceback": list(stb)})
+
+    hook = _DisplayHook(shell, outputs, lock)
+    saved = (sys.stdout, sys.stderr, sys.displayhook, shell.display_pub, shell.display_trap.hook,
+             shell.__dict__.get("_showtraceback"))
+    try:
+        transformed, exc_tuple = shell.transform_cell(code), None
+    except Exception:  # run_cell reports it, as for a cell the person runs
+        transformed, exc_tuple = code, sys.exc_info()
+    is_async = exc_tuple is None and bool(shell.should_run_async(code, transformed_cell=transformed,
+                                                                 preprocessing_exc_tuple=None))
+    run_args = {"store_history": True, "transformed_cell": transformed, "preprocessing_exc_tuple": exc_tuple}
+    main = threading.current_thread() is threading.main_thread()
+    old_sigint = signal.getsignal(signal.SIGINT) if main else None
+    state = {"done": False, "fired": False}
+    state_lock = threading.Lock()
+
+    def fire() -> None:
+        with state_lock:
+            if state["done"]:
+                return
+            state["fired"] = True
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(timeout, fire) if main and not is_async else None
+    start = time.monotonic()
+    sys.stdout, sys.stderr = _Stream("stdout", outputs, lock), _Stream("stderr", outputs, lock)
+    sys.displayhook = hook
+    shell.display_pub = _DisplayPub(outputs, lock)
+    shell.display_trap.hook = hook
+    shell._showtraceback = show_traceback
+    try:
+        if main and not is_async:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        try:
+            if is_async:
+                result = await asyncio.wait_for(shell.run_cell_async(code, **run_args), timeout)
+            else:
+                result = await shell.run_cell_async(code, **run_args)
+        except TimeoutError:
+            outcome.timed_out = True
+            result = None
+        except KeyboardInterrupt:  # landed outside the cell's code, in IPython's own bookkeeping
+            outcome.timed_out, outcome.interrupted = state["fired"], not state["fired"]
+            result = None
+        finally:
+            with state_lock:
+                state["done"] = True
+            if timer is not None:
+                timer.cancel()
+            if state["fired"]:
+                _drain_sigint()
+        outcome.execution_count = getattr(result, "execution_count", None) or shell.execution_count - 1
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        if isinstance(error, KeyboardInterrupt):
+            outcome.timed_out = outcome.timed_out or state["fired"]
+            outcome.interrupted = not state["fired"]
+        if error is not None:
+            outcome.error = f"{type(error).__name__}: {error}"
+    finally:
+        sys.stdout, sys.stderr, sys.displayhook = saved[0], saved[1], saved[2]
+        shell.display_pub, shell.display_trap.hook = saved[3], saved[4]
+        if saved[5] is None:
+            shell.__dict__.pop("_showtraceback", None)
+        else:
+            shell._showtraceback = saved[5]
+        if main and old_sigint is not None:
+            signal.signal(signal.SIGINT, old_sigint)
+        outcome.seconds = time.monotonic() - start
+    if outcome.timed_out and not any(o.get("output_type") == "error" for o in outputs):
+        outputs.append({"output_type": "error", "ename": "TimeoutError",
+                        "evalue": f"the cell was stopped after {timeout:g} s", "traceback": []})
+    if outcome.interrupted and callable(old_sigint) and old_sigint is not signal.default_int_handler:
+        # The person pressed stop: let the kernel's own handler stop the agent's cell as well.
+        old_sigint(signal.SIGINT, None)
+    return outcome
+
+
+def _drain_sigint() -> None:
+    """A timeout's SIGINT may still be pending: take it under our handler, not the kernel's."""
+    try:
+        for _ in range(5):
+            time.sleep(0.01)
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,105 @@
+"""What the live-notebook tools share: reaching the open notebook, and stale-cell checks.
+
+The tools reach the notebook the person has open through `ctx.notebook`, the kernel's bridge
+(`ipy_agent.notebook.bridge.NotebookBridge`), duck-typed here so the tools stay free of IPython.
+Read state for live cells is kept per (notebook, cell id) by the hash of the cell's source: the
+person edits cells while the agent works, and an edit of a cell the person has changed since
+the agent read it would silently undo their work. Other cells are not affected by that check.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..runtime.read_state import cell_key
+from ..runtime.tool import ToolContext, ToolError
+
+__all__ = ["live_bridge", "live_target", "fetch_cell", "require_fresh_cell", "record_cells", "bridge_call",
+           "NOTEBOOK_MARK"]
+
+# The read-state key for "this notebook's cell list was read" (what an insert needs).
+NOTEBOOK_MARK = ""
+
+
+def live_bridge(ctx: ToolContext) -> Any:
+    """The bridge when a front end is connected, else None."""
+    nb = ctx.notebook
+    return nb if nb is not None and getattr(nb, "connected", False) else None
+
+
+def live_target(ctx: ToolContext, notebook_path: str | None) -> Any:
+    """The bridge when `notebook_path` (None: the open notebook) is the notebook open in the front end."""
+    nb = live_bridge(ctx)
+    if nb is None:
+        return None
+    if notebook_path is None or nb.is_open_notebook(ctx.resolve(notebook_path)):
+        return nb
+    return None
+
+
+async def bridge_call(coro: Any) -> Any:
+    """Await a bridge request, turning its errors into messages the model can act on."""
+    from ..notebook.bridge import BridgeError  # the bridge module imports nothing from IPython
+
+    try:
+        return await coro
+    except BridgeError as e:
+        raise ToolError(str(e)) from None
+
+
+async def fetch_cell(nb: Any, cell_id: str) -> dict[str, Any]:
+    """The cell with this id, or `cell-N` for the cell at 0-based index N (as NotebookEdit names
+    cells of files), with its outputs."""
+    from ..notebook.bridge import BridgeError
+
+    try:
+        cells = await nb.read_cells([cell_id])
+    except BridgeError as e:
+        index = _index_form(cell_id) if e.code == "not_found" else None
+        if index is not None:
+            listing = await bridge_call(nb.list_cells())
+            if index < len(listing):
+                return await fetch_cell(nb, listing[index]["id"])
+        if e.code == "not_found":
+            raise ToolError(
+                f"Cell {cell_id!r} is not in the open notebook {nb.display_path!r}: it was deleted, or the id is "
+                "wrong. Read the notebook again with NotebookRead to see its cells and their ids."
+            ) from None
+        raise ToolError(str(e)) from None
+    return cells[0]
+
+
+def _index_form(cell_id: str) -> int | None:
+    if cell_id.startswith("cell-") and cell_id[5:].isdigit():
+        return int(cell_id[5:])
+    return None
+
+
+def key_for(nb: Any, cell_id: str) -> str:
+    return cell_key(Path(nb.path), cell_id)
+
+
+def require_fresh_cell(ctx: ToolContext, nb: Any, cell: dict[str, Any]) -> None:
+    entry = ctx.read_state.get(key_for(nb, cell["id"]))
+    if entry is None:
+        raise ToolError(
+            f"Cell {cell['id']!r} of the open notebook has not been read yet. Read it with NotebookRead first, "
+            "then retry, so the edit is made against what the cell holds now."
+        )
+    message = ctx.read_state.check_fresh(key_for(nb, cell["id"]), cell.get("source") or "", what=f"Cell {cell['id']!r}")
+    if message:
+        raise ToolError(message.replace("Read it again", "Read it again with NotebookRead"))
+
+
+def record_cells(ctx: ToolContext, nb: Any, cells: list[dict[str, Any]], *, source: str = "read") -> None:
+    for cell in cells:
+        ctx.read_state.record(key_for(nb, cell["id"]), content=cell.get("source") or "", source=source)
+
+
+def require_listed(ctx: ToolContext, nb: Any) -> None:
+    if ctx.read_state.get(key_for(nb, NOTEBOOK_MARK)) is None:
+        raise ToolError(
+            "The open notebook has not been read yet in this conversation. Read it with NotebookRead first, so "
+            "the new cell goes where you mean it to."
+        )

@@ -1,0 +1,112 @@
+"""NotebookEdit on the open notebook: the same input, applied to the live model in the browser.
+
+When the notebook the model names is the one open in JupyterLab with the extension connected,
+an edit goes to the live notebook: the person sees it at once, and their unsaved edits are
+neither lost (as writing the file under them would lose them) nor overwritten. The model
+learns one tool; where the edit lands is decided here.
+
+Like the file path, an edit is checked three times (validation, the approval preview, the
+call), each time against the cell as it is now. The last check travels with the edit itself:
+the front end applies a replace or delete only if the cell's source is still the one checked
+(compare-and-set), so a keystroke between check and edit is never overwritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..runtime.tool import PermissionPreview, ToolContext, ToolError
+from ._diff import make_diff
+from ._notebook_live import bridge_call, fetch_cell, record_cells, require_fresh_cell, require_listed
+
+__all__ = ["LivePlan", "plan_live", "apply_live", "preview_live"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LivePlan:
+    edit_mode: str
+    cell: dict[str, Any] | None  # the cell replaced or deleted, or inserted after
+    old_source: str
+    new_source: str
+    cell_type: str
+
+
+def _lines(source: str) -> str:
+    return source if not source or source.endswith("\n") else source + "\n"
+
+
+async def plan_live(inp: Any, ctx: ToolContext, nb: Any) -> LivePlan:
+    if inp.edit_mode == "insert" and inp.cell_type is None:
+        raise ToolError("cell_type is required with edit_mode 'insert': give 'code' or 'markdown'.")
+    if inp.edit_mode != "insert" and not inp.cell_id:
+        raise ToolError(f"cell_id is required with edit_mode {inp.edit_mode!r}: give the id shown by NotebookRead.")
+    if inp.edit_mode == "insert":
+        require_listed(ctx, nb)
+        after = await fetch_cell(nb, inp.cell_id) if inp.cell_id else None
+        return LivePlan(edit_mode="insert", cell=after, old_source="", new_source=inp.new_source,
+                        cell_type=inp.cell_type or "code")
+    cell = await fetch_cell(nb, inp.cell_id)
+    require_fresh_cell(ctx, nb, cell)
+    old = cell.get("source") or ""
+    if inp.edit_mode == "delete":
+        return LivePlan(edit_mode="delete", cell=cell, old_source=old, new_source="", cell_type=cell["cell_type"])
+    return LivePlan(edit_mode="replace", cell=cell, old_source=old, new_source=inp.new_source,
+                    cell_type=inp.cell_type or cell["cell_type"])
+
+
+def _title(plan: LivePlan, nb: Any) -> str:
+    where = f"the open notebook {nb.display_path}"
+    if plan.edit_mode == "insert":
+        anchor = f"after cell {plan.cell['id']}" if plan.cell else "at the top"
+        return f"Insert {plan.cell_type} cell {anchor} in {where}"
+    return f"{plan.edit_mode.capitalize()} cell {plan.cell['id'] if plan.cell else '?'} in {where}"
+
+
+async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview | None:
+    try:
+        plan = await plan_live(inp, ctx, nb)
+    except ToolError:
+        return None
+    label = f"{nb.display_path} [{'new cell' if plan.edit_mode == 'insert' else 'cell ' + plan.cell['id']}]"  # type: ignore[index]
+    d = make_diff(_lines(plan.old_source), _lines(plan.new_source), label=label)
+    notes = ("outputs will be cleared",) if plan.edit_mode == "replace" and plan.cell and plan.cell.get("output_count") else ()
+    return PermissionPreview(title=_title(plan, nb), diff=d.text, added=d.added, removed=d.removed,
+                             notes=(*notes, "this changes the open notebook at once; the file changes when it is saved"))
+
+
+async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> Any:
+    plan = await plan_live(inp, ctx, nb)
+    from ..notebook.bridge import BridgeError
+
+    target = plan.cell or {}
+    try:
+        if plan.edit_mode == "insert":
+            after_id = plan.cell["id"] if plan.cell else None
+            reply = await nb.request("insert_cell", after_id=after_id, cell_type=plan.cell_type, source=plan.new_source)
+        elif plan.edit_mode == "delete":
+            reply = await nb.request("delete_cell", cell_id=target["id"], expected_source=plan.old_source)
+        else:
+            reply = await nb.request("replace_source", cell_id=target["id"], source=plan.new_source,
+                                     cell_type=plan.cell_type, expected_source=plan.old_source)
+    except BridgeError as e:
+        if e.code == "stale":
+            raise ToolError(f"Cell {inp.cell_id!r} changed while the edit was on its way (the person is typing in it). "
+                            "Read it again with NotebookRead, then redo the edit against the new content.") from None
+        if e.code == "not_found":
+            raise ToolError(f"Cell {inp.cell_id!r} is no longer in the open notebook (deleted meanwhile). Read the "
+                            "notebook again with NotebookRead.") from None
+        raise ToolError(str(e)) from None
+    cell = reply.get("cell") or {}
+    if plan.edit_mode != "delete":
+        record_cells(ctx, nb, [cell], source="NotebookEdit")
+        await nb.scroll_to(cell.get("id", ""))
+    cells = await bridge_call(nb.list_cells())
+    d = make_diff(_lines(plan.old_source), _lines(plan.new_source), label=f"{nb.display_path} [cell {cell.get('id')}]")
+    return result_type(
+        path=str(nb.path), display=str(nb.display_path), edit_mode=plan.edit_mode, cell_id=str(cell.get("id")),
+        cell_type=plan.cell_type, index=int(cell.get("index", 0)), after=(plan.cell or {}).get("id") if plan.edit_mode == "insert" else None,
+        total_cells=len(cells), outputs_cleared=plan.edit_mode == "replace" and bool((plan.cell or {}).get("output_count")),
+        upgraded=False, added=d.added, removed=d.removed, diff=d.text, live=True,
+    )
+

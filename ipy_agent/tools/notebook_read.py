@@ -1,0 +1,131 @@
+"""NotebookRead: the notebook the person has open, as it is now in the browser.
+
+Read shows a notebook's file, which may be older than what the person sees (unsaved edits,
+cells run since the last save). This tool asks the front end for the live cells (ids, types,
+sources, execution counts, outputs) and renders them like Read renders a file, with each cell's
+outputs under one budget and images as image blocks. Every cell it shows is recorded in the
+read state by its source's hash, which is what lets NotebookEdit refuse an edit of a cell the
+person changed since. It is offered only while a front end with the extension is connected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..notebook.render import OUTPUT_BUDGET_CHARS, render_cells
+from ..runtime.tool import Tool, ToolContext, ToolError
+from ._notebook_live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_target, record_cells
+
+__all__ = ["NotebookReadTool", "NotebookReadInput", "NotebookReadResult"]
+
+DESCRIPTION = """\
+Read the notebook the person has open in JupyterLab, live: each cell's id, type, source, \
+execution count and outputs (text, errors with their traceback, images as images), as the person \
+sees it now, including edits not saved yet. The open notebook is {path!r}.
+
+- Use this, not Read, for the open notebook: Read shows the file on disk, which may be older. \
+Use Read for other notebooks and files.
+- NotebookEdit edits of the open notebook's cells are checked against what this tool showed: a \
+cell the person changed after you read it is refused until you read it again.
+- cell_ids: read only these cells (ids as shown here); omit to read every cell. For a long \
+notebook, read all cells once, then the ones you work on.
+- Each cell's text outputs are cut to about {budget:,} characters in the middle, with a marker.
+- To see the kernel's variables (names, types, shapes) use Variables; to run a cell use NotebookRun.
+"""
+
+
+class NotebookReadInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    notebook_path: str | None = Field(
+        default=None, description="Omit for the open notebook (the only one this tool reads live)."
+    )
+    cell_ids: list[str] | None = Field(default=None, description="Read only these cells; omit for all.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotebookReadResult:
+    display: str
+    blocks: list[dict[str, Any]]
+    cells: int
+    total_cells: int
+    dirty: bool
+
+
+class NotebookReadTool(Tool):
+    name = "NotebookRead"
+    input_model = NotebookReadInput
+    kind = "read"
+    rule_names = ("Read",)
+    max_result_chars = 100_000
+
+    def description(self, ctx: ToolContext) -> str:
+        nb = live_bridge(ctx)
+        return DESCRIPTION.format(path=nb.display_path if nb is not None else None, budget=OUTPUT_BUDGET_CHARS)
+
+    def _enabled(self, ctx: ToolContext) -> bool:
+        return live_bridge(ctx) is not None
+
+    def _read_only(self, inp: Any) -> bool:
+        return True
+
+    def _concurrency_safe(self, inp: Any) -> bool:
+        return True
+
+    async def validate_input(self, inp: NotebookReadInput, ctx: ToolContext) -> str | None:
+        if inp.notebook_path is not None and live_target(ctx, inp.notebook_path) is None:
+            nb = live_bridge(ctx)
+            open_one = nb.display_path if nb is not None else None
+            return (f"{inp.notebook_path!r} is not the notebook open in JupyterLab ({open_one!r}). Read other "
+                    "notebooks from disk with Read; omit notebook_path to read the open one.")
+        return None
+
+    async def call(self, inp: NotebookReadInput, ctx: ToolContext) -> NotebookReadResult:
+        nb = live_target(ctx, inp.notebook_path)
+        if nb is None:
+            raise ToolError("The open notebook is no longer connected (the page was closed or reloaded). Read the "
+                            "file with Read instead, or ask the person to open the notebook again.")
+        listing = await bridge_call(nb.request("list_cells"))
+        all_cells = list(listing.get("cells") or [])
+        if inp.cell_ids:
+            known = {c["id"] for c in all_cells}
+            missing = [c for c in inp.cell_ids if c not in known]
+            if missing:
+                raise ToolError(f"No cell with id {missing[0]!r} in the open notebook {nb.display_path!r}. Omit "
+                                "cell_ids to read every cell and see their ids.")
+        cells = await bridge_call(nb.read_cells(inp.cell_ids))
+        record_cells(ctx, nb, cells)
+        ctx.read_state.record(key_for(nb, NOTEBOOK_MARK), content=" ".join(c["id"] for c in all_cells))
+        # Cells are rendered with their notebook index, so `index` in the output is the live position.
+        blocks: list[dict[str, Any]] = []
+        for cell in cells:
+            rendered = render_cells([cell], first_index=int(cell.get("index", 0)), output_budget=OUTPUT_BUDGET_CHARS)
+            blocks = _merge(blocks, rendered.blocks)
+        head = (f"The open notebook {nb.display_path} ({len(all_cells)} cells"
+                f"{', unsaved changes' if listing.get('dirty') else ''}); showing {len(cells)}:\n")
+        blocks = _merge([{"type": "text", "text": head}], blocks)
+        return NotebookReadResult(display=str(nb.display_path), blocks=blocks, cells=len(cells),
+                                  total_cells=len(all_cells), dirty=bool(listing.get("dirty")))
+
+    def map_result(self, output: NotebookReadResult, tool_use_id: str) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": output.blocks}
+
+    def summarize_use(self, inp: NotebookReadInput) -> str:
+        return f"cells {', '.join(inp.cell_ids)}" if inp.cell_ids else "the open notebook"
+
+    def summarize_result(self, output: NotebookReadResult) -> str:
+        of = f" of {output.total_cells}" if output.cells != output.total_cells else ""
+        return f"Read {output.cells}{of} cell{'s' if output.total_cells != 1 else ''} of {output.display} (live)"
+
+
+def _merge(blocks: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = [dict(b) for b in blocks]
+    for b in more:
+        if out and out[-1]["type"] == "text" and b["type"] == "text":
+            out[-1]["text"] += b["text"]
+        else:
+            out.append(dict(b))
+    return out
