@@ -142,6 +142,15 @@ EXPECT: dict[str, list[str]] = {
         "NotebookEdit result: Notebook '", "has changed since you read it",
         "plot cell on disk: df.plot(x='a')",
     ],
+    "09_live_notebook": [
+        "front end: no JupyterLab front end with the ipy_agent extension answered",  # headless: says so
+        "NotebookRead  hidden", "NotebookRun   hidden",
+        "Variables all — 14 variables",
+        "sales: list = 6 items", "prices: dict = 3 items", "title: str = 'Quarterly sales'",
+        "ledger: Ledger = (not described: no code of this type is run to look at it)",
+        "Edited analysis.ipynb: replaced cell total",
+        "[total] total = sum(sales)\nprint(f'total sales: {total}')",
+    ],
     "10_containment": [
         "sandbox available: True",  # CI installs bubblewrap, as the security suites need it too
         "rm notes.txt                 read-only: False",
@@ -241,6 +250,7 @@ def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: p
                             f"it is {'earlier' if expected in text else 'missing'}")
         position = found + len(expected)
     assert images(nb) >= 1, f"{path.name} drew no picture"
+    assert "Ledger.__repr__ ran" not in text  # notebook 09: describing variables runs none of their code
     for failure in ("The agent crashed", "internal error"):
         assert failure not in text, f"{path.name}: {failure!r} in the outputs"
 
