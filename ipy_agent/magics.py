@@ -73,6 +73,12 @@ class AgentMagics(Magics):
         self.current: Agent | None = None
         self.last_result: RunResult | None = None
         self.tools_factory: Callable[[], list[Any]] | None = None  # None: the built-in tools
+        # None: --script, --model or AnthropicModel. A function: the model of every run that
+        # names neither --script nor --model (a notebook that runs offline without a key uses it).
+        self.model_factory: Callable[[], Any] | None = None
+        # The widget view of the latest run (None for text output). A notebook run by nbclient
+        # has nobody to click: `view.prompts[tool_use_id].allow()` answers like the button does.
+        self.view: Any = None
         self._managed: list[tuple[str, Any]] = []  # rules this class put on the agent (not "granted")
         self._background: asyncio.Task[Any] | None = None
         self._default_model: Any = None
@@ -188,6 +194,7 @@ class AgentMagics(Magics):
         ui = choose_ui(agent, kernel=kernel, background=wanted if background is None else background,
                        widgets=self.widgets and not args.no_widgets, approval_timeout=self.approval_timeout,
                        handle=handle)
+        self.view = ui.view
         for w in warnings:
             ui.show_error(f"warning: {w}")
         if self.bridge is not None and not self.bridge.connected and not self.bridge.told_missing:
@@ -243,6 +250,8 @@ class AgentMagics(Magics):
 
         if args.model:
             return AnthropicModel(model=args.model)
+        if self.model_factory is not None:
+            return self.model_factory()
         # One client per configured name, so HTTP connections are reused across cells.
         if self._default_model is None or self._default_model[0] != self.model:
             self._default_model = (self.model, AnthropicModel(model=self.model or None))

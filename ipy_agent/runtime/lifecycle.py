@@ -204,6 +204,8 @@ async def _pre_hooks(call: Call) -> GoOn | Finished:
             text = f"A PreToolUse hook rewrote the input, and the result is invalid: {reparsed}"
             return Finished(block=error_result(tid, text), detail="hook rewrote the input into something invalid")
         call.inp, call.rewritten = reparsed, True
+        # The prompt and the person's row must name what will run, not what the model asked.
+        call.record.summary_use = _safe(lambda: tool.summarize_use(reparsed), "")
     if hr.decision is not None:
         call.hook_decision = (hr.decision, hr.reason)
     return GoOn(outcome=hr.decision or ("error" if hr.errors else "ok"), detail=hr.reason)

@@ -31,6 +31,7 @@ class RunUI:
     close: Callable[[], None]
     background: bool
     kind: str  # "widgets" | "text" (for tests and messages)
+    view: Any = None  # the RunView when kind is "widgets": its `prompts` can be answered from code
 
 
 def noninteractive_env() -> bool:
@@ -61,7 +62,7 @@ def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
             return RunUI(
                 listener=view.listener, approver=with_timeout(view.approver, approval_timeout),
                 show_error=lambda text: view.listener(NoticeEvent(text=text, level="warning")),
-                show_crash=view.show_error, close=view.close, background=background, kind="widgets",
+                show_crash=view.show_error, close=view.close, background=background, kind="widgets", view=view,
             )
 
     from .text import TextRenderer, make_console, terminal_approver

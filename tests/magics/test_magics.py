@@ -120,6 +120,19 @@ def test_conversation_continues_across_cells_and_new_starts_over(shell, magics, 
     assert len(magics.current.model.requests[0]["messages"]) == 1
 
 
+def test_model_factory_serves_runs_without_script_and_script_still_wins(shell, magics, script, capsys):
+    factory_model = ipy_agent.ScriptedModel(["from the factory", "again from the factory"])
+    magics.model_factory = lambda: factory_model
+    shell.run_line_magic("agent", "first question")
+    assert "from the factory" in capsys.readouterr().out
+    assert magics.current.model is factory_model
+    shell.run_line_magic("agent", f"--script {script('from the script')} second question")
+    assert "from the script" in capsys.readouterr().out
+    shell.run_line_magic("agent", "third question")  # the factory's model goes on where it stopped
+    assert "again from the factory" in capsys.readouterr().out
+    assert len(factory_model.requests) == 2 and magics.view is None  # text output here: no widget view
+
+
 def test_cell_magic_body_is_the_prompt(shell, magics, script):
     shell.run_cell_magic("agent", f"--script {script('ok')}", "Rename load() to read_table().\nThen run the tests.\n")
     first = magics.current.model.requests[0]["messages"][0]["content"][0]["text"]

@@ -154,3 +154,16 @@ def test_bad_hook_registration_is_refused(tmp_path, rec):
         agent.hooks.add("BeforeTool", lambda e: None)
     with pytest.raises(ValueError, match="regex"):
         agent.hooks.add("PreToolUse", lambda e: None, matcher="Edit(")
+
+
+def test_a_rewritten_input_is_what_the_prompt_and_the_row_name(tmp_path):
+    (tmp_path / "drafts").mkdir()
+    asked: list[str] = []
+    model = ScriptedModel([[use("Write", "w1", file_path="summary.md", content="hi\n")], "done"])
+    agent = Agent(model=model, cwd=tmp_path, approver=lambda r: asked.append(r.summary) or "allow")
+    agent.hooks.add("PreToolUse", lambda e: HookOutcome(updated_input={**e.input, "file_path": "drafts/summary.md"}),
+                    matcher="Write")
+    agent.run("write a summary")
+    assert (tmp_path / "drafts" / "summary.md").read_text() == "hi\n" and not (tmp_path / "summary.md").exists()
+    assert asked == ["drafts/summary.md"]  # the person approves the path that is written
+    assert agent.trace[0].summary_use == "drafts/summary.md"
