@@ -1,4 +1,4 @@
-"""Fixtures for the browser tests: one Chromium per session, one Jupyter server per front end.
+"""Fixtures for the browser tests: one Chromium per module, one Jupyter server per front end.
 
 `server` is parametrised over JupyterLab and Notebook 7 (module scope: starting a server takes a
 few seconds); each test gets a fresh project directory under the server's root. Without a
@@ -29,8 +29,12 @@ def _need_browser() -> None:
     pytest.skip(f"browser tests need a browser: {why}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    # Module scope, not session: while Playwright's sync API is active it leaves an event loop
+    # marked running in the main thread, so every asyncio test collected after the browser
+    # tests would fail ("asyncio.run() cannot be called from a running event loop"), and a
+    # second sync_playwright() in another module would refuse to start.
     _need_browser()
     from playwright.sync_api import sync_playwright
 
