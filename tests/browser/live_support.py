@@ -45,10 +45,6 @@ def browser_missing() -> str | None:
     return None
 
 
-def launch_browser(playwright: Any) -> Any:
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-
-
 class LabServer:
     def __init__(self, root: Path, token: str = "ipy-agent-live") -> None:
         self.root, self.token = root, token

@@ -18,7 +18,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.browser.live_support import LabServer, LivePage, browser_missing, launch_browser
+from tests.browser.live_support import LabServer, LivePage, browser_missing
 
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
@@ -33,17 +33,7 @@ def _need_browser() -> None:
     pytest.skip(f"browser tests need a browser: {why}")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    _need_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        try:
-            yield b
-        finally:
-            b.close()
+# `browser` is the shared fixture of tests/browser/conftest.py (one Chromium per module).
 
 
 @pytest.fixture(scope="module")
