@@ -16,6 +16,7 @@ commands); the person sets both, the model cannot (no tool changes the kernel's 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -38,13 +39,22 @@ def _split(value: str | None) -> list[str]:
     return [p for p in re.split(r"[,\s]+", value or "") if p]
 
 
+@functools.lru_cache(maxsize=16)
+def _rules(secret_env: str, pass_env: str) -> tuple[re.Pattern[str], frozenset[str]]:
+    """One compiled pattern for every secret name pattern, and the names passed on purpose.
+    Redaction runs on every tool result, so the patterns are compiled once per setting."""
+    patterns = (*SECRET_PATTERNS, *_split(secret_env))
+    matcher = re.compile("|".join(f"(?:{fnmatch.translate(p.upper())})" for p in patterns))
+    return matcher, frozenset(n.upper() for n in _split(pass_env))
+
+
 def is_secret_name(name: str, extra: Iterable[str] = ()) -> bool:
     """True when `name` looks like a credential: it matches a pattern and is not passed on purpose."""
     upper = name.upper()
-    if upper in _ALWAYS_PASS or upper in {n.upper() for n in _split(os.environ.get("IPY_AGENT_PASS_ENV"))}:
+    matcher, passed = _rules(os.environ.get("IPY_AGENT_SECRET_ENV", ""), os.environ.get("IPY_AGENT_PASS_ENV", ""))
+    if upper in _ALWAYS_PASS or upper in passed:
         return False
-    patterns = (*SECRET_PATTERNS, *_split(os.environ.get("IPY_AGENT_SECRET_ENV")), *extra)
-    return any(fnmatch.fnmatchcase(upper, p.upper()) for p in patterns)
+    return matcher.match(upper) is not None or any(fnmatch.fnmatchcase(upper, p.upper()) for p in extra)
 
 
 def tool_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -53,11 +63,23 @@ def tool_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if not is_secret_name(k)}
 
 
+_last_secrets: tuple[tuple[Any, ...], list[tuple[str, str]]] | None = None
+
+
 def secret_values(base: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """(name, value) of the secret variables worth redacting, longest value first."""
+    global _last_secrets
     env = os.environ if base is None else base
-    found = [(k, v) for k, v in env.items() if len(v) >= _MIN_REDACT and is_secret_name(k)]
-    return sorted(found, key=lambda kv: -len(kv[1]))
+    items = tuple(env.items())
+    # Every tool result is redacted: recompute only when the variables (or the two settings,
+    # read from the kernel's own environment) changed since last time.
+    key = (items, os.environ.get("IPY_AGENT_SECRET_ENV"), os.environ.get("IPY_AGENT_PASS_ENV"))
+    if _last_secrets is not None and _last_secrets[0] == key:
+        return list(_last_secrets[1])
+    found = [(k, v) for k, v in items if len(v) >= _MIN_REDACT and is_secret_name(k)]
+    found.sort(key=lambda kv: -len(kv[1]))
+    _last_secrets = (key, found)
+    return list(found)
 
 
 def redact(text: str, secrets: list[tuple[str, str]] | None = None) -> str:
