@@ -36,10 +36,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from collections.abc import Iterator
 
-import nbformat
-from nbformat.v4 import convert as v4convert
-from nbformat.v4 import new_code_cell, new_markdown_cell
-from nbformat.v4.rwbase import rejoin_lines
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runtime.tool import PermissionPreview, ToolContext, ToolError
@@ -47,6 +43,9 @@ from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh
 from ._fileio import encode_text
 from ._notebook_live import live_bridge, live_target
 from .notebook_edit_live import apply_live, plan_live, preview_live
+
+# nbformat is imported inside the functions that need it: with the format checkers JupyterLab
+# installs, its import takes seconds, and every first `%agent` would wait for it.
 
 __all__ = ["NotebookEditTool", "NotebookEditInput", "NotebookEditResult"]
 
@@ -170,6 +169,7 @@ def _raise(message: str) -> Any:
 
 
 def _new_cell(cell_type: str, source: str, taken: set[str]) -> Any:
+    from nbformat.v4 import new_code_cell, new_markdown_cell
     make = new_code_cell if cell_type == "code" else new_markdown_cell
     cell = make(source)
     while cell.id in taken:  # 8 random hex digits: a clash is unlikely, not impossible
@@ -179,6 +179,8 @@ def _new_cell(cell_type: str, source: str, taken: set[str]) -> Any:
 
 def _upgrade_keeping_ids(nb: Any) -> Any:
     """nbformat 4.<5 -> 4.5, keeping every valid, unique id a cell already has."""
+    import nbformat
+    from nbformat.v4 import convert as v4convert
     old_ids = [cell.get("id") for cell in nb.cells]
     with _quiet():
         nb = v4convert.upgrade(nb, from_version=4, from_minor=nb.nbformat_minor)
@@ -201,6 +203,7 @@ def _upgrade_keeping_ids(nb: Any) -> Any:
 
 def _problems(nb: Any) -> list[str]:
     """What nbformat's schema finds wrong with `nb`, plus duplicate ids, without changing it."""
+    import nbformat
     with _quiet():
         try:
             found = [str(e).split("\n", 1)[0] for e in nbformat.validator.iter_validate(copy.deepcopy(nb))]
@@ -212,6 +215,8 @@ def _problems(nb: Any) -> list[str]:
 
 
 def _load(raw: bytes, display: str) -> Any:
+    import nbformat
+    from nbformat.v4.rwbase import rejoin_lines
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -273,6 +278,8 @@ class NotebookEditTool(FileEditingTool):
         return f"{r['edit_mode'].capitalize()} cell {r['cell_id']} in {plan.display}"
 
     def _plan(self, inp: NotebookEditInput, ctx: ToolContext) -> Plan:
+        import nbformat
+        from nbformat.v4 import new_code_cell, new_markdown_cell
         path, display = self._paths(inp.notebook_path, ctx)
         if path.suffix.lower() != ".ipynb":
             raise ToolError(f"{display!r} is not a .ipynb notebook. Use Edit or Write for other files.")
