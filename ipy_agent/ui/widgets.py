@@ -29,160 +29,26 @@ import ipywidgets as W
 from ..agent import INTERRUPTED_NOTICE
 from ..models.base import Usage
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
-from ..runtime.trace import CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
+from ..runtime.trace import CallEvent, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
 from .approval_widget import ApprovalPrompt, what_will_happen
+from .call_row import BLOCK_SIZE, Blocks, CallRow, shared_html
 from .comm_ack import idle_ack
 from .announce import announce_answered, announce_waiting, cell_number
-from .diff_html import diff_html, looks_like_diff, pre_html
+from .diff_html import pre_html
 from .progress import Progress
-from .record import LIVE_TEXT, Entry, record_bundle, row_result_text
+from .record import LIVE_TEXT, Entry, record_bundle
 from .segments import Segment, markdown_html
-from .status import STATUS, format_duration, status_look
+from .status import STATUS
 from .usage_line import model_name, turns_text, usage_parts
 
-__all__ = ["RunView", "ApprovalPrompt", "CallRow", "STATUS_TEXT", "what_will_happen"]
+__all__ = ["RunView", "ApprovalPrompt", "BLOCK_SIZE", "Blocks", "CallRow", "STATUS_TEXT", "what_will_happen"]
 
 # icon, words, colour per status (ui/status.py holds the one table every view reads).
 STATUS_TEXT: dict[str, tuple[str, str, str]] = {k: (v.icon, v.words, v.colour) for k, v in STATUS.items()}
-_SUMMARY_STYLE = ' style="cursor:pointer;opacity:0.7;font-size:90%;width:fit-content"'
 _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 # Streaming text re-sends the whole segment on every update; batch deltas to this interval.
 FLUSH_INTERVAL = 0.1
 _FINISHED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
-# Rows per block of the body: appending re-sends one block's children, never the whole run's.
-BLOCK_SIZE = 50
-# Every row's widgets share these layouts (a Layout is a widget of its own: one comm each).
-_STATUS_LAYOUT = W.Layout(min_width="9.5em")
-_TITLE_LAYOUT = W.Layout(flex="1 1 auto")
-_DURATION_LAYOUT = W.Layout(flex="0 0 auto")
-_BOX_LAYOUT = W.Layout()
-
-
-class Blocks:
-    """The run's body: items in order, kept in blocks of at most `size` so that appending an
-    item sends a bounded children list; the outer box gets one new child per `size` items."""
-
-    def __init__(self, size: int = BLOCK_SIZE) -> None:
-        self.size = size
-        self.widget = W.VBox(layout=_BOX_LAYOUT)
-        self._items: list[W.Widget] = []
-
-    @property
-    def children(self) -> tuple[W.Widget, ...]:
-        """Every item, in order, as the person sees them."""
-        return tuple(self._items)
-
-    def append(self, widget: W.Widget) -> None:
-        blocks = self.widget.children
-        if not blocks or len(blocks[-1].children) >= self.size:
-            self.widget.children = (*blocks, W.VBox([widget], layout=_BOX_LAYOUT))
-        else:
-            blocks[-1].children = (*blocks[-1].children, widget)
-        self._items.append(widget)
-
-
-
-class CallRow:
-    """One compact line per tool call (status, name, summary, duration) with its prompt and detail."""
-
-    def __init__(self, tool_use_id: str, name: str) -> None:
-        self.tool_use_id = tool_use_id
-        self.name = name
-        self.status = "queued"
-        # Widgets start with their values: each assignment after creation is one more message.
-        self.status_html = W.HTML(_status_html("queued"), layout=_STATUS_LAYOUT)
-        self.title = W.HTML(_title_html(name, ""), layout=_TITLE_LAYOUT)
-        self.duration = W.HTML(layout=_DURATION_LAYOUT)
-        # A native <details> rather than an Accordion: the Accordion drew a full-width grey bar
-        # under every call, doubling the height of each row; this is one small line, and
-        # opening it needs no round trip to the kernel. The value is only re-sent when the
-        # detail changes, so an opened disclosure stays open.
-        self.detail_html = W.HTML(layout=W.Layout(display="none", margin="0 0 0 1.5em"))
-        self.detail = self.detail_html
-        self.widget = W.VBox([W.HBox([self.status_html, self.title, self.duration], layout=_BOX_LAYOUT), self.detail],
-                             layout=_BOX_LAYOUT)
-        self.prompt: ApprovalPrompt | None = None
-        self.prompt_widget: W.Widget | None = None
-        self.record: CallRecord | None = None  # the latest, for the static record (ui/record.py)
-
-    def set_status(self, status: str) -> None:
-        if status == self.status:
-            return
-        self.status = status
-        self.status_html.value = _status_html(status)
-
-    def set_title(self, name: str, summary: str, result: str = "") -> None:
-        self.title.value = _title_html(name, summary, result)
-
-    def show_prompt(self, prompt: ApprovalPrompt) -> None:
-        # Most calls never ask: the prompt goes between the line and the detail only when one does.
-        self.prompt = prompt
-        line, *rest = self.widget.children
-        self.widget.children = (line, prompt.widget, *[w for w in rest if w is not self.prompt_widget])
-        self.prompt_widget = prompt.widget
-
-    def update(self, record: CallRecord) -> None:
-        self.record = record
-        self.set_status(record.status)
-        self.set_title(record.display_name or record.tool_name, record.summary_use, self._result_text(record))
-        if duration := format_duration(record.duration):
-            self.duration.value = f'<span style="opacity:0.7;white-space:nowrap">{duration}</span>'
-        detail = self._detail_html(record)
-        # While the prompt is open it shows the same diff or command; Details would repeat it.
-        if detail and record.status != "waiting":
-            self.detail_html.value = f"<details><summary{_SUMMARY_STYLE}>Details</summary>{detail}</details>"
-            self.detail.layout.display = None
-        if record.status not in ("waiting", "queued") and self.prompt is not None and self.prompt.pending:
-            self.prompt.cancel()
-
-    # Plain texts of the row, for the static record.
-    def result_text(self, record: CallRecord) -> str:
-        return self._result_text(record)
-
-    @staticmethod
-    def duration_text(record: CallRecord) -> str:
-        return format_duration(record.duration)
-
-    @staticmethod
-    def detail_text(record: CallRecord) -> str:
-        preview = record.preview
-        if record.detail:
-            return record.detail
-        if preview is not None and getattr(preview, "diff", None) and record.status != "denied":
-            return str(preview.diff)
-        if preview is not None and getattr(preview, "command", None):
-            return f"$ {preview.command}"
-        return ""
-
-    @staticmethod
-    def _result_text(record: CallRecord) -> str:
-        return row_result_text(record)
-
-    @staticmethod
-    def _detail_html(record: CallRecord) -> str:
-        text = record.detail
-        preview = record.preview
-        if not text and preview is not None and getattr(preview, "diff", None):
-            return diff_html(preview.diff, preview.added, preview.removed)
-        if not text and preview is not None and getattr(preview, "command", None):
-            # A denied or cancelled command never ran, so it has no detail of its own; the
-            # answered prompt shrinks to one line, and this keeps the command within reach.
-            return pre_html(f"$ {preview.command}")
-        if not text:
-            return ""
-        return diff_html(text) if looks_like_diff(text) else pre_html(text)
-
-
-def _status_html(status: str) -> str:
-    look = status_look(status)
-    return f'<span style="color:{look.colour}">{look.icon} {html.escape(look.words)}</span>'
-
-
-def _title_html(name: str, summary: str, result: str = "") -> str:
-    text = f"<b>{html.escape(name)}</b> {html.escape(summary)}"
-    if result:
-        text += f' <span style="opacity:0.75">— {html.escape(result)}</span>'
-    return text
 
 
 class RunView:
@@ -257,14 +123,14 @@ class RunView:
                     self._render_footer()
             case ContextEvent():
                 self._end_segment()
-                self._append(W.HTML(f'<div class="ipy-agent-context" style="opacity:0.8">⇣ {html.escape(event.text)}</div>'),
+                self._append(shared_html(f'<div class="ipy-agent-context" style="opacity:0.8">⇣ {html.escape(event.text)}</div>'),
                              Entry(kind="notice", text=f"⇣ {event.text}"))
             case NoticeEvent() if event.text == INTERRUPTED_NOTICE:
                 pass  # the state line says "Interrupted"; once is enough
             case NoticeEvent():
                 self._end_segment()
                 colour = _NOTICE_COLOURS.get(event.level, "inherit")
-                self._append(W.HTML(f'<div style="color:{colour}">{html.escape(event.text)}</div>'),
+                self._append(shared_html(f'<div style="color:{colour}">{html.escape(event.text)}</div>'),
                              Entry(kind="notice", text=event.text, level=event.level))
             case RunEndEvent():
                 self.finish(event.result)
@@ -283,7 +149,8 @@ class RunView:
         row = self.row(request.tool_use_id, request.display_name or request.tool_name)
         prompt = ApprovalPrompt(request, loop, future, ack=self._ack)
         self.prompts[request.tool_use_id] = prompt
-        row.show_prompt(prompt)
+        shown = row.widget
+        self.body.replace(shown, row.show_prompt(prompt))
         row.set_status("waiting")
         self.progress.prompt_opened()
         self._bring_forward()

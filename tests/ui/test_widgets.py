@@ -91,8 +91,8 @@ async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
     assert prompt.request.tool_use_id == "t2"
     assert view.rows["t1"].status == "done"  # a read inside cwd needs no prompt
     assert view.rows["t2"].status == "waiting"
-    assert "waiting for you" in view.rows["t2"].status_html.value
-    assert view.rows["t2"].detail.layout.display == "none"  # the open prompt shows the diff once
+    assert "waiting for you" in view.rows["t2"].html
+    assert "Details" not in view.rows["t2"].html  # the open prompt shows the diff once
     shown = "".join(texts(prompt.widget))
     assert "-hello world" in shown and "+goodbye world" in shown and "+1" in shown and "-1" in shown
     assert [prompt.allow_button.description, prompt.deny_button.description] == ["Allow", "Deny"]
@@ -104,10 +104,11 @@ async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
     assert result.stop_reason == "end_turn"
     assert (tmp_path / "a.txt").read_text() == "goodbye world\nsecond line\n"
     assert view.rows["t2"].status == "done"
-    assert "Edited" in view.rows["t2"].title.value and "+1 -1" in view.rows["t2"].title.value
-    assert view.rows["t2"].duration.value.endswith("s</span>")
-    assert "goodbye world" in view.rows["t2"].detail_html.value  # the expandable diff
-    assert view.rows["t2"].detail.layout.display is None
+    row = view.rows["t2"]
+    assert "Edited" in row.line.value and "+1 -1" in row.line.value
+    assert row.record is not None and f">{row.duration_text(row.record)}</span>" in row.line.value
+    assert row.detail_html is not None  # below the answered prompt: the expandable diff
+    assert "<details>" in row.detail_html.value and "goodbye world" in row.detail_html.value
     assert buttons_disabled(prompt) and "Allowed once" in prompt.outcome.value
     # Answered, the prompt shrinks to its outcome line; the diff stays under Details.
     assert prompt.widget.children == (prompt.outcome,)
@@ -122,7 +123,7 @@ async def test_rows_never_show_the_raw_tool_result(tmp_path):
     raw_text = raw if isinstance(raw, str) else "".join(b.get("text", "") for b in raw)
     assert "hello world" in raw_text  # the model got the file ...
     assert not any(raw_text.strip() in t for t in texts(view.widget))  # ... the person a summary
-    assert "a.txt" in view.rows["t1"].title.value
+    assert "a.txt" in view.rows["t1"].html
 
 
 async def test_deny_with_reason_reaches_the_model_and_changes_nothing(tmp_path):
@@ -135,10 +136,10 @@ async def test_deny_with_reason_reaches_the_model_and_changes_nothing(tmp_path):
     assert result_block["tool_use_id"] == "t2" and result_block["is_error"]
     assert "keep the greeting, change the second line" in str(result_block["content"])
     assert view.rows["t2"].status == "denied"
-    assert "denied" in view.rows["t2"].status_html.value
+    assert "denied" in view.rows["t2"].html
     assert buttons_disabled(prompt) and "Denied: keep the greeting" in prompt.outcome.value
     # The row does not echo the text written for the model; the outcome line says it.
-    assert "declined" not in view.rows["t2"].title.value
+    assert "declined" not in view.rows["t2"].html
 
 
 async def test_always_adds_the_rule_and_the_next_edit_does_not_ask(tmp_path):
@@ -234,8 +235,9 @@ async def test_text_streams_into_markdown_segments_split_by_tool_rows(tmp_path):
     agent, view, _ = make(tmp_path, turns)
     await asyncio.wait_for(agent.arun("go"), TIMEOUT)
     kinds = [type(w).__name__ for w in view.body.children]
-    assert kinds[:3] == ["HTML", "VBox", "HTML"]  # text, the Read row, text
-    first, _, second = view.body.children[:3]
+    assert kinds[:3] == ["HTML", "HTML", "HTML"]  # text, the Read row (one line), text
+    first, row, second = view.body.children[:3]
+    assert row is view.rows["t1"].line and "<b>Read</b>" in row.value
     assert first.value == f'<div class="ipy-agent-text"><p>{long.strip()}</p>\n</div>'
     assert second.value == '<div class="ipy-agent-text"><p>Second <em>part</em>.</p>\n</div>'
 
