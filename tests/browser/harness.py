@@ -52,6 +52,11 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
+# The README's screenshots are taken by the browser tests, and written to docs/images only when
+# asked (`IPY_AGENT_SCREENSHOTS=1 python -m pytest tests/browser`): a test run leaves the
+# work tree as it found it.
+SCREENSHOTS = PROJECT_ROOT / "docs" / "images" if os.environ.get("IPY_AGENT_SCREENSHOTS") == "1" else \
+    Path(tempfile.mkdtemp(prefix="ipy_agent_screenshots_"))
 TIMEOUT = 90.0  # seconds; the machine is shared, so waits are generous and never asserted on
 Kind = Literal["lab", "notebook"]
 

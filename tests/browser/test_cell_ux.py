@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.harness import JupyterServer, NotebookPage
+from tests.browser.harness import SCREENSHOTS, JupyterServer, NotebookPage
 
 pytestmark = pytest.mark.browser
 
@@ -28,7 +28,6 @@ EDIT_TURNS = [
     "All right, I left notes.txt as it was.",
 ]
 REASON = "keep the spelling, it is a quote"
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def _project_files(project: Path) -> None:
@@ -95,13 +94,13 @@ def test_a_saved_notebook_reopened_without_its_kernel_shows_the_record(server: J
     nb.prompt(i)
     if server.kind == "lab":
         nb.screenshot(nb.prompt(i).locator("xpath=ancestor::div[contains(@class,'jp-OutputArea-output')][1]"),
-                      IMAGES / "prompt.png")
+                      SCREENSHOTS / "prompt.png")
     nb.button(i, "Allow").click()
     nb.wait_text(i, "Finished")
     nb.wait_done(i)
     assert (project / "notes.txt").read_text() == "the plan\nline two\n"
     if server.kind == "lab":
-        nb.screenshot(nb.output_area(i), IMAGES / "finished.png")
+        nb.screenshot(nb.output_area(i), SCREENSHOTS / "finished.png")
     nb.save()
     nb.close()
 

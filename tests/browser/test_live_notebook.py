@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 
+from tests.browser.harness import SCREENSHOTS
 from tests.browser.live_support import LabServer, LivePage, browser_missing
 
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def _need_browser() -> None:
@@ -96,12 +95,12 @@ def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(server
     for k in range(4):  # two edits, two runs: each asks, and the person clicks Allow
         allow = page.button(1, "Allow")
         if k == 0:
-            IMAGES.mkdir(parents=True, exist_ok=True)
-            page.cell(1).screenshot(path=str(IMAGES / "live-notebook-prompt.png"))
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.cell(1).screenshot(path=str(SCREENSHOTS / "live-notebook-prompt.png"))
         allow.click()
     page.wait_done(1)
     page.wait_text(1, "Replaced x, added a cell and ran both.")
-    page.cell(1).screenshot(path=str(IMAGES / "live-notebook-rows.png"))
+    page.cell(1).screenshot(path=str(SCREENSHOTS / "live-notebook-rows.png"))
     cells = page.cells()
     assert [c["source"] for c in cells[2:]] == ["x = 41", "print(x + 1)", "y = x + 1\nprint('y is', y)\ny * 2"]
     ran, inserted = cells[2], cells[4]
