@@ -1,7 +1,10 @@
 """Runtime cost of one tool turn deep into a conversation, next to pydantic-ai's.
 
 A conversation of N tool turns is built first (the history a long session has); then both
-frameworks run K more tool turns on top of it, and we time those K turns. The model is free on
+frameworks run K more tool turns on top of it, and we time those K turns. We first run one
+prompt of one tool turn on the loaded history, untimed: it indexes the history once (what a
+resumed conversation pays once, `first_run_seconds`), as a session that grew turn by turn
+already has; the K timed turns are then what every further turn costs. The model is free on
 both sides (ScriptedModel here, FunctionModel there), so the time is the runtime's own: what it
 does per turn with a history of that length. Permissions and hooks are on for us (an allow rule
 decides every call; a PreToolUse and a PostToolUse hook run), which pydantic-ai has no
@@ -19,7 +22,7 @@ from pydantic import BaseModel
 
 from ipy_agent import Agent, ScriptedModel, build_tool
 
-__all__ = ["ours_per_turn", "pydantic_ai_per_turn"]
+__all__ = ["first_run_seconds", "ours_per_turn", "pydantic_ai_per_turn"]
 
 K = 20  # turns timed on top of the built history (fewer at 5,000: a peer turn there takes seconds)
 
@@ -49,20 +52,41 @@ def _history(n: int) -> list[dict[str, Any]]:
     return msgs
 
 
-def ours_per_turn(n: int) -> float:
-    """Seconds per tool turn with `n` turns already in the conversation."""
-    k = turns_timed(n)
+def _loaded_agent(n: int, k: int) -> Agent:
     turns: list[Any] = [[{"type": "tool_use", "id": f"k{i}", "name": "noop", "input": {"x": i}}] for i in range(k)]
-    agent = Agent(model=ScriptedModel([*turns, "done"]), tools=[NOOP], cwd=CWD, system_prompt="bench",
+    first: list[Any] = [[{"type": "tool_use", "id": "w0", "name": "noop", "input": {"x": 0}}], "ready"]
+    agent = Agent(model=ScriptedModel([*first, *turns, "done"]), tools=[NOOP], cwd=CWD, system_prompt="bench",
                   allow=["noop"], max_turns=k + 5)
     agent.hooks.add("PreToolUse", lambda event: None)
     agent.hooks.add("PostToolUse", lambda event: None)
     agent.messages = _history(n)
+    return agent
+
+
+def first_run_seconds(n: int) -> float:
+    """Seconds of the first prompt (one tool turn) on a loaded history of `n` turns."""
+    agent = _loaded_agent(n, 0)
     start = time.perf_counter()
-    result = asyncio.run(agent.arun("go on"))
+    result = asyncio.run(agent.arun("load"))
     elapsed = time.perf_counter() - start
-    assert result.text == "done", result
-    return elapsed / k
+    assert result.text == "ready", result
+    return elapsed
+
+
+def ours_per_turn(n: int) -> float:
+    """Seconds per tool turn with `n` turns already in the conversation."""
+    k = turns_timed(n)
+    agent = _loaded_agent(n, k)
+
+    async def run() -> float:
+        assert (await agent.arun("load")).text == "ready"
+        start = time.perf_counter()
+        result = await agent.arun("go on")
+        elapsed = time.perf_counter() - start
+        assert result.text == "done", result
+        return elapsed
+
+    return asyncio.run(run()) / k
 
 
 def pydantic_ai_per_turn(n: int) -> float:

@@ -31,7 +31,7 @@ from .runtime.registry import Exposure, ToolRegistry
 from .runtime.tool import Tool, ToolContext
 from .runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TurnEvent, now
 from .system_prompt import build_system_prompt
-from .runtime.tool_ids import ToolUseIds, ids_in
+from .runtime.tool_ids import HistoryIds, ToolUseIds
 from .turn import RunResult, Turn, TurnRecord, stream_reply, usage_delta
 
 __all__ = ["Agent", "RunResult", "TurnRecord", "SANDBOX_SETTINGS"]
@@ -108,6 +108,7 @@ class Agent:
             spill.own(self.spill_dir)
         self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
         self.messages: list[dict[str, Any]] = []
+        self._history_ids = HistoryIds()  # tool_use ids in the history, counted once each
         self.read_state = ReadState()
         self.trace: list[CallRecord] = []
         self.turns: list[TurnRecord] = []
@@ -290,7 +291,7 @@ class Agent:
         # A list copy is a faithful snapshot: the history's messages are never edited in place.
         request = ModelRequest(system=self.system(exposure), messages=list(self.messages), tools=api_tools)
         self._emit(TurnEvent(turn=record.turn, phase="start"))
-        return Turn(record=record, env=env, executor=executor, ids=ToolUseIds(ids_in(self.messages))), request
+        return Turn(record=record, env=env, executor=executor, ids=ToolUseIds(self._history_ids.sync(self.messages))), request
 
     def _take_reply(self, turn: Turn, reply: MessageComplete) -> None:
         """The whole message goes into the history; tool calls not started while streaming start now."""

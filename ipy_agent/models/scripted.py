@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import AsyncIterator, Callable
 
+from ..runtime.tool_ids import HistoryIds, TakenIds
 from .base import BlockComplete, MessageComplete, ModelRequest, ModelEvent, TextDelta, Usage
 
 __all__ = ["ScriptedModel"]
@@ -65,6 +66,7 @@ class ScriptedModel:
         self.keep_requests = keep_requests
         self.requests: list[dict[str, Any]] = []
         self._sizes = _SizeCache()
+        self._history_ids = HistoryIds()  # ids already in the conversation, counted once each
         # Per-block completion times (loop clock), for tests and the streaming bench.
         self.block_times: list[tuple[str, float]] = []
         self._next = 0
@@ -124,8 +126,7 @@ class ScriptedModel:
         # A tool_use id is unique within a conversation (the API's ids are). A transcript replayed
         # twice in one conversation repeats its ids, and `%agent_history` / `%agent_inspect ID`
         # would then mix up the calls: a repeated id gets a suffix.
-        used = {str(b.get("id")) for m in request.messages if isinstance(m.get("content"), list)
-                for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
+        used = TakenIds(self._history_ids.sync(request.messages))
         for index, block in enumerate(blocks):
             delay = block.pop("_delay", self.block_delay)
             if block.get("type") == "tool_use" and not block.get("id"):
@@ -180,7 +181,7 @@ class _SizeCache:
         return self._total
 
 
-def _unique(tool_use_id: str, used: set[str]) -> str:
+def _unique(tool_use_id: str, used: TakenIds) -> str:
     """`tool_use_id`, or it with the first free suffix `_2`, `_3`, ...; the result joins `used`."""
     candidate, n = tool_use_id, 1
     while candidate in used:
