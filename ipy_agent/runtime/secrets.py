@@ -70,13 +70,15 @@ def secret_values(base: Mapping[str, str] | None = None) -> list[tuple[str, str]
     """(name, value) of the secret variables worth redacting, longest value first."""
     global _last_secrets
     env = os.environ if base is None else base
-    items = tuple(env.items())
     # Every tool result is redacted: recompute only when the variables (or the two settings,
-    # read from the kernel's own environment) changed since last time.
-    key = (items, os.environ.get("IPY_AGENT_SECRET_ENV"), os.environ.get("IPY_AGENT_PASS_ENV"))
+    # read from the kernel's own environment) changed since last time. os.environ is compared
+    # through its own dict of encoded bytes: decoding every variable costs more than the check.
+    raw = getattr(env, "_data", None)
+    snapshot = dict(raw) if isinstance(raw, dict) else tuple(env.items())
+    key = (snapshot, os.environ.get("IPY_AGENT_SECRET_ENV"), os.environ.get("IPY_AGENT_PASS_ENV"))
     if _last_secrets is not None and _last_secrets[0] == key:
         return list(_last_secrets[1])
-    found = [(k, v) for k, v in items if len(v) >= _MIN_REDACT and is_secret_name(k)]
+    found = [(k, v) for k, v in env.items() if len(v) >= _MIN_REDACT and is_secret_name(k)]
     found.sort(key=lambda kv: -len(kv[1]))
     _last_secrets = (key, found)
     return list(found)
