@@ -10,54 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
+import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from ipy_agent import Agent, ScriptedModel
 
-from ipy_agent import Agent, ScriptedModel, build_tool
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.ui.widget_support import PING, CountingComm  # noqa: E402  (the same stand-in comm the test uses)
 
 __all__ = ["row_costs"]
-
-
-class Ping(BaseModel):
-    i: int
-
-
-async def _ping(inp: Ping, ctx: Any) -> str:
-    return f"pong {inp.i}"
-
-
-PING = build_tool(name="ping", input_model=Ping, description="Answers.", call=_ping, is_read_only=True,
-                  is_concurrency_safe=True)
-
-
-class _CountingComm:
-    """Stands in for the kernel's comm: records the size of everything a widget sends."""
-
-    sent = 0
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.comm_id = kwargs.get("comm_id") or f"c{id(self)}"
-        self.kernel = object()  # ipywidgets sends trait updates only through a comm with a kernel
-        _CountingComm.sent += len(json.dumps(kwargs.get("data") or {}, default=str))
-
-    def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
-        _CountingComm.sent += len(json.dumps(data or {}, default=str)) + sum(len(b) for b in buffers or [])
-
-    def open(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def close(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def on_msg(self, callback: Any) -> None:
-        pass
-
-    def on_close(self, callback: Any) -> None:
-        pass
 
 
 def _timed(listener: Any, spent: list[float]) -> Any:
@@ -81,15 +48,15 @@ def _run(calls: int, view: str) -> tuple[float, int]:
         from ipy_agent.ui.widgets import RunView
 
         old = comm.create_comm
-        comm.create_comm = _CountingComm  # type: ignore[assignment]
-        _CountingComm.sent = 0
+        comm.create_comm = CountingComm  # type: ignore[assignment]
+        CountingComm.sent = 0
         try:
             run_view = RunView(agent)
             agent.on_event(_timed(run_view.listener, spent))
             asyncio.run(agent.arun("go"))
         finally:
             comm.create_comm = old  # type: ignore[assignment]
-        return spent[0] / calls, _CountingComm.sent
+        return spent[0] / calls, CountingComm.sent
     from ipy_agent.ui.text import TextRenderer, make_console
 
     renderer = TextRenderer(make_console())

@@ -26,8 +26,8 @@ from .status import format_duration, status_look
 
 __all__ = ["BLOCK_SIZE", "Blocks", "CallRow", "shared_html"]
 
-# Rows per block of the body: appending re-sends one block's children, never the whole run's.
-BLOCK_SIZE = 50
+# Rows per block of the body: appending re-sends one block's children, never the whole run's;
+BLOCK_SIZE = 20  # appending re-sends up to this many ids; the outer box gets one per 20 rows
 _LAYOUT = W.Layout()
 _DETAIL_LAYOUT = W.Layout(margin="0 0 0 1.5em")
 _STYLE: HTMLStyle | None = None  # made on first use: a widget needs a kernel's comm to be opened
@@ -79,18 +79,20 @@ class CallRow:
     (`show_prompt` returns it, for the body to swap in). `html` is all of the row's HTML.
     """
 
-    def __init__(self, tool_use_id: str, name: str) -> None:
+    def __init__(self, tool_use_id: str, name: str, record: CallRecord | None = None) -> None:
         self.tool_use_id = tool_use_id
         self.name = name
         self.status = "queued"
         self._title = _title_html(name, "")
         self._duration = ""
         self._detail = ""
-        self.line = shared_html(self._render())
-        self.widget: W.Widget = self.line
         self.detail_html: W.HTML | None = None  # below the prompt, when there is one
         self.prompt: ApprovalPrompt | None = None
         self.record: CallRecord | None = None  # the latest, for the static record (ui/record.py)
+        if record is not None:
+            self._take(record)
+        self.line = shared_html(self._render())
+        self.widget: W.Widget = self.line
 
     @property
     def html(self) -> str:
@@ -111,15 +113,7 @@ class CallRow:
         return self.widget
 
     def update(self, record: CallRecord) -> None:
-        self.record = record
-        self.status = record.status
-        self._title = _title_html(record.display_name or record.tool_name, record.summary_use, row_result_text(record))
-        if duration := format_duration(record.duration):
-            self._duration = duration
-        detail = _detail_html(record)
-        # While the prompt is open it shows the same diff or command; Details would repeat it.
-        if detail and record.status != "waiting":
-            self._detail = f"<details><summary{_SUMMARY_STYLE}>Details</summary>{detail}</details>"
+        self._take(record)
         self._redraw()
         if record.status not in ("waiting", "queued") and self.prompt is not None and self.prompt.pending:
             self.prompt.cancel()
@@ -144,6 +138,17 @@ class CallRow:
         return ""
 
     # --- internals -------------------------------------------------------------------------
+    def _take(self, record: CallRecord) -> None:
+        self.record = record
+        self.status = record.status
+        self._title = _title_html(record.display_name or record.tool_name, record.summary_use, row_result_text(record))
+        if duration := format_duration(record.duration):
+            self._duration = duration
+        detail = _detail_html(record)
+        # While the prompt is open it shows the same diff or command; Details would repeat it.
+        if detail and record.status != "waiting":
+            self._detail = f"<details><summary{_SUMMARY_STYLE}>Details</summary>{detail}</details>"
+
     def _redraw(self) -> None:
         # Assigning an unchanged value sends nothing (traitlets compares), so an opened
         # disclosure stays open until the row really changes.

@@ -29,7 +29,7 @@ import ipywidgets as W
 from ..agent import INTERRUPTED_NOTICE
 from ..models.base import Usage
 from ..runtime.permissions import PermissionAnswer, PermissionRequest
-from ..runtime.trace import CallEvent, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
+from ..runtime.trace import CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
 from .approval_widget import ApprovalPrompt, what_will_happen
 from .call_row import BLOCK_SIZE, Blocks, CallRow, shared_html
 from .comm_ack import idle_ack
@@ -109,7 +109,7 @@ class RunView:
                 self._stream("thinking", event.text)
             case CallEvent():
                 rec = event.record
-                self.row(rec.tool_use_id, rec.display_name or rec.tool_name).update(rec)
+                self.row(rec.tool_use_id, rec.display_name or rec.tool_name, rec).update(rec)
                 if rec.status == "running":
                     self.progress.set("tools")
             case TurnEvent(phase="start"):
@@ -135,11 +135,12 @@ class RunView:
             case RunEndEvent():
                 self.finish(event.result)
 
-    def row(self, tool_use_id: str, name: str) -> CallRow:
+    def row(self, tool_use_id: str, name: str, record: CallRecord | None = None) -> CallRow:
         row = self.rows.get(tool_use_id)
         if row is None:
             self._end_segment()
-            row = self.rows[tool_use_id] = CallRow(tool_use_id, name)
+            # Drawn from its record at once: the row's widget is sent once, already complete.
+            row = self.rows[tool_use_id] = CallRow(tool_use_id, name, record)
             self._append(row.widget, Entry(kind="row", row=row))
         return row
 
