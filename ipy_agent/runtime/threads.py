@@ -6,9 +6,9 @@ widgets and the other calls. `asyncio.to_thread` uses the loop's default pool, w
 rounds. This pool belongs to ipy_agent, grows to what the executors ask for (`reserve_threads`,
 their `max_concurrency`), and starts threads only when work arrives.
 
-`run_to_end` is the other thread ipy_agent starts: a synchronous `Agent.run()` called where an
-event loop is already running (a notebook cell) cannot `asyncio.run` there, so it runs the
-coroutine on a private loop in a thread of its own and waits, passing Ctrl-C on as an interrupt.
+`run_to_end` serves another need: a synchronous `Agent.run()` called where an event loop is
+already running (a notebook cell) cannot `asyncio.run` there, so it runs the coroutine on a
+private loop in a thread of its own and waits, passing Ctrl-C on as an interrupt.
 """
 
 from __future__ import annotations
