@@ -39,6 +39,7 @@ from .companions import CompanionMagics
 
 __all__ = ["AgentMagics"]
 
+
 @dataclass(kw_only=True)
 class _Run:
     """One prepared run: the agent, the prompt, and how this setting shows it and asks."""
