@@ -1,6 +1,7 @@
 """Agent: the conversation and the loop. run -> turn -> stream the model -> execute tools.
 
-The loop reads in one screen; the complexity lives in `runtime/`. Whatever happens (a tool
+The loop reads in one screen; the complexity lives in `runtime/`, one turn's records and the
+model's stream in turn.py, and each way a turn can end in turn_end.py. Whatever happens (a tool
 raises, a hook raises, the model errors, the person interrupts) the loop ends with
 `self.messages` a valid Messages API conversation, so the next `run()` can go on from it.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,18 +21,20 @@ from .models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
 from .runtime import spill
 from .runtime.budget import ResultBudget
 from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
-from .runtime.history import append_assistant, append_user, clean_content, close_turn, last_text
+from .runtime.history import append_assistant, append_user, clean_content, last_text
 from .runtime.hooks import HookEvent, Hooks
-from .runtime.lifecycle import RunEnv
 from .runtime.limits import MESSAGE_RESULT_CHARS
 from .runtime.permissions import PERMISSION_MODES, PermissionRequest, PermissionRules
 from .runtime.read_state import ReadState
 from .runtime.registry import Exposure, ToolRegistry
+from .runtime.run_env import RunEnv
+from .runtime.threads import run_to_end
 from .runtime.tool import Tool, ToolContext
 from .runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TurnEvent, now
 from .system_prompt import build_system_prompt
 from .runtime.tool_ids import HistoryIds, ToolUseIds
 from .turn import RunResult, Turn, TurnRecord, stream_reply, usage_delta
+from .turn_end import after_reply, answer_tools, close_early, model_failed
 
 __all__ = ["Agent", "RunResult", "TurnRecord", "SANDBOX_SETTINGS"]
 
@@ -171,34 +173,11 @@ class Agent:
         return self._task is not None and not self._task.done()
 
     def run(self, prompt: str | list[dict[str, Any]]) -> RunResult:
-        """Run to the end of the turn. From code with a running event loop, use `await arun()`."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(prompt))
-        # Called from inside a running loop (a notebook cell): run on a private loop in a thread.
-        box: dict[str, Any] = {}
-        finished = threading.Event()
+        """Run to the end of the turn. From code with a running event loop, use `await arun()`.
 
-        def target() -> None:
-            try:
-                box["result"] = asyncio.run(self.arun(prompt))
-            except BaseException as e:  # re-raised in the caller's thread below
-                box["error"] = e
-            finally:
-                finished.set()
-
-        threading.Thread(target=target, name="ipy_agent-run", daemon=True).start()
-        while True:
-            try:
-                if finished.wait(0.1):
-                    break
-            except KeyboardInterrupt:
-                # Every Ctrl-C asks the run to stop; return only once its history is closed.
-                self.interrupt()
-        if "error" in box:
-            raise box["error"]
-        return box["result"]
+        Called from inside a running loop (a notebook cell), it runs on a private loop in a
+        thread; every Ctrl-C asks the run to stop, and it returns once the history is closed."""
+        return run_to_end(lambda: self.arun(prompt), interrupt=self.interrupt)
 
     async def arun(self, prompt: str | list[dict[str, Any]]) -> RunResult:
         if self.running:
@@ -265,18 +244,18 @@ class Agent:
                 reply = await stream_reply(self.context_manager, request, turn, emit=self._emit,
                                            streaming_tools=self.streaming_tools)
             except ModelError as e:
-                return await self._model_failed(e, turn)
+                return await model_failed(e, turn, self.messages, self._emit)
             self._take_reply(turn, reply)
             if turn.tool_uses:
-                return await self._answer_tools(turn)
-            return await self._after_reply(reply)
+                return await answer_tools(turn, self.messages, self._emit)
+            return await after_reply(reply, self.messages, self.hooks, self._emit)
         except asyncio.CancelledError:
-            await self._close_turn(turn, INTERRUPTED_TEXT, INTERRUPT_NOTE)
+            await close_early(turn, self.messages, INTERRUPTED_TEXT, INTERRUPT_NOTE)
             return self._interrupted(len(self.turns))
         except Exception as e:
             # A bug in the runtime or in a custom tool's contract: end the run, keep the history valid.
             error = f"internal error ({type(e).__name__}: {e}); the run was stopped"
-            await self._close_turn(turn, f"Not run: the agent stopped because of an {error}.", None)
+            await close_early(turn, self.messages, f"Not run: the agent stopped because of an {error}.", None)
             self._emit(NoticeEvent(text=error.capitalize(), level="error"))
             return RunResult(stop_reason="error", text=error, error=error, error_kind="internal")
 
@@ -308,28 +287,6 @@ class Agent:
             turn.appended = True
         self._emit(TurnEvent(turn=record.turn, phase="end", usage=reply.usage, stop_reason=reply.stop_reason))
 
-    async def _answer_tools(self, turn: Turn) -> RunResult | None:
-        """Every tool_use answered in order (within the message budget); a hook may stop the run."""
-        append_user(self.messages, await turn.executor.results())
-        turn.answered = True
-        if turn.env.stop_requested:
-            self._emit(NoticeEvent(text=f"Stopped by a hook: {turn.env.stop_reason}", level="warning"))
-            return RunResult(stop_reason="stopped_by_hook", text=turn.env.stop_reason)
-        return None
-
-    async def _after_reply(self, reply: MessageComplete) -> RunResult | None:
-        """A reply without tool calls: go on after pause_turn, else end (Stop hooks may object)."""
-        match reply.stop_reason:
-            case "pause_turn":
-                return None if clean_content(reply.content) else RunResult(stop_reason="end_turn", text="")
-            case "refusal":
-                self._emit(NoticeEvent(text="The model declined to continue with this request (refusal).", level="warning"))
-                return RunResult(stop_reason="refusal", text=last_text(self.messages))
-            case "max_tokens":
-                self._emit(NoticeEvent(text="The reply was cut off at the max_tokens limit; ask the agent to continue.", level="warning"))
-                return RunResult(stop_reason="max_tokens", text=last_text(self.messages))
-        return await self._stop_hooks()
-
     def _offer(self, ctx: ToolContext) -> tuple[Exposure, list[dict[str, Any]]]:
         """The tools for this request and their API form; a tool whose description fails is hidden."""
         exposure = self.registry.exposed(ctx, self.rules, simple=self.simple)
@@ -356,50 +313,6 @@ class Agent:
         """Stop the MCP servers (their processes too); they start again at the next run."""
         self.mcp.close()
         self.registry.set_group("mcp", [])
-
-    async def _stop_hooks(self) -> RunResult | None:
-        text = last_text(self.messages)
-        if not self.hooks.has("Stop"):
-            return RunResult(stop_reason="end_turn", text=text)
-        hr = await self.hooks.run(HookEvent(event="Stop", last_message=text))
-        if hr.errors:
-            # A broken Stop hook must not keep the agent going (its error is no instruction).
-            self._emit(NoticeEvent(text="A Stop hook failed: " + "; ".join(hr.errors), level="error"))
-            return RunResult(stop_reason="end_turn", text=text)
-        if hr.decision == "deny" and not hr.stop:
-            # A Stop hook that blocks stopping sends its reason back and the agent goes on.
-            append_user(self.messages, [{"type": "text", "text": hr.reason or "A Stop hook asked you to continue."}])
-            return None
-        return RunResult(stop_reason="stopped_by_hook" if hr.stop else "end_turn", text=text)
-
-    async def _model_failed(self, err: ModelError, turn: Turn) -> RunResult:
-        turn.record.end, turn.record.stop_reason = now(), "error"
-        if turn.executor.submitted:
-            # Tools already started from complete blocks: let them finish and keep the truth.
-            turn.appended, turn.answered = close_turn(
-                self.messages, completed=turn.completed, results=await turn.executor.results(),
-                appended=turn.appended, answered=turn.answered, note=None,
-            )
-        self._emit(NoticeEvent(text=str(err), level="error"))
-        return RunResult(stop_reason="error", text=str(err), error=str(err), error_kind=getattr(err, "kind", "other"))
-
-    async def _close_turn(self, turn: Turn | None, reason: str, note: str | None) -> None:
-        """End a turn early (interrupt or internal error) with every tool_use answered once."""
-        task = asyncio.current_task()
-        if task is not None:
-            while task.uncancel():
-                pass
-        if turn is None:
-            return
-        turn.appended, turn.answered = close_turn(
-            self.messages, completed=turn.completed, results=turn.executor.interrupt(reason),
-            appended=turn.appended, answered=turn.answered, note=note,
-        )
-        try:
-            await turn.executor.drain()  # let cancelled tools kill their processes
-        except asyncio.CancelledError:
-            if task is not None:
-                task.uncancel()  # a second interrupt while cleaning up: the history is already valid
 
     def _interrupted(self, turns: int) -> RunResult:
         self._emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))

@@ -6,7 +6,7 @@
   a task on the kernel's loop and returns at once.
 - terminal IPython: a transformer hands `%agent ...` lines to the magic before IPython's help
   syntax sees a trailing `?`.
-The magics themselves (magics.py) are found through the shell, so this module does not import them.
+The magics themselves (the magics/ package) are found through the shell, so this module does not import them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ The agent loop (agent.py) says what a turn does: request, answer the tool calls,
 on. This module holds what that needs and is not the loop itself: the records a run returns
 and keeps (`RunResult`, `TurnRecord`), what one turn has put into the history so far (`Turn`,
 so an interrupt or a failure can close it validly), and `stream_reply`, which turns the model's
-events into text on screen and tool calls started as soon as their blocks are whole.
+events into text on screen and tool calls started as soon as their blocks are whole. How a
+turn ends (its tool calls answered, a reply without any, a model failure, an interrupt) is
+turn_end.py.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable
 
 from .models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
 from .runtime.executor import ToolExecutor
-from .runtime.lifecycle import RunEnv
+from .runtime.run_env import RunEnv
 from .runtime.tool_ids import ToolUseIds
 from .runtime.trace import AgentEvent, TextEvent, ThinkingEvent, now
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "ipy_agent"
-CORE = [*sorted((PKG / "runtime").glob("*.py")), PKG / "agent.py", *sorted((PKG / "models").glob("*.py")),
+CORE = [*sorted((PKG / "runtime").glob("*.py")), PKG / "agent.py", PKG / "turn_end.py", *sorted((PKG / "models").glob("*.py")),
         *sorted((PKG / "context").glob("*.py")),
         *sorted((PKG / "tools").glob("*.py")), *sorted((PKG / "mcp").glob("*.py")), PKG / "system_prompt.py"]
 FORBIDDEN = ("IPython", "ipywidgets", "ipykernel", "traitlets")

@@ -6,9 +6,10 @@ Layers, lowest first; a module may import its own layer and those below it:
     0  runtime, models          the tool contract, lifecycle, rules, budgets; model adapters
     1  notebook                 notebook cells as text (Read, the live-notebook bridge)
     2  tools, mcp               the built-in tools; MCP servers' tools
-    3  agent, turn, context,    the loop that puts model, runtime and tools together; the context
-       system_prompt, settings,  window it manages; settings and saved conversations it reads
-       conversation_file          and writes
+    3  agent, turn, turn_end,   the loop that puts model, runtime and tools together; the context
+       context, system_prompt,   window it manages; settings and saved conversations it reads
+       settings,                 and writes
+       conversation_file
     4  ui, magics, ipy_agent    what the person sees and types; the public API
 
 `runtime/` also imports neither IPython nor ipywidgets: it runs without a notebook.
@@ -33,6 +34,7 @@ LAYERS: dict[str, int] = {
     "ipy_agent.mcp": 2,
     "ipy_agent.agent": 3,
     "ipy_agent.turn": 3,
+    "ipy_agent.turn_end": 3,
     "ipy_agent.options": 3,
     "ipy_agent.context": 3,
     "ipy_agent.system_prompt": 3,

@@ -6,7 +6,8 @@ blocks in request format, and each block is handed on at its `content_block_stop
 tool_use reaches the executor while the rest of the message is still streaming. The request gets
 prompt-cache breakpoints (tool list, system prompt, latest message) so later turns read the
 prefix from cache. SDK exceptions become `ModelError` with a closed `kind` and a message that
-says what to do next, because the person sees that message, not a traceback.
+says what to do next, because the person sees that message, not a traceback
+(anthropic_errors.py).
 
 `anthropic` takes over a second to import, so it is imported when the first request is made,
 never at module import (`import ipy_agent` stays cheap).
@@ -23,6 +24,7 @@ import typing
 from typing import Any
 from collections.abc import AsyncIterator
 
+from .anthropic_errors import to_model_error
 from .base import BlockComplete, MessageComplete, ModelError, ModelEvent, ModelRequest, TextDelta, ThinkingDelta, Usage
 
 __all__ = ["AnthropicModel", "default_model", "MISSING_KEY_MESSAGE"]
@@ -196,7 +198,7 @@ class AnthropicModel:
         yield folder.finish()
 
     def _raise_model_error(self, err: Exception, client: Any) -> typing.NoReturn:
-        error = _to_model_error(err, model=self.name, client=client)
+        error = to_model_error(err, model=self.name, client=client)
         if error is None:
             raise err  # not an API failure: a bug, keep its traceback
         raise error from err
@@ -325,73 +327,3 @@ def _has_credentials(client_kwargs: dict[str, Any]) -> bool:
     if any(client_kwargs.get(k) is not None for k in _CREDENTIAL_KWARGS):
         return True
     return any(os.environ.get(k) for k in _CREDENTIAL_ENV)
-
-
-# API error `type` values (the body's error.type, also sent in a mid-stream `error` event).
-_TYPE_KIND = {
-    "authentication_error": "authentication",
-    "permission_error": "permission",
-    "not_found_error": "not_found",
-    "overloaded_error": "overloaded",
-    "rate_limit_error": "rate_limit",
-    "request_too_large": "context_too_long",
-    "invalid_request_error": "invalid_request",
-}
-_STATUS_KIND = {
-    400: "invalid_request", 401: "authentication", 403: "permission", 404: "not_found",
-    413: "context_too_long", 429: "rate_limit", 529: "overloaded",
-}
-_CONTEXT_HINT = re.compile(r"prompt is too long|context (window|length)|too many tokens|exceeds? the context", re.I)
-
-
-def _to_model_error(err: BaseException, *, model: str, client: Any) -> ModelError | None:
-    """The ModelError for an SDK or transport failure; None for anything else (a bug)."""
-    import anthropic
-    import httpx2
-
-    retries = getattr(client, "max_retries", 0)
-    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
-    if isinstance(err, (anthropic.APIConnectionError, httpx2.TransportError)):
-        where = str(getattr(client, "base_url", "the Anthropic API"))
-        if isinstance(err, (anthropic.APITimeoutError, httpx2.TimeoutException)):
-            detail = "timed out"
-        else:  # the SDK's own text is a bare "Connection error."; the cause says which
-            detail = str(err.__cause__ or err).rstrip(".") or type(err).__name__
-        if not isinstance(err, anthropic.APIConnectionError):  # broken mid-stream; the SDK does not retry that
-            return ModelError(f"The connection to the Anthropic API at {where!r} broke in the middle of the "
-                              f"response ({detail}). Run the prompt again.", kind="connection")
-        return ModelError(
-            f"Could not reach the Anthropic API at {where!r}{after}: {detail}. "
-            "Check the network connection (and ANTHROPIC_BASE_URL if you set it), then run again.",
-            kind="connection",
-        )
-    if not isinstance(err, anthropic.APIStatusError):
-        if isinstance(err, anthropic.AnthropicError):
-            return ModelError(f"The Anthropic client failed: {err}. Run the prompt again.", kind="other")
-        return None
-    status = err.status_code
-    detail = err.api_message or str(err)
-    kind = _TYPE_KIND.get(err.type or "") or _STATUS_KIND.get(status) or "other"
-    if kind in ("invalid_request", "context_too_long") and (_CONTEXT_HINT.search(detail) or status == 413):
-        kind = "context_too_long"
-    # A mid-stream `error` event arrives on a 200 response and is not retried; say so.
-    code = f"HTTP {status}" if status >= 400 else "error event during the response"
-    after = after if status >= 400 else ""
-    messages = {
-        "authentication": f"The Anthropic API rejected the credentials ({code}: {detail}). "
-        "Check that ANTHROPIC_API_KEY holds a valid key (https://console.anthropic.com).",
-        "permission": f"The API key may not use {model!r} or this feature ({code}: {detail}). "
-        "Use a key whose workspace has access, or choose another model with IPY_AGENT_MODEL.",
-        "not_found": f"Model {model!r} was not found ({code}: {detail}). Choose a model your key can use: "
-        "pass model=... or set IPY_AGENT_MODEL.",
-        "overloaded": f"The Anthropic API is overloaded ({code}{after}: {detail}). Wait a minute and run again.",
-        "rate_limit": f"Rate limit reached ({code}{after}: {detail}). Wait a minute and run again, "
-        "or lower the request rate.",
-        "context_too_long": f"The conversation is too long for {model!r} ({code}: {detail}). "
-        "Start a new conversation, or remove large tool results from the history, and run again.",
-        "invalid_request": f"The Anthropic API rejected the request ({code}: {detail}). "
-        "Check the model options (max_tokens, thinking) and the conversation.",
-        "other": f"The Anthropic API failed ({code}{after}: {detail}). Run the prompt again; "
-        "if it keeps failing, see https://status.anthropic.com.",
-    }
-    return ModelError(messages[kind], kind=kind)

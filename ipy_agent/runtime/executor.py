@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .limits import SELF_LIMITING
-from .lifecycle import Call, RunEnv, error_result, mark_started, note_budget, prepare, run_call, settle
+from .lifecycle import Call, prepare, run_call
+from .run_env import RunEnv, error_result, mark_started, note_budget, settle
 from .threads import reserve_threads
 from .trace import CallEvent, CallRecord, CallStatus, now
 

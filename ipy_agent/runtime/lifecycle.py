@@ -11,7 +11,8 @@ call, and the input is parsed only there. Nothing raises out of here except canc
 which the executor turns into a synthetic result.
 
 This module writes every field of a `CallRecord` except the ones that say which call it is
-(set by the executor when it creates the record) and its batch (the executor's scheduling).
+(set by the executor when it creates the record) and its batch (the executor's scheduling);
+status changes and the call's end go through run_env.py, which the executor shares.
 """
 
 from __future__ import annotations
@@ -23,38 +24,16 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
-from .budget import ResultBudget
-from .hooks import HookEvent, Hooks
+from .hooks import HookEvent
 from .secrets import redact, redact_block
 from .approval import decide_permission, denial_text
-from .permissions import Behavior, PermissionRequest, PermissionRules
+from .permissions import Behavior
+from .run_env import RunEnv, error_result, mark_started, note_budget, set_status, settle
 from .tool import PermissionPreview, Tool, ToolContext, ToolError
 from .tool_input import dump_input, parse_input
-from .trace import CallEvent, CallRecord, CallStatus, Stage, now
+from .trace import CallRecord, CallStatus, Stage, now
 
 __all__ = ["RunEnv", "Call", "GoOn", "Finished", "prepare", "mark_started", "run_call", "settle", "note_budget", "error_result"]
-
-
-@dataclass(kw_only=True)
-class RunEnv:
-    """Everything a call needs from the conversation it belongs to."""
-
-    tools: dict[str, Tool]
-    rules: PermissionRules
-    hooks: Hooks
-    budget: ResultBudget
-    make_ctx: Callable[[str], ToolContext]
-    mode: Callable[[], str]
-    approver: Callable[[PermissionRequest], Any] | None = None
-    emit: Callable[[Any], None] = lambda _e: None
-    result_limit: Callable[[Tool], int] = lambda tool: tool.max_result_chars
-    approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    stop_requested: bool = False
-    stop_reason: str = ""
-
-
-def error_result(tool_use_id: str, text: str) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": True}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,12 +109,6 @@ async def _timed(call: Call, name: str, step: StageFn) -> GoOn | Finished:
 
 
 # --- taking the call in: find and parse ----------------------------------------------------
-
-
-def mark_started(env: RunEnv, record: CallRecord) -> None:
-    """The executor starts the call now (it may still have to parse it)."""
-    record.start = now()
-    _set_status(env, record, "running")
 
 
 def prepare(block: dict[str, Any], env: RunEnv, record: CallRecord) -> Call:
@@ -221,7 +194,7 @@ async def _permission(call: Call) -> GoOn | Finished:
         record.preview = preview
         if preview_error:
             record.detail = preview_error
-        _set_status(env, record, "waiting")
+        set_status(env, record, "waiting")
 
     decision = await decide_permission(
         tool, inp, call.ctx, rules=env.rules, mode=env.mode(), hook_decision=call.hook_decision, approver=env.approver,
@@ -238,7 +211,7 @@ async def _permission(call: Call) -> GoOn | Finished:
 
 async def _call(call: Call) -> GoOn | Finished:
     tool, inp = call.parsed
-    _set_status(call.env, call.record, "running")
+    set_status(call.env, call.record, "running")
     try:
         call.output = await tool.call(inp, call.ctx)
     except asyncio.CancelledError:
@@ -346,46 +319,6 @@ async def run_call(call: Call) -> dict[str, Any]:
     settle(call.env, call.record, block, end.status)
     assert block.get("tool_use_id") == call.record.tool_use_id
     return block
-
-
-def settle(env: RunEnv, record: CallRecord, block: dict[str, Any], status: CallStatus, *, summary: str | None = None) -> None:
-    """The call's final result, on its record and on the person's row.
-
-    Also how the executor ends calls that never ran or never finished (cancelled siblings, an
-    interrupt): they pass the `summary` the person's row shows."""
-    record.result = block
-    record.is_error = bool(block.get("is_error"))
-    if record.start is None:
-        record.start = now()
-    record.end = now()
-    if not record.summary_result:
-        record.summary_result = summary if summary is not None else (_first_line(block) if record.is_error else "done")
-    _set_status(env, record, status)
-
-
-def note_budget(env: RunEnv, record: CallRecord, block: dict[str, Any], spilled: str | None, started: float) -> None:
-    """The message budget replaced this call's result after the call had settled: record what
-    the model receives now, as a stage of its own, and tell the person's row."""
-    record.stages.append(Stage(name="message_budget", outcome="spilled" if spilled else "cut", detail=spilled or "",
-                               start=started, end=now()))
-    record.result = block
-    if spilled is not None:
-        record.spilled_to = spilled
-    env.emit(CallEvent(record=record))
-
-
-def _set_status(env: RunEnv, record: CallRecord, status: CallStatus) -> None:
-    record.status = status
-    env.emit(CallEvent(record=record))
-
-
-def _first_line(block: dict[str, Any]) -> str:
-    content = block.get("content")
-    text = content if isinstance(content, str) else " ".join(
-        str(b.get("text", "")) for b in content or [] if isinstance(b, dict)
-    )
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= 120 else line[:119] + "…"
 
 
 def _with_context(block: dict[str, Any], context: list[str]) -> dict[str, Any]:

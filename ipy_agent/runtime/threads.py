@@ -5,6 +5,10 @@ widgets and the other calls. `asyncio.to_thread` uses the loop's default pool, w
 `min(32, cpus + 4)` threads: on a 2-core machine six, so ten parallel 100 ms calls took two
 rounds. This pool belongs to ipy_agent, grows to what the executors ask for (`reserve_threads`,
 their `max_concurrency`), and starts threads only when work arrives.
+
+`run_to_end` serves another need: a synchronous `Agent.run()` called where an event loop is
+already running (a notebook cell) cannot `asyncio.run` there, so it runs the coroutine on a
+private loop in a thread of its own and waits, passing Ctrl-C on as an interrupt.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 
-__all__ = ["run_blocking", "reserve_threads"]
+__all__ = ["run_blocking", "reserve_threads", "run_to_end"]
 
 T = TypeVar("T")
 
@@ -52,3 +56,37 @@ async def run_blocking(fn: Callable[..., T], /, *args: Any) -> T:
     loop = asyncio.get_running_loop()
     ctx = contextvars.copy_context()
     return await loop.run_in_executor(_get_pool(), functools.partial(ctx.run, fn, *args))
+
+
+def run_to_end(make: Callable[[], Coroutine[Any, Any, T]], *, interrupt: Callable[[], None]) -> T:
+    """The result of the coroutine `make()` returns, run to its end from synchronous code.
+
+    Without a running loop in this thread, `asyncio.run`. Inside one (a notebook cell), on a
+    private loop in a thread; a Ctrl-C meanwhile calls `interrupt` and keeps waiting, so this
+    returns (or raises what the coroutine raised) only once the coroutine has finished."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    box: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def target() -> None:
+        try:
+            box["result"] = asyncio.run(make())
+        except BaseException as e:  # re-raised in the caller's thread below
+            box["error"] = e
+        finally:
+            finished.set()
+
+    threading.Thread(target=target, name="ipy_agent-run", daemon=True).start()
+    while True:
+        try:
+            if finished.wait(0.1):
+                break
+        except KeyboardInterrupt:
+            # Every Ctrl-C asks the run to stop; return only once its history is closed.
+            interrupt()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]

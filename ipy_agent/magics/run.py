@@ -1,4 +1,4 @@
-"""`%agent` and its companion magics, and their configuration.
+"""`%agent`: the magics class, its configuration, and how one request is prepared and run.
 
 This is the edge where IPython meets the runtime. Traitlets configure the magics
 (`%config AgentMagics.permission_mode = "acceptEdits"`, `c.AgentMagics.allow = [...]` in
@@ -6,6 +6,8 @@ ipython_config.py); the Agent itself receives plain values. The options of the `
 are declared once, in options.py. How a run waits depends on where it runs (cell_runner.py):
 awaited by the cell in a kernel, `asyncio.run` in the foreground in terminal IPython, where no
 loop is running while a magic executes (text output, `input()` approvals, Ctrl-C interrupts).
+The magics beside `%agent` (`%agent_inspect`, `%agent_reset`, ...) are in companions.py, the
+base class of `AgentMagics`.
 """
 
 from __future__ import annotations
@@ -19,24 +21,24 @@ from typing import Any
 from collections.abc import Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
-from .agent import Agent, RunResult
-from .runtime.limits import MESSAGE_RESULT_CHARS
-from .runtime.history import repair_history
-from .runtime.permissions import PERMISSION_MODES
-from .conversation_file import load_conversation, save_conversation
-from .cell_runner import agent_transformer, current_magics, run_agent_cell, terminal_transformer
-from .options import add_arguments, option_rules, split_options
-from .session_grants import SessionGrants
-from .settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
-from .ui import RunUI, choose_ui
-from .ui.announce import cell_number
+from ..agent import Agent, RunResult
+from ..runtime.limits import MESSAGE_RESULT_CHARS
+from ..runtime.history import repair_history
+from ..runtime.permissions import PERMISSION_MODES
+from ..conversation_file import load_conversation
+from ..options import add_arguments, option_rules, split_options
+from ..session_grants import SessionGrants
+from ..settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
+from ..ui import RunUI, choose_ui
+from ..ui.announce import cell_number
+from .companions import CompanionMagics
 
-__all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
-           "agent_transformer", "terminal_transformer", "current_magics"]
+__all__ = ["AgentMagics"]
+
 
 @dataclass(kw_only=True)
 class _Run:
@@ -49,7 +51,7 @@ class _Run:
 
 
 @magics_class
-class AgentMagics(Magics):
+class AgentMagics(CompanionMagics):
     """The `%agent` magics. One agent per kernel, kept here; the conversation continues."""
 
     model = Unicode("", help="Model name for AnthropicModel; empty: IPY_AGENT_MODEL or the newest Sonnet.").tag(config=True)
@@ -240,13 +242,13 @@ class AgentMagics(Magics):
 
     def _model_for(self, args: Any) -> Any:
         if args.script:
-            from .models.scripted import ScriptedModel
+            from ..models.scripted import ScriptedModel
 
             try:
                 return ScriptedModel.from_file(args.script)
             except (OSError, ValueError) as e:
                 raise UsageError(f"--script: {e}. Give the path of a JSON transcript like {{\"turns\": [\"Hello\"]}}.") from None
-        from .models.anthropic import AnthropicModel  # its module defers `import anthropic`
+        from ..models.anthropic import AnthropicModel  # its module defers `import anthropic`
 
         if args.model:
             return AnthropicModel(model=args.model)
@@ -284,200 +286,22 @@ class AgentMagics(Magics):
         agent.registry.result_limit_override = self.max_result_chars
         return warnings
 
-    def _need_agent(self) -> Agent:
-        if self.current is None:
-            raise UsageError("No conversation yet: start one with `%agent <request>`.")
-        return self.current
-
-    # --- companions -----------------------------------------------------------------------
-    @line_magic
-    def agent_stop(self, line: str = "") -> None:
-        """Stop the running agent (foreground or --background); the history stays valid."""
-        task = self._background
-        if self.current is not None and self.current.running:
-            self.current.interrupt()
-        elif task is not None and not task.done():
-            task.cancel()
-        else:
-            print("No agent run is in progress.")
-            return
-        print("Stopping the agent…")
-
-    @line_magic
-    def agent_tools(self, line: str = "") -> None:
-        """The tools the model would be offered now, their safety flags, why others are hidden,
-        and every permission rule with the place it came from."""
-        from .ui.inspection import tools_text
-
+    def _configured_agent(self) -> Agent:
         agent = self.current or self._new_agent(model=None)
         for w in self._apply_settings(agent, []):
             print(f"warning: {w}", file=sys.stderr)
-        print(tools_text(agent))
+        return agent
 
-    @line_magic
-    def agent_inspect(self, line: str = "") -> None:
-        """%agent_inspect [N | tool_use_id]: one call in full (default: the last one).
 
-        Shows the full tool_result the model received beside the compact line the person saw,
-        the permission decision, and the read-state entry the call touched."""
-        from .ui.inspection import inspect_text
-
-        try:
-            print(inspect_text(self._need_agent(), line.strip() or None))
-        except LookupError as e:
-            raise UsageError(str(e)) from None
-
-    @line_magic
-    def agent_trace(self, line: str = "") -> None:
-        """%agent_trace [N]: each call of turn N (default: the last turn with calls), its stages
-        with durations and decisions, and a picture of the batches over time."""
-        from .ui.inspection import trace_text
-
-        text = line.strip()
-        if text and not text.isdigit():
-            raise UsageError(f"%agent_trace takes a turn number, not {text!r}")
-        try:
-            print(trace_text(self._need_agent(), int(text) if text else None))
-        except LookupError as e:
-            raise UsageError(str(e)) from None
-
-    @line_magic
-    def agent_history(self, line: str = "") -> None:
-        """The conversation so far, one compact line per block."""
-        from .ui.inspection import history_text
-
-        print(history_text(self._need_agent()))
-
-    @line_magic
-    def agent_context(self, line: str = "") -> None:
-        """What fills the context window: system prompt, tools, messages, tool results, by size,
-        with a bar picture and the share used. See also %agent_compact."""
-        from .context.report import context_report
-
-        print(context_report(self._need_agent()))
-
-    @line_magic
-    def agent_compact(self, line: str = "") -> None:
-        """%agent_compact [instructions]: summarise the older turns now, keeping the recent ones.
-
-        The instructions say what the summary must keep, e.g. `%agent_compact keep the failing test names`."""
-        agent = self._need_agent()
-        if agent.running:
-            raise UsageError("The agent is running; stop it first with %agent_stop.")
-        cm = agent.context_manager
-        events: list[Any] = []
-        agent.on_event(events.append)
-        try:
-            done = cm.compact_now(line.strip())
-        finally:
-            agent.remove_listener(events.append)
-        if not done:
-            print(f"Not compacted: {cm.last_refusal}.")
-            return
-        event = next(e for e in reversed(events) if getattr(e, "kind", "") == "context")
-        print(f"{event.text[:1].upper()}{event.text[1:]}.")
-
-    @line_magic
-    def agent_reset(self, line: str = "") -> None:
-        """Forget the conversation, read state and trace. Configuration stays, and so do the rules
-        you granted with "Always allow" (for the kernel session; %agent_rules lists them)."""
-        agent = self._need_agent()
-        if agent.running:
-            raise UsageError("The agent is running; stop it first with %agent_stop.")
-        agent.reset()
-        agent.close()  # MCP servers stop; they start again at the next run
-        print(" ".join(p for p in ("Conversation cleared.", self.grants.note()) if p))
-
-    @line_magic
-    def agent_rules(self, line: str = "") -> None:
-        """%agent_rules [--revoke RULE]: the rules you granted with "Always allow", and where.
-
-        Grants last for the kernel session: %agent --new and %agent_reset keep them. --revoke
-        takes one back (the next call it covered asks again). %agent_tools lists every rule."""
-        text = line.strip()
-        if not text:
-            print(self.grants.listing(self.current))
-            return
-        if not text.startswith("--revoke"):
-            raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")
-        rule = text[len("--revoke"):].strip().strip("'\"")
-        if not rule:
-            raise UsageError("%agent_rules --revoke needs a rule, e.g. `%agent_rules --revoke Bash(git status:*)`")
-        try:
-            self.grants.revoke(rule, self.current)
-        except KeyError:
-            known = ", ".join(self.grants.sources) or "none"
-            raise UsageError(f"{rule!r} is not a rule granted with \"Always allow\" (granted: {known})") from None
-        print(f"Revoked {rule}: calls it covered will ask again.")
-
-    @line_magic
-    def agent_mcp(self, line: str = "") -> None:
-        """MCP servers: where each is configured, its transport and status (why it is down, with
-        its last stderr lines), and its tools with their safety flags. Servers start at the first
-        %agent run; a project's servers (.mcp.json) ask for your approval once."""
-        from .mcp.report import status_text
-
-        agent = self.current or self._new_agent(model=None)
-        for w in self._apply_settings(agent, []):
-            print(f"warning: {w}", file=sys.stderr)
-        print(status_text(agent.mcp, agent.exposure().hidden))
-
-    @line_magic
-    def agent_save(self, line: str = "") -> None:
-        """%agent_save PATH: write the conversation and the rules granted with "always" as JSON.
-
-        Continue it later (in this or another kernel) with `%agent --resume PATH [request]`."""
-        path = line.strip().strip("'\"")
-        if not path:
-            raise UsageError("%agent_save needs a file name, e.g. `%agent_save conversation.json`")
-        agent = self._need_agent()
-        try:
-            save_conversation(agent, path)
-        except OSError as e:
-            raise UsageError(f"could not write {path!r}: {e}") from None
-        print(f"Saved {len(agent.messages)} messages to {path}.")
+# IPython's @magics_class registers the magics the decorated class defines, not inherited ones:
+# the companions' magics are added to the table of %agent's class here.
+AgentMagics.magics = {kind: {**CompanionMagics.magics[kind], **table} for kind, table in AgentMagics.magics.items()}
 
 
 def _apply_mcp_files(agent: Agent) -> list[str]:
     """MCP servers from .mcp.json and the settings files onto the agent; warnings for bad entries."""
-    from .mcp import load_mcp_files
+    from ..mcp import load_mcp_files
 
     servers, warnings = load_mcp_files(agent.cwd)
     agent.mcp.set_file_servers(servers)
     return warnings
-
-
-def load_ipython_extension(shell: Any) -> None:
-    if "AgentMagics" not in shell.magics_manager.registry:
-        shell.register_magics(AgentMagics(shell=shell))
-    kernel = getattr(shell, "kernel", None)
-    magics = current_magics(shell)
-    if kernel is not None and magics.bridge is None:
-        from .notebook.bridge import NotebookBridge
-
-        bridge = NotebookBridge(shell)
-        try:
-            bridge.attach(kernel)
-        except Exception as e:  # no comm support in this kernel: the live notebook stays off
-            bridge.problem = f"the live notebook is unavailable in this kernel ({type(e).__name__}: {e})"
-        magics.bridge = bridge
-    transformer = agent_transformer if getattr(shell, "kernel", None) is not None else terminal_transformer
-    if transformer not in shell.input_transformers_cleanup:
-        shell.input_transformers_cleanup.append(transformer)
-
-
-def unload_ipython_extension(shell: Any) -> None:
-    magics = shell.magics_manager.registry.pop("AgentMagics", None)
-    if magics is not None:
-        for kind, table in magics.magics.items():
-            for name in table:
-                shell.magics_manager.magics[kind].pop(name, None)
-        if magics.current is not None and magics.current.running:
-            magics.current.interrupt()
-        if magics.current is not None:
-            magics.current.close()  # no MCP server outlives the extension
-        if magics in getattr(shell, "configurables", []):
-            shell.configurables.remove(magics)
-    for transformer in (agent_transformer, terminal_transformer):
-        while transformer in shell.input_transformers_cleanup:
-            shell.input_transformers_cleanup.remove(transformer)

@@ -1,0 +1,190 @@
+"""The companion magics: look into a conversation, steer it, and see its rules and servers.
+
+`%agent` (run.py) runs requests; these show what happened and what is in force without running
+the model: one call in full (`%agent_inspect`), a turn's stages over time (`%agent_trace`), the
+history (`%agent_history`), the context window (`%agent_context`), the tools and rules
+(`%agent_tools`, `%agent_rules`) and MCP servers (`%agent_mcp`); and they act on the
+conversation: stop a run, compact, reset, save. The text they print is built elsewhere
+(ui/inspection.py, context/report.py, mcp/report.py); these parse the line and print it.
+
+`CompanionMagics` is the base class of `AgentMagics`, which keeps the state they read (the
+current agent, the session's granted rules, the background run) and holds the configuration
+(`_configured_agent`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+
+from ..agent import Agent
+from ..conversation_file import save_conversation
+from ..session_grants import SessionGrants
+
+__all__ = ["CompanionMagics"]
+
+
+@magics_class
+class CompanionMagics(Magics):
+    """The magics beside `%agent`; `AgentMagics` (run.py) adds `%agent` and the configuration."""
+
+    # Kept by AgentMagics.__init__.
+    current: Agent | None
+    grants: SessionGrants
+    _background: asyncio.Task[Any] | None
+
+    def _configured_agent(self) -> Agent:
+        """The conversation's agent, or a new one, with the configured rules and MCP servers on it
+        (warnings go to stderr). AgentMagics, which holds the configuration, makes it."""
+        raise NotImplementedError
+
+    def _need_agent(self) -> Agent:
+        if self.current is None:
+            raise UsageError("No conversation yet: start one with `%agent <request>`.")
+        return self.current
+
+    @line_magic
+    def agent_stop(self, line: str = "") -> None:
+        """Stop the running agent (foreground or --background); the history stays valid."""
+        task = self._background
+        if self.current is not None and self.current.running:
+            self.current.interrupt()
+        elif task is not None and not task.done():
+            task.cancel()
+        else:
+            print("No agent run is in progress.")
+            return
+        print("Stopping the agent…")
+
+    @line_magic
+    def agent_tools(self, line: str = "") -> None:
+        """The tools the model would be offered now, their safety flags, why others are hidden,
+        and every permission rule with the place it came from."""
+        from ..ui.inspection import tools_text
+
+        agent = self._configured_agent()
+        print(tools_text(agent))
+
+    @line_magic
+    def agent_inspect(self, line: str = "") -> None:
+        """%agent_inspect [N | tool_use_id]: one call in full (default: the last one).
+
+        Shows the full tool_result the model received beside the compact line the person saw,
+        the permission decision, and the read-state entry the call touched."""
+        from ..ui.inspection import inspect_text
+
+        try:
+            print(inspect_text(self._need_agent(), line.strip() or None))
+        except LookupError as e:
+            raise UsageError(str(e)) from None
+
+    @line_magic
+    def agent_trace(self, line: str = "") -> None:
+        """%agent_trace [N]: each call of turn N (default: the last turn with calls), its stages
+        with durations and decisions, and a picture of the batches over time."""
+        from ..ui.inspection import trace_text
+
+        text = line.strip()
+        if text and not text.isdigit():
+            raise UsageError(f"%agent_trace takes a turn number, not {text!r}")
+        try:
+            print(trace_text(self._need_agent(), int(text) if text else None))
+        except LookupError as e:
+            raise UsageError(str(e)) from None
+
+    @line_magic
+    def agent_history(self, line: str = "") -> None:
+        """The conversation so far, one compact line per block."""
+        from ..ui.inspection import history_text
+
+        print(history_text(self._need_agent()))
+
+    @line_magic
+    def agent_context(self, line: str = "") -> None:
+        """What fills the context window: system prompt, tools, messages, tool results, by size,
+        with a bar picture and the share used. See also %agent_compact."""
+        from ..context.report import context_report
+
+        print(context_report(self._need_agent()))
+
+    @line_magic
+    def agent_compact(self, line: str = "") -> None:
+        """%agent_compact [instructions]: summarise the older turns now, keeping the recent ones.
+
+        The instructions say what the summary must keep, e.g. `%agent_compact keep the failing test names`."""
+        agent = self._need_agent()
+        if agent.running:
+            raise UsageError("The agent is running; stop it first with %agent_stop.")
+        cm = agent.context_manager
+        events: list[Any] = []
+        agent.on_event(events.append)
+        try:
+            done = cm.compact_now(line.strip())
+        finally:
+            agent.remove_listener(events.append)
+        if not done:
+            print(f"Not compacted: {cm.last_refusal}.")
+            return
+        event = next(e for e in reversed(events) if getattr(e, "kind", "") == "context")
+        print(f"{event.text[:1].upper()}{event.text[1:]}.")
+
+    @line_magic
+    def agent_reset(self, line: str = "") -> None:
+        """Forget the conversation, read state and trace. Configuration stays, and so do the rules
+        you granted with "Always allow" (for the kernel session; %agent_rules lists them)."""
+        agent = self._need_agent()
+        if agent.running:
+            raise UsageError("The agent is running; stop it first with %agent_stop.")
+        agent.reset()
+        agent.close()  # MCP servers stop; they start again at the next run
+        print(" ".join(p for p in ("Conversation cleared.", self.grants.note()) if p))
+
+    @line_magic
+    def agent_rules(self, line: str = "") -> None:
+        """%agent_rules [--revoke RULE]: the rules you granted with "Always allow", and where.
+
+        Grants last for the kernel session: %agent --new and %agent_reset keep them. --revoke
+        takes one back (the next call it covered asks again). %agent_tools lists every rule."""
+        text = line.strip()
+        if not text:
+            print(self.grants.listing(self.current))
+            return
+        if not text.startswith("--revoke"):
+            raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")
+        rule = text[len("--revoke"):].strip().strip("'\"")
+        if not rule:
+            raise UsageError("%agent_rules --revoke needs a rule, e.g. `%agent_rules --revoke Bash(git status:*)`")
+        try:
+            self.grants.revoke(rule, self.current)
+        except KeyError:
+            known = ", ".join(self.grants.sources) or "none"
+            raise UsageError(f"{rule!r} is not a rule granted with \"Always allow\" (granted: {known})") from None
+        print(f"Revoked {rule}: calls it covered will ask again.")
+
+    @line_magic
+    def agent_mcp(self, line: str = "") -> None:
+        """MCP servers: where each is configured, its transport and status (why it is down, with
+        its last stderr lines), and its tools with their safety flags. Servers start at the first
+        %agent run; a project's servers (.mcp.json) ask for your approval once."""
+        from ..mcp.report import status_text
+
+        agent = self._configured_agent()
+        print(status_text(agent.mcp, agent.exposure().hidden))
+
+    @line_magic
+    def agent_save(self, line: str = "") -> None:
+        """%agent_save PATH: write the conversation and the rules granted with "always" as JSON.
+
+        Continue it later (in this or another kernel) with `%agent --resume PATH [request]`."""
+        path = line.strip().strip("'\"")
+        if not path:
+            raise UsageError("%agent_save needs a file name, e.g. `%agent_save conversation.json`")
+        agent = self._need_agent()
+        try:
+            save_conversation(agent, path)
+        except OSError as e:
+            raise UsageError(f"could not write {path!r}: {e}") from None
+        print(f"Saved {len(agent.messages)} messages to {path}.")

@@ -1,0 +1,147 @@
+"""What a tool may know about the call it serves: `ToolContext`, and who let the call run.
+
+One is made per call (runtime/lifecycle.py asks the agent for it), so a tool never reaches into
+the agent: the working directories it may touch, the read state edit-before-read checks, the
+Read deny rules every tool honours, and the permission decision, which Bash consults to contain
+what no one approved. Path questions (inside the working directories? denied to Read?) are
+answered here, by name and by where a path really is, so every tool answers them alike.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .gitignore import first_matching
+
+if TYPE_CHECKING:
+    from .read_state import ReadState
+
+__all__ = ["ToolContext", "DecisionSource", "SandboxSetting", "APPROVALS"]
+
+# Which step of the permission decision let a call run (see `permissions.decide`). "rule",
+# "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the
+# call safe by itself, so a tool may contain it (Bash runs such commands in its OS sandbox).
+DecisionSource = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
+APPROVALS: frozenset[str] = frozenset({"rule", "mode", "hook", "person"})
+SandboxSetting = Literal["auto", "always", "off"]
+
+
+@dataclass(kw_only=True)
+class ToolContext:
+    """What a tool may know about the run it is part of. One per call (`tool_use_id` differs)."""
+
+    cwd: Path
+    read_state: ReadState
+    working_dirs: tuple[Path, ...] = ()
+    spill_dir: Path | None = None
+    permission_mode: str = "default"
+    tool_use_id: str | None = None
+    # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd here).
+    session: dict[str, Any] = field(default_factory=dict)
+    # The kernel's notebook bridge (ipy_agent.notebook.bridge) when running in a kernel, None
+    # otherwise; its `connected` says whether a JupyterLab front end with the extension answers.
+    notebook: Any = None
+    simple: bool = False
+    # Specifiers of the `Read(...)` deny rules in force (not whole-tool `Read`): the files they
+    # name stay hidden from every tool, not only from Read (Grep, Glob, Bash check them too).
+    read_deny: tuple[str, ...] = ()
+    # Who let this call run, set by the lifecycle once the permission decision is made. None
+    # (a direct call, or a caller that did not say) counts as "not approved": fail closed.
+    decided_by: DecisionSource | None = None
+    # How Bash contains commands (`Agent(sandbox=...)`): "auto" sandboxes what runs without
+    # approval, "always" also approved ones (writes limited to the working directories), "off"
+    # sandboxes nothing and so lets only a small core of commands run without asking.
+    sandbox: SandboxSetting = "auto"
+
+    @property
+    def approved(self) -> bool:
+        """A person, a rule, a mode or a hook let this call run (not the runtime's own judgement)."""
+        return self.decided_by in APPROVALS
+
+    def resolve(self, path: str | Path) -> Path:
+        """An absolute, normalised path: relative paths resolve against cwd, `~` expands."""
+        p = Path(path).expanduser()
+        if not p.is_absolute():
+            p = self.cwd / p
+        return Path(os.path.normpath(p))
+
+    def all_dirs(self) -> tuple[Path, ...]:
+        return (self.cwd, *self.working_dirs)
+
+    def is_inside_working_dirs(self, path: str | Path) -> bool:
+        """Inside by its name and by where it really is: a symlink in the project that points
+        outside (or a new file under a symlinked directory) is outside."""
+        target = self.resolve(path)
+        if not any(_is_relative_to(target, d) for d in self.all_dirs()):
+            return False
+        real = Path(os.path.realpath(target))
+        return real == target or any(_is_relative_to(real, Path(os.path.realpath(d))) for d in self.all_dirs())
+
+    def is_readable_without_prompt(self, path: str | Path) -> bool:
+        """Inside the working directories, or inside this conversation's spilled results."""
+        if self.is_inside_working_dirs(path):
+            return True
+        if self.spill_dir is None:
+            return False
+        target = self.resolve(path)
+        real_spill = Path(os.path.realpath(self.spill_dir))
+        return _is_relative_to(target, self.spill_dir) and _is_relative_to(Path(os.path.realpath(target)), real_spill)
+
+    def is_read_denied(
+        self, path: str | Path, *, follow_links: bool = True, real_dirs: dict[str, str] | None = None
+    ) -> str | None:
+        """The `Read(...)` deny rule that covers `path`, as `"Read(spec)"`, or None. Relative
+        paths resolve against cwd. With `follow_links`, a symlink is also judged by its target
+        (`cat link-to-.env`); searches that never follow links may skip that cost. A caller
+        checking many paths at one moment (a long Bash command) passes one `real_dirs` dict for
+        all of them: each directory is then resolved once, and each path costs one lstat."""
+        if not self.read_deny:
+            return None
+        target = str(path)
+        if target.startswith("~"):
+            target = os.path.expanduser(target)
+        target = os.path.normpath(os.path.join(self.cwd, target))
+        candidates = [target]
+        if follow_links:
+            real = os.path.realpath(target) if real_dirs is None else _realpath_via(target, real_dirs)
+            if real != target:
+                candidates.append(real)
+        spec = first_matching(self.read_deny, candidates, cwd=self.cwd)
+        return None if spec is None else f"Read({spec})"
+
+    def display_path(self, path: str | Path) -> str:
+        """A path as the person would like to read it: relative to cwd when it is inside."""
+        p = self.resolve(path)
+        try:
+            return str(p.relative_to(self.cwd))
+        except ValueError:
+            return str(p)
+
+
+def _realpath_via(path: str, real_dirs: dict[str, str]) -> str:
+    """`os.path.realpath(path)` for a normalised absolute path, with its directory's real path
+    taken from (and kept in) `real_dirs`: the last name is a symlink to follow or it is not."""
+    head, tail = os.path.split(path)
+    if not tail or tail in (".", ".."):
+        return os.path.realpath(path)
+    real_head = real_dirs.get(head)
+    if real_head is None:
+        real_head = real_dirs[head] = os.path.realpath(head)
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return os.path.realpath(path)
+    except OSError:  # missing or unreachable: realpath keeps such a name as it is
+        pass
+    return os.path.join(real_head, tail)
+
+
+def _is_relative_to(path: Path, base: Path) -> bool:
+    try:
+        path.relative_to(Path(os.path.normpath(base)))
+        return True
+    except ValueError:
+        return False
