@@ -26,26 +26,17 @@ Decisions:
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import json
-import re
-import warnings
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
-from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runtime.tool import PermissionPreview, ToolContext, ToolError
 from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh
 from ._fileio import encode_text
+from ._notebook_file import load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids
 from ._notebook_live import live_bridge, live_target
 from .notebook_edit_live import apply_live, plan_live, preview_live
-
-# nbformat is imported inside the functions that need it: with the format checkers JupyterLab
-# installs, its import takes seconds, and every first `%agent` would wait for it.
 
 __all__ = ["NotebookEditTool", "NotebookEditInput", "NotebookEditResult"]
 
@@ -124,18 +115,6 @@ def _label(cell: Any, index: int) -> str:
     return cell.get("id") or f"cell-{index}"
 
 
-# nbformat 4.5's rule for a cell id.
-_VALID_ID = re.compile(r"^[a-zA-Z0-9-_]{1,64}$")
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """nbformat warns on stderr, which in a kernel lands in the person's cell output."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
 def _find_cell(nb: Any, cell_id: str, display: str) -> int:
     cells = nb.cells
     matches = [i for i, cell in enumerate(cells) if cell.get("id") == cell_id]
@@ -166,73 +145,6 @@ def _as_lines(source: str) -> str:
 
 def _raise(message: str) -> Any:
     raise ToolError(message)
-
-
-def _new_cell(cell_type: str, source: str, taken: set[str]) -> Any:
-    from nbformat.v4 import new_code_cell, new_markdown_cell
-    make = new_code_cell if cell_type == "code" else new_markdown_cell
-    cell = make(source)
-    while cell.id in taken:  # 8 random hex digits: a clash is unlikely, not impossible
-        cell = make(source)
-    return cell
-
-
-def _upgrade_keeping_ids(nb: Any) -> Any:
-    """nbformat 4.<5 -> 4.5, keeping every valid, unique id a cell already has."""
-    import nbformat
-    from nbformat.v4 import convert as v4convert
-    old_ids = [cell.get("id") for cell in nb.cells]
-    with _quiet():
-        nb = v4convert.upgrade(nb, from_version=4, from_minor=nb.nbformat_minor)
-    kept: list[str | None] = []
-    taken: set[str] = set()
-    for old_id in old_ids:
-        ok = isinstance(old_id, str) and bool(_VALID_ID.match(old_id)) and old_id not in taken
-        kept.append(old_id if ok else None)
-        if ok:
-            taken.add(old_id)
-    for cell, old_id in zip(nb.cells, kept):
-        if old_id is not None:
-            cell.id = old_id
-            continue
-        while cell.id in taken:
-            cell.id = nbformat.v4.nbbase.random_cell_id()
-        taken.add(cell.id)
-    return nb
-
-
-def _problems(nb: Any) -> list[str]:
-    """What nbformat's schema finds wrong with `nb`, plus duplicate ids, without changing it."""
-    import nbformat
-    with _quiet():
-        try:
-            found = [str(e).split("\n", 1)[0] for e in nbformat.validator.iter_validate(copy.deepcopy(nb))]
-        except nbformat.ValidationError as e:  # e.g. no schema for this minor version
-            found = [str(e).split("\n", 1)[0]]
-    counts = Counter(c.get("id") for c in nb.cells if c.get("id") is not None)
-    found += [f"cell id {i!r} is used by {n} cells" for i, n in counts.items() if n > 1]
-    return list(dict.fromkeys(found))  # one line per kind of problem, in order
-
-
-def _load(raw: bytes, display: str) -> Any:
-    import nbformat
-    from nbformat.v4.rwbase import rejoin_lines
-    try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ToolError(
-            f"{display!r} is not valid notebook JSON ({e}). Read it to see what is wrong; Write can "
-            "replace it with a repaired notebook."
-        ) from e
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise ToolError(f"{display!r} is not a Jupyter notebook in nbformat 4 (no 'cells' list).")
-    if data.get("nbformat") != 4:
-        raise ToolError(
-            f"{display!r} is nbformat {data.get('nbformat')!r}; NotebookEdit changes nbformat 4 notebooks "
-            "only. Open and save it in Jupyter to convert it, then Read it again."
-        )
-    with _quiet():
-        return rejoin_lines(nbformat.from_dict(data))
 
 
 class NotebookEditTool(FileEditingTool):
@@ -296,13 +208,13 @@ class NotebookEditTool(FileEditingTool):
                 "Write an nbformat 4 JSON file first."
             )
         require_fresh(ctx, path, raw, what="Notebook")
-        nb = _load(raw, display)
+        nb = load_notebook(raw, display)
         upgraded = False
         notes: list[str] = []
         after: str | None = None
         if inp.edit_mode == "insert":
             if nb.nbformat_minor < 5:
-                nb = _upgrade_keeping_ids(nb)
+                nb = upgrade_keeping_ids(nb)
                 upgraded = True
                 notes.append("notebook upgraded to nbformat 4.5 so cells can have ids (cells without one get one)")
             index = 0
@@ -310,7 +222,7 @@ class NotebookEditTool(FileEditingTool):
                 index = _find_cell(nb, inp.cell_id, display) + 1
                 after = _label(nb.cells[index - 1], index - 1)
             taken = {c.get("id") for c in nb.cells}
-            cell = _new_cell(inp.cell_type or "code", inp.new_source, taken)
+            cell = new_cell(inp.cell_type or "code", inp.new_source, taken)
             nb.cells.insert(index, cell)
             old_source, new_source, cell_type, cleared = "", inp.new_source, cell.cell_type, False
         else:
@@ -341,9 +253,9 @@ class NotebookEditTool(FileEditingTool):
                         cell.execution_count = None
                 if cleared:
                     notes.append(OUTPUTS_CLEARED)
-        problems = _problems(nb)
+        problems = schema_problems(nb)
         if problems:
-            before = _problems(_load(raw, display))
+            before = schema_problems(load_notebook(raw, display))
             introduced = [p for p in problems if p not in before]
             if introduced:
                 raise ToolError(
@@ -353,7 +265,7 @@ class NotebookEditTool(FileEditingTool):
             notes.append(f"the notebook already had problems nbformat reports, left as they were: {'; '.join(problems[:3])}")
         label = _label(cell, index)
         diff_label = f"{display} [new cell]" if inp.edit_mode == "insert" else f"{display} [cell {label}]"
-        with _quiet():
+        with quiet():
             text = nbformat.v4.writes(nb) + "\n"
         newline = "\r\n" if b"\r\n" in raw else "\n"
         return Plan(
