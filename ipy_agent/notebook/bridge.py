@@ -39,6 +39,10 @@ PROTOCOL = 1
 TARGET = "ipy_agent.notebook"
 REQUEST_TIMEOUT = 15.0
 HELLO_WAIT = 2.0  # how long the first run waits for a hello after the comm was opened
+# How long a run waits for a known page to answer its probe. A live page answers as soon as its
+# main thread is free, which in JupyterLab with a 500-cell notebook still rendering took up to
+# 3.9 s (measured); only a closed page uses the whole wait, once, and is then taken for gone.
+PROBE_WAIT = 10.0
 TICK = 0.05
 
 
@@ -180,14 +184,15 @@ class NotebookBridge:
             extension_version=str(data.get("extension_version", "?")), comm=comm, at=time.monotonic(),
         )
 
-    async def ensure(self, timeout: float = HELLO_WAIT) -> bool:
+    async def ensure(self, timeout: float = HELLO_WAIT, probe_wait: float = PROBE_WAIT) -> bool:
         """Before a run: is a page connected, and is it still the page that is open?
 
         With a page known, the kernel opens a fresh comm and waits for its hello: a reloaded
         page cannot announce itself while the `%agent` cell holds the kernel (its comm-info
         request would queue behind the cell), but it answers a comm the kernel opens at once.
-        No hello within `timeout` means the page is gone. Without any page, only the first run
-        after loading waits (for a hello on its way); later runs do not wait at all."""
+        No hello within `probe_wait` means the page is gone. Without any page, only the first
+        run after loading waits, up to `timeout` after loading (for a hello on its way); later
+        runs do not wait at all."""
         if self._kernel is None:
             return self.front_end is not None
         if self.front_end is None:
@@ -200,7 +205,7 @@ class NotebookBridge:
             return self.front_end is not None
         old = self._comm
         probe = self.probe()
-        end = time.monotonic() + timeout
+        end = time.monotonic() + probe_wait
         while not (self.front_end is not None and self.front_end.comm is probe) and time.monotonic() < end:
             await asyncio.sleep(TICK)
         if self.front_end is None or self.front_end.comm is not probe:

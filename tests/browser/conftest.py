@@ -1,9 +1,11 @@
 """Fixtures for the browser tests: one Chromium per module, one Jupyter server per front end.
 
 `server` is parametrised over JupyterLab and Notebook 7 (module scope: starting a server takes a
-few seconds); each test gets a fresh project directory under the server's root. Without a
-browser the tests are skipped locally, but FAIL in CI (CI=true): a skipped browser suite would
-hide exactly the bugs it exists to catch. `.ci/run` installs chromium with apt-get.
+few seconds); each test gets a fresh project directory under the server's root. `lab_server` is
+one JupyterLab for the live-notebook tests, which also need the ipy-agent-notebook extension.
+Without a browser (or that extension) the tests are skipped locally, but FAIL in CI (CI=true): a
+skipped browser suite would hide exactly the bugs it exists to catch. `.ci/run` installs chromium
+with apt-get, and Node to build the extension.
 """
 
 from __future__ import annotations
@@ -16,16 +18,16 @@ from typing import Any
 
 import pytest
 
-from tests.browser.harness import JupyterServer, browser_missing, launch_browser
+from tests.browser.harness import JupyterServer, Kind, browser_missing, launch_browser
 
 
-def _need_browser() -> None:
-    why = browser_missing()
+def _need_browser(*, extension: bool = False) -> None:
+    why = browser_missing(extension=extension)
     if why is None:
         return
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"browser tests cannot run in CI: {why}. .ci/run installs chromium with apt-get; "
-                    "install it, or fix the image.", pytrace=False)
+        pytest.fail(f"browser tests cannot run in CI: {why}. .ci/run installs chromium with apt-get and Node "
+                    "for the extension; install them, or fix the image.", pytrace=False)
     pytest.skip(f"browser tests need a browser: {why}")
 
 
@@ -46,15 +48,25 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-@pytest.fixture(scope="module", params=["lab", "notebook"])
-def server(request: Any, tmp_path_factory: Any) -> Iterator[JupyterServer]:
-    _need_browser()
-    root = tmp_path_factory.mktemp(f"jupyter_{request.param}")
-    s = JupyterServer(request.param, root).start()
+def _serve(kind: Kind, tmp_path_factory: Any) -> Iterator[JupyterServer]:
+    s = JupyterServer(kind, tmp_path_factory.mktemp(f"jupyter_{kind}")).start()
     try:
         yield s
     finally:
         s.stop()
+
+
+@pytest.fixture(scope="module", params=["lab", "notebook"])
+def server(request: Any, tmp_path_factory: Any) -> Iterator[JupyterServer]:
+    _need_browser()
+    yield from _serve(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory: Any) -> Iterator[JupyterServer]:
+    """JupyterLab with the ipy-agent-notebook extension, for the live-notebook tests."""
+    _need_browser(extension=True)
+    yield from _serve("lab", tmp_path_factory)
 
 
 @pytest.fixture

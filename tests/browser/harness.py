@@ -25,6 +25,12 @@ How to use it (tests/browser/conftest.py wires it into fixtures):
     nb = server.open(browser, "t.ipynb")               # a fresh page: what a person sees next day
     server.stop()                                      # by PID
 
+The live-notebook tests read the notebook MODEL as JupyterLab holds it, not the DOM:
+`nb.cells()` (id, type, source, execution count, outputs of every cell), `nb.dirty()`,
+`nb.index_of(cell_id)`; `nb.type_into(i, keys)` types into a cell's editor key by key. They need
+the ipy-agent-notebook JupyterLab extension (`browser_missing(extension=True)` says when it is
+not installed).
+
 The server runs in a temp dir with private Jupyter config, data and runtime dirs, and a private
 kernelspec (named "python3", so notebooks need no special metadata) whose interpreter is the
 test's own Python with this checkout first on PYTHONPATH. ANTHROPIC_* and IPY_AGENT_* variables
@@ -44,6 +50,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import nbformat
@@ -58,13 +65,15 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 SCREENSHOTS = PROJECT_ROOT / "docs" / "images" if os.environ.get("IPY_AGENT_SCREENSHOTS") == "1" else \
     Path(tempfile.mkdtemp(prefix="ipy_agent_screenshots_"))
 TIMEOUT = 90.0  # seconds; the machine is shared, so waits are generous and never asserted on
+EXTENSION = "ipy-agent-notebook"  # the JupyterLab extension the live notebook bridge talks to
 Kind = Literal["lab", "notebook"]
 
-__all__ = ["JupyterServer", "NotebookPage", "launch_browser", "browser_missing", "CHROMIUM", "TIMEOUT"]
+__all__ = ["JupyterServer", "NotebookPage", "launch_browser", "browser_missing", "CHROMIUM", "EXTENSION",
+           "SCREENSHOTS", "TIMEOUT"]
 
 
-def browser_missing() -> str | None:
-    """Why the browser tests cannot run here, or None when they can."""
+def browser_missing(*, extension: bool = False) -> str | None:
+    """Why the browser tests cannot run here (with `extension`, the live-notebook ones), or None."""
     if not Path(CHROMIUM).exists():
         return f"{CHROMIUM} is missing (apt-get install chromium)"
     try:
@@ -76,6 +85,9 @@ def browser_missing() -> str | None:
             __import__(mod)
         except ImportError:
             return f"the {mod} package is missing (pip install -e '.[test]')"
+    if extension and not (Path(sys.prefix) / "share" / "jupyter" / "labextensions" / EXTENSION / "package.json").exists():
+        return (f"the {EXTENSION} JupyterLab extension is not installed in {sys.prefix} (reinstall with "
+                "`pip install -e .` where Node >= 20.19 is on PATH)")
     return None
 
 
@@ -132,8 +144,14 @@ class JupyterServer:
                 self.stop()
                 raise AssertionError(f"the {self.kind} server did not start; its log:\n{self.log()}")
             time.sleep(0.1)
-        self.port = int(json.loads(info.read_text())["port"])
-        return self
+        while True:  # the server may still be writing the file
+            try:
+                self.port = int(json.loads(info.read_text())["port"])
+                return self
+            except (ValueError, KeyError):
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.1)
 
     def stop(self) -> None:
         """Stop the server (and its kernels) by its PID; SIGKILL if it does not end in time."""
@@ -175,11 +193,14 @@ class JupyterServer:
             self.api("DELETE", f"kernels/{k['id']}")
 
     # --- notebooks -------------------------------------------------------------------------
-    def notebook_file(self, name: str, cells: list[str] = ()) -> Path:  # type: ignore[assignment]
+    def notebook_file(self, name: str, cells: Sequence[str] = (), *, ids: Sequence[str] = ()) -> Path:
+        """Write a notebook of code cells `cells` (with these cell ids, when given) under the root."""
         path = self.root / name
         nb = nbformat.v4.new_notebook()
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipy_agent test)", "language": "python"}
         nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+        for cell, cell_id in zip(nb.cells, ids):
+            cell.id = cell_id
         nbformat.write(nb, path)
         return path
 
@@ -218,7 +239,8 @@ class NotebookPage:
         try:
             self.page.wait_for_function(f"(arg) => {{ {_PANEL} {body} }}", arg=arg, timeout=timeout * 1000)
         except Exception as e:
-            raise AssertionError(f"timed out waiting for {what}: {e}\nserver log:\n{self.server.log()[-2000:]}") from None
+            raise AssertionError(f"timed out waiting for {what}: {e}\nconsole: {self.console[-10:]}\n"
+                                 f"server log:\n{self.server.log()[-2000:]}") from None
 
     def wait_ready(self) -> None:
         self.wait_js("the notebook and an idle kernel",
@@ -276,26 +298,52 @@ class NotebookPage:
             if needle in text:
                 return text
             if time.monotonic() > end:
-                raise AssertionError(f"cell {index} never showed {needle!r}; it shows:\n{text}")
+                raise AssertionError(f"cell {index} never showed {needle!r}; it shows:\n{text}\n"
+                                     f"console: {self.console[-10:]}")
             time.sleep(0.1)
 
     def outputs(self, index: int) -> list[dict[str, Any]]:
         """Cell `index`'s outputs as the notebook model holds them (what Save will write)."""
         return list(self.js("return P().content.model.cells.get(arg).outputs.toJSON();", index))
 
+    # --- the model, as the live notebook bridge sees it ------------------------------------
+    def cells(self) -> list[dict[str, Any]]:
+        """Each cell as the notebook model holds it: id, type, source, execution count, outputs."""
+        return list(self.js(
+            "const m = P().content.model; const out = [];"
+            "for (let i = 0; i < m.cells.length; i++) { const c = m.cells.get(i);"
+            "  out.push({id: c.id, cell_type: c.type, source: c.sharedModel.getSource(),"
+            "    execution_count: c.type === 'code' ? c.executionCount : null,"
+            "    outputs: c.type === 'code' ? c.outputs.toJSON() : []}); }"
+            "return out;"))
+
+    def dirty(self) -> bool:
+        """Whether the model has changes the file on disk does not have."""
+        return bool(self.js("return P().context.model.dirty;"))
+
+    def index_of(self, cell_id: str) -> int:
+        return int(self.js("return P().content.model.sharedModel.cells.findIndex(c => c.id === arg);", cell_id))
+
+    def type_into(self, index: int, keys: str, delay_ms: int = 40) -> None:
+        """Click into cell `index`'s editor, go to its end and type `keys` key by key, as a person does."""
+        self.cell(index).locator(".cm-content").click()
+        self.page.keyboard.press("Control+End")
+        self.page.keyboard.type(keys, delay=delay_ms)
+
     # --- widgets ---------------------------------------------------------------------------
-    def button(self, index: int, label: str) -> Any:
-        """The enabled widget button of cell `index` whose text starts with `label`."""
-        return self.output_area(index).locator("button.jupyter-button:not([disabled])",
-                                               has_text=re.compile(f"^\\s*{re.escape(label)}")).first
+    def button(self, index: int, label: str, timeout: float = TIMEOUT) -> Any:
+        """The enabled widget button of cell `index` whose text starts with `label`, once it is visible."""
+        loc = self.output_area(index).locator("button.jupyter-button:not([disabled])",
+                                              has_text=re.compile(f"^\\s*{re.escape(label)}")).first
+        try:
+            loc.wait_for(state="visible", timeout=timeout * 1000)
+        except Exception:
+            raise AssertionError(f"no {label!r} button appeared in cell {index}; it shows:\n{self.text(index)}") from None
+        return loc
 
     def prompt(self, index: int, timeout: float = TIMEOUT) -> Any:
         """Wait for an open approval prompt (its Deny button) in cell `index`; return the prompt's box."""
-        deny = self.button(index, "Deny")
-        try:
-            deny.wait_for(state="visible", timeout=timeout * 1000)
-        except Exception:
-            raise AssertionError(f"no approval prompt appeared in cell {index}; it shows:\n{self.text(index)}") from None
+        deny = self.button(index, "Deny", timeout)
         return deny.locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
 
     def reason_box(self, index: int) -> Any:

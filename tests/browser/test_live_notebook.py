@@ -10,69 +10,40 @@ agent's cell shows. Without a browser these tests skip locally and fail in CI (C
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
-import nbformat
 import pytest
 
-from tests.browser.harness import SCREENSHOTS
-from tests.browser.live_support import LabServer, LivePage, browser_missing
+from tests.browser.harness import SCREENSHOTS, JupyterServer, NotebookPage
 
+pytestmark = pytest.mark.browser
 
-
-def _need_browser() -> None:
-    why = browser_missing()
-    if why is None:
-        return
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"browser tests cannot run in CI: {why}. .ci/run installs chromium and Node; fix the image.",
-                    pytrace=False)
-    pytest.skip(f"browser tests need a browser: {why}")
-
-
-# `browser` is the shared fixture of tests/browser/conftest.py (one Chromium per module).
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: Any) -> Iterator[LabServer]:
-    _need_browser()
-    s = LabServer(tmp_path_factory.mktemp("lab")).start()
-    try:
-        yield s
-    finally:
-        s.stop()
+# `browser` and `lab_server` are the shared fixtures of tests/browser/conftest.py.
 
 
 def use(tid: str, name: str, **inp: Any) -> dict[str, Any]:
     return {"type": "tool_use", "id": tid, "name": name, "input": inp}
 
 
-def make_notebook(server: LabServer, name: str, agent_line: str, turns: list[Any]) -> str:
+def make_notebook(server: JupyterServer, name: str, agent_line: str, turns: list[Any]) -> str:
     """cell 0 loads ipy_agent, cell 1 runs the agent, then c1 `x = 1` and c2 `print(x + 1)`."""
     script = name.replace(".ipynb", ".json")
     (server.root / script).write_text(json.dumps({"turns": turns}))
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    cells = [("load", "%load_ext ipy_agent"), ("agent", f"{agent_line} --script {script} go"),
-             ("c1", "x = 1"), ("c2", "print(x + 1)")]
-    nb.cells = [nbformat.v4.new_code_cell(src) for _, src in cells]
-    for c, (cid, _) in zip(nb.cells, cells):
-        c.id = cid
-    nbformat.write(nb, server.root / name)
+    server.notebook_file(name, ["%load_ext ipy_agent", f"{agent_line} --script {script} go", "x = 1", "print(x + 1)"],
+                         ids=["load", "agent", "c1", "c2"])
     return name
 
 
 @pytest.fixture
-def opened(server: LabServer, browser: Any) -> Iterator[list[LivePage]]:
-    pages: list[LivePage] = []
+def opened(lab_server: JupyterServer, browser: Any) -> Iterator[list[NotebookPage]]:
+    pages: list[NotebookPage] = []
     yield pages
     for p in pages:
-        p.page.close()
+        p.close()
 
 
-def start(server: LabServer, browser: Any, opened: list[LivePage], name: str) -> LivePage:
+def start(server: JupyterServer, browser: Any, opened: list[NotebookPage], name: str) -> NotebookPage:
     page = server.open(browser, name)
     opened.append(page)
     page.run(0)
@@ -81,8 +52,8 @@ def start(server: LabServer, browser: Any, opened: list[LivePage], name: str) ->
     return page
 
 
-def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(server, browser, opened):
-    name = make_notebook(server, "main.ipynb", "%agent", [
+def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(lab_server, browser, opened):
+    name = make_notebook(lab_server, "main.ipynb", "%agent", [
         [use("r1", "NotebookRead")],
         [use("e1", "NotebookEdit", notebook_path="main.ipynb", cell_id="c1", new_source="x = 41")],
         [use("e2", "NotebookEdit", notebook_path="main.ipynb", cell_id="c2", edit_mode="insert", cell_type="code",
@@ -91,7 +62,7 @@ def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(server
         [use("n2", "NotebookRun", cell_id="cell-4")],
         "Replaced x, added a cell and ran both.",
     ])
-    page = start(server, browser, opened, name)
+    page = start(lab_server, browser, opened, name)
     for k in range(4):  # two edits, two runs: each asks, and the person clicks Allow
         allow = page.button(1, "Allow")
         if k == 0:
@@ -110,17 +81,17 @@ def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(server
     assert inserted["outputs"][1]["data"]["text/plain"] == "84"
     # Nothing was saved: the live model changed, the file did not.
     assert page.dirty()
-    on_disk = json.loads((server.root / name).read_text())
+    on_disk = json.loads((lab_server.root / name).read_text())
     assert ["".join(c["source"]) for c in on_disk["cells"]][2:] == ["x = 1", "print(x + 1)"]
 
 
-def test_a_denied_edit_leaves_the_cell_alone(server, browser, opened):
-    name = make_notebook(server, "deny.ipynb", "%agent", [
+def test_a_denied_edit_leaves_the_cell_alone(lab_server, browser, opened):
+    name = make_notebook(lab_server, "deny.ipynb", "%agent", [
         [use("r1", "NotebookRead")],
         [use("e1", "NotebookEdit", notebook_path="deny.ipynb", cell_id="c1", new_source="x = 99")],
         "Understood.",
     ])
-    page = start(server, browser, opened, name)
+    page = start(lab_server, browser, opened, name)
     page.button(1, "Deny").click()
     page.wait_done(1)
     page.wait_text(1, "Understood.")
@@ -128,13 +99,13 @@ def test_a_denied_edit_leaves_the_cell_alone(server, browser, opened):
     assert "denied" in page.text(1).lower()
 
 
-def test_a_cell_the_person_types_into_after_the_read_is_not_overwritten(server, browser, opened):
-    name = make_notebook(server, "stale.ipynb", "%agent", [
+def test_a_cell_the_person_types_into_after_the_read_is_not_overwritten(lab_server, browser, opened):
+    name = make_notebook(lab_server, "stale.ipynb", "%agent", [
         [use("r1", "NotebookRead")],
         [use("e1", "NotebookEdit", notebook_path="stale.ipynb", cell_id="c1", new_source="x = 2")],
         "I will read it again.",
     ])
-    page = start(server, browser, opened, name)
+    page = start(lab_server, browser, opened, name)
     allow = page.button(1, "Allow")  # the agent has read c1 and asks to replace it
     page.type_into(2, "  # mine")  # meanwhile the person types into c1, key by key
     allow.click()
@@ -144,13 +115,13 @@ def test_a_cell_the_person_types_into_after_the_read_is_not_overwritten(server, 
     assert "changed since you read it" in page.text(1) or "changed while the edit" in page.text(1)
 
 
-def test_a_background_run_runs_cells_while_the_kernel_is_free(server, browser, opened):
-    name = make_notebook(server, "bg.ipynb", "%agent --background --allow NotebookRun", [
+def test_a_background_run_runs_cells_while_the_kernel_is_free(lab_server, browser, opened):
+    name = make_notebook(lab_server, "bg.ipynb", "%agent --background --allow NotebookRun", [
         [use("n1", "NotebookRun", cell_id="c1")],
         [use("n2", "NotebookRun", cell_id="c2")],
         "Ran them.",
     ])
-    page = start(server, browser, opened, name)
+    page = start(lab_server, browser, opened, name)
     page.wait_done(1)  # the magic returned at once; the agent goes on in the background
     page.wait_js("c2's outputs in the model", "const c = P().content.model.cells.get(3);"
                  " return c.outputs.length > 0 && c.executionCount !== null;")
@@ -160,9 +131,9 @@ def test_a_background_run_runs_cells_while_the_kernel_is_free(server, browser, o
     assert cells[3]["execution_count"] == cells[2]["execution_count"] + 1
 
 
-def test_the_bridge_survives_a_page_reload_and_a_kernel_restart(server, browser, opened):
-    name = make_notebook(server, "again.ipynb", "%agent --new", [[use("r1", "NotebookRead")], "Read it."])
-    page = start(server, browser, opened, name)
+def test_the_bridge_survives_a_page_reload_and_a_kernel_restart(lab_server, browser, opened):
+    name = make_notebook(lab_server, "again.ipynb", "%agent --new", [[use("r1", "NotebookRead")], "Read it."])
+    page = start(lab_server, browser, opened, name)
     page.wait_done(1)
     page.wait_text(1, "Read 4 cells of again.ipynb (live)")
     # A reload: the kernel keeps running its bridge; the new page must find it by itself.
@@ -184,9 +155,7 @@ def test_the_bridge_survives_a_page_reload_and_a_kernel_restart(server, browser,
     assert "ipy_agent extension answered" not in page.text(1)
 
 
-def test_listing_a_500_cell_notebook_round_trip(server, browser, opened):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+def test_listing_a_500_cell_notebook_round_trip(lab_server, browser, opened):
     timing = ("import time, statistics\n"
               "from ipy_agent.magics import current_magics\n"
               "b = current_magics().bridge\n"
@@ -200,10 +169,10 @@ def test_listing_a_500_cell_notebook_round_trip(server, browser, opened):
               "print('CELLS', len(cells), 'MS', round(statistics.median(ts) * 1000, 1),"
               " 'ONE', round(statistics.median(one) * 1000, 1))\n"
               "await b.notify('ipy_agent is waiting for your approval in cell 2', 'warning')")
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext ipy_agent"), nbformat.v4.new_code_cell(timing)]
-    nb.cells += [nbformat.v4.new_code_cell(f"v{i} = {i}  # a cell of a long notebook\nprint(v{i})") for i in range(498)]
-    nbformat.write(nb, server.root / "long.ipynb")
-    page = server.open(browser, "long.ipynb")
+    cells = ["%load_ext ipy_agent", timing]
+    cells += [f"v{i} = {i}  # a cell of a long notebook\nprint(v{i})" for i in range(498)]
+    lab_server.notebook_file("long.ipynb", cells)
+    page = lab_server.open(browser, "long.ipynb")
     opened.append(page)
     page.run(0)
     page.wait_done(0)

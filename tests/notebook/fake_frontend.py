@@ -11,6 +11,7 @@ labextension/src/index.ts does: hello on comm_open, requests addressed by path, 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,9 @@ class Panel:
     # (the person typing into a cell after the agent read it).
     before: Callable[[Panel, dict[str, Any]], None] | None = None
     silent: bool = False  # the page is gone: requests go unanswered
+    # A busy page (a long notebook still rendering) handles a comm the kernel opens this many
+    # seconds late: the kernel waits, nothing answers in between.
+    hello_delay: float = 0.0
 
     def sources(self) -> list[str]:
         return [c["source"] for c in self.cells]
@@ -129,6 +133,7 @@ class LiveKernel(Kernel):
         if msg["msg_type"] == "comm_open" and content.get("target_name") == TARGET:
             self.comms[content["comm_id"]] = list(self.panels)
             for panel in self.panels:
+                time.sleep(panel.hello_delay)
                 self.send(content["comm_id"], panel.hello())
         elif msg["msg_type"] == "comm_msg" and content.get("comm_id") in self.comms:
             data = content.get("data") or {}
