@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-__all__ = ["ReadEntry", "ReadState", "content_hash", "cell_key", "file_digest"]
+__all__ = ["ReadEntry", "ReadState", "content_hash", "cell_key", "file_digest", "file_stamp"]
 
 
 def content_hash(data: bytes | str) -> str:
@@ -33,9 +33,14 @@ def cell_key(notebook: str | Path, cell_id: str) -> str:
 @dataclass(frozen=True, kw_only=True)
 class ReadEntry:
     key: str
-    # Hash of the whole content. A ranged read of a huge file hashes the file as a stream (its
-    # content never sits in memory whole); None only when the file could not be read.
+    # Hash of the whole content; None for a ranged read of a file too big to load whole, which
+    # is judged by `stamp` instead, and when the file could not be read.
     content_hash: str | None
+    # (device, inode, size, mtime, ctime) of a file read in a range without being loaded: any
+    # write changes its ctime, which no tool can set back (`touch -r` restores only mtime), so
+    # an unchanged stamp means unchanged content, at the cost of one stat instead of hashing
+    # hundreds of megabytes on every read.
+    stamp: tuple[int, ...] | None = None
     size: int | None = None
     mtime_ns: int | None = None
     offset: int | None = None
@@ -66,6 +71,7 @@ class ReadState:
         *,
         content: bytes | str | None = None,
         digest: str | None = None,
+        stamp: tuple[int, ...] | None = None,
         size: int | None = None,
         mtime_ns: int | None = None,
         offset: int | None = None,
@@ -77,14 +83,14 @@ class ReadState:
             digest = content_hash(content)
             if size is None:
                 size = len(content.encode("utf-8") if isinstance(content, str) else content)
-        elif digest is None and not k.startswith("cell:"):
+        elif digest is None and stamp is None and not k.startswith("cell:"):
             # Freshness is judged by content: a rewrite that keeps the size and restores the
             # mtime (`touch -r`, a tool that preserves times) must still count as a change.
             digest = file_digest(k)
         if mtime_ns is None and not k.startswith("cell:"):
             mtime_ns, size = _stat(k, size)
         entry = ReadEntry(
-            key=k, content_hash=digest, size=size, mtime_ns=mtime_ns, offset=offset, limit=limit,
+            key=k, content_hash=digest, stamp=stamp, size=size, mtime_ns=mtime_ns, offset=offset, limit=limit,
             source=source, at=time.time(),
         )
         self._entries[k] = entry
@@ -115,9 +121,11 @@ class ReadState:
             return f"{what} has not been read yet. Read it first, then retry the edit, so the change is made against its current content."
         if current is None:
             return f"{what} no longer exists; it was deleted or moved after you read it. Check the path, and Read it again if it moved."
-        # Only content decides; an entry without a hash (the file could not be read whole when
-        # it was recorded) is never fresh.
+        # Only content decides: its hash, or for a file read in a range, a stamp that changes
+        # with every write. An entry with neither (the file could not be read) is never fresh.
         if entry.content_hash is not None and content_hash(current) == entry.content_hash:
+            return None
+        if entry.content_hash is None and entry.stamp is not None and file_stamp(entry.key) == entry.stamp:
             return None
         return f"{what} has changed since you read it (edited by the person, a formatter or another tool). Read it again, then redo the edit against the new content."
 
@@ -146,6 +154,15 @@ def file_digest(path: str | Path, chunk: int = 1 << 20) -> str | None:
     except OSError:
         return None
     return h.hexdigest()
+
+
+def file_stamp(path: str | Path | os.stat_result) -> tuple[int, ...] | None:
+    """(device, inode, size, mtime, ctime) of a file, from a path or a stat result; None when it is gone."""
+    try:
+        st = path if isinstance(path, os.stat_result) else os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _stat(path: str, size: int | None) -> tuple[int | None, int | None]:

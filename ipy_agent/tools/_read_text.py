@@ -6,7 +6,7 @@ ranged read. Larger files are streamed: newlines are counted in fixed-size binar
 reach the first wanted line, then lines are read with a bounded `readline`, so neither a far
 offset nor one gigantic line can pull the file into memory. Block starts are kept as a line
 index, so paging on through the same file does not count from the top again; a far range of
-a file over 256 MB is found by the system's `tail`, which skips lines several times faster.
+a file over 16 MB is found by the system's `tail`, which skips lines several times faster.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ MAX_OUTPUT_TOKENS = 25_000
 MAX_UNRANGED_BYTES = 256 * 1024
 WHOLE_FILE_BYTES = 8 * 1024 * 1024
 COUNT_REST_BYTES = 64 * 1024 * 1024  # past this, a ranged read does not count the lines after it
-TAIL_MIN_BYTES = 256 * 1024 * 1024  # from this size a far offset is found by `tail` (see _read_via_tail)
+TAIL_MIN_BYTES = 16 * 1024 * 1024  # from this size a far offset is found by `tail` (see _read_via_tail)
 _BLOCK = 4 * 1024 * 1024
 _LINE_CHUNK = 64 * 1024
 _KEEP_BYTES = MAX_LINE_CHARS * 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8

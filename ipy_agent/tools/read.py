@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.runtime.limits import SELF_LIMITING
+from ipy_agent.runtime.read_state import file_stamp
 from ipy_agent.runtime.threads import run_blocking
 from ipy_agent.runtime.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
 from ipy_agent.runtime.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
@@ -359,8 +360,10 @@ def _text_output(path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContex
     if r.raw is not None:
         ctx.read_state.record(path, content=r.raw, offset=offset, limit=limit)
     else:
-        # Too big to keep whole: the read state hashes the file as a stream instead.
-        ctx.read_state.record(path, digest=None, size=st.st_size, mtime_ns=st.st_mtime_ns, offset=offset, limit=limit)
+        # Too big to keep whole: the read state keeps the stat the read began with (a file
+        # written meanwhile has a newer one, and an edit must then read it again).
+        ctx.read_state.record(path, stamp=file_stamp(st), size=st.st_size, mtime_ns=st.st_mtime_ns, offset=offset,
+                              limit=limit)
     return ReadOutput(kind="text", path=str(path), content=text, first_line=start, lines=shown, total_lines=r.total_lines, nbytes=st.st_size)
 
 

@@ -161,7 +161,7 @@ def inspect_text(agent: Any, key: str | int | None = None) -> str:
         lines.append("Read state: no entry (this call touched no file the agent tracks)")
     else:
         span = f", lines {entry.offset or 1}+{entry.limit}" if entry.partial else ", whole file"
-        digest = (entry.content_hash or "")[:12] or "none"
+        digest = (entry.content_hash or "")[:12] or ("by stat" if entry.stamp else "none")
         lines.append(f"Read state: {entry.key}  hash {digest}, {entry.size} bytes{span}, recorded by {entry.source}")
     return "\n".join(lines)
 

@@ -168,3 +168,18 @@ def test_the_terminal_prints_one_row_per_call_when_the_message_budget_spills(tmp
     agent.run("go")
     rows = [line for line in console.export_text().splitlines() if line.strip().startswith("✓ Big")]
     assert len(rows) == 2 and agent.trace[1].stage("message_budget") is not None
+
+
+def test_a_file_read_in_a_range_is_judged_by_a_stamp_that_touch_r_cannot_restore(tmp_path):
+    from ipy_agent.runtime.read_state import file_stamp
+
+    f = tmp_path / "big.log"
+    f.write_bytes(b"x\n" * 10)
+    state = ReadState()
+    st = f.stat()
+    state.record(f, stamp=file_stamp(st), size=st.st_size, mtime_ns=st.st_mtime_ns, offset=5, limit=2)
+    assert state.get(f).content_hash is None  # nothing hashed: one stat, whatever the size
+    assert state.check_fresh(f, f.read_bytes()) is None
+    f.write_bytes(b"y\n" * 10)  # same size ...
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # ... and the old mtime, as `touch -r` would
+    assert "changed since you read it" in state.check_fresh(f, f.read_bytes())
