@@ -20,7 +20,7 @@ from .gitignore import first_matching
 if TYPE_CHECKING:
     from .read_state import ReadState
 
-__all__ = ["ToolContext", "DecisionSource", "SandboxSetting", "APPROVALS"]
+__all__ = ["ToolContext", "DecisionSource", "SandboxSetting", "APPROVALS", "realpath_via"]
 
 # Which step of the permission decision let a call run (see `permissions.decide`). "rule",
 # "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the
@@ -107,10 +107,17 @@ class ToolContext:
         target = os.path.normpath(os.path.join(self.cwd, target))
         candidates = [target]
         if follow_links:
-            real = os.path.realpath(target) if real_dirs is None else _realpath_via(target, real_dirs)
+            real = os.path.realpath(target) if real_dirs is None else realpath_via(target, real_dirs)
             if real != target:
                 candidates.append(real)
-        spec = first_matching(self.read_deny, candidates, cwd=self.cwd)
+        return self.read_denied_by(candidates)
+
+    def read_denied_by(self, paths: list[str]) -> str | None:
+        """The `Read(...)` deny rule covering one of `paths` (absolute and normalised, links
+        already followed by the caller), or None: the matching half of `is_read_denied`."""
+        if not self.read_deny:
+            return None
+        spec = first_matching(self.read_deny, paths, cwd=self.cwd)
         return None if spec is None else f"Read({spec})"
 
     def display_path(self, path: str | Path) -> str:
@@ -122,7 +129,7 @@ class ToolContext:
             return str(p)
 
 
-def _realpath_via(path: str, real_dirs: dict[str, str]) -> str:
+def realpath_via(path: str, real_dirs: dict[str, str]) -> str:
     """`os.path.realpath(path)` for a normalised absolute path, with its directory's real path
     taken from (and kept in) `real_dirs`: the last name is a symlink to follow or it is not."""
     head, tail = os.path.split(path)

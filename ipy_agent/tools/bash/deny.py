@@ -24,9 +24,11 @@ import glob
 import os
 import re
 import shlex
+from collections import Counter
 from dataclasses import dataclass
 
 from ...runtime.tool import ToolContext
+from ...runtime.tool_context import realpath_via
 from .options import PATTERN_FIRST, path_candidates, supplies_pattern
 from .syntax import SimpleCommand, Word, analyze
 from .wrappers import program_name, unwrap
@@ -44,6 +46,7 @@ _GIT_STAGE = re.compile(r"^:[0-3]:|^:")  # `:0:path` (a stage of the index), `:p
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
 _MAX_BRACES = 8  # brace lists expanded per word; the doubt still asks about the rest
 _MAX_GLOB_MATCHES = 1000  # a glob over a huge folder: the first thousand names are checked
+_LIST_FROM = 8  # words naming one directory from which it is listed once rather than lstat-ed per word
 
 
 @dataclass(frozen=True)
@@ -154,19 +157,76 @@ def _path_words(cmd: SimpleCommand, every_word: bool = False) -> tuple[list[Word
 
 
 def _check_words(words: list[str], dirs: list[str], ctx: ToolContext) -> tuple[str, str] | None:
-    real_dirs: dict[str, str] = {}  # one realpath per directory, one lstat per word
+    """The first word (as written) that names a file a Read deny rule covers, with the rule."""
+    wanted: list[tuple[str, str]] = []  # (the word, an absolute normalised path it may name)
+    bases = [os.path.normpath(os.path.join(str(ctx.cwd), d)) for d in dirs]
     for text in words:
         if not text or text.startswith("/dev/"):
             continue
-        expanded = os.path.expanduser(text)
-        bases = [""] if os.path.isabs(expanded) else dirs
-        for base in bases:
-            path = os.path.join(base, expanded)
-            for candidate in [path, *_expand(path)]:
-                rule = ctx.is_read_denied(candidate, real_dirs=real_dirs)
-                if rule is not None:
-                    return text, rule
+        expanded = os.path.expanduser(text) if text.startswith("~") else text
+        for base in [""] if expanded.startswith("/") else bases:
+            path = _joined(base, expanded)
+            wanted.append((text, path))
+            if glob.has_magic(path):
+                wanted += [(text, os.path.normpath(m)) for m in _expand(path)]
+    links = _Links([path for _, path in wanted])
+    for text, path in wanted:
+        real = links.real(path)
+        rule = ctx.read_denied_by([path] if real == path else [path, real])
+        if rule is not None:
+            return text, rule
     return None
+
+
+def _joined(base: str, word: str) -> str:
+    """normpath(join(base, word)) for an absolute normalised `base`; a plain relative word
+    (no `.`, `..` or doubled slash in it: most of them) needs only the join."""
+    if base and word and not word.startswith(".") and "/." not in word and "//" not in word and not word.endswith("/"):
+        return base + word if base.endswith("/") else base + "/" + word
+    return os.path.normpath(os.path.join(base, word))
+
+
+class _Links:
+    """Where each of many paths really leads (`cat link-to-.env` reads .env), with one realpath
+    per directory and, for a directory many words name, one listing instead of an lstat per
+    word: a 10 KB command names hundreds of files, and a check per word must stay cheap."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self._real_dirs: dict[str, str] = {}
+        per_dir = Counter(p.rpartition("/")[0] or "/" for p in paths)
+        # A listing costs about one lstat per 8 entries; past 8 entries per word it is dearer.
+        self._links = {d: _symlinks_in(d, 8 * n) for d, n in per_dir.items() if n >= _LIST_FROM}
+
+    def real(self, path: str) -> str:
+        head, _, tail = path.rpartition("/")
+        head = head or "/"
+        links = self._links.get(head)
+        if links is None or not tail or tail in (".", ".."):
+            return realpath_via(path, self._real_dirs)
+        if tail in links:
+            return os.path.realpath(path)
+        real_head = self._real_dirs.get(head)
+        if real_head is None:
+            real_head = self._real_dirs[head] = os.path.realpath(head)
+        return os.path.join(real_head, tail)
+
+
+def _symlinks_in(directory: str, most: int) -> set[str] | None:
+    """The names of the symlinks in `directory` (none in one that does not exist), or None
+    when it has more than `most` entries or cannot be listed: then each path is lstat-ed."""
+    found: set[str] = set()
+    try:
+        with os.scandir(directory) as entries:
+            for count, entry in enumerate(entries):
+                if count >= most:
+                    return None
+                if entry.is_symlink():
+                    found.add(entry.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return found  # nothing can exist there, links included
+    except OSError:
+        return None
+    return found
 
 
 def _repo_roots(dirs: list[str]) -> list[str]:

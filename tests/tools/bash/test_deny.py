@@ -176,5 +176,25 @@ async def test_a_symlink_to_a_denied_file_is_refused(tree):
     assert check.behavior == "deny" and "Read(**/.env)" in check.message
 
 
+async def test_a_symlink_among_many_words_of_one_directory_is_refused(tree):
+    # Many words naming one directory: it is listed once instead of lstat-ing each word, and the
+    # link among them is still followed; plain words, `./` and `..` spellings of it too.
+    logs = tree / "logs"
+    logs.mkdir()
+    for i in range(40):
+        (logs / f"day{i:02d}.log").write_text("ok\n")
+    (logs / "day17.log").unlink()
+    (logs / "day17.log").symlink_to(tree / "secrets" / "key.pem")
+    names = " ".join(f"logs/day{i:02d}.log" for i in range(40))
+    for spelling in ("logs/day17.log", "./logs/day17.log", "logs/../logs/day17.log", "logs//day17.log"):
+        check = await verdict(make_ctx(tree), f"head -n 1 {names.replace('logs/day17.log', spelling)}")
+        assert check.behavior == "deny" and "Read(secrets/**)" in check.message, spelling
+    check = await verdict(make_ctx(tree), f"head -n 1 {names.replace('logs/day17.log', 'logs/day18.log')}")
+    assert check.behavior != "deny"
+    # Words in a directory that does not exist name no file, links included.
+    missing = " ".join(f"gone/f{i}.txt" for i in range(20))
+    assert (await verdict(make_ctx(tree), f"cat {missing}")).behavior != "deny"
+
+
 async def test_no_deny_rules_no_refusal(tree):
     assert (await verdict(make_ctx(tree, deny=()), "cat .env")).behavior == "allow"
