@@ -267,8 +267,9 @@ class Agent:
         env = self._env(exposure)
         executor = ToolExecutor(env, turn=record.turn, trace=self.trace, batch_counter=self._batches,
                                 max_concurrency=self.max_concurrency)
-        # A list copy is a faithful snapshot: the history's messages are never edited in place.
-        request = ModelRequest(system=self.system(exposure), messages=list(self.messages), tools=api_tools)
+        # The history itself, not a copy: nothing changes it while the model answers, and a
+        # model that keeps the request copies the list (see ModelRequest).
+        request = ModelRequest(system=self.system(exposure), messages=self.messages, tools=api_tools)
         self._emit(TurnEvent(turn=record.turn, phase="start"))
         return Turn(record=record, env=env, executor=executor, ids=ToolUseIds(self._history_ids.sync(self.messages))), request
 

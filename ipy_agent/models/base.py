@@ -51,8 +51,10 @@ RequestPurpose = Literal["turn", "compaction"]
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRequest:
-    """One request. `messages` shares its messages and blocks with the agent's history (a list
-    made for this request, nothing deep-copied): a model reads them and must not change them."""
+    """One request. `messages` is the agent's history itself, not a copy (copying a long
+    history's list on every turn would make each turn cost the conversation's length): a model
+    reads it while it answers and must not change it; one that keeps a request past its answer
+    keeps a copy of the list (the history's messages are never edited in place)."""
 
     system: str
     messages: list[dict[str, Any]]

@@ -36,8 +36,9 @@ class ScriptedModel:
     or a callable that receives the conversation so far and returns either. When the turns run
     out, it ends the turn with a short text. The last `keep_requests` requests (system,
     messages, tools; default 100, None keeps all) are kept in `requests` so tests can assert
-    what the model was shown. A request is kept as it was sent, without a copy: the agent
-    gives each request a list of its history's messages, which it never changes in place.
+    what the model was shown: a copy of the request's list (the agent hands over its history
+    itself), sharing the messages, which the agent never changes in place. `keep_requests=0`
+    keeps none and copies nothing.
 
     A compaction request (`request.purpose == "compaction"`) is answered with
     `compaction_summary` and kept in `compactions` instead: it uses no scripted turn.
@@ -116,8 +117,8 @@ class ScriptedModel:
                                   usage=Usage(input_tokens=1, output_tokens=max(1, len(self.compaction_summary) // 4)))
             return
         if self.keep_requests != 0:
-            # The request's own lists: the agent builds them for this request and never changes them.
-            self.requests.append({"system": request.system, "messages": request.messages, "tools": request.tools})
+            # The history goes on growing after this request: keep the list as it was sent.
+            self.requests.append({"system": request.system, "messages": list(request.messages), "tools": request.tools})
             if self.keep_requests is not None and len(self.requests) > self.keep_requests:
                 del self.requests[: len(self.requests) - self.keep_requests]
         blocks = self._take_turn(request.messages)
