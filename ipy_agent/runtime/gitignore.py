@@ -14,9 +14,10 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["gitignore_match", "first_matching"]
+__all__ = ["gitignore_match", "first_matching", "rule_matcher"]
 
 
 @functools.lru_cache(maxsize=256)  # one pattern is matched against every path a search finds
@@ -107,17 +108,27 @@ def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: st
 def first_matching(patterns: tuple[str, ...], paths: list[str], *, cwd: str | Path) -> str | None:
     """The first of `patterns` that matches one of `paths` (absolute and normalised), or None:
     `gitignore_match` for a whole rule set, with every pattern compiled once per rule set."""
+    return rule_matcher(patterns, cwd=cwd)(paths)
+
+
+def rule_matcher(patterns: tuple[str, ...], *, cwd: str | Path) -> Callable[[list[str]], str | None]:
+    """`first_matching` with the rule set looked up once: for checking many paths in a row."""
     home = os.path.expanduser("~") if _uses_home(patterns) else None
-    for pattern, head, regex in _compiled_set(patterns, str(cwd), home):
-        for path in paths:
-            if head is None:  # a relative base: the general path
-                if gitignore_match(pattern, path, cwd=cwd, home=home):
-                    return pattern
-            elif path.startswith(head):
-                rel = path[len(head):]
-                if rel != "." and not rel.startswith("..") and regex.match(rel):
-                    return pattern
-    return None
+    compiled = _compiled_set(patterns, str(cwd), home)
+
+    def first(paths: list[str]) -> str | None:
+        for pattern, head, regex in compiled:
+            for path in paths:
+                if head is None:  # a relative base: the general path
+                    if gitignore_match(pattern, path, cwd=cwd, home=home):
+                        return pattern
+                elif path.startswith(head):
+                    rel = path[len(head):]
+                    if rel != "." and not rel.startswith("..") and regex.match(rel):
+                        return pattern
+        return None
+
+    return first
 
 
 @functools.lru_cache(maxsize=64)

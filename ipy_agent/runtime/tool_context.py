@@ -13,9 +13,10 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from .gitignore import first_matching
+from .gitignore import rule_matcher
 
 if TYPE_CHECKING:
     from .read_state import ReadState
@@ -115,10 +116,19 @@ class ToolContext:
     def read_denied_by(self, paths: list[str]) -> str | None:
         """The `Read(...)` deny rule covering one of `paths` (absolute and normalised, links
         already followed by the caller), or None: the matching half of `is_read_denied`."""
+        return self.read_deny_matcher()(paths)
+
+    def read_deny_matcher(self) -> Callable[[list[str]], str | None]:
+        """`read_denied_by` with the rules looked up once, for a caller checking many paths."""
         if not self.read_deny:
-            return None
-        spec = first_matching(self.read_deny, paths, cwd=self.cwd)
-        return None if spec is None else f"Read({spec})"
+            return lambda paths: None
+        first = rule_matcher(self.read_deny, cwd=self.cwd)
+
+        def rule(paths: list[str]) -> str | None:
+            spec = first(paths)
+            return None if spec is None else f"Read({spec})"
+
+        return rule
 
     def display_path(self, path: str | Path) -> str:
         """A path as the person would like to read it: relative to cwd when it is inside."""

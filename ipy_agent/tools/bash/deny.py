@@ -170,9 +170,10 @@ def _check_words(words: list[str], dirs: list[str], ctx: ToolContext) -> tuple[s
             if glob.has_magic(path):
                 wanted += [(text, os.path.normpath(m)) for m in _expand(path)]
     links = _Links([path for _, path in wanted])
+    denied_by = ctx.read_deny_matcher()
     for text, path in wanted:
         real = links.real(path)
-        rule = ctx.read_denied_by([path] if real == path else [path, real])
+        rule = denied_by([path] if real == path else [path, real])
         if rule is not None:
             return text, rule
     return None
@@ -208,7 +209,7 @@ class _Links:
         real_head = self._real_dirs.get(head)
         if real_head is None:
             real_head = self._real_dirs[head] = os.path.realpath(head)
-        return os.path.join(real_head, tail)
+        return path if real_head == head else os.path.join(real_head, tail)
 
 
 def _symlinks_in(directory: str, most: int) -> set[str] | None:
