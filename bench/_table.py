@@ -110,7 +110,8 @@ def render_markdown(rows: list[Row], machine_line: str, command: str, seconds: f
            "| Metric | Ours | Peer | Ratio | Target | Verdict |", "|---|---|---|---|---|---|"]
     for r in rows:
         ratio = "" if r.ratio is None else f"{r.ratio:.2f}x"
-        out.append(f"| {r.metric} | {r.ours} | {r.peer} | {ratio} | {r.target} | {_verdict(r)} |")
+        cells = [r.metric, r.ours, r.peer, ratio, r.target, _verdict(r)]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     out += ["", "## How each row is measured", ""]
     for r in rows:
         out.append(f"- **{r.metric}**: {r.how}" + (f" {r.note}" if r.note else ""))

@@ -15,7 +15,7 @@ import time
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.tools import builtin_tools
 
-__all__ = ["check_seconds", "COMMAND"]
+__all__ = ["check_seconds", "deny_check_seconds", "COMMAND"]
 
 _parts = [f"touch build/out_{i:04d}.txt src/mod_{i:04d}.py" for i in range(250)]
 COMMAND = " && ".join(_parts)[:10_240]
@@ -36,3 +36,22 @@ def check_seconds(with_deny_rules: bool, calls: int = 5) -> float:
     statuses = {rec.status for rec in agent.trace}
     assert statuses == {"denied"}, statuses
     return elapsed / calls
+
+
+def deny_check_seconds(reps: int = 30) -> tuple[float, int]:
+    """(median seconds of the Read-deny check alone on COMMAND, the words it resolves): the part
+    of the call that deny rules add, measured outside the lifecycle."""
+    import statistics
+
+    from ipy_agent.runtime.read_state import ReadState
+    from ipy_agent.runtime.tool import ToolContext
+    from ipy_agent.tools.bash.deny import denied_read
+
+    ctx = ToolContext(cwd=CWD, read_state=ReadState(), read_deny=("**/.env", "secrets/**"))
+    denied_read(COMMAND, CWD, ctx)
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        denied_read(COMMAND, CWD, ctx)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), 2 * (COMMAND.count(" && ") + 1)  # two file names per `touch`
