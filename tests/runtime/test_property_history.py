@@ -8,6 +8,7 @@ interrupts at random moments.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -55,19 +56,9 @@ tool_use = st.fixed_dictionaries({
 turn = st.one_of(st.text(min_size=0, max_size=20), st.lists(tool_use, min_size=1, max_size=4))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    turns=st.lists(turn, min_size=1, max_size=5),
-    hook_fault=st.sampled_from([None, "raise", "deny", "stop", "ask", "post_raise"]),
-    approval=st.sampled_from(["allow", "always", "deny", "reason", "raise"]),
-    interrupt_after=st.one_of(st.none(), st.floats(0, 0.05)),
-    prompts=st.integers(1, 2),
-)
-def test_history_stays_valid_whatever_fails(tmp_path_factory, turns, hook_fault, approval, interrupt_after, prompts):
-    tmp = tmp_path_factory.mktemp("prop")
-    # give every tool_use a unique id, as the API does
-    counter = iter(range(10_000))
-    turns = [t if isinstance(t, str) else [{**b, "id": f"toolu_{next(counter)}"} for b in t] for t in turns]
+def faulty_agent(model: Any, cwd: Any, *, approval: str, hook_fault: str | None) -> Agent:
+    """An agent over `_tools()` whose approver and hooks fail in the way named: `approval` is
+    allow/always/deny/reason/raise, `hook_fault` None/raise/deny/stop/ask/post_raise."""
 
     def approver(req):
         match approval:
@@ -77,7 +68,7 @@ def test_history_stays_valid_whatever_fails(tmp_path_factory, turns, hook_fault,
                 return PermissionAnswer(behavior="deny", message="not now")
         return approval
 
-    agent = Agent(model=ScriptedModel(turns), tools=_tools(), cwd=tmp, approver=approver, max_turns=4)
+    agent = Agent(model=model, tools=_tools(), cwd=cwd, approver=approver, max_turns=4)
 
     def pre(e):
         match hook_fault:
@@ -97,6 +88,24 @@ def test_history_stays_valid_whatever_fails(tmp_path_factory, turns, hook_fault,
 
     agent.hooks.add("PreToolUse", pre, matcher="Safe|Flaky")
     agent.hooks.add("PostToolUse", post)
+    return agent
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    turns=st.lists(turn, min_size=1, max_size=5),
+    hook_fault=st.sampled_from([None, "raise", "deny", "stop", "ask", "post_raise"]),
+    approval=st.sampled_from(["allow", "always", "deny", "reason", "raise"]),
+    interrupt_after=st.one_of(st.none(), st.floats(0, 0.05)),
+    prompts=st.integers(1, 2),
+)
+def test_history_stays_valid_whatever_fails(tmp_path_factory, turns, hook_fault, approval, interrupt_after, prompts):
+    tmp = tmp_path_factory.mktemp("prop")
+    # give every tool_use a unique id, as the API does
+    counter = iter(range(10_000))
+    turns = [t if isinstance(t, str) else [{**b, "id": f"toolu_{next(counter)}"} for b in t] for t in turns]
+
+    agent = faulty_agent(ScriptedModel(turns), tmp, approval=approval, hook_fault=hook_fault)
 
     async def scenario():
         for i in range(prompts):

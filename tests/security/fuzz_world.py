@@ -60,10 +60,12 @@ class Listener:
             self.count += 1
             conn.close()
 
-    def close(self) -> None:
+    def close(self) -> int:
+        """Stop listening; how many connections there were."""
         self._stop.set()
         self._thread.join()
         self.sock.close()
+        return self.count
 
 
 @dataclass

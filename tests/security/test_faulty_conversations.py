@@ -15,9 +15,9 @@ import random
 
 import pytest
 
-from ipy_agent import Agent, HookOutcome, PermissionAnswer, ScriptedModel
+from ipy_agent import ScriptedModel
 from ipy_agent.runtime.history import history_problems
-from tests.runtime.test_property_history import _tools
+from tests.runtime.test_property_history import faulty_agent
 
 SEEDS = int(os.environ.get("FAULTY_SEEDS", "1000"))  # fewer only for a quick local look
 _IDS = ["dup", "dup", 7, "", None, ["x"], {"a": 1}, "../../etc/passwd", "a/b", "toolu_ok", "x" * 300, "ünï", "a b", True]
@@ -48,31 +48,7 @@ def _run_one(seed: int, tmp) -> list[str]:
     hook_fault = rng.choice([None, "raise", "deny", "stop", "ask", "post_raise"])
     interrupt_after = rng.choice([None, None, rng.uniform(0, 0.03)])
 
-    def approver(req):
-        if approval == "raise":
-            raise RuntimeError("approver broke")
-        return PermissionAnswer(behavior="deny", message="not now") if approval == "reason" else approval
-
-    agent = Agent(model=ScriptedModel(_conversation(rng)), tools=_tools(), cwd=tmp, approver=approver, max_turns=4)
-
-    def pre(e):
-        match hook_fault:
-            case "raise":
-                raise ValueError("hook bug")
-            case "deny":
-                return HookOutcome(decision="deny", reason="policy")
-            case "stop":
-                return HookOutcome(stop=True, reason="enough")
-            case "ask":
-                return HookOutcome(decision="ask")
-        return None
-
-    def post(e):
-        if hook_fault == "post_raise":
-            raise ValueError("post hook bug")
-
-    agent.hooks.add("PreToolUse", pre, matcher="Safe|Flaky")
-    agent.hooks.add("PostToolUse", post)
+    agent = faulty_agent(ScriptedModel(_conversation(rng)), tmp, approval=approval, hook_fault=hook_fault)
     problems: list[str] = []
 
     async def scenario():

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import threading
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from ipy_agent.tools.bash import sandbox as sandbox_mod
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash.sandbox import CORE_PROGRAMS, core_read_only
 from tests.helpers import results_of, use, write_tree
+from tests.security.fuzz_world import Listener
 
 pytestmark = pytest.mark.usefixtures("need_bwrap")
 
@@ -63,36 +62,6 @@ def fake_home(tmp_path: Path, monkeypatch) -> Path:
 def project(tmp_path: Path) -> Path:
     return write_tree(tmp_path / "proj", {"notes.txt": "hello\n", ".env": "API=s3cr3t-value\n",
                                           "secrets/key.pem": "PRIVATE\n", "src/a.py": "print(1)\n"})
-
-
-class Listener:
-    """A 127.0.0.1 canary: records every connection it accepts."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except (TimeoutError, OSError):
-                continue
-            self.connections += 1
-            conn.close()
-
-    def close(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
-        return self.connections
 
 
 @pytest.fixture
