@@ -271,7 +271,7 @@ class Agent:
         # model that keeps the request copies the list (see ModelRequest).
         request = ModelRequest(system=self.system(exposure), messages=self.messages, tools=api_tools)
         self._emit(TurnEvent(turn=record.turn, phase="start"))
-        return Turn(record=record, env=env, executor=executor, ids=ToolUseIds(self._history_ids.sync(self.messages))), request
+        return Turn(record=record, env=env, executor=executor, ids=ToolUseIds(self._history_ids.synced(self.messages))), request
 
     def _take_reply(self, turn: Turn, reply: MessageComplete) -> None:
         """The whole message goes into the history; tool calls not started while streaming start now."""

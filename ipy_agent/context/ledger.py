@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
 
+from ..runtime.history import SettledPrefix
 from ..runtime.tokens import message_tokens
 from .clearing import is_cleared
 
@@ -42,39 +43,37 @@ def _blocks(message: dict[str, Any]) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
-class Ledger:
+class Ledger(SettledPrefix):
     def __init__(self, result_source: SourceRule, use_source: SourceRule) -> None:
+        super().__init__()
         self._result_source = result_source  # a result that shows a file (Read)
         self._use_source = use_source  # a call whose input shows a file (Write)
         self.reset()
 
     def reset(self) -> None:
-        self.settled = 0
+        self.forget()
+        self.rescans = 0
+
+    def forget(self) -> None:
+        super().forget()
         self.tokens = 0  # estimated tokens of messages[:settled]
         self.results: deque[ResultEntry] = deque()  # clearable results, oldest first
         self.sources: Counter[str] = Counter()  # visible places per read-state key
-        self._anchor: dict[str, Any] | None = None
         self._uses: dict[str, tuple[str, dict[str, Any]]] = {}
-        self.rescans = 0
 
-    def sync(self, messages: list[dict[str, Any]]) -> None:
+    def sync(self, messages: list[dict[str, Any]]) -> bool:
         """Settle every message but the last. O(new messages), except after a replacement."""
-        if self.settled and (len(messages) < self.settled or messages[self.settled - 1] is not self._anchor):
-            self.reset()
-            self.rescans += 1
-        for i in range(self.settled, len(messages) - 1):
-            self._settle(messages[i], i)
-            self.settled = i + 1
-            self._anchor = messages[i]
+        replaced = super().sync(messages)
+        self.rescans += replaced
+        return replaced
 
     def replace(self, messages: list[dict[str, Any]], position: int, message: dict[str, Any]) -> None:
         """Put a changed copy of a settled message in its place (messages are never edited in
         place: a request sent earlier keeps showing what it showed)."""
         messages[position] = message
-        if position == self.settled - 1:
-            self._anchor = message
+        self.replaced_settled(position, message)
 
-    def _settle(self, message: dict[str, Any], position: int) -> None:
+    def settle(self, message: dict[str, Any], position: int) -> None:
         self.tokens += message_tokens(message)
         if message.get("role") == "assistant":
             self._uses = {}

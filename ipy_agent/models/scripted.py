@@ -127,7 +127,7 @@ class ScriptedModel:
         # A tool_use id is unique within a conversation (the API's ids are). A transcript replayed
         # twice in one conversation repeats its ids, and `%agent_history` / `%agent_inspect ID`
         # would then mix up the calls: a repeated id gets a suffix.
-        used = TakenIds(self._history_ids.sync(request.messages))
+        used = TakenIds(self._history_ids.synced(request.messages))
         for index, block in enumerate(blocks):
             delay = block.pop("_delay", self.block_delay)
             if block.get("type") == "tool_use" and not block.get("id"):

@@ -108,27 +108,28 @@ def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: st
 def first_matching(patterns: tuple[str, ...], paths: list[str], *, cwd: str | Path) -> str | None:
     """The first of `patterns` that matches one of `paths` (absolute and normalised), or None:
     `gitignore_match` for a whole rule set, with every pattern compiled once per rule set."""
-    return rule_matcher(patterns, cwd=cwd)(paths)
+    home = os.path.expanduser("~") if _uses_home(patterns) else None
+    return _first(_compiled_set(patterns, str(cwd), home), paths, cwd=cwd, home=home)
 
 
 def rule_matcher(patterns: tuple[str, ...], *, cwd: str | Path) -> Callable[[list[str]], str | None]:
     """`first_matching` with the rule set looked up once: for checking many paths in a row."""
     home = os.path.expanduser("~") if _uses_home(patterns) else None
-    compiled = _compiled_set(patterns, str(cwd), home)
+    return functools.partial(_first, _compiled_set(patterns, str(cwd), home), cwd=cwd, home=home)
 
-    def first(paths: list[str]) -> str | None:
-        for pattern, head, regex in compiled:
-            for path in paths:
-                if head is None:  # a relative base: the general path
-                    if gitignore_match(pattern, path, cwd=cwd, home=home):
-                        return pattern
-                elif path.startswith(head):
-                    rel = path[len(head):]
-                    if rel != "." and not rel.startswith("..") and regex.match(rel):
-                        return pattern
-        return None
 
-    return first
+def _first(compiled: tuple[tuple[str, str | None, re.Pattern[str]], ...], paths: list[str], *, cwd: str | Path,
+           home: str | None) -> str | None:
+    for pattern, head, regex in compiled:
+        for path in paths:
+            if head is None:  # a relative base: the general path
+                if gitignore_match(pattern, path, cwd=cwd, home=home):
+                    return pattern
+            elif path.startswith(head):
+                rel = path[len(head):]
+                if rel != "." and not rel.startswith("..") and regex.match(rel):
+                    return pattern
+    return None
 
 
 @functools.lru_cache(maxsize=64)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "SettledPrefix",
     "history_problems",
     "repair_history",
     "MISSING_RESULT_TEXT",
@@ -183,3 +184,41 @@ def last_text(messages: list[dict[str, Any]]) -> str:
         if m["role"] == "assistant":
             return "".join(b.get("text", "") for b in as_blocks(m["content"]) if b.get("type") == "text")
     return ""
+
+
+class SettledPrefix:
+    """Facts about a conversation kept at the cost of its new messages only.
+
+    Whatever must be known about the whole history on every turn (its size, its ids, its
+    clearable results) is counted once per message: a message is "settled" when a later one
+    exists (only the last can still be replaced, by a merge). The last settled message is the
+    anchor; when the history was replaced behind our back (a reset, a resumed conversation, a
+    compaction), the anchor no longer stands where it stood, and the new history is counted
+    from the start. Subclasses say what to forget and what to count.
+    """
+
+    def __init__(self) -> None:
+        self.settled = 0
+        self._anchor: dict[str, Any] | None = None
+
+    def sync(self, messages: list[dict[str, Any]]) -> bool:
+        """Settle every message but the last; True when the history had been replaced."""
+        replaced = bool(self.settled) and (len(messages) < self.settled or messages[self.settled - 1] is not self._anchor)
+        if replaced:
+            self.forget()
+        for i in range(self.settled, len(messages) - 1):
+            self.settle(messages[i], i)
+            self.settled, self._anchor = i + 1, messages[i]
+        return replaced
+
+    def forget(self) -> None:
+        """Drop everything counted; the next `sync` counts from the first message."""
+        self.settled, self._anchor = 0, None
+
+    def replaced_settled(self, position: int, message: dict[str, Any]) -> None:
+        """A settled message was swapped for a changed copy at `position` (the caller keeps its counts right)."""
+        if position == self.settled - 1:
+            self._anchor = message
+
+    def settle(self, message: dict[str, Any], position: int) -> None:
+        raise NotImplementedError

@@ -16,7 +16,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from .gitignore import rule_matcher
+from .gitignore import first_matching, rule_matcher
 
 if TYPE_CHECKING:
     from .read_state import ReadState
@@ -116,7 +116,10 @@ class ToolContext:
     def read_denied_by(self, paths: list[str]) -> str | None:
         """The `Read(...)` deny rule covering one of `paths` (absolute and normalised, links
         already followed by the caller), or None: the matching half of `is_read_denied`."""
-        return self.read_deny_matcher()(paths)
+        if not self.read_deny:
+            return None
+        spec = first_matching(self.read_deny, paths, cwd=self.cwd)
+        return None if spec is None else f"Read({spec})"
 
     def read_deny_matcher(self) -> Callable[[list[str]], str | None]:
         """`read_denied_by` with the rules looked up once, for a caller checking many paths."""

@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Container
 from typing import Any
 
+from .history import SettledPrefix
+
 __all__ = ["HistoryIds", "TakenIds", "ToolUseIds"]
 
 _VALID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
@@ -42,34 +44,34 @@ class TakenIds:
         self._new.add(tool_use_id)
 
 
-class HistoryIds:
-    """The tool_use ids of a conversation, kept up to date at the cost of the new messages only.
-
-    Checking a new id against the whole history every turn would make each turn cost the
-    conversation's length. Messages are counted once, when a later message exists (only the last
-    can still be replaced); the last settled message is the anchor, and when the history was
-    replaced behind our back (a reset, a resumed conversation, a compaction) the anchor no longer
-    matches and the new history is counted from the start.
-    """
+class HistoryIds(SettledPrefix):
+    """The tool_use ids of a conversation, kept up to date at the cost of the new messages only
+    (checking a new id against the whole history every turn would make each turn cost the
+    conversation's length). The last message, which may still be replaced, is read afresh."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._counts: Counter[str] = Counter()
-        self._settled = 0
-        self._anchor: dict[str, Any] | None = None
         self._tail: set[str] = set()
 
     def __contains__(self, tool_use_id: object) -> bool:
         return tool_use_id in self._tail or self._counts[tool_use_id] > 0  # type: ignore[index]
 
-    def sync(self, messages: list[dict[str, Any]]) -> HistoryIds:
-        """Bring the index up to `messages`; returns itself, ready for `in`."""
-        if self._settled and (len(messages) < self._settled or messages[self._settled - 1] is not self._anchor):
-            self._counts.clear()
-            self._settled, self._anchor = 0, None
-        for i in range(self._settled, len(messages) - 1):
-            self._counts.update(_message_ids(messages[i]))
-            self._settled, self._anchor = i + 1, messages[i]
-        self._tail = set(_message_ids(messages[-1])) if len(messages) > self._settled else set()
+    def sync(self, messages: list[dict[str, Any]]) -> bool:
+        replaced = super().sync(messages)
+        self._tail = set(_message_ids(messages[-1])) if len(messages) > self.settled else set()
+        return replaced
+
+    def forget(self) -> None:
+        super().forget()
+        self._counts.clear()
+
+    def settle(self, message: dict[str, Any], position: int) -> None:
+        self._counts.update(_message_ids(message))
+
+    def synced(self, messages: list[dict[str, Any]]) -> HistoryIds:
+        """Brought up to `messages`, ready for `in`."""
+        self.sync(messages)
         return self
 
 

@@ -109,7 +109,7 @@ class RunView:
                 self._stream("thinking", event.text)
             case CallEvent():
                 rec = event.record
-                self.row(rec.tool_use_id, rec.display_name or rec.tool_name, rec).update(rec)
+                self.row(rec.tool_use_id, rec.display_name or rec.tool_name, rec)
                 if rec.status == "running":
                     self.progress.set("tools")
             case TurnEvent(phase="start"):
@@ -136,12 +136,15 @@ class RunView:
                 self.finish(event.result)
 
     def row(self, tool_use_id: str, name: str, record: CallRecord | None = None) -> CallRow:
+        """The call's row, brought up to `record`; a new one is drawn from it at once, so its
+        widget is sent once, already complete."""
         row = self.rows.get(tool_use_id)
         if row is None:
             self._end_segment()
-            # Drawn from its record at once: the row's widget is sent once, already complete.
             row = self.rows[tool_use_id] = CallRow(tool_use_id, name, record)
             self._append(row.widget, Entry(kind="row", row=row))
+        elif record is not None:
+            row.update(record)
         return row
 
     async def approver(self, request: PermissionRequest) -> PermissionAnswer:

@@ -112,5 +112,5 @@ def test_the_incremental_estimate_equals_a_full_scan_and_never_rescans(tmp_path)
     cm = agent.context_manager
     for request, size in zip(model.requests, cm.sizes):
         assert size.raw == request_tokens(request["system"], request["tools"], request["messages"])
-    # Compaction replaced the history (one rescan each); turns alone never rescan.
+    # Only a replaced history is counted again (compaction resets the ledger itself): turns alone never rescan.
     assert cm.ledger.rescans == cm.compactions

@@ -75,13 +75,13 @@ def test_history_ids_follow_growth_replacement_and_shrinking():
     msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"},
                                   {"role": "assistant", "content": [use("R", "a1"), use("R", "a2")]}]
     index = HistoryIds()
-    assert "a1" in index.sync(msgs) and "a2" in index  # the last message counts too
+    assert "a1" in index.synced(msgs) and "a2" in index  # the last message counts too
     msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a1", "content": "ok"}]})
     msgs.append({"role": "assistant", "content": [use("R", "b1")]})
-    assert "a1" in index.sync(msgs) and "b1" in index
+    assert "a1" in index.synced(msgs) and "b1" in index
     msgs[-1] = {"role": "assistant", "content": [use("R", "c1")]}  # the last message replaced
-    assert "c1" in index.sync(msgs) and "b1" not in index
+    assert "c1" in index.synced(msgs) and "b1" not in index
     del msgs[1:]  # a reset
-    assert "a1" not in index.sync(msgs)
-    fixer = ToolUseIds(index.sync([{"role": "assistant", "content": [use("R", "z")]}, {"role": "user", "content": "x"}]))
+    assert "a1" not in index.synced(msgs)
+    fixer = ToolUseIds(index.synced([{"role": "assistant", "content": [use("R", "z")]}, {"role": "user", "content": "x"}]))
     assert fixer.fix(use("R", "z"))["id"] != "z" and fixer.fix(use("R", "fresh"))["id"] == "fresh"
