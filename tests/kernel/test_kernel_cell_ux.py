@@ -14,16 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests.kernel.kernel_harness import Kernel
+from tests.kernel.test_kernel_widgets import ORIGINAL, READ_THEN_EDIT
 
 pytestmark = pytest.mark.kernel
 
-ORIGINAL = "hello world\nsecond line\n"
-TURNS = [
-    [{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "a.txt"}}],
-    [{"type": "tool_use", "id": "e1", "name": "Edit",
-      "input": {"file_path": "a.txt", "old_string": "hello world", "new_string": "goodbye world"}}],
-    "Changed the greeting.",
-]
+TURNS = READ_THEN_EDIT  # read a.txt, then edit its first line
 
 
 @pytest.fixture
