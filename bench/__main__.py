@@ -120,8 +120,8 @@ def search(args: argparse.Namespace) -> list[Row]:
     import subprocess
 
     from bench.tools import SEARCHES, SITE, paired_medians
-    from ipy_agent.runtime.read_state import ReadState
-    from ipy_agent.runtime.tool import ToolContext
+    from ipy_agent.contract.read_state import ReadState
+    from ipy_agent.contract.tool import ToolContext
     from ipy_agent.tools._search import find_rg
 
     rg = find_rg()

@@ -43,8 +43,8 @@ def deny_check_seconds(reps: int = 30) -> tuple[float, int]:
     of the call that deny rules add, measured outside the lifecycle."""
     import statistics
 
-    from ipy_agent.runtime.read_state import ReadState
-    from ipy_agent.runtime.tool import ToolContext
+    from ipy_agent.contract.read_state import ReadState
+    from ipy_agent.contract.tool import ToolContext
     from ipy_agent.tools.bash.deny import denied_read
 
     ctx = ToolContext(cwd=CWD, read_state=ReadState(), read_deny=("**/.env", "secrets/**"))

@@ -32,7 +32,7 @@ from pydantic import BaseModel  # noqa: E402
 from ipy_agent import Agent, ScriptedModel, build_tool  # noqa: E402
 from ipy_agent.context.clearing import clear_note  # noqa: E402
 from ipy_agent.models.base import ModelRequest  # noqa: E402
-from ipy_agent.runtime.tokens import request_tokens, text_tokens  # noqa: E402
+from ipy_agent.context.tokens import request_tokens, text_tokens  # noqa: E402
 
 RESULT = ("line of a 20 KB tool result " + "x" * 51 + "\n") * 250  # 20,000 characters
 CWD = tempfile.mkdtemp()

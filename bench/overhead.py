@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pydantic import BaseModel  # noqa: E402
 
 from ipy_agent import Agent, ScriptedModel, build_tool  # noqa: E402
-from ipy_agent.runtime.history import history_problems  # noqa: E402
+from ipy_agent.history.messages import history_problems  # noqa: E402
 
 
 class Noop(BaseModel):

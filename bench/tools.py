@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools._search import find_rg
 from ipy_agent.tools.glob_tool import GlobTool
 from ipy_agent.tools.grep import GrepTool
@@ -114,8 +114,8 @@ def bench_search(reps: int) -> None:
 _READ_CHILD = r"""
 import asyncio, json, resource, statistics, sys, time, tracemalloc
 from pathlib import Path
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.read import ReadTool
 
 path, offset, limit, reps, trace = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"

@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from .agent import Agent, RunResult
-from .models.base import ModelError, Usage
-from .models.scripted import ScriptedModel
-from .runtime.hooks import HookEvent, HookOutcome
-from .runtime.permissions import PermissionAnswer, PermissionRequest
-from .runtime.read_state import ReadState
-from .runtime.build_tool import build_tool
-from .runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
+from ipy_agent.models.base import ModelError, Usage
+from ipy_agent.models.scripted import ScriptedModel
+from ipy_agent.contract.hooks import HookEvent, HookOutcome
+from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.build_tool import build_tool
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
 from .tools import builtin_tools
 
 __all__ = [
@@ -48,7 +48,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> Any:
     # AnthropicModel's module imports nothing heavy itself, but keep the door shut anyway.
     if name == "AnthropicModel":
-        from .models.anthropic import AnthropicModel
+        from ipy_agent.models.anthropic import AnthropicModel
 
         return AnthropicModel
     raise AttributeError(f"module 'ipy_agent' has no attribute {name!r}")

@@ -17,22 +17,22 @@ from collections.abc import Callable, Mapping, Sequence
 
 from .mcp import McpManager
 from .context import ContextManager
-from .models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
+from ipy_agent.models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
 from .runtime import spill
-from .runtime.budget import ResultBudget
-from .runtime.executor import INTERRUPTED_TEXT, ToolExecutor
-from .runtime.history import append_assistant, append_user, clean_content, last_text
-from .runtime.hooks import HookEvent, Hooks
-from .runtime.limits import MESSAGE_RESULT_CHARS
-from .runtime.permissions import PERMISSION_MODES, PermissionRequest, PermissionRules
-from .runtime.read_state import ReadState
-from .runtime.registry import Exposure, ToolRegistry
-from .runtime.run_env import RunEnv
-from .runtime.threads import run_to_end
-from .runtime.tool import Tool, ToolContext
-from .runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TurnEvent, now
+from ipy_agent.runtime.budget import ResultBudget
+from ipy_agent.runtime.executor import INTERRUPTED_TEXT, ToolExecutor
+from ipy_agent.history.messages import append_assistant, append_user, clean_content, last_text
+from ipy_agent.contract.hooks import HookEvent, Hooks
+from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
+from ipy_agent.permissions.decide import PERMISSION_MODES, PermissionRequest, PermissionRules
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.runtime.registry import Exposure, ToolRegistry
+from ipy_agent.runtime.run_env import RunEnv
+from ipy_agent.base.threads import run_to_end
+from ipy_agent.contract.tool import Tool, ToolContext
+from ipy_agent.runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TurnEvent, now
 from .system_prompt import build_system_prompt
-from .runtime.tool_ids import HistoryIds, ToolUseIds
+from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from .turn import RunResult, Turn, TurnRecord, stream_reply, usage_delta
 from .turn_end import after_reply, answer_tools, close_early, model_failed
 
@@ -360,6 +360,6 @@ def _text_of(blocks: list[dict[str, Any]]) -> str:
 
 def _containment_notice(ctx: ToolContext) -> str | None:
     """Said once per kernel: Bash cannot sandbox what runs without asking, so less runs so."""
-    from .tools.bash.sandbox import notice_once
+    from ipy_agent.tools.bash.sandbox import notice_once
 
     return notice_once(ctx)

@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .runtime.history import history_problems, repair_history
-from .runtime.rules import parse_rule
-from .runtime.secrets import redact_data
+from ipy_agent.history.messages import history_problems, repair_history
+from ipy_agent.permissions.rules import parse_rule
+from ipy_agent.base.secrets import redact_data
 
 __all__ = ["SAVE_FORMAT", "save_conversation", "load_conversation", "shape_problem"]
 

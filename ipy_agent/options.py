@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Iterable
 
-from .runtime.permissions import PERMISSION_MODES
+from ipy_agent.permissions.decide import PERMISSION_MODES
 from .settings import RuleSpec, rules_from_lists
 
 __all__ = ["AgentOption", "AGENT_OPTIONS", "split_options", "option_rules", "add_arguments"]

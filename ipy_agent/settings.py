@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 from collections.abc import Iterable
 
-from .runtime.rules import parse_rule
+from ipy_agent.permissions.rules import parse_rule
 
 __all__ = ["RuleSpec", "SETTINGS_FILES", "SettingsError", "load_settings_rules", "rules_from_lists", "replace_rules"]
 

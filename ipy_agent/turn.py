@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
-from .models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
-from .runtime.executor import ToolExecutor
-from .runtime.run_env import RunEnv
-from .runtime.tool_ids import ToolUseIds
-from .runtime.trace import AgentEvent, TextEvent, ThinkingEvent, now
+from ipy_agent.models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
+from ipy_agent.runtime.executor import ToolExecutor
+from ipy_agent.runtime.run_env import RunEnv
+from ipy_agent.history.tool_ids import ToolUseIds
+from ipy_agent.runtime.trace import AgentEvent, TextEvent, ThinkingEvent, now
 
 __all__ = ["RunResult", "TurnRecord", "Turn", "stream_reply", "usage_delta"]
 

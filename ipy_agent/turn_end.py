@@ -18,10 +18,10 @@ import asyncio
 from typing import Any
 from collections.abc import Callable
 
-from .models.base import MessageComplete, ModelError
-from .runtime.history import append_user, clean_content, close_turn, last_text
-from .runtime.hooks import HookEvent, Hooks
-from .runtime.trace import AgentEvent, NoticeEvent, now
+from ipy_agent.models.base import MessageComplete, ModelError
+from ipy_agent.history.messages import append_user, clean_content, close_turn, last_text
+from ipy_agent.contract.hooks import HookEvent, Hooks
+from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, now
 from .turn import RunResult, Turn
 
 __all__ = ["answer_tools", "after_reply", "model_failed", "close_early"]

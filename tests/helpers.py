@@ -65,8 +65,8 @@ def write_tree(root, files: dict[str, str]):
 
 def tool_ctx(cwd, **kw):
     """A ToolContext as the agent builds it, for calling one tool directly; spills beside cwd."""
-    from ipy_agent.runtime.read_state import ReadState
-    from ipy_agent.runtime.tool import ToolContext
+    from ipy_agent.contract.read_state import ReadState
+    from ipy_agent.contract.tool import ToolContext
 
     kw.setdefault("spill_dir", cwd / "spill")
     return ToolContext(cwd=cwd, read_state=ReadState(), **kw)

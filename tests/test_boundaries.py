@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "ipy_agent"
-CORE = [*sorted((PKG / "runtime").glob("*.py")), PKG / "agent.py", PKG / "turn_end.py", *sorted((PKG / "models").glob("*.py")),
+CORE = [*sorted((PKG / "runtime").glob("*.py")), *sorted((PKG / "contract").glob("*.py")),
+        *sorted((PKG / "permissions").glob("*.py")), *sorted((PKG / "base").glob("*.py")), *sorted((PKG / "history").glob("*.py")), PKG / "agent.py", PKG / "turn_end.py", *sorted((PKG / "models").glob("*.py")),
         *sorted((PKG / "context").glob("*.py")),
         *sorted((PKG / "tools").glob("*.py")), *sorted((PKG / "mcp").glob("*.py")), PKG / "system_prompt.py"]
 FORBIDDEN = ("IPython", "ipywidgets", "ipykernel", "traitlets")
@@ -55,4 +56,4 @@ def test_mcp_sits_with_the_tools(path):
             above.append((node.module or "").split(".")[0])
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("ipy_agent."):
             above.append(node.module.split(".")[1])
-    assert not set(above) - {"runtime"}, f"{path.relative_to(PKG)} imports {sorted(set(above))}"
+    assert not set(above) - {"runtime", "contract", "permissions", "base", "history"}, f"{path.relative_to(PKG)} imports {sorted(set(above))}"

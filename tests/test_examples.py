@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
 

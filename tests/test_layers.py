@@ -27,6 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ipy_agent"
 
 LAYERS: dict[str, int] = {
+    "ipy_agent.base": 0,
+    "ipy_agent.history": 0,
+    "ipy_agent.contract": 0,
+    "ipy_agent.permissions": 0,
     "ipy_agent.runtime": 0,
     "ipy_agent.models": 0,
     "ipy_agent.notebook": 1,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..runtime.budget import result_chars
+from ipy_agent.runtime.budget import result_chars
 
 __all__ = ["CLEARED_PREFIX", "clear_note", "cleared_block", "is_cleared"]
 

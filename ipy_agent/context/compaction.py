@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..runtime.tokens import message_tokens
+from .tokens import message_tokens
 
 __all__ = ["COMPACTION_SYSTEM", "choose_split", "render_transcript", "compaction_prompt", "summary_message",
            "SUMMARY_HEADER"]

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
 
-from ..runtime.history import SettledPrefix
-from ..runtime.tokens import message_tokens
+from ipy_agent.history.messages import SettledPrefix
+from .tokens import message_tokens
 from .clearing import is_cleared
 
 __all__ = ["Ledger", "ResultEntry", "SourceRule"]

@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import AsyncIterator
 
-from ..models.base import MessageComplete, ModelError, ModelEvent, ModelRequest
-from ..models.pricing import context_window
-from ..runtime.history import history_problems
-from ..runtime.hooks import HookEvent
-from ..runtime.tokens import message_tokens, text_tokens, tools_tokens
-from ..runtime.trace import ContextEvent, NoticeEvent
+from ipy_agent.models.base import MessageComplete, ModelError, ModelEvent, ModelRequest
+from ipy_agent.models.pricing import context_window
+from ipy_agent.history.messages import history_problems
+from ipy_agent.contract.hooks import HookEvent
+from .tokens import message_tokens, text_tokens, tools_tokens
+from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
 from .clearing import clear_note, cleared_block, content_chars
 from .compaction import COMPACTION_SYSTEM, choose_split, compaction_prompt, render_transcript, summary_message
 from .ledger import Ledger, path_key

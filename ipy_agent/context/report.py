@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..runtime.tokens import MESSAGE_OVERHEAD, block_tokens, text_tokens, tools_tokens
+from .tokens import MESSAGE_OVERHEAD, block_tokens, text_tokens, tools_tokens
 from .clearing import is_cleared
 
 __all__ = ["context_breakdown", "context_report", "BAR_WIDTH"]

@@ -20,9 +20,9 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from ..agent import Agent
-from ..conversation_file import save_conversation
-from ..session_grants import SessionGrants
+from ipy_agent.agent import Agent
+from ipy_agent.conversation_file import save_conversation
+from ipy_agent.session_grants import SessionGrants
 
 __all__ = ["CompanionMagics"]
 
@@ -63,7 +63,7 @@ class CompanionMagics(Magics):
     def agent_tools(self, line: str = "") -> None:
         """The tools the model would be offered now, their safety flags, why others are hidden,
         and every permission rule with the place it came from."""
-        from ..ui.inspection import tools_text
+        from ipy_agent.ui.inspection import tools_text
 
         agent = self._configured_agent()
         print(tools_text(agent))
@@ -74,7 +74,7 @@ class CompanionMagics(Magics):
 
         Shows the full tool_result the model received beside the compact line the person saw,
         the permission decision, and the read-state entry the call touched."""
-        from ..ui.inspection import inspect_text
+        from ipy_agent.ui.inspection import inspect_text
 
         try:
             print(inspect_text(self._need_agent(), line.strip() or None))
@@ -85,7 +85,7 @@ class CompanionMagics(Magics):
     def agent_trace(self, line: str = "") -> None:
         """%agent_trace [N]: each call of turn N (default: the last turn with calls), its stages
         with durations and decisions, and a picture of the batches over time."""
-        from ..ui.inspection import trace_text
+        from ipy_agent.ui.inspection import trace_text
 
         text = line.strip()
         if text and not text.isdigit():
@@ -98,7 +98,7 @@ class CompanionMagics(Magics):
     @line_magic
     def agent_history(self, line: str = "") -> None:
         """The conversation so far, one compact line per block."""
-        from ..ui.inspection import history_text
+        from ipy_agent.ui.inspection import history_text
 
         print(history_text(self._need_agent()))
 
@@ -106,7 +106,7 @@ class CompanionMagics(Magics):
     def agent_context(self, line: str = "") -> None:
         """What fills the context window: system prompt, tools, messages, tool results, by size,
         with a bar picture and the share used. See also %agent_compact."""
-        from ..context.report import context_report
+        from ipy_agent.context.report import context_report
 
         print(context_report(self._need_agent()))
 
@@ -169,7 +169,7 @@ class CompanionMagics(Magics):
         """MCP servers: where each is configured, its transport and status (why it is down, with
         its last stderr lines), and its tools with their safety flags. Servers start at the first
         %agent run; a project's servers (.mcp.json) ask for your approval once."""
-        from ..mcp.report import status_text
+        from ipy_agent.mcp.report import status_text
 
         agent = self._configured_agent()
         print(status_text(agent.mcp, agent.exposure().hidden))

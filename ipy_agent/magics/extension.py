@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cell_runner import agent_transformer, current_magics, terminal_transformer
+from ipy_agent.cell_runner import agent_transformer, current_magics, terminal_transformer
 from .run import AgentMagics
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
@@ -22,7 +22,7 @@ def load_ipython_extension(shell: Any) -> None:
     kernel = getattr(shell, "kernel", None)
     magics = current_magics(shell)
     if kernel is not None and magics.bridge is None:
-        from ..notebook.bridge import NotebookBridge
+        from ipy_agent.notebook.bridge import NotebookBridge
 
         bridge = NotebookBridge(shell)
         try:

@@ -25,16 +25,16 @@ from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
-from ..agent import Agent, RunResult
-from ..runtime.limits import MESSAGE_RESULT_CHARS
-from ..runtime.history import repair_history
-from ..runtime.permissions import PERMISSION_MODES
-from ..conversation_file import load_conversation
-from ..options import add_arguments, option_rules, split_options
-from ..session_grants import SessionGrants
-from ..settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
-from ..ui import RunUI, choose_ui
-from ..ui.announce import cell_number
+from ipy_agent.agent import Agent, RunResult
+from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
+from ipy_agent.history.messages import repair_history
+from ipy_agent.permissions.decide import PERMISSION_MODES
+from ipy_agent.conversation_file import load_conversation
+from ipy_agent.options import add_arguments, option_rules, split_options
+from ipy_agent.session_grants import SessionGrants
+from ipy_agent.settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
+from ipy_agent.ui import RunUI, choose_ui
+from ipy_agent.ui.announce import cell_number
 from .companions import CompanionMagics
 
 __all__ = ["AgentMagics"]
@@ -242,13 +242,13 @@ class AgentMagics(CompanionMagics):
 
     def _model_for(self, args: Any) -> Any:
         if args.script:
-            from ..models.scripted import ScriptedModel
+            from ipy_agent.models.scripted import ScriptedModel
 
             try:
                 return ScriptedModel.from_file(args.script)
             except (OSError, ValueError) as e:
                 raise UsageError(f"--script: {e}. Give the path of a JSON transcript like {{\"turns\": [\"Hello\"]}}.") from None
-        from ..models.anthropic import AnthropicModel  # its module defers `import anthropic`
+        from ipy_agent.models.anthropic import AnthropicModel  # its module defers `import anthropic`
 
         if args.model:
             return AnthropicModel(model=args.model)
@@ -300,7 +300,7 @@ AgentMagics.magics = {kind: {**CompanionMagics.magics[kind], **table} for kind, 
 
 def _apply_mcp_files(agent: Agent) -> list[str]:
     """MCP servers from .mcp.json and the settings files onto the agent; warnings for bad entries."""
-    from ..mcp import load_mcp_files
+    from ipy_agent.mcp import load_mcp_files
 
     servers, warnings = load_mcp_files(agent.cwd)
     agent.mcp.set_file_servers(servers)

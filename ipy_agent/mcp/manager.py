@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Mapping
 
-from ..runtime.permissions import PermissionPreview, PermissionRequest, normalize_answer
-from ..runtime.tool import Tool, maybe_await
+from ipy_agent.permissions.decide import PermissionPreview, PermissionRequest, normalize_answer
+from ipy_agent.contract.tool import Tool, maybe_await
 from .config import ServerConfig, parse_servers
 from .connection import CallOutcome, ServerConnection, ServerDown
 from .loop import BackgroundLoop

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..runtime.tool import Tool, ToolContext, ToolError, text_of
+from ipy_agent.contract.tool import Tool, ToolContext, ToolError, text_of
 from .connection import CallFailed, CallOutcome, ServerDown, ToolInfo
 from .results import result_blocks
 

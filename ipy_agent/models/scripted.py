@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import AsyncIterator, Callable
 
-from ..runtime.tool_ids import HistoryIds, TakenIds
+from ipy_agent.history.tool_ids import HistoryIds, TakenIds
 from .base import BlockComplete, MessageComplete, ModelRequest, ModelEvent, TextDelta, Usage
 
 __all__ = ["ScriptedModel"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Iterable, Mapping, Sequence
 
-from ipy_agent.runtime.images import base64_len, image_dimensions, image_problem, sniff_image
+from ipy_agent.base.images import base64_len, image_dimensions, image_problem, sniff_image
 
 __all__ = ["RenderedCells", "render_cells", "render_notebook", "strip_ansi"]
 

@@ -19,7 +19,7 @@ from typing import Any
 __all__ = ["ResultBudget", "result_chars", "empty_placeholder", "PREVIEW_CHARS", "SELF_LIMITING", "MAX_SPILL_BYTES",
            "spill_file_name", "capped_for_spill"]
 
-from .limits import MESSAGE_RESULT_CHARS, PREVIEW_CHARS, SELF_LIMITING, TOOL_RESULT_CHARS
+from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS, PREVIEW_CHARS, SELF_LIMITING, TOOL_RESULT_CHARS
 
 # Bytes one spill file may hold: past it the rest is dropped with a note at the end of the file,
 # so a result (or a command printing forever) costs bounded disk.

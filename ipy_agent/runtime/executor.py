@@ -20,10 +20,10 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .limits import SELF_LIMITING
+from ipy_agent.contract.limits import SELF_LIMITING
 from .lifecycle import Call, prepare, run_call
 from .run_env import RunEnv, error_result, mark_started, note_budget, settle
-from .threads import reserve_threads
+from ipy_agent.base.threads import reserve_threads
 from .trace import CallEvent, CallRecord, CallStatus, now
 
 __all__ = ["ToolExecutor", "INTERRUPTED_TEXT"]

@@ -24,13 +24,13 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
-from .hooks import HookEvent
-from .secrets import redact, redact_block
-from .approval import decide_permission, denial_text
-from .permissions import Behavior
+from ipy_agent.contract.hooks import HookEvent
+from ipy_agent.base.secrets import redact, redact_block
+from ipy_agent.permissions.approval import decide_permission, denial_text
+from ipy_agent.permissions.decide import Behavior
 from .run_env import RunEnv, error_result, mark_started, note_budget, set_status, settle
-from .tool import PermissionPreview, Tool, ToolContext, ToolError
-from .tool_input import dump_input, parse_input
+from ipy_agent.contract.tool import PermissionPreview, Tool, ToolContext, ToolError
+from ipy_agent.contract.tool_input import dump_input, parse_input
 from .trace import CallRecord, CallStatus, Stage, now
 
 __all__ = ["RunEnv", "Call", "GoOn", "Finished", "prepare", "mark_started", "run_call", "settle", "note_budget", "error_result"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .limits import SELF_LIMITING
-from .permissions import PermissionRules
-from .tool import Tool, ToolContext
+from ipy_agent.contract.limits import SELF_LIMITING
+from ipy_agent.permissions.decide import PermissionRules
+from ipy_agent.contract.tool import Tool, ToolContext
 
 __all__ = ["ToolRegistry", "Exposure", "SIMPLE_TOOLS"]
 

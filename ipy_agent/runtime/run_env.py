@@ -16,9 +16,9 @@ from typing import Any
 from collections.abc import Callable
 
 from .budget import ResultBudget
-from .hooks import Hooks
-from .permissions import PermissionRequest, PermissionRules
-from .tool import Tool, ToolContext
+from ipy_agent.contract.hooks import Hooks
+from ipy_agent.permissions.decide import PermissionRequest, PermissionRules
+from ipy_agent.contract.tool import Tool, ToolContext
 from .trace import CallEvent, CallRecord, CallStatus, Stage, now
 
 __all__ = ["RunEnv", "error_result", "mark_started", "set_status", "settle", "note_budget"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..runtime.tool import Tool
+from ipy_agent.contract.tool import Tool
 
 __all__ = ["builtin_tools"]
 

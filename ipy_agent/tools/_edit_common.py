@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
 from ._diff import Diff, Span, diff_spans, make_diff
 from ._fileio import atomic_write, real_path
 from .protected import protected_paths_reason

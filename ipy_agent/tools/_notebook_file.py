@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from ..runtime.tool import ToolError
+from ipy_agent.contract.tool import ToolError
 
 __all__ = ["VALID_ID", "load_notebook", "new_cell", "quiet", "schema_problems", "upgrade_keeping_ids"]
 

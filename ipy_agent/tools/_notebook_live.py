@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..runtime.read_state import cell_key
-from ..runtime.tool import ToolContext, ToolError
+from ipy_agent.contract.read_state import cell_key
+from ipy_agent.contract.tool import ToolContext, ToolError
 
 __all__ = ["live_bridge", "live_target", "fetch_cell", "require_fresh_cell", "record_cells", "bridge_call",
            "NOTEBOOK_MARK"]
@@ -40,7 +40,7 @@ def live_target(ctx: ToolContext, notebook_path: str | None) -> Any:
 
 async def bridge_call(coro: Any) -> Any:
     """Await a bridge request, turning its errors into messages the model can act on."""
-    from ..notebook.bridge import BridgeError  # the bridge module imports nothing from IPython
+    from ipy_agent.notebook.bridge import BridgeError  # the bridge module imports nothing from IPython
 
     try:
         return await coro
@@ -51,7 +51,7 @@ async def bridge_call(coro: Any) -> Any:
 async def fetch_cell(nb: Any, cell_id: str) -> dict[str, Any]:
     """The cell with this id, or `cell-N` for the cell at 0-based index N (as NotebookEdit names
     cells of files), with its outputs."""
-    from ..notebook.bridge import BridgeError
+    from ipy_agent.notebook.bridge import BridgeError
 
     try:
         cells = await nb.read_cells([cell_id])

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import IO, BinaryIO
 from collections.abc import Iterator
 
-from ipy_agent.runtime.tool import ToolError
-from ipy_agent.tools._fileio import UTF32_BOMS, decode_text
+from ipy_agent.contract.tool import ToolError
+from ._fileio import UTF32_BOMS, decode_text
 
 __all__ = [
     "MAX_LINE_CHARS",

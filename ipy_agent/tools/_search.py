@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runtime.secrets import tool_environ
-from ..runtime.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
+from ipy_agent.base.secrets import tool_environ
+from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
 
 __all__ = [
     "VCS_DIRS",

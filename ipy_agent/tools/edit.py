@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..runtime.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolContext, ToolError
 from ._diff import Span, count_lines, numbered_snippet
 from ._edit_common import FileEditingTool, Plan, quote, read_existing, require_fresh
 from ._fileio import decode_text, encode_text, undecodable_reason

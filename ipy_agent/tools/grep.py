@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..runtime.tool import ToolContext
+from ipy_agent.contract.tool import ToolContext
 from .grep_results import GrepResult, OutputMode, group_content, page, parse_counts, path_key, render_grep, strip_dot
 from ._search import (
     DenyFilter, SearchTool, deny_globs, display_prefix, exclusion_args, list_denied, newest_first, plural, run_rg,

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..runtime.tool import PermissionPreview, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
 from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh
 from ._fileio import encode_text
 from ._notebook_file import load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids

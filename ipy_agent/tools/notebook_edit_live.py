@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..runtime.tool import PermissionPreview, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
 from ._diff import make_diff
 from ._notebook_live import bridge_call, fetch_cell, record_cells, require_fresh_cell, require_listed
 
@@ -77,7 +77,7 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview
 
 async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> Any:
     plan = await plan_live(inp, ctx, nb)
-    from ..notebook.bridge import BridgeError
+    from ipy_agent.notebook.bridge import BridgeError
 
     target = plan.cell or {}
     try:

@@ -20,12 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.runtime.limits import SELF_LIMITING
-from ipy_agent.runtime.read_state import file_stamp
-from ipy_agent.runtime.threads import run_blocking
-from ipy_agent.runtime.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
-from ipy_agent.runtime.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
-from ipy_agent.tools._read_text import (
+from ipy_agent.contract.limits import SELF_LIMITING
+from ipy_agent.contract.read_state import file_stamp
+from ipy_agent.base.threads import run_blocking
+from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
+from ipy_agent.base.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
+from ._read_text import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_TOKENS,
     MAX_UNRANGED_BYTES,

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..runtime.tool import Tool, ToolContext, ToolError
+from ipy_agent.contract.tool import Tool, ToolContext, ToolError
 
 __all__ = ["VariablesTool", "VariablesInput", "VariablesResult"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..runtime.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolContext, ToolError
 from ._diff import count_lines
 from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh, require_whole_read
 from ._fileio import decode_text, encode_text, undecodable_reason

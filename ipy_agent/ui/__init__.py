@@ -42,7 +42,7 @@ def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
               approval_timeout: float | None = None, handle: Any = None) -> RunUI:
     """`handle`: the display the cell already shows (the start line); the widget view replaces
     it, and the static record replaces the view when the run ends."""
-    from ..runtime.trace import NoticeEvent
+    from ipy_agent.runtime.trace import NoticeEvent
     from .approver import NonInteractiveApprover, with_timeout
 
     notes: list[str] = []

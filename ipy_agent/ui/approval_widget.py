@@ -17,7 +17,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..runtime.permissions import PermissionAnswer, PermissionRequest
+from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from .comm_ack import Ack, AckText
 from .diff_html import diff_html, pre_html
 

@@ -15,8 +15,8 @@ import json
 from typing import Any
 from collections.abc import Callable
 
-from ..runtime.permissions import PermissionAnswer, PermissionRequest
-from ..runtime.tool import maybe_await
+from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
+from ipy_agent.contract.tool import maybe_await
 
 __all__ = ["NonInteractiveApprover", "with_timeout", "allow_hint"]
 

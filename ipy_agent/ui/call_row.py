@@ -18,7 +18,7 @@ import html
 import ipywidgets as W
 from ipywidgets.widgets.widget_string import HTMLStyle
 
-from ..runtime.trace import CallRecord
+from ipy_agent.runtime.trace import CallRecord
 from .approval_widget import ApprovalPrompt
 from .diff_html import diff_html, looks_like_diff, pre_html
 from .record import row_result_text

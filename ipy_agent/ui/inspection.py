@@ -14,8 +14,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from ..runtime.tool import Tool
-from ..runtime.trace import CallRecord
+from ipy_agent.contract.tool import Tool
+from ipy_agent.runtime.trace import CallRecord
 from .record import seen_lines
 from .status import format_duration, status_look
 
@@ -47,7 +47,7 @@ def tools_text(agent: Any) -> str:
     lines = [f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):"]
     lines += _table(rows)
     if any(t.name == "Bash" for t in agent.tools):
-        from ..tools.bash.sandbox import availability_note
+        from ipy_agent.tools.bash.sandbox import availability_note
 
         note = availability_note(agent.context())
         lines += ["", note or f"Bash sandbox: {agent.sandbox} (commands that run without asking are sandboxed: "

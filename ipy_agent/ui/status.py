@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..runtime.trace import CallStatus
+from ipy_agent.runtime.trace import CallStatus
 
 __all__ = ["StatusLook", "STATUS", "status_look", "format_duration"]
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.text import Text
 
-from ..agent import INTERRUPTED_NOTICE
-from ..runtime.permissions import PermissionAnswer, PermissionRequest
-from ..runtime.trace import (AgentEvent, CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent,
+from ipy_agent.agent import INTERRUPTED_NOTICE
+from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
+from ipy_agent.runtime.trace import (AgentEvent, CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent,
                              ThinkingEvent, TurnEvent)
 from .status import STATUS, format_duration, status_look
 from .usage_line import turns_text, usage_parts

@@ -36,7 +36,7 @@ def usage_parts(model: Any, usage: Any, context_tokens: int, *, answered: bool =
     if not answered:
         return parts
     name = model_name(model)
-    from ..models.pricing import context_window, estimate_cost, price_for
+    from ipy_agent.models.pricing import context_window, estimate_cost, price_for
 
     if getattr(model, "offline", False):
         parts.append("no cost (offline model)")

@@ -26,10 +26,10 @@ from collections.abc import Callable
 
 import ipywidgets as W
 
-from ..agent import INTERRUPTED_NOTICE
-from ..models.base import Usage
-from ..runtime.permissions import PermissionAnswer, PermissionRequest
-from ..runtime.trace import CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
+from ipy_agent.agent import INTERRUPTED_NOTICE
+from ipy_agent.models.base import Usage
+from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
+from ipy_agent.runtime.trace import CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
 from .approval_widget import ApprovalPrompt, what_will_happen
 from .call_row import BLOCK_SIZE, Blocks, CallRow, shared_html
 from .comm_ack import idle_ack

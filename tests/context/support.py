@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ipy_agent import build_tool
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 
 
 class FetchInput(BaseModel):

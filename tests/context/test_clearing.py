@@ -7,8 +7,8 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.context.clearing import CLEARED_PREFIX
-from ipy_agent.runtime.history import history_problems
-from ipy_agent.runtime.tokens import request_tokens
+from ipy_agent.history.messages import history_problems
+from ipy_agent.context.tokens import request_tokens
 from ipy_agent.runtime.trace import ContextEvent
 
 from tests.context.support import HistoryCheck, fetch, fetch_tool, results, text

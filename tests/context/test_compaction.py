@@ -9,7 +9,7 @@ from typing import Any
 from ipy_agent import Agent, HookOutcome, ModelError, ScriptedModel
 from ipy_agent.context.compaction import COMPACTION_SYSTEM, SUMMARY_HEADER
 from ipy_agent.models.scripted import COMPACTION_SUMMARY
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
 
 from tests.context.support import fetch, fetch_tool, results, text

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.context.compaction import SUMMARY_HEADER
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import ContextEvent
 from ipy_agent.ui.text import TextRenderer
 from ipy_agent.ui.widgets import RunView

@@ -12,7 +12,7 @@ from ipy_agent import Agent, ScriptedModel
 from ipy_agent.context.compaction import COMPACTION_SYSTEM, SUMMARY_HEADER
 from ipy_agent.models.anthropic import AnthropicModel
 from ipy_agent.models.pricing import CONTEXT_1M_BETA, context_window
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import ContextEvent
 from tests.models.sse_server import Reply, ReplayServer, error_reply, message_events
 

@@ -94,7 +94,7 @@ def stop_reason(k: Kernel) -> str:
 
 
 def history_problems_in(k: Kernel) -> str:
-    return k.check(AGENT + "from ipy_agent.runtime.history import history_problems\n"
+    return k.check(AGENT + "from ipy_agent.history.messages import history_problems\n"
                    "print(history_problems(m.current.messages))").strip()
 
 

@@ -16,7 +16,7 @@ from traitlets.config import Config
 
 import ipy_agent
 from ipy_agent.magics import agent_transformer, run_agent_cell
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 
 from tests.magics._util import edit_script, results, text_of, use
 

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from ipy_agent.runtime.history import history_problems
-from ipy_agent.runtime.permissions import PermissionAnswer, PermissionRequest
+from ipy_agent.history.messages import history_problems
+from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.ui.approver import NonInteractiveApprover, with_timeout
 
 from tests.magics._util import results, text_of, use

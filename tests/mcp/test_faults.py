@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 
 from ipy_agent import ScriptedModel
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import NoticeEvent
 from tests.mcp._util import BROKEN, results, stdio, text, use
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ipy_agent import ScriptedModel
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 from tests.mcp._util import as_json, results, text, use
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 from ipy_agent import ScriptedModel
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 from tests.mcp._util import as_json, offered, results, stdio, text, use
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from ipy_agent import Agent, ModelError, ScriptedModel
 from ipy_agent.models.base import BlockComplete, MessageComplete, ModelRequest, TextDelta, Usage
-from ipy_agent.runtime.history import history_problems, repair_history
+from ipy_agent.history.messages import history_problems, repair_history
 from ipy_agent.runtime.trace import TextEvent
 from tests.helpers import use
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ipy_agent import Agent, ScriptedModel, build_tool
-from ipy_agent.runtime.read_state import ReadState
+from ipy_agent.contract.read_state import ReadState
 from tests.helpers import results_of, use
 
 
@@ -130,7 +130,7 @@ def test_a_ranged_read_of_a_huge_file_falls_back_to_size_and_mtime(tmp_path):
 
 
 def test_cells_have_their_own_keys(tmp_path):
-    from ipy_agent.runtime.read_state import cell_key
+    from ipy_agent.contract.read_state import cell_key
 
     state = ReadState()
     key = cell_key(tmp_path / "nb.ipynb", "abc")
@@ -171,7 +171,7 @@ def test_the_terminal_prints_one_row_per_call_when_the_message_budget_spills(tmp
 
 
 def test_a_file_read_in_a_range_is_judged_by_a_stamp_that_touch_r_cannot_restore(tmp_path):
-    from ipy_agent.runtime.read_state import file_stamp
+    from ipy_agent.contract.read_state import file_stamp
 
     f = tmp_path / "big.log"
     f.write_bytes(b"x\n" * 10)

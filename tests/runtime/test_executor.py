@@ -7,7 +7,7 @@ import threading
 import time
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 from tests.helpers import results_of, use
 
 

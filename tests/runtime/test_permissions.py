@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from ipy_agent import (
     Agent, HookOutcome, PermissionAnswer, PermissionPreview, RuleSubject, ScriptedModel, build_tool,
 )
-from ipy_agent.runtime.rules import gitignore_match, parse_rule
+from ipy_agent.permissions.rules import gitignore_match, parse_rule
 from ipy_agent.tools.bash.subject import command_subject
 from tests.helpers import results_of, use
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from ipy_agent import Agent, HookOutcome, PermissionAnswer, ScriptedModel, ToolError, build_tool
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 
 
 class Inp(BaseModel):

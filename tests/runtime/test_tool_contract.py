@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from ipy_agent import Agent, ScriptedModel, ToolContext, build_tool
-from ipy_agent.runtime.read_state import ReadState
+from ipy_agent.contract.read_state import ReadState
 from tests.helpers import results_of, use
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from ipy_agent import Agent
 from ipy_agent.models.base import BlockComplete, MessageComplete, ModelRequest, Usage
-from ipy_agent.runtime.history import history_problems
-from ipy_agent.runtime.tool_ids import HistoryIds, ToolUseIds
+from ipy_agent.history.messages import history_problems
+from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from tests.helpers import use
 
 

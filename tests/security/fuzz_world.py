@@ -197,8 +197,8 @@ class World:
         """Through the Bash tool as a read-only-judged call: bubblewrap, our environment."""
         import asyncio
 
-        from ipy_agent.runtime.read_state import ReadState
-        from ipy_agent.runtime.tool import ToolContext
+        from ipy_agent.contract.read_state import ReadState
+        from ipy_agent.contract.tool import ToolContext
         from ipy_agent.tools.bash import BashInput, BashTool
 
         saved = dict(os.environ)

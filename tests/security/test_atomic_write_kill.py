@@ -25,8 +25,8 @@ SIZE = 3 * 1024 * 1024
 _CHILD = r"""
 import asyncio, sys
 from pathlib import Path
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.write import WriteTool, WriteInput
 
 target = Path(sys.argv[1])

@@ -16,7 +16,7 @@ import random
 import pytest
 
 from ipy_agent import ScriptedModel
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 from tests.runtime.test_property_history import faulty_agent
 
 SEEDS = int(os.environ.get("FAULTY_SEEDS", "1000"))  # fewer only for a quick local look

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from tests.security.fuzz_corpus import TARGET, Case, corpus
 from tests.security.fuzz_world import STRACE, World

@@ -18,7 +18,7 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.runtime.lifecycle import parse_input
-from ipy_agent.runtime.permissions import decide
+from ipy_agent.permissions.decide import decide
 from ipy_agent.tools import builtin_tools
 from tests.helpers import write_tree
 

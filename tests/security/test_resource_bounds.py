@@ -16,9 +16,9 @@ from ipy_agent import Agent, ScriptedModel
 from ipy_agent.conversation_file import load_conversation
 from ipy_agent.runtime import budget as budget_mod
 from ipy_agent.runtime.budget import ResultBudget
-from ipy_agent.runtime.history import history_problems
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext, ToolError
+from ipy_agent.history.messages import history_problems
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext, ToolError
 from ipy_agent.tools import _search, builtin_tools
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.glob_tool import GlobTool

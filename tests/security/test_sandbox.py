@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.bash import sandbox as sandbox_mod
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash.sandbox import CORE_PROGRAMS, core_read_only

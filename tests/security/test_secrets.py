@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.secrets import is_secret_name, tool_environ
+from ipy_agent.base.secrets import is_secret_name, tool_environ
 from ipy_agent.tools import builtin_tools
 from tests.helpers import results_of, use, write_tree
 

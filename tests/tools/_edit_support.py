@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import RuleSubject, Tool, ToolContext
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import RuleSubject, Tool, ToolContext
 from ipy_agent.tools import _fileio
 from ipy_agent.tools.read import ReadTool
 

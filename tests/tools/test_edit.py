@@ -13,8 +13,8 @@ from tests.tools._edit_support import (
     assert_edit_contract, fail_os, leftovers, make_ctx, read, result_text, run, tool_results,
 )
 from ipy_agent import Agent, PermissionAnswer, ScriptedModel
-from ipy_agent.runtime.rules import gitignore_match
-from ipy_agent.runtime.tool import ToolContext, ToolError
+from ipy_agent.permissions.rules import gitignore_match
+from ipy_agent.contract.tool import ToolContext, ToolError
 from ipy_agent.tools.edit import EditTool
 from ipy_agent.tools.read import ReadTool
 

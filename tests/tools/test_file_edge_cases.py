@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from ipy_agent.runtime.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolContext, ToolError
 from ipy_agent.tools import _fileio
 from ipy_agent.tools._diff import diff_spans, make_diff, split_lines
 from ipy_agent.tools._read_text import estimate_tokens

@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolContext, ToolError
 from ipy_agent.tools import _search
 from ipy_agent.tools.grep import GrepTool
 from tests.helpers import call_direct, tool_ctx

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext
 
 
 def _ctx(tmp_path: Path) -> ToolContext:

@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import RuleSubject, ToolContext, ToolError
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import RuleSubject, ToolContext, ToolError
 from ipy_agent.tools.read import ReadTool
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import random
 
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.read import ReadTool
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolContext, ToolError
 from ipy_agent.tools.edit import EditTool
 from ipy_agent.tools.read import ReadTool
 from ipy_agent.tools.write import WriteTool

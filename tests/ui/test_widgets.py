@@ -16,7 +16,7 @@ from typing import Any
 import ipywidgets as W
 
 from ipy_agent import Agent, PermissionPreview, PermissionRequest, ScriptedModel, Usage
-from ipy_agent.runtime.history import history_problems
+from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import TurnEvent
 from ipy_agent.ui.widgets import ApprovalPrompt, RunView
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ...runtime.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolContext, ToolError
 from .process import RunResult, run_command
 from .sandbox import (
     availability_note,

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ...runtime import budget
-from ...runtime.secrets import tool_environ
+from ipy_agent.runtime import budget
+from ipy_agent.base.secrets import tool_environ
 
 __all__ = ["RunResult", "run_command", "elide_middle", "OUTPUT_LIMIT"]
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from ...runtime.tool import ToolContext
+from ipy_agent.contract.tool import ToolContext
 
 __all__ = [
     "CORE_PROGRAMS",

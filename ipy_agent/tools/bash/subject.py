@@ -16,7 +16,7 @@ tree-sitter parse, everything a rule needs:
 
 from __future__ import annotations
 
-from ...runtime.tool import CommandPart, RuleSubject
+from ipy_agent.contract.tool import CommandPart, RuleSubject
 from .syntax import SimpleCommand, analyze, redirect_problem
 from .wrappers import TIMING_WRAPPERS, hidden_reason, normalized_commands, unwrap
 

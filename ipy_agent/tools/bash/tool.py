@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ...runtime.budget import spill_file_name
-from ...runtime.rules import part_matches
-from ...runtime.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from ipy_agent.runtime.budget import spill_file_name
+from ipy_agent.permissions.rules import part_matches
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 from .deny import denied_read
 from .destructive import destructive_reasons
 from .contain import contained_run

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ipy_agent.runtime.permissions import Decision, PermissionRules, decide
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext
+from ipy_agent.permissions.decide import Decision, PermissionRules, decide
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 
 

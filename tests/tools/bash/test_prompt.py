@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipy_agent.runtime.read_state import ReadState
-from ipy_agent.runtime.tool import ToolContext
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.bash.tool import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, BashInput, BashTool
 from ipy_agent.tools.bash.process import OUTPUT_LIMIT
 

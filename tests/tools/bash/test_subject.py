@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ipy_agent.runtime.rules import matches_subject
+from ipy_agent.permissions.rules import matches_subject
 from ipy_agent.tools.bash.subject import command_subject
 from ipy_agent.tools.bash.syntax import split_command
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from .permissions import Behavior, Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
-from .tool import PermissionCheck, PermissionPreview, Tool, ToolContext, maybe_await
-from .tool_input import dump_input
+from .decide import Behavior, Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, ToolContext, maybe_await
+from ipy_agent.contract.tool_input import dump_input
 
 __all__ = ["decide_permission", "denial_text"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from .gitignore import first_matching, rule_matcher
+from ipy_agent.base.gitignore import first_matching, rule_matcher
 
 if TYPE_CHECKING:
     from .read_state import ReadState

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .rules import Rule, matches_subject, parse_rule
-from .tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from ipy_agent.contract.tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 
 __all__ = [
     "PermissionMode",

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .gitignore import gitignore_match
-from .tool import CommandPart, RuleSubject
+from ipy_agent.base.gitignore import gitignore_match
+from ipy_agent.contract.tool import CommandPart, RuleSubject
 
 __all__ = ["Rule", "parse_rule", "command_matches", "part_matches", "matches_subject", "gitignore_match"]
 

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Container
 from typing import Any
 
-from .history import SettledPrefix
+from .messages import SettledPrefix
 
 __all__ = ["HistoryIds", "TakenIds", "ToolUseIds"]
 

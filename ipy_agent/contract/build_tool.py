@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from pydantic import BaseModel
 
 from .limits import TOOL_RESULT_CHARS
-from .threads import run_blocking
+from ipy_agent.base.threads import run_blocking
 from .tool import Flag, PermissionCheck, RuleSubject, Tool, ToolContext, ToolKind, maybe_await
 
 __all__ = ["build_tool"]

@@ -1,0 +1,11 @@
+"""What a developer plugs in: the tool contract and hooks, and what a call is given.
+
+Modules import one way, each only from those above it in this list:
+- `limits`: the size limits on what tools send the model;
+- `read_state`: what the agent has read, at which version (the basis of edit-before-read);
+- `tool_context`: `ToolContext`, what a tool may know about the call it serves;
+- `tool`: the `Tool` contract with fail-closed defaults, `ToolError`, permission answers;
+- `tool_input`: a call's input as the model wrote it, checked against the tool's model;
+- `build_tool`: a tool assembled from a pydantic model and plain functions;
+- `hooks`: Python callables the runtime calls at fixed points of a run.
+"""
