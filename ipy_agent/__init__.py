@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .agent import Agent, RunResult
+from ipy_agent.loop.agent import Agent, RunResult
 from ipy_agent.models.base import ModelError, Usage
 from ipy_agent.models.scripted import ScriptedModel
 from ipy_agent.contract.hooks import HookEvent, HookOutcome

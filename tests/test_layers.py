@@ -36,20 +36,14 @@ LAYERS: dict[str, int] = {
     "ipy_agent.notebook": 1,
     "ipy_agent.tools": 2,
     "ipy_agent.mcp": 2,
-    "ipy_agent.agent": 3,
-    "ipy_agent.turn": 3,
-    "ipy_agent.turn_end": 3,
-    "ipy_agent.options": 3,
+    "ipy_agent.loop": 3,
+    "ipy_agent.config": 3,
     "ipy_agent.context": 3,
-    "ipy_agent.system_prompt": 3,
-    "ipy_agent.settings": 3,
-    "ipy_agent.conversation_file": 3,
-    "ipy_agent.session_grants": 3,
     "ipy_agent.ui": 4,
     "ipy_agent.magics": 4,
     "ipy_agent": 4,
 }
-FORBIDDEN_IN_RUNTIME = ("IPython", "ipywidgets", "ipykernel", "ipy_agent.tools", "ipy_agent.agent",
+FORBIDDEN_IN_RUNTIME = ("IPython", "ipywidgets", "ipykernel", "ipy_agent.tools", "ipy_agent.loop.agent",
                         "ipy_agent.ui", "ipy_agent.magics")
 # Cycles outside the Bash and rules area, left to the refactoring of agent, lifecycle, magics
 # and ui; each entry is a cycle as the test reports it. Empty when there are none.

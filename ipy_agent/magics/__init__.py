@@ -13,7 +13,7 @@ How a cell awaits its run is cell_runner.py; its names are importable from here 
 
 from __future__ import annotations
 
-from ipy_agent.cell_runner import agent_transformer, current_magics, run_agent_cell, terminal_transformer
+from .cell_runner import agent_transformer, current_magics, run_agent_cell, terminal_transformer
 from .extension import load_ipython_extension, unload_ipython_extension
 from .run import AgentMagics
 

@@ -20,9 +20,9 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from ipy_agent.agent import Agent
-from ipy_agent.conversation_file import save_conversation
-from ipy_agent.session_grants import SessionGrants
+from ipy_agent.loop.agent import Agent
+from ipy_agent.config.conversation_file import save_conversation
+from ipy_agent.config.grants import SessionGrants
 
 __all__ = ["CompanionMagics"]
 

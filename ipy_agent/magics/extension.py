@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipy_agent.cell_runner import agent_transformer, current_magics, terminal_transformer
+from .cell_runner import agent_transformer, current_magics, terminal_transformer
 from .run import AgentMagics
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]

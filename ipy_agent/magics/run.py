@@ -25,14 +25,14 @@ from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
-from ipy_agent.agent import Agent, RunResult
+from ipy_agent.loop.agent import Agent, RunResult
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.history.messages import repair_history
 from ipy_agent.permissions.decide import PERMISSION_MODES
-from ipy_agent.conversation_file import load_conversation
-from ipy_agent.options import add_arguments, option_rules, split_options
-from ipy_agent.session_grants import SessionGrants
-from ipy_agent.settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
+from ipy_agent.config.conversation_file import load_conversation
+from ipy_agent.config.options import add_arguments, option_rules, split_options
+from ipy_agent.config.grants import SessionGrants
+from ipy_agent.config.settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
 from ipy_agent.ui import RunUI, choose_ui
 from ipy_agent.ui.announce import cell_number
 from .companions import CompanionMagics

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.text import Text
 
-from ipy_agent.agent import INTERRUPTED_NOTICE
+from ipy_agent.loop.agent import INTERRUPTED_NOTICE
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.runtime.trace import (AgentEvent, CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent,
                              ThinkingEvent, TurnEvent)

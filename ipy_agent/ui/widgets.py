@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import ipywidgets as W
 
-from ipy_agent.agent import INTERRUPTED_NOTICE
+from ipy_agent.loop.agent import INTERRUPTED_NOTICE
 from ipy_agent.models.base import Usage
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.runtime.trace import CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent

@@ -9,7 +9,7 @@ import pytest
 import json
 from pathlib import Path
 
-from ipy_agent.settings import SettingsError, load_settings_rules
+from ipy_agent.config.settings import SettingsError, load_settings_rules
 
 from tests.magics._util import edit_script, results, text_of
 

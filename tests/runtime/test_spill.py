@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ipy_agent import Agent, ScriptedModel, build_tool
-from ipy_agent.runtime.spill import ROOT_NAME
+from ipy_agent.loop.spill import ROOT_NAME
 from tests.helpers import results_of, use
 
 PROJECT = Path(__file__).resolve().parents[2]

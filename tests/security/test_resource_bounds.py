@@ -13,7 +13,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.conversation_file import load_conversation
+from ipy_agent.config.conversation_file import load_conversation
 from ipy_agent.runtime import budget as budget_mod
 from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.history.messages import history_problems

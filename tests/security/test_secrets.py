@@ -61,7 +61,7 @@ def test_bash_gets_no_credentials(tmp_path, approved):
 
 
 def test_a_key_in_a_file_is_redacted_from_results_trace_detail_and_save(tmp_path):
-    from ipy_agent.conversation_file import save_conversation
+    from ipy_agent.config.conversation_file import save_conversation
 
     write_tree(tmp_path, {"config.txt": f"key = {KEY}\n"})
     turns = [[use("Read", "r1", file_path="config.txt"), use("Bash", "b1", command="cat config.txt"),

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Mapping, Sequence
 
-from .mcp import McpManager
-from .context import ContextManager
+from ipy_agent.mcp import McpManager
+from ipy_agent.context import ContextManager
 from ipy_agent.models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
-from .runtime import spill
+from . import spill
 from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from ipy_agent.history.messages import append_assistant, append_user, clean_content, last_text
@@ -87,7 +87,7 @@ class Agent:
         self.rules = PermissionRules.from_lists(list(allow or []), list(ask or []), list(deny or []))
         self.approver = approver
         if tools is None:
-            from .tools import builtin_tools
+            from ipy_agent.tools import builtin_tools
 
             tools = builtin_tools()
         self.registry = ToolRegistry(list(tools))

@@ -1,0 +1,8 @@
+"""What a person configures and keeps: settings files, `%agent` options, grants, saved conversations.
+
+Modules import one way, each only from those above it in this list:
+- `settings`: permission rules from settings files, each labelled with where it came from;
+- `options`: the options of the `%agent` line, one table for its splitter and its parser;
+- `grants`: the rules granted with "Always allow", kept for the kernel session;
+- `conversation_file`: a conversation saved to JSON and loaded back.
+"""

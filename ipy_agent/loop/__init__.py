@@ -1,0 +1,9 @@
+"""The conversation and its loop: run -> turn -> stream the model -> execute tools.
+
+Modules import one way, each only from those above it in this list:
+- `spill`: where spilled results live for one conversation, and how they go away;
+- `system_prompt`: the model's environment and how to work with the tools here;
+- `turn`: one turn's records, the state an early end needs, and reading the model's stream;
+- `turn_end`: each way a turn can end, leaving the history valid;
+- `agent`: `Agent`, the conversation and the loop that puts model, runtime and tools together.
+"""
