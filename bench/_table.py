@@ -78,7 +78,7 @@ def machine() -> str:
             pass
     rg = ""
     try:
-        from ipy_agent.tools._search import find_rg
+        from ipy_agent.tools.search.ripgrep import find_rg
 
         rg = subprocess.run([find_rg(), "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     except Exception:

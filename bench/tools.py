@@ -28,9 +28,9 @@ from pathlib import Path
 
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools._search import find_rg
-from ipy_agent.tools.glob_tool import GlobTool
-from ipy_agent.tools.grep import GrepTool
+from ipy_agent.tools.search.ripgrep import find_rg
+from ipy_agent.tools.search.glob_tool import GlobTool
+from ipy_agent.tools.search.grep import GrepTool
 
 SITE = Path(sysconfig.get_paths()["purelib"])
 GIB = 1 << 30
@@ -116,7 +116,7 @@ import asyncio, json, resource, statistics, sys, time, tracemalloc
 from pathlib import Path
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools.read import ReadTool
+from ipy_agent.tools.files.read import ReadTool
 
 path, offset, limit, reps, trace = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
 tool = ReadTool()

@@ -13,7 +13,7 @@ PKG = Path(__file__).resolve().parents[1] / "ipy_agent"
 CORE = [*sorted((PKG / "runtime").glob("*.py")), *sorted((PKG / "contract").glob("*.py")),
         *sorted((PKG / "permissions").glob("*.py")), *sorted((PKG / "base").glob("*.py")), *sorted((PKG / "history").glob("*.py")), *sorted((PKG / "loop").glob("*.py")), *sorted((PKG / "models").glob("*.py")),
         *sorted((PKG / "context").glob("*.py")),
-        *sorted((PKG / "tools").glob("*.py")), *sorted((PKG / "mcp").glob("*.py"))]
+        *sorted((PKG / "tools").rglob("*.py")), *sorted((PKG / "mcp").glob("*.py"))]
 FORBIDDEN = ("IPython", "ipywidgets", "ipykernel", "traitlets")
 
 

@@ -1,4 +1,13 @@
-"""The built-in tools, one module each, with the prompt text beside the code."""
+"""The built-in tools, in plug-in families, each tool's prompt text beside its code.
+
+- `shared/`: what the families share (protected paths, diffs, file IO, the edit plan);
+- `files/`: Read, Edit, Write;
+- `search/`: Glob, Grep (ripgrep);
+- `notebook/`: NotebookRead, NotebookEdit, NotebookRun, Variables;
+- `bash/`: Bash, its classifier and its sandbox.
+
+A family imports `shared/` and the layers below `tools/`, never another family.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +19,15 @@ __all__ = ["builtin_tools"]
 def builtin_tools() -> list[Tool]:
     """Fresh instances of every built-in tool (instances keep no state between agents)."""
     from .bash import BashTool
-    from .edit import EditTool
-    from .glob_tool import GlobTool
-    from .grep import GrepTool
-    from .notebook_edit import NotebookEditTool
-    from .notebook_read import NotebookReadTool
-    from .notebook_run import NotebookRunTool
-    from .read import ReadTool
-    from .variables import VariablesTool
-    from .write import WriteTool
+    from .files.edit import EditTool
+    from .files.read import ReadTool
+    from .files.write import WriteTool
+    from .notebook.edit import NotebookEditTool
+    from .notebook.read import NotebookReadTool
+    from .notebook.run import NotebookRunTool
+    from .notebook.variables import VariablesTool
+    from .search.glob_tool import GlobTool
+    from .search.grep import GrepTool
 
     return [ReadTool(), EditTool(), WriteTool(), GlobTool(), GrepTool(), BashTool(), NotebookEditTool(),
             NotebookReadTool(), NotebookRunTool(), VariablesTool()]

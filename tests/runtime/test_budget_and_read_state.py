@@ -46,7 +46,7 @@ def test_an_oversized_result_is_spilled_whole_with_a_preview(tmp_path):
 
 
 def test_the_spill_file_is_readable_without_a_prompt(tmp_path):
-    from ipy_agent.tools.read import ReadTool
+    from ipy_agent.tools.files.read import ReadTool
 
     model = ScriptedModel([[use("Big", "t1", n=2000)], lambda msgs: [use(
         "Read", "t2", file_path=re.search(r"saved to: (\S+)", msgs[2]["content"][0]["content"]).group(1),

@@ -71,8 +71,8 @@ def test_a_spill_that_cannot_be_written_cuts_the_result_and_the_run_goes_on(tmp_
 
 
 def test_symlinks_out_of_the_project_are_outside(tmp_path):
-    from ipy_agent.tools.read import ReadTool
-    from ipy_agent.tools.write import WriteTool
+    from ipy_agent.tools.files.read import ReadTool
+    from ipy_agent.tools.files.write import WriteTool
 
     project, outside = tmp_path / "project", tmp_path / "outside"
     project.mkdir()
@@ -145,7 +145,7 @@ async def test_a_second_interrupt_during_cleanup_still_ends_the_run_cleanly(tmp_
 
 def test_after_always_a_waiting_prompt_that_the_new_rule_covers_is_not_asked(tmp_path):
     from ipy_agent import PermissionAnswer
-    from ipy_agent.tools.read import ReadTool
+    from ipy_agent.tools.files.read import ReadTool
 
     outside = tmp_path / "outside"
     outside.mkdir()

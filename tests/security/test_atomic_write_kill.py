@@ -27,7 +27,7 @@ import asyncio, sys
 from pathlib import Path
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools.write import WriteTool, WriteInput
+from ipy_agent.tools.files.write import WriteTool, WriteInput
 
 target = Path(sys.argv[1])
 contents = [("a" * 99 + "\n") * (int(sys.argv[2]) // 100), ("b" * 99 + "\n") * (int(sys.argv[2]) // 100)]

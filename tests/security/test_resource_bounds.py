@@ -19,11 +19,12 @@ from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.history.messages import history_problems
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext, ToolError
-from ipy_agent.tools import _search, builtin_tools
+from ipy_agent.tools import builtin_tools
+from ipy_agent.tools.search import ripgrep as _search
 from ipy_agent.tools.bash import BashInput, BashTool
-from ipy_agent.tools.glob_tool import GlobTool
-from ipy_agent.tools.grep import GrepTool
-from ipy_agent.tools.notebook_edit import NotebookEditInput, NotebookEditTool
+from ipy_agent.tools.search.glob_tool import GlobTool
+from ipy_agent.tools.search.grep import GrepTool
+from ipy_agent.tools.notebook.edit import NotebookEditInput, NotebookEditTool
 from tests.helpers import results_of, write_tree
 
 

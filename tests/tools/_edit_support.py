@@ -8,8 +8,8 @@ from typing import Any
 
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import RuleSubject, Tool, ToolContext
-from ipy_agent.tools import _fileio
-from ipy_agent.tools.read import ReadTool
+from ipy_agent.tools.shared import fileio as _fileio
+from ipy_agent.tools.files.read import ReadTool
 
 
 def make_ctx(cwd: Path) -> ToolContext:

@@ -15,8 +15,8 @@ from tests.tools._edit_support import (
 from ipy_agent import Agent, PermissionAnswer, ScriptedModel
 from ipy_agent.permissions.rules import gitignore_match
 from ipy_agent.contract.tool import ToolContext, ToolError
-from ipy_agent.tools.edit import EditTool
-from ipy_agent.tools.read import ReadTool
+from ipy_agent.tools.files.edit import EditTool
+from ipy_agent.tools.files.read import ReadTool
 
 
 @pytest.fixture

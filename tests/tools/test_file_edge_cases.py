@@ -20,13 +20,13 @@ import pytest
 from nbformat import v4
 
 from ipy_agent.contract.tool import ToolContext, ToolError
-from ipy_agent.tools import _fileio
-from ipy_agent.tools._diff import diff_spans, make_diff, split_lines
-from ipy_agent.tools._read_text import estimate_tokens
-from ipy_agent.tools.edit import EditTool
-from ipy_agent.tools.notebook_edit import NotebookEditTool
-from ipy_agent.tools.read import ReadTool
-from ipy_agent.tools.write import WriteTool
+from ipy_agent.tools.shared import fileio as _fileio
+from ipy_agent.tools.shared.diff import diff_spans, make_diff, split_lines
+from ipy_agent.tools.files.read_text import estimate_tokens
+from ipy_agent.tools.files.edit import EditTool
+from ipy_agent.tools.notebook.edit import NotebookEditTool
+from ipy_agent.tools.files.read import ReadTool
+from ipy_agent.tools.files.write import WriteTool
 from tests.tools._edit_support import make_ctx, read, run
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools.glob_tool import GlobTool
+from ipy_agent.tools.search.glob_tool import GlobTool
 from tests.helpers import call_direct, tool_ctx
 
 TOOL = GlobTool()

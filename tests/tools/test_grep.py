@@ -12,8 +12,8 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.tool import ToolContext, ToolError
-from ipy_agent.tools import _search
-from ipy_agent.tools.grep import GrepTool
+from ipy_agent.tools.search import ripgrep as _search
+from ipy_agent.tools.search.grep import GrepTool
 from tests.helpers import call_direct, tool_ctx
 
 PYDANTIC_DIR = Path(pydantic.__file__).parent

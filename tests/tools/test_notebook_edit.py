@@ -12,8 +12,8 @@ from nbformat import v4
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.tool import ToolContext, ToolError
-from ipy_agent.tools.notebook_edit import NotebookEditTool
-from ipy_agent.tools.read import ReadTool
+from ipy_agent.tools.notebook.edit import NotebookEditTool
+from ipy_agent.tools.files.read import ReadTool
 from tests.tools._edit_support import assert_edit_contract, fail_os, leftovers, make_ctx, read, run, tool_results
 
 

@@ -19,8 +19,8 @@ def _ctx(tmp_path: Path) -> ToolContext:
 
 # --- Glob and Grep ------------------------------------------------------------------------------
 
-from ipy_agent.tools.glob_tool import MAX_GLOB_FILES, GlobTool  # noqa: E402
-from ipy_agent.tools.grep import DEFAULT_HEAD_LIMIT, MAX_LINE_COLUMNS, GrepTool  # noqa: E402
+from ipy_agent.tools.search.glob_tool import MAX_GLOB_FILES, GlobTool  # noqa: E402
+from ipy_agent.tools.search.grep import DEFAULT_HEAD_LIMIT, MAX_LINE_COLUMNS, GrepTool  # noqa: E402
 
 
 def test_grep_claims_content_search_back_from_bash_with_reasons(tmp_path):
@@ -85,10 +85,10 @@ def test_glob_states_its_cap_order_and_what_it_skips(tmp_path):
 # --- the live-notebook tools: NotebookRead, NotebookRun, Variables, and NotebookEdit's live note ---
 
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS  # noqa: E402
-from ipy_agent.tools.notebook_edit import NotebookEditTool  # noqa: E402
-from ipy_agent.tools.notebook_read import NotebookReadTool  # noqa: E402
-from ipy_agent.tools.notebook_run import DEFAULT_TIMEOUT, MAX_TIMEOUT, NotebookRunTool  # noqa: E402
-from ipy_agent.tools.variables import VariablesTool  # noqa: E402
+from ipy_agent.tools.notebook.edit import NotebookEditTool  # noqa: E402
+from ipy_agent.tools.notebook.read import NotebookReadTool  # noqa: E402
+from ipy_agent.tools.notebook.run import DEFAULT_TIMEOUT, MAX_TIMEOUT, NotebookRunTool  # noqa: E402
+from ipy_agent.tools.notebook.variables import VariablesTool  # noqa: E402
 
 
 class _Bridge:

@@ -11,10 +11,10 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.tools.bash import BashTool
-from ipy_agent.tools.edit import EditTool
-from ipy_agent.tools.protected import protected_reason
-from ipy_agent.tools.read import ReadTool
-from ipy_agent.tools.write import WriteTool
+from ipy_agent.tools.files.edit import EditTool
+from ipy_agent.tools.shared.protected import protected_reason
+from ipy_agent.tools.files.read import ReadTool
+from ipy_agent.tools.files.write import WriteTool
 from tests.helpers import use
 from tests.tools.bash._decide import decision, project
 

@@ -18,7 +18,7 @@ import pytest
 
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import RuleSubject, ToolContext, ToolError
-from ipy_agent.tools.read import ReadTool
+from ipy_agent.tools.files.read import ReadTool
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import random
 
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools.read import ReadTool
+from ipy_agent.tools.files.read import ReadTool
 
 
 def _numbered_lines(out) -> list[str]:
@@ -52,7 +52,7 @@ def test_pages_in_any_order_match_the_file(tmp_path):
 def test_far_ranges_of_very_big_files_found_by_tail_match_the_file(tmp_path, monkeypatch):
     import shutil
 
-    from ipy_agent.tools import _read_text
+    from ipy_agent.tools.files import read_text as _read_text
 
     assert shutil.which("tail"), "coreutils tail is expected on the test machine"
     monkeypatch.setattr(_read_text, "TAIL_MIN_BYTES", 1024 * 1024)  # the real threshold is 256 MB

@@ -15,9 +15,9 @@ import pytest
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools._search import deny_globs
-from ipy_agent.tools.glob_tool import GlobTool
-from ipy_agent.tools.grep import GrepTool
+from ipy_agent.tools.search.ripgrep import deny_globs
+from ipy_agent.tools.search.glob_tool import GlobTool
+from ipy_agent.tools.search.grep import GrepTool
 from tests.helpers import write_tree
 
 DENY = ["Read(**/.env)", "Read(secrets/**)"]

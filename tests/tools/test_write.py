@@ -11,9 +11,9 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.tool import ToolContext, ToolError
-from ipy_agent.tools.edit import EditTool
-from ipy_agent.tools.read import ReadTool
-from ipy_agent.tools.write import WriteTool
+from ipy_agent.tools.files.edit import EditTool
+from ipy_agent.tools.files.read import ReadTool
+from ipy_agent.tools.files.write import WriteTool
 from tests.tools._edit_support import assert_edit_contract, fail_os, leftovers, make_ctx, read, run, tool_results
 
 

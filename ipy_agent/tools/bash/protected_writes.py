@@ -8,7 +8,7 @@ What a command writes without naming it (an archive unpacked, a patch applied) i
 
 from __future__ import annotations
 
-from ipy_agent.tools.protected import protected_reason
+from ipy_agent.tools.shared.protected import protected_reason
 from .syntax import analyze
 from .options import path_candidates
 from .wrappers import program_name, unwrap

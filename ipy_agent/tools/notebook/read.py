@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.contract.tool import Tool, ToolContext, ToolError
-from ._notebook_live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_target, record_cells
+from .live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_target, record_cells
 
 __all__ = ["NotebookReadTool", "NotebookReadInput", "NotebookReadResult"]
 

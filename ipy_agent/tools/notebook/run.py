@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.contract.tool import PermissionPreview, Tool, ToolContext, ToolError
-from ._notebook_live import bridge_call, fetch_cell, live_bridge, live_target
+from .live import bridge_call, fetch_cell, live_bridge, live_target
 
 __all__ = ["NotebookRunTool", "NotebookRunInput", "NotebookRunResult", "DEFAULT_TIMEOUT", "MAX_TIMEOUT"]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
-from ._diff import make_diff
-from ._notebook_live import bridge_call, fetch_cell, record_cells, require_fresh_cell, require_listed
+from ipy_agent.tools.shared.diff import make_diff
+from .live import bridge_call, fetch_cell, record_cells, require_fresh_cell, require_listed
 
 __all__ = ["LivePlan", "plan_live", "apply_live", "preview_live"]
 

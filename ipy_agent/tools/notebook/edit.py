@@ -32,11 +32,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
-from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh
-from ._fileio import encode_text
-from ._notebook_file import load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids
-from ._notebook_live import live_bridge, live_target
-from .notebook_edit_live import apply_live, plan_live, preview_live
+from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
+from ipy_agent.tools.shared.fileio import encode_text
+from .nbfile import load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids
+from .live import live_bridge, live_target
+from .edit_live import apply_live, plan_live, preview_live
 
 __all__ = ["NotebookEditTool", "NotebookEditInput", "NotebookEditResult"]
 

@@ -24,9 +24,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import ToolContext, ToolError
-from ._diff import Span, count_lines, numbered_snippet
-from ._edit_common import FileEditingTool, Plan, quote, read_existing, require_fresh
-from ._fileio import decode_text, encode_text, undecodable_reason
+from ipy_agent.tools.shared.diff import Span, count_lines, numbered_snippet
+from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, quote, read_existing, require_fresh
+from ipy_agent.tools.shared.fileio import decode_text, encode_text, undecodable_reason
 
 __all__ = ["EditTool", "EditInput", "EditResult"]
 

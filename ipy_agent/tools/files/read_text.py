@@ -24,7 +24,7 @@ from typing import IO, BinaryIO
 from collections.abc import Iterator
 
 from ipy_agent.contract.tool import ToolError
-from ._fileio import UTF32_BOMS, decode_text
+from ipy_agent.tools.shared.fileio import UTF32_BOMS, decode_text
 
 __all__ = [
     "MAX_LINE_CHARS",

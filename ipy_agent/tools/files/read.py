@@ -25,7 +25,7 @@ from ipy_agent.contract.read_state import file_stamp
 from ipy_agent.base.threads import run_blocking
 from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
 from ipy_agent.base.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
-from ._read_text import (
+from .read_text import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_TOKENS,
     MAX_UNRANGED_BYTES,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ._search import plural
+from .ripgrep import plural
 
 __all__ = ["OutputMode", "MARK", "GrepResult", "strip_dot", "path_key", "parse_counts", "group_content", "page",
            "render_grep"]

@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import ToolContext, ToolError
-from ._diff import count_lines
-from ._edit_common import FileEditingTool, Plan, read_existing, require_fresh, require_whole_read
-from ._fileio import decode_text, encode_text, undecodable_reason
+from ipy_agent.tools.shared.diff import count_lines
+from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh, require_whole_read
+from ipy_agent.tools.shared.fileio import decode_text, encode_text, undecodable_reason
 
 __all__ = ["WriteTool", "WriteInput", "WriteResult"]
 

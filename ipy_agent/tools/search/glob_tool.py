@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import ToolContext
-from ._search import DenyFilter, SearchTool, display_prefix, plural, run_rg, vcs_globs
+from .ripgrep import DenyFilter, SearchTool, display_prefix, plural, run_rg, vcs_globs
 
 __all__ = ["GlobInput", "GlobResult", "GlobTool", "MAX_GLOB_FILES"]
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
-from ._diff import Diff, Span, diff_spans, make_diff
-from ._fileio import atomic_write, real_path
+from .diff import Diff, Span, diff_spans, make_diff
+from .fileio import atomic_write, real_path
 from .protected import protected_paths_reason
 
 __all__ = [

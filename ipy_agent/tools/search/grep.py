@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import ToolContext
 from .grep_results import GrepResult, OutputMode, group_content, page, parse_counts, path_key, render_grep, strip_dot
-from ._search import (
+from .ripgrep import (
     DenyFilter, SearchTool, deny_globs, display_prefix, exclusion_args, list_denied, newest_first, plural, run_rg,
     vcs_globs,
 )
