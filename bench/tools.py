@@ -164,7 +164,7 @@ def make_big_file(path: Path, size: int = GIB) -> int:
 def bench_read(reps: int) -> None:
     read_module = Path(__file__).resolve().parent.parent / "ipy_agent" / "tools" / "read.py"
     if not read_module.exists():
-        print("\n2. Read vs tail: skipped, ipy_agent/tools/read.py does not exist yet")
+        print("\n2. Read vs tail: skipped, ipy_agent/tools/files/read.py does not exist yet")
         return
     with tempfile.TemporaryDirectory(prefix="ipy_agent_bench_") as tmp:
         path = Path(tmp) / "big.txt"

@@ -1,24 +1,18 @@
-"""The package's shape: imports go one way between layers, and no modules import each other in a
-circle (imports inside functions count: hiding one there only moves the cycle to run time).
+"""The package's shape is its architecture: each folder is one layer (or, under `tools/`, one
+plug-in family), imports go one way between layers, and no modules import each other in a circle
+(imports inside functions count: hiding one there only moves the cycle to run time).
 
-Layers, lowest first; a module may import its own layer and those below it:
-
-    0  runtime, models          the tool contract, lifecycle, rules, budgets; model adapters
-    1  notebook                 notebook cells as text (Read, the live-notebook bridge)
-    2  tools, mcp               the built-in tools; MCP servers' tools
-    3  agent, turn, turn_end,   the loop that puts model, runtime and tools together; the context
-       context, system_prompt,   window it manages; settings and saved conversations it reads
-       settings,                 and writes
-       conversation_file
-    4  ui, magics, ipy_agent    what the person sees and types; the public API
-
-`runtime/` also imports neither IPython nor ipywidgets: it runs without a notebook.
+The table below is the one docs/ARCHITECTURE.md draws; a test checks that the page agrees.
+Every folder's `__init__` docstring names its modules in import order, and a test checks that too.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,28 +20,28 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ipy_agent"
 
+# Folder -> layer, lowest first. A module may import its own layer and the layers below it.
 LAYERS: dict[str, int] = {
-    "ipy_agent.base": 0,
-    "ipy_agent.history": 0,
-    "ipy_agent.contract": 0,
-    "ipy_agent.permissions": 0,
-    "ipy_agent.runtime": 0,
-    "ipy_agent.models": 0,
-    "ipy_agent.notebook": 1,
-    "ipy_agent.tools": 2,
-    "ipy_agent.mcp": 2,
-    "ipy_agent.loop": 3,
-    "ipy_agent.config": 3,
-    "ipy_agent.context": 3,
-    "ipy_agent.ui": 4,
-    "ipy_agent.magics": 4,
-    "ipy_agent": 4,
+    "base": 0,
+    "history": 0,
+    "notebook": 0,
+    "contract": 1,
+    "models": 1,
+    "permissions": 2,
+    "runtime": 3,
+    "tools": 4,
+    "mcp": 4,
+    "context": 5,
+    "config": 5,
+    "loop": 6,
+    "ui": 7,
+    "magics": 7,
 }
-FORBIDDEN_IN_RUNTIME = ("IPython", "ipywidgets", "ipykernel", "ipy_agent.tools", "ipy_agent.loop.agent",
-                        "ipy_agent.ui", "ipy_agent.magics")
-# Cycles outside the Bash and rules area, left to the refactoring of agent, lifecycle, magics
-# and ui; each entry is a cycle as the test reports it. Empty when there are none.
-KNOWN_CYCLES: set[tuple[str, ...]] = set()
+TOP = 8  # ipy_agent/__init__.py: the public API
+# Below these layers the package is plain Python: it runs and is tested without IPython.
+EDGE = 7
+FRONT_END_PACKAGES = ("IPython", "ipywidgets", "ipykernel", "traitlets")
+TOOL_FAMILIES_SHARED = "shared"
 
 
 def _module_name(path: Path) -> str:
@@ -87,9 +81,16 @@ def _graph() -> dict[str, set[str]]:
     return {name: _imports(name, path, known) for name, path in mods.items()}
 
 
+def _folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
 def _layer(module: str) -> int | None:
-    best = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len, default=None)
-    return LAYERS[best] if best is not None else None
+    if module == "ipy_agent":
+        return TOP
+    folder = _folder(module)
+    return LAYERS.get(folder) if folder is not None else None
 
 
 def _cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
@@ -141,14 +142,15 @@ def test_the_import_parser_sees_relative_and_nested_imports(tmp_path):
 
 
 def test_no_module_imports_another_in_a_circle():
-    cycles = _cycles(_graph())
-    assert cycles - KNOWN_CYCLES == set(), f"import cycles: {sorted(cycles - KNOWN_CYCLES)}"
-    assert KNOWN_CYCLES - cycles == set(), f"cycles fixed since, drop them from KNOWN_CYCLES: {KNOWN_CYCLES - cycles}"
+    assert _cycles(_graph()) == set()
 
 
-def test_every_module_has_a_layer():
-    missing = sorted(m for m in _modules() if _layer(m) is None)
-    assert missing == [], f"add these modules to LAYERS in {Path(__file__).name}: {missing}"
+def test_every_module_lives_in_a_layer_folder():
+    """No loose modules at the top: only the public face, ipy_agent/__init__.py."""
+    loose = sorted(m for m in _modules() if _layer(m) is None)
+    assert loose == [], f"move these into a layer folder (or add the folder to LAYERS): {loose}"
+    folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert folders == sorted(LAYERS), "the package's folders and the layer table differ"
 
 
 def test_layers_import_only_downwards():
@@ -162,11 +164,43 @@ def test_layers_import_only_downwards():
     assert wrong == [], "\n".join(sorted(wrong))
 
 
-@pytest.mark.parametrize("module", sorted(m for m in _modules() if m.startswith("ipy_agent.runtime")))
-def test_runtime_runs_without_tools_or_a_notebook(module):
-    imported = _graph()[module]
-    bad = sorted(t for t in imported if any(t == f or t.startswith(f + ".") for f in FORBIDDEN_IN_RUNTIME))
-    assert bad == [], f"{module} imports {bad}"
+def test_tool_families_import_only_what_they_share():
+    """tools/files, tools/search, tools/notebook and tools/bash are plug-ins: none imports another;
+    what two of them need lives in tools/shared."""
+    wrong = []
+    for module, imported in _graph().items():
+        parts = module.split(".")
+        if parts[:2] != ["ipy_agent", "tools"] or len(parts) < 4:
+            continue
+        family = parts[2]
+        for target in imported:
+            t = target.split(".")
+            if t[:2] == ["ipy_agent", "tools"] and len(t) >= 4 and t[2] not in (family, TOOL_FAMILIES_SHARED):
+                wrong.append(f"{module} imports {target}")
+            if family == TOOL_FAMILIES_SHARED and t[:2] == ["ipy_agent", "tools"] and len(t) >= 4 and t[2] != family:
+                wrong.append(f"{module} (shared) imports the family module {target}")
+    assert wrong == [], "\n".join(sorted(wrong))
+
+
+@pytest.mark.parametrize("module", sorted(m for m in _modules() if (_layer(m) or 0) < EDGE))
+def test_below_the_edge_the_package_is_plain_python(module):
+    """Only ui/ and magics/ meet IPython and widgets; everything below runs in any Python program."""
+    bad = sorted(t for t in _graph()[module] if t.split(".")[0] in FRONT_END_PACKAGES)
+    assert bad == [], f"{module} imports {bad}: keep the layers below ui/ and magics/ plain Python"
+
+
+def test_the_core_runs_without_ipython_loaded():
+    code = (
+        "import sys, ipy_agent\n"
+        "from ipy_agent import Agent, ScriptedModel, builtin_tools\n"
+        "import tempfile\n"
+        "a = Agent(model=ScriptedModel(['hi']), cwd=tempfile.mkdtemp())\n"
+        "assert a.run('x').text == 'hi'\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('IPython', 'ipywidgets', 'anthropic', 'mcp')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
 
 
 def test_no_private_name_is_imported_from_another_module():
@@ -178,3 +212,43 @@ def test_no_private_name_is_imported_from_another_module():
             if isinstance(node, ast.ImportFrom) and node.module != "__future__":
                 found += [f"{name}: {a.name}" for a in node.names if a.name.startswith("_")]
     assert found == [], found
+
+
+def _packages() -> list[Path]:
+    return sorted(p.parent for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE)
+
+
+@pytest.mark.parametrize("folder", _packages(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_each_folder_names_its_modules_in_import_order(folder):
+    """The folder's `__init__` docstring is its map: every module and subfolder is named in
+    backticks, and a module imports only the modules named before it."""
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+    named = list(dict.fromkeys(re.findall(r"`(\w+)/?`", doc)))
+    children = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+    children |= {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+    missing = sorted(children - set(named))
+    assert missing == [], f"{folder.relative_to(ROOT)}/__init__.py does not name {missing}"
+    order = [n for n in named if n in children]
+    prefix = _module_name(folder / "__init__.py")
+    graph = _graph()
+    wrong = []
+    for i, child in enumerate(order):
+        for target in graph.get(f"{prefix}.{child}", set()):
+            if target.startswith(prefix + "."):
+                sibling = target[len(prefix) + 1:].split(".")[0]
+                if sibling in order and order.index(sibling) > i:
+                    wrong.append(f"{child} imports {sibling}, named after it")
+    assert wrong == [], f"{folder.relative_to(ROOT)}/__init__.py: " + "; ".join(wrong)
+
+
+def test_the_architecture_page_draws_this_table():
+    """docs/ARCHITECTURE.md's layer table lists the same folders at the same layers."""
+    page = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    drawn: dict[str, int] = {}
+    for m in re.finditer(r"^\|\s*(\d+)\s*\|([^|]*)\|", page, flags=re.M):
+        for folder in re.findall(r"`(\w+)/`", m.group(2)):
+            drawn[folder] = int(m.group(1))
+    assert drawn == LAYERS
+    tree = re.search(r"```text\nipy_agent/\n(.*?)```", page, flags=re.S)
+    assert tree is not None, "docs/ARCHITECTURE.md has no folder tree (a ```text block starting with ipy_agent/)"
+    assert set(re.findall(r"^  (\w+)/", tree.group(1), flags=re.M)) == set(LAYERS)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from ipy_agent.permissions.decide import PERMISSION_MODES
 from .settings import RuleSpec, rules_from_lists
 
-__all__ = ["AgentOption", "AGENT_OPTIONS", "split_options", "option_rules", "add_arguments"]
+__all__ = ["AgentOption", "AGENT_OPTIONS", "split_options", "option_rules"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,17 +64,6 @@ AGENT_OPTIONS: tuple[AgentOption, ...] = (
 )
 _BY_FLAG = {o.flag: o for o in AGENT_OPTIONS}
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
-
-
-def add_arguments(fn: Any) -> Any:
-    """Decorate a magic with an `argument(...)` per option, in table order, then the prompt."""
-    from IPython.core.magic_arguments import argument  # only the magics need IPython
-
-    # magic_arguments builds the parser from the last-applied decorator to the first.
-    fn = argument("prompt", nargs="*", help="The request; with %%%%agent, the cell body.")(fn)
-    for option in reversed(AGENT_OPTIONS):
-        fn = argument(option.flag, **option.argparse_kwargs())(fn)
-    return fn
 
 
 def split_options(line: str) -> tuple[list[str], str]:

@@ -6,7 +6,7 @@ we read the `permissions` section of `.claude/settings.json` and `.claude/settin
 so `%agent_tools` can say why a call is allowed. A broken file must not stop the agent: it
 becomes a warning that names the file and what is wrong, and its rules are skipped.
 
-The options of the `%agent` line are the last source of rules (options.py reads them). This
+The options of the `%agent` line are the last source of rules (config/options.py reads them). This
 module is plain Python (no IPython): errors are ValueErrors with a message for the person, which
 the magics turn into UsageError.
 """

@@ -1,7 +1,7 @@
 """Agent: the conversation and the loop. run -> turn -> stream the model -> execute tools.
 
 The loop reads in one screen; the complexity lives in `runtime/`, one turn's records and the
-model's stream in turn.py, and each way a turn can end in turn_end.py. Whatever happens (a tool
+model's stream in loop/turn.py, and each way a turn can end in loop/turn_end.py. Whatever happens (a tool
 raises, a hook raises, the model errors, the person interrupts) the loop ends with
 `self.messages` a valid Messages API conversation, so the next `run()` can go on from it.
 """

@@ -1,12 +1,12 @@
 """One turn's pieces: its record, the state an early end needs, and reading the model's stream.
 
-The agent loop (agent.py) says what a turn does: request, answer the tool calls, decide to go
+The agent loop (loop/agent.py) says what a turn does: request, answer the tool calls, decide to go
 on. This module holds what that needs and is not the loop itself: the records a run returns
 and keeps (`RunResult`, `TurnRecord`), what one turn has put into the history so far (`Turn`,
 so an interrupt or a failure can close it validly), and `stream_reply`, which turns the model's
 events into text on screen and tool calls started as soon as their blocks are whole. How a
 turn ends (its tool calls answered, a reply without any, a model failure, an interrupt) is
-turn_end.py.
+loop/turn_end.py.
 """
 
 from __future__ import annotations

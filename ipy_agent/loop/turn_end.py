@@ -1,6 +1,6 @@
 """How a turn ends: each way one model request and its tool calls can finish, and what it leaves.
 
-The loop (agent.py: `Agent._turn`) says which of these applies; each one leaves the history a
+The loop (loop/agent.py: `Agent._turn`) says which of these applies; each one leaves the history a
 valid conversation and tells the person what happened through `emit`. A turn ends
 
 - with its tool calls answered (`answer_tools`): the loop goes on, unless a hook stopped the run;

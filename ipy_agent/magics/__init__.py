@@ -1,14 +1,14 @@
 """`%agent` and its companion magics: the edge where IPython meets the runtime.
 
-- run.py: `AgentMagics`, its configuration (traitlets: `%config AgentMagics.permission_mode`,
-  `c.AgentMagics.allow` in ipython_config.py), and `%agent` / `%%agent`: preparing a request
-  (options, model, agent, rules, UI) and running it in the foreground or the background;
-- companions.py: `%agent_inspect`, `%agent_trace`, `%agent_history`, `%agent_context`,
-  `%agent_tools`, `%agent_rules`, `%agent_mcp`, `%agent_stop`, `%agent_compact`, `%agent_reset`,
-  `%agent_save` (the base class of `AgentMagics`);
-- extension.py: `%load_ext ipy_agent` and `%unload_ext ipy_agent`.
-
-How a cell awaits its run is cell_runner.py; its names are importable from here too.
+Modules import one way, each only from those above it in this list:
+- `cell_runner`: how a `%agent` cell awaits its run in a kernel (an input transformer and a
+  0.25 s tick, so interrupts and widget clicks arrive), and how the line reaches the magic;
+- `companions`: `%agent_inspect`, `%agent_trace`, `%agent_history`, `%agent_context`,
+  `%agent_tools`, `%agent_rules`, `%agent_mcp`, `%agent_stop`, `%agent_compact`,
+  `%agent_reset`, `%agent_save`;
+- `run`: `AgentMagics`, its configuration (traitlets: `%config AgentMagics.permission_mode`,
+  `c.AgentMagics.allow` in ipython_config.py), and `%agent` / `%%agent`;
+- `extension`: `%load_ext ipy_agent` and `%unload_ext ipy_agent`.
 """
 
 from __future__ import annotations

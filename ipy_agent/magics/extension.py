@@ -2,7 +2,7 @@
 
 Loading registers `AgentMagics` (run.py), attaches the live-notebook bridge in a kernel
 (notebook/bridge.py), and installs the input transformer that lets a cell await its run
-(cell_runner.py). Unloading removes all of it, stops a running agent and its MCP servers, so
+(magics/cell_runner.py). Unloading removes all of it, stops a running agent and its MCP servers, so
 no process outlives the extension.
 """
 

@@ -3,7 +3,7 @@
 This is the edge where IPython meets the runtime. Traitlets configure the magics
 (`%config AgentMagics.permission_mode = "acceptEdits"`, `c.AgentMagics.allow = [...]` in
 ipython_config.py); the Agent itself receives plain values. The options of the `%agent` line
-are declared once, in options.py. How a run waits depends on where it runs (cell_runner.py):
+are declared once, in config/options.py. How a run waits depends on where it runs (magics/cell_runner.py):
 awaited by the cell in a kernel, `asyncio.run` in the foreground in terminal IPython, where no
 loop is running while a magic executes (text output, `input()` approvals, Ctrl-C interrupts).
 The magics beside `%agent` (`%agent_inspect`, `%agent_reset`, ...) are in companions.py, the
@@ -30,14 +30,25 @@ from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.history.messages import repair_history
 from ipy_agent.permissions.decide import PERMISSION_MODES
 from ipy_agent.config.conversation_file import load_conversation
-from ipy_agent.config.options import add_arguments, option_rules, split_options
+from IPython.core.magic_arguments import argument
+
+from ipy_agent.config.options import AGENT_OPTIONS, option_rules, split_options
 from ipy_agent.config.grants import SessionGrants
 from ipy_agent.config.settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
-from ipy_agent.ui import RunUI, choose_ui
+from ipy_agent.ui.run_ui import RunUI, choose_ui
 from ipy_agent.ui.announce import cell_number
 from .companions import CompanionMagics
 
 __all__ = ["AgentMagics"]
+
+
+def add_arguments(fn: Any) -> Any:
+    """Decorate a magic with an `argument(...)` per option, in table order, then the prompt."""
+    # magic_arguments builds the parser from the last-applied decorator to the first.
+    fn = argument("prompt", nargs="*", help="The request; with %%%%agent, the cell body.")(fn)
+    for option in reversed(AGENT_OPTIONS):
+        fn = argument(option.flag, **option.argparse_kwargs())(fn)
+    return fn
 
 
 @dataclass(kw_only=True)

@@ -1,15 +1,16 @@
 """MCP servers' tools in the registry, under the same contract, rules and lifecycle as any tool.
 
-- config.py: the `.mcp.json` shape (stdio and streamable HTTP), from files and from code;
-- trust.py: project servers start only after the person approved them, remembered per project;
-- loop.py: the background event loop every session lives on, so servers outlive a run;
-- connection.py: one server's session, its faults and restarts;
-- tools.py / results.py: a server tool as a `Tool`, and its result as tool_result blocks;
-- manager.py: what the agent uses: sync before each request, the tools, close;
-- report.py: the text of `%agent_mcp`.
-
-This package sits beside `tools/`: it builds Tools and imports the runtime, never the agent, the
-UI or the magics. The `mcp` SDK is imported only when a server starts.
+This package sits beside the built-in tools: it builds Tools and imports the runtime, never the loop, the
+UI or the magics. The `mcp` SDK is imported only when a server starts. Modules import one way,
+each only from those above it in this list:
+- `config`: the `.mcp.json` shape (stdio and streamable HTTP), from files and from code;
+- `trust`: project servers start only after the person approved them, remembered per project;
+- `loop`: the background event loop every session lives on, so servers outlive a run;
+- `connection`: one server's session, its faults and restarts;
+- `results`: an MCP tool result as tool_result blocks;
+- `tools`: a server tool as a `Tool`;
+- `manager`: what the agent uses: sync before each request, the tools, close;
+- `report`: the text of `%agent_mcp`.
 """
 
 from __future__ import annotations

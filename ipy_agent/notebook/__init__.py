@@ -1,1 +1,9 @@
-"""The notebook: rendering cells to text, and (later) the bridge to the live front end."""
+"""The notebook from the kernel's side: cells as text, and the live-notebook bridge.
+
+Plain Python (the bridge opens a comm with the `comm` package, never through IPython).
+Modules import one way, each only from those above it in this list:
+- `render`: notebook cells as the model reads them (id, type, source, outputs), never raw JSON;
+- `execute`: a cell's code run in this kernel, capturing what it shows (NotebookRun);
+- `variables`: the kernel's variables, described without running the person's code;
+- `bridge`: `NotebookBridge`, requests to the JupyterLab extension over a comm.
+"""

@@ -14,6 +14,8 @@ Modules import one way, each only from those above it in this list:
 - `workdirs`: where a read-only line reads (inside the working directories, or it asks);
 - `protected_writes`: commands that may write files deciding what runs (they always ask);
 - `process`: running the command (process group, timeout, capped output);
+- `sandbox`: the bubblewrap sandbox: whether one can be made here, and its command line;
+- `contain`: running a command inside the sandbox when no person approved it;
 - `tool`: the `BashTool` the runtime sees.
 """
 

@@ -1,0 +1,91 @@
+"""How a run is shown and who answers its prompts, chosen once per run.
+
+- kernel, widgets on: the widget RunView (ui/widgets.py) shows the run and asks with buttons;
+  an optional timeout denies a prompt nobody answers.
+- kernel with widgets off (`--no-widgets`, `AgentMagics.widgets = False`,
+  IPY_AGENT_NONINTERACTIVE=1), or widgets not importable: text output and the non-interactive
+  approver (a kernel cannot tell whether anyone is watching, so it must not wait for input).
+- terminal IPython: text output and an `input()` prompt, unless IPY_AGENT_NONINTERACTIVE is set.
+
+Nothing heavy is imported here at module level: `import ipy_agent` must stay cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any
+from collections.abc import Callable
+
+__all__ = ["RunUI", "choose_ui", "noninteractive_env"]
+
+
+@dataclass(kw_only=True)
+class RunUI:
+    listener: Callable[[Any], None]
+    approver: Callable[[Any], Any]
+    show_error: Callable[[str], None]  # a warning or error line for the person
+    show_crash: Callable[[BaseException], None]  # the run itself failed (a bug)
+    close: Callable[[], None]
+    background: bool
+    kind: str  # "widgets" | "text" (for tests and messages)
+    view: Any = None  # the RunView when kind is "widgets": its `prompts` can be answered from code
+
+
+def noninteractive_env() -> bool:
+    return os.environ.get("IPY_AGENT_NONINTERACTIVE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
+              approval_timeout: float | None = None, handle: Any = None) -> RunUI:
+    """`handle`: the display the cell already shows (the start line); the widget view replaces
+    it, and the static record replaces the view when the run ends."""
+    from ipy_agent.runtime.trace import NoticeEvent
+    from .approver import NonInteractiveApprover, with_timeout
+
+    notes: list[str] = []
+    if kernel and widgets and not noninteractive_env():
+        try:
+            from .widgets import RunView
+        except ImportError as e:
+            notes.append(f"The widget UI is not available ({e}); showing text, and only what the rules "
+                         "and mode allow will run.")
+        else:
+            from IPython.display import display
+
+            if handle is None:
+                handle = display({"text/plain": "ipy_agent: starting…"}, raw=True, display_id=True)
+            view = RunView(agent, background=background, on_stop=agent.interrupt, handle=handle)
+            handle.update(view.live_bundle(), raw=True)
+            return RunUI(
+                listener=view.listener, approver=with_timeout(view.approver, approval_timeout),
+                show_error=lambda text: view.listener(NoticeEvent(text=text, level="warning")),
+                show_crash=view.show_error, close=view.close, background=background, kind="widgets", view=view,
+            )
+
+    from .text import TextRenderer, make_console, terminal_approver
+
+    console = make_console(kernel=kernel)
+    approver: Callable[[Any], Any]
+    if noninteractive_env():
+        approver = NonInteractiveApprover("IPY_AGENT_NONINTERACTIVE is set")
+    elif kernel:
+        approver = NonInteractiveApprover("widgets are switched off")
+    elif background:
+        approver = NonInteractiveApprover("a background run cannot prompt")
+    else:
+        approver = terminal_approver(console, on_interrupt=agent.interrupt)
+
+    def show_error(text: str) -> None:
+        print(text, file=sys.stderr)
+
+    def show_crash(exc: BaseException) -> None:
+        show_error("The agent crashed:\n" + "".join(traceback.format_exception(exc)))
+
+    for note in notes:
+        show_error(note)
+    return RunUI(listener=TextRenderer(console, model=getattr(agent, "model", None)), approver=approver, show_error=show_error, show_crash=show_crash,
+                 close=lambda: None,
+                 background=background, kind="text")
