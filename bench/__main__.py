@@ -41,11 +41,18 @@ def startup(args: argparse.Namespace) -> list[Row]:
         anth.append(sample(IMPORT_ANTHROPIC))
         pai.append(sample(import_pydantic_ai))
     ratio = median_ratio(load, anth)
-    return [Row(metric="`%load_ext ipy_agent`, cold", ours=_ms(statistics.median(load)),
-                peer=f"import anthropic {_ms(statistics.median(anth))}; import pydantic_ai {_ms(statistics.median(pai))}",
-                ratio=ratio, target="<= 0.2x anthropic", met=ratio <= 0.2,
-                how=f"each sample a fresh interpreter timing only the statement (IPython already up), {runs} rounds "
-                    f"alternating; ratio against `import anthropic` (pydantic_ai: {median_ratio(load, pai):.2f}x).")]
+    return [
+        Row(
+            metric="`%load_ext ipy_agent`, cold",
+            ours=_ms(statistics.median(load)),
+            peer=f"import anthropic {_ms(statistics.median(anth))}; import pydantic_ai {_ms(statistics.median(pai))}",
+            ratio=ratio,
+            target="<= 0.2x anthropic",
+            met=ratio <= 0.2,
+            how=f"each sample a fresh interpreter timing only the statement (IPython already up), {runs} rounds "
+            f"alternating; ratio against `import anthropic` (pydantic_ai: {median_ratio(load, pai):.2f}x).",
+        )
+    ]
 
 
 def turns(args: argparse.Namespace) -> list[Row]:
@@ -57,19 +64,34 @@ def turns(args: argparse.Namespace) -> list[Row]:
         o, p = paired(lambda n=n: ours_per_turn(n), lambda n=n: pydantic_ai_per_turn(n), reps)
         ours_at[n] = statistics.median(o)
         ratio = median_ratio(o, p)
-        rows.append(Row(metric=f"runtime cost per tool turn at {n:,} turns", ours=_ms(ours_at[n]),
-                        peer=f"pydantic-ai FunctionModel {_ms(statistics.median(p))}", ratio=ratio,
-                        target="<= 0.25x", met=ratio <= 0.25,
-                        how=f"a history of {n:,} tool turns is built, then both run more no-op tool turns on it "
-                            f"(free models; for us an allow rule and two hooks on every call, after one untimed "
-                            f"prompt on the loaded history); {reps} paired rounds."))
+        rows.append(
+            Row(
+                metric=f"runtime cost per tool turn at {n:,} turns",
+                ours=_ms(ours_at[n]),
+                peer=f"pydantic-ai FunctionModel {_ms(statistics.median(p))}",
+                ratio=ratio,
+                target="<= 0.25x",
+                met=ratio <= 0.25,
+                how=f"a history of {n:,} tool turns is built, then both run more no-op tool turns on it "
+                f"(free models; for us an allow rule and two hooks on every call, after one untimed "
+                f"prompt on the loaded history); {reps} paired rounds.",
+            )
+        )
     growth = ours_at[5000] / ours_at[50]
     first = statistics.median(first_run_seconds(5000) for _ in range(3))
-    rows.append(Row(metric="flatness: our turn at 5,000 / at 50 turns", ours=_ms(ours_at[5000]), peer=_ms(ours_at[50]),
-                    ratio=growth, target="<= 1.5x (flat)", met=growth <= 1.5,
-                    how="the two medians above, ours only: a flat runtime costs the same per turn at any length. "
-                        "A history loaded whole (a resumed conversation) is indexed once, by its first prompt: "
-                        f"{_ms(first)} at 5,000 turns, one tool turn included."))
+    rows.append(
+        Row(
+            metric="flatness: our turn at 5,000 / at 50 turns",
+            ours=_ms(ours_at[5000]),
+            peer=_ms(ours_at[50]),
+            ratio=growth,
+            target="<= 1.5x (flat)",
+            met=growth <= 1.5,
+            how="the two medians above, ours only: a flat runtime costs the same per turn at any length. "
+            "A history loaded whole (a resumed conversation) is indexed once, by its first prompt: "
+            f"{_ms(first)} at 5,000 turns, one tool turn included.",
+        )
+    )
     return rows
 
 
@@ -78,10 +100,18 @@ def memory(args: argparse.Namespace) -> list[Row]:
 
     retained, text = retained_after_turns(1000, 10_000)
     ratio = retained / text
-    return [Row(metric="memory after 1,000 turns with 10 KB results", ours=f"{retained / 1e6:.1f} MB",
-                peer=f"result text {text / 1e6:.1f} MB", ratio=ratio, target="<= 2x", met=ratio <= 2,
-                how="tracemalloc in a fresh process: memory held after the run, the agent still alive, "
-                    "against the bytes of tool_result text the conversation must keep.")]
+    return [
+        Row(
+            metric="memory after 1,000 turns with 10 KB results",
+            ours=f"{retained / 1e6:.1f} MB",
+            peer=f"result text {text / 1e6:.1f} MB",
+            ratio=ratio,
+            target="<= 2x",
+            met=ratio <= 2,
+            how="tracemalloc in a fresh process: memory held after the run, the agent still alive, "
+            "against the bytes of tool_result text the conversation must keep.",
+        )
+    ]
 
 
 def parallel(args: argparse.Namespace) -> list[Row]:
@@ -94,11 +124,18 @@ def parallel(args: argparse.Namespace) -> list[Row]:
         ten, one = paired(lambda s=sync: ours_batch(10, s), lambda s=sync: ours_batch(1, s), reps)
         p10, p1 = paired(lambda s=sync: pydantic_ai_batch(10, s), lambda s=sync: pydantic_ai_batch(1, s), reps)
         ratio, peer_ratio = median_ratio(ten, one), median_ratio(p10, p1)
-        rows.append(Row(metric=f"10 parallel 100 ms calls ({kind}) / one call", ours=_ms(statistics.median(ten)),
-                        peer=f"one call {_ms(statistics.median(one))}; pydantic-ai {peer_ratio:.2f}x",
-                        ratio=ratio, target="<= 1.2x one call", met=ratio <= 1.2,
-                        how=f"one model message with ten read-only, concurrency-safe {kind} calls of 100 ms, against "
-                            f"a message with one; {reps} paired rounds; pydantic-ai measured the same way."))
+        rows.append(
+            Row(
+                metric=f"10 parallel 100 ms calls ({kind}) / one call",
+                ours=_ms(statistics.median(ten)),
+                peer=f"one call {_ms(statistics.median(one))}; pydantic-ai {peer_ratio:.2f}x",
+                ratio=ratio,
+                target="<= 1.2x one call",
+                met=ratio <= 1.2,
+                how=f"one model message with ten read-only, concurrency-safe {kind} calls of 100 ms, against "
+                f"a message with one; {reps} paired rounds; pydantic-ai measured the same way.",
+            )
+        )
     return rows
 
 
@@ -108,11 +145,18 @@ def streaming(args: argparse.Namespace) -> list[Row]:
     ours, sdk = streaming_pair(3 if args.quick else 5)
     ahead = statistics.median(sdk) - statistics.median(ours)
     ratio = median_ratio(ours, sdk)
-    return [Row(metric="streaming tool execution, 3 calls", ours=f"{statistics.median(ours):.2f} s",
-                peer=f"SDK tool_runner eager {statistics.median(sdk):.2f} s", ratio=ratio,
-                target="<= 1.0x (ahead)", met=ratio <= 1.0,
-                how="the same replayed stream (tool_use blocks 0.3 s apart, calls of 0.3 s) from a local server "
-                    f"through the real SDK; whole runs, two requests each. Ours ends {ahead:.2f} s earlier.")]
+    return [
+        Row(
+            metric="streaming tool execution, 3 calls",
+            ours=f"{statistics.median(ours):.2f} s",
+            peer=f"SDK tool_runner eager {statistics.median(sdk):.2f} s",
+            ratio=ratio,
+            target="<= 1.0x (ahead)",
+            met=ratio <= 1.0,
+            how="the same replayed stream (tool_use blocks 0.3 s apart, calls of 0.3 s) from a local server "
+            f"through the real SDK; whole runs, two requests each. Ours ends {ahead:.2f} s earlier.",
+        )
+    ]
 
 
 def search(args: argparse.Namespace) -> list[Row]:
@@ -134,13 +178,23 @@ def search(args: argparse.Namespace) -> list[Row]:
             tool.map_result(asyncio.run(tool.call(inp, ctx)), "bench")
 
         def run_rg(rg_args=rg_args) -> None:
-            subprocess.run([rg, *rg_args, "."], cwd=SITE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+            subprocess.run(
+                [rg, *rg_args, "."], cwd=SITE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False
+            )
 
         t_rg, t_tool, ratio, _ = paired_medians(run_rg, run_tool, 5 if args.quick else 11)
-        rows.append(Row(metric=f"{label} (site-packages)", ours=_ms(t_tool), peer=f"raw rg {_ms(t_rg)}", ratio=ratio,
-                        target="<= 1.2x", met=ratio <= 1.2,
-                        how="the tool's whole call and result mapping against ripgrep alone with the same query on "
-                            "this environment's site-packages, alternating, median of the paired ratios."))
+        rows.append(
+            Row(
+                metric=f"{label} (site-packages)",
+                ours=_ms(t_tool),
+                peer=f"raw rg {_ms(t_rg)}",
+                ratio=ratio,
+                target="<= 1.2x",
+                met=ratio <= 1.2,
+                how="the tool's whole call and result mapping against ripgrep alone with the same query on "
+                "this environment's site-packages, alternating, median of the paired ratios.",
+            )
+        )
     return rows
 
 
@@ -158,8 +212,13 @@ def read_far(args: argparse.Namespace) -> list[Row]:
             path = Path(tmp) / "big.txt"
             lines = make_big_file(path, size)
             offset, limit = lines - 200, 100
-            proc = subprocess.run([sys.executable, "-c", _READ_CHILD, str(path), str(offset), str(limit), "3", "0"],
-                                  capture_output=True, text=True, check=True, cwd=ROOT)
+            proc = subprocess.run(
+                [sys.executable, "-c", _READ_CHILD, str(path), str(offset), str(limit), "3", "0"],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=ROOT,
+            )
             timed = json.loads(proc.stdout)
             job = f"tail -n +{offset} {path} | head -n {limit}"
             tails = []
@@ -167,16 +226,25 @@ def read_far(args: argparse.Namespace) -> list[Row]:
                 t = time.perf_counter()
                 subprocess.run(job, shell=True, stdout=subprocess.DEVNULL, check=True)
                 tails.append(time.perf_counter() - t)
-            rss_tail = int(subprocess.run([sys.executable, "-c", _CHILD_RSS, job], capture_output=True, text=True).stdout)
+            rss_tail = int(
+                subprocess.run([sys.executable, "-c", _CHILD_RSS, job], capture_output=True, text=True).stdout
+            )
             extra_mb = (timed["rss_peak_kb"] - timed["rss_before_kb"]) / 1024
             t_tail = statistics.median(tails)
             ratio = timed["cold"] / t_tail
-            rows.append(Row(metric=f"Read 100 lines near the end of a {label} file, first read", ours=_ms(timed["cold"]),
-                            peer=f"tail -n +N | head {_ms(t_tail)}", ratio=ratio, target="<= 1.5x, +50 MB",
-                            met=ratio <= 1.5 and extra_mb <= 50,
-                            how=f"Read in a fresh process (peak RSS +{extra_mb:.0f} MB; tail/head's own max RSS "
-                                f"{rss_tail / 1024:.0f} MB) against the shell pipeline, file of {len(LINE)}-byte lines "
-                                f"in the page cache; the same range again takes {_ms(timed['seconds'])}."))
+            rows.append(
+                Row(
+                    metric=f"Read 100 lines near the end of a {label} file, first read",
+                    ours=_ms(timed["cold"]),
+                    peer=f"tail -n +N | head {_ms(t_tail)}",
+                    ratio=ratio,
+                    target="<= 1.5x, +50 MB",
+                    met=ratio <= 1.5 and extra_mb <= 50,
+                    how=f"Read in a fresh process (peak RSS +{extra_mb:.0f} MB; tail/head's own max RSS "
+                    f"{rss_tail / 1024:.0f} MB) against the shell pipeline, file of {len(LINE)}-byte lines "
+                    f"in the page cache; the same range again takes {_ms(timed['seconds'])}.",
+                )
+            )
     return rows
 
 
@@ -186,14 +254,27 @@ def widget_rows(args: argparse.Namespace) -> list[Row]:
     c = row_costs()
     ratio = c["widget_row_s"] / c["text_row_s"]
     growth = c["bytes_1000"] / (10 * c["bytes_100"])
-    return [Row(metric="widget row, kernel time per call (1,000-call run)", ours=_ms(c["widget_row_s"]),
-                peer=f"text renderer {_ms(c['text_row_s'])}", ratio=ratio, target="<= 1 ms per row",
-                met=c["widget_row_s"] <= 0.001,
-                how="the widget view's event listener timed across a replayed run of 1,000 calls (100 messages of 10), "
-                    "against the terminal renderer on the same run."),
-            Row(metric="widget traffic, 1,000 calls / 10 x 100 calls", ours=f"{c['bytes_1000'] / 1e6:.1f} MB",
-                peer=f"10 x {c['bytes_100'] / 1e6:.2f} MB", ratio=growth, target="<= 1.1x (linear)", met=growth <= 1.1,
-                how="bytes of every comm message the widgets send (JSON), counted by a stand-in comm.")]
+    return [
+        Row(
+            metric="widget row, kernel time per call (1,000-call run)",
+            ours=_ms(c["widget_row_s"]),
+            peer=f"text renderer {_ms(c['text_row_s'])}",
+            ratio=ratio,
+            target="<= 1 ms per row",
+            met=c["widget_row_s"] <= 0.001,
+            how="the widget view's event listener timed across a replayed run of 1,000 calls (100 messages of 10), "
+            "against the terminal renderer on the same run.",
+        ),
+        Row(
+            metric="widget traffic, 1,000 calls / 10 x 100 calls",
+            ours=f"{c['bytes_1000'] / 1e6:.1f} MB",
+            peer=f"10 x {c['bytes_100'] / 1e6:.2f} MB",
+            ratio=growth,
+            target="<= 1.1x (linear)",
+            met=growth <= 1.1,
+            how="bytes of every comm message the widgets send (JSON), counted by a stand-in comm.",
+        ),
+    ]
 
 
 def bash_check(args: argparse.Namespace) -> list[Row]:
@@ -203,22 +284,43 @@ def bash_check(args: argparse.Namespace) -> list[Row]:
     with_rules, without = paired(lambda: check_seconds(True, 10), lambda: check_seconds(False, 10), reps)
     ratio = median_ratio(with_rules, without)
     alone, words = deny_check_seconds()
-    note = "" if ratio <= 2 else (
-        f"Missed: the deny check alone takes {_ms(alone)} for the command's {words} words that may name files "
-        "(each resolved, links followed, matched against the rules: under the 10 ms bound), and the path without "
-        f"rules it is compared with now takes {_ms(statistics.median(without))}, down from 12.7 ms when the ratio was "
-        "set, so a check that is linear and cheap still sits near 2x of it.")
-    return [Row(metric="Bash permission check, 10 KB command, with Read deny rules", ours=_ms(statistics.median(with_rules)),
-                peer=f"without deny rules {_ms(statistics.median(without))}", ratio=ratio, target="<= 2x",
-                met=ratio <= 2,
-                how="one Bash call of a 10 KB compound command (464 words that may name files) that asks and is "
-                    "denied (nothing runs): the whole lifecycle around it, with two Read deny rules against none; "
-                    f"10 calls per sample, {reps} paired rounds.", note=note)]
+    note = (
+        ""
+        if ratio <= 2
+        else (
+            f"Missed: the deny check alone takes {_ms(alone)} for the command's {words} words that may name files "
+            "(each resolved, links followed, matched against the rules: under the 10 ms bound), and the path without "
+            f"rules it is compared with now takes {_ms(statistics.median(without))}, down from 12.7 ms when the ratio was "
+            "set, so a check that is linear and cheap still sits near 2x of it."
+        )
+    )
+    return [
+        Row(
+            metric="Bash permission check, 10 KB command, with Read deny rules",
+            ours=_ms(statistics.median(with_rules)),
+            peer=f"without deny rules {_ms(statistics.median(without))}",
+            ratio=ratio,
+            target="<= 2x",
+            met=ratio <= 2,
+            how="one Bash call of a 10 KB compound command (464 words that may name files) that asks and is "
+            "denied (nothing runs): the whole lifecycle around it, with two Read deny rules against none; "
+            f"10 calls per sample, {reps} paired rounds.",
+            note=note,
+        )
+    ]
 
 
-SUITES: dict[str, Suite] = {"startup": startup, "turns": turns, "memory": memory, "parallel": parallel,
-                            "streaming": streaming, "search": search, "read": read_far, "rows": widget_rows,
-                            "bash": bash_check}
+SUITES: dict[str, Suite] = {
+    "startup": startup,
+    "turns": turns,
+    "memory": memory,
+    "parallel": parallel,
+    "streaming": streaming,
+    "search": search,
+    "read": read_far,
+    "rows": widget_rows,
+    "bash": bash_check,
+}
 
 
 def main() -> None:
@@ -239,8 +341,18 @@ def main() -> None:
         try:
             rows += SUITES[name](args)
         except Exception as exc:  # one broken suite must not hide the others' numbers
-            rows.append(Row(metric=name, ours="", peer="", ratio=None, target="", met=None, how="",
-                            note=f"failed: {type(exc).__name__}: {exc}"))
+            rows.append(
+                Row(
+                    metric=name,
+                    ours="",
+                    peer="",
+                    ratio=None,
+                    target="",
+                    met=None,
+                    how="",
+                    note=f"failed: {type(exc).__name__}: {exc}",
+                )
+            )
         print(f"[{name}] {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
     seconds = time.perf_counter() - started
     print(render_text(rows))

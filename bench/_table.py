@@ -7,6 +7,7 @@ numbers are printed too, for the record.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import statistics
@@ -72,10 +73,8 @@ def machine() -> str:
     load = ", load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()) if hasattr(os, "getloadavg") else ""
     versions = []
     for pkg in ("ipy_agent", "anthropic", "pydantic-ai-slim", "ipywidgets", "ipykernel"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             versions.append(f"{pkg} {metadata.version(pkg)}")
-        except metadata.PackageNotFoundError:
-            pass
     rg = ""
     try:
         from ipy_agent.tools.search.ripgrep import find_rg
@@ -83,9 +82,11 @@ def machine() -> str:
         rg = subprocess.run([find_rg(), "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     except Exception:
         pass
-    return (f"{platform.system()} {platform.release()} {platform.machine()}, {cpu}, {os.cpu_count()} CPUs{mem}{load}; "
-            f"Python {sys.version.split()[0]}; {'; '.join(versions)}{'; ' + rg if rg else ''}; "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    return (
+        f"{platform.system()} {platform.release()} {platform.machine()}, {cpu}, {os.cpu_count()} CPUs{mem}{load}; "
+        f"Python {sys.version.split()[0]}; {'; '.join(versions)}{'; ' + rg if rg else ''}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
 
 
 def _verdict(row: Row) -> str:
@@ -94,20 +95,30 @@ def _verdict(row: Row) -> str:
 
 def render_text(rows: list[Row]) -> str:
     head = ("metric", "ours", "peer", "ratio", "target", "verdict")
-    body = [(r.metric, r.ours, r.peer, "" if r.ratio is None else f"{r.ratio:.2f}x", r.target, _verdict(r)) for r in rows]
+    body = [
+        (r.metric, r.ours, r.peer, "" if r.ratio is None else f"{r.ratio:.2f}x", r.target, _verdict(r)) for r in rows
+    ]
     widths = [max(len(str(c)) for c in col) for col in zip(head, *body)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip()
-             for line in (head, tuple("-" * w for w in widths), *body)]
+    lines = [
+        "  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip()
+        for line in (head, tuple("-" * w for w in widths), *body)
+    ]
     notes = [f"- {r.metric}: {r.note}" for r in rows if r.note]
-    return "\n".join(lines + ([""] + notes if notes else []))
+    return "\n".join(lines + (["", *notes] if notes else []))
 
 
 def render_markdown(rows: list[Row], machine_line: str, command: str, seconds: float) -> str:
-    out = ["# Benchmark results", "",
-           f"Written by `{command}` in {seconds:.0f} s on: {machine_line}.", "",
-           "Each ratio is ours / the peer, both measured in the same process run, alternating, after a warm-up;",
-           "medians over the repetitions. Timings are never asserted in tests; this file is the record.", "",
-           "| Metric | Ours | Peer | Ratio | Target | Verdict |", "|---|---|---|---|---|---|"]
+    out = [
+        "# Benchmark results",
+        "",
+        f"Written by `{command}` in {seconds:.0f} s on: {machine_line}.",
+        "",
+        "Each ratio is ours / the peer, both measured in the same process run, alternating, after a warm-up;",
+        "medians over the repetitions. Timings are never asserted in tests; this file is the record.",
+        "",
+        "| Metric | Ours | Peer | Ratio | Target | Verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         ratio = "" if r.ratio is None else f"{r.ratio:.2f}x"
         cells = [r.metric, r.ours, r.peer, ratio, r.target, _verdict(r)]

@@ -15,7 +15,7 @@ import time
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.tools import builtin_tools
 
-__all__ = ["check_seconds", "deny_check_seconds", "COMMAND"]
+__all__ = ["COMMAND", "check_seconds", "deny_check_seconds"]
 
 _parts = [f"touch build/out_{i:04d}.txt src/mod_{i:04d}.py" for i in range(250)]
 COMMAND = " && ".join(_parts)[:10_240]
@@ -28,8 +28,15 @@ def check_seconds(with_deny_rules: bool, calls: int = 5) -> float:
     """Seconds per Bash call that is classified, checked against the rules, asked and denied."""
     turns = [[{"type": "tool_use", "id": f"b{i}", "name": "Bash", "input": {"command": COMMAND}}] for i in range(calls)]
     deny = ["Read(**/.env)", "Read(secrets/**)"] if with_deny_rules else []
-    agent = Agent(model=ScriptedModel([*turns, "done"]), tools=BASH, cwd=CWD, system_prompt="bench", deny=deny,
-                  approver=lambda request: "deny", max_turns=calls + 5)
+    agent = Agent(
+        model=ScriptedModel([*turns, "done"]),
+        tools=BASH,
+        cwd=CWD,
+        system_prompt="bench",
+        deny=deny,
+        approver=lambda request: "deny",
+        max_turns=calls + 5,
+    )
     start = time.perf_counter()
     asyncio.run(agent.arun("go"))
     elapsed = time.perf_counter() - start

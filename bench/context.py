@@ -27,12 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pydantic import BaseModel  # noqa: E402
+from pydantic import BaseModel
 
-from ipy_agent import Agent, ScriptedModel, build_tool  # noqa: E402
-from ipy_agent.context.clearing import clear_note  # noqa: E402
-from ipy_agent.models.base import ModelRequest  # noqa: E402
-from ipy_agent.context.tokens import request_tokens, text_tokens  # noqa: E402
+from ipy_agent import Agent, ScriptedModel, build_tool
+from ipy_agent.context.clearing import clear_note
+from ipy_agent.context.tokens import request_tokens, text_tokens
+from ipy_agent.models.base import ModelRequest
 
 RESULT = ("line of a 20 KB tool result " + "x" * 51 + "\n") * 250  # 20,000 characters
 CWD = tempfile.mkdtemp()
@@ -42,8 +42,14 @@ class Page(BaseModel):
     n: int
 
 
-FETCH = build_tool(name="Fetch", input_model=Page, description="Fetch page n.", call=lambda inp, ctx: RESULT,
-                   is_read_only=True, is_concurrency_safe=True)
+FETCH = build_tool(
+    name="Fetch",
+    input_model=Page,
+    description="Fetch page n.",
+    call=lambda inp, ctx: RESULT,
+    is_read_only=True,
+    is_concurrency_safe=True,
+)
 
 
 def use(n: int) -> dict:
@@ -51,10 +57,15 @@ def use(n: int) -> dict:
 
 
 def turn_messages(n: int, cleared: bool) -> list[dict]:
-    content = clear_note(name="Fetch", tool_input={"n": n}, chars=len(RESULT), spilled_to=None, reads_file=False) \
-        if cleared else RESULT
-    return [{"role": "assistant", "content": [use(n)]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n:06d}", "content": content}]}]
+    content = (
+        clear_note(name="Fetch", tool_input={"n": n}, chars=len(RESULT), spilled_to=None, reads_file=False)
+        if cleared
+        else RESULT
+    )
+    return [
+        {"role": "assistant", "content": [use(n)]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n:06d}", "content": content}]},
+    ]
 
 
 def bench_prepare(history_turns: int, measured: int = 200) -> tuple[float, float, int]:
@@ -87,6 +98,7 @@ def bench_prepare(history_turns: int, measured: int = 200) -> tuple[float, float
             request_tokens(system, tools, messages)
             scans.append(time.perf_counter() - start)
         return times, scans
+
     times, scans = asyncio.run(go())
     assert cm.compactions == 0 and cm.ledger.rescans == 0, (cm.compactions, cm.ledger.rescans, cm.last_refusal)
     return statistics.mean(times) * 1e6, statistics.mean(scans) * 1e6, cm.cleared

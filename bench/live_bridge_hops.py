@@ -12,6 +12,7 @@ WebSocket's message and send). It also lists the page's long tasks during the ti
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -73,7 +74,9 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = launch_browser(p)
-            server.notebook_file("long.ipynb", ["%load_ext ipy_agent"] + [f"v{i} = {i}\nprint(v{i})" for i in range(499)])
+            server.notebook_file(
+                "long.ipynb", ["%load_ext ipy_agent"] + [f"v{i} = {i}\nprint(v{i})" for i in range(499)]
+            )
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             context.add_init_script(PAGE_STAMPS)
             page = context.new_page()
@@ -102,17 +105,27 @@ def main() -> None:
         srv.setdefault(kind, {})[rid.split(":")[1]] = float(t)
     rows = []
     for rid in k_send:
-        seq = [k_send.get(rid), srv["S_zmq_in"].get(rid), srv["S_ws_out"].get(rid), p_recv.get(rid), p_send.get(rid),
-               srv["S_ws_in"].get(rid), srv["S_zmq_out"].get(rid), k_resolve.get(rid)]
+        seq = [
+            k_send.get(rid),
+            srv["S_zmq_in"].get(rid),
+            srv["S_ws_out"].get(rid),
+            p_recv.get(rid),
+            p_send.get(rid),
+            srv["S_ws_in"].get(rid),
+            srv["S_zmq_out"].get(rid),
+            k_resolve.get(rid),
+        ]
         if all(x is not None for x in seq):
-            rows.append([b - a for a, b in zip(seq, seq[1:])] + [seq[-1] - seq[0]])  # type: ignore[operator]
+            rows.append([b - a for a, b in itertools.pairwise(seq)] + [seq[-1] - seq[0]])  # type: ignore[operator]
     print("ms per hop: " + " | ".join(HOPS) + " | total")
     for r in rows:
         print("  " + " | ".join(f"{x:6.1f}" for x in r))
     print("median " + " | ".join(f"{statistics.median(c):6.1f}" for c in zip(*rows)))
     t0, t1 = min(k_send.values()), max(k_resolve.values())
-    print("page long tasks during the round trips (start ms, duration ms):",
-          [(round(a - t0), round(d)) for a, d in long_tasks if t0 - 200 < a < t1])
+    print(
+        "page long tasks during the round trips (start ms, duration ms):",
+        [(round(a - t0), round(d)) for a, d in long_tasks if t0 - 200 < a < t1],
+    )
 
 
 if __name__ == "__main__":

@@ -27,14 +27,18 @@ async def bare(calls: int) -> list[float]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     times = []
-    async with stdio_client(StdioServerParameters(command=sys.executable, args=[TOOLBOX]), errlog=tempfile.TemporaryFile()) as (r, w):
-        async with ClientSession(r, w) as s:
-            await s.initialize()
-            await s.list_tools()
-            for _ in range(calls):
-                t = time.perf_counter()
-                await s.call_tool("lookup", {"key": "k"})
-                times.append(time.perf_counter() - t)
+    async with (
+        stdio_client(
+            StdioServerParameters(command=sys.executable, args=[TOOLBOX]), errlog=tempfile.TemporaryFile()
+        ) as (r, w),
+        ClientSession(r, w) as s,
+    ):
+        await s.initialize()
+        await s.list_tools()
+        for _ in range(calls):
+            t = time.perf_counter()
+            await s.call_tool("lookup", {"key": "k"})
+            times.append(time.perf_counter() - t)
     return times
 
 

@@ -51,8 +51,9 @@ print(json.dumps({"retained": after - before, "text": TURNS * SIZE}))
 
 def retained_after_turns(turns: int = 1000, size: int = 10_000) -> tuple[int, int]:
     """(bytes retained by the agent after the run, bytes of result text)."""
-    out = subprocess.run([sys.executable, "-c", CHILD, str(turns), str(size)], capture_output=True, text=True,
-                         cwd=ROOT, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(turns), str(size)], capture_output=True, text=True, cwd=ROOT, check=False
+    )
     if out.returncode != 0:
         raise RuntimeError(f"memory benchmark failed:\n{out.stderr[-2000:]}")
     data = json.loads(out.stdout.strip().splitlines()[-1])

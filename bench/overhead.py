@@ -28,10 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pydantic import BaseModel  # noqa: E402
+import itertools
 
-from ipy_agent import Agent, ScriptedModel, build_tool  # noqa: E402
-from ipy_agent.history.messages import history_problems  # noqa: E402
+from pydantic import BaseModel
+
+from ipy_agent import Agent, ScriptedModel, build_tool
+from ipy_agent.history.messages import history_problems
 
 
 class Noop(BaseModel):
@@ -42,8 +44,9 @@ async def _noop(inp: Noop, ctx) -> str:
     return "ok"
 
 
-NOOP_TOOL = build_tool(name="noop", input_model=Noop, description="Does nothing.", call=_noop, is_read_only=True,
-                       is_concurrency_safe=True)
+NOOP_TOOL = build_tool(
+    name="noop", input_model=Noop, description="Does nothing.", call=_noop, is_read_only=True, is_concurrency_safe=True
+)
 CWD = tempfile.mkdtemp()
 
 
@@ -100,7 +103,9 @@ async def main(runs: int, rounds: int) -> None:
     print(f"{'':24}{'median/turn':>14}{'best':>12}")
     print(f"{'ipy_agent':24}{o * 1e6:>11.0f} us{min(ours_t) * 1e6:>9.0f} us")
     print(f"{'pydantic-ai FunctionModel':24}{t * 1e6:>11.0f} us{min(theirs_t) * 1e6:>9.0f} us")
-    print(f"ratio ipy_agent / pydantic-ai: median {o / t:.2f} (paired rounds {min(ratios):.2f}-{max(ratios):.2f}); target <= 0.25")
+    print(
+        f"ratio ipy_agent / pydantic-ai: median {o / t:.2f} (paired rounds {min(ratios):.2f}-{max(ratios):.2f}); target <= 0.25"
+    )
     print(f"share of a one-second model turn: {o / 1.0 * 100:.3f}%")
 
 
@@ -117,11 +122,25 @@ async def growth(lengths: list[int]) -> None:
     total = max(lengths)
     turns: list = [[{"type": "tool_use", "id": f"t{i}", "name": "noop", "input": {"x": i}}] for i in range(total)]
     model = ScriptedModel([*turns, "done"], chunk_size=10_000)
-    tool = build_tool(name="noop", input_model=Noop, description="Does nothing.", call=_growth_tool,
-                      is_read_only=True, is_concurrency_safe=True)
-    agent = Agent(model=model, tools=[tool], cwd=CWD, system_prompt="bench", max_turns=total + 1,
-                  allow=["noop", "Bash(git status:*)"], deny=["Read(**/.env)", "Bash(rm:*)"], ask=["Bash(git push:*)"],
-                  approver=lambda request: "deny")
+    tool = build_tool(
+        name="noop",
+        input_model=Noop,
+        description="Does nothing.",
+        call=_growth_tool,
+        is_read_only=True,
+        is_concurrency_safe=True,
+    )
+    agent = Agent(
+        model=model,
+        tools=[tool],
+        cwd=CWD,
+        system_prompt="bench",
+        max_turns=total + 1,
+        allow=["noop", "Bash(git status:*)"],
+        deny=["Read(**/.env)", "Bash(rm:*)"],
+        ask=["Bash(git push:*)"],
+        approver=lambda request: "deny",
+    )
     agent.hooks.add("PreToolUse", lambda event: None)
     agent.hooks.add("PostToolUse", lambda event: None)
     starts: list[float] = []
@@ -137,15 +156,19 @@ async def growth(lengths: list[int]) -> None:
     result = await agent.arun("go")
     elapsed = time.perf_counter() - began
     # The context manager may clear old results as the history grows; the history stays valid.
-    assert result.stop_reason == "end_turn" and result.turns == total + 1 and not history_problems(agent.messages), result
-    per_turn = [b - a for a, b in zip(starts, starts[1:])]  # turn i: from its request to the next request
+    assert result.stop_reason == "end_turn" and result.turns == total + 1 and not history_problems(agent.messages), (
+        result
+    )
+    per_turn = [b - a for a, b in itertools.pairwise(starts)]  # turn i: from its request to the next request
     print(f"one conversation of {total:,} tool turns, permissions and hooks on ({elapsed:.1f} s wall time in all)")
     print(f"CPU ms per turn{'':>1}{'median of ' + str(WINDOW):>23}{'mean':>10}{'mean, whole run so far':>26}")
     for n in lengths:
         window = per_turn[max(0, n - WINDOW) : n]
         so_far = per_turn[:n]
-        print(f"{n:>14,}{statistics.median(window) * 1e3:>24.3f}{statistics.mean(window) * 1e3:>10.3f}"
-              f"{statistics.mean(so_far) * 1e3:>26.3f}")
+        print(
+            f"{n:>14,}{statistics.median(window) * 1e3:>24.3f}{statistics.mean(window) * 1e3:>10.3f}"
+            f"{statistics.mean(so_far) * 1e3:>26.3f}"
+        )
 
 
 if __name__ == "__main__":

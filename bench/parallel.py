@@ -37,8 +37,14 @@ def _sync_wait(inp: Wait, ctx: Any) -> str:
 
 
 def _tool(sync: bool) -> Any:
-    return build_tool(name="wait", input_model=Wait, description="Waits 100 ms.", call=_sync_wait if sync else _async_wait,
-                      is_read_only=True, is_concurrency_safe=True)
+    return build_tool(
+        name="wait",
+        input_model=Wait,
+        description="Waits 100 ms.",
+        call=_sync_wait if sync else _async_wait,
+        is_read_only=True,
+        is_concurrency_safe=True,
+    )
 
 
 def ours_batch(calls: int, sync: bool) -> float:
@@ -64,14 +70,16 @@ def pydantic_ai_batch(calls: int, sync: bool) -> float:
 
     agent = PAgent(FunctionModel(respond), system_prompt="bench")
     if sync:
+
         @agent.tool_plain
         def wait(i: int) -> str:
             """Waits 100 ms."""
             time.sleep(CALL)
             return "ok"
     else:
+
         @agent.tool_plain
-        async def wait(i: int) -> str:  # noqa: F811 (one of the two is registered)
+        async def wait(i: int) -> str:
             """Waits 100 ms."""
             await asyncio.sleep(CALL)
             return "ok"

@@ -33,9 +33,14 @@ async def _sdk_run(server: ReplayServer) -> float:
         return f"value of {key}"
 
     start = time.perf_counter()
-    runner = client.beta.messages.tool_runner(model="claude-bench", max_tokens=1024, tools=[Lookup], stream=True,
-                                              messages=[{"role": "user", "content": "look everything up"}],
-                                              run_tools_eagerly=True)
+    runner = client.beta.messages.tool_runner(
+        model="claude-bench",
+        max_tokens=1024,
+        tools=[Lookup],
+        stream=True,
+        messages=[{"role": "user", "content": "look everything up"}],
+        run_tools_eagerly=True,
+    )
     async for stream in runner:
         async for _ in stream:
             pass

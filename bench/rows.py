@@ -32,19 +32,28 @@ def _timed(listener: Any, spent: list[float]) -> Any:
         t = time.perf_counter()
         listener(event)
         spent[0] += time.perf_counter() - t
+
     return wrapped
 
 
 def _run(calls: int, view: str) -> tuple[float, int]:
     """(seconds the listener spent per call row, bytes sent) for a run of `calls` calls."""
     per = 10
-    turns: list[Any] = [[{"type": "tool_use", "id": f"p{m}_{i}", "name": "ping", "input": {"i": i}} for i in range(per)]
-                        for m in range(calls // per)]
-    agent = Agent(model=ScriptedModel([*turns, "done"]), tools=[PING], cwd=tempfile.mkdtemp(), system_prompt="bench",
-                  max_turns=calls // per + 5)
+    turns: list[Any] = [
+        [{"type": "tool_use", "id": f"p{m}_{i}", "name": "ping", "input": {"i": i}} for i in range(per)]
+        for m in range(calls // per)
+    ]
+    agent = Agent(
+        model=ScriptedModel([*turns, "done"]),
+        tools=[PING],
+        cwd=tempfile.mkdtemp(),
+        system_prompt="bench",
+        max_turns=calls // per + 5,
+    )
     spent = [0.0]
     if view == "widgets":
         import comm
+
         from ipy_agent.ui.widgets import RunView
 
         old = comm.create_comm
@@ -72,5 +81,10 @@ def row_costs() -> dict[str, float]:
     w_small, bytes_small = _run(100, "widgets")
     w_big, bytes_big = _run(1000, "widgets")
     t_big, _ = _run(1000, "text")
-    return {"widget_row_s": w_big, "text_row_s": t_big, "widget_row_s_100": w_small,
-            "bytes_100": bytes_small, "bytes_1000": bytes_big}
+    return {
+        "widget_row_s": w_big,
+        "text_row_s": t_big,
+        "widget_row_s_100": w_small,
+        "bytes_100": bytes_small,
+        "bytes_1000": bytes_big,
+    }

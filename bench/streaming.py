@@ -30,11 +30,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pydantic import BaseModel, ConfigDict, Field  # noqa: E402
+from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent import Agent, build_tool  # noqa: E402
-from ipy_agent.models.anthropic import AnthropicModel  # noqa: E402
-from tests.models.sse_server import ReplayServer, message_events  # noqa: E402
+from ipy_agent import Agent, build_tool
+from ipy_agent.models.anthropic import AnthropicModel
+from tests.models.sse_server import ReplayServer, message_events
 
 
 class LookupInput(BaseModel):
@@ -47,23 +47,39 @@ def lookup_tool(seconds: float, concurrency_safe: bool):
         await asyncio.sleep(seconds)  # stands in for a file read, a search, a query
         return f"value of {inp.key}"
 
-    return build_tool(name="Lookup", input_model=LookupInput, description="Look up a key (benchmark tool).",
-                      call=call, is_read_only=True, is_concurrency_safe=concurrency_safe)
+    return build_tool(
+        name="Lookup",
+        input_model=LookupInput,
+        description="Look up a key (benchmark tool).",
+        call=call,
+        is_read_only=True,
+        is_concurrency_safe=concurrency_safe,
+    )
 
 
 def script(server: ReplayServer, args: argparse.Namespace) -> None:
-    uses = [{"type": "tool_use", "id": f"toolu_{i}", "name": "Lookup", "input": {"key": f"k{i}"}, "_delay": args.spacing}
-            for i in range(args.calls)]
-    server.add(message_events([{"type": "text", "text": "Looking these up."}, *uses], tail_delay=args.tail),
-               message_events([{"type": "text", "text": "Done."}]))
+    uses = [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": "Lookup", "input": {"key": f"k{i}"}, "_delay": args.spacing}
+        for i in range(args.calls)
+    ]
+    server.add(
+        message_events([{"type": "text", "text": "Looking these up."}, *uses], tail_delay=args.tail),
+        message_events([{"type": "text", "text": "Done."}]),
+    )
 
 
 async def one_run(server: ReplayServer, args: argparse.Namespace, *, streaming: bool, safe: bool) -> float:
     script(server, args)
     with tempfile.TemporaryDirectory() as cwd:
         model = AnthropicModel("claude-bench", api_key="bench", base_url=server.url, max_retries=0)
-        agent = Agent(model=model, cwd=cwd, tools=[lookup_tool(args.tool, safe)], allow=["Lookup"],
-                      approver=lambda req: "allow", streaming_tools=streaming)
+        agent = Agent(
+            model=model,
+            cwd=cwd,
+            tools=[lookup_tool(args.tool, safe)],
+            allow=["Lookup"],
+            approver=lambda req: "allow",
+            streaming_tools=streaming,
+        )
         start = time.perf_counter()
         result = await agent.arun("look everything up")
         elapsed = time.perf_counter() - start
@@ -82,8 +98,10 @@ async def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
 
-    print(f"{args.calls} tool calls, blocks {args.spacing:.2f} s apart, each call {args.tool:.2f} s, "
-          f"message_stop {args.tail:.2f} s after the last block; median of {args.reps} runs\n")
+    print(
+        f"{args.calls} tool calls, blocks {args.spacing:.2f} s apart, each call {args.tool:.2f} s, "
+        f"message_stop {args.tail:.2f} s after the last block; median of {args.reps} runs\n"
+    )
     print(f"{'calls':<22}{'streaming':>11}{'after message':>15}{'ends earlier by':>17}{'ratio':>8}")
     with ReplayServer() as server:
         for label, safe in (("run together (safe)", True), ("one at a time", False)):
@@ -92,8 +110,10 @@ async def main() -> None:
                 runs = [await one_run(server, args, streaming=streaming, safe=safe) for _ in range(args.reps)]
                 times[streaming] = statistics.median(runs)
             saved = times[False] - times[True]
-            print(f"{label:<22}{times[True]:>10.2f}s{times[False]:>14.2f}s{saved:>16.2f}s"
-                  f"{times[False] / times[True]:>7.2f}x")
+            print(
+                f"{label:<22}{times[True]:>10.2f}s{times[False]:>14.2f}s{saved:>16.2f}s"
+                f"{times[False] / times[True]:>7.2f}x"
+            )
 
 
 if __name__ == "__main__":

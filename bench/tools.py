@@ -28,9 +28,9 @@ from pathlib import Path
 
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools.search.ripgrep import find_rg
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
+from ipy_agent.tools.search.ripgrep import find_rg
 
 SITE = Path(sysconfig.get_paths()["purelib"])
 GIB = 1 << 30
@@ -75,11 +75,36 @@ def print_table(title: str, header: tuple[str, ...], rows: list[tuple]) -> None:
 
 SEARCHES = [
     # label, tool, tool input, equivalent raw rg arguments (run in the same directory on ".")
-    ("Grep files: def __init__", GrepTool(), {"pattern": r"def __init__\(self", "head_limit": 0}, ["-l", "--hidden", r"def __init__\(self"]),
-    ("Grep files (default page)", GrepTool(), {"pattern": r"def __init__\(self"}, ["-l", "--hidden", r"def __init__\(self"]),
-    ("Grep content: import asyncio", GrepTool(), {"pattern": r"^import asyncio", "output_mode": "content", "head_limit": 0}, ["-n", "--hidden", r"^import asyncio"]),
-    ("Grep count -i: deprecated", GrepTool(), {"pattern": "deprecated", "output_mode": "count", "-i": True}, ["--count-matches", "-i", "--hidden", "deprecated"]),
-    ("Grep no match", GrepTool(), {"pattern": "zq_no_such_identifier_xj"}, ["-l", "--hidden", "zq_no_such_identifier_xj"]),
+    (
+        "Grep files: def __init__",
+        GrepTool(),
+        {"pattern": r"def __init__\(self", "head_limit": 0},
+        ["-l", "--hidden", r"def __init__\(self"],
+    ),
+    (
+        "Grep files (default page)",
+        GrepTool(),
+        {"pattern": r"def __init__\(self"},
+        ["-l", "--hidden", r"def __init__\(self"],
+    ),
+    (
+        "Grep content: import asyncio",
+        GrepTool(),
+        {"pattern": r"^import asyncio", "output_mode": "content", "head_limit": 0},
+        ["-n", "--hidden", r"^import asyncio"],
+    ),
+    (
+        "Grep count -i: deprecated",
+        GrepTool(),
+        {"pattern": "deprecated", "output_mode": "count", "-i": True},
+        ["--count-matches", "-i", "--hidden", "deprecated"],
+    ),
+    (
+        "Grep no match",
+        GrepTool(),
+        {"pattern": "zq_no_such_identifier_xj"},
+        ["-l", "--hidden", "zq_no_such_identifier_xj"],
+    ),
     ("Glob **/*.py", GlobTool(), {"pattern": "**/*.py"}, ["--files", "--hidden", "--no-ignore", "--glob", "**/*.py"]),
 ]
 
@@ -97,11 +122,23 @@ def bench_search(reps: int) -> None:
             tool.map_result(out, "bench")
 
         def run_rg(rg_args=rg_args) -> None:
-            subprocess.run([rg, *rg_args, "."], cwd=SITE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+            subprocess.run(
+                [rg, *rg_args, "."], cwd=SITE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False
+            )
 
         t_rg, t_tool, ratio, best = paired_medians(run_rg, run_tool, reps)
         summary = tool.summarize_result(asyncio.run(tool.call(inp, ctx)))
-        rows.append((label, f"{t_rg * 1000:.1f}", f"{t_tool * 1000:.1f}", f"{t_tool / t_rg:.2f}x", f"{ratio:.2f}x", f"{best:.2f}x", summary))
+        rows.append(
+            (
+                label,
+                f"{t_rg * 1000:.1f}",
+                f"{t_tool * 1000:.1f}",
+                f"{t_tool / t_rg:.2f}x",
+                f"{ratio:.2f}x",
+                f"{best:.2f}x",
+                summary,
+            )
+        )
     print_table(
         f"1. Search tools vs raw rg on {SITE} ({n_files:,} files), median of {reps}; target <= 1.2x",
         ("query", "rg ms", "tool ms", "ratio", "paired ratio", "best/best", "tool result"),
@@ -178,7 +215,9 @@ def bench_read(reps: int) -> None:
         def child(trace: bool, n: int) -> dict:
             proc = subprocess.run(
                 [sys.executable, "-c", _READ_CHILD, str(path), str(offset), str(limit), str(n), "1" if trace else "0"],
-                capture_output=True, text=True, check=True,
+                capture_output=True,
+                text=True,
+                check=True,
             )
             return json.loads(proc.stdout)
 
@@ -188,22 +227,40 @@ def bench_read(reps: int) -> None:
         from_end = f"tail -n 200 {path} | head -n {limit}"  # what tail is best at: seek from the end
         t_same = median_seconds(lambda: subprocess.run(same_job, shell=True, stdout=subprocess.DEVNULL), reps)
         t_end = median_seconds(lambda: subprocess.run(from_end, shell=True, stdout=subprocess.DEVNULL), reps)
-        rss_tail = int(subprocess.run([sys.executable, "-c", _CHILD_RSS, same_job], capture_output=True, text=True).stdout)
+        rss_tail = int(
+            subprocess.run([sys.executable, "-c", _CHILD_RSS, same_job], capture_output=True, text=True).stdout
+        )
         rss_delta = (timed["rss_peak_kb"] - timed["rss_before_kb"]) / 1024
         print(f"Read result: {timed['summary']}; first line {timed['first']!r}")
         print_table(
             f"2. Read lines {offset:,}..{offset + limit - 1:,} of a 1 GiB file, median of {reps}; target <= 2x time, <= +50 MB",
             ("what", "ms", "Read / it", "memory"),
             [
-                ("Read tool, first read (cold)", f"{timed['cold'] * 1000:.1f}", f"{timed['cold'] / t_same:.2f}x vs tail",
-                 f"peak RSS +{rss_delta:.1f} MB over the process before the call; tracemalloc peak "
-                 f"{traced['tracemalloc_peak'] / 1e6:.1f} MB; over 256 MB a tail child runs too (as below)"),
-                ("Read tool, same range again", f"{timed['seconds'] * 1000:.1f}", f"{timed['seconds'] / t_same:.2f}x vs tail",
-                 "(files of 8-256 MB page on from a line index; bigger ones ask tail each time)"),
-                (f"tail -n +N | head -n {limit}", f"{t_same * 1000:.1f}", "1.00x",
-                 f"max RSS of tail/head {rss_tail / 1024:.1f} MB"),
-                (f"tail -n 200 | head -n {limit}", f"{t_end * 1000:.1f}", f"{t_end / t_same:.2f}x",
-                 "(seeks from the end; reference only)"),
+                (
+                    "Read tool, first read (cold)",
+                    f"{timed['cold'] * 1000:.1f}",
+                    f"{timed['cold'] / t_same:.2f}x vs tail",
+                    f"peak RSS +{rss_delta:.1f} MB over the process before the call; tracemalloc peak "
+                    f"{traced['tracemalloc_peak'] / 1e6:.1f} MB; over 256 MB a tail child runs too (as below)",
+                ),
+                (
+                    "Read tool, same range again",
+                    f"{timed['seconds'] * 1000:.1f}",
+                    f"{timed['seconds'] / t_same:.2f}x vs tail",
+                    "(files of 8-256 MB page on from a line index; bigger ones ask tail each time)",
+                ),
+                (
+                    f"tail -n +N | head -n {limit}",
+                    f"{t_same * 1000:.1f}",
+                    "1.00x",
+                    f"max RSS of tail/head {rss_tail / 1024:.1f} MB",
+                ),
+                (
+                    f"tail -n 200 | head -n {limit}",
+                    f"{t_end * 1000:.1f}",
+                    f"{t_end / t_same:.2f}x",
+                    "(seeks from the end; reference only)",
+                ),
             ],
         )
 

@@ -47,7 +47,9 @@ CWD = tempfile.mkdtemp(prefix="ipy-agent-bench-")
 def _history(n: int) -> list[dict[str, Any]]:
     msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for i in range(n):
-        msgs.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"h{i}", "name": "noop", "input": {"x": i}}]})
+        msgs.append(
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"h{i}", "name": "noop", "input": {"x": i}}]}
+        )
         msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"h{i}", "content": "ok"}]})
     msgs.append({"role": "assistant", "content": [{"type": "text", "text": "done"}]})
     return msgs
@@ -57,8 +59,14 @@ def _loaded_agent(n: int, k: int) -> Agent:
     turns: list[Any] = [[{"type": "tool_use", "id": f"k{i}", "name": "noop", "input": {"x": i}}] for i in range(k)]
     first: list[Any] = [[{"type": "tool_use", "id": "w0", "name": "noop", "input": {"x": 0}}], "ready"]
     # keep_requests=0: the scripted model's log of requests is a test aid, not the runtime's cost.
-    agent = Agent(model=ScriptedModel([*first, *turns, "done"], keep_requests=0), tools=[NOOP], cwd=CWD, system_prompt="bench",
-                  allow=["noop"], max_turns=k + 5)
+    agent = Agent(
+        model=ScriptedModel([*first, *turns, "done"], keep_requests=0),
+        tools=[NOOP],
+        cwd=CWD,
+        system_prompt="bench",
+        allow=["noop"],
+        max_turns=k + 5,
+    )
     agent.hooks.add("PreToolUse", lambda event: None)
     agent.hooks.add("PostToolUse", lambda event: None)
     agent.messages = _history(n)
@@ -93,8 +101,7 @@ def ours_per_turn(n: int) -> float:
 
 def pydantic_ai_per_turn(n: int) -> float:
     from pydantic_ai import Agent as PAgent
-    from pydantic_ai.messages import (ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart,
-                                      UserPromptPart)
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     k = turns_timed(n)

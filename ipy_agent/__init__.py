@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipy_agent.contract.build_tool import build_tool
+from ipy_agent.contract.hooks import HookEvent, HookOutcome
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
 from ipy_agent.loop.agent import Agent, RunResult
 from ipy_agent.models.base import ModelError, Usage
 from ipy_agent.models.scripted import ScriptedModel
-from ipy_agent.contract.hooks import HookEvent, HookOutcome
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
-from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.build_tool import build_tool
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
+
 from .tools import builtin_tools
 
 __all__ = [

@@ -38,8 +38,13 @@ class Recorder:
             return f"{name}:{inp.text}"
 
         return build_tool(
-            name=name, input_model=Note, description=f"The {name} test tool.", call=call,
-            is_read_only=read_only, is_concurrency_safe=read_only if safe is None else safe, **kw,
+            name=name,
+            input_model=Note,
+            description=f"The {name} test tool.",
+            call=call,
+            is_read_only=read_only,
+            is_concurrency_safe=read_only if safe is None else safe,
+            **kw,
         )
 
     def window(self, text: str) -> tuple[float, float]:
@@ -78,4 +83,3 @@ async def call_direct(tool, ctx, **fields):
     assert await tool.validate_input(inp, ctx) is None
     out = await tool.call(inp, ctx)
     return out, tool.map_result(out, "t1")["content"]
-

@@ -17,8 +17,11 @@ def test_read_and_edit_transcript_fixes_the_typo(tmp_path):
     (tmp_path / "notes.txt").write_text("teh plan\nline two\n")
     shutil.copy(EXAMPLES / "read_and_edit.json", tmp_path)
     asked: list[str] = []
-    agent = Agent(model=ScriptedModel.from_file(tmp_path / "read_and_edit.json"), cwd=tmp_path,
-                  approver=lambda req: asked.append(req.tool_name) or "allow")
+    agent = Agent(
+        model=ScriptedModel.from_file(tmp_path / "read_and_edit.json"),
+        cwd=tmp_path,
+        approver=lambda req: asked.append(req.tool_name) or "allow",
+    )
     result = agent.run("tidy up notes.txt")
     assert (tmp_path / "notes.txt").read_text() == "the plan\nline two\n"
     assert asked == ["Edit"] and result.stop_reason == "end_turn" and history_problems(agent.messages) == []
@@ -35,7 +38,7 @@ def readme_python_blocks() -> list[tuple[str, str]]:
         if lines[i].strip() == "```python":
             before = next((ln for ln in reversed(lines[:i]) if ln.strip()), "")
             j = lines.index("```", i + 1)
-            blocks.append((before, "\n".join(lines[i + 1:j]) + "\n"))
+            blocks.append((before, "\n".join(lines[i + 1 : j]) + "\n"))
             i = j
         i += 1
     return blocks

@@ -134,10 +134,16 @@ def test_the_import_parser_sees_relative_and_nested_imports(tmp_path):
     pkg = tmp_path / "ipy_agent" / "tools"
     pkg.mkdir(parents=True)
     f = pkg / "x.py"
-    f.write_text("from ..runtime.tool import Tool\nfrom . import y\ndef f():\n    from .bash import tool\n    import IPython\n")
+    f.write_text(
+        "from ..runtime.tool import Tool\nfrom . import y\ndef f():\n    from .bash import tool\n    import IPython\n"
+    )
     known = {"ipy_agent.tools.y", "ipy_agent.tools.bash.tool", "ipy_agent.runtime.tool"}
     assert _imports("ipy_agent.tools.x", f, known) == {
-        "ipy_agent.runtime.tool", "ipy_agent.tools.y", "ipy_agent.tools.bash.tool", "IPython"}
+        "ipy_agent.runtime.tool",
+        "ipy_agent.tools.y",
+        "ipy_agent.tools.bash.tool",
+        "IPython",
+    }
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {("a", "b", "c")}
 
 
@@ -235,7 +241,7 @@ def test_each_folder_names_its_modules_in_import_order(folder):
     for i, child in enumerate(order):
         for target in graph.get(f"{prefix}.{child}", set()):
             if target.startswith(prefix + "."):
-                sibling = target[len(prefix) + 1:].split(".")[0]
+                sibling = target[len(prefix) + 1 :].split(".")[0]
                 if sibling in order and order.index(sibling) > i:
                     wrong.append(f"{child} imports {sibling}, named after it")
     assert wrong == [], f"{folder.relative_to(ROOT)}/__init__.py: " + "; ".join(wrong)

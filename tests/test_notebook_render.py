@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
+import itertools
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from ipy_agent.notebook.render import MAX_IMAGES, render_cells, render_notebook
+
 # A 1x1 PNG, as nbformat stores image outputs (base64 text).
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
@@ -31,7 +33,9 @@ def sample_notebook() -> nbformat.NotebookNode:
         new_output("stream", name="stdout", text="hi\n"),
         new_output("stream", name="stderr", text="warn\n"),
     ]
-    nb.cells[2].outputs = [new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=ANSI_TRACEBACK)]
+    nb.cells[2].outputs = [
+        new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=ANSI_TRACEBACK)
+    ]
     nb.cells[3].outputs = [
         new_output("execute_result", data={"text/plain": "[<matplotlib.lines.Line2D at 0x7f>]"}, execution_count=3),
         new_output("display_data", data={"image/png": PNG_B64, "text/plain": "<Figure size 640x480 with 1 Axes>"}),
@@ -57,7 +61,10 @@ def test_cells_with_text_error_and_image_outputs():
     assert "----> 1 1/0" in text and "\x1b" not in text
     assert text.count("ZeroDivisionError: division by zero") == 1  # the traceback's last line is not repeated
     assert text.endswith("Out[3]: [<matplotlib.lines.Line2D at 0x7f>]\n<Figure size 640x480 with 1 Axes>\n")
-    assert rendered.blocks[1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}}
+    assert rendered.blocks[1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+    }
     assert rendered.blocks[2] == {"type": "text", "text": "</outputs>\n</cell>\n"}
     assert '"output_type"' not in rendered.text and "cell_type" not in rendered.text
 
@@ -83,7 +90,12 @@ def test_each_cells_outputs_are_budgeted_and_short_ones_survive():
 
 def test_plain_dict_cells_without_ids_as_on_disk():
     cells = [
-        {"cell_type": "code", "source": ["a = 1\n", "a"], "outputs": [{"output_type": "stream", "name": "stdout", "text": ["x\n", "y\n"]}], "execution_count": None},
+        {
+            "cell_type": "code",
+            "source": ["a = 1\n", "a"],
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": ["x\n", "y\n"]}],
+            "execution_count": None,
+        },
         {"cell_type": "raw", "source": "raw text"},
     ]
     rendered = render_cells(cells, first_index=7, language="julia")
@@ -112,7 +124,7 @@ def test_image_limits_and_outputs_without_text():
     assert "[text/html output without a text/plain form, not shown]" in rendered.text
     assert "[image/svg+xml output without a text/plain form, not shown]" in rendered.text
     types = [b["type"] for b in rendered.blocks]
-    assert all(not (a == b == "text") for a, b in zip(types, types[1:]))  # adjacent text is merged
+    assert all(not (a == b == "text") for a, b in itertools.pairwise(types))  # adjacent text is merged
 
 
 def test_offset_and_limit_select_cells_and_keep_their_indices():

@@ -69,8 +69,15 @@ EXPECT: dict[str, list[str]] = {
         "files: ['a.txt', 'b.txt', 'notes.txt']",
     ],
     "04_lifecycle_hooks": [
-        "find ok", "parse ok", "validate ok", "permission allow (default: read-only)", "call ok", "map ok", "budget ok",
-        "permission allow (person: allowed once)", "validate_after_approval ok",
+        "find ok",
+        "parse ok",
+        "validate ok",
+        "permission allow (default: read-only)",
+        "call ok",
+        "map ok",
+        "budget ok",
+        "permission allow (person: allowed once)",
+        "validate_after_approval ok",
         "#3 Edit notes.txt  [batch 3, error",
         "validate error",
         "[approval prompt] Write drafts/summary.md  ->  Allow",  # the prompt names the rewritten path
@@ -83,7 +90,9 @@ EXPECT: dict[str, list[str]] = {
     ],
     "05_concurrency": [
         "Turn 1: 6 call(s) in 3 batch(es)",
-        "#3 Lookup gamma  [batch 1", "#4 Note alpha, beta and gamm  [batch 2", "#6 Lookup epsilon  [batch 3",
+        "#3 Lookup gamma  [batch 1",
+        "#4 Note alpha, beta and gamm  [batch 2",
+        "#6 Lookup epsilon  [batch 3",
         "results went back to the model in this order: "
         "['toolu_look_a', 'toolu_look_b', 'toolu_look_c', 'toolu_note', 'toolu_look_d', 'toolu_look_e']",
         "cp data.csv backup/data.csv  error     Exit code 1",
@@ -106,7 +115,8 @@ EXPECT: dict[str, list[str]] = {
         "the model read it back: Read ",
         "(from 798, 5), permission allow",
         "801\t00801 ERROR build: disk quota exceeded on /var/cache",
-        "toolu_log_api  output 48,596 -> model gets ", "moved to toolu_log_api.txt",
+        "toolu_log_api  output 48,596 -> model gets ",
+        "moved to toolu_log_api.txt",
         "toolu_log_web  output 43,196 -> model gets 43,196  kept in the message",
         "toolu_log_db   output 37,096 -> model gets 37,096  kept in the message",
         "ClearQueue's result: '(ClearQueue completed with no output)'",
@@ -118,7 +128,8 @@ EXPECT: dict[str, list[str]] = {
         "Grep: Do not run `grep`, `rg`, `ack` or `git grep` through Bash",
         'route: Grep("TODO") -> Read(src/app.py)',
         "=== mode default",
-        "asked the person: False; result: File '", "has not been read yet. Read it first",
+        "asked the person: False; result: File '",
+        "has not been read yet. Read it first",
         "asked the person: True; result: 1 outside the project",
         "(1 file hidden by deny rules: Read(**/.env))",
         "asked the person: True; result: Created ",
@@ -132,21 +143,26 @@ EXPECT: dict[str, list[str]] = {
     ],
     "08_read_state": [
         "has not been read yet. Read it first",
-        "read state for config.ini: hash", "recorded by Edit",
+        "read state for config.ini: hash",
+        "recorded by Edit",
         "disk: [app] | name = demo | port = 8000 | debug = false | level = info",
         "has changed since you read it",
         "disk: [app] | name = shop | port = 8080 | debug = false | level = info",  # both changes kept
         "Edit  config.ini             -> Edited ",  # after a touch that changed no byte
         "'config.ini' was only partly read (lines 1-2), and Write would replace all of it",
         "disk: [app] | name = shop | port = 8080 | debug = false | level = warning",
-        "NotebookEdit result: Notebook '", "has changed since you read it",
+        "NotebookEdit result: Notebook '",
+        "has changed since you read it",
         "plot cell on disk: df.plot(x='a')",
     ],
     "09_live_notebook": [
         "front end: no JupyterLab front end with the ipy_agent extension answered",  # headless: says so
-        "NotebookRead  hidden", "NotebookRun   hidden",
+        "NotebookRead  hidden",
+        "NotebookRun   hidden",
         "Variables all — 14 variables",
-        "sales: list = 6 items", "prices: dict = 3 items", "title: str = 'Quarterly sales'",
+        "sales: list = 6 items",
+        "prices: dict = 3 items",
+        "title: str = 'Quarterly sales'",
         "ledger: Ledger = (not described: no code of this type is run to look at it)",
         "Edited analysis.ipynb: replaced cell total",
         "[total] total = sum(sales)\nprint(f'total sales: {total}')",
@@ -181,7 +197,8 @@ EXPECT: dict[str, list[str]] = {
         "tool results cleared and 2 compactions so far",
         "in the read state before compaction: ['notes.txt']",
         "in the read state after compaction:  []",
-        "Edit -> File '", "has not been read yet. Read it first",
+        "Edit -> File '",
+        "has not been read yet. Read it first",
         "notes.txt: alpha | gamma |",
         "the summary request carried the hook's instruction: True",
     ],
@@ -226,8 +243,9 @@ def execute(path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> nb
     monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(config_dir))  # MCP trust and user settings: not the person's
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     return nb
 
 
@@ -238,16 +256,21 @@ def test_there_are_notebooks_and_each_has_checks():
 
 
 @pytest.mark.kernel
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW else p for p in NOTEBOOKS],
-                         ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW else p for p in NOTEBOOKS],
+    ids=[p.stem for p in NOTEBOOKS],
+)
 def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     nb = execute(path, monkeypatch, tmp_path / "config")
     text = outputs_text(nb)
     position = 0
     for expected in EXPECT[path.stem]:
         found = text.find(expected, position)
-        assert found >= 0, (f"{path.name}: expected {expected!r} after position {position} in the outputs; "
-                            f"it is {'earlier' if expected in text else 'missing'}")
+        assert found >= 0, (
+            f"{path.name}: expected {expected!r} after position {position} in the outputs; "
+            f"it is {'earlier' if expected in text else 'missing'}"
+        )
         position = found + len(expected)
     assert images(nb) >= 1, f"{path.name} drew no picture"
     assert "Ledger.__repr__ ran" not in text  # notebook 09: describing variables runs none of their code
@@ -259,8 +282,11 @@ def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: p
 def test_committed_notebook_has_no_outputs(path: Path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    dirty = [i for i, c in enumerate(nb.cells)
-             if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+    dirty = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
     assert dirty == [], f"{path.name}: cells {dirty} carry outputs; clear them before committing"
     assert "widgets" not in nb.metadata, f"{path.name} carries saved widget state; clear it"
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["gitignore_match", "first_matching", "rule_matcher"]
+__all__ = ["first_matching", "gitignore_match", "rule_matcher"]
 
 
 @functools.lru_cache(maxsize=256)  # one pattern is matched against every path a search finds
@@ -94,7 +94,7 @@ def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: st
         head = base.rstrip(os.sep) + os.sep
         if not path.startswith(head):
             return False
-        rel = path[len(head):]
+        rel = path[len(head) :]
     else:
         try:
             rel = os.path.relpath(path, base)
@@ -118,15 +118,20 @@ def rule_matcher(patterns: tuple[str, ...], *, cwd: str | Path) -> Callable[[lis
     return functools.partial(_first, _compiled_set(patterns, str(cwd), home), cwd=cwd, home=home)
 
 
-def _first(compiled: tuple[tuple[str, str | None, re.Pattern[str]], ...], paths: list[str], *, cwd: str | Path,
-           home: str | None) -> str | None:
+def _first(
+    compiled: tuple[tuple[str, str | None, re.Pattern[str]], ...],
+    paths: list[str],
+    *,
+    cwd: str | Path,
+    home: str | None,
+) -> str | None:
     for pattern, head, regex in compiled:
         for path in paths:
             if head is None:  # a relative base: the general path
                 if gitignore_match(pattern, path, cwd=cwd, home=home):
                     return pattern
             elif path.startswith(head):
-                rel = path[len(head):]
+                rel = path[len(head) :]
                 if rel != "." and not rel.startswith("..") and regex.match(rel):
                     return pattern
     return None

@@ -22,13 +22,44 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["SECRET_PATTERNS", "is_secret_name", "tool_environ", "secret_values", "redact", "redact_block", "redact_data"]
+__all__ = [
+    "SECRET_PATTERNS",
+    "is_secret_name",
+    "redact",
+    "redact_block",
+    "redact_data",
+    "secret_values",
+    "tool_environ",
+]
 
 SECRET_PATTERNS: tuple[str, ...] = (
-    "*_API_KEY", "*_APIKEY", "*API_KEY*", "*_KEY", "*_KEYS", "*_TOKEN", "*_TOKENS", "*TOKEN*", "*_SECRET", "*_SECRET_*",
-    "*SECRET*", "*_PASSWORD", "*PASSWD*", "*_CREDENTIALS", "*_CREDENTIAL", "*_PRIVATE_KEY*", "*_AUTH", "*_DSN",
-    "AWS_*", "AZURE_CLIENT_*", "GOOGLE_APPLICATION_CREDENTIALS", "ANTHROPIC_*", "OPENAI_*",
-    "*_SESSION", "*COOKIE*", "PGPASSWORD", "MYSQL_PWD",
+    "*_API_KEY",
+    "*_APIKEY",
+    "*API_KEY*",
+    "*_KEY",
+    "*_KEYS",
+    "*_TOKEN",
+    "*_TOKENS",
+    "*TOKEN*",
+    "*_SECRET",
+    "*_SECRET_*",
+    "*SECRET*",
+    "*_PASSWORD",
+    "*PASSWD*",
+    "*_CREDENTIALS",
+    "*_CREDENTIAL",
+    "*_PRIVATE_KEY*",
+    "*_AUTH",
+    "*_DSN",
+    "AWS_*",
+    "AZURE_CLIENT_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "ANTHROPIC_*",
+    "OPENAI_*",
+    "*_SESSION",
+    "*COOKIE*",
+    "PGPASSWORD",
+    "MYSQL_PWD",
 )
 # Never secrets, whatever the patterns say: the shell and the tools need them.
 _ALWAYS_PASS = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "PWD", "TMPDIR", "SSH_AUTH_SOCK"})

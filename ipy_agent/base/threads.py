@@ -17,11 +17,11 @@ import asyncio
 import contextvars
 import functools
 import threading
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
-from collections.abc import Callable, Coroutine
 
-__all__ = ["run_blocking", "reserve_threads", "run_to_end"]
+__all__ = ["reserve_threads", "run_blocking", "run_to_end"]
 
 T = TypeVar("T")
 

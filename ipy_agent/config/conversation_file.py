@@ -13,19 +13,25 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ipy_agent.base.secrets import redact_data
 from ipy_agent.history.messages import history_problems, repair_history
 from ipy_agent.permissions.rules import parse_rule
-from ipy_agent.base.secrets import redact_data
 
-__all__ = ["SAVE_FORMAT", "save_conversation", "load_conversation", "shape_problem"]
+__all__ = ["SAVE_FORMAT", "load_conversation", "save_conversation", "shape_problem"]
 
 SAVE_FORMAT = "ipy_agent.conversation"
 
 
 def save_conversation(agent: Any, path: str | Path) -> None:
     granted = {k: [r.text for r in getattr(agent.rules, k) if r.source == "granted"] for k in ("allow", "ask", "deny")}
-    data = {"format": SAVE_FORMAT, "version": 1, "cwd": str(agent.cwd), "model": getattr(agent.model, "name", ""),
-            "messages": redact_data(agent.messages), "granted": granted}  # no credential lands in a file
+    data = {
+        "format": SAVE_FORMAT,
+        "version": 1,
+        "cwd": str(agent.cwd),
+        "model": getattr(agent.model, "name", ""),
+        "messages": redact_data(agent.messages),
+        "granted": granted,
+    }  # no credential lands in a file
     Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
@@ -86,7 +92,11 @@ def shape_problem(messages: list[Any]) -> str | None:
             for name, kind in _BLOCK_FIELDS.get(b["type"], {}).items():
                 if not isinstance(b.get(name), kind):
                     return f"the {b['type']} block {j} of message {i} has {name}={b.get(name)!r:.60}"
-            if b["type"] == "tool_result" and isinstance(b["content"], list) and not all(isinstance(x, dict) for x in b["content"]):
+            if (
+                b["type"] == "tool_result"
+                and isinstance(b["content"], list)
+                and not all(isinstance(x, dict) for x in b["content"])
+            ):
                 return f"the tool_result block {j} of message {i} has content items that are not objects"
             if b["type"] == "tool_use":
                 if b["id"] in seen_ids:
@@ -107,7 +117,9 @@ def _restore_granted(data: dict[str, Any], agent: Any) -> list[str]:
     if not isinstance(texts, list) or not texts:
         return []
     if str(data.get("cwd", "")) != str(agent.cwd):
-        return [f"{len(texts)} granted rule(s) were for {data.get('cwd')!r}, not {str(agent.cwd)!r}; grant them again here if you want them"]
+        return [
+            f"{len(texts)} granted rule(s) were for {data.get('cwd')!r}, not {str(agent.cwd)!r}; grant them again here if you want them"
+        ]
     skipped = []
     for text in texts:
         if not isinstance(text, str):

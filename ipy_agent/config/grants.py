@@ -45,18 +45,24 @@ class SessionGrants:
         """One sentence for --new / %agent_reset: what stays."""
         if not self.sources:
             return ""
-        return (f"Rules you granted with \"Always allow\" stay for this kernel session: {', '.join(self.sources)} "
-                "(%agent_rules lists them; %agent_rules --revoke RULE takes one back).")
+        return (
+            f'Rules you granted with "Always allow" stay for this kernel session: {", ".join(self.sources)} '
+            "(%agent_rules lists them; %agent_rules --revoke RULE takes one back)."
+        )
 
     def listing(self, agent: Any | None) -> str:
         """The grants in force on `agent` (the current conversation), with where each came from."""
         granted = [r.text for r in agent.rules.allow if r.source == "granted"] if agent is not None else []
         if not granted:
-            return ("No rules granted with \"Always allow\" in this kernel session. (%agent_tools lists every "
-                    "permission rule, with the configured ones.)")
+            return (
+                'No rules granted with "Always allow" in this kernel session. (%agent_tools lists every '
+                "permission rule, with the configured ones.)"
+            )
         width = max(len(t) for t in granted)
-        lines = ["Rules granted with \"Always allow\" (they last for this kernel session, across %agent --new "
-                 "and %agent_reset):"]
+        lines = [
+            'Rules granted with "Always allow" (they last for this kernel session, across %agent --new '
+            "and %agent_reset):"
+        ]
         lines += [f"  {text.ljust(width)}  from {self.sources.get(text, 'this conversation')}" for text in granted]
         lines.append("Take one back with %agent_rules --revoke RULE.")
         return "\n".join(lines)

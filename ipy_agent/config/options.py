@@ -10,14 +10,15 @@ once. Plain Python (no IPython): errors are ValueErrors with a message for the p
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable, Iterable
 
 from ipy_agent.permissions.decide import PERMISSION_MODES
+
 from .settings import RuleSpec, rules_from_lists
 
-__all__ = ["AgentOption", "AGENT_OPTIONS", "split_options", "option_rules"]
+__all__ = ["AGENT_OPTIONS", "AgentOption", "option_rules", "split_options"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,20 +48,41 @@ class AgentOption:
 
 
 AGENT_OPTIONS: tuple[AgentOption, ...] = (
-    AgentOption(flag="--new", help="Start a fresh conversation (the old one is dropped; rules granted with \"Always allow\" stay)."),
+    AgentOption(
+        flag="--new",
+        help='Start a fresh conversation (the old one is dropped; rules granted with "Always allow" stay).',
+    ),
     AgentOption(flag="--mode", help="Permission mode for this run.", example="acceptEdits", choices=PERMISSION_MODES),
     AgentOption(flag="--model", help="Anthropic model name for this run.", example="claude-sonnet-4-5"),
     AgentOption(flag="--max-turns", help="Model requests before the run stops.", example="20", type=int),
-    AgentOption(flag="--script", help='Replay a ScriptedModel transcript {"turns": [...]} (offline).',
-                example="demo.json", metavar="PATH"),
-    AgentOption(flag="--allow", help="Allow rule for this run (repeatable).", example="'Bash(git status:*)'",
-                metavar="RULE", repeatable=True),
-    AgentOption(flag="--deny", help="Deny rule for this run (repeatable).", example="'Read(**/.env)'",
-                metavar="RULE", repeatable=True),
+    AgentOption(
+        flag="--script",
+        help='Replay a ScriptedModel transcript {"turns": [...]} (offline).',
+        example="demo.json",
+        metavar="PATH",
+    ),
+    AgentOption(
+        flag="--allow",
+        help="Allow rule for this run (repeatable).",
+        example="'Bash(git status:*)'",
+        metavar="RULE",
+        repeatable=True,
+    ),
+    AgentOption(
+        flag="--deny",
+        help="Deny rule for this run (repeatable).",
+        example="'Read(**/.env)'",
+        metavar="RULE",
+        repeatable=True,
+    ),
     AgentOption(flag="--background", help="Kernel: start the run and return at once."),
     AgentOption(flag="--no-widgets", help="Text output; only what rules and mode allow runs."),
-    AgentOption(flag="--resume", help="Continue a conversation saved with %%agent_save.", example="conversation.json",
-                metavar="PATH"),
+    AgentOption(
+        flag="--resume",
+        help="Continue a conversation saved with %%agent_save.",
+        example="conversation.json",
+        metavar="PATH",
+    ),
 )
 _BY_FLAG = {o.flag: o for o in AGENT_OPTIONS}
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
@@ -73,15 +95,17 @@ def split_options(line: str) -> tuple[list[str], str]:
     while (m := _TOKEN.match(line, pos)) is not None:
         tok = m.group(1)
         if tok == "--":
-            return tokens, line[m.end():].strip()
+            return tokens, line[m.end() :].strip()
         if not tok.startswith("-") or tok == "-":
-            return tokens, line[m.start(1):].strip()
+            return tokens, line[m.start(1) :].strip()
         name, eq, value = tok.partition("=")
         option = _BY_FLAG.get(name)
         if option is None:
             flags = ", ".join(o.flag for o in AGENT_OPTIONS)
-            raise ValueError(f"%agent has no option {name!r}. Options: {flags} "
-                             "(see %agent?). To start a prompt with '-', put '--' before it.")
+            raise ValueError(
+                f"%agent has no option {name!r}. Options: {flags} "
+                "(see %agent?). To start a prompt with '-', put '--' before it."
+            )
         pos = m.end()
         tokens.append(name)
         if not option.takes_value:
@@ -90,9 +114,13 @@ def split_options(line: str) -> tuple[list[str], str]:
             if (v := _TOKEN.match(line, pos)) is None:
                 raise ValueError(f"{name} needs a value, e.g. {name} {option.example}")
             value, pos = v.group(1), v.end()
-            while option.metavar == "RULE" and value[0] not in "'\"" and value.count("(") > value.count(")") \
-                    and (more := _TOKEN.match(line, pos)) is not None:
-                value, pos = value + line[pos:more.end()], more.end()
+            while (
+                option.metavar == "RULE"
+                and value[0] not in "'\""
+                and value.count("(") > value.count(")")
+                and (more := _TOKEN.match(line, pos)) is not None
+            ):
+                value, pos = value + line[pos : more.end()], more.end()
         tokens.append(value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value)
     return tokens, ""
 

@@ -14,14 +14,14 @@ the magics turn into UsageError.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from collections.abc import Iterable
 
 from ipy_agent.permissions.rules import parse_rule
 
-__all__ = ["RuleSpec", "SETTINGS_FILES", "SettingsError", "load_settings_rules", "rules_from_lists", "replace_rules"]
+__all__ = ["SETTINGS_FILES", "RuleSpec", "SettingsError", "load_settings_rules", "replace_rules", "rules_from_lists"]
 
 Kind = Literal["allow", "ask", "deny"]
 KINDS: tuple[Kind, ...] = ("allow", "ask", "deny")
@@ -43,8 +43,9 @@ class RuleSpec:
     source: str
 
 
-def rules_from_lists(source: str, *, allow: Iterable[str] = (), ask: Iterable[str] = (),
-                     deny: Iterable[str] = ()) -> list[RuleSpec]:
+def rules_from_lists(
+    source: str, *, allow: Iterable[str] = (), ask: Iterable[str] = (), deny: Iterable[str] = ()
+) -> list[RuleSpec]:
     """RuleSpecs from plain lists; raises ValueError (parse_rule's message) on a bad rule."""
     out: list[RuleSpec] = []
     for kind, texts in (("allow", allow), ("ask", ask), ("deny", deny)):
@@ -79,20 +80,26 @@ def load_settings_rules(cwd: str | Path) -> tuple[list[RuleSpec], list[str]]:
     return rules, warnings
 
 
-_UNTRUSTED = ("; ipy_agent will not run while it cannot read the deny and ask rules this file may hold. "
-              "Fix the file (or move it away) and run %agent again.")
+_UNTRUSTED = (
+    "; ipy_agent will not run while it cannot read the deny and ask rules this file may hold. "
+    "Fix the file (or move it away) and run %agent again."
+)
 
 
 def _read_file(path: Path, label: str) -> tuple[list[RuleSpec], list[str]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise SettingsError(f"{label}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}){_UNTRUSTED}") from None
+        raise SettingsError(
+            f"{label}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}){_UNTRUSTED}"
+        ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise SettingsError(f"{label}: could not be read ({e}){_UNTRUSTED}") from None
     if not isinstance(data, dict):
-        raise SettingsError(f"{label}: expected a JSON object like {{\"permissions\": {{\"deny\": [...]}}}}, "
-                            f"found {type(data).__name__}{_UNTRUSTED}")
+        raise SettingsError(
+            f'{label}: expected a JSON object like {{"permissions": {{"deny": [...]}}}}, '
+            f"found {type(data).__name__}{_UNTRUSTED}"
+        )
     section: Any = data.get("permissions")
     if section is None and label.startswith(".ipy_agent"):
         # Our own file may also put the lists at the top level.
@@ -100,8 +107,10 @@ def _read_file(path: Path, label: str) -> tuple[list[RuleSpec], list[str]]:
     if section is None:
         return [], []
     if not isinstance(section, dict):
-        raise SettingsError(f"{label}: \"permissions\" must be an object with allow / ask / deny lists, "
-                            f"not {type(section).__name__}{_UNTRUSTED}")
+        raise SettingsError(
+            f'{label}: "permissions" must be an object with allow / ask / deny lists, '
+            f"not {type(section).__name__}{_UNTRUSTED}"
+        )
     rules: list[RuleSpec] = []
     warnings: list[str] = []
     for kind in KINDS:

@@ -33,8 +33,7 @@ def _call_text(name: str, tool_input: dict[str, Any]) -> str:
     return f"{name} {text if len(text) <= _INPUT_CHARS else text[:_INPUT_CHARS] + '…'}"
 
 
-def clear_note(*, name: str, tool_input: dict[str, Any], chars: int, spilled_to: str | None,
-               reads_file: bool) -> str:
+def clear_note(*, name: str, tool_input: dict[str, Any], chars: int, spilled_to: str | None, reads_file: bool) -> str:
     """What the model reads in place of a cleared result."""
     what = f"{CLEARED_PREFIX}: the {_size(chars)} output of {_call_text(name, tool_input)}."
     if spilled_to:

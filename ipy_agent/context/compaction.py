@@ -15,8 +15,14 @@ from typing import Any
 
 from .tokens import message_tokens
 
-__all__ = ["COMPACTION_SYSTEM", "choose_split", "render_transcript", "compaction_prompt", "summary_message",
-           "SUMMARY_HEADER"]
+__all__ = [
+    "COMPACTION_SYSTEM",
+    "SUMMARY_HEADER",
+    "choose_split",
+    "compaction_prompt",
+    "render_transcript",
+    "summary_message",
+]
 
 COMPACTION_SYSTEM = (
     "You write the working memory of a coding agent that runs inside a Jupyter notebook. The "
@@ -125,7 +131,7 @@ def render_transcript(messages: list[dict[str, Any]], max_chars: int) -> str:
     if not head and entries:
         head, used = [_cut(entries[0], max_chars // 3)], max_chars // 3
     tail: list[str] = []
-    for e in reversed(entries[len(head):]):
+    for e in reversed(entries[len(head) :]):
         if used + len(e) > max_chars:
             break
         tail.append(e)

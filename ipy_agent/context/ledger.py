@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from ipy_agent.history.messages import SettledPrefix
-from .tokens import message_tokens
+
 from .clearing import is_cleared
+from .tokens import message_tokens
 
 __all__ = ["Ledger", "ResultEntry", "SourceRule"]
 
@@ -92,8 +93,9 @@ class Ledger(SettledPrefix):
             source = None if b.get("is_error") else self._result_source(name, inp)
             if source is not None:
                 self.sources[source] += 1
-            self.results.append(ResultEntry(position=position, index=i, tool_use_id=tid, name=name, input=inp,
-                                            source=source))
+            self.results.append(
+                ResultEntry(position=position, index=i, tool_use_id=tid, name=name, input=inp, source=source)
+            )
 
     def tail_sources(self, message: dict[str, Any] | None) -> set[str]:
         """Files shown by the last (unsettled) message: what clearing must not forget."""

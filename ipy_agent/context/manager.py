@@ -23,19 +23,20 @@ import asyncio
 import math
 import threading
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
-from collections.abc import AsyncIterator
 
+from ipy_agent.contract.hooks import HookEvent
+from ipy_agent.history.messages import history_problems
 from ipy_agent.models.base import MessageComplete, ModelError, ModelEvent, ModelRequest
 from ipy_agent.models.pricing import context_window
-from ipy_agent.history.messages import history_problems
-from ipy_agent.contract.hooks import HookEvent
-from .tokens import message_tokens, text_tokens, tools_tokens
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
+
 from .clearing import clear_note, cleared_block, content_chars
 from .compaction import COMPACTION_SYSTEM, choose_split, compaction_prompt, render_transcript, summary_message
 from .ledger import Ledger, path_key
+from .tokens import message_tokens, text_tokens, tools_tokens
 
 __all__ = ["ContextManager", "RequestSize"]
 
@@ -54,12 +55,21 @@ class RequestSize:
 
 
 class ContextManager:
-    def __init__(self, agent: Any, *, window: int | None = None, threshold: float = 0.8,
-                 keep_results: int = 3, count_with_api: bool = True) -> None:
+    def __init__(
+        self,
+        agent: Any,
+        *,
+        window: int | None = None,
+        threshold: float = 0.8,
+        keep_results: int = 3,
+        count_with_api: bool = True,
+    ) -> None:
         if window is not None and window < 1_000:
             raise ValueError(f"context_window must be at least 1000 tokens, not {window!r}")
         if not 0.1 <= threshold <= 1.0:
-            raise ValueError(f"context_threshold must be between 0.1 and 1.0 (a share of the window), not {threshold!r}")
+            raise ValueError(
+                f"context_threshold must be between 0.1 and 1.0 (a share of the window), not {threshold!r}"
+            )
         self.agent = agent
         self.window_override = window
         self.threshold = threshold
@@ -155,15 +165,18 @@ class ContextManager:
                     raise ModelError(
                         f"{err} The conversation was compacted once already and is still too long; start a new "
                         "conversation (`%agent --new`), or remove large content from the latest messages.",
-                        kind="context_too_long") from err
+                        kind="context_too_long",
+                    ) from err
                 retried = True
                 # The API counted at least a window's worth: our estimate was low by that much.
                 if self._sent_raw:
                     self.factor = max(self.factor, min(2.5, self.window * 1.05 / self._sent_raw))
                 done = await self.compact(trigger="too_long")
                 if not done:
-                    raise ModelError(f"{err} Compacting the conversation was not possible ({self.last_refusal}).",
-                                     kind="context_too_long") from err
+                    raise ModelError(
+                        f"{err} Compacting the conversation was not possible ({self.last_refusal}).",
+                        kind="context_too_long",
+                    ) from err
                 request = replace(request, messages=list(self.agent.messages))
                 self._sent_raw = self._raw(request.system, request.tools)
 
@@ -240,8 +253,13 @@ class ContextManager:
             block = content[entry.index]
             if not isinstance(block, dict) or str(block.get("tool_use_id")) != entry.tool_use_id:
                 continue  # the message was changed behind our back; leave it alone
-            note = clear_note(name=entry.name, tool_input=entry.input, chars=content_chars(block),
-                              spilled_to=spilled.get(entry.tool_use_id), reads_file=entry.source is not None)
+            note = clear_note(
+                name=entry.name,
+                tool_input=entry.input,
+                chars=content_chars(block),
+                spilled_to=spilled.get(entry.tool_use_id),
+                reads_file=entry.source is not None,
+            )
             new = cleared_block(block, note)
             delta = message_tokens({"content": [block]}) - message_tokens({"content": [new]})
             changed = list(content)
@@ -267,15 +285,21 @@ class ContextManager:
         trace = self.agent.trace
         if len(trace) < self._trace_seen:  # the trace was reset
             self._spills, self._trace_seen = {}, 0
-        for rec in trace[self._trace_seen:]:
+        for rec in trace[self._trace_seen :]:
             if rec.spilled_to:
                 self._spills[rec.tool_use_id] = rec.spilled_to
         self._trace_seen = len(trace)
         return self._spills
 
     # --- compaction --------------------------------------------------------------------------
-    async def compact(self, *, trigger: str = "manual", instructions: str = "", system: str | None = None,
-                      tools: list[dict[str, Any]] | None = None) -> bool:
+    async def compact(
+        self,
+        *,
+        trigger: str = "manual",
+        instructions: str = "",
+        system: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> bool:
         """Summarise the older turns into one message; True if the history was compacted.
 
         `trigger`: "auto" (over the threshold), "too_long" (the API refused), "manual"
@@ -292,14 +316,23 @@ class ContextManager:
             return self._refuse("there are no earlier turns to summarise", trigger)
         extra = [instructions] if instructions.strip() else []
         if agent.hooks.has("PreCompact"):
-            outcome = await agent.hooks.run(HookEvent(
-                event="PreCompact", trigger="manual" if trigger == "manual" else "auto", instructions=instructions or None))
+            outcome = await agent.hooks.run(
+                HookEvent(
+                    event="PreCompact",
+                    trigger="manual" if trigger == "manual" else "auto",
+                    instructions=instructions or None,
+                )
+            )
             if outcome.decision == "deny" or outcome.stop:
                 return self._refuse(f"a PreCompact hook blocked it: {outcome.reason or 'no reason given'}", trigger)
             extra += list(outcome.additional_context)
         transcript = render_transcript(messages[:split], int(self.window * SUMMARY_INPUT) * 4)
-        request = ModelRequest(system=COMPACTION_SYSTEM, tools=[], purpose="compaction", messages=[
-            {"role": "user", "content": [{"type": "text", "text": compaction_prompt(transcript, extra)}]}])
+        request = ModelRequest(
+            system=COMPACTION_SYSTEM,
+            tools=[],
+            purpose="compaction",
+            messages=[{"role": "user", "content": [{"type": "text", "text": compaction_prompt(transcript, extra)}]}],
+        )
         try:
             summary = await self._summarise(request)
         except ModelError as e:
@@ -309,12 +342,12 @@ class ContextManager:
         if agent.messages is not messages or len(messages) < split:
             return self._refuse("the conversation changed while it was being summarised", trigger)
         new = [summary_message(summary, split), *messages[split:]]
-        if (problems := history_problems(new)):
+        if problems := history_problems(new):
             return self._refuse(f"the compacted history would be invalid ({problems[0]})", trigger)
         messages[:] = new
         self.ledger.reset()
         visible = self.ledger.visible_sources(messages)
-        for key in agent.read_state.keys():
+        for key in list(agent.read_state.keys()):
             if key not in visible:
                 agent.read_state.forget(key)
         self.compactions += 1
@@ -329,8 +362,11 @@ class ContextManager:
         self.last_refusal = why
         if repeated:  # said once is enough; an automatic attempt is made before every request
             return False
-        self.agent._emit(NoticeEvent(text=f"The conversation was not compacted: {why}.",
-                                     level="info" if trigger == "manual" else "warning"))
+        self.agent._emit(
+            NoticeEvent(
+                text=f"The conversation was not compacted: {why}.", level="info" if trigger == "manual" else "warning"
+            )
+        )
         return False
 
     async def _summarise(self, request: ModelRequest) -> str:

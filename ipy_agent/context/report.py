@@ -12,14 +12,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .tokens import MESSAGE_OVERHEAD, block_tokens, text_tokens, tools_tokens
 from .clearing import is_cleared
+from .tokens import MESSAGE_OVERHEAD, block_tokens, text_tokens, tools_tokens
 
-__all__ = ["context_breakdown", "context_report", "BAR_WIDTH"]
+__all__ = ["BAR_WIDTH", "context_breakdown", "context_report"]
 
 BAR_WIDTH = 60
-_PARTS = (("system", "s", "system prompt"), ("tools", "t", "tool definitions"), ("messages", "m", "messages"),
-          ("results", "r", "tool results"), ("cleared", "c", "cleared-result notes"))
+_PARTS = (
+    ("system", "s", "system prompt"),
+    ("tools", "t", "tool definitions"),
+    ("messages", "m", "messages"),
+    ("results", "r", "tool results"),
+    ("cleared", "c", "cleared-result notes"),
+)
 
 
 def context_breakdown(agent: Any) -> dict[str, int]:
@@ -49,14 +54,16 @@ def context_report(agent: Any) -> str:
     parts = context_breakdown(agent)
     window, trigger = cm.window, cm.trigger
     used = sum(parts[k] for k, _, _ in _PARTS)
-    source = "set with context_window=" if cm.window_override is not None else f"model {getattr(agent.model, 'name', '?')}"
+    source = (
+        "set with context_window=" if cm.window_override is not None else f"model {getattr(agent.model, 'name', '?')}"
+    )
     bar = []
     for key, letter, _ in _PARTS:
         bar.append(letter * round(BAR_WIDTH * parts[key] / window))
     picture = "".join(bar)[:BAR_WIDTH]
     picture += "·" * (BAR_WIDTH - len(picture))
     mark = min(BAR_WIDTH - 1, round(BAR_WIDTH * trigger / window))
-    picture = picture[:mark] + "|" + picture[mark + 1:]
+    picture = picture[:mark] + "|" + picture[mark + 1 :]
     lines = [
         f"Context window: {window:,} tokens ({source}); the next request takes about {used:,} ({100 * used / window:.0f}%).",
         f"Old tool results are cleared above {trigger:,} tokens ({100 * cm.threshold:.0f}%, the | in the bar), "
@@ -71,8 +78,10 @@ def context_report(agent: Any) -> str:
         extra = f"  ({parts['results_count']} in full)" if label == "tool results" else ""
         lines.append(f"  {letter}  {label:<22}{n:>10,}  {100 * n / window:5.1f}%{extra}")
     lines.append("")
-    lines.append(f"{len(agent.messages)} messages; {cm.cleared} tool results cleared and {cm.compactions} compaction"
-                 f"{'s' if cm.compactions != 1 else ''} so far. Estimates use about 4 characters per token"
-                 + (f", scaled by {cm.factor:.2f} from the API's counts." if cm.factor != 1.0 else "."))
+    lines.append(
+        f"{len(agent.messages)} messages; {cm.cleared} tool results cleared and {cm.compactions} compaction"
+        f"{'s' if cm.compactions != 1 else ''} so far. Estimates use about 4 characters per token"
+        + (f", scaled by {cm.factor:.2f} from the API's counts." if cm.factor != 1.0 else ".")
+    )
     lines.append("Compact now with %agent_compact [what the summary must keep].")
     return "\n".join(lines)

@@ -15,8 +15,15 @@ import json
 from typing import Any
 
 __all__ = [
-    "CHARS_PER_TOKEN", "IMAGE_TOKENS", "text_tokens", "block_tokens", "content_tokens",
-    "message_tokens", "messages_tokens", "tools_tokens", "request_tokens",
+    "CHARS_PER_TOKEN",
+    "IMAGE_TOKENS",
+    "block_tokens",
+    "content_tokens",
+    "message_tokens",
+    "messages_tokens",
+    "request_tokens",
+    "text_tokens",
+    "tools_tokens",
 ]
 
 CHARS_PER_TOKEN = 4
@@ -64,7 +71,11 @@ def block_tokens(block: Any) -> int:
         n = text_tokens(str(block.get("data", "")))
     elif kind in ("image", "document"):
         source = block.get("source") or {}
-        n = IMAGE_TOKENS if kind == "image" or source.get("type") != "text" else text_tokens(str(source.get("data", "")))
+        n = (
+            IMAGE_TOKENS
+            if kind == "image" or source.get("type") != "text"
+            else text_tokens(str(source.get("data", "")))
+        )
     else:
         n = _json_tokens(block)
     return n + BLOCK_OVERHEAD

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from pydantic import BaseModel
 
-from .limits import TOOL_RESULT_CHARS
 from ipy_agent.base.threads import run_blocking
+
+from .limits import TOOL_RESULT_CHARS
 from .tool import Flag, PermissionCheck, RuleSubject, Tool, ToolContext, ToolKind, maybe_await
 
 __all__ = ["build_tool"]
@@ -43,11 +44,13 @@ class _BuiltTool(Tool):
         self._description = spec["description"]
         self._call = spec["call"]
         self._flags = {
-            key: _flag(spec[key], key) for key in ("is_read_only", "is_concurrency_safe", "is_destructive",
-                                                   "cancels_siblings_on_error")
+            key: _flag(spec[key], key)
+            for key in ("is_read_only", "is_concurrency_safe", "is_destructive", "cancels_siblings_on_error")
         }
         enabled = spec["is_enabled"]
-        self._is_enabled: Callable[[Any], bool] = enabled if callable(enabled) else functools.partial(_constant, bool(enabled))
+        self._is_enabled: Callable[[Any], bool] = (
+            enabled if callable(enabled) else functools.partial(_constant, bool(enabled))
+        )
         self.max_result_chars = spec["max_result_chars"]
         self.rule_names = tuple(spec["rule_names"] or ())
         self.kind = spec["kind"]
@@ -134,7 +137,7 @@ def build_tool(
     is_destructive: Flag = False,
     is_enabled: bool | Callable[[ToolContext], bool] = True,
     cancels_siblings_on_error: Flag = False,
-    validate_input: Callable[[Any, ToolContext], str | None | Awaitable[str | None]] | None = None,
+    validate_input: Callable[[Any, ToolContext], str | Awaitable[str | None] | None] | None = None,
     check_permissions: Callable[[Any, ToolContext], Any] | None = None,
     map_result: Callable[[Any, str], Any] | None = None,
     summarize_use: Callable[[Any], str] | None = None,

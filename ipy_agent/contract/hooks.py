@@ -13,15 +13,22 @@ from __future__ import annotations
 
 import re
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from collections.abc import Callable
 
 from .tool import maybe_await
 
-__all__ = ["HookEvent", "HookOutcome", "HookResult", "Hooks", "HOOK_EVENTS"]
+__all__ = ["HOOK_EVENTS", "HookEvent", "HookOutcome", "HookResult", "Hooks"]
 
-HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "PreCompact")
+HOOK_EVENTS: tuple[str, ...] = (
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "Stop",
+    "PreCompact",
+)
 _PRECEDENCE = {"deny": 3, "ask": 2, "allow": 1}
 
 

@@ -7,7 +7,7 @@ the tool contract and the budget all read these names.
 
 from __future__ import annotations
 
-__all__ = ["TOOL_RESULT_CHARS", "MESSAGE_RESULT_CHARS", "SELF_LIMITING", "PREVIEW_CHARS"]
+__all__ = ["MESSAGE_RESULT_CHARS", "PREVIEW_CHARS", "SELF_LIMITING", "TOOL_RESULT_CHARS"]
 
 # Characters of one tool result before it is spilled (a tool may set its own `max_result_chars`).
 TOOL_RESULT_CHARS = 50_000

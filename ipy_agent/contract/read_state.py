@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-__all__ = ["ReadEntry", "ReadState", "content_hash", "cell_key", "file_digest", "file_stamp"]
+__all__ = ["ReadEntry", "ReadState", "cell_key", "content_hash", "file_digest", "file_stamp"]
 
 
 def content_hash(data: bytes | str) -> str:
@@ -90,8 +90,15 @@ class ReadState:
         if mtime_ns is None and not k.startswith("cell:"):
             mtime_ns, size = _stat(k, size)
         entry = ReadEntry(
-            key=k, content_hash=digest, stamp=stamp, size=size, mtime_ns=mtime_ns, offset=offset, limit=limit,
-            source=source, at=time.time(),
+            key=k,
+            content_hash=digest,
+            stamp=stamp,
+            size=size,
+            mtime_ns=mtime_ns,
+            offset=offset,
+            limit=limit,
+            source=source,
+            at=time.time(),
         )
         self._entries[k] = entry
         return entry
@@ -141,7 +148,6 @@ class ReadState:
         entry = self.get(key)
         if entry is not None:
             self._entries[entry.key] = replace(entry, **changes)  # type: ignore[arg-type]
-
 
 
 def file_digest(path: str | Path, chunk: int = 1 << 20) -> str | None:

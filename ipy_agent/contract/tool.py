@@ -12,9 +12,9 @@ a `ToolContext` (tool_context.py); it is importable from here too, like the rest
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
-from collections.abc import Callable
 
 from pydantic import BaseModel
 
@@ -22,15 +22,15 @@ from .limits import TOOL_RESULT_CHARS
 from .tool_context import DecisionSource, SandboxSetting, ToolContext
 
 __all__ = [
-    "Tool",
-    "ToolContext",
-    "ToolError",
+    "CommandPart",
     "DecisionSource",
-    "SandboxSetting",
     "PermissionCheck",
     "PermissionPreview",
     "RuleSubject",
-    "CommandPart",
+    "SandboxSetting",
+    "Tool",
+    "ToolContext",
+    "ToolError",
     "maybe_await",
     "text_of",
 ]

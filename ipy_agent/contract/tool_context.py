@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from ipy_agent.base.gitignore import first_matching, rule_matcher
@@ -21,7 +21,7 @@ from ipy_agent.base.gitignore import first_matching, rule_matcher
 if TYPE_CHECKING:
     from .read_state import ReadState
 
-__all__ = ["ToolContext", "DecisionSource", "SandboxSetting", "APPROVALS", "realpath_via"]
+__all__ = ["APPROVALS", "DecisionSource", "SandboxSetting", "ToolContext", "realpath_via"]
 
 # Which step of the permission decision let a call run (see `permissions.decide`). "rule",
 # "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the

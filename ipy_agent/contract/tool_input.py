@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from .tool import Tool
 
-__all__ = ["parse_input", "format_validation_error", "dump_input"]
+__all__ = ["dump_input", "format_validation_error", "parse_input"]
 
 
 def _json_type(value: Any) -> str:
@@ -62,7 +62,8 @@ def format_validation_error(tool: Tool, err: ValidationError, raw: dict[str, Any
         else:
             lines.append(f"The parameter `{loc}`: {e.get('msg', 'is invalid')}.")
     return (
-        f"{tool.name} was called with invalid input:\n- " + "\n- ".join(lines)
+        f"{tool.name} was called with invalid input:\n- "
+        + "\n- ".join(lines)
         + "\nFix the input to match the tool's schema and call it again."
     )
 
@@ -91,7 +92,9 @@ def parse_input(tool: Tool, raw: Any) -> BaseModel | str:
     except ValidationError as e:
         msg = format_validation_error(tool, e, raw)
         if extra and "unexpected parameter" not in msg:
-            msg = msg.replace("\n- ", "\n- " + "".join(f"An unexpected parameter `{k}` was provided.\n- " for k in extra), 1)
+            msg = msg.replace(
+                "\n- ", "\n- " + "".join(f"An unexpected parameter `{k}` was provided.\n- " for k in extra), 1
+            )
         return msg
     if extra:
         lines = "".join(f"\n- An unexpected parameter `{k}` was provided." for k in extra)

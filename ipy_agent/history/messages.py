@@ -17,19 +17,21 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "SettledPrefix",
-    "history_problems",
-    "repair_history",
     "MISSING_RESULT_TEXT",
-    "append_user",
+    "SettledPrefix",
     "append_assistant",
-    "close_turn",
-    "clean_content",
+    "append_user",
     "as_blocks",
+    "clean_content",
+    "close_turn",
+    "history_problems",
     "last_text",
+    "repair_history",
 ]
 
-MISSING_RESULT_TEXT = "No result was recorded for this tool call (the run was interrupted or failed); assume it did not complete."
+MISSING_RESULT_TEXT = (
+    "No result was recorded for this tool call (the run was interrupted or failed); assume it did not complete."
+)
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -68,9 +70,7 @@ def history_problems(messages: list[dict[str, Any]]) -> list[str]:
                     problems.append(f"tool_use {u!r} in message {i} is answered {n} times in the next message")
         if role == "user":
             results = [b.get("tool_use_id") for b in _blocks(m) if b.get("type") == "tool_result"]
-            prev_uses = (
-                {b.get("id") for b in _blocks(messages[i - 1]) if b.get("type") == "tool_use"} if i else set()
-            )
+            prev_uses = {b.get("id") for b in _blocks(messages[i - 1]) if b.get("type") == "tool_use"} if i else set()
             for r in results:
                 if r not in prev_uses:
                     problems.append(f"tool_result {r!r} in message {i} answers no tool_use of the previous message")
@@ -106,7 +106,8 @@ def repair_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     kept.append(b)
             missing = [
                 {"type": "tool_result", "tool_use_id": u, "content": MISSING_RESULT_TEXT, "is_error": True}
-                for u in prev_uses if u not in seen
+                for u in prev_uses
+                if u not in seen
             ]
             others = [b for b in m["content"] if b.get("type") != "tool_result"]
             content = [*kept, *missing, *others]
@@ -115,9 +116,15 @@ def repair_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             fixed.append(m)
             uses = [b.get("id") for b in m["content"] if b.get("type") == "tool_use"]
             if uses and (i + 1 >= len(out) or out[i + 1]["role"] != "user"):
-                fixed.append({"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": u, "content": MISSING_RESULT_TEXT, "is_error": True} for u in uses
-                ]})
+                fixed.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": u, "content": MISSING_RESULT_TEXT, "is_error": True}
+                            for u in uses
+                        ],
+                    }
+                )
     return fixed
 
 
@@ -157,8 +164,13 @@ def append_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any
 
 
 def close_turn(
-    messages: list[dict[str, Any]], *, completed: list[dict[str, Any]], results: list[dict[str, Any]],
-    appended: bool, answered: bool, note: str | None,
+    messages: list[dict[str, Any]],
+    *,
+    completed: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    appended: bool,
+    answered: bool,
+    note: str | None,
 ) -> tuple[bool, bool]:
     """End a turn early (interrupt, model failure, internal error) with every tool_use answered once.
 
@@ -203,7 +215,9 @@ class SettledPrefix:
 
     def sync(self, messages: list[dict[str, Any]]) -> bool:
         """Settle every message but the last; True when the history had been replaced."""
-        replaced = bool(self.settled) and (len(messages) < self.settled or messages[self.settled - 1] is not self._anchor)
+        replaced = bool(self.settled) and (
+            len(messages) < self.settled or messages[self.settled - 1] is not self._anchor
+        )
         if replaced:
             self.forget()
         for i in range(self.settled, len(messages) - 1):

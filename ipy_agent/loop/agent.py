@@ -9,34 +9,36 @@ raises, a hook raises, the model errors, the person interrupts) the loop ends wi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Mapping, Sequence
 
-from ipy_agent.mcp import McpManager
+from ipy_agent.base.threads import run_to_end
 from ipy_agent.context import ContextManager
-from ipy_agent.models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
-from . import spill
-from ipy_agent.runtime.budget import ResultBudget
-from ipy_agent.runtime.executor import INTERRUPTED_TEXT, ToolExecutor
-from ipy_agent.history.messages import append_assistant, append_user, clean_content, last_text
 from ipy_agent.contract.hooks import HookEvent, Hooks
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
-from ipy_agent.permissions.decide import PERMISSION_MODES, PermissionRequest, PermissionRules
 from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import Tool, ToolContext
+from ipy_agent.history.messages import append_assistant, append_user, clean_content, last_text
+from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
+from ipy_agent.mcp import McpManager
+from ipy_agent.models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
+from ipy_agent.permissions.decide import PERMISSION_MODES, PermissionRequest, PermissionRules
+from ipy_agent.runtime.budget import ResultBudget
+from ipy_agent.runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
 from ipy_agent.runtime.run_env import RunEnv
-from ipy_agent.base.threads import run_to_end
-from ipy_agent.contract.tool import Tool, ToolContext
 from ipy_agent.runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TurnEvent, now
+
+from . import spill
 from .system_prompt import build_system_prompt
-from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from .turn import RunResult, Turn, TurnRecord, stream_reply, usage_delta
 from .turn_end import after_reply, answer_tools, close_early, model_failed
 
-__all__ = ["Agent", "RunResult", "TurnRecord", "SANDBOX_SETTINGS"]
+__all__ = ["SANDBOX_SETTINGS", "Agent", "RunResult", "TurnRecord"]
 
 SANDBOX_SETTINGS = ("auto", "always", "off")  # see tools/bash/sandbox.py
 
@@ -139,9 +141,16 @@ class Agent:
 
     def context(self, tool_use_id: str | None = None) -> ToolContext:
         return ToolContext(
-            cwd=self.cwd, read_state=self.read_state, working_dirs=self.working_dirs, spill_dir=self.spill_dir,
-            permission_mode=self.permission_mode, tool_use_id=tool_use_id, session=self.session,
-            notebook=self.notebook, simple=self.simple, sandbox=self.sandbox,  # type: ignore[arg-type]
+            cwd=self.cwd,
+            read_state=self.read_state,
+            working_dirs=self.working_dirs,
+            spill_dir=self.spill_dir,
+            permission_mode=self.permission_mode,
+            tool_use_id=tool_use_id,
+            session=self.session,
+            notebook=self.notebook,
+            simple=self.simple,
+            sandbox=self.sandbox,  # type: ignore[arg-type]
             # Rules come and go during a conversation (always-allow, %agent options): read them now.
             read_deny=tuple(r.specifier or "" for r in self.rules.deny if r.tool == "Read" and not r.whole_tool),
         )
@@ -155,8 +164,11 @@ class Agent:
         else:
             exposure = exposure or self.exposure()
             text = build_system_prompt(
-                cwd=self.cwd, working_dirs=self.working_dirs, tool_names=exposure.names,
-                permission_mode=self.permission_mode, notebook=self.notebook_path,
+                cwd=self.cwd,
+                working_dirs=self.working_dirs,
+                tool_names=exposure.names,
+                permission_mode=self.permission_mode,
+                notebook=self.notebook_path,
             )
         if self.system_prompt is None and (section := self.mcp.prompt_section()):
             text = f"{text}\n\n{section}"
@@ -190,8 +202,12 @@ class Agent:
         finally:
             self._task = None
         result = RunResult(
-            stop_reason=result.stop_reason, text=result.text, turns=result.turns, error=result.error,
-            error_kind=result.error_kind, usage=usage_delta(self.usage, start_usage),
+            stop_reason=result.stop_reason,
+            text=result.text,
+            turns=result.turns,
+            error=result.error,
+            error_kind=result.error_kind,
+            usage=usage_delta(self.usage, start_usage),
         )
         self._emit(RunEndEvent(result=result))
         return result
@@ -226,8 +242,13 @@ class Agent:
             outcome = await self._turn()
             if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
                 self.messages[:] = before
-                self._emit(NoticeEvent(text="The model did not answer, so this request was not added to the "
-                                       "conversation; run it again when the problem is fixed.", level="info"))
+                self._emit(
+                    NoticeEvent(
+                        text="The model did not answer, so this request was not added to the "
+                        "conversation; run it again when the problem is fixed.",
+                        level="info",
+                    )
+                )
             if outcome is not None:
                 return RunResult(**{**outcome.__dict__, "turns": turns})
 
@@ -241,8 +262,9 @@ class Agent:
                 # The context window is managed here, and only here: the context manager streams the
                 # model's reply after clearing or compacting the history to fit, and retries a
                 # "prompt is too long" once after compacting.
-                reply = await stream_reply(self.context_manager, request, turn, emit=self._emit,
-                                           streaming_tools=self.streaming_tools)
+                reply = await stream_reply(
+                    self.context_manager, request, turn, emit=self._emit, streaming_tools=self.streaming_tools
+                )
             except ModelError as e:
                 return await model_failed(e, turn, self.messages, self._emit)
             self._take_reply(turn, reply)
@@ -265,13 +287,16 @@ class Agent:
         record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
         self.turns.append(record)
         env = self._env(exposure)
-        executor = ToolExecutor(env, turn=record.turn, trace=self.trace, batch_counter=self._batches,
-                                max_concurrency=self.max_concurrency)
+        executor = ToolExecutor(
+            env, turn=record.turn, trace=self.trace, batch_counter=self._batches, max_concurrency=self.max_concurrency
+        )
         # The history itself, not a copy: nothing changes it while the model answers, and a
         # model that keeps the request copies the list (see ModelRequest).
         request = ModelRequest(system=self.system(exposure), messages=self.messages, tools=api_tools)
         self._emit(TurnEvent(turn=record.turn, phase="start"))
-        return Turn(record=record, env=env, executor=executor, ids=ToolUseIds(self._history_ids.synced(self.messages))), request
+        return Turn(
+            record=record, env=env, executor=executor, ids=ToolUseIds(self._history_ids.synced(self.messages))
+        ), request
 
     def _take_reply(self, turn: Turn, reply: MessageComplete) -> None:
         """The whole message goes into the history; tool calls not started while streaming start now."""
@@ -298,7 +323,9 @@ class Agent:
                 offered.append(tool)
             except Exception as e:
                 hidden[tool.name] = f"its description failed ({type(e).__name__}: {e})"
-                self._emit(NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning"))
+                self._emit(
+                    NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning")
+                )
         return Exposure(offered=tuple(offered), hidden=hidden), api
 
     async def _sync_mcp(self) -> None:
@@ -322,21 +349,25 @@ class Agent:
     # --- helpers ---------------------------------------------------------------------------
     def _env(self, exposure: Exposure) -> RunEnv:
         return RunEnv(
-            tools={t.name: t for t in exposure.offered}, rules=self.rules, hooks=self.hooks, budget=self.budget,
-            make_ctx=self.context, mode=lambda: self.permission_mode, approver=self.approver, emit=self._emit,
+            tools={t.name: t for t in exposure.offered},
+            rules=self.rules,
+            hooks=self.hooks,
+            budget=self.budget,
+            make_ctx=self.context,
+            mode=lambda: self.permission_mode,
+            approver=self.approver,
+            emit=self._emit,
             result_limit=self.registry.result_limit,
         )
 
     def _emit(self, event: AgentEvent) -> None:
         for listener in list(self._listeners):
-            try:
+            with contextlib.suppress(Exception):  # a broken renderer must not break the run
                 listener(event)
-            except Exception:  # a broken renderer must not break the run
-                pass
 
     def _answered_since(self, before: list[dict[str, Any]]) -> bool:
         """Whether the model's reply reached the history after it looked like `before`."""
-        return any(m["role"] == "assistant" for m in self.messages[len(before):])
+        return any(m["role"] == "assistant" for m in self.messages[len(before) :])
 
     def reset(self) -> None:
         """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["ROOT_NAME", "STALE_AFTER", "spill_root", "conversation_dir", "own", "release", "sweep_stale"]
+__all__ = ["ROOT_NAME", "STALE_AFTER", "conversation_dir", "own", "release", "spill_root", "sweep_stale"]
 
 ROOT_NAME = "ipy-agent-results"
 STALE_AFTER = 3600.0  # seconds without change before a dead session's directory is removed

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import platform
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ["build_system_prompt"]
 
@@ -35,7 +35,10 @@ def build_system_prompt(
         "plan": "Permission mode is plan: tools that change anything are refused. Investigate with read-only tools and present a plan instead of making changes.",
         "acceptEdits": "Permission mode is acceptEdits: file edits inside the working directories run without asking; other actions may ask.",
         "bypassPermissions": "Permission mode is bypassPermissions: calls run without asking unless a deny rule forbids them. Be careful with destructive commands.",
-    }.get(permission_mode, "Calls that change files or run commands may need the person's approval; read-only calls inside the working directories run without asking.")
+    }.get(
+        permission_mode,
+        "Calls that change files or run commands may need the person's approval; read-only calls inside the working directories run without asking.",
+    )
     tools = ", ".join(tool_names) if tool_names else "none"
     return f"""You are an agent that helps a person with their project and notebook, working through tools.
 

@@ -11,22 +11,33 @@ loop/turn_end.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
 
-from ipy_agent.models.base import BlockComplete, MessageComplete, Model, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
+from ipy_agent.history.tool_ids import ToolUseIds
+from ipy_agent.models.base import (
+    BlockComplete,
+    MessageComplete,
+    Model,
+    ModelError,
+    ModelRequest,
+    TextDelta,
+    ThinkingDelta,
+    Usage,
+)
 from ipy_agent.runtime.executor import ToolExecutor
 from ipy_agent.runtime.run_env import RunEnv
-from ipy_agent.history.tool_ids import ToolUseIds
 from ipy_agent.runtime.trace import AgentEvent, TextEvent, ThinkingEvent, now
 
-__all__ = ["RunResult", "TurnRecord", "Turn", "stream_reply", "usage_delta"]
+__all__ = ["RunResult", "Turn", "TurnRecord", "stream_reply", "usage_delta"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunResult:
-    stop_reason: str  # end_turn | max_turns | interrupted | stopped_by_hook | blocked_by_hook | error | refusal | max_tokens
+    stop_reason: (
+        str  # end_turn | max_turns | interrupted | stopped_by_hook | blocked_by_hook | error | refusal | max_tokens
+    )
     text: str = ""
     turns: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -60,8 +71,9 @@ class Turn:
     answered: bool = False  # and its tool results are too
 
 
-async def stream_reply(model: Model, request: ModelRequest, turn: Turn, *, emit: Callable[[AgentEvent], None],
-                       streaming_tools: bool) -> MessageComplete:
+async def stream_reply(
+    model: Model, request: ModelRequest, turn: Turn, *, emit: Callable[[AgentEvent], None], streaming_tools: bool
+) -> MessageComplete:
     """The model's whole message; tool calls start as their blocks complete (with `streaming_tools`).
 
     Raises ModelError when the model fails, also for a bug in a model implementation or a

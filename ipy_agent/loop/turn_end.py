@@ -15,16 +15,17 @@ valid conversation and tells the person what happened through `emit`. A turn end
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
-from ipy_agent.models.base import MessageComplete, ModelError
-from ipy_agent.history.messages import append_user, clean_content, close_turn, last_text
 from ipy_agent.contract.hooks import HookEvent, Hooks
+from ipy_agent.history.messages import append_user, clean_content, close_turn, last_text
+from ipy_agent.models.base import MessageComplete, ModelError
 from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, now
+
 from .turn import RunResult, Turn
 
-__all__ = ["answer_tools", "after_reply", "model_failed", "close_early"]
+__all__ = ["after_reply", "answer_tools", "close_early", "model_failed"]
 
 Messages = list[dict[str, Any]]
 Emit = Callable[[AgentEvent], None]
@@ -49,7 +50,11 @@ async def after_reply(reply: MessageComplete, messages: Messages, hooks: Hooks, 
             emit(NoticeEvent(text="The model declined to continue with this request (refusal).", level="warning"))
             return RunResult(stop_reason="refusal", text=last_text(messages))
         case "max_tokens":
-            emit(NoticeEvent(text="The reply was cut off at the max_tokens limit; ask the agent to continue.", level="warning"))
+            emit(
+                NoticeEvent(
+                    text="The reply was cut off at the max_tokens limit; ask the agent to continue.", level="warning"
+                )
+            )
             return RunResult(stop_reason="max_tokens", text=last_text(messages))
     return await _stop_hooks(messages, hooks, emit)
 
@@ -75,8 +80,12 @@ async def model_failed(err: ModelError, turn: Turn, messages: Messages, emit: Em
     if turn.executor.submitted:
         # Tools already started from complete blocks: let them finish and keep the truth.
         turn.appended, turn.answered = close_turn(
-            messages, completed=turn.completed, results=await turn.executor.results(),
-            appended=turn.appended, answered=turn.answered, note=None,
+            messages,
+            completed=turn.completed,
+            results=await turn.executor.results(),
+            appended=turn.appended,
+            answered=turn.answered,
+            note=None,
         )
     emit(NoticeEvent(text=str(err), level="error"))
     return RunResult(stop_reason="error", text=str(err), error=str(err), error_kind=getattr(err, "kind", "other"))
@@ -91,8 +100,12 @@ async def close_early(turn: Turn | None, messages: Messages, reason: str, note: 
     if turn is None:
         return
     turn.appended, turn.answered = close_turn(
-        messages, completed=turn.completed, results=turn.executor.interrupt(reason),
-        appended=turn.appended, answered=turn.answered, note=note,
+        messages,
+        completed=turn.completed,
+        results=turn.executor.interrupt(reason),
+        appended=turn.appended,
+        answered=turn.answered,
+        note=note,
     )
     try:
         await turn.executor.drain()  # let cancelled tools kill their processes

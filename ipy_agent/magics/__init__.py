@@ -17,5 +17,12 @@ from .cell_runner import agent_transformer, current_magics, run_agent_cell, term
 from .extension import load_ipython_extension, unload_ipython_extension
 from .run import AgentMagics
 
-__all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension", "run_agent_cell",
-           "agent_transformer", "terminal_transformer", "current_magics"]
+__all__ = [
+    "AgentMagics",
+    "agent_transformer",
+    "current_magics",
+    "load_ipython_extension",
+    "run_agent_cell",
+    "terminal_transformer",
+    "unload_ipython_extension",
+]

@@ -17,7 +17,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-__all__ = ["agent_transformer", "run_agent_cell", "terminal_transformer", "current_magics", "TICK"]
+__all__ = ["TICK", "agent_transformer", "current_magics", "run_agent_cell", "terminal_transformer"]
 
 TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
 
@@ -33,9 +33,13 @@ def agent_transformer(lines: list[str]) -> list[str]:
     and interrupts while the agent runs. `%agent?` (help) is left alone.
     """
     if lines and _CELL_RE.match(lines[0]):
-        return [f"await {_CALL}({lines[0][len('%%agent'):].strip()!r}, {''.join(lines[1:])!r})\n"]
-    return [f"await {_CALL}({ln[len('%agent'):].strip()!r})\n" if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\")
-            else ln for ln in lines]
+        return [f"await {_CALL}({lines[0][len('%%agent') :].strip()!r}, {''.join(lines[1:])!r})\n"]
+    return [
+        f"await {_CALL}({ln[len('%agent') :].strip()!r})\n"
+        if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\")
+        else ln
+        for ln in lines
+    ]
 
 
 async def run_agent_cell(line: str, cell: str | None = None) -> None:
@@ -74,8 +78,9 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
         await asyncio.wait([task], timeout=30)
         # What a person expects from the stop button (ipykernel would show a CancelledError);
         # IPython reports it like any interrupted cell, so Run All stops here too.
-        raise KeyboardInterrupt("the agent run was interrupted; the conversation is intact, "
-                                "continue it with %agent") from None
+        raise KeyboardInterrupt(
+            "the agent run was interrupted; the conversation is intact, continue it with %agent"
+        ) from None
     task.result()
 
 
@@ -85,8 +90,12 @@ def terminal_transformer(lines: list[str]) -> list[str]:
     Without this, `%agent what does this do?` is taken as a request for help on `do` (a line
     ending in `?`), and questions are the most common prompts. `%agent?` itself is left alone.
     """
-    return [f"get_ipython().run_line_magic('agent', {ln[len('%agent'):].strip()!r})\n"
-            if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\") else ln for ln in lines]
+    return [
+        f"get_ipython().run_line_magic('agent', {ln[len('%agent') :].strip()!r})\n"
+        if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\")
+        else ln
+        for ln in lines
+    ]
 
 
 def current_magics(shell: Any = None) -> Any:

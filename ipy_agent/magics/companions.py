@@ -20,9 +20,9 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from ipy_agent.loop.agent import Agent
 from ipy_agent.config.conversation_file import save_conversation
 from ipy_agent.config.grants import SessionGrants
+from ipy_agent.loop.agent import Agent
 
 __all__ = ["CompanionMagics"]
 
@@ -154,14 +154,14 @@ class CompanionMagics(Magics):
             return
         if not text.startswith("--revoke"):
             raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")
-        rule = text[len("--revoke"):].strip().strip("'\"")
+        rule = text[len("--revoke") :].strip().strip("'\"")
         if not rule:
             raise UsageError("%agent_rules --revoke needs a rule, e.g. `%agent_rules --revoke Bash(git status:*)`")
         try:
             self.grants.revoke(rule, self.current)
         except KeyError:
             known = ", ".join(self.grants.sources) or "none"
-            raise UsageError(f"{rule!r} is not a rule granted with \"Always allow\" (granted: {known})") from None
+            raise UsageError(f'{rule!r} is not a rule granted with "Always allow" (granted: {known})') from None
         print(f"Revoked {rule}: calls it covered will ask again.")
 
     @line_magic

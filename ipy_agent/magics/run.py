@@ -16,27 +16,26 @@ import asyncio
 import html
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, magics_class
-from IPython.core.magic_arguments import magic_arguments
+from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
-from ipy_agent.loop.agent import Agent, RunResult
+from ipy_agent.config.conversation_file import load_conversation
+from ipy_agent.config.grants import SessionGrants
+from ipy_agent.config.options import AGENT_OPTIONS, option_rules, split_options
+from ipy_agent.config.settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.history.messages import repair_history
+from ipy_agent.loop.agent import Agent, RunResult
 from ipy_agent.permissions.decide import PERMISSION_MODES
-from ipy_agent.config.conversation_file import load_conversation
-from IPython.core.magic_arguments import argument
-
-from ipy_agent.config.options import AGENT_OPTIONS, option_rules, split_options
-from ipy_agent.config.grants import SessionGrants
-from ipy_agent.config.settings import RuleSpec, SettingsError, load_settings_rules, replace_rules, rules_from_lists
-from ipy_agent.ui.run_ui import RunUI, choose_ui
 from ipy_agent.ui.announce import cell_number
+from ipy_agent.ui.run_ui import RunUI, choose_ui
+
 from .companions import CompanionMagics
 
 __all__ = ["AgentMagics"]
@@ -65,21 +64,36 @@ class _Run:
 class AgentMagics(CompanionMagics):
     """The `%agent` magics. One agent per kernel, kept here; the conversation continues."""
 
-    model = Unicode("", help="Model name for AnthropicModel; empty: IPY_AGENT_MODEL or the newest Sonnet.").tag(config=True)
-    permission_mode = Enum(list(PERMISSION_MODES), default_value="default", help="Permission mode of each run.").tag(config=True)
-    sandbox = Enum(["auto", "always", "off"], default_value="auto",
-                   help="Bash sandbox: 'auto' sandboxes commands no one approved, 'always' approved ones too "
-                        "(writes limited to the working directories), 'off' none (then only core commands run unasked).").tag(config=True)
+    model = Unicode("", help="Model name for AnthropicModel; empty: IPY_AGENT_MODEL or the newest Sonnet.").tag(
+        config=True
+    )
+    permission_mode = Enum(list(PERMISSION_MODES), default_value="default", help="Permission mode of each run.").tag(
+        config=True
+    )
+    sandbox = Enum(
+        ["auto", "always", "off"],
+        default_value="auto",
+        help="Bash sandbox: 'auto' sandboxes commands no one approved, 'always' approved ones too "
+        "(writes limited to the working directories), 'off' none (then only core commands run unasked).",
+    ).tag(config=True)
     allow = List(Unicode(), help="Allow rules, e.g. ['Bash(git status:*)'].").tag(config=True)
     ask = List(Unicode(), help="Ask rules: always prompt for these.").tag(config=True)
     deny = List(Unicode(), help="Deny rules, e.g. ['Read(**/.env)'].").tag(config=True)
     max_turns = Int(50, help="Model requests per run before it stops with max_turns.").tag(config=True)
     background = Bool(False, help="Run in the background by default (kernel only).").tag(config=True)
     max_result_chars = Int(None, allow_none=True, help="Override every tool's result size limit.").tag(config=True)
-    message_budget = Int(MESSAGE_RESULT_CHARS, help="Characters of tool results one message may carry before spilling.").tag(config=True)
-    widgets = Bool(True, help="Widget UI in a kernel; False: text output and a non-interactive approver.").tag(config=True)
-    approval_timeout = Float(None, allow_none=True, help="Seconds before an unanswered widget prompt is denied; None: wait.").tag(config=True)
-    context_window = Int(None, allow_none=True, help="Tokens of context for new conversations; None: the model's own window.").tag(config=True)
+    message_budget = Int(
+        MESSAGE_RESULT_CHARS, help="Characters of tool results one message may carry before spilling."
+    ).tag(config=True)
+    widgets = Bool(True, help="Widget UI in a kernel; False: text output and a non-interactive approver.").tag(
+        config=True
+    )
+    approval_timeout = Float(
+        None, allow_none=True, help="Seconds before an unanswered widget prompt is denied; None: wait."
+    ).tag(config=True)
+    context_window = Int(
+        None, allow_none=True, help="Tokens of context for new conversations; None: the model's own window."
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -175,7 +189,9 @@ class AgentMagics(CompanionMagics):
             prompt = "\n".join(p for p in (prompt, cell.strip()) if p)
         if args.max_turns is not None and args.max_turns < 1:
             raise UsageError(f"--max-turns must be at least 1, not {args.max_turns!r}")
-        if (self.current is not None and self.current.running) or (self._background is not None and not self._background.done()):
+        if (self.current is not None and self.current.running) or (
+            self._background is not None and not self._background.done()
+        ):
             # A --background run started in this cell may not have begun yet: it is running all the same.
             raise UsageError("The agent is still running. Wait for it, or stop it with %agent_stop.")
         model = self._model_for(args)
@@ -190,12 +206,20 @@ class AgentMagics(CompanionMagics):
         assert agent is not None
         if args.new and not args.resume:
             # Said even with a request on the same line: the person should know what carried over.
-            print(" ".join(p for p in ("New conversation" + ("; the next %agent starts it." if not prompt else "."),
-                                       self.grants.note()) if p))
+            print(
+                " ".join(
+                    p
+                    for p in (
+                        "New conversation" + ("; the next %agent starts it." if not prompt else "."),
+                        self.grants.note(),
+                    )
+                    if p
+                )
+            )
         if not prompt:
             if args.resume or args.new:
                 return None
-            raise UsageError('%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.')
+            raise UsageError("%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.")
         agent.model = model
         agent.notebook = self.bridge
         agent.notebook_path = self.bridge.display_path if self.bridge is not None else None
@@ -204,9 +228,14 @@ class AgentMagics(CompanionMagics):
         agent.max_turns = args.max_turns or self.max_turns
         wanted = args.background or self.background
         kernel = getattr(self.shell, "kernel", None) is not None
-        ui = choose_ui(agent, kernel=kernel, background=wanted if background is None else background,
-                       widgets=self.widgets and not args.no_widgets, approval_timeout=self.approval_timeout,
-                       handle=handle)
+        ui = choose_ui(
+            agent,
+            kernel=kernel,
+            background=wanted if background is None else background,
+            widgets=self.widgets and not args.no_widgets,
+            approval_timeout=self.approval_timeout,
+            handle=handle,
+        )
         self.view = ui.view
         for w in warnings:
             ui.show_error(f"warning: {w}")
@@ -232,7 +261,9 @@ class AgentMagics(CompanionMagics):
         if args.script:
             model = f"the scripted model {os.path.basename(args.script)} (offline)"
         else:
-            model = args.model or self.model or os.environ.get("IPY_AGENT_MODEL", "").strip() or "the default Claude model"
+            model = (
+                args.model or self.model or os.environ.get("IPY_AGENT_MODEL", "").strip() or "the default Claude model"
+            )
         text = f"ipy_agent: starting with {model}…"
         return display({"text/plain": text, "text/html": f"<i>{html.escape(text)}</i>"}, raw=True, display_id=True)
 
@@ -248,7 +279,9 @@ class AgentMagics(CompanionMagics):
             print(f"warning: {path}: granted rule not restored: {w}", file=sys.stderr)
         restored = [r.text for r in agent.rules.allow if r.source == "granted"]
         if restored:
-            print(f"Rules granted earlier with \"always\" are back: {', '.join(restored)} (%agent_tools lists every rule).")
+            print(
+                f'Rules granted earlier with "always" are back: {", ".join(restored)} (%agent_tools lists every rule).'
+            )
         return agent
 
     def _model_for(self, args: Any) -> Any:
@@ -258,7 +291,9 @@ class AgentMagics(CompanionMagics):
             try:
                 return ScriptedModel.from_file(args.script)
             except (OSError, ValueError) as e:
-                raise UsageError(f"--script: {e}. Give the path of a JSON transcript like {{\"turns\": [\"Hello\"]}}.") from None
+                raise UsageError(
+                    f'--script: {e}. Give the path of a JSON transcript like {{"turns": ["Hello"]}}.'
+                ) from None
         from ipy_agent.models.anthropic import AnthropicModel  # its module defers `import anthropic`
 
         if args.model:
@@ -272,9 +307,16 @@ class AgentMagics(CompanionMagics):
 
     def _new_agent(self, model: Any) -> Agent:
         tools = self.tools_factory() if self.tools_factory is not None else None
-        return Agent(model=model, cwd=os.getcwd(), permission_mode=self.permission_mode, max_turns=self.max_turns,
-                     tools=tools, message_budget=self.message_budget, context_window=self.context_window,
-                     sandbox=self.sandbox)
+        return Agent(
+            model=model,
+            cwd=os.getcwd(),
+            permission_mode=self.permission_mode,
+            max_turns=self.max_turns,
+            tools=tools,
+            message_budget=self.message_budget,
+            context_window=self.context_window,
+            sandbox=self.sandbox,
+        )
 
     def _use_agent(self, agent: Agent) -> None:
         if self.current is not None and self.current is not agent:

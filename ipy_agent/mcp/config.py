@@ -18,21 +18,21 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from collections.abc import Mapping
 
 __all__ = [
-    "ServerConfig",
-    "McpConfigError",
-    "Source",
-    "parse_servers",
-    "load_mcp_files",
-    "user_config_dir",
-    "PROJECT_FILES",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_STARTUP_TIMEOUT",
+    "PROJECT_FILES",
+    "McpConfigError",
+    "ServerConfig",
+    "Source",
+    "load_mcp_files",
+    "parse_servers",
+    "user_config_dir",
 ]
 
 Transport = Literal["stdio", "http"]
@@ -69,8 +69,14 @@ class ServerConfig:
     def fingerprint(self) -> str:
         """A hash of what the server runs; an approval holds for exactly this (a changed command
         asks again). Env and header values count too, without being stored anywhere."""
-        what = {"transport": self.transport, "command": self.command, "args": list(self.args),
-                "env": dict(sorted(self.env.items())), "url": self.url, "headers": dict(sorted(self.headers.items()))}
+        what = {
+            "transport": self.transport,
+            "command": self.command,
+            "args": list(self.args),
+            "env": dict(sorted(self.env.items())),
+            "url": self.url,
+            "headers": dict(sorted(self.headers.items())),
+        }
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
     def describe(self) -> str:
@@ -87,8 +93,11 @@ def _expand(value: str, name: str, where: str) -> str:
             return os.environ[var]
         if default is not None:
             return default
-        raise McpConfigError(f"MCP server {name!r}: {where} uses ${{{var}}}, which is not set in the environment. "
-                             f"Set it, or write ${{{var}:-default}} to give a default.")
+        raise McpConfigError(
+            f"MCP server {name!r}: {where} uses ${{{var}}}, which is not set in the environment. "
+            f"Set it, or write ${{{var}:-default}} to give a default."
+        )
+
     return _VAR_RE.sub(repl, value)
 
 
@@ -121,55 +130,80 @@ def _seconds(raw: Mapping[str, Any], key: str, name: str, default: float) -> flo
     return float(value)
 
 
-def parse_server(name: Any, raw: Any, *, source: Source = "code", origin: str = "Agent(mcp_servers=...)") -> ServerConfig:
+def parse_server(
+    name: Any, raw: Any, *, source: Source = "code", origin: str = "Agent(mcp_servers=...)"
+) -> ServerConfig:
     """One server's entry, checked; raises McpConfigError naming the server and the field."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise McpConfigError(f"MCP server name {name!r} ({origin}) must be letters, digits, '_' or '-': "
-                             "it becomes part of tool names (mcp__<server>__<tool>)")
+        raise McpConfigError(
+            f"MCP server name {name!r} ({origin}) must be letters, digits, '_' or '-': "
+            "it becomes part of tool names (mcp__<server>__<tool>)"
+        )
     if "__" in name:
-        raise McpConfigError(f"MCP server name {name!r} ({origin}) must not contain '__', which separates "
-                             "the server from the tool in mcp__<server>__<tool>")
+        raise McpConfigError(
+            f"MCP server name {name!r} ({origin}) must not contain '__', which separates "
+            "the server from the tool in mcp__<server>__<tool>"
+        )
     if not isinstance(raw, Mapping):
-        raise McpConfigError(f"MCP server {name!r} ({origin}) must be an object like "
-                             f"{{\"command\": \"...\", \"args\": [...]}} or {{\"type\": \"http\", \"url\": \"...\"}}, not {raw!r}")
+        raise McpConfigError(
+            f"MCP server {name!r} ({origin}) must be an object like "
+            f'{{"command": "...", "args": [...]}} or {{"type": "http", "url": "..."}}, not {raw!r}'
+        )
     unknown = sorted(set(raw) - _KNOWN)
     if unknown:
-        raise McpConfigError(f"MCP server {name!r} ({origin}): unknown field {unknown[0]!r}; the fields are "
-                             f"{', '.join(sorted(_KNOWN))}")
+        raise McpConfigError(
+            f"MCP server {name!r} ({origin}): unknown field {unknown[0]!r}; the fields are {', '.join(sorted(_KNOWN))}"
+        )
     kind = raw.get("type")
     if kind is None:
         kind = "stdio" if "command" in raw else "http" if "url" in raw else None
         if kind is None:
-            raise McpConfigError(f"MCP server {name!r} ({origin}): needs 'command' (a local server) or 'url' "
-                                 "(an HTTP server)")
+            raise McpConfigError(
+                f"MCP server {name!r} ({origin}): needs 'command' (a local server) or 'url' (an HTTP server)"
+            )
     if kind == "streamable-http":
         kind = "http"
     if kind not in ("stdio", "http"):
-        raise McpConfigError(f"MCP server {name!r} ({origin}): 'type' must be 'stdio' or 'http', not {kind!r}"
-                             + (" (SSE servers are not supported; most also serve streamable HTTP)" if kind == "sse" else ""))
+        raise McpConfigError(
+            f"MCP server {name!r} ({origin}): 'type' must be 'stdio' or 'http', not {kind!r}"
+            + (" (SSE servers are not supported; most also serve streamable HTTP)" if kind == "sse" else "")
+        )
     common: dict[str, Any] = {
-        "name": name, "transport": kind, "source": source, "origin": origin,
+        "name": name,
+        "transport": kind,
+        "source": source,
+        "origin": origin,
         "timeout": _seconds(raw, "timeout", name, DEFAULT_CALL_TIMEOUT),
         "startup_timeout": _seconds(raw, "startupTimeout", name, DEFAULT_STARTUP_TIMEOUT),
     }
     if kind == "stdio":
         for wrong in ("url", "headers"):
             if wrong in raw:
-                raise McpConfigError(f"MCP server {name!r} ({origin}): {wrong!r} is for HTTP servers; a stdio "
-                                     "server takes 'command', 'args' and 'env'")
-        return ServerConfig(command=_string(raw, "command", name), args=_str_list(raw, "args", name),
-                            env=_str_map(raw, "env", name), **common)
+                raise McpConfigError(
+                    f"MCP server {name!r} ({origin}): {wrong!r} is for HTTP servers; a stdio "
+                    "server takes 'command', 'args' and 'env'"
+                )
+        return ServerConfig(
+            command=_string(raw, "command", name),
+            args=_str_list(raw, "args", name),
+            env=_str_map(raw, "env", name),
+            **common,
+        )
     for wrong in ("command", "args", "env"):
         if wrong in raw:
-            raise McpConfigError(f"MCP server {name!r} ({origin}): {wrong!r} is for stdio servers; an HTTP server "
-                                 "takes 'url' and 'headers'")
+            raise McpConfigError(
+                f"MCP server {name!r} ({origin}): {wrong!r} is for stdio servers; an HTTP server "
+                "takes 'url' and 'headers'"
+            )
     url = _string(raw, "url", name)
     if not url.startswith(("http://", "https://")):
         raise McpConfigError(f"MCP server {name!r} ({origin}): 'url' must start with http:// or https://, not {url!r}")
     return ServerConfig(url=url, headers=_str_map(raw, "headers", name), **common)
 
 
-def parse_servers(servers: Any, *, source: Source = "code", origin: str = "Agent(mcp_servers=...)") -> dict[str, ServerConfig]:
+def parse_servers(
+    servers: Any, *, source: Source = "code", origin: str = "Agent(mcp_servers=...)"
+) -> dict[str, ServerConfig]:
     """All servers of one mapping; raises McpConfigError at the first mistake."""
     if servers is None:
         return {}
@@ -188,15 +222,18 @@ def _read_section(path: Path, label: str) -> tuple[Any, list[str]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        return None, [f"{label}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); its MCP servers were skipped."]
+        return None, [
+            f"{label}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); its MCP servers were skipped."
+        ]
     except (OSError, UnicodeDecodeError) as e:
         return None, [f"{label}: could not be read ({e}); its MCP servers were skipped."]
     if not isinstance(data, dict):
-        return None, [f"{label}: expected a JSON object with \"mcpServers\", found {type(data).__name__}; skipped."]
+        return None, [f'{label}: expected a JSON object with "mcpServers", found {type(data).__name__}; skipped.']
     section = data.get("mcpServers")
     if section is not None and not isinstance(section, dict):
-        return None, [f"{label}: \"mcpServers\" must be an object mapping names to servers, not "
-                      f"{type(section).__name__}; skipped."]
+        return None, [
+            f'{label}: "mcpServers" must be an object mapping names to servers, not {type(section).__name__}; skipped.'
+        ]
     return section, []
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from .config import ServerConfig
 
-__all__ = ["ServerConnection", "ServerDown", "ToolInfo", "CallOutcome", "Status"]
+__all__ = ["CallOutcome", "ServerConnection", "ServerDown", "Status", "ToolInfo"]
 
 # The SDK logs a server's faults (a line that is not JSON-RPC) with tracebacks; with no logging
 # configured they would land in the cell's output. The person hears of faults from us instead;
@@ -169,11 +169,15 @@ class ServerConnection:
             from mcp import StdioServerParameters, stdio_client
 
             if self._errlog is None:
-                self._errlog = tempfile.TemporaryFile()
+                self._errlog = tempfile.TemporaryFile()  # noqa: SIM115 (kept open across restarts; closed in close())
             self._err_from = os.fstat(self._errlog.fileno()).st_size
             # As Claude Code does: the person's environment, then the configured variables.
-            params = StdioServerParameters(command=self.config.command, args=list(self.config.args),
-                                           env={**os.environ, **self.config.env}, cwd=self.cwd)
+            params = StdioServerParameters(
+                command=self.config.command,
+                args=list(self.config.args),
+                env={**os.environ, **self.config.env},
+                cwd=self.cwd,
+            )
             return stdio_client(params, errlog=self._errlog)
         return _http_transport(self.config)
 
@@ -186,8 +190,14 @@ class ServerConnection:
             res = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
             for t in res.tools:
                 notes = t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
-                out.append(ToolInfo(name=t.name, description=t.description or "", input_schema=dict(t.input_schema),
-                                    annotations=notes))
+                out.append(
+                    ToolInfo(
+                        name=t.name,
+                        description=t.description or "",
+                        input_schema=dict(t.input_schema),
+                        annotations=notes,
+                    )
+                )
             cursor = res.next_cursor
             if not cursor:
                 return out
@@ -237,8 +247,12 @@ class ServerConnection:
             if e.code == CONNECTION_CLOSED:
                 raise ServerDown(self._down("exited during the call (its connection closed)")) from None
             if e.code == REQUEST_TIMEOUT:
-                raise ServerDown(self._down(f"did not answer within {self.config.timeout:g} s (its 'timeout'); "
-                                            "the call was abandoned and the server stopped")) from None
+                raise ServerDown(
+                    self._down(
+                        f"did not answer within {self.config.timeout:g} s (its 'timeout'); "
+                        "the call was abandoned and the server stopped"
+                    )
+                ) from None
             raise CallFailed(f"the server answered with an error: {e.message} (code {e.code})") from None
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
@@ -246,7 +260,8 @@ class ServerConnection:
             raise CallFailed(f"its answer is not a valid MCP tool result ({_describe(e, self.config)})") from None
         return CallOutcome(
             content=[c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content],
-            structured=result.structured_content, is_error=bool(result.is_error),
+            structured=result.structured_content,
+            is_error=bool(result.is_error),
         )
 
 
@@ -256,9 +271,11 @@ async def _http_transport(config: ServerConfig) -> Any:
     from mcp.client.streamable_http import streamable_http_client
 
     timeout = httpx2.Timeout(min(30.0, config.startup_timeout), read=max(config.timeout, 30.0))
-    async with httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout) as client:
-        async with streamable_http_client(config.url, http_client=client) as streams:
-            yield streams
+    async with (
+        httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout) as client,
+        streamable_http_client(config.url, http_client=client) as streams,
+    ):
+        yield streams
 
 
 def _leaf(e: BaseException) -> BaseException:
@@ -281,4 +298,3 @@ def _describe(e: BaseException, config: ServerConfig) -> str:
     if type(e).__module__.startswith(("httpx", "httpcore")):
         return f"could not reach {config.url} ({type(e).__name__}: {text})"
     return f"{type(e).__name__}: {text}" if not isinstance(e, ServerDown) else text
-

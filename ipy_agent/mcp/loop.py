@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, TypeVar
 from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 __all__ = ["BackgroundLoop"]
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import weakref
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Mapping
 
-from ipy_agent.permissions.decide import PermissionPreview, PermissionRequest, normalize_answer
 from ipy_agent.contract.tool import Tool, maybe_await
+from ipy_agent.permissions.decide import PermissionPreview, PermissionRequest, normalize_answer
+
 from .config import ServerConfig, parse_servers
 from .connection import CallOutcome, ServerConnection, ServerDown
 from .loop import BackgroundLoop
@@ -32,7 +34,9 @@ _MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
 
 
 class McpManager:
-    def __init__(self, cwd: str | Path, servers: Mapping[str, Any] | None = None, *, trust: TrustStore | None = None) -> None:
+    def __init__(
+        self, cwd: str | Path, servers: Mapping[str, Any] | None = None, *, trust: TrustStore | None = None
+    ) -> None:
         self.cwd = Path(cwd)
         self._code = parse_servers(servers)
         self._files: dict[str, ServerConfig] = {}
@@ -114,10 +118,8 @@ class McpManager:
 
     async def _start_and_refresh(self, names: list[str]) -> None:
         async def one(conn: ServerConnection) -> None:
-            try:
+            with contextlib.suppress(ServerDown):  # recorded on the connection; sync reports it
                 await conn.start()
-            except ServerDown:
-                pass  # recorded on the connection; sync reports it
 
         await asyncio.gather(*(one(self._conns[n]) for n in names))
         await asyncio.gather(*(c.refresh_tools() for c in self._conns.values() if c.tools_stale))
@@ -135,24 +137,41 @@ class McpManager:
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
             except Exception as e:
-                notices.append(("warning", f"The approval prompt for MCP server {cfg.name!r} failed ({type(e).__name__}: {e})."))
+                notices.append(
+                    ("warning", f"The approval prompt for MCP server {cfg.name!r} failed ({type(e).__name__}: {e}).")
+                )
         if answer is not None and answer.behavior in ("allow", "always"):
             self._approved.add(key)
             if answer.behavior == "always":
                 try:
                     self._trust.remember(self.cwd, cfg)
                 except OSError as e:
-                    notices.append(("warning", f"Could not remember the approval of MCP server {cfg.name!r} "
-                                               f"in {self._trust.path} ({e}); it will ask again next session."))
+                    notices.append(
+                        (
+                            "warning",
+                            f"Could not remember the approval of MCP server {cfg.name!r} "
+                            f"in {self._trust.path} ({e}); it will ask again next session.",
+                        )
+                    )
             return True
         self._declined.add(key)
         if answer is not None and not answer.automatic:
-            notices.append(("warning", f"MCP server {cfg.name!r} ({cfg.origin}) was not started: you declined it. "
-                                       "It asks again in a new session, or when its configuration changes."))
+            notices.append(
+                (
+                    "warning",
+                    f"MCP server {cfg.name!r} ({cfg.origin}) was not started: you declined it. "
+                    "It asks again in a new session, or when its configuration changes.",
+                )
+            )
         else:
-            notices.append(("warning", f"MCP server {cfg.name!r} from {cfg.origin} was not started: a project's "
-                                       "servers run only after you approve them once, and no one can answer a "
-                                       "prompt in this run. Run %agent interactively to approve it."))
+            notices.append(
+                (
+                    "warning",
+                    f"MCP server {cfg.name!r} from {cfg.origin} was not started: a project's "
+                    "servers run only after you approve them once, and no one can answer a "
+                    "prompt in this run. Run %agent interactively to approve it.",
+                )
+            )
         return False
 
     # --- tools -----------------------------------------------------------------------------
@@ -205,7 +224,9 @@ class McpManager:
         for name, cfg in self.configs.items():
             conn = self._conns.get(name)
             if conn is None or conn.status == "stopped":
-                lines.append(f"- {name}: not started" + (" (it needs the person's approval)" if cfg.source == "project" else ""))
+                lines.append(
+                    f"- {name}: not started" + (" (it needs the person's approval)" if cfg.source == "project" else "")
+                )
             elif conn.status == "down":
                 lines.append(f"- {name}: DOWN, it {conn.reason[:1500]}")
             else:
@@ -227,10 +248,8 @@ class McpManager:
         at the next run that needs them. Safe to call more than once, from any thread but the
         background loop's."""
         if self._loop.running and self._conns:
-            try:
+            with contextlib.suppress(Exception):
                 self._loop.run_sync(self._close(list(self._conns)), timeout=60)
-            except Exception:
-                pass
         self._conns.clear()
         self._built.clear()
         self._tried.clear()
@@ -252,15 +271,20 @@ def _trust_request(cfg: ServerConfig) -> PermissionRequest:
         if cfg.headers:
             what["headers"] = sorted(cfg.headers)
     return PermissionRequest(
-        tool_name=f"mcp__{cfg.name}", input=what, summary=f"from {cfg.origin}: start it?",
-        suggested_rule=f"MCP server {cfg.name!r} in this project", tool_use_id=f"mcp-trust-{cfg.name}",
+        tool_name=f"mcp__{cfg.name}",
+        input=what,
+        summary=f"from {cfg.origin}: start it?",
+        suggested_rule=f"MCP server {cfg.name!r} in this project",
+        tool_use_id=f"mcp-trust-{cfg.name}",
         reason=f"{cfg.origin} is part of the project; its servers start only once you approve them",
         preview=PermissionPreview(
             title=f"Start the MCP server {cfg.name!r} from {cfg.origin}?",
             command=cfg.describe() if cfg.transport == "stdio" else None,
             description=f"connects to {cfg.url}" if cfg.transport == "http" else None,
-            notes=("An MCP server from a project file runs as you, with your files and network; approve it "
-                   "only if you trust this project. Allow: this session; Always: remembered for this project.",),
+            notes=(
+                "An MCP server from a project file runs as you, with your files and network; approve it "
+                "only if you trust this project. Allow: this session; Always: remembered for this project.",
+            ),
         ),
         display_name=f"MCP server {cfg.name}",
     )
@@ -269,10 +293,8 @@ def _trust_request(cfg: ServerConfig) -> PermissionRequest:
 def close_all() -> None:
     """Close every manager's servers (registered with atexit: a kernel shutdown leaves none)."""
     for manager in list(_MANAGERS):
-        try:
+        with contextlib.suppress(Exception):
             manager.close()
-        except Exception:
-            pass
 
 
 atexit.register(close_all)

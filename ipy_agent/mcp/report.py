@@ -24,8 +24,10 @@ def status_text(manager: McpManager, hidden: dict[str, str] | None = None) -> st
     hidden = hidden or {}
     configs = manager.configs
     if not configs:
-        return ("No MCP servers are configured. Add them to .mcp.json ({\"mcpServers\": {\"name\": {\"command\": ..., "
-                "\"args\": [...]}}}), to .ipy_agent/settings.json, or pass Agent(mcp_servers=...).")
+        return (
+            'No MCP servers are configured. Add them to .mcp.json ({"mcpServers": {"name": {"command": ..., '
+            '"args": [...]}}}), to .ipy_agent/settings.json, or pass Agent(mcp_servers=...).'
+        )
     rows: list[tuple[str, ...]] = [("server", "from", "transport", "status", "tools")]
     details: list[str] = []
     tools = {t.name: t for t in manager.tools()}
@@ -34,7 +36,8 @@ def status_text(manager: McpManager, hidden: dict[str, str] | None = None) -> st
         status: str = conn.status if conn is not None else "not started"
         if status in ("stopped", "not started"):
             status = {"declined": "not started: declined", "needs approval": "not started: needs approval"}.get(
-                manager.trust_state(cfg), "not started (starts at the next run)")
+                manager.trust_state(cfg), "not started (starts at the next run)"
+            )
         where = f"{cfg.source}: {cfg.origin}" if cfg.source != "code" else "code"
         transport = f"stdio: {cfg.describe()}" if cfg.transport == "stdio" else f"http: {cfg.url}"
         if len(transport) > 60:
@@ -48,8 +51,15 @@ def status_text(manager: McpManager, hidden: dict[str, str] | None = None) -> st
             for t in mine:
                 blank: Any = t.input_model.model_construct()
                 offered = "no: " + hidden[t.name] if t.name in hidden else "yes"
-                table.append((t.name, _yes(t.is_read_only(blank)), _yes(t.is_concurrency_safe(blank)),
-                              _yes(t.is_destructive(blank)), offered))
+                table.append(
+                    (
+                        t.name,
+                        _yes(t.is_read_only(blank)),
+                        _yes(t.is_concurrency_safe(blank)),
+                        _yes(t.is_destructive(blank)),
+                        offered,
+                    )
+                )
             details.append(f"Tools of {name}:")
             details += _table(table)
     lines = ["MCP servers:", *_table(rows)]

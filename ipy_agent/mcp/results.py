@@ -17,7 +17,7 @@ from typing import Any
 
 from .connection import CallOutcome
 
-__all__ = ["result_blocks", "IMAGE_TYPES", "MAX_IMAGE_BASE64"]
+__all__ = ["IMAGE_TYPES", "MAX_IMAGE_BASE64", "result_blocks"]
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024  # the Messages API's limit for one image
@@ -30,8 +30,10 @@ def _image(data: Any, media: Any, what: str) -> dict[str, Any]:
     if not isinstance(data, str):
         return _text(f"[{what}: no image data]")
     if mime not in IMAGE_TYPES:
-        return _text(f"[{what}: an image of type {mime or 'unknown'!r}, which cannot be shown to you; "
-                     f"supported: {', '.join(IMAGE_TYPES)}]")
+        return _text(
+            f"[{what}: an image of type {mime or 'unknown'!r}, which cannot be shown to you; "
+            f"supported: {', '.join(IMAGE_TYPES)}]"
+        )
     if len(data) > MAX_IMAGE_BASE64:
         return _text(f"[{what}: a {mime} image of {len(data) * 3 // 4:,} bytes, over the 5 MB limit for images]")
     try:

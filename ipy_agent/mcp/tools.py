@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ipy_agent.contract.tool import Tool, ToolContext, ToolError, text_of
+
 from .connection import CallFailed, CallOutcome, ServerDown, ToolInfo
 from .results import result_blocks
 
-__all__ = ["McpTool", "tool_name", "schema_problem", "MAX_DESCRIPTION"]
+__all__ = ["MAX_DESCRIPTION", "McpTool", "schema_problem", "tool_name"]
 
 MAX_DESCRIPTION = 2048
 MAX_NAME = 64  # the Messages API's limit for a tool name
@@ -44,7 +45,7 @@ def tool_name(server: str, tool: str) -> str:
     if len(name) <= MAX_NAME:
         return name
     digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
-    return f"{name[:MAX_NAME - 9]}_{digest}"
+    return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
 def schema_problem(schema: Any) -> str | None:
@@ -114,8 +115,11 @@ class McpTool(Tool):
         for e in errors[:10]:
             where = ".".join(str(p) for p in e.absolute_path)
             lines.append(f"`{where}`: {e.message}" if where else e.message)
-        return (f"{self.name} was called with input that does not match its schema:\n- " + "\n- ".join(lines)
-                + "\nFix the input to match the tool's schema and call it again.")
+        return (
+            f"{self.name} was called with input that does not match its schema:\n- "
+            + "\n- ".join(lines)
+            + "\nFix the input to match the tool's schema and call it again."
+        )
 
     # --- execution and results -----------------------------------------------------------
     async def call(self, inp: Any, ctx: ToolContext) -> CallOutcome:

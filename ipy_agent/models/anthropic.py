@@ -21,13 +21,13 @@ import json
 import os
 import re
 import typing
-from typing import Any
 from collections.abc import AsyncIterator
+from typing import Any
 
 from .anthropic_errors import to_model_error
 from .base import BlockComplete, MessageComplete, ModelError, ModelEvent, ModelRequest, TextDelta, ThinkingDelta, Usage
 
-__all__ = ["AnthropicModel", "default_model", "MISSING_KEY_MESSAGE"]
+__all__ = ["MISSING_KEY_MESSAGE", "AnthropicModel", "default_model"]
 
 # Used only when the installed SDK lists no Sonnet alias at all.
 FALLBACK_MODEL = "claude-sonnet-4-6"

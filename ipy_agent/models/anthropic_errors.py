@@ -30,8 +30,13 @@ _TYPE_KIND = {
     "invalid_request_error": "invalid_request",
 }
 _STATUS_KIND = {
-    400: "invalid_request", 401: "authentication", 403: "permission", 404: "not_found",
-    413: "context_too_long", 429: "rate_limit", 529: "overloaded",
+    400: "invalid_request",
+    401: "authentication",
+    403: "permission",
+    404: "not_found",
+    413: "context_too_long",
+    429: "rate_limit",
+    529: "overloaded",
 }
 _CONTEXT_HINT = re.compile(r"prompt is too long|context (window|length)|too many tokens|exceeds? the context", re.I)
 
@@ -50,8 +55,11 @@ def to_model_error(err: BaseException, *, model: str, client: Any) -> ModelError
         else:  # the SDK's own text is a bare "Connection error."; the cause says which
             detail = str(err.__cause__ or err).rstrip(".") or type(err).__name__
         if not isinstance(err, anthropic.APIConnectionError):  # broken mid-stream; the SDK does not retry that
-            return ModelError(f"The connection to the Anthropic API at {where!r} broke in the middle of the "
-                              f"response ({detail}). Run the prompt again.", kind="connection")
+            return ModelError(
+                f"The connection to the Anthropic API at {where!r} broke in the middle of the "
+                f"response ({detail}). Run the prompt again.",
+                kind="connection",
+            )
         return ModelError(
             f"Could not reach the Anthropic API at {where!r}{after}: {detail}. "
             "Check the network connection (and ANTHROPIC_BASE_URL if you set it), then run again.",

@@ -8,21 +8,21 @@ message ends with exactly one `MessageComplete`, whose `content` is authoritativ
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
-from collections.abc import AsyncIterator
 
 __all__ = [
-    "Model",
-    "ModelRequest",
-    "RequestPurpose",
-    "ModelEvent",
-    "TextDelta",
-    "ThinkingDelta",
     "BlockComplete",
     "MessageComplete",
-    "Usage",
+    "Model",
     "ModelError",
+    "ModelEvent",
+    "ModelRequest",
+    "RequestPurpose",
+    "TextDelta",
+    "ThinkingDelta",
+    "Usage",
 ]
 
 

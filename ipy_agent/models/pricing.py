@@ -14,8 +14,15 @@ from dataclasses import dataclass
 
 from .base import Usage
 
-__all__ = ["Prices", "price_for", "estimate_cost", "context_window", "DEFAULT_CONTEXT_WINDOW", "LONG_CONTEXT_WINDOW",
-           "CONTEXT_1M_BETA"]
+__all__ = [
+    "CONTEXT_1M_BETA",
+    "DEFAULT_CONTEXT_WINDOW",
+    "LONG_CONTEXT_WINDOW",
+    "Prices",
+    "context_window",
+    "estimate_cost",
+    "price_for",
+]
 
 DEFAULT_CONTEXT_WINDOW = 200_000
 LONG_CONTEXT_WINDOW = 1_000_000

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import AsyncIterator, Callable
 
 from ipy_agent.history.tool_ids import HistoryIds, TakenIds
-from .base import BlockComplete, MessageComplete, ModelRequest, ModelEvent, TextDelta, Usage
+
+from .base import BlockComplete, MessageComplete, ModelEvent, ModelRequest, TextDelta, Usage
 
 __all__ = ["ScriptedModel"]
 
@@ -104,7 +105,9 @@ class ScriptedModel:
         if isinstance(turn, str):
             return [{"type": "text", "text": turn}]
         if not isinstance(turn, list):
-            raise TypeError(f"scripted turn {self._next - 1} must be a string or a list of blocks, not {type(turn).__name__}")
+            raise TypeError(
+                f"scripted turn {self._next - 1} must be a string or a list of blocks, not {type(turn).__name__}"
+            )
         return [dict(b) for b in turn]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -113,8 +116,12 @@ class ScriptedModel:
             await asyncio.sleep(0)
             summary: dict[str, Any] = {"type": "text", "text": self.compaction_summary}
             yield BlockComplete(block=dict(summary), index=0)
-            yield MessageComplete(content=[summary], stop_reason="end_turn", model=self.name,
-                                  usage=Usage(input_tokens=1, output_tokens=max(1, len(self.compaction_summary) // 4)))
+            yield MessageComplete(
+                content=[summary],
+                stop_reason="end_turn",
+                model=self.name,
+                usage=Usage(input_tokens=1, output_tokens=max(1, len(self.compaction_summary) // 4)),
+            )
             return
         if self.keep_requests != 0:
             # The history goes on growing after this request: keep the list as it was sent.

@@ -25,6 +25,7 @@ Decisions:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import time
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROTOCOL", "TARGET", "BridgeError", "NotConnected", "FrontEnd", "NotebookBridge"]
+__all__ = ["PROTOCOL", "TARGET", "BridgeError", "FrontEnd", "NotConnected", "NotebookBridge"]
 
 PROTOCOL = 1
 TARGET = "ipy_agent.notebook"
@@ -119,8 +120,10 @@ class NotebookBridge:
             return f"connected to {self.front_end.path!r} (ipy-agent-notebook {self.front_end.extension_version})"
         if self.problem:
             return self.problem
-        return ("no JupyterLab front end with the ipy_agent extension answered, so the live-notebook tools "
-                "(NotebookRead, NotebookRun) are off and .ipynb files are read and edited on disk")
+        return (
+            "no JupyterLab front end with the ipy_agent extension answered, so the live-notebook tools "
+            "(NotebookRead, NotebookRun) are off and .ipynb files are read and edited on disk"
+        )
 
     # --- connecting -------------------------------------------------------------------------
     def attach(self, kernel: Any) -> None:
@@ -132,8 +135,9 @@ class NotebookBridge:
     def probe(self) -> Any:
         from comm import create_comm
 
-        comm: Any = create_comm(target_name=TARGET, data={"protocol": PROTOCOL, "event": "connect",
-                                                          "path": self.session_name})
+        comm: Any = create_comm(
+            target_name=TARGET, data={"protocol": PROTOCOL, "event": "connect", "path": self.session_name}
+        )
         comm.on_msg(functools.partial(self._on_msg, comm))
         self._comm = comm
         self._probe_at = time.monotonic()
@@ -180,8 +184,11 @@ class NotebookBridge:
             return
         self.problem = None
         self.front_end = FrontEnd(
-            path=path, abs_path=_abs_path(path, data.get("server_root"), self.session_name, self.cwd),
-            extension_version=str(data.get("extension_version", "?")), comm=comm, at=time.monotonic(),
+            path=path,
+            abs_path=_abs_path(path, data.get("server_root"), self.session_name, self.cwd),
+            extension_version=str(data.get("extension_version", "?")),
+            comm=comm,
+            at=time.monotonic(),
         )
 
     async def ensure(self, timeout: float = HELLO_WAIT, probe_wait: float = PROBE_WAIT) -> bool:
@@ -211,10 +218,8 @@ class NotebookBridge:
         if self.front_end is None or self.front_end.comm is not probe:
             self.front_end = None  # the page did not answer: it was closed
         if old is not None and old is not probe:
-            try:
+            with contextlib.suppress(Exception):  # closing a comm nobody listens to may fail; it is gone either way
                 old.close()
-            except Exception:  # closing a comm nobody listens to may fail; it is gone either way
-                pass
         self._waited = True
         return self.front_end is not None
 
@@ -247,11 +252,16 @@ class NotebookBridge:
             self._pending.pop(request_id, None)
             if self.front_end is front:
                 self.front_end = None  # the page is gone; a new hello brings it back
-            raise BridgeError("timeout", f"The notebook page did not answer {op!r} within {timeout:g} s (was it "
-                              "closed?). The live notebook is off until the page is open again.") from None
+            raise BridgeError(
+                "timeout",
+                f"The notebook page did not answer {op!r} within {timeout:g} s (was it "
+                "closed?). The live notebook is off until the page is open again.",
+            ) from None
         if reply.get("protocol") != PROTOCOL or reply.get("code") == "version_mismatch":
-            self.problem = str(reply.get("error") or f"protocol mismatch: the front end speaks {reply.get('protocol')!r}, "
-                               f"the kernel {PROTOCOL}")
+            self.problem = str(
+                reply.get("error")
+                or f"protocol mismatch: the front end speaks {reply.get('protocol')!r}, the kernel {PROTOCOL}"
+            )
             self.front_end = None
             raise BridgeError("version_mismatch", self.problem)
         if not reply.get("ok"):
@@ -272,10 +282,8 @@ class NotebookBridge:
 
     async def scroll_to(self, cell_id: str) -> None:
         """Best effort: the person's view follows the agent; failing to scroll fails nothing."""
-        try:
+        with contextlib.suppress(BridgeError):
             await self.request("scroll_to", timeout=5.0, cell_id=cell_id)
-        except BridgeError:
-            pass
 
     async def run_code(self, code: str, *, timeout: float) -> Any:
         from .execute import run_code

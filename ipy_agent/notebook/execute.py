@@ -25,6 +25,7 @@ with top-level `await` runs on the loop and is cancelled with `asyncio.wait_for`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -89,8 +90,16 @@ class _DisplayPub:
         self._outputs = outputs
         self._lock = lock
 
-    def publish(self, data: dict[str, Any], metadata: dict[str, Any] | None = None, source: Any = None, *,
-                transient: Any = None, update: bool = False, **_: Any) -> None:
+    def publish(
+        self,
+        data: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+        source: Any = None,
+        *,
+        transient: Any = None,
+        update: bool = False,
+        **_: Any,
+    ) -> None:
         with self._lock:
             self._outputs.append({"output_type": "display_data", "data": dict(data), "metadata": dict(metadata or {})})
 
@@ -120,13 +129,17 @@ class _DisplayHook:
         except Exception:  # quiet() reads the input history; never fail the run over it
             pass
         data, metadata = self.shell.display_formatter.format(result)
-        try:
+        with contextlib.suppress(Exception):
             hook.update_user_ns(result)  # `_`, `__`, `Out[n]`, as for any cell
-        except Exception:
-            pass
         with self._lock:
-            self._outputs.append({"output_type": "execute_result", "data": data, "metadata": metadata,
-                                  "execution_count": self.shell.execution_count})
+            self._outputs.append(
+                {
+                    "output_type": "execute_result",
+                    "data": data,
+                    "metadata": metadata,
+                    "execution_count": self.shell.execution_count,
+                }
+            )
 
 
 async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
@@ -137,18 +150,31 @@ async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
 
     def show_traceback(etype: Any, evalue: Any, stb: list[str]) -> None:
         with lock:
-            outputs.append({"output_type": "error", "ename": getattr(etype, "__name__", str(etype)),
-                            "evalue": str(evalue), "traceback": list(stb)})
+            outputs.append(
+                {
+                    "output_type": "error",
+                    "ename": getattr(etype, "__name__", str(etype)),
+                    "evalue": str(evalue),
+                    "traceback": list(stb),
+                }
+            )
 
     hook = _DisplayHook(shell, outputs, lock)
-    saved = (sys.stdout, sys.stderr, sys.displayhook, shell.display_pub, shell.display_trap.hook,
-             shell.__dict__.get("_showtraceback"))
+    saved = (
+        sys.stdout,
+        sys.stderr,
+        sys.displayhook,
+        shell.display_pub,
+        shell.display_trap.hook,
+        shell.__dict__.get("_showtraceback"),
+    )
     try:
         transformed, exc_tuple = shell.transform_cell(code), None
     except Exception:  # run_cell reports it, as for a cell the person runs
         transformed, exc_tuple = code, sys.exc_info()
-    is_async = exc_tuple is None and bool(shell.should_run_async(code, transformed_cell=transformed,
-                                                                 preprocessing_exc_tuple=None))
+    is_async = exc_tuple is None and bool(
+        shell.should_run_async(code, transformed_cell=transformed, preprocessing_exc_tuple=None)
+    )
     run_args = {"store_history": True, "transformed_cell": transformed, "preprocessing_exc_tuple": exc_tuple}
     main = threading.current_thread() is threading.main_thread()
     old_sigint = signal.getsignal(signal.SIGINT) if main else None
@@ -211,8 +237,14 @@ async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
             signal.signal(signal.SIGINT, old_sigint)
         outcome.seconds = time.monotonic() - start
     if outcome.timed_out and not any(o.get("output_type") == "error" for o in outputs):
-        outputs.append({"output_type": "error", "ename": "TimeoutError",
-                        "evalue": f"the cell was stopped after {timeout:g} s", "traceback": []})
+        outputs.append(
+            {
+                "output_type": "error",
+                "ename": "TimeoutError",
+                "evalue": f"the cell was stopped after {timeout:g} s",
+                "traceback": [],
+            }
+        )
     if outcome.interrupted and callable(old_sigint) and old_sigint is not signal.default_int_handler:
         # The person pressed stop: let the kernel's own handler stop the agent's cell as well.
         old_sigint(signal.SIGINT, None)

@@ -16,9 +16,9 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Iterable, Mapping, Sequence
 
 from ipy_agent.base.images import base64_len, image_dimensions, image_problem, sniff_image
 

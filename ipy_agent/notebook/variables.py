@@ -90,7 +90,9 @@ def _label(label: Any) -> str:
     return f"<{_type_name(t)}>"
 
 
-def describe_namespace(shell: Any, *, names: list[str] | None = None, include_private: bool = False) -> list[VariableInfo]:
+def describe_namespace(
+    shell: Any, *, names: list[str] | None = None, include_private: bool = False
+) -> list[VariableInfo]:
     """The person's variables: what they defined, not IPython's machinery."""
     ns = shell.user_ns
     hidden = getattr(shell, "user_ns_hidden", {})

@@ -11,22 +11,30 @@ on. The call's record is written by the lifecycle; this module only reports back
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel
 
-from .decide import Behavior, Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, ToolContext, maybe_await
 from ipy_agent.contract.tool_input import dump_input
+
+from .decide import Behavior, Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
 
 __all__ = ["decide_permission", "denial_text"]
 
 
 async def decide_permission(
-    tool: Tool, inp: BaseModel, ctx: ToolContext, *, rules: PermissionRules, mode: str,
-    hook_decision: tuple[Behavior, str] | None, approver: Callable[[PermissionRequest], Any] | None,
-    lock: asyncio.Lock, summary: str,
+    tool: Tool,
+    inp: BaseModel,
+    ctx: ToolContext,
+    *,
+    rules: PermissionRules,
+    mode: str,
+    hook_decision: tuple[Behavior, str] | None,
+    approver: Callable[[PermissionRequest], Any] | None,
+    lock: asyncio.Lock,
+    summary: str,
     before_prompt: Callable[[PermissionPreview | None, str], None],
 ) -> Decision:
     """The final decision for this call, asking the approver when the rules say "ask".
@@ -35,11 +43,18 @@ async def decide_permission(
     try:
         check = await tool.check_permissions(inp, ctx)
     except Exception as e:
-        check = PermissionCheck(behavior="ask", message=f"{tool.name}'s permission check failed ({type(e).__name__}: {e})")
+        check = PermissionCheck(
+            behavior="ask", message=f"{tool.name}'s permission check failed ({type(e).__name__}: {e})"
+        )
 
     def decision_now() -> Decision:
         return decide(
-            tool=tool, inp=inp, ctx=ctx, rules=rules, mode=mode, tool_check=check,
+            tool=tool,
+            inp=inp,
+            ctx=ctx,
+            rules=rules,
+            mode=mode,
+            tool_check=check,
             hook_decision=hook_decision,
         )
 
@@ -56,14 +71,20 @@ async def decide_permission(
 
 
 async def _ask(
-    tool: Tool, inp: BaseModel, ctx: ToolContext, rules: PermissionRules,
-    approver: Callable[[PermissionRequest], Any] | None, summary: str, asked: Decision,
+    tool: Tool,
+    inp: BaseModel,
+    ctx: ToolContext,
+    rules: PermissionRules,
+    approver: Callable[[PermissionRequest], Any] | None,
+    summary: str,
+    asked: Decision,
     before_prompt: Callable[[PermissionPreview | None, str], None],
 ) -> Decision:
     suggested = _safe_rule(tool, inp, ctx)
     if approver is None:
         return Decision(
-            behavior="deny", source="approver",
+            behavior="deny",
+            source="approver",
             reason=(
                 f"{asked.reason}, and no one is available to approve it in this non-interactive run. "
                 f"A person can allow it with the rule {suggested!r} (allow=[...]) or a permission mode."
@@ -75,9 +96,17 @@ async def _ask(
     except Exception as e:
         preview, preview_error = None, f"(preview failed: {type(e).__name__}: {e})"
     request = PermissionRequest(
-        tool_name=tool.name, input=dump_input(inp), summary=summary, suggested_rule=suggested,
-        tool_use_id=ctx.tool_use_id or "", reason=asked.reason, diff=getattr(preview, "diff", None), preview=preview,
-        read_only=tool.is_read_only(inp), destructive=tool.is_destructive(inp), display_name=tool.display_name(),
+        tool_name=tool.name,
+        input=dump_input(inp),
+        summary=summary,
+        suggested_rule=suggested,
+        tool_use_id=ctx.tool_use_id or "",
+        reason=asked.reason,
+        diff=getattr(preview, "diff", None),
+        preview=preview,
+        read_only=tool.is_read_only(inp),
+        destructive=tool.is_destructive(inp),
+        display_name=tool.display_name(),
     )
     before_prompt(preview, preview_error)
     try:

@@ -22,15 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .rules import Rule, matches_subject, parse_rule
 from ipy_agent.contract.tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 
+from .rules import Rule, matches_subject, parse_rule
+
 __all__ = [
-    "PermissionMode",
     "PERMISSION_MODES",
     "Decision",
-    "PermissionRequest",
     "PermissionAnswer",
+    "PermissionMode",
+    "PermissionRequest",
     "PermissionRules",
     "decide",
     "normalize_answer",
@@ -102,7 +103,10 @@ class PermissionRules:
 
     @classmethod
     def from_lists(
-        cls, allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None,
+        cls,
+        allow: list[str] | None = None,
+        ask: list[str] | None = None,
+        deny: list[str] | None = None,
         source: str = "argument",
     ) -> PermissionRules:
         return cls(
@@ -170,14 +174,17 @@ def decide(
     r = rules.find("deny", tool, subject, cwd) or (target and rules.find("deny", tool, target, cwd))
     if r:
         hidden = f": {subject.hidden}, so the rule could apply to it" if subject is not None and subject.hidden else ""
-        return Decision(behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source}){hidden}")
+        return Decision(
+            behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source}){hidden}"
+        )
     if tool_check.behavior == "deny":
         return Decision(behavior="deny", source="tool", reason=tool_check.message or f"{tool.name} refused this call")
     if hook_decision is not None and hook_decision[0] == "deny":
         return Decision(behavior="deny", source="hook", reason=hook_decision[1] or "denied by a PreToolUse hook")
     if mode == "plan" and not read_only:
         return Decision(
-            behavior="deny", source="mode",
+            behavior="deny",
+            source="mode",
             reason="plan mode: only read-only tools run. Describe the change you would make instead of making it.",
         )
     if (r := rules.find("ask", tool, subject, cwd)) is not None:
@@ -192,7 +199,9 @@ def decide(
     if mode == "bypassPermissions":
         return Decision(behavior="allow", source="mode", reason="bypassPermissions mode")
     if mode == "acceptEdits" and tool.kind == "edit" and _subject_inside(subject, ctx):
-        return Decision(behavior="allow", source="mode", reason="acceptEdits mode: an edit inside the working directories")
+        return Decision(
+            behavior="allow", source="mode", reason="acceptEdits mode: an edit inside the working directories"
+        )
     r = rules.find("allow", tool, subject, cwd) or rules.find_allow_for_parts(tool, subject, cwd)
     if r is not None and target is not None and rules.find("allow", tool, target, cwd) is None:
         r = None

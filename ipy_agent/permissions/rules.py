@@ -21,7 +21,7 @@ from typing import Literal
 from ipy_agent.base.gitignore import gitignore_match
 from ipy_agent.contract.tool import CommandPart, RuleSubject
 
-__all__ = ["Rule", "parse_rule", "command_matches", "part_matches", "matches_subject", "gitignore_match"]
+__all__ = ["Rule", "command_matches", "gitignore_match", "matches_subject", "parse_rule", "part_matches"]
 
 RuleKind = Literal["allow", "ask", "deny"]
 

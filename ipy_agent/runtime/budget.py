@@ -16,8 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ResultBudget", "result_chars", "empty_placeholder", "PREVIEW_CHARS", "SELF_LIMITING", "MAX_SPILL_BYTES",
-           "spill_file_name", "capped_for_spill"]
+__all__ = [
+    "MAX_SPILL_BYTES",
+    "PREVIEW_CHARS",
+    "SELF_LIMITING",
+    "ResultBudget",
+    "capped_for_spill",
+    "empty_placeholder",
+    "result_chars",
+    "spill_file_name",
+]
 
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS, PREVIEW_CHARS, SELF_LIMITING, TOOL_RESULT_CHARS
 
@@ -109,7 +117,9 @@ class ResultBudget:
             return block, None
         return self.spill(block)
 
-    def apply_message_limit(self, blocks: list[dict[str, Any]], exempt: frozenset[str] = frozenset()) -> dict[str, Path | None]:
+    def apply_message_limit(
+        self, blocks: list[dict[str, Any]], exempt: frozenset[str] = frozenset()
+    ) -> dict[str, Path | None]:
         """Spill the largest results in place until the message fits.
 
         Returns the tool_use ids of the blocks replaced, each with its spill file (None when the

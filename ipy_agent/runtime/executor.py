@@ -20,13 +20,14 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipy_agent.base.threads import reserve_threads
 from ipy_agent.contract.limits import SELF_LIMITING
+
 from .lifecycle import Call, prepare, run_call
 from .run_env import RunEnv, error_result, mark_started, note_budget, settle
-from ipy_agent.base.threads import reserve_threads
 from .trace import CallEvent, CallRecord, CallStatus, now
 
-__all__ = ["ToolExecutor", "INTERRUPTED_TEXT"]
+__all__ = ["INTERRUPTED_TEXT", "ToolExecutor"]
 
 INTERRUPTED_TEXT = (
     "Interrupted by the person before this tool call finished; it may have had partial effects. "
@@ -45,8 +46,9 @@ class _Entry:
 
 
 class ToolExecutor:
-    def __init__(self, env: RunEnv, *, turn: int, trace: list[CallRecord], batch_counter: list[int],
-                 max_concurrency: int = 10) -> None:
+    def __init__(
+        self, env: RunEnv, *, turn: int, trace: list[CallRecord], batch_counter: list[int], max_concurrency: int = 10
+    ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency!r}")
         self.env = env
@@ -67,9 +69,12 @@ class ToolExecutor:
         tool = self.env.tools.get(name)
         raw_input = block.get("input")
         record = CallRecord(
-            index=len(self.trace), tool_use_id=tid, tool_name=name,
+            index=len(self.trace),
+            tool_use_id=tid,
+            tool_name=name,
             input=dict(raw_input) if isinstance(raw_input, dict) else {"_raw": raw_input},
-            turn=self.turn, display_name=tool.display_name() if tool else name,
+            turn=self.turn,
+            display_name=tool.display_name() if tool else name,
         )
         self.trace.append(record)
         entry = _Entry(block=block, record=record)
@@ -134,10 +139,16 @@ class ToolExecutor:
         if entry.result is not None:
             return
         if task.cancelled():
-            self._finish(entry, error_result(entry.record.tool_use_id, self._cancel_reason or INTERRUPTED_TEXT), "cancelled")
+            self._finish(
+                entry, error_result(entry.record.tool_use_id, self._cancel_reason or INTERRUPTED_TEXT), "cancelled"
+            )
         elif task.exception() is not None:
             exc = task.exception()
-            self._finish(entry, error_result(entry.record.tool_use_id, f"Internal error while running the tool: {exc!r}"), "error")
+            self._finish(
+                entry,
+                error_result(entry.record.tool_use_id, f"Internal error while running the tool: {exc!r}"),
+                "error",
+            )
         else:
             entry.result = task.result()
             entry.done.set()
@@ -159,7 +170,11 @@ class ToolExecutor:
         raw = failed.block.get("input")
         # Name the failed call the way the model wrote it: Bash(<its command>), else its summary.
         label = str(raw.get("command") or failed.record.summary_use) if isinstance(raw, dict) else ""
-        what = f"{failed.record.tool_name}({label[:40]}{'…' if len(label) > 40 else ''})" if label else failed.record.tool_name
+        what = (
+            f"{failed.record.tool_name}({label[:40]}{'…' if len(label) > 40 else ''})"
+            if label
+            else failed.record.tool_name
+        )
         reason = (
             f"Cancelled: an earlier call in the same message, {what}, failed, so this call was not run. "
             "Fix that failure first, then retry this call if it is still needed."
@@ -191,8 +206,11 @@ class ToolExecutor:
 
         Self-limiting tools (Read) keep theirs; each replaced result is noted on its record."""
         started = now()
-        exempt = frozenset(e.record.tool_use_id for e in self._entries
-                           if e.call is not None and e.call.tool is not None and e.call.tool.max_result_chars >= SELF_LIMITING)
+        exempt = frozenset(
+            e.record.tool_use_id
+            for e in self._entries
+            if e.call is not None and e.call.tool is not None and e.call.tool.max_result_chars >= SELF_LIMITING
+        )
         for tid, path in self.env.budget.apply_message_limit(results, exempt).items():
             entry = self._by_id[tid]
             entry.result = next(b for b in results if b.get("tool_use_id") == tid)

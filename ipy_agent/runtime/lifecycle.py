@@ -18,22 +18,34 @@ status changes and the call's end go through run_env.py, which the executor shar
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
-from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.base.secrets import redact, redact_block
-from ipy_agent.permissions.approval import decide_permission, denial_text
-from ipy_agent.permissions.decide import Behavior
-from .run_env import RunEnv, error_result, mark_started, note_budget, set_status, settle
+from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import PermissionPreview, Tool, ToolContext, ToolError
 from ipy_agent.contract.tool_input import dump_input, parse_input
+from ipy_agent.permissions.approval import decide_permission, denial_text
+from ipy_agent.permissions.decide import Behavior
+
+from .run_env import RunEnv, error_result, mark_started, note_budget, set_status, settle
 from .trace import CallRecord, CallStatus, Stage, now
 
-__all__ = ["RunEnv", "Call", "GoOn", "Finished", "prepare", "mark_started", "run_call", "settle", "note_budget", "error_result"]
+__all__ = [
+    "Call",
+    "Finished",
+    "GoOn",
+    "RunEnv",
+    "error_result",
+    "mark_started",
+    "note_budget",
+    "prepare",
+    "run_call",
+    "settle",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,8 +209,16 @@ async def _permission(call: Call) -> GoOn | Finished:
         set_status(env, record, "waiting")
 
     decision = await decide_permission(
-        tool, inp, call.ctx, rules=env.rules, mode=env.mode(), hook_decision=call.hook_decision, approver=env.approver,
-        lock=env.approval_lock, summary=record.summary_use, before_prompt=before_prompt,
+        tool,
+        inp,
+        call.ctx,
+        rules=env.rules,
+        mode=env.mode(),
+        hook_decision=call.hook_decision,
+        approver=env.approver,
+        lock=env.approval_lock,
+        summary=record.summary_use,
+        before_prompt=before_prompt,
     )
     record.decision = decision
     call.ctx.decided_by = decision.source  # the tool may contain what no one approved (Bash's sandbox)
@@ -218,7 +238,11 @@ async def _call(call: Call) -> GoOn | Finished:
         raise
     except Exception as e:
         # A ToolError is the tool steering the model; anything else is named by its type.
-        call.failure = (str(e) or f"{tool.name} failed.") if isinstance(e, ToolError) else f"{tool.name} failed with {type(e).__name__}: {e}"
+        call.failure = (
+            (str(e) or f"{tool.name} failed.")
+            if isinstance(e, ToolError)
+            else f"{tool.name} failed with {type(e).__name__}: {e}"
+        )
         return GoOn(outcome="error", detail=call.failure)
     call.record.summary_result = _safe(lambda: tool.summarize_result(call.output), "done")
     call.record.detail = redact(_safe(lambda: tool.detail_for_person(inp, call.output), ""))
@@ -257,10 +281,17 @@ async def _post_hooks(call: Call) -> GoOn | Finished:
     env, tid = call.env, call.record.tool_use_id
     result = call.result if call.failure is None else error_result(tid, call.failure)
     event = "PostToolUseFailure" if call.failure is not None or (result or {}).get("is_error") else "PostToolUse"
-    hr = await env.hooks.run(HookEvent(
-        event=event, tool_name=tool.name, input=dump_input(inp), tool_use_id=tid,
-        output=call.output if call.failure is None else None, error=call.failure, result=result,
-    ))
+    hr = await env.hooks.run(
+        HookEvent(
+            event=event,
+            tool_name=tool.name,
+            input=dump_input(inp),
+            tool_use_id=tid,
+            output=call.output if call.failure is None else None,
+            error=call.failure,
+            result=result,
+        )
+    )
     call.context.extend(hr.additional_context)
     if hr.decision == "deny" and hr.reason and call.failure is None:
         call.context.append(f"A PostToolUse hook flagged this result: {hr.reason}")

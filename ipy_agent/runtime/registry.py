@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ipy_agent.contract.limits import SELF_LIMITING
-from ipy_agent.permissions.decide import PermissionRules
 from ipy_agent.contract.tool import Tool, ToolContext
+from ipy_agent.permissions.decide import PermissionRules
 
-__all__ = ["ToolRegistry", "Exposure", "SIMPLE_TOOLS"]
+__all__ = ["SIMPLE_TOOLS", "Exposure", "ToolRegistry"]
 
 SIMPLE_TOOLS = ("Bash", "Read", "Edit")
 

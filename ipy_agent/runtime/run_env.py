@@ -11,17 +11,18 @@ the message budget replacing a result after the call had settled.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
+
+from ipy_agent.contract.hooks import Hooks
+from ipy_agent.contract.tool import Tool, ToolContext
+from ipy_agent.permissions.decide import PermissionRequest, PermissionRules
 
 from .budget import ResultBudget
-from ipy_agent.contract.hooks import Hooks
-from ipy_agent.permissions.decide import PermissionRequest, PermissionRules
-from ipy_agent.contract.tool import Tool, ToolContext
 from .trace import CallEvent, CallRecord, CallStatus, Stage, now
 
-__all__ = ["RunEnv", "error_result", "mark_started", "set_status", "settle", "note_budget"]
+__all__ = ["RunEnv", "error_result", "mark_started", "note_budget", "set_status", "settle"]
 
 
 @dataclass(kw_only=True)
@@ -52,7 +53,9 @@ def mark_started(env: RunEnv, record: CallRecord) -> None:
     set_status(env, record, "running")
 
 
-def settle(env: RunEnv, record: CallRecord, block: dict[str, Any], status: CallStatus, *, summary: str | None = None) -> None:
+def settle(
+    env: RunEnv, record: CallRecord, block: dict[str, Any], status: CallStatus, *, summary: str | None = None
+) -> None:
     """The call's final result, on its record and on the person's row.
 
     Also how the executor ends calls that never ran or never finished (cancelled siblings, an
@@ -70,8 +73,15 @@ def settle(env: RunEnv, record: CallRecord, block: dict[str, Any], status: CallS
 def note_budget(env: RunEnv, record: CallRecord, block: dict[str, Any], spilled: str | None, started: float) -> None:
     """The message budget replaced this call's result after the call had settled: record what
     the model receives now, as a stage of its own, and tell the person's row."""
-    record.stages.append(Stage(name="message_budget", outcome="spilled" if spilled else "cut", detail=spilled or "",
-                               start=started, end=now()))
+    record.stages.append(
+        Stage(
+            name="message_budget",
+            outcome="spilled" if spilled else "cut",
+            detail=spilled or "",
+            start=started,
+            end=now(),
+        )
+    )
     record.result = block
     if spilled is not None:
         record.spilled_to = spilled
@@ -85,8 +95,10 @@ def set_status(env: RunEnv, record: CallRecord, status: CallStatus) -> None:
 
 def _first_line(block: dict[str, Any]) -> str:
     content = block.get("content")
-    text = content if isinstance(content, str) else " ".join(
-        str(b.get("text", "")) for b in content or [] if isinstance(b, dict)
+    text = (
+        content
+        if isinstance(content, str)
+        else " ".join(str(b.get("text", "")) for b in content or [] if isinstance(b, dict))
     )
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= 120 else line[:119] + "…"

@@ -13,17 +13,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
-    "Stage",
+    "AgentEvent",
+    "CallEvent",
     "CallRecord",
     "CallStatus",
-    "AgentEvent",
-    "TextEvent",
-    "ThinkingEvent",
-    "CallEvent",
-    "TurnEvent",
+    "ContextEvent",
     "NoticeEvent",
     "RunEndEvent",
-    "ContextEvent",
+    "Stage",
+    "TextEvent",
+    "ThinkingEvent",
+    "TurnEvent",
     "now",
 ]
 

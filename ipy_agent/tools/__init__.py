@@ -29,5 +29,15 @@ def builtin_tools() -> list[Tool]:
     from .search.glob_tool import GlobTool
     from .search.grep import GrepTool
 
-    return [ReadTool(), EditTool(), WriteTool(), GlobTool(), GrepTool(), BashTool(), NotebookEditTool(),
-            NotebookReadTool(), NotebookRunTool(), VariablesTool()]
+    return [
+        ReadTool(),
+        EditTool(),
+        WriteTool(),
+        GlobTool(),
+        GrepTool(),
+        BashTool(),
+        NotebookEditTool(),
+        NotebookReadTool(),
+        NotebookRunTool(),
+        VariablesTool(),
+    ]

@@ -17,11 +17,12 @@ A foreground run needs none of this: its cell is the one running, and its prompt
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["announce_waiting", "announce_answered", "waiting_note", "cell_number", "ANNOUNCERS"]
+__all__ = ["ANNOUNCERS", "announce_answered", "announce_waiting", "cell_number", "waiting_note"]
 
 # Extra announcers, called with (message, view) when a background prompt opens.
 ANNOUNCERS: list[Callable[[str, Any], None]] = []
@@ -63,14 +64,15 @@ def announce_waiting(view: Any, request: Any) -> None:
     _WAITING[id(view)] = (view, what)
     _hook_cells()
     cell = getattr(view, "cell_number", None)
-    message = f"ipy_agent is waiting for your approval in cell [{cell}]: {what}" if cell else \
-        f"ipy_agent is waiting for your approval: {what}"
+    message = (
+        f"ipy_agent is waiting for your approval in cell [{cell}]: {what}"
+        if cell
+        else f"ipy_agent is waiting for your approval: {what}"
+    )
     _notify_front_end(view, message)
     for announcer in list(ANNOUNCERS):
-        try:
+        with contextlib.suppress(Exception):  # an announcer is a courtesy; it must not break the prompt
             announcer(message, view)
-        except Exception:  # an announcer is a courtesy; it must not break the prompt
-            pass
 
 
 def announce_answered(view: Any) -> None:

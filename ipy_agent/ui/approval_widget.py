@@ -18,6 +18,7 @@ from typing import Any
 import ipywidgets as W
 
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
+
 from .comm_ack import Ack, AckText
 from .diff_html import diff_html, pre_html
 
@@ -62,8 +63,14 @@ def what_will_happen(request: PermissionRequest) -> str:
 class ApprovalPrompt:
     """Allow / Always allow `<rule>` / Deny for one call; the answer resolves an asyncio future."""
 
-    def __init__(self, request: PermissionRequest, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any],
-                 *, ack: Ack | None = None) -> None:
+    def __init__(
+        self,
+        request: PermissionRequest,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
+        *,
+        ack: Ack | None = None,
+    ) -> None:
         self.request = request
         self.rule = request.suggested_rule or request.tool_name
         self.answer: PermissionAnswer | None = None
@@ -74,22 +81,36 @@ class ApprovalPrompt:
         self._lock = threading.Lock()
         short = self.rule if len(self.rule) <= 60 else self.rule[:59] + "…"
         auto = W.Layout(width="auto")
-        self.allow_button = W.Button(description="Allow", button_style="success", tooltip="Allow this call once", layout=auto)
-        self.always_button = W.Button(
-            description=f"Always allow {short}", tooltip=f"Allow, and add the rule {self.rule} for this conversation", layout=auto
+        self.allow_button = W.Button(
+            description="Allow", button_style="success", tooltip="Allow this call once", layout=auto
         )
-        self.deny_button = W.Button(description="Deny", button_style="danger", tooltip="Refuse; the reason goes to the model", layout=auto)
+        self.always_button = W.Button(
+            description=f"Always allow {short}",
+            tooltip=f"Allow, and add the rule {self.rule} for this conversation",
+            layout=auto,
+        )
+        self.deny_button = W.Button(
+            description="Deny", button_style="danger", tooltip="Refuse; the reason goes to the model", layout=auto
+        )
         # `ack`: the cell awaits the run, so each typed key must be acknowledged (ui/comm_ack.py).
-        self.reason = AckText(ack=ack, placeholder="Reason for denying (optional, sent to the model)",
-                              layout=W.Layout(flex="1 1 auto", min_width="14em"))
+        self.reason = AckText(
+            ack=ack,
+            placeholder="Reason for denying (optional, sent to the model)",
+            layout=W.Layout(flex="1 1 auto", min_width="14em"),
+        )
         self.outcome = W.HTML()
         self.allow_button.on_click(lambda _b: self._click("allow"))
         self.always_button.on_click(lambda _b: self._click("always"))
         self.deny_button.on_click(lambda _b: self._click("deny"))
         self.widget = W.VBox(
-            [W.HTML(what_will_happen(request)),
-             W.HBox([self.allow_button, self.always_button, self.deny_button, self.reason], layout=W.Layout(flex_flow="row wrap")),
-             self.outcome],
+            [
+                W.HTML(what_will_happen(request)),
+                W.HBox(
+                    [self.allow_button, self.always_button, self.deny_button, self.reason],
+                    layout=W.Layout(flex_flow="row wrap"),
+                ),
+                self.outcome,
+            ],
             layout=W.Layout(border="1px solid rgba(208,135,0,0.6)", padding="4px", margin="2px 0 2px 1.5em"),
         )
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
-from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.contract.tool import maybe_await
+from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 
-__all__ = ["NonInteractiveApprover", "with_timeout", "allow_hint"]
+__all__ = ["NonInteractiveApprover", "allow_hint", "with_timeout"]
 
 Approver = Callable[[PermissionRequest], Any]
 
@@ -27,7 +27,7 @@ def allow_hint(rule: str) -> str:
     """How a person allows `rule` with the magics, in one sentence."""
     return (
         f"To allow it, add the rule {rule!r}: `%agent --allow {rule!r} ...` for one run, "
-        f"`%config AgentMagics.allow = [{rule!r}]`, or {{\"permissions\": {{\"allow\": [{json.dumps(rule)}]}}}} in "
+        f'`%config AgentMagics.allow = [{rule!r}]`, or {{"permissions": {{"allow": [{json.dumps(rule)}]}}}} in '
         ".ipy_agent/settings.json; or choose a permission mode that allows it (--mode acceptEdits for edits)."
     )
 
@@ -50,8 +50,10 @@ class NonInteractiveApprover:
     def __call__(self, request: PermissionRequest) -> PermissionAnswer:
         self.denied.append(request)
         rule = request.suggested_rule or request.tool_name
-        return _unanswered(f"No one can answer approval prompts in this non-interactive run ({self.why}), so this "
-                           f"{request.tool_name} call was not run. {allow_hint(rule)}")
+        return _unanswered(
+            f"No one can answer approval prompts in this non-interactive run ({self.why}), so this "
+            f"{request.tool_name} call was not run. {allow_hint(rule)}"
+        )
 
 
 def with_timeout(approver: Approver, seconds: float | None) -> Approver:
@@ -68,8 +70,10 @@ def with_timeout(approver: Approver, seconds: float | None) -> Approver:
             return await asyncio.wait_for(maybe_await(approver(request)), timeout=seconds)
         except TimeoutError:
             rule = request.suggested_rule or request.tool_name
-            return _unanswered(f"No one answered the approval prompt within {seconds:g} s "
-                               f"(AgentMagics.approval_timeout), so this {request.tool_name} call was denied. "
-                               f"{allow_hint(rule)}")
+            return _unanswered(
+                f"No one answered the approval prompt within {seconds:g} s "
+                f"(AgentMagics.approval_timeout), so this {request.tool_name} call was denied. "
+                f"{allow_hint(rule)}"
+            )
 
     return timed

@@ -19,6 +19,7 @@ import ipywidgets as W
 from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ipy_agent.runtime.trace import CallRecord
+
 from .approval_widget import ApprovalPrompt
 from .diff_html import diff_html, looks_like_diff, pre_html
 from .record import row_result_text
@@ -159,9 +160,11 @@ class CallRow:
     def _render(self) -> str:
         look = status_look(self.status)
         duration = f'<span style="opacity:0.7;white-space:nowrap">{self._duration}</span>' if self._duration else ""
-        line = (f'<div class="ipy-agent-row" style="display:flex;gap:0.5em;align-items:baseline">'
-                f'<span style="min-width:9.5em;color:{look.colour}">{look.icon} {html.escape(look.words)}</span>'
-                f'<span style="flex:1 1 auto">{self._title}</span>{duration}</div>')
+        line = (
+            f'<div class="ipy-agent-row" style="display:flex;gap:0.5em;align-items:baseline">'
+            f'<span style="min-width:9.5em;color:{look.colour}">{look.icon} {html.escape(look.words)}</span>'
+            f'<span style="flex:1 1 auto">{self._title}</span>{duration}</div>'
+        )
         if self._detail and self.detail_html is None:
             line += f'<div style="margin-left:1.5em">{self._detail}</div>'
         return line

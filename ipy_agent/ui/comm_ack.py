@@ -15,12 +15,12 @@ had finished, comms took the normal path, and each update got its idle.
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as W
 
-__all__ = ["idle_ack", "AckText"]
+__all__ = ["AckText", "idle_ack"]
 
 Ack = Callable[[dict[str, Any]], None]
 
@@ -51,7 +51,9 @@ def idle_ack() -> Ack | None:
             topic = kernel._topic("status")
             kernel.session.send(kernel.iopub_socket, "status", {"execution_state": "idle"}, parent=msg, ident=topic)
             if cell:
-                kernel.session.send(kernel.iopub_socket, "status", {"execution_state": "busy"}, parent=cell, ident=topic)
+                kernel.session.send(
+                    kernel.iopub_socket, "status", {"execution_state": "busy"}, parent=cell, ident=topic
+                )
         except Exception:  # a front-end nicety: never break the prompt over it
             pass
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 
-__all__ = ["diff_counts", "diff_html", "pre_html", "looks_like_diff"]
+__all__ = ["diff_counts", "diff_html", "looks_like_diff", "pre_html"]
 
 # Long diffs are cut in the prompt: a person cannot review 5,000 lines in a cell output anyway,
 # and every widget update sends the whole value over the comm.

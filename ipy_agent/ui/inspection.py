@@ -16,10 +16,11 @@ from typing import Any
 
 from ipy_agent.contract.tool import Tool
 from ipy_agent.runtime.trace import CallRecord
+
 from .record import seen_lines
 from .status import format_duration, status_look
 
-__all__ = ["tools_text", "inspect_text", "trace_text", "history_text", "find_call", "flag_text"]
+__all__ = ["find_call", "flag_text", "history_text", "inspect_text", "tools_text", "trace_text"]
 
 PICTURE_WIDTH = 48
 TRACE_WIDTH = 100  # characters per line of %agent_trace's stage lines
@@ -42,16 +43,28 @@ def tools_text(agent: Any) -> str:
     rows: list[tuple[str, ...]] = [("tool", "offered", "read-only", "parallel", "destructive", "from")]
     for tool in agent.tools:
         offered = "yes" if tool.name not in exposure.hidden else "hidden"
-        rows.append((tool.name, offered, flag_text(tool, "read_only"), flag_text(tool, "concurrency_safe"),
-                     flag_text(tool, "destructive"), tool_origin(tool)))
+        rows.append(
+            (
+                tool.name,
+                offered,
+                flag_text(tool, "read_only"),
+                flag_text(tool, "concurrency_safe"),
+                flag_text(tool, "destructive"),
+                tool_origin(tool),
+            )
+        )
     lines = [f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):"]
     lines += _table(rows)
     if any(t.name == "Bash" for t in agent.tools):
         from ipy_agent.tools.bash.sandbox import availability_note
 
         note = availability_note(agent.context())
-        lines += ["", note or f"Bash sandbox: {agent.sandbox} (commands that run without asking are sandboxed: "
-                  "read-only, no network; see the sandbox setting)."]
+        lines += [
+            "",
+            note
+            or f"Bash sandbox: {agent.sandbox} (commands that run without asking are sandboxed: "
+            "read-only, no network; see the sandbox setting).",
+        ]
     if exposure.hidden:
         lines.append("")
         lines.append("Hidden tools, and why:")
@@ -59,7 +72,9 @@ def tools_text(agent: Any) -> str:
     waiting = [n for n in agent.mcp.configs if agent.mcp.connection(n) is None]
     if waiting:
         lines.append("")
-        lines.append(f"MCP servers not started yet (their tools appear after the next run; see %agent_mcp): {', '.join(waiting)}")
+        lines.append(
+            f"MCP servers not started yet (their tools appear after the next run; see %agent_mcp): {', '.join(waiting)}"
+        )
     rules = [(kind, r.text, r.source) for kind in ("allow", "ask", "deny") for r in getattr(agent.rules, kind)]
     lines.append("")
     if rules:
@@ -191,8 +206,14 @@ def _wrap_stages(parts: list[str], width: int = TRACE_WIDTH) -> list[str]:
     out: list[str] = []
     for i, line in enumerate(lines):
         first = "    " if i == 0 else "      "
-        out += textwrap.wrap(line, width=width, initial_indent=first, subsequent_indent="      ",
-                             break_long_words=False, break_on_hyphens=False) or [first]
+        out += textwrap.wrap(
+            line,
+            width=width,
+            initial_indent=first,
+            subsequent_indent="      ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [first]
     return out
 
 
@@ -213,7 +234,9 @@ def trace_text(agent: Any, turn: int | None = None) -> str:
     lines = [f"Turn {turn}: {len(calls)} call(s) in {len(batches)} batch(es)", ""]
     for r in calls:
         d = format_duration(r.duration, precise=True) or "-"
-        lines.append(f"#{r.index + 1} {r.tool_name} {r.summary_use}  [batch {r.batch}, {r.status}, {d}]  {r.tool_use_id}")
+        lines.append(
+            f"#{r.index + 1} {r.tool_name} {r.summary_use}  [batch {r.batch}, {r.status}, {d}]  {r.tool_use_id}"
+        )
         lines += _wrap_stages(_stage_parts(r))
     lines += ["", *batch_picture(calls)]
     return "\n".join(lines)
@@ -242,7 +265,8 @@ def batch_picture(calls: list[CallRecord], width: int = PICTURE_WIDTH) -> list[s
             wait = r.stage("permission")
             # Asked: answered by a person or an approver, or cancelled while the prompt was open.
             asked = getattr(r.decision, "source", None) in ("person", "approver") or (
-                r.decision is None and r.status == "cancelled")
+                r.decision is None and r.status == "cancelled"
+            )
             if wait is not None and asked:
                 for i in range(col(wait.start), col(wait.end or r.end or t1) + (0 if wait.end else 1)):
                     cells[i] = "░"

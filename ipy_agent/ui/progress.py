@@ -13,7 +13,7 @@ import html
 import time
 from typing import Any, Literal
 
-__all__ = ["Progress", "Phase", "elapsed_text"]
+__all__ = ["Phase", "Progress", "elapsed_text"]
 
 Phase = Literal["starting", "thinking", "tools", "waiting", "stopping", "ended"]
 TICK = 1.0  # seconds between redraws of the elapsed time

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from .diff_html import diff_html, looks_like_diff, pre_html
 from .status import status_look
 
-__all__ = ["Entry", "record_bundle", "row_result_text", "seen_lines", "LIVE_TEXT"]
+__all__ = ["LIVE_TEXT", "Entry", "record_bundle", "row_result_text", "seen_lines"]
 
 # text/plain of the live widget view: what a file saved mid-run (or a front end without widgets) shows.
 LIVE_TEXT = "ipy_agent run in progress (the live view needs the kernel; the record replaces it when the run ends)"
@@ -49,7 +49,7 @@ def record_bundle(entries: list[Entry], *, outcome: str, footer: str, markdown: 
             parts.append(markdown(e.text))
             lines += [e.text.rstrip(), ""]
         elif e.kind == "thinking" and e.text.strip():
-            parts.append(f"<details><summary style=\"opacity:0.7\">Thinking</summary>{pre_html(e.text)}</details>")
+            parts.append(f'<details><summary style="opacity:0.7">Thinking</summary>{pre_html(e.text)}</details>')
         elif e.kind == "row" and e.row is not None:
             h, t = _row(e.row)
             parts.append(h)
@@ -61,7 +61,7 @@ def record_bundle(entries: list[Entry], *, outcome: str, footer: str, markdown: 
         elif e.kind == "crash":
             parts.append(f'<div style="color:#f85149"><b>The agent crashed:</b></div>{pre_html(e.text)}')
             lines += ["The agent crashed:", e.text]
-    parts.append(f'<div><i>{html.escape(outcome)}</i></div>')
+    parts.append(f"<div><i>{html.escape(outcome)}</i></div>")
     if footer:
         parts.append(f'<div style="opacity:0.7;font-size:90%">{html.escape(footer)}</div>')
     lines += [outcome] + ([footer] if footer else [])
@@ -78,10 +78,18 @@ def _row(row: Any) -> tuple[str, list[str]]:
     result = row.result_text(rec) if rec is not None else ""
     duration = row.duration_text(rec) if rec is not None else ""
     answer = row.prompt.outcome_text if row.prompt is not None else ""
-    h = (f'<div><span style="color:{colour}">{icon} {html.escape(words)}</span> <b>{html.escape(name)}</b> '
-         f'{html.escape(summary)}' + (f' <span style="opacity:0.75">— {html.escape(result)}</span>' if result else "")
-         + (f' <span style="opacity:0.7">({html.escape(duration)})</span>' if duration else "") + "</div>")
-    t = [f"{icon} {words}: {name} {summary}".rstrip() + (f" — {result}" if result else "") + (f" ({duration})" if duration else "")]
+    h = (
+        f'<div><span style="color:{colour}">{icon} {html.escape(words)}</span> <b>{html.escape(name)}</b> '
+        f"{html.escape(summary)}"
+        + (f' <span style="opacity:0.75">— {html.escape(result)}</span>' if result else "")
+        + (f' <span style="opacity:0.7">({html.escape(duration)})</span>' if duration else "")
+        + "</div>"
+    )
+    t = [
+        f"{icon} {words}: {name} {summary}".rstrip()
+        + (f" — {result}" if result else "")
+        + (f" ({duration})" if duration else "")
+    ]
     if answer:
         h += f'<div style="margin-left:1.5em;opacity:0.8"><i>{html.escape(answer)}</i></div>'
         t.append(f"    {answer}")
@@ -90,8 +98,9 @@ def _row(row: Any) -> tuple[str, list[str]]:
         shown = diff_html(detail) if looks_like_diff(detail) else pre_html(detail)
         # Edits keep their diff open in the record: it is what changed on disk.
         open_ = " open" if rec is not None and rec.status == "done" and looks_like_diff(detail) else ""
-        h += (f'<details{open_} style="margin-left:1.5em"><summary style="opacity:0.7">Details</summary>'
-              f"{shown}</details>")
+        h += (
+            f'<details{open_} style="margin-left:1.5em"><summary style="opacity:0.7">Details</summary>{shown}</details>'
+        )
         body = detail.rstrip("\n").splitlines()
         t += [f"    {ln}" for ln in body[:_DETAIL_LINES]]
         if len(body) > _DETAIL_LINES:

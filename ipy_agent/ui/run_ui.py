@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 __all__ = ["RunUI", "choose_ui", "noninteractive_env"]
 
@@ -38,11 +38,19 @@ def noninteractive_env() -> bool:
     return os.environ.get("IPY_AGENT_NONINTERACTIVE", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
-              approval_timeout: float | None = None, handle: Any = None) -> RunUI:
+def choose_ui(
+    agent: Any,
+    *,
+    kernel: bool,
+    background: bool,
+    widgets: bool,
+    approval_timeout: float | None = None,
+    handle: Any = None,
+) -> RunUI:
     """`handle`: the display the cell already shows (the start line); the widget view replaces
     it, and the static record replaces the view when the run ends."""
     from ipy_agent.runtime.trace import NoticeEvent
+
     from .approver import NonInteractiveApprover, with_timeout
 
     notes: list[str] = []
@@ -50,8 +58,9 @@ def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
         try:
             from .widgets import RunView
         except ImportError as e:
-            notes.append(f"The widget UI is not available ({e}); showing text, and only what the rules "
-                         "and mode allow will run.")
+            notes.append(
+                f"The widget UI is not available ({e}); showing text, and only what the rules and mode allow will run."
+            )
         else:
             from IPython.display import display
 
@@ -60,9 +69,14 @@ def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
             view = RunView(agent, background=background, on_stop=agent.interrupt, handle=handle)
             handle.update(view.live_bundle(), raw=True)
             return RunUI(
-                listener=view.listener, approver=with_timeout(view.approver, approval_timeout),
+                listener=view.listener,
+                approver=with_timeout(view.approver, approval_timeout),
                 show_error=lambda text: view.listener(NoticeEvent(text=text, level="warning")),
-                show_crash=view.show_error, close=view.close, background=background, kind="widgets", view=view,
+                show_crash=view.show_error,
+                close=view.close,
+                background=background,
+                kind="widgets",
+                view=view,
             )
 
     from .text import TextRenderer, make_console, terminal_approver
@@ -86,6 +100,12 @@ def choose_ui(agent: Any, *, kernel: bool, background: bool, widgets: bool,
 
     for note in notes:
         show_error(note)
-    return RunUI(listener=TextRenderer(console, model=getattr(agent, "model", None)), approver=approver, show_error=show_error, show_crash=show_crash,
-                 close=lambda: None,
-                 background=background, kind="text")
+    return RunUI(
+        listener=TextRenderer(console, model=getattr(agent, "model", None)),
+        approver=approver,
+        show_error=show_error,
+        show_crash=show_crash,
+        close=lambda: None,
+        background=background,
+        kind="text",
+    )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ipy_agent.runtime.trace import CallStatus
 
-__all__ = ["StatusLook", "STATUS", "status_look", "format_duration"]
+__all__ = ["STATUS", "StatusLook", "format_duration", "status_look"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +39,7 @@ def status_look(status: str) -> StatusLook:
 
 
 def format_duration(seconds: float | None, *, precise: bool = False) -> str:
-    """"340 ms" or "2.5 s" for a row; `precise`: always milliseconds with a decimal (the trace)."""
+    """ "340 ms" or "2.5 s" for a row; `precise`: always milliseconds with a decimal (the trace)."""
     if seconds is None:
         return ""
     if precise:

@@ -12,20 +12,30 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from ipy_agent.loop.agent import INTERRUPTED_NOTICE
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
-from ipy_agent.runtime.trace import (AgentEvent, CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent,
-                             ThinkingEvent, TurnEvent)
+from ipy_agent.runtime.trace import (
+    AgentEvent,
+    CallEvent,
+    CallRecord,
+    ContextEvent,
+    NoticeEvent,
+    RunEndEvent,
+    TextEvent,
+    ThinkingEvent,
+    TurnEvent,
+)
+
 from .status import STATUS, format_duration, status_look
 from .usage_line import turns_text, usage_parts
 
-__all__ = ["TextRenderer", "make_console", "render_diff", "call_row", "terminal_approver", "STATUS_MARK"]
+__all__ = ["STATUS_MARK", "TextRenderer", "call_row", "make_console", "render_diff", "terminal_approver"]
 
 # The icon per status (ui/status.py holds the one table every view reads).
 STATUS_MARK = {k: v.icon for k, v in STATUS.items()}
@@ -45,8 +55,17 @@ def render_diff(diff: str, max_lines: int | None = None) -> Text:
     cut = max_lines is not None and len(lines) > max_lines
     out = Text()
     for line in lines[: max_lines if cut else None]:
-        style = ("bold" if line.startswith(("+++", "---")) else "green" if line.startswith("+")
-                 else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else "")
+        style = (
+            "bold"
+            if line.startswith(("+++", "---"))
+            else "green"
+            if line.startswith("+")
+            else "red"
+            if line.startswith("-")
+            else "cyan"
+            if line.startswith("@@")
+            else ""
+        )
         out.append(line + "\n", style=style)
     if cut:
         out.append(f"… {len(lines) - max_lines} more lines\n", style="dim")  # type: ignore[operator]
@@ -67,7 +86,7 @@ def call_row(rec: CallRecord) -> Text:
         row.append(f" — denied{': ' + reason if reason else ''}", style="yellow")
     elif rec.summary_result:
         row.append(f" — {rec.summary_result}", style="red" if rec.status == "error" else "")
-    if (d := format_duration(rec.duration)):
+    if d := format_duration(rec.duration):
         row.append(f"  ({d})", style="dim")
     return row
 
@@ -183,8 +202,9 @@ def describe_request(request: PermissionRequest) -> Text:
     return out
 
 
-def terminal_approver(console: Console | None = None,
-                      on_interrupt: Callable[[], None] | None = None) -> Callable[[PermissionRequest], PermissionAnswer]:
+def terminal_approver(
+    console: Console | None = None, on_interrupt: Callable[[], None] | None = None
+) -> Callable[[PermissionRequest], PermissionAnswer]:
     """An approver that asks with `input()`: [y]es / [a]lways / [n]o (then a reason).
 
     Empty or EOF denies. Ctrl-C at the prompt denies and calls `on_interrupt` (the agent's
@@ -237,4 +257,3 @@ class _sigint_raises:
     def __exit__(self, *exc: Any) -> None:
         if self._old is not None:
             signal.signal(signal.SIGINT, self._old)
-

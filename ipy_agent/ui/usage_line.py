@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["usage_parts", "model_name", "turns_text"]
+__all__ = ["model_name", "turns_text", "usage_parts"]
 
 
 def model_name(model: Any) -> str:
@@ -24,13 +24,17 @@ def turns_text(turns: int) -> str:
     return f"{turns} turn" if turns == 1 else f"{turns} turns"
 
 
-def usage_parts(model: Any, usage: Any, context_tokens: int, *, answered: bool = True,
-                window: int | None = None) -> list[str]:
+def usage_parts(
+    model: Any, usage: Any, context_tokens: int, *, answered: bool = True, window: int | None = None
+) -> list[str]:
     """The parts of the line, plain text. `answered`: the model has replied at least once (before
     that its name may not be resolved, and cost and context share need it). `window`: the
     context window the agent manages, when not the model's own."""
-    parts = [f"tokens in {usage.input_tokens + usage.cache_creation_input_tokens:,}", f"out {usage.output_tokens:,}",
-             f"cached {usage.cache_read_input_tokens:,}"]
+    parts = [
+        f"tokens in {usage.input_tokens + usage.cache_creation_input_tokens:,}",
+        f"out {usage.output_tokens:,}",
+        f"cached {usage.cache_read_input_tokens:,}",
+    ]
     # "in" is input the model processed fresh (cache writes included); "cached" was read from the
     # prompt cache at a tenth of the price.
     if not answered:

@@ -19,21 +19,32 @@ programmatic `allow()` / `always()` / `deny(reason)` like ipywidgets' own `Butto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import time
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as W
 
 from ipy_agent.loop.agent import INTERRUPTED_NOTICE
 from ipy_agent.models.base import Usage
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
-from ipy_agent.runtime.trace import CallEvent, CallRecord, ContextEvent, NoticeEvent, RunEndEvent, TextEvent, ThinkingEvent, TurnEvent
+from ipy_agent.runtime.trace import (
+    CallEvent,
+    CallRecord,
+    ContextEvent,
+    NoticeEvent,
+    RunEndEvent,
+    TextEvent,
+    ThinkingEvent,
+    TurnEvent,
+)
+
+from .announce import announce_answered, announce_waiting, cell_number
 from .approval_widget import ApprovalPrompt, what_will_happen
 from .call_row import BLOCK_SIZE, Blocks, CallRow, shared_html
 from .comm_ack import idle_ack
-from .announce import announce_answered, announce_waiting, cell_number
 from .diff_html import pre_html
 from .progress import Progress
 from .record import LIVE_TEXT, Entry, record_bundle
@@ -41,7 +52,7 @@ from .segments import Segment, markdown_html
 from .status import STATUS
 from .usage_line import model_name, turns_text, usage_parts
 
-__all__ = ["RunView", "ApprovalPrompt", "BLOCK_SIZE", "Blocks", "CallRow", "STATUS_TEXT", "what_will_happen"]
+__all__ = ["BLOCK_SIZE", "STATUS_TEXT", "ApprovalPrompt", "Blocks", "CallRow", "RunView", "what_will_happen"]
 
 # icon, words, colour per status (ui/status.py holds the one table every view reads).
 STATUS_TEXT: dict[str, tuple[str, str, str]] = {k: (v.icon, v.words, v.colour) for k, v in STATUS.items()}
@@ -59,8 +70,9 @@ class RunView:
     saved notebook keeps a readable account instead of a widget only a live kernel can draw.
     """
 
-    def __init__(self, agent: Any, background: bool = False, on_stop: Callable[[], None] | None = None,
-                 handle: Any = None) -> None:
+    def __init__(
+        self, agent: Any, background: bool = False, on_stop: Callable[[], None] | None = None, handle: Any = None
+    ) -> None:
         self.agent = agent
         self.background = background
         self.on_stop = on_stop
@@ -91,8 +103,13 @@ class RunView:
         bar: list[W.Widget] = [self.state]
         self.stop_button: W.Button | None = None
         if background or on_stop is not None:
-            self.stop_button = W.Button(description="Stop", icon="stop", button_style="warning",
-                                        tooltip="Cancel this run (like %agent_stop)", layout=W.Layout(width="auto"))
+            self.stop_button = W.Button(
+                description="Stop",
+                icon="stop",
+                button_style="warning",
+                tooltip="Cancel this run (like %agent_stop)",
+                layout=W.Layout(width="auto"),
+            )
             self.stop_button.on_click(lambda _b: self._stop_clicked())
             bar.append(self.stop_button)
         self.widget = W.VBox([self.body.widget, W.HBox(bar), self.footer])
@@ -123,15 +140,21 @@ class RunView:
                     self._render_footer()
             case ContextEvent():
                 self._end_segment()
-                self._append(shared_html(f'<div class="ipy-agent-context" style="opacity:0.8">⇣ {html.escape(event.text)}</div>'),
-                             Entry(kind="notice", text=f"⇣ {event.text}"))
+                self._append(
+                    shared_html(
+                        f'<div class="ipy-agent-context" style="opacity:0.8">⇣ {html.escape(event.text)}</div>'
+                    ),
+                    Entry(kind="notice", text=f"⇣ {event.text}"),
+                )
             case NoticeEvent() if event.text == INTERRUPTED_NOTICE:
                 pass  # the state line says "Interrupted"; once is enough
             case NoticeEvent():
                 self._end_segment()
                 colour = _NOTICE_COLOURS.get(event.level, "inherit")
-                self._append(shared_html(f'<div style="color:{colour}">{html.escape(event.text)}</div>'),
-                             Entry(kind="notice", text=event.text, level=event.level))
+                self._append(
+                    shared_html(f'<div style="color:{colour}">{html.escape(event.text)}</div>'),
+                    Entry(kind="notice", text=event.text, level=event.level),
+                )
             case RunEndEvent():
                 self.finish(event.result)
 
@@ -185,8 +208,10 @@ class RunView:
         words = _FINISHED.get(reason, f"Ended: {reason}")
         turns = getattr(result, "turns", 0)
         self._outcome = words + (f" ({turns_text(turns)})" if turns else "")
-        self.progress.end(f"<i>{html.escape(words)}</i>"
-                          + (f' <span style="opacity:0.7">({turns_text(turns)})</span>' if turns else ""))
+        self.progress.end(
+            f"<i>{html.escape(words)}</i>"
+            + (f' <span style="opacity:0.7">({turns_text(turns)})</span>' if turns else "")
+        )
         self._retire_stop()
 
     def show_error(self, error: BaseException) -> None:
@@ -195,8 +220,10 @@ class RunView:
 
         text = "".join(traceback.format_exception(error))
         self._end_segment()
-        self._append(W.HTML(f'<div style="color:#f85149"><b>The agent crashed:</b></div>{pre_html(text)}'),
-                     Entry(kind="crash", text=text))
+        self._append(
+            W.HTML(f'<div style="color:#f85149"><b>The agent crashed:</b></div>{pre_html(text)}'),
+            Entry(kind="crash", text=text),
+        )
         self._outcome = "Crashed"
         self.progress.end("<i>Crashed</i>")
         self._retire_stop()
@@ -223,8 +250,12 @@ class RunView:
     def record_bundle(self) -> dict[str, str]:
         """The run as static HTML and text (see ui/record.py)."""
         self._end_segment()
-        return record_bundle(self.entries, outcome=self._outcome or "Ended", footer=" · ".join(self._usage_parts()),
-                             markdown=markdown_html)
+        return record_bundle(
+            self.entries,
+            outcome=self._outcome or "Ended",
+            footer=" · ".join(self._usage_parts()),
+            markdown=markdown_html,
+        )
 
     def live_bundle(self) -> dict[str, Any]:
         """What displays the live view: the widget, and a text that says what it is."""
@@ -234,10 +265,8 @@ class RunView:
 
     def publish_record(self) -> None:
         if self.handle is not None:
-            try:
+            with contextlib.suppress(Exception):  # the kernel is shutting down: the live view stays
                 self.handle.update(self.record_bundle(), raw=True)
-            except Exception:  # the kernel is shutting down: the live view stays
-                pass
 
     # --- internals -------------------------------------------------------------------------
     def _append(self, widget: W.Widget, entry: Entry) -> None:
@@ -303,8 +332,13 @@ class RunView:
 
     def _usage_parts(self) -> list[str]:
         manager = getattr(self.agent, "context_manager", None)  # its window, when it manages one
-        return usage_parts(getattr(self.agent, "model", None), self.usage, self.context_tokens, answered=bool(self._turns),
-                           window=getattr(manager, "window", None))
+        return usage_parts(
+            getattr(self.agent, "model", None),
+            self.usage,
+            self.context_tokens,
+            answered=bool(self._turns),
+            window=getattr(manager, "window", None),
+        )
 
     def _render_footer(self) -> None:
         text = html.escape(" · ".join(self._usage_parts()))

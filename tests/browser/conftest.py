@@ -26,8 +26,11 @@ def _need_browser(*, extension: bool = False) -> None:
     if why is None:
         return
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"browser tests cannot run in CI: {why}. .ci/run installs chromium with apt-get and Node "
-                    "for the extension; install them, or fix the image.", pytrace=False)
+        pytest.fail(
+            f"browser tests cannot run in CI: {why}. .ci/run installs chromium with apt-get and Node "
+            "for the extension; install them, or fix the image.",
+            pytrace=False,
+        )
     pytest.skip(f"browser tests need a browser: {why}")
 
 

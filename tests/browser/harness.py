@@ -41,6 +41,7 @@ Every wait is bounded and fails with what was seen (the cell's text), never with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -49,27 +50,44 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import nbformat
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 # The README's screenshots are taken by the browser tests, and written to docs/images only when
 # asked (`IPY_AGENT_SCREENSHOTS=1 python -m pytest tests/browser`): a test run leaves the
 # work tree as it found it.
-SCREENSHOTS = PROJECT_ROOT / "docs" / "images" if os.environ.get("IPY_AGENT_SCREENSHOTS") == "1" else \
-    Path(tempfile.mkdtemp(prefix="ipy_agent_screenshots_"))
+SCREENSHOTS = (
+    PROJECT_ROOT / "docs" / "images"
+    if os.environ.get("IPY_AGENT_SCREENSHOTS") == "1"
+    else Path(tempfile.mkdtemp(prefix="ipy_agent_screenshots_"))
+)
 TIMEOUT = 90.0  # seconds; the machine is shared, so waits are generous and never asserted on
 EXTENSION = "ipy-agent-notebook"  # the JupyterLab extension the live notebook bridge talks to
 Kind = Literal["lab", "notebook"]
 
-__all__ = ["JupyterServer", "NotebookPage", "launch_browser", "browser_missing", "CHROMIUM", "EXTENSION",
-           "SCREENSHOTS", "TIMEOUT"]
+__all__ = [
+    "CHROMIUM",
+    "EXTENSION",
+    "SCREENSHOTS",
+    "TIMEOUT",
+    "JupyterServer",
+    "NotebookPage",
+    "browser_missing",
+    "launch_browser",
+]
 
 
 def browser_missing(*, extension: bool = False) -> str | None:
@@ -85,9 +103,14 @@ def browser_missing(*, extension: bool = False) -> str | None:
             __import__(mod)
         except ImportError:
             return f"the {mod} package is missing (pip install -e '.[test]')"
-    if extension and not (Path(sys.prefix) / "share" / "jupyter" / "labextensions" / EXTENSION / "package.json").exists():
-        return (f"the {EXTENSION} JupyterLab extension is not installed in {sys.prefix} (reinstall with "
-                "`pip install -e .` where Node >= 20.19 is on PATH)")
+    if (
+        extension
+        and not (Path(sys.prefix) / "share" / "jupyter" / "labextensions" / EXTENSION / "package.json").exists()
+    ):
+        return (
+            f"the {EXTENSION} JupyterLab extension is not installed in {sys.prefix} (reinstall with "
+            "`pip install -e .` where Node >= 20.19 is on PATH)"
+        )
     return None
 
 
@@ -116,27 +139,49 @@ class JupyterServer:
             d.mkdir(parents=True, exist_ok=True)
         spec = dirs["data"] / "kernels" / "python3"
         spec.mkdir(parents=True)
-        (spec / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "Python 3 (ipy_agent test)", "language": "python",
-        }))
+        (spec / "kernel.json").write_text(
+            json.dumps(
+                {
+                    "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    "display_name": "Python 3 (ipy_agent test)",
+                    "language": "python",
+                }
+            )
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_", "JUPYTER_"))}
         env.update(
-            JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
-            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), IPYTHONDIR=str(dirs["ipython"]),
-            JUPYTER_PATH=str(dirs["data"]), PYTHONUNBUFFERED="1", JUPYTER_PLATFORM_DIRS="1",
+            JUPYTER_CONFIG_DIR=str(dirs["config"]),
+            JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+            IPYTHONDIR=str(dirs["ipython"]),
+            JUPYTER_PATH=str(dirs["data"]),
+            PYTHONUNBUFFERED="1",
+            JUPYTER_PLATFORM_DIRS="1",
             PYTHONPATH=os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p),
         )
         app = "ServerApp"
-        argv = [sys.executable, "-m", "jupyterlab" if self.kind == "lab" else "notebook", "--no-browser",
-                f"--{app}.ip=127.0.0.1", f"--{app}.port=0", f"--{app}.port_retries=0", f"--IdentityProvider.token={self.token}",
-                f"--{app}.root_dir={self.root}", f"--{app}.allow_root=True", "--LabApp.expose_app_in_browser=True",
-                "--JupyterNotebookApp.expose_app_in_browser=True", f"--LabApp.workspaces_dir={dirs['workspaces']}",
-                "--ServerApp.open_browser=False", "--LanguageServerManager.autodetect=False",
-                "--MappingKernelManager.default_kernel_name=python3"]
+        argv = [
+            sys.executable,
+            "-m",
+            "jupyterlab" if self.kind == "lab" else "notebook",
+            "--no-browser",
+            f"--{app}.ip=127.0.0.1",
+            f"--{app}.port=0",
+            f"--{app}.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--{app}.root_dir={self.root}",
+            f"--{app}.allow_root=True",
+            "--LabApp.expose_app_in_browser=True",
+            "--JupyterNotebookApp.expose_app_in_browser=True",
+            f"--LabApp.workspaces_dir={dirs['workspaces']}",
+            "--ServerApp.open_browser=False",
+            "--LanguageServerManager.autodetect=False",
+            "--MappingKernelManager.default_kernel_name=python3",
+        ]
         log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(argv, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         end = time.monotonic() + TIMEOUT
         info = dirs["runtime"] / f"jpserver-{self.proc.pid}.json"
         while not info.exists():
@@ -157,10 +202,8 @@ class JupyterServer:
         """Stop the server (and its kernels) by its PID; SIGKILL if it does not end in time."""
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)  # its own session: the kernels it started too
-            except ProcessLookupError:
-                pass
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
@@ -197,7 +240,11 @@ class JupyterServer:
         """Write a notebook of code cells `cells` (with these cell ids, when given) under the root."""
         path = self.root / name
         nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipy_agent test)", "language": "python"}
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3 (ipy_agent test)",
+            "language": "python",
+        }
         nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
         for cell, cell_id in zip(nb.cells, ids):
             cell.id = cell_id
@@ -239,14 +286,18 @@ class NotebookPage:
         try:
             self.page.wait_for_function(f"(arg) => {{ {_PANEL} {body} }}", arg=arg, timeout=timeout * 1000)
         except Exception as e:
-            raise AssertionError(f"timed out waiting for {what}: {e}\nconsole: {self.console[-10:]}\n"
-                                 f"server log:\n{self.server.log()[-2000:]}") from None
+            raise AssertionError(
+                f"timed out waiting for {what}: {e}\nconsole: {self.console[-10:]}\n"
+                f"server log:\n{self.server.log()[-2000:]}"
+            ) from None
 
     def wait_ready(self) -> None:
-        self.wait_js("the notebook and an idle kernel",
-                     "const w = P(); const k = w && w.sessionContext && w.sessionContext.session "
-                     "&& w.sessionContext.session.kernel; return !!(k && k.status === 'idle' && w.content "
-                     "&& w.content.widgets.length > 0 && w.context.isReady);")
+        self.wait_js(
+            "the notebook and an idle kernel",
+            "const w = P(); const k = w && w.sessionContext && w.sessionContext.session "
+            "&& w.sessionContext.session.kernel; return !!(k && k.status === 'idle' && w.content "
+            "&& w.content.widgets.length > 0 && w.context.isReady);",
+        )
 
     # --- cells -----------------------------------------------------------------------------
     def cell_count(self) -> int:
@@ -254,23 +305,34 @@ class NotebookPage:
 
     def add_cell(self, source: str) -> int:
         """Put `source` in a new code cell at the end (or in the first cell when it is empty)."""
-        return int(self.js(
-            "const m = P().content.model.sharedModel; const n = m.cells.length;"
-            "if (n === 1 && m.cells[0].getSource() === '' && m.cells[0].cell_type === 'code') {"
-            "  m.cells[0].setSource(arg); return 0; }"
-            "m.insertCell(n, {cell_type: 'code', source: arg}); return n;", source))
+        return int(
+            self.js(
+                "const m = P().content.model.sharedModel; const n = m.cells.length;"
+                "if (n === 1 && m.cells[0].getSource() === '' && m.cells[0].cell_type === 'code') {"
+                "  m.cells[0].setSource(arg); return 0; }"
+                "m.insertCell(n, {cell_type: 'code', source: arg}); return n;",
+                source,
+            )
+        )
 
     def run(self, index: int) -> None:
         """Run cell `index` as Shift+Enter would (the notebook's own run command)."""
-        self.js("const p = P(); p.content.activeCellIndex = arg; "
-                "void window.jupyterapp.commands.execute('notebook:run-cell'); return true;", index)
+        self.js(
+            "const p = P(); p.content.activeCellIndex = arg; "
+            "void window.jupyterapp.commands.execute('notebook:run-cell'); return true;",
+            index,
+        )
 
     def wait_done(self, index: int, timeout: float = TIMEOUT) -> None:
         """Until cell `index` has finished (its execution count is set) and the kernel is idle."""
-        self.wait_js(f"cell {index} to finish; it shows {self.text(index)!r}",
-                     "const p = P(); const c = p.content.widgets[arg]; const k = p.sessionContext.session.kernel;"
-                     "return c.model.executionCount !== null && c.model.sharedModel.execution_state !== 'running'"
-                     " && k.status === 'idle';", index, timeout)
+        self.wait_js(
+            f"cell {index} to finish; it shows {self.text(index)!r}",
+            "const p = P(); const c = p.content.widgets[arg]; const k = p.sessionContext.session.kernel;"
+            "return c.model.executionCount !== null && c.model.sharedModel.execution_state !== 'running'"
+            " && k.status === 'idle';",
+            index,
+            timeout,
+        )
 
     def run_and_wait(self, source: str, timeout: float = TIMEOUT) -> int:
         i = self.add_cell(source)
@@ -298,8 +360,9 @@ class NotebookPage:
             if needle in text:
                 return text
             if time.monotonic() > end:
-                raise AssertionError(f"cell {index} never showed {needle!r}; it shows:\n{text}\n"
-                                     f"console: {self.console[-10:]}")
+                raise AssertionError(
+                    f"cell {index} never showed {needle!r}; it shows:\n{text}\nconsole: {self.console[-10:]}"
+                )
             time.sleep(0.1)
 
     def outputs(self, index: int) -> list[dict[str, Any]]:
@@ -309,13 +372,16 @@ class NotebookPage:
     # --- the model, as the live notebook bridge sees it ------------------------------------
     def cells(self) -> list[dict[str, Any]]:
         """Each cell as the notebook model holds it: id, type, source, execution count, outputs."""
-        return list(self.js(
-            "const m = P().content.model; const out = [];"
-            "for (let i = 0; i < m.cells.length; i++) { const c = m.cells.get(i);"
-            "  out.push({id: c.id, cell_type: c.type, source: c.sharedModel.getSource(),"
-            "    execution_count: c.type === 'code' ? c.executionCount : null,"
-            "    outputs: c.type === 'code' ? c.outputs.toJSON() : []}); }"
-            "return out;"))
+        return list(
+            self.js(
+                "const m = P().content.model; const out = [];"
+                "for (let i = 0; i < m.cells.length; i++) { const c = m.cells.get(i);"
+                "  out.push({id: c.id, cell_type: c.type, source: c.sharedModel.getSource(),"
+                "    execution_count: c.type === 'code' ? c.executionCount : null,"
+                "    outputs: c.type === 'code' ? c.outputs.toJSON() : []}); }"
+                "return out;"
+            )
+        )
 
     def dirty(self) -> bool:
         """Whether the model has changes the file on disk does not have."""
@@ -333,12 +399,17 @@ class NotebookPage:
     # --- widgets ---------------------------------------------------------------------------
     def button(self, index: int, label: str, timeout: float = TIMEOUT) -> Any:
         """The enabled widget button of cell `index` whose text starts with `label`, once it is visible."""
-        loc = self.output_area(index).locator("button.jupyter-button:not([disabled])",
-                                              has_text=re.compile(f"^\\s*{re.escape(label)}")).first
+        loc = (
+            self.output_area(index)
+            .locator("button.jupyter-button:not([disabled])", has_text=re.compile(f"^\\s*{re.escape(label)}"))
+            .first
+        )
         try:
             loc.wait_for(state="visible", timeout=timeout * 1000)
         except Exception:
-            raise AssertionError(f"no {label!r} button appeared in cell {index}; it shows:\n{self.text(index)}") from None
+            raise AssertionError(
+                f"no {label!r} button appeared in cell {index}; it shows:\n{self.text(index)}"
+            ) from None
         return loc
 
     def prompt(self, index: int, timeout: float = TIMEOUT) -> Any:
@@ -357,9 +428,12 @@ class NotebookPage:
 
     def in_viewport(self, locator: Any) -> bool:
         """Whether the element is (at least partly) inside the visible part of the notebook."""
-        return bool(locator.evaluate(
-            "el => { const r = el.getBoundingClientRect(); const h = window.innerHeight;"
-            " return r.bottom > 0 && r.top < h && r.height > 0; }"))
+        return bool(
+            locator.evaluate(
+                "el => { const r = el.getBoundingClientRect(); const h = window.innerHeight;"
+                " return r.bottom > 0 && r.top < h && r.height > 0; }"
+            )
+        )
 
     # --- files -----------------------------------------------------------------------------
     def save(self) -> None:

@@ -21,10 +21,18 @@ pytestmark = pytest.mark.browser
 
 ORIGINAL = "teh plan\nline two\n"
 EDIT_TURNS = [
-    [{"type": "text", "text": "Let me read the file."},
-     {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "notes.txt"}}],
-    [{"type": "tool_use", "id": "e1", "name": "Edit",
-      "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"}}],
+    [
+        {"type": "text", "text": "Let me read the file."},
+        {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "notes.txt"}},
+    ],
+    [
+        {
+            "type": "tool_use",
+            "id": "e1",
+            "name": "Edit",
+            "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"},
+        }
+    ],
     "All right, I left notes.txt as it was.",
 ]
 REASON = "keep the spelling, it is a quote"
@@ -49,13 +57,16 @@ def _last_tool_result(nb: NotebookPage) -> str:
         "_m = current_magics().current.messages\n"
         "_r = [b for m in _m if m['role'] == 'user' and isinstance(m['content'], list) for b in m['content']"
         " if b.get('type') == 'tool_result']\n"
-        "print('RESULT>>' + str(_r[-1]['content']) + '<<')")
+        "print('RESULT>>' + str(_r[-1]['content']) + '<<')"
+    )
     text = nb.text(i)
-    return text[text.index("RESULT>>") + 8: text.index("<<")]
+    return text[text.index("RESULT>>") + 8 : text.index("<<")]
 
 
 @pytest.mark.parametrize("mode", ["awaiting", "background"])
-def test_a_reason_typed_key_by_key_reaches_the_model_whole(server: JupyterServer, browser: Any, project: Path, mode: str):
+def test_a_reason_typed_key_by_key_reaches_the_model_whole(
+    server: JupyterServer, browser: Any, project: Path, mode: str
+):
     _project_files(project)
     nb, _ = _open(server, browser, project)
     flag = " --background" if mode == "background" else ""
@@ -73,10 +84,18 @@ def test_a_reason_typed_key_by_key_reaches_the_model_whole(server: JupyterServer
 
 
 ALLOW_TURNS = [
-    [{"type": "text", "text": "Let me read the file."},
-     {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "notes.txt"}}],
-    [{"type": "tool_use", "id": "e1", "name": "Edit",
-      "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"}}],
+    [
+        {"type": "text", "text": "Let me read the file."},
+        {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "notes.txt"}},
+    ],
+    [
+        {
+            "type": "tool_use",
+            "id": "e1",
+            "name": "Edit",
+            "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"},
+        }
+    ],
     "Fixed: notes.txt now says *the plan*.",
 ]
 
@@ -85,7 +104,9 @@ def _saved_outputs(server: JupyterServer, name: str, index: int) -> list[dict[st
     return list(server.saved(name)["cells"][index]["outputs"])
 
 
-def test_a_saved_notebook_reopened_without_its_kernel_shows_the_record(server: JupyterServer, browser: Any, project: Path):
+def test_a_saved_notebook_reopened_without_its_kernel_shows_the_record(
+    server: JupyterServer, browser: Any, project: Path
+):
     (project / "notes.txt").write_text(ORIGINAL)
     (project / "allow.json").write_text(json.dumps({"turns": ALLOW_TURNS}))
     nb, name = _open(server, browser, project)
@@ -93,8 +114,10 @@ def test_a_saved_notebook_reopened_without_its_kernel_shows_the_record(server: J
     nb.run(i)
     nb.prompt(i)
     if server.kind == "lab":
-        nb.screenshot(nb.prompt(i).locator("xpath=ancestor::div[contains(@class,'jp-OutputArea-output')][1]"),
-                      SCREENSHOTS / "prompt.png")
+        nb.screenshot(
+            nb.prompt(i).locator("xpath=ancestor::div[contains(@class,'jp-OutputArea-output')][1]"),
+            SCREENSHOTS / "prompt.png",
+        )
     nb.button(i, "Allow").click()
     nb.wait_text(i, "Finished")
     nb.wait_done(i)
@@ -128,8 +151,10 @@ def test_a_saved_notebook_reopened_without_its_kernel_shows_the_record(server: J
 
 LONG = "\n\n".join(f"Paragraph {n}: looking at the notes before changing anything." for n in range(40))
 SCROLL_TURNS = [
-    [{"type": "text", "text": LONG},
-     {"type": "tool_use", "id": "e1", "name": "Write", "input": {"file_path": "new.txt", "content": "x\n"}}],
+    [
+        {"type": "text", "text": LONG},
+        {"type": "tool_use", "id": "e1", "name": "Write", "input": {"file_path": "new.txt", "content": "x\n"}},
+    ],
     "Done.",
 ]
 

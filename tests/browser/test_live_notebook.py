@@ -30,8 +30,11 @@ def make_notebook(server: JupyterServer, name: str, agent_line: str, turns: list
     """cell 0 loads ipy_agent, cell 1 runs the agent, then c1 `x = 1` and c2 `print(x + 1)`."""
     script = name.replace(".ipynb", ".json")
     (server.root / script).write_text(json.dumps({"turns": turns}))
-    server.notebook_file(name, ["%load_ext ipy_agent", f"{agent_line} --script {script} go", "x = 1", "print(x + 1)"],
-                         ids=["load", "agent", "c1", "c2"])
+    server.notebook_file(
+        name,
+        ["%load_ext ipy_agent", f"{agent_line} --script {script} go", "x = 1", "print(x + 1)"],
+        ids=["load", "agent", "c1", "c2"],
+    )
     return name
 
 
@@ -53,15 +56,29 @@ def start(server: JupyterServer, browser: Any, opened: list[NotebookPage], name:
 
 
 def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(lab_server, browser, opened):
-    name = make_notebook(lab_server, "main.ipynb", "%agent", [
-        [use("r1", "NotebookRead")],
-        [use("e1", "NotebookEdit", notebook_path="main.ipynb", cell_id="c1", new_source="x = 41")],
-        [use("e2", "NotebookEdit", notebook_path="main.ipynb", cell_id="c2", edit_mode="insert", cell_type="code",
-             new_source="y = x + 1\nprint('y is', y)\ny * 2")],
-        [use("n1", "NotebookRun", cell_id="c1")],
-        [use("n2", "NotebookRun", cell_id="cell-4")],
-        "Replaced x, added a cell and ran both.",
-    ])
+    name = make_notebook(
+        lab_server,
+        "main.ipynb",
+        "%agent",
+        [
+            [use("r1", "NotebookRead")],
+            [use("e1", "NotebookEdit", notebook_path="main.ipynb", cell_id="c1", new_source="x = 41")],
+            [
+                use(
+                    "e2",
+                    "NotebookEdit",
+                    notebook_path="main.ipynb",
+                    cell_id="c2",
+                    edit_mode="insert",
+                    cell_type="code",
+                    new_source="y = x + 1\nprint('y is', y)\ny * 2",
+                )
+            ],
+            [use("n1", "NotebookRun", cell_id="c1")],
+            [use("n2", "NotebookRun", cell_id="cell-4")],
+            "Replaced x, added a cell and ran both.",
+        ],
+    )
     page = start(lab_server, browser, opened, name)
     for k in range(4):  # two edits, two runs: each asks, and the person clicks Allow
         allow = page.button(1, "Allow")
@@ -86,11 +103,16 @@ def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(lab_se
 
 
 def test_a_denied_edit_leaves_the_cell_alone(lab_server, browser, opened):
-    name = make_notebook(lab_server, "deny.ipynb", "%agent", [
-        [use("r1", "NotebookRead")],
-        [use("e1", "NotebookEdit", notebook_path="deny.ipynb", cell_id="c1", new_source="x = 99")],
-        "Understood.",
-    ])
+    name = make_notebook(
+        lab_server,
+        "deny.ipynb",
+        "%agent",
+        [
+            [use("r1", "NotebookRead")],
+            [use("e1", "NotebookEdit", notebook_path="deny.ipynb", cell_id="c1", new_source="x = 99")],
+            "Understood.",
+        ],
+    )
     page = start(lab_server, browser, opened, name)
     page.button(1, "Deny").click()
     page.wait_done(1)
@@ -100,11 +122,16 @@ def test_a_denied_edit_leaves_the_cell_alone(lab_server, browser, opened):
 
 
 def test_a_cell_the_person_types_into_after_the_read_is_not_overwritten(lab_server, browser, opened):
-    name = make_notebook(lab_server, "stale.ipynb", "%agent", [
-        [use("r1", "NotebookRead")],
-        [use("e1", "NotebookEdit", notebook_path="stale.ipynb", cell_id="c1", new_source="x = 2")],
-        "I will read it again.",
-    ])
+    name = make_notebook(
+        lab_server,
+        "stale.ipynb",
+        "%agent",
+        [
+            [use("r1", "NotebookRead")],
+            [use("e1", "NotebookEdit", notebook_path="stale.ipynb", cell_id="c1", new_source="x = 2")],
+            "I will read it again.",
+        ],
+    )
     page = start(lab_server, browser, opened, name)
     allow = page.button(1, "Allow")  # the agent has read c1 and asks to replace it
     page.type_into(2, "  # mine")  # meanwhile the person types into c1, key by key
@@ -116,15 +143,22 @@ def test_a_cell_the_person_types_into_after_the_read_is_not_overwritten(lab_serv
 
 
 def test_a_background_run_runs_cells_while_the_kernel_is_free(lab_server, browser, opened):
-    name = make_notebook(lab_server, "bg.ipynb", "%agent --background --allow NotebookRun", [
-        [use("n1", "NotebookRun", cell_id="c1")],
-        [use("n2", "NotebookRun", cell_id="c2")],
-        "Ran them.",
-    ])
+    name = make_notebook(
+        lab_server,
+        "bg.ipynb",
+        "%agent --background --allow NotebookRun",
+        [
+            [use("n1", "NotebookRun", cell_id="c1")],
+            [use("n2", "NotebookRun", cell_id="c2")],
+            "Ran them.",
+        ],
+    )
     page = start(lab_server, browser, opened, name)
     page.wait_done(1)  # the magic returned at once; the agent goes on in the background
-    page.wait_js("c2's outputs in the model", "const c = P().content.model.cells.get(3);"
-                 " return c.outputs.length > 0 && c.executionCount !== null;")
+    page.wait_js(
+        "c2's outputs in the model",
+        "const c = P().content.model.cells.get(3); return c.outputs.length > 0 && c.executionCount !== null;",
+    )
     page.wait_text(1, "Ran them.")
     cells = page.cells()
     assert cells[3]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "2\n"}]
@@ -156,19 +190,21 @@ def test_the_bridge_survives_a_page_reload_and_a_kernel_restart(lab_server, brow
 
 
 def test_listing_a_500_cell_notebook_round_trip(lab_server, browser, opened):
-    timing = ("import time, statistics\n"
-              "from ipy_agent.magics import current_magics\n"
-              "b = current_magics().bridge\n"
-              "await b.ensure()\n"
-              "ts = []\n"
-              "for _ in range(7):\n"
-              "    t = time.perf_counter(); cells = await b.list_cells(); ts.append(time.perf_counter() - t)\n"
-              "one = []\n"
-              "for _ in range(7):\n"
-              "    t = time.perf_counter(); await b.read_cells([cells[0]['id']]); one.append(time.perf_counter() - t)\n"
-              "print('CELLS', len(cells), 'MS', round(statistics.median(ts) * 1000, 1),"
-              " 'ONE', round(statistics.median(one) * 1000, 1))\n"
-              "await b.notify('ipy_agent is waiting for your approval in cell 2', 'warning')")
+    timing = (
+        "import time, statistics\n"
+        "from ipy_agent.magics import current_magics\n"
+        "b = current_magics().bridge\n"
+        "await b.ensure()\n"
+        "ts = []\n"
+        "for _ in range(7):\n"
+        "    t = time.perf_counter(); cells = await b.list_cells(); ts.append(time.perf_counter() - t)\n"
+        "one = []\n"
+        "for _ in range(7):\n"
+        "    t = time.perf_counter(); await b.read_cells([cells[0]['id']]); one.append(time.perf_counter() - t)\n"
+        "print('CELLS', len(cells), 'MS', round(statistics.median(ts) * 1000, 1),"
+        " 'ONE', round(statistics.median(one) * 1000, 1))\n"
+        "await b.notify('ipy_agent is waiting for your approval in cell 2', 'warning')"
+    )
     cells = ["%load_ext ipy_agent", timing]
     cells += [f"v{i} = {i}  # a cell of a long notebook\nprint(v{i})" for i in range(498)]
     lab_server.notebook_file("long.ipynb", cells)
@@ -184,5 +220,7 @@ def test_listing_a_500_cell_notebook_round_trip(lab_server, browser, opened):
     # The notification op (used by the approval prompts) shows a JupyterLab toast.
     toast = page.page.get_by_text("ipy_agent is waiting for your approval in cell 2")
     toast.first.wait_for(state="visible", timeout=30_000)
-    print(f"\nlist_cells round trip, 500-cell notebook: {ms:.1f} ms (median of 7; target < 100 ms); "
-          f"a one-cell read_cells: {one:.1f} ms")
+    print(
+        f"\nlist_cells round trip, 500-cell notebook: {ms:.1f} ms (median of 7; target < 100 ms); "
+        f"a one-cell read_cells: {one:.1f} ms"
+    )

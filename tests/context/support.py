@@ -23,8 +23,15 @@ def fetch_tool(size: int = 20_000, *, max_result_chars: int = 50_000):
         line = f"page {inp.n}: " + "x" * 70 + "\n"
         return (line * (size // len(line) + 1))[:size]
 
-    return build_tool(name="Fetch", input_model=FetchInput, description="Fetch page n (test tool).", call=call,
-                      is_read_only=True, is_concurrency_safe=True, max_result_chars=max_result_chars)
+    return build_tool(
+        name="Fetch",
+        input_model=FetchInput,
+        description="Fetch page n (test tool).",
+        call=call,
+        is_read_only=True,
+        is_concurrency_safe=True,
+        max_result_chars=max_result_chars,
+    )
 
 
 def fetch(n: int) -> dict[str, Any]:
@@ -41,7 +48,7 @@ class HistoryCheck:
     def turn(self, i: int, blocks: list[dict[str, Any]] | str):
         def reply(messages: list[dict[str, Any]]) -> Any:
             self.seen += 1
-            if (problems := history_problems(messages)):
+            if problems := history_problems(messages):
                 self.problems.append((i, problems))
             return blocks
 
@@ -55,4 +62,8 @@ def text(block: dict[str, Any]) -> str:
 
 def results(message: dict[str, Any]) -> list[dict[str, Any]]:
     content = message["content"]
-    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(content, list) else []
+    return (
+        [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if isinstance(content, list)
+        else []
+    )

@@ -7,10 +7,9 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.context.clearing import CLEARED_PREFIX
-from ipy_agent.history.messages import history_problems
 from ipy_agent.context.tokens import request_tokens
+from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import ContextEvent
-
 from tests.context.support import HistoryCheck, fetch, fetch_tool, results, text
 
 
@@ -42,7 +41,7 @@ def test_500_tool_turns_of_20kb_results_fit_a_40k_window(tmp_path):
     # The model is told what was cleared and how to get it back.
     notes = [text(b) for m in model.requests[-1]["messages"] for b in results(m) if text(b).startswith(CLEARED_PREFIX)]
     assert notes
-    assert all("output of Fetch {\"n\": " in n and "call Fetch again with the same input" in n for n in notes)
+    assert all('output of Fetch {"n": ' in n and "call Fetch again with the same input" in n for n in notes)
     # The newest results reached the model in full.
     last = results(model.requests[-1]["messages"][-1])
     assert len(last) == 1 and text(last[0]).startswith("page 499: ") and len(text(last[0])) == 20_000
@@ -75,8 +74,14 @@ def test_a_spilled_result_is_cleared_with_the_path_of_its_spill_file(tmp_path):
     # Results over 6,000 characters are spilled to a file with a 2 KB preview; the note must
     # point at the file that still holds the whole output.
     model = ScriptedModel([[fetch(i)] for i in range(25)] + ["done"])
-    agent = Agent(model, cwd=tmp_path, tools=[fetch_tool(9_000, max_result_chars=6_000)], context_window=12_000,
-                  spill_dir=tmp_path / "spill", max_turns=30)
+    agent = Agent(
+        model,
+        cwd=tmp_path,
+        tools=[fetch_tool(9_000, max_result_chars=6_000)],
+        context_window=12_000,
+        spill_dir=tmp_path / "spill",
+        max_turns=30,
+    )
     agent.run("fetch them")
 
     first = next(b for b in results(model.requests[-1]["messages"][2]))
@@ -89,8 +94,14 @@ def test_a_spilled_result_is_cleared_with_the_path_of_its_spill_file(tmp_path):
 def test_the_threshold_is_configurable(tmp_path):
     def run(threshold: float) -> int:
         model = ScriptedModel([[fetch(i)] for i in range(10)] + ["done"])
-        agent = Agent(model, cwd=tmp_path, tools=[fetch_tool(4_000)], context_window=40_000,
-                      context_threshold=threshold, max_turns=20)
+        agent = Agent(
+            model,
+            cwd=tmp_path,
+            tools=[fetch_tool(4_000)],
+            context_window=40_000,
+            context_threshold=threshold,
+            max_turns=20,
+        )
         agent.run("go")
         assert max(s.tokens for s in agent.context_manager.sizes) <= agent.context_manager.trigger
         return agent.context_manager.cleared

@@ -8,10 +8,9 @@ from typing import Any
 
 from ipy_agent import Agent, HookOutcome, ModelError, ScriptedModel
 from ipy_agent.context.compaction import COMPACTION_SYSTEM, SUMMARY_HEADER
-from ipy_agent.models.scripted import COMPACTION_SUMMARY
 from ipy_agent.history.messages import history_problems
+from ipy_agent.models.scripted import COMPACTION_SUMMARY
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
-
 from tests.context.support import fetch, fetch_tool, results, text
 
 NOT_READ = "has not been read yet. Read it first"
@@ -28,6 +27,7 @@ def test_auto_compaction_keeps_recent_turns_verbatim_and_uses_no_scripted_turn(t
         def reply(messages):
             seen.append(messages)
             return [fetch(i)]
+
         return reply
 
     model = ScriptedModel([turn(i) for i in range(100)] + ["finished"], keep_requests=None)
@@ -59,7 +59,7 @@ def test_auto_compaction_keeps_recent_turns_verbatim_and_uses_no_scripted_turn(t
     assert [b["tool_use_id"] for b in results(after[-1])] == [f"toolu_fetch_{i - 1:05d}"]
     kept = after[1:-1]
     expected = [*before, {"role": "assistant", "content": [fetch(i - 1)]}]
-    for now, then in zip(kept, expected[len(expected) - len(kept):], strict=True):
+    for now, then in zip(kept, expected[len(expected) - len(kept) :], strict=True):
         if now["role"] == "assistant":
             assert now == then  # verbatim
         else:  # the same results (clearing may have shortened some)
@@ -72,13 +72,16 @@ def test_auto_compaction_keeps_recent_turns_verbatim_and_uses_no_scripted_turn(t
 def test_read_state_after_compaction_requires_a_fresh_read_before_an_edit(tmp_path):
     target = tmp_path / "notes.txt"
     target.write_text("alpha\nbeta\n")
-    model = ScriptedModel([
-        [use("r1", "Read", file_path=str(target))], "I have read notes.txt.",
-        [use("e1", "Edit", file_path=str(target), old_string="beta", new_string="gamma")],
-        [use("r2", "Read", file_path=str(target))],
-        [use("e2", "Edit", file_path=str(target), old_string="beta", new_string="gamma")],
-        "Edited.",
-    ])
+    model = ScriptedModel(
+        [
+            [use("r1", "Read", file_path=str(target))],
+            "I have read notes.txt.",
+            [use("e1", "Edit", file_path=str(target), old_string="beta", new_string="gamma")],
+            [use("r2", "Read", file_path=str(target))],
+            [use("e2", "Edit", file_path=str(target), old_string="beta", new_string="gamma")],
+            "Edited.",
+        ]
+    )
     agent = Agent(model, cwd=tmp_path, permission_mode="acceptEdits")
     agent.run("read notes.txt")
     assert str(target) in agent.read_state
@@ -100,13 +103,21 @@ def test_read_state_after_clearing_requires_a_fresh_read_before_an_edit(tmp_path
     target.write_text("".join(f"line {i} of the file\n" for i in range(400)))
     turns: list[Any] = [[use("r1", "Read", file_path=str(target))]]
     turns += [[fetch(i)] for i in range(8)]
-    turns += [[use("e1", "Edit", file_path=str(target), old_string="line 7 of", new_string="LINE 7 of")],
-              [use("r2", "Read", file_path=str(target))],
-              [use("e2", "Edit", file_path=str(target), old_string="line 7 of", new_string="LINE 7 of")],
-              "done"]
+    turns += [
+        [use("e1", "Edit", file_path=str(target), old_string="line 7 of", new_string="LINE 7 of")],
+        [use("r2", "Read", file_path=str(target))],
+        [use("e2", "Edit", file_path=str(target), old_string="line 7 of", new_string="LINE 7 of")],
+        "done",
+    ]
     model = ScriptedModel(turns)
-    agent = Agent(model, cwd=tmp_path, tools=[*_file_tools(), fetch_tool(6_000)], context_window=14_000,
-                  permission_mode="acceptEdits", max_turns=20)
+    agent = Agent(
+        model,
+        cwd=tmp_path,
+        tools=[*_file_tools(), fetch_tool(6_000)],
+        context_window=14_000,
+        permission_mode="acceptEdits",
+        max_turns=20,
+    )
     agent.run("go")
 
     first_read = results(model.requests[9]["messages"][2])[0]
@@ -120,10 +131,14 @@ def test_read_state_after_clearing_requires_a_fresh_read_before_an_edit(tmp_path
 def test_a_file_read_again_later_stays_editable_when_an_older_read_is_cleared(tmp_path):
     target = tmp_path / "t.txt"
     target.write_text("one\n" * 500)
-    turns: list[Any] = [[use("r1", "Read", file_path=str(target))], [fetch(0)], [fetch(1)],
-                        [use("r2", "Read", file_path=str(target))]]
+    turns: list[Any] = [
+        [use("r1", "Read", file_path=str(target))],
+        [fetch(0)],
+        [fetch(1)],
+        [use("r2", "Read", file_path=str(target))],
+    ]
     turns += [[fetch(i)] for i in range(2, 5)]
-    model = ScriptedModel(turns + ["done"])
+    model = ScriptedModel([*turns, "done"])
     agent = Agent(model, cwd=tmp_path, tools=[*_file_tools(), fetch_tool(5_000)], context_window=12_000, max_turns=20)
     agent.run("go")
     texts = {b["tool_use_id"]: text(b) for m in agent.messages for b in results(m)}

@@ -14,7 +14,6 @@ from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import ContextEvent
 from ipy_agent.ui.text import TextRenderer
 from ipy_agent.ui.widgets import RunView
-
 from tests.context.support import fetch, fetch_tool
 
 
@@ -30,8 +29,10 @@ def test_the_widget_view_shows_a_row_for_clearing_and_for_compaction(tmp_path):
     agent.run("go")
     rows = [w.value for w in view.body.children if "ipy-agent-context" in getattr(w, "value", "")]
     assert any(re.search(r"context: \d+ old tool results? cleared: [\d.]+k -&gt; [\d.]+k tokens", r) for r in rows)
-    assert any(re.search(r"context compacted: [\d.]+k -&gt; [\d.]+k tokens \(\d+ earlier messages summarised\)", r)
-               for r in rows)
+    assert any(
+        re.search(r"context compacted: [\d.]+k -&gt; [\d.]+k tokens \(\d+ earlier messages summarised\)", r)
+        for r in rows
+    )
     assert "of 12k" in view.footer.value  # the footer's context share uses the agent's window
 
 
@@ -49,13 +50,20 @@ def test_the_text_renderer_prints_the_same_rows(tmp_path):
 def test_event_text_reads_as_in_the_issue():
     e = ContextEvent(action="compacted", before=143_200, after=31_400, count=88)
     assert e.text == "context compacted: 143k -> 31k tokens (88 earlier messages summarised)"
-    assert ContextEvent(action="cleared", before=9_500, after=4_200, count=1).text == \
-        "context: 1 old tool result cleared: 9.5k -> 4.2k tokens"
+    assert (
+        ContextEvent(action="cleared", before=9_500, after=4_200, count=1).text
+        == "context: 1 old tool result cleared: 9.5k -> 4.2k tokens"
+    )
 
 
 def test_agent_context_magic_shows_what_fills_the_window(shell, magics, capsys, tmp_path):
-    agent = Agent(ScriptedModel([[fetch(i)] for i in range(6)] + ["done"]), cwd=tmp_path,
-                  tools=[fetch_tool(6_000)], context_window=20_000, max_turns=10)
+    agent = Agent(
+        ScriptedModel([[fetch(i)] for i in range(6)] + ["done"]),
+        cwd=tmp_path,
+        tools=[fetch_tool(6_000)],
+        context_window=20_000,
+        max_turns=10,
+    )
     magics.current = agent
     agent.run("go")
     capsys.readouterr()
@@ -67,9 +75,21 @@ def test_agent_context_magic_shows_what_fills_the_window(shell, magics, capsys, 
     bar = re.search(r"\[([stmrc·|]+)\]", out).group(1)
     assert len(bar) == 60 and bar[48] == "|"  # the threshold at 80%
     assert bar.count("r") >= 1 and bar.count("t") >= 0
-    rows = dict(re.findall(r"^\s+\S\s+(system prompt|tool definitions|messages|tool results|cleared-result notes|free)\s+([\d,]+)",
-                           out, flags=re.M))
-    assert set(rows) == {"system prompt", "tool definitions", "messages", "tool results", "cleared-result notes", "free"}
+    rows = dict(
+        re.findall(
+            r"^\s+\S\s+(system prompt|tool definitions|messages|tool results|cleared-result notes|free)\s+([\d,]+)",
+            out,
+            flags=re.M,
+        )
+    )
+    assert set(rows) == {
+        "system prompt",
+        "tool definitions",
+        "messages",
+        "tool results",
+        "cleared-result notes",
+        "free",
+    }
     parts = {k: int(v.replace(",", "")) for k, v in rows.items()}
     assert sum(v for k, v in parts.items() if k != "free") == used
     assert parts["tool results"] > parts["messages"]  # six 6 KB results dominate

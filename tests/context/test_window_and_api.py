@@ -10,26 +10,29 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.context.compaction import COMPACTION_SYSTEM, SUMMARY_HEADER
+from ipy_agent.history.messages import history_problems
 from ipy_agent.models.anthropic import AnthropicModel
 from ipy_agent.models.pricing import CONTEXT_1M_BETA, context_window
-from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import ContextEvent
-from tests.models.sse_server import Reply, ReplayServer, error_reply, message_events
+from tests.models.sse_server import ReplayServer, Reply, error_reply, message_events
 
 TOO_LONG = "prompt is too long: 213417 tokens > 200000 maximum"
 
 
-@pytest.mark.parametrize(("model", "betas", "window"), [
-    ("claude-sonnet-4-5", (), 200_000),
-    ("claude-sonnet-4-5-20250929", (CONTEXT_1M_BETA,), 1_000_000),
-    ("claude-sonnet-4-6", (), 1_000_000),
-    ("claude-opus-4-5", (CONTEXT_1M_BETA,), 200_000),  # no long window on offer
-    ("claude-opus-4-7", (), 1_000_000),
-    ("claude-haiku-4-5-20251001", (), 200_000),
-    ("claude-3-5-sonnet-20241022", (CONTEXT_1M_BETA,), 200_000),
-    ("claude-fable-5-2", (), 1_000_000),
-    ("some-other-model", (), 200_000),
-])
+@pytest.mark.parametrize(
+    ("model", "betas", "window"),
+    [
+        ("claude-sonnet-4-5", (), 200_000),
+        ("claude-sonnet-4-5-20250929", (CONTEXT_1M_BETA,), 1_000_000),
+        ("claude-sonnet-4-6", (), 1_000_000),
+        ("claude-opus-4-5", (CONTEXT_1M_BETA,), 200_000),  # no long window on offer
+        ("claude-opus-4-7", (), 1_000_000),
+        ("claude-haiku-4-5-20251001", (), 200_000),
+        ("claude-3-5-sonnet-20241022", (CONTEXT_1M_BETA,), 200_000),
+        ("claude-fable-5-2", (), 1_000_000),
+        ("some-other-model", (), 200_000),
+    ],
+)
 def test_context_window_per_model(model, betas, window):
     assert context_window(model, betas=betas) == window
 
@@ -51,8 +54,9 @@ def server():
 
 
 def sdk_agent(server: ReplayServer, tmp_path, **kw: Any) -> Agent:
-    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-test", base_url=server.url, max_retries=0,
-                           betas=kw.pop("betas", ()))
+    model = AnthropicModel(
+        "claude-sonnet-4-6", api_key="sk-test", base_url=server.url, max_retries=0, betas=kw.pop("betas", ())
+    )
     return Agent(model, cwd=tmp_path, tools=[], system_prompt="You help.", **kw)
 
 
@@ -137,9 +141,11 @@ def test_near_the_threshold_the_api_count_decides(server, tmp_path):
 def test_a_failed_count_falls_back_to_the_local_estimate(server, tmp_path):
     agent = sdk_agent(server, tmp_path, context_window=10_000)
     agent.messages.extend(earlier_conversation(4, size=4_000))
-    server.add(error_reply(500, "api_error", "counting is down"),
-               message_events([{"type": "text", "text": "summary of four questions"}]),
-               message_events([{"type": "text", "text": "ok"}]))
+    server.add(
+        error_reply(500, "api_error", "counting is down"),
+        message_events([{"type": "text", "text": "summary of four questions"}]),
+        message_events([{"type": "text", "text": "ok"}]),
+    )
     result = agent.run("and now?")
     assert result.text == "ok"
     assert [r.path for r in server.requests] == ["/v1/messages/count_tokens", "/v1/messages", "/v1/messages"]

@@ -20,10 +20,10 @@ import queue
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
@@ -68,14 +68,20 @@ class Kernel:
         spec_dir = Path(self._tmp.name) / "kernels" / KERNEL_NAME
         spec_dir.mkdir(parents=True)
         argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        (spec_dir / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "ipy_agent test", "language": "python"}))
+        (spec_dir / "kernel.json").write_text(
+            json.dumps({"argv": argv, "display_name": "ipy_agent test", "language": "python"})
+        )
         kernel_env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_"))}
         python_path = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-        kernel_env.update(IPYTHONDIR=str(Path(self._tmp.name) / "ipython"), PYTHONPATH=python_path, PYTHONUNBUFFERED="1")
+        kernel_env.update(
+            IPYTHONDIR=str(Path(self._tmp.name) / "ipython"), PYTHONPATH=python_path, PYTHONUNBUFFERED="1"
+        )
         kernel_env.update(env or {})
         # IPC sockets in our temp dir: no TCP ports to collide with on a shared machine.
         self.km = KernelManager(
-            kernel_name=KERNEL_NAME, transport="ipc", ip=str(Path(self._tmp.name) / "kernel-ipc"),
+            kernel_name=KERNEL_NAME,
+            transport="ipc",
+            ip=str(Path(self._tmp.name) / "kernel-ipc"),
             kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec_dir.parent)], ensure_native_kernel=False),
         )
         self.km.start_kernel(cwd=str(cwd), env=kernel_env)
@@ -132,8 +138,11 @@ class Kernel:
             self.pump(0.1)
 
     def describe(self) -> str:
-        lines = [f"{m['msg_type']}: {json.dumps(m['content'])[:300]}" for m in self.messages[-40:]
-                 if m["msg_type"] not in ("status",)]
+        lines = [
+            f"{m['msg_type']}: {json.dumps(m['content'])[:300]}"
+            for m in self.messages[-40:]
+            if m["msg_type"] not in ("status",)
+        ]
         return "\n".join(lines)
 
     # --- cells ---------------------------------------------------------------------------
@@ -156,13 +165,21 @@ class Kernel:
             if time.monotonic() > end:
                 raise AssertionError(f"cell {msg_id} did not finish within {timeout:.0f} s; seen:\n{self.describe()}")
         self.wait_for(f"idle after {msg_id}", lambda: self._idle(msg_id), timeout)
-        outputs = [m for m in self.messages if m["parent_header"].get("msg_id") == msg_id
-                   and m["msg_type"] in ("stream", "execute_result", "display_data", "update_display_data", "error")]
+        outputs = [
+            m
+            for m in self.messages
+            if m["parent_header"].get("msg_id") == msg_id
+            and m["msg_type"] in ("stream", "execute_result", "display_data", "update_display_data", "error")
+        ]
         return Execution(msg_id=msg_id, reply=reply, outputs=outputs)
 
     def _idle(self, msg_id: str) -> bool:
-        return any(m["msg_type"] == "status" and m["parent_header"].get("msg_id") == msg_id
-                   and m["content"]["execution_state"] == "idle" for m in self.messages)
+        return any(
+            m["msg_type"] == "status"
+            and m["parent_header"].get("msg_id") == msg_id
+            and m["content"]["execution_state"] == "idle"
+            for m in self.messages
+        )
 
     def run(self, code: str, timeout: float = TIMEOUT) -> Execution:
         return self.wait(self.execute(code), timeout)
@@ -188,16 +205,23 @@ class Kernel:
         a displayed widget, everything shown beside it (the prompt's diff) has arrived too."""
         on_screen = self.displayed()
         for cid, state in self.widgets("ButtonModel").items():
-            if cid in on_screen and str(state.get("description", "")).startswith(prefix) \
-                    and not (enabled and state.get("disabled")):
+            if (
+                cid in on_screen
+                and str(state.get("description", "")).startswith(prefix)
+                and not (enabled and state.get("disabled"))
+            ):
                 return cid
         return None
 
     def displayed(self) -> set[str]:
         """The comm ids of every widget inside a widget that a cell displayed."""
         view = "application/vnd.jupyter.widget-view+json"
-        todo = [m["content"]["data"][view]["model_id"] for m in self.messages
-                if m["msg_type"] in ("display_data", "update_display_data", "execute_result") and view in m["content"].get("data", {})]
+        todo = [
+            m["content"]["data"][view]["model_id"]
+            for m in self.messages
+            if m["msg_type"] in ("display_data", "update_display_data", "execute_result")
+            and view in m["content"].get("data", {})
+        ]
         seen: set[str] = set()
         while todo:
             cid = todo.pop()

@@ -21,10 +21,22 @@ def test_agent_magic_with_the_anthropic_client_and_an_approval_click(tmp_path: P
     (tmp_path / "notes.txt").write_text("teh plan\n")
     with ReplayServer() as server:
         server.add(
-            message_events([{"type": "text", "text": "Reading it."},
-                            {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "notes.txt"}}]),
-            message_events([{"type": "tool_use", "id": "toolu_e", "name": "Edit",
-                             "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"}}]),
+            message_events(
+                [
+                    {"type": "text", "text": "Reading it."},
+                    {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "notes.txt"}},
+                ]
+            ),
+            message_events(
+                [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_e",
+                        "name": "Edit",
+                        "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"},
+                    }
+                ]
+            ),
             message_events([{"type": "text", "text": "Fixed the typo."}]),
         )
         env = {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-test", "IPY_AGENT_MODEL": "claude-test-model"}

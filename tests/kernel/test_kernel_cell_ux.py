@@ -34,15 +34,20 @@ def loaded(tmp_path: Path) -> Iterator[Kernel]:
 
 
 def _type(k: Kernel, comm_id: str, value: str) -> str:
-    msg = k.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": {"value": value},
-                                                                       "buffer_paths": []}})
+    msg = k.kc.session.msg(
+        "comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": {"value": value}, "buffer_paths": []}}
+    )
     k.kc.shell_channel.send(msg)
     return str(msg["header"]["msg_id"])
 
 
 def _idle_for(k: Kernel, msg_id: str) -> bool:
-    return any(m["msg_type"] == "status" and m["parent_header"].get("msg_id") == msg_id
-               and m["content"]["execution_state"] == "idle" for m in k.messages)
+    return any(
+        m["msg_type"] == "status"
+        and m["parent_header"].get("msg_id") == msg_id
+        and m["content"]["execution_state"] == "idle"
+        for m in k.messages
+    )
 
 
 def test_each_typed_key_is_acknowledged_while_the_cell_awaits(loaded: Kernel, tmp_path: Path):
@@ -55,7 +60,9 @@ def test_each_typed_key_is_acknowledged_while_the_cell_awaits(loaded: Kernel, tm
         typed += ch
         # What the browser does: the next key is sent only after the idle for the previous one.
         sent = _type(loaded, reason, typed)
-        loaded.wait_for(f"the kernel's idle for the update {typed!r}", lambda sent=sent: _idle_for(loaded, sent), timeout=30)
+        loaded.wait_for(
+            f"the kernel's idle for the update {typed!r}", lambda sent=sent: _idle_for(loaded, sent), timeout=30
+        )
     deny = next(c for c in loaded.siblings(allow) if loaded.models[c].get("description") == "Deny")
     assert loaded.models[reason]["value"] == "no"
     loaded.click(deny)
@@ -81,8 +88,11 @@ def test_the_cell_says_what_starts_before_anything_else_and_ends_with_the_record
     assert first["msg_type"] == "display_data"
     assert first["content"]["data"]["text/plain"] == "ipy_agent: starting with the scripted model edit.json (offline)…"
     display_id = first["content"]["transient"]["display_id"]
-    updates = [m["content"]["data"] for m in msgs if m["msg_type"] == "update_display_data"
-               and m["content"]["transient"]["display_id"] == display_id]
+    updates = [
+        m["content"]["data"]
+        for m in msgs
+        if m["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == display_id
+    ]
     assert "application/vnd.jupyter.widget-view+json" in updates[0]  # the live view replaced the start line
     final = updates[-1]  # and the record replaced the live view
     assert set(final) == {"text/html", "text/plain"}

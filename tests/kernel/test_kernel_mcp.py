@@ -26,9 +26,14 @@ def use(name: str, tid: str, **inp) -> dict:
 
 @pytest.fixture
 def kernel(tmp_path: Path) -> Iterator[Kernel]:
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"tb": {"command": sys.executable, "args": [TOOLBOX]}}}))
-    (tmp_path / "first.json").write_text(json.dumps({"turns": [
-        [use("mcp__tb__lookup", "l1", key="k"), use("mcp__tb__add", "a1", a=40, b=2)], "Looked it up."]}))
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"tb": {"command": sys.executable, "args": [TOOLBOX]}}})
+    )
+    (tmp_path / "first.json").write_text(
+        json.dumps(
+            {"turns": [[use("mcp__tb__lookup", "l1", key="k"), use("mcp__tb__add", "a1", a=40, b=2)], "Looked it up."]}
+        )
+    )
     (tmp_path / "second.json").write_text(json.dumps({"turns": [[use("mcp__tb__lookup", "l2", key="j")], "Again."]}))
     k = Kernel(tmp_path, env={"IPY_AGENT_CONFIG_DIR": str(tmp_path / "user-config")})
     try:
@@ -43,21 +48,31 @@ def test_trust_prompt_and_tool_prompt_in_the_cell(kernel: Kernel):
 
     cell = kernel.execute("%agent --script first.json use the toolbox")
     trust = kernel.wait_for("the trust prompt", lambda: kernel.find_button("Always allow MCP server 'tb'"))
-    kernel.wait_for("what the person approves", lambda: kernel.shows("Start the MCP server &#x27;tb&#x27; from .mcp.json?"))
+    kernel.wait_for(
+        "what the person approves", lambda: kernel.shows("Start the MCP server &#x27;tb&#x27; from .mcp.json?")
+    )
     assert kernel.shows(TOOLBOX)  # the command line it will run
     trust_buttons = set(kernel.siblings(trust))
     kernel.click(trust)
 
     def tool_prompt() -> str | None:
-        return next((cid for cid, st in kernel.widgets("ButtonModel").items() if st.get("description") == "Allow"
-                     and cid not in trust_buttons and not st.get("disabled")), None)
+        return next(
+            (
+                cid
+                for cid, st in kernel.widgets("ButtonModel").items()
+                if st.get("description") == "Allow" and cid not in trust_buttons and not st.get("disabled")
+            ),
+            None,
+        )
 
     allow = kernel.wait_for("the approval of the unannotated tool", tool_prompt)
     kernel.click(allow)
     assert kernel.wait(cell).status == "ok"
-    out = kernel.check(AGENT + "r = {b['tool_use_id']: b for msg in m.current.messages if msg['role'] == 'user' "
-                               "for b in msg['content'] if b.get('type') == 'tool_result'}\n"
-                               "print(r['l1']['content'][0]['text'], '|', r['a1']['content'][0]['text'])")
+    out = kernel.check(
+        AGENT + "r = {b['tool_use_id']: b for msg in m.current.messages if msg['role'] == 'user' "
+        "for b in msg['content'] if b.get('type') == 'tool_result'}\n"
+        "print(r['l1']['content'][0]['text'], '|', r['a1']['content'][0]['text'])"
+    )
     assert out.strip() == "value of k | 42"
     assert kernel.check(CHILDREN).strip() == "1"
 

@@ -10,9 +10,9 @@ and that the kernel still runs cells afterwards.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,8 +23,14 @@ pytestmark = pytest.mark.kernel
 ORIGINAL = "hello world\nsecond line\n"
 READ_THEN_EDIT = [
     [{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "a.txt"}}],
-    [{"type": "tool_use", "id": "e1", "name": "Edit",
-      "input": {"file_path": "a.txt", "old_string": "hello world", "new_string": "goodbye world"}}],
+    [
+        {
+            "type": "tool_use",
+            "id": "e1",
+            "name": "Edit",
+            "input": {"file_path": "a.txt", "old_string": "hello world", "new_string": "goodbye world"},
+        }
+    ],
     "Changed the greeting.",
 ]
 
@@ -94,8 +100,9 @@ def stop_reason(k: Kernel) -> str:
 
 
 def history_problems_in(k: Kernel) -> str:
-    return k.check(AGENT + "from ipy_agent.history.messages import history_problems\n"
-                   "print(history_problems(m.current.messages))").strip()
+    return k.check(
+        AGENT + "from ipy_agent.history.messages import history_problems\nprint(history_problems(m.current.messages))"
+    ).strip()
 
 
 def tool_running(k: Kernel, name: str) -> bool:
@@ -136,8 +143,10 @@ def test_deny_with_a_reason_tells_the_model_and_leaves_the_file(loaded: Kernel, 
 
     assert ex.status == "ok", ex.text
     assert (project / "a.txt").read_text() == ORIGINAL
-    told = loaded.check(AGENT + "last = m.current.model.requests[-1]['messages'][-1]['content']\n"
-                        "print([b for b in last if b.get('type') == 'tool_result'])")
+    told = loaded.check(
+        AGENT + "last = m.current.model.requests[-1]['messages'][-1]['content']\n"
+        "print([b for b in last if b.get('type') == 'tool_result'])"
+    )
     assert words in told and "'is_error': True" in told
     assert loaded.shows("denied") and loaded.shows(f"Denied: {words}")
 

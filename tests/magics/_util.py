@@ -23,5 +23,8 @@ def text_of(block: dict[str, Any]) -> str:
 def edit_script(script: Any, tmp_path: Any, new: str = "howdy") -> str:
     """A transcript that reads a.txt ("hello") and then edits it to `new`."""
     (tmp_path / "a.txt").write_text("hello\n")
-    return script([use("Read", "r1", file_path="a.txt")],
-                  [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string=new)], "done")
+    return script(
+        [use("Read", "r1", file_path="a.txt")],
+        [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string=new)],
+        "done",
+    )

@@ -23,7 +23,9 @@ def answers(monkeypatch: pytest.MonkeyPatch, *replies: str) -> list[str]:
     return asked
 
 
-def test_grants_survive_new_and_reset_are_listed_and_can_be_revoked(shell, magics, script, tmp_path, monkeypatch, capsys):
+def test_grants_survive_new_and_reset_are_listed_and_can_be_revoked(
+    shell, magics, script, tmp_path, monkeypatch, capsys
+):
     path = edit_script(script, tmp_path)
     answers(monkeypatch, "a")
     shell.run_cell(f"%agent --script {path} change it", store_history=True)  # a numbered cell, as typed
@@ -47,7 +49,7 @@ def test_grants_survive_new_and_reset_are_listed_and_can_be_revoked(shell, magic
 
     shell.run_cell("%agent_rules")
     out = capsys.readouterr().out
-    assert rule in out and "\"Always allow\" in cell [1]" in out
+    assert rule in out and '"Always allow" in cell [1]' in out
 
     shell.run_cell(f"%agent_rules --revoke {rule}")
     assert f"Revoked {rule}" in capsys.readouterr().out
@@ -67,7 +69,10 @@ def test_revoking_what_was_never_granted_names_it(shell):
 
 
 def test_help_says_grants_stay(shell):
-    docs = {name: shell.magics_manager.magics["line"][name].__doc__ or "" for name in ("agent", "agent_reset", "agent_rules")}
+    docs = {
+        name: shell.magics_manager.magics["line"][name].__doc__ or ""
+        for name in ("agent", "agent_reset", "agent_rules")
+    }
     assert "Always allow" in docs["agent"] and "stay" in docs["agent"]
     assert "Always allow" in docs["agent_reset"] and "%agent_rules" in docs["agent_reset"]
     assert "--revoke" in docs["agent_rules"]

@@ -15,14 +15,25 @@ from IPython.core.error import UsageError
 from traitlets.config import Config
 
 import ipy_agent
-from ipy_agent.magics import agent_transformer, run_agent_cell
 from ipy_agent.history.messages import history_problems
-
+from ipy_agent.magics import agent_transformer, run_agent_cell
 from tests.magics._util import edit_script, results, text_of, use
 
 ROOT = Path(__file__).resolve().parents[2]
-MAGICS = ["agent", "agent_stop", "agent_tools", "agent_rules", "agent_inspect", "agent_trace", "agent_history", "agent_reset",
-          "agent_save", "agent_context", "agent_compact", "agent_mcp"]
+MAGICS = [
+    "agent",
+    "agent_stop",
+    "agent_tools",
+    "agent_rules",
+    "agent_inspect",
+    "agent_trace",
+    "agent_history",
+    "agent_reset",
+    "agent_save",
+    "agent_context",
+    "agent_compact",
+    "agent_mcp",
+]
 
 
 def no_input(prompt: str = "") -> str:
@@ -61,7 +72,7 @@ def test_transformer_only_in_a_kernel_and_removed_on_unload(make_shell):
     ipy_agent.load_ipython_extension(sh)
     assert sh.input_transformers_cleanup.count(agent_transformer) == 1
     code = sh.transform_cell("%agent fix it, don't break it\n")
-    assert code.startswith("await ") and "run_agent_cell(\"fix it, don't break it\")" in code
+    assert code.startswith("await ") and 'run_agent_cell("fix it, don\'t break it")' in code
     cell = sh.transform_cell("%%agent --mode plan\nline one\nline 'two'\n")
     assert "run_agent_cell('--mode plan', \"line one\\nline 'two'\\n\")" in cell
     assert "await" not in sh.transform_cell("%agent?\n")
@@ -70,15 +81,23 @@ def test_transformer_only_in_a_kernel_and_removed_on_unload(make_shell):
     assert agent_transformer not in sh.input_transformers_cleanup
 
 
-@pytest.mark.parametrize("code", [
-    "import ipy_agent",
-    "from IPython.core.interactiveshell import InteractiveShell\n"
-    "sh = InteractiveShell.instance(); sh.run_line_magic('load_ext', 'ipy_agent')\n"
-    "assert 'agent' in sh.magics_manager.magics['line']",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import ipy_agent",
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "sh = InteractiveShell.instance(); sh.run_line_magic('load_ext', 'ipy_agent')\n"
+        "assert 'agent' in sh.magics_manager.magics['line']",
+    ],
+)
 def test_no_anthropic_import_on_import_or_load(code):
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('anthropic' in sys.modules)"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys; print('anthropic' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
 
@@ -140,8 +159,8 @@ def test_cell_magic_body_is_the_prompt(shell, magics, script):
 
 
 def test_prompt_keeps_apostrophes_and_rule_values_need_no_quotes(shell, magics, script):
-    shell.run_line_magic("agent", f"--allow Bash(git status:*) --script {script('ok')} don't touch \"it\"")
-    assert magics.current.model.requests[0]["messages"][0]["content"][0]["text"] == "don't touch \"it\""
+    shell.run_line_magic("agent", f'--allow Bash(git status:*) --script {script("ok")} don\'t touch "it"')
+    assert magics.current.model.requests[0]["messages"][0]["content"][0]["text"] == 'don\'t touch "it"'
 
 
 def test_mode_plan_denies_edits_and_says_why(shell, magics, script, tmp_path, monkeypatch):
@@ -175,7 +194,9 @@ def test_deny_rule_hides_the_tool_from_the_model(shell, magics, script):
 
 def test_max_turns_stops_the_run(shell, magics, script, tmp_path):
     (tmp_path / "a.txt").write_text("x\n")
-    shell.run_line_magic("agent", f"--max-turns 1 --script {script([use('Read', 'r1', file_path='a.txt')], 'never')} go")
+    shell.run_line_magic(
+        "agent", f"--max-turns 1 --script {script([use('Read', 'r1', file_path='a.txt')], 'never')} go"
+    )
     assert magics.last_result.stop_reason == "max_turns"
     assert len(magics.current.model.requests) == 1
 
@@ -191,18 +212,21 @@ def test_model_option_and_missing_key_is_one_clear_line(shell, magics, monkeypat
     assert magics.last_result.error_kind == "missing_key"
 
 
-@pytest.mark.parametrize("line, message", [
-    ("--mode yolo hi", "invalid choice: 'yolo'"),
-    ("--allow 'Bash(' hi", "--allow: permission rule 'Bash(' is not valid"),
-    ("--deny '' hi", "--deny: permission rule '' is not valid"),
-    ("--script missing.json hi", "transcript 'missing.json' does not exist"),
-    ("--max-turns 0 hi", "--max-turns must be at least 1"),
-    ("--max-turns many hi", "invalid int value: 'many'"),
-    ("--frobnicate hi", "%agent has no option '--frobnicate'"),
-    ("--script", "--script needs a value"),
-    ("--mode plan", "%agent needs a request"),
-    ("--resume nowhere.json", "'nowhere.json' does not exist"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("--mode yolo hi", "invalid choice: 'yolo'"),
+        ("--allow 'Bash(' hi", "--allow: permission rule 'Bash(' is not valid"),
+        ("--deny '' hi", "--deny: permission rule '' is not valid"),
+        ("--script missing.json hi", "transcript 'missing.json' does not exist"),
+        ("--max-turns 0 hi", "--max-turns must be at least 1"),
+        ("--max-turns many hi", "invalid int value: 'many'"),
+        ("--frobnicate hi", "%agent has no option '--frobnicate'"),
+        ("--script", "--script needs a value"),
+        ("--mode plan", "%agent needs a request"),
+        ("--resume nowhere.json", "'nowhere.json' does not exist"),
+    ],
+)
 def test_bad_options_raise_usage_error_with_the_fix(shell, line, message, capsys):
     with pytest.raises(UsageError, match=None) as info:
         shell.run_line_magic("agent", line)
@@ -288,8 +312,11 @@ def test_save_and_resume_round_trip(shell, magics, script, tmp_path, monkeypatch
 
     (tmp_path / "a.txt").write_text("hello\n")
     monkeypatch.setattr("builtins.input", no_input)
-    resumed = script([use("Read", "r2", file_path="a.txt")],
-                     [use("Edit", "e2", file_path="a.txt", old_string="hello", new_string="hi")], "again")
+    resumed = script(
+        [use("Read", "r2", file_path="a.txt")],
+        [use("Edit", "e2", file_path="a.txt", old_string="hello", new_string="hi")],
+        "again",
+    )
     shell.run_line_magic("agent", f"--resume conv.json --script {resumed} do it again")
     agent = magics.current
     assert agent.messages[: len(messages)] == messages
@@ -299,10 +326,13 @@ def test_save_and_resume_round_trip(shell, magics, script, tmp_path, monkeypatch
 
 
 def test_resume_repairs_an_interrupted_history(shell, magics, tmp_path, capsys):
-    broken = [{"role": "user", "content": "go"},
-              {"role": "assistant", "content": [use("Read", "x1", file_path="a.txt")]}]
-    (tmp_path / "broken.json").write_text(json.dumps({"format": "ipy_agent.conversation", "version": 1,
-                                                      "messages": broken, "granted": {}}))
+    broken = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [use("Read", "x1", file_path="a.txt")]},
+    ]
+    (tmp_path / "broken.json").write_text(
+        json.dumps({"format": "ipy_agent.conversation", "version": 1, "messages": broken, "granted": {}})
+    )
     shell.run_line_magic("agent", "--resume broken.json")
     assert history_problems(magics.current.messages) == []
     assert "repaired" in capsys.readouterr().out
@@ -323,8 +353,11 @@ def test_save_needs_a_path_and_resume_needs_our_format(shell, script, tmp_path):
 def _two_reads(shell, script, tmp_path):
     (tmp_path / "a.txt").write_text("alpha\n")
     (tmp_path / "b.txt").write_text("beta\nsecond\n")
-    path = script([use("Read", "r1", file_path="a.txt"), use("Read", "r2", file_path="b.txt")],
-                  [use("Edit", "e1", file_path="a.txt", old_string="alpha", new_string="ALPHA")], "done")
+    path = script(
+        [use("Read", "r1", file_path="a.txt"), use("Read", "r2", file_path="b.txt")],
+        [use("Edit", "e1", file_path="a.txt", old_string="alpha", new_string="ALPHA")],
+        "done",
+    )
     shell.run_line_magic("agent", f"--mode acceptEdits --script {path} read both, then edit")
 
 
@@ -377,8 +410,9 @@ def test_history_is_compact(shell, script, tmp_path, capsys):
 
 def test_tools_lists_flags_hidden_reasons_and_rule_sources(shell, tmp_path, capsys):
     (tmp_path / ".claude").mkdir()
-    (tmp_path / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["NotebookEdit"],
-                                                                                    "allow": ["Bash(git status:*)"]}}))
+    (tmp_path / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"deny": ["NotebookEdit"], "allow": ["Bash(git status:*)"]}})
+    )
     shell.run_line_magic("config", "AgentMagics.ask = ['Write']")
     shell.run_line_magic("agent_tools", "")
     out = capsys.readouterr().out
@@ -401,6 +435,7 @@ def _slow_tool_script(script, tmp_path):
 
 async def test_awaited_cell_interrupt_ends_promptly_with_valid_history(shell, magics, script, tmp_path):
     path = _slow_tool_script(script, tmp_path)
+
     async def cell() -> str:
         try:
             await run_agent_cell(f"--allow Bash --script {path} wait")
@@ -480,7 +515,9 @@ def test_kernel_without_widgets_denies_what_rules_do_not_allow(make_shell, scrip
         sh.run_line_magic("config", "AgentMagics.widgets = False")
     if how == "env":
         monkeypatch.setenv("IPY_AGENT_NONINTERACTIVE", "1")
-    sh.run_line_magic("agent", f"{'--no-widgets' if how == '--no-widgets' else ''} --script {edit_script(script, tmp_path)} go")
+    sh.run_line_magic(
+        "agent", f"{'--no-widgets' if how == '--no-widgets' else ''} --script {edit_script(script, tmp_path)} go"
+    )
     assert (tmp_path / "a.txt").read_text() == "hello\n"
     assert "non-interactive run" in text_of(results(magics.current.model, 2)["e1"])
     out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # colours are on in a kernel
@@ -511,15 +548,18 @@ def test_the_result_limit_override_leaves_reads_alone(shell, magics, script, tmp
 
 def test_resume_restores_granted_rules_only_where_they_were_granted(shell, magics, tmp_path, capsys):
     base = {"format": "ipy_agent.conversation", "version": 1, "messages": [{"role": "user", "content": "hi"}]}
-    (tmp_path / "here.json").write_text(json.dumps({**base, "cwd": str(tmp_path),
-                                                     "granted": {"allow": ["Bash(pytest:*)", "Bash", "Edit(src/**)"]}}))
+    (tmp_path / "here.json").write_text(
+        json.dumps({**base, "cwd": str(tmp_path), "granted": {"allow": ["Bash(pytest:*)", "Bash", "Edit(src/**)"]}})
+    )
     shell.run_line_magic("agent", "--resume here.json")
     out = capsys.readouterr()
     assert [r.text for r in magics.current.rules.allow if r.source == "granted"] == ["Bash(pytest:*)", "Edit(src/**)"]
     assert "are back: Bash(pytest:*), Edit(src/**)" in out.out
     assert "'Bash' would allow every Bash call" in out.err
 
-    (tmp_path / "there.json").write_text(json.dumps({**base, "cwd": "/some/other/project", "granted": {"allow": ["Edit(src/**)"]}}))
+    (tmp_path / "there.json").write_text(
+        json.dumps({**base, "cwd": "/some/other/project", "granted": {"allow": ["Edit(src/**)"]}})
+    )
     shell.run_line_magic("agent", "--resume there.json")
     out = capsys.readouterr()
     assert [r for r in magics.current.rules.allow if r.source == "granted"] == []
@@ -559,8 +599,11 @@ def test_trace_shows_a_call_cancelled_at_its_prompt_as_waiting_not_running(tmp_p
 
     async def scenario():
         never = asyncio.get_running_loop().create_future()
-        agent = Agent(model=ScriptedModel([[use("Write", "w1", file_path="b.txt", content="y")]]), cwd=tmp_path,
-                      approver=lambda req: never)
+        agent = Agent(
+            model=ScriptedModel([[use("Write", "w1", file_path="b.txt", content="y")]]),
+            cwd=tmp_path,
+            approver=lambda req: never,
+        )
         task = asyncio.ensure_future(agent.arun("go"))
         while not agent.trace or agent.trace[0].status != "waiting":
             await asyncio.sleep(0.01)

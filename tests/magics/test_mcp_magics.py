@@ -17,14 +17,19 @@ TOOLBOX = str(Path(__file__).resolve().parents[1] / "mcp" / "servers" / "toolbox
 
 
 def _servers() -> set[int]:
-    return {p.pid for p in psutil.Process(os.getpid()).children(recursive=True)
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and TOOLBOX in " ".join(p.cmdline())}
+    return {
+        p.pid
+        for p in psutil.Process(os.getpid()).children(recursive=True)
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and TOOLBOX in " ".join(p.cmdline())
+    }
 
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path / "user-config"))
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"tb": {"command": sys.executable, "args": [TOOLBOX]}}}))
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"tb": {"command": sys.executable, "args": [TOOLBOX]}}})
+    )
     return tmp_path
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
-import json
-from pathlib import Path
-
 from ipy_agent.config.settings import SettingsError, load_settings_rules
-
 from tests.magics._util import edit_script, results, text_of
 
 
@@ -34,7 +32,10 @@ def test_all_three_files_are_read_with_their_sources(tmp_path):
 
 
 def test_broken_allow_rules_are_warnings_naming_the_file(tmp_path):
-    write(tmp_path / ".claude" / "settings.local.json", {"permissions": {"allow": ["Edit(", "Read"], "deny": ["Bash(rm:*)"]}})
+    write(
+        tmp_path / ".claude" / "settings.local.json",
+        {"permissions": {"allow": ["Edit(", "Read"], "deny": ["Bash(rm:*)"]}},
+    )
     write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": "Bash"}})
     rules, warnings = load_settings_rules(tmp_path)
     assert [r.text for r in rules] == ["Read", "Bash(rm:*)"]
@@ -43,12 +44,23 @@ def test_broken_allow_rules_are_warnings_naming_the_file(tmp_path):
     assert ".ipy_agent/settings.json: permissions.allow must be a list" in text
 
 
-@pytest.mark.parametrize("rel,content,message", [
-    (".claude/settings.json", '{"permissions": {"deny": ["Bash(rm:*)"],}}', ".claude/settings.json: not valid JSON"),
-    (".ipy_agent/settings.json", "[1, 2]", ".ipy_agent/settings.json: expected a JSON object"),
-    (".claude/settings.local.json", '{"permissions": {"deny": "Bash"}}', "permissions.deny must be a list"),
-    (".claude/settings.local.json", '{"permissions": {"ask": ["Edit("]}}', "permissions.ask: permission rule 'Edit(' is not valid"),
-])
+@pytest.mark.parametrize(
+    "rel,content,message",
+    [
+        (
+            ".claude/settings.json",
+            '{"permissions": {"deny": ["Bash(rm:*)"],}}',
+            ".claude/settings.json: not valid JSON",
+        ),
+        (".ipy_agent/settings.json", "[1, 2]", ".ipy_agent/settings.json: expected a JSON object"),
+        (".claude/settings.local.json", '{"permissions": {"deny": "Bash"}}', "permissions.deny must be a list"),
+        (
+            ".claude/settings.local.json",
+            '{"permissions": {"ask": ["Edit("]}}',
+            "permissions.ask: permission rule 'Edit(' is not valid",
+        ),
+    ],
+)
 def test_files_whose_deny_or_ask_rules_cannot_be_read_stop_the_run(tmp_path, rel, content, message):
     write(tmp_path / rel, content)
     with pytest.raises(SettingsError, match=re.escape(message)) as err:
@@ -62,7 +74,9 @@ def test_a_deny_rule_from_claude_settings_governs_the_run(shell, magics, script,
     path = edit_script(script, tmp_path, "bye")
     shell.run_line_magic("agent", f"--script {path} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
-    assert "denied by rule 'Edit(*.txt)' (.claude/settings.local.json)" in text_of(results(magics.current.model, 2)["e1"])
+    assert "denied by rule 'Edit(*.txt)' (.claude/settings.local.json)" in text_of(
+        results(magics.current.model, 2)["e1"]
+    )
 
 
 def test_an_allow_rule_from_our_settings_skips_the_prompt(shell, script, tmp_path, monkeypatch):

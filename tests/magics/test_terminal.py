@@ -12,7 +12,6 @@ import pytest
 from ipy_agent.history.messages import history_problems
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.ui.approver import NonInteractiveApprover, with_timeout
-
 from tests.magics._util import results, text_of, use
 
 
@@ -39,8 +38,10 @@ def edit_run(shell, magics, script, tmp_path, monkeypatch):
         (tmp_path / "a.txt").write_text("one\ntwo\n")
         fake = Answers(*answers)
         monkeypatch.setattr("builtins.input", fake)
-        turns = [[use("Read", "r1", file_path="a.txt")],
-                 [use("Edit", "e1", file_path="a.txt", old_string="one", new_string="ONE")]]
+        turns = [
+            [use("Read", "r1", file_path="a.txt")],
+            [use("Edit", "e1", file_path="a.txt", old_string="one", new_string="ONE")],
+        ]
         if edits == 2:
             turns.append([use("Edit", "e2", file_path="a.txt", old_string="two", new_string="TWO")])
         shell.run_line_magic("agent", f"--script {script(*turns, 'finished')} edit it")
@@ -54,7 +55,7 @@ def test_yes_edits_after_showing_the_diff(edit_run, tmp_path, capsys):
     assert (tmp_path / "a.txt").read_text() == "ONE\ntwo\n"
     assert fake.questions == ["Allow? [y]es / [a]lways allow Edit(./*.txt) / [n]o: "]
     out = capsys.readouterr().out
-    prompt = out[out.index("? Edit"):]
+    prompt = out[out.index("? Edit") :]
     assert "-one" in prompt and "+ONE" in prompt and "(+1 -1)" in prompt
     assert "✓ Edit a.txt" in out
 
@@ -116,8 +117,11 @@ def test_noninteractive_env_denies_and_names_the_rule(shell, magics, script, tmp
     monkeypatch.setenv("IPY_AGENT_NONINTERACTIVE", "1")
     monkeypatch.setattr("builtins.input", Answers())  # any question would fail: no answers left
     (tmp_path / "a.txt").write_text("one\n")
-    path = script([use("Read", "r1", file_path="a.txt"), use("Glob", "g1", pattern="*.txt")],
-                  [use("Edit", "e1", file_path="a.txt", old_string="one", new_string="ONE")], "ok")
+    path = script(
+        [use("Read", "r1", file_path="a.txt"), use("Glob", "g1", pattern="*.txt")],
+        [use("Edit", "e1", file_path="a.txt", old_string="one", new_string="ONE")],
+        "ok",
+    )
     shell.run_line_magic("agent", f"--script {path} edit")
     assert (tmp_path / "a.txt").read_text() == "one\n"
     first = results(magics.current.model, 1)
@@ -130,8 +134,9 @@ def test_noninteractive_env_denies_and_names_the_rule(shell, magics, script, tmp
 
 def test_noninteractive_approver_records_what_it_denied():
     approver = NonInteractiveApprover("widgets are switched off")
-    request = PermissionRequest(tool_name="Bash", input={"command": "make"}, summary="make",
-                                suggested_rule="Bash(make:*)", tool_use_id="t1")
+    request = PermissionRequest(
+        tool_name="Bash", input={"command": "make"}, summary="make", suggested_rule="Bash(make:*)", tool_use_id="t1"
+    )
     answer = approver(request)
     assert answer.behavior == "deny" and "'Bash(make:*)'" in answer.message
     assert "widgets are switched off" in answer.message
@@ -146,7 +151,9 @@ async def test_approval_timeout_denies_with_a_note():
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
-    request = PermissionRequest(tool_name="Write", input={}, summary="new.py", suggested_rule="Edit(./*.py)", tool_use_id="t")
+    request = PermissionRequest(
+        tool_name="Write", input={}, summary="new.py", suggested_rule="Edit(./*.py)", tool_use_id="t"
+    )
     answer = await asyncio.wait_for(with_timeout(never, 0.05)(request), timeout=10)
     assert asked.is_set()
     assert answer.behavior == "deny" and "within 0.05 s" in answer.message and "Edit(./*.py)" in answer.message

@@ -12,6 +12,7 @@ import pytest
 from ipy_agent import Agent
 from tests.mcp._util import TOOLBOX
 
+
 @pytest.fixture(autouse=True)
 def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Approvals and user settings go to a directory of the test's own, never the person's."""
@@ -42,10 +43,14 @@ def make_agent(tmp_path: Path) -> Any:
 @pytest.fixture
 def http_url() -> Any:
     """The toolbox server over streamable HTTP on 127.0.0.1, a free port, in its own process."""
-    proc = subprocess.Popen([sys.executable, TOOLBOX, "http"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, TOOLBOX, "http"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         line = proc.stdout.readline() if proc.stdout else ""
-        assert line.startswith("PORT "), f"the HTTP server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
+        assert line.startswith("PORT "), (
+            f"the HTTP server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
+        )
         yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
     finally:
         proc.terminate()

@@ -16,8 +16,11 @@ from tests.mcp._util import BROKEN, results, stdio, text, use
 
 
 def _children() -> set[int]:
-    return {p.pid for p in psutil.Process(os.getpid()).children(recursive=True) if p.is_running()
-            and p.status() != psutil.STATUS_ZOMBIE}
+    return {
+        p.pid
+        for p in psutil.Process(os.getpid()).children(recursive=True)
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    }
 
 
 def _notices(agent) -> list[str]:
@@ -58,8 +61,9 @@ def test_a_hung_call_times_out_and_the_hung_server_is_stopped(make_agent):
 
 def test_a_server_that_never_starts_is_reported_and_the_agent_runs_on(make_agent):
     model = ScriptedModel([[use("mcp__tb__lookup", "1", key="k"), use("mcp__bad__anything", "2")], "done"])
-    agent = make_agent(model=model, mcp_servers={"tb": stdio(), "bad": stdio(BROKEN),
-                                                 "gone": {"command": "/nonexistent/mcp-server"}})
+    agent = make_agent(
+        model=model, mcp_servers={"tb": stdio(), "bad": stdio(BROKEN), "gone": {"command": "/nonexistent/mcp-server"}}
+    )
     notices = _notices(agent)
     result = agent.run("go")
     assert result.stop_reason == "end_turn"
@@ -127,7 +131,9 @@ def test_garbage_from_the_server_is_a_clear_error_and_the_server_goes_on(make_ag
     agent.run("go")
     bad = results(agent)["1"]
     assert bad["is_error"]
-    assert text(bad).startswith("The MCP tool 'garbage' of server 'tb' failed: its answer is not a valid MCP tool result")
+    assert text(bad).startswith(
+        "The MCP tool 'garbage' of server 'tb' failed: its answer is not a valid MCP tool result"
+    )
     assert text(results(agent)["2"]) == "value of k"
     assert agent.mcp.connection("tb").starts == 1
     assert history_problems(agent.messages) == []
@@ -143,7 +149,7 @@ def test_an_interrupt_during_a_call_keeps_the_history_valid_and_the_server_up(ma
     worker = threading.Thread(target=lambda: box.setdefault("result", agent.run("go")))
     worker.start()
     deadline = time.monotonic() + 120
-    while "hanging on purpose" not in ((c := agent.mcp.connection("tb")) and c.stderr_tail() or ""):
+    while "hanging on purpose" not in (((c := agent.mcp.connection("tb")) and c.stderr_tail()) or ""):
         assert time.monotonic() < deadline, "the hang tool never started"
         time.sleep(0.05)
     agent.interrupt()

@@ -9,12 +9,22 @@ from tests.mcp._util import as_json, results, text, use
 
 def test_tools_over_streamable_http(make_agent, http_url):
     asked = []
-    model = ScriptedModel([
-        [use("mcp__web__together", "1", tag="a"), use("mcp__web__together", "2", tag="b"),
-         use("mcp__web__header", "3", name="x-team")],
-        [use("mcp__web__add", "4", a=20, b=22), use("mcp__web__picture", "5")], "done"])
-    agent = make_agent(model=model, approver=lambda r: asked.append(r.tool_name) or "allow",
-                       mcp_servers={"web": {"type": "http", "url": http_url, "headers": {"X-Team": "notebooks"}}})
+    model = ScriptedModel(
+        [
+            [
+                use("mcp__web__together", "1", tag="a"),
+                use("mcp__web__together", "2", tag="b"),
+                use("mcp__web__header", "3", name="x-team"),
+            ],
+            [use("mcp__web__add", "4", a=20, b=22), use("mcp__web__picture", "5")],
+            "done",
+        ]
+    )
+    agent = make_agent(
+        model=model,
+        approver=lambda r: asked.append(r.tool_name) or "allow",
+        mcp_servers={"web": {"type": "http", "url": http_url, "headers": {"X-Team": "notebooks"}}},
+    )
     agent.run("go")
     r = results(agent)
     a, b = as_json(r["1"]), as_json(r["2"])
@@ -33,7 +43,10 @@ def test_an_unreachable_http_server_is_reported(make_agent):
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
     model = ScriptedModel(["done"])
-    agent = make_agent(model=model, mcp_servers={"web": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp",
-                                                         "startupTimeout": 10}})
+    agent = make_agent(
+        model=model, mcp_servers={"web": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp", "startupTimeout": 10}}
+    )
     agent.run("go")
-    assert f"- web: DOWN, it failed to start: could not reach http://127.0.0.1:{port}/mcp" in model.requests[0]["system"]
+    assert (
+        f"- web: DOWN, it failed to start: could not reach http://127.0.0.1:{port}/mcp" in model.requests[0]["system"]
+    )

@@ -59,8 +59,13 @@ def test_deny_rules_hide_one_tool_or_a_whole_server(make_agent):
 def test_allow_and_ask_rules_cover_a_server_or_one_tool(make_agent):
     asked = []
     model = ScriptedModel([[use("mcp__tb__add", "1", a=1, b=1), use("mcp__tb__lookup", "2", key="k")], "done"])
-    agent = make_agent(model=model, mcp_servers={"tb": stdio()}, allow=["mcp__tb"], ask=["mcp__tb__lookup"],
-                       approver=lambda r: asked.append(r.tool_name) or "allow")
+    agent = make_agent(
+        model=model,
+        mcp_servers={"tb": stdio()},
+        allow=["mcp__tb"],
+        ask=["mcp__tb__lookup"],
+        approver=lambda r: asked.append(r.tool_name) or "allow",
+    )
     agent.run("go")
     # add is allowed by the server rule; the read-only lookup asks because a rule says so.
     assert asked == ["mcp__tb__lookup"]
@@ -78,13 +83,24 @@ def test_an_image_result_reaches_the_model_as_an_image_block(make_agent):
 
 
 def test_resources_errors_and_invalid_input(make_agent):
-    model = ScriptedModel([[use("mcp__tb__document", "1"), use("mcp__tb__refuse", "2", reason="no way"),
-                            use("mcp__tb__lookup", "3", key=7), use("mcp__tb__lookup", "4")], "done"])
+    model = ScriptedModel(
+        [
+            [
+                use("mcp__tb__document", "1"),
+                use("mcp__tb__refuse", "2", reason="no way"),
+                use("mcp__tb__lookup", "3", key=7),
+                use("mcp__tb__lookup", "4"),
+            ],
+            "done",
+        ]
+    )
     agent = make_agent(model=model, mcp_servers={"tb": stdio()})
     agent.run("go")
     r = results(agent)
     assert text(r["1"]) == "Here is the file:\nResource file:///notes.txt (text/plain):\nline one\nline two"
-    assert r["2"]["is_error"] and text(r["2"]).startswith("The MCP tool reported an error:") and "no way" in text(r["2"])
+    assert (
+        r["2"]["is_error"] and text(r["2"]).startswith("The MCP tool reported an error:") and "no way" in text(r["2"])
+    )
     # Checked against the server's schema before anything is sent.
     assert r["3"]["is_error"] and "`key`: 7 is not of type 'string'" in text(r["3"])
     assert r["4"]["is_error"] and "'key' is a required property" in text(r["4"])

@@ -71,18 +71,19 @@ def test_allow_is_for_this_session_only(make_agent):
     first.run("go")
     assert len(asked) == 1 and "mcp__tb__lookup" in offered(model)
     notices: list = []
-    second, model2 = _agent(make_agent, ["deny", "deny"], asked, notices)
+    second, _model2 = _agent(make_agent, ["deny", "deny"], asked, notices)
     second.run("go")
     second.run("again")
     assert len(asked) == 2  # asked again in a new session, and only once in it
     assert [n for n in notices if "'tb'" in n] == [
         "MCP server 'tb' (.mcp.json) was not started: you declined it. It asks again in a new session, "
-        "or when its configuration changes."]
+        "or when its configuration changes."
+    ]
 
 
 def test_non_interactive_runs_do_not_start_project_servers_and_say_so_once(make_agent):
     notices: list = []
-    agent, model = _agent(make_agent, [], [], notices)
+    agent, _model = _agent(make_agent, [], [], notices)
     _write_project(agent.cwd)
     agent.mcp.set_file_servers(load_mcp_files(agent.cwd)[0])
     agent.approver = NonInteractiveApprover("IPY_AGENT_NONINTERACTIVE is set")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Event", "Reply", "ReplayServer", "message_events", "error_reply", "error_event"]
+__all__ = ["Event", "ReplayServer", "Reply", "error_event", "error_reply", "message_events"]
 
 
 @dataclass(kw_only=True)
@@ -70,9 +70,22 @@ def message_events(
     tool_use = any(b.get("type") == "tool_use" for b in blocks)
     start_usage = {"input_tokens": 10, "output_tokens": 1, **(usage or {})}
     events = [
-        Event(name="message_start", data={"type": "message_start", "message": {
-            "id": "msg_test", "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": start_usage}}),
+        Event(
+            name="message_start",
+            data={
+                "type": "message_start",
+                "message": {
+                    "id": "msg_test",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                },
+            },
+        ),
         Event(name="ping", data={"type": "ping"}),
     ]
     for index, spec in enumerate(blocks):
@@ -92,17 +105,33 @@ def message_events(
             deltas = [{"type": "input_json_delta", "partial_json": c} for c in _chunks(raw, chunk)]
         else:  # redacted_thinking and anything else arrive whole
             start = block
-        events.append(Event(name="content_block_start", delay=spec.get("_delay", 0.0),
-                            data={"type": "content_block_start", "index": index, "content_block": start}))
+        events.append(
+            Event(
+                name="content_block_start",
+                delay=spec.get("_delay", 0.0),
+                data={"type": "content_block_start", "index": index, "content_block": start},
+            )
+        )
         for delta in deltas:
-            events.append(Event(name="content_block_delta",
-                                data={"type": "content_block_delta", "index": index, "delta": delta}))
+            events.append(
+                Event(name="content_block_delta", data={"type": "content_block_delta", "index": index, "delta": delta})
+            )
         events.append(Event(name="content_block_stop", data={"type": "content_block_stop", "index": index}))
     if end:
-        events.append(Event(name="message_delta", delay=tail_delay, data={
-            "type": "message_delta",
-            "delta": {"stop_reason": stop_reason or ("tool_use" if tool_use else "end_turn"), "stop_sequence": None},
-            "usage": {"output_tokens": output_tokens}}))
+        events.append(
+            Event(
+                name="message_delta",
+                delay=tail_delay,
+                data={
+                    "type": "message_delta",
+                    "delta": {
+                        "stop_reason": stop_reason or ("tool_use" if tool_use else "end_turn"),
+                        "stop_sequence": None,
+                    },
+                    "usage": {"output_tokens": output_tokens},
+                },
+            )
+        )
         events.append(Event(name="message_stop", data={"type": "message_stop"}))
     return events
 
@@ -113,8 +142,11 @@ def error_body(error_type: str, message: str) -> dict[str, Any]:
 
 def error_reply(status: int, error_type: str, message: str, **headers: str) -> Reply:
     """A JSON error response; keyword headers use `_` for `-` (retry_after_ms="1")."""
-    return Reply(status=status, body=error_body(error_type, message),
-                 headers={k.replace("_", "-"): v for k, v in headers.items()})
+    return Reply(
+        status=status,
+        body=error_body(error_type, message),
+        headers={k.replace("_", "-"): v for k, v in headers.items()},
+    )
 
 
 def error_event(error_type: str, message: str) -> Event:
@@ -197,8 +229,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         server: ReplayServer = self.server.replay  # type: ignore[attr-defined]
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        recorded = Recorded(path=self.path, headers={k.lower(): v for k, v in self.headers.items()},
-                            body=json.loads(raw or b"{}"), time=time.monotonic())
+        recorded = Recorded(
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=json.loads(raw or b"{}"),
+            time=time.monotonic(),
+        )
         number, reply = server._take(recorded)
         if reply.events is None:
             payload = json.dumps(reply.body or {}).encode()

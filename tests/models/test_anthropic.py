@@ -13,16 +13,30 @@ from typing import Any
 import pytest
 
 from ipy_agent.models.anthropic import AnthropicModel, newest_sonnet
-from ipy_agent.models.base import BlockComplete, MessageComplete, ModelError, ModelRequest, TextDelta, ThinkingDelta, Usage
+from ipy_agent.models.base import (
+    BlockComplete,
+    MessageComplete,
+    ModelError,
+    ModelRequest,
+    TextDelta,
+    ThinkingDelta,
+    Usage,
+)
 from ipy_agent.models.pricing import context_window, estimate_cost, price_for
 from tests.models.sse_server import ReplayServer, Reply, error_event, error_reply, message_events
 
 EPHEMERAL = {"type": "ephemeral"}
 TOOLS = [
-    {"name": "Read", "description": "Read a file.", "input_schema": {
-        "type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}},
-    {"name": "Grep", "description": "Search files.", "input_schema": {
-        "type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}},
+    {
+        "name": "Read",
+        "description": "Read a file.",
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]},
+    },
+    {
+        "name": "Grep",
+        "description": "Search files.",
+        "input_schema": {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]},
+    },
 ]
 
 
@@ -34,7 +48,9 @@ def server():
 
 def model_for(server: ReplayServer, **kwargs: Any) -> AnthropicModel:
     kwargs.setdefault("max_retries", 0)
-    return AnthropicModel(kwargs.pop("model", "claude-test-model"), api_key="sk-test-key", base_url=server.url, **kwargs)
+    return AnthropicModel(
+        kwargs.pop("model", "claude-test-model"), api_key="sk-test-key", base_url=server.url, **kwargs
+    )
 
 
 def req(messages: list[dict[str, Any]] | None = None, system: str = "You are a test.", tools=TOOLS) -> ModelRequest:
@@ -79,8 +95,10 @@ async def test_text_streams_in_deltas_and_request_carries_cache_breakpoints(serv
     assert body["tools"] == [TOOLS[0], {**TOOLS[1], "cache_control": EPHEMERAL}]
     # Only the last block of the latest message is a breakpoint; earlier turns are sent as they are.
     assert body["messages"][:2] == messages[:2]
-    assert body["messages"][2]["content"] == [{"type": "text", "text": "a"},
-                                              {"type": "text", "text": "second", "cache_control": EPHEMERAL}]
+    assert body["messages"][2]["content"] == [
+        {"type": "text", "text": "a"},
+        {"type": "text", "text": "second", "cache_control": EPHEMERAL},
+    ]
     assert (request.messages, request.tools) == before, "the request must not be modified"
 
 
@@ -89,8 +107,9 @@ async def test_string_content_and_no_system_or_tools(server):
     await collect(model_for(server), req([{"role": "user", "content": "just text"}], system="", tools=[]))
     body = server.requests[0].body
     assert "system" not in body and "tools" not in body
-    assert body["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "just text", "cache_control": EPHEMERAL}]}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "just text", "cache_control": EPHEMERAL}]}
+    ]
 
 
 async def test_tool_use_block_is_handed_on_before_the_message_ends(server):
@@ -115,8 +134,10 @@ async def test_thinking_blocks_stream_and_are_echoed_back_with_signatures(server
     redacted = {"type": "redacted_thinking", "data": "ENCRYPTED-blob"}
     tool_a = {"type": "tool_use", "id": "toolu_a", "name": "Read", "input": {"file_path": "a.py"}}
     tool_b = {"type": "tool_use", "id": "toolu_b", "name": "Grep", "input": {"pattern": "def "}}
-    server.add(message_events([thinking, redacted, tool_a, tool_b], chunk=10),
-               message_events([{"type": "text", "text": "Done."}]))
+    server.add(
+        message_events([thinking, redacted, tool_a, tool_b], chunk=10),
+        message_events([{"type": "text", "text": "Done."}]),
+    )
     model = model_for(server, thinking={"type": "enabled", "budget_tokens": 2048}, max_tokens=8000)
 
     first = await collect(model, req())
@@ -124,10 +145,15 @@ async def test_thinking_blocks_stream_and_are_echoed_back_with_signatures(server
     content = first[-1][1].content
     assert content == [thinking, redacted, tool_a, tool_b]
 
-    results = [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "1\tprint()"},
-               {"type": "tool_result", "tool_use_id": "toolu_b", "content": "a.py:1"}]
-    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": content},
-               {"role": "user", "content": results}]
+    results = [
+        {"type": "tool_result", "tool_use_id": "toolu_a", "content": "1\tprint()"},
+        {"type": "tool_result", "tool_use_id": "toolu_b", "content": "a.py:1"},
+    ]
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": content},
+        {"role": "user", "content": results},
+    ]
     await collect(model, req(history))
 
     body = server.requests[1].body
@@ -148,18 +174,29 @@ async def test_usage_combines_message_start_and_message_delta(server):
     usage = {"input_tokens": 120, "cache_read_input_tokens": 3000, "cache_creation_input_tokens": 450}
     server.add(message_events([{"type": "text", "text": "x"}], usage=usage, output_tokens=42))
     done = (await collect(model_for(server), req()))[-1][1]
-    assert done.usage == Usage(input_tokens=120, output_tokens=42, cache_read_input_tokens=3000,
-                               cache_creation_input_tokens=450)
+    assert done.usage == Usage(
+        input_tokens=120, output_tokens=42, cache_read_input_tokens=3000, cache_creation_input_tokens=450
+    )
 
 
 ERRORS = [
     (401, "authentication_error", "invalid x-api-key", "authentication", "ANTHROPIC_API_KEY"),
     (403, "permission_error", "no access to this model", "permission", "'claude-test-model'"),
     (404, "not_found_error", "model: claude-test-model", "not_found", "IPY_AGENT_MODEL"),
-    (400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum", "context_too_long",
-     "too long"),
-    (400, "invalid_request_error", "max_tokens: must be greater than thinking.budget_tokens", "invalid_request",
-     "max_tokens: must be greater"),
+    (
+        400,
+        "invalid_request_error",
+        "prompt is too long: 215000 tokens > 200000 maximum",
+        "context_too_long",
+        "too long",
+    ),
+    (
+        400,
+        "invalid_request_error",
+        "max_tokens: must be greater than thinking.budget_tokens",
+        "invalid_request",
+        "max_tokens: must be greater",
+    ),
     (500, "api_error", "Internal server error", "other", "Run the prompt again"),
 ]
 
@@ -173,8 +210,9 @@ async def test_http_errors_become_clear_model_errors(server, status, error_type,
     assert detail in str(info.value) and hint in str(info.value)
 
 
-@pytest.mark.parametrize("status,error_type,kind", [(529, "overloaded_error", "overloaded"),
-                                                    (429, "rate_limit_error", "rate_limit")])
+@pytest.mark.parametrize(
+    "status,error_type,kind", [(529, "overloaded_error", "overloaded"), (429, "rate_limit_error", "rate_limit")]
+)
 async def test_retried_errors_fail_after_the_sdk_retries(server, status, error_type, kind):
     server.add(*[error_reply(status, error_type, "busy", retry_after_ms="1")] * 2)
     with pytest.raises(ModelError) as info:
@@ -184,8 +222,10 @@ async def test_retried_errors_fail_after_the_sdk_retries(server, status, error_t
 
 
 async def test_overloaded_then_success_is_retried_by_the_sdk(server):
-    server.add(error_reply(529, "overloaded_error", "Overloaded", retry_after_ms="1"),
-               message_events([{"type": "text", "text": "second time lucky"}]))
+    server.add(
+        error_reply(529, "overloaded_error", "Overloaded", retry_after_ms="1"),
+        message_events([{"type": "text", "text": "second time lucky"}]),
+    )
     timed = await collect(model_for(server, max_retries=2), req())
     assert timed[-1][1].content == [{"type": "text", "text": "second time lucky"}]
     assert len(server.requests) == 2 and server.requests[0].body == server.requests[1].body
@@ -193,7 +233,7 @@ async def test_overloaded_then_success_is_retried_by_the_sdk(server):
 
 async def test_error_event_mid_stream_raises_after_the_text_so_far(server):
     events = message_events([{"type": "text", "text": "partial answer"}], end=False)
-    server.add(events[:4] + [error_event("overloaded_error", "Overloaded")])
+    server.add([*events[:4], error_event("overloaded_error", "Overloaded")])
     received: list[Any] = []
     with pytest.raises(ModelError) as info:
         async for ev in model_for(server).stream(req()):
@@ -252,8 +292,9 @@ async def test_a_client_passed_in_is_used_as_is_and_left_open(server, monkeypatc
     await model.aclose()
     await collect(AnthropicModel("claude-test-model", client=client), req())
     assert len(server.requests) == 2
-    assert "sk-own-client" in (server.requests[1].headers.get("x-api-key", "")
-                               + server.requests[1].headers.get("authorization", ""))
+    assert "sk-own-client" in (
+        server.requests[1].headers.get("x-api-key", "") + server.requests[1].headers.get("authorization", "")
+    )
     await client.close()
 
 
@@ -273,7 +314,9 @@ def test_model_name_argument_then_env_then_newest_sdk_sonnet(monkeypatch):
 
 
 def test_importing_the_package_does_not_import_the_sdk():
-    code = "import sys, ipy_agent, ipy_agent.models.anthropic, ipy_agent.models.pricing; print('anthropic' in sys.modules)"
+    code = (
+        "import sys, ipy_agent, ipy_agent.models.anthropic, ipy_agent.models.pricing; print('anthropic' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -336,7 +379,7 @@ async def test_max_tokens_in_the_middle_of_a_tool_call_drops_the_cut_call(server
     write = {"type": "tool_use", "id": "toolu_w", "name": "Write", "input": {"file_path": "a.txt", "content": "x" * 50}}
     events = message_events([{"type": "text", "text": "Writing."}, write], stop_reason="max_tokens", chunk=10)
     deltas = [e for e in events if e.data.get("delta", {}).get("type") == "input_json_delta"]
-    for e in deltas[len(deltas) // 2:]:
+    for e in deltas[len(deltas) // 2 :]:
         events.remove(e)  # the reply ran out of tokens half way through the input
     server.add(events)
     done = events_of(await collect(model_for(server), req()), MessageComplete)[0]

@@ -28,8 +28,14 @@ def probe_tool(started: list[tuple[str, float]], seconds: float = 0.0):
             await asyncio.sleep(seconds)
         return f"value of {inp.key}"
 
-    return build_tool(name="Probe", input_model=ProbeInput, description="Look up a key (read-only test tool).",
-                      call=call, is_read_only=True, is_concurrency_safe=True)
+    return build_tool(
+        name="Probe",
+        input_model=ProbeInput,
+        description="Look up a key (read-only test tool).",
+        call=call,
+        is_read_only=True,
+        is_concurrency_safe=True,
+    )
 
 
 @pytest.fixture
@@ -66,8 +72,10 @@ def assert_valid_conversation(messages: list[dict[str, Any]]) -> None:
 async def test_tool_round_trip_starts_tools_before_message_stop(server, tmp_path):
     started: list[tuple[str, float]] = []
     server.add(
-        message_events([{"type": "text", "text": "Looking both up."}, use("toolu_1", "alpha"), use("toolu_2", "beta")],
-                       tail_delay=0.5),
+        message_events(
+            [{"type": "text", "text": "Looking both up."}, use("toolu_1", "alpha"), use("toolu_2", "beta")],
+            tail_delay=0.5,
+        ),
         message_events([{"type": "text", "text": "alpha and beta found."}]),
     )
     agent = agent_for(server, tmp_path, probe_tool(started))
@@ -91,7 +99,9 @@ async def test_tool_round_trip_starts_tools_before_message_stop(server, tmp_path
 
 async def test_without_streaming_tools_calls_wait_for_the_whole_message(server, tmp_path):
     started: list[tuple[str, float]] = []
-    server.add(message_events([use("toolu_1", "alpha")], tail_delay=0.3), message_events([{"type": "text", "text": "ok"}]))
+    server.add(
+        message_events([use("toolu_1", "alpha")], tail_delay=0.3), message_events([{"type": "text", "text": "ok"}])
+    )
     agent = agent_for(server, tmp_path, probe_tool(started), streaming_tools=False)
     await agent.arun("look up alpha")
     assert started and started[0][1] > server.sent_time("message_stop", request=0)
@@ -99,9 +109,15 @@ async def test_without_streaming_tools_calls_wait_for_the_whole_message(server, 
 
 async def test_error_mid_stream_after_a_started_tool_keeps_the_history_valid(server, tmp_path):
     started: list[tuple[str, float]] = []
-    events = message_events([{"type": "text", "text": "Checking."}, use("toolu_1", "alpha"),
-                             {"type": "text", "text": "and then some more words", "_delay": 0.2}], end=False)
-    server.add(events[:-2] + [error_event("overloaded_error", "Overloaded")])
+    events = message_events(
+        [
+            {"type": "text", "text": "Checking."},
+            use("toolu_1", "alpha"),
+            {"type": "text", "text": "and then some more words", "_delay": 0.2},
+        ],
+        end=False,
+    )
+    server.add([*events[:-2], error_event("overloaded_error", "Overloaded")])
     agent = agent_for(server, tmp_path, probe_tool(started))
 
     result = await agent.arun("look up alpha")
@@ -126,7 +142,7 @@ async def test_error_before_any_tool_leaves_no_assistant_message(server, tmp_pat
         server.add(error_reply(401, "authentication_error", "invalid x-api-key"))
     else:
         events = message_events([{"type": "text", "text": "half a sentence"}], end=False)
-        server.add(events[:4] + [error_event("api_error", "Internal server error")])
+        server.add([*events[:4], error_event("api_error", "Internal server error")])
     agent = agent_for(server, tmp_path, probe_tool([]))
 
     result = await agent.arun("hello")

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
 
 from tests.kernel.kernel_harness import Kernel
 
@@ -23,9 +23,20 @@ TARGET = "ipy_agent.notebook"
 PROTOCOL = 1
 
 
-def cell(source: str, cell_type: str = "code", *, cell_id: str | None = None, outputs: list[Any] | None = None,
-         execution_count: int | None = None) -> dict[str, Any]:
-    c: dict[str, Any] = {"id": cell_id or uuid.uuid4().hex[:8], "cell_type": cell_type, "source": source, "metadata": {}}
+def cell(
+    source: str,
+    cell_type: str = "code",
+    *,
+    cell_id: str | None = None,
+    outputs: list[Any] | None = None,
+    execution_count: int | None = None,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "id": cell_id or uuid.uuid4().hex[:8],
+        "cell_type": cell_type,
+        "source": source,
+        "metadata": {},
+    }
     if cell_type == "code":
         c["outputs"] = outputs or []
         c["execution_count"] = execution_count
@@ -65,9 +76,15 @@ class Panel:
     def summary(self, i: int, outputs: bool) -> dict[str, Any]:
         c = self.cells[i]
         outs = c.get("outputs") or []
-        s = {"id": c["id"], "index": i, "cell_type": c["cell_type"], "source": c["source"],
-             "execution_count": c.get("execution_count"), "output_count": len(outs),
-             "outputs_size": sum(len(json.dumps(o)) for o in outs)}
+        s = {
+            "id": c["id"],
+            "index": i,
+            "cell_type": c["cell_type"],
+            "source": c["source"],
+            "execution_count": c.get("execution_count"),
+            "output_count": len(outs),
+            "outputs_size": sum(len(json.dumps(o)) for o in outs),
+        }
         if outputs:
             s["outputs"] = outs
         else:
@@ -115,8 +132,13 @@ class Panel:
         raise Refused("unknown_op", f"unknown op {op!r}")
 
     def hello(self) -> dict[str, Any]:
-        return {"protocol": self.protocol, "event": "hello", "path": self.path, "server_root": self.server_root,
-                "extension_version": "test"}
+        return {
+            "protocol": self.protocol,
+            "event": "hello",
+            "path": self.path,
+            "server_root": self.server_root,
+            "extension_version": "test",
+        }
 
 
 class LiveKernel(Kernel):
@@ -141,13 +163,20 @@ class LiveKernel(Kernel):
                 self._answer(panel, content["comm_id"], data)
 
     def _answer(self, panel: Panel, comm_id: str, req: dict[str, Any]) -> None:
-        if req.get("path") and req["path"] != panel.path or not req.get("request_id") or panel.silent:
+        if (req.get("path") and req["path"] != panel.path) or not req.get("request_id") or panel.silent:
             return
         panel.requests.append(req)
         base = {"protocol": panel.protocol, "reply_to": req["request_id"]}
         if req.get("protocol") != panel.protocol:
-            self.send(comm_id, {**base, "ok": False, "code": "version_mismatch",
-                                "error": f"protocol mismatch: kernel {req.get('protocol')}, front end {panel.protocol}"})
+            self.send(
+                comm_id,
+                {
+                    **base,
+                    "ok": False,
+                    "code": "version_mismatch",
+                    "error": f"protocol mismatch: kernel {req.get('protocol')}, front end {panel.protocol}",
+                },
+            )
             return
         if panel.before is not None:
             panel.before(panel, req)

@@ -10,9 +10,9 @@ works afterwards.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
 
 import pytest
 
@@ -53,8 +53,12 @@ def notebook() -> list[dict[str, Any]]:
     return [
         cell("# Analysis", "markdown", cell_id="md0"),
         cell("x = 1", cell_id="c1"),
-        cell("print(x + 1)", cell_id="c2", outputs=[{"output_type": "stream", "name": "stdout", "text": "2\n"}],
-             execution_count=3),
+        cell(
+            "print(x + 1)",
+            cell_id="c2",
+            outputs=[{"output_type": "stream", "name": "stdout", "text": "2\n"}],
+            execution_count=3,
+        ),
     ]
 
 
@@ -75,15 +79,27 @@ def kernel(tmp_path: Path, panel: Panel) -> Iterator[LiveKernel]:
 
 
 def test_read_replace_insert_and_run_reach_the_live_notebook(kernel: LiveKernel, panel: Panel, tmp_path: Path):
-    name = script(tmp_path / "t.json", [
-        [use("r1", "NotebookRead")],
-        [use("e1", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c1", new_source="x = 41")],
-        [use("e2", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c2", edit_mode="insert",
-             cell_type="code", new_source="y = x + 1\nprint('y is', y)\ny * 2")],
-        [use("n1", "NotebookRun", cell_id="c1")],
-        [use("n2", "NotebookRun", cell_id="cell-3")],
-        "Done.",
-    ])
+    name = script(
+        tmp_path / "t.json",
+        [
+            [use("r1", "NotebookRead")],
+            [use("e1", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c1", new_source="x = 41")],
+            [
+                use(
+                    "e2",
+                    "NotebookEdit",
+                    notebook_path="analysis.ipynb",
+                    cell_id="c2",
+                    edit_mode="insert",
+                    cell_type="code",
+                    new_source="y = x + 1\nprint('y is', y)\ny * 2",
+                )
+            ],
+            [use("n1", "NotebookRun", cell_id="c1")],
+            [use("n2", "NotebookRun", cell_id="cell-3")],
+            "Done.",
+        ],
+    )
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     # The person's notebook model: replaced, inserted, and both run with their outputs and counts.
     assert panel.sources() == ["# Analysis", "x = 41", "print(x + 1)", "y = x + 1\nprint('y is', y)\ny * 2"]
@@ -104,8 +120,9 @@ def test_read_replace_insert_and_run_reach_the_live_notebook(kernel: LiveKernel,
     assert kernel.check("print(y)").strip() == "42"
 
 
-def test_a_cell_the_person_changed_after_the_read_is_refused_other_edits_go_on(kernel: LiveKernel, panel: Panel,
-                                                                               tmp_path: Path):
+def test_a_cell_the_person_changed_after_the_read_is_refused_other_edits_go_on(
+    kernel: LiveKernel, panel: Panel, tmp_path: Path
+):
     def person_types(p: Panel, req: dict[str, Any]) -> None:
         # The person edits c1 after the agent's read, just before the edit looks at the cell.
         if req["op"] == "read_cells" and req["args"].get("cell_ids") == ["c1"]:
@@ -113,13 +130,16 @@ def test_a_cell_the_person_changed_after_the_read_is_refused_other_edits_go_on(k
             p.cells[1]["source"] = "x = 1  # tuned by hand"
 
     panel.before = person_types
-    name = script(tmp_path / "t.json", [
-        [use("r1", "NotebookRead")],
-        [use("e1", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c1", new_source="x = 2")],
-        [use("e2", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c2", new_source="print(x * 10)")],
-        [use("e3", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="gone", new_source="z")],
-        "Done.",
-    ])
+    name = script(
+        tmp_path / "t.json",
+        [
+            [use("r1", "NotebookRead")],
+            [use("e1", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c1", new_source="x = 2")],
+            [use("e2", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c2", new_source="print(x * 10)")],
+            [use("e3", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="gone", new_source="z")],
+            "Done.",
+        ],
+    )
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     got = results(kernel)
     assert got["e1"].get("is_error") and "changed since you read it" in result_text(got["e1"])
@@ -130,14 +150,23 @@ def test_a_cell_the_person_changed_after_the_read_is_refused_other_edits_go_on(k
 
 
 def test_without_a_front_end_the_live_tools_are_hidden_and_the_ui_says_so_once(tmp_path: Path):
-    nb = {"cells": [{"cell_type": "code", "id": "a1", "metadata": {}, "source": "x = 1", "outputs": [],
-                     "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {"cell_type": "code", "id": "a1", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None}
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (tmp_path / "n.ipynb").write_text(json.dumps(nb))
-    name = script(tmp_path / "t.json", [
-        [use("r1", "Read", file_path="n.ipynb")],
-        [use("e1", "NotebookEdit", notebook_path="n.ipynb", cell_id="a1", new_source="x = 2")],
-        "Done.",
-    ])
+    name = script(
+        tmp_path / "t.json",
+        [
+            [use("r1", "Read", file_path="n.ipynb")],
+            [use("e1", "NotebookEdit", notebook_path="n.ipynb", cell_id="a1", new_source="x = 2")],
+            "Done.",
+        ],
+    )
     with LiveKernel(tmp_path) as k:
         k.check(LOAD)
         first = k.run(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
@@ -153,14 +182,18 @@ def test_background_run_executes_a_cell_without_deadlock(kernel: LiveKernel, pan
     name = script(tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="c2")], "Done."])
     kernel.check("x = 6\n")
     kernel.check(f"%agent --background --mode bypassPermissions --no-widgets --script {name} go\n")
-    kernel.wait_for("the background run's outputs in c2", lambda: panel.cells[2]["outputs"]
-                    and panel.cells[2]["outputs"][0].get("text") == "7\n")
+    kernel.wait_for(
+        "the background run's outputs in c2",
+        lambda: panel.cells[2]["outputs"] and panel.cells[2]["outputs"][0].get("text") == "7\n",
+    )
     kernel.wait_for("the run to end", lambda: kernel.check(f"print({MAGICS}.current.running)").strip() == "False")
     assert "7" in result_text(results(kernel)["n1"])
 
 
 def test_a_timeout_stops_the_cell_and_the_kernel_goes_on(kernel: LiveKernel, panel: Panel, tmp_path: Path):
-    panel.cells.append(cell("import time\nprint('start', flush=True)\nwhile True:\n    time.sleep(0.05)", cell_id="loop"))
+    panel.cells.append(
+        cell("import time\nprint('start', flush=True)\nwhile True:\n    time.sleep(0.05)", cell_id="loop")
+    )
     name = script(tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="loop", timeout=1)], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     block = results(kernel)["n1"]
@@ -185,8 +218,10 @@ def test_a_page_reload_reconnects_through_a_comm_the_page_opens(kernel: LiveKern
     fresh = Panel(path=panel.path, cells=[cell("fresh = True", cell_id="f1")])
     kernel.panels[:] = [fresh]  # the reloaded page is the one that answers the kernel's comms now
     comm_id = kernel.open_from_page(fresh)
-    kernel.wait_for("the new page's hello", lambda: kernel.check(
-        f"print({MAGICS}.bridge.front_end.comm.comm_id)").strip() == comm_id)
+    kernel.wait_for(
+        "the new page's hello",
+        lambda: kernel.check(f"print({MAGICS}.bridge.front_end.comm.comm_id)").strip() == comm_id,
+    )
     name = script(tmp_path / "t.json", [[use("r1", "NotebookRead")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     assert "fresh = True" in result_text(results(kernel)["r1"])
@@ -255,10 +290,15 @@ def test_variables_are_described_without_running_their_code(kernel: LiveKernel, 
 
 
 def test_a_kernel_interrupt_stops_the_running_cell_and_the_agent(kernel: LiveKernel, panel: Panel, tmp_path: Path):
-    panel.cells.append(cell("import time\nprint('looping')\nopen('started', 'w').close()\nwhile True:\n"
-                            "    time.sleep(0.05)", cell_id="loop"))
-    name = script(tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="loop", timeout=600)],
-                                         "Should not get here."])
+    panel.cells.append(
+        cell(
+            "import time\nprint('looping')\nopen('started', 'w').close()\nwhile True:\n    time.sleep(0.05)",
+            cell_id="loop",
+        )
+    )
+    name = script(
+        tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="loop", timeout=600)], "Should not get here."]
+    )
     msg_id = kernel.execute(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     kernel.wait_for("the loop to run", lambda: (tmp_path / "started").exists())
     kernel.interrupt()  # the person presses the stop button

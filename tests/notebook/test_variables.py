@@ -46,7 +46,9 @@ def test_no_user_code_runs_for_hostile_objects():
 
 
 def test_known_types_get_a_structural_summary():
-    assert describe_value(pd.DataFrame({"a": [1, 2], "b": [0.5, 1.5]}))[1].startswith("shape (2, 2), columns ['a': int64")
+    assert describe_value(pd.DataFrame({"a": [1, 2], "b": [0.5, 1.5]}))[1].startswith(
+        "shape (2, 2), columns ['a': int64"
+    )
     assert describe_value(pd.Series([1, 2, 3], name="n"))[1] == "length 3, dtype int64, name 'n'"
     assert describe_value(10**5000)[1] == "an integer of 16,610 bits"
     assert describe_value("x" * 100)[1].endswith("(100 characters)")

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from ipy_agent import Agent, ModelError, ScriptedModel
-from ipy_agent.models.base import BlockComplete, MessageComplete, ModelRequest, TextDelta, Usage
 from ipy_agent.history.messages import history_problems, repair_history
+from ipy_agent.models.base import BlockComplete, MessageComplete, ModelRequest, TextDelta, Usage
 from ipy_agent.runtime.trace import TextEvent
 from tests.helpers import use
 
@@ -53,7 +53,13 @@ def test_system_prompt_tells_the_environment(tmp_path, rec):
 
 def test_what_the_model_was_offered_is_recorded_per_turn(tmp_path, rec):
     notebook_tool = rec.tool("NotebookCell", is_enabled=lambda ctx: ctx.notebook is not None)
-    tools = [rec.tool("Bash"), rec.tool("Read", read_only=True), rec.tool("Edit"), rec.tool("Glob", read_only=True), notebook_tool]
+    tools = [
+        rec.tool("Bash"),
+        rec.tool("Read", read_only=True),
+        rec.tool("Edit"),
+        rec.tool("Glob", read_only=True),
+        notebook_tool,
+    ]
     model = ScriptedModel(["a"])
     agent = Agent(model=model, tools=tools, cwd=tmp_path, simple=True)
     agent.run("go")
@@ -100,10 +106,14 @@ class OneShot:
         content = self.content if self.calls == 1 else [{"type": "text", "text": "continued"}]
         for i, b in enumerate(content):
             yield BlockComplete(block=b, index=i)
-        yield MessageComplete(content=content, stop_reason=self.stop_reason if self.calls == 1 else "end_turn", usage=Usage())
+        yield MessageComplete(
+            content=content, stop_reason=self.stop_reason if self.calls == 1 else "end_turn", usage=Usage()
+        )
 
 
-@pytest.mark.parametrize("stop,expected", [("refusal", "refusal"), ("max_tokens", "max_tokens"), ("stop_sequence", "end_turn")])
+@pytest.mark.parametrize(
+    "stop,expected", [("refusal", "refusal"), ("max_tokens", "max_tokens"), ("stop_sequence", "end_turn")]
+)
 def test_stop_reasons_are_reported(tmp_path, stop, expected):
     agent = Agent(model=OneShot(stop, [{"type": "text", "text": "partial"}]), tools=[], cwd=tmp_path)
     assert agent.run("go").stop_reason == expected
@@ -115,7 +125,10 @@ def test_pause_turn_continues_the_same_assistant_message(tmp_path):
     agent = Agent(model=model, tools=[], cwd=tmp_path)
     result = agent.run("go")
     assert model.calls == 2 and result.stop_reason == "end_turn"
-    assert agent.messages[-1]["content"] == [{"type": "text", "text": "working..."}, {"type": "text", "text": "continued"}]
+    assert agent.messages[-1]["content"] == [
+        {"type": "text", "text": "working..."},
+        {"type": "text", "text": "continued"},
+    ]
 
 
 def test_text_streams_to_listeners(tmp_path):
@@ -156,11 +169,14 @@ def test_scripted_model_from_file_and_defaults(tmp_path, rec):
     assert len(model.requests) == 3 and model.requests[0]["tools"][0]["name"] == "R"
 
 
-@pytest.mark.parametrize("content,message", [
-    ("{not json", "not valid JSON"),
-    ('{"steps": []}', '"turns"'),
-    ('{"turns": [42]}', "turn 0 must be a string or a list of blocks"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"steps": []}', '"turns"'),
+        ('{"turns": [42]}', "turn 0 must be a string or a list of blocks"),
+    ],
+)
 def test_scripted_model_from_file_errors(tmp_path, content, message):
     path = tmp_path / "t.json"
     path.write_text(content)

@@ -22,12 +22,15 @@ def _big(name="Big", limit=50_000, **kw):
     def call(s, ctx):
         text = "".join(f"line {i:06d} " + "x" * 60 + "\n" for i in range(s.n))
         if s.image:
-            return [{"type": "text", "text": text},
-                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]
+            return [
+                {"type": "text", "text": text},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            ]
         return text
 
-    return build_tool(name=name, input_model=Size, description="d", call=call, is_read_only=True,
-                      max_result_chars=limit, **kw)
+    return build_tool(
+        name=name, input_model=Size, description="d", call=call, is_read_only=True, max_result_chars=limit, **kw
+    )
 
 
 def test_an_oversized_result_is_spilled_whole_with_a_preview(tmp_path):
@@ -48,9 +51,21 @@ def test_an_oversized_result_is_spilled_whole_with_a_preview(tmp_path):
 def test_the_spill_file_is_readable_without_a_prompt(tmp_path):
     from ipy_agent.tools.files.read import ReadTool
 
-    model = ScriptedModel([[use("Big", "t1", n=2000)], lambda msgs: [use(
-        "Read", "t2", file_path=re.search(r"saved to: (\S+)", msgs[2]["content"][0]["content"]).group(1),
-        offset=1500, limit=2)], "done"])
+    model = ScriptedModel(
+        [
+            [use("Big", "t1", n=2000)],
+            lambda msgs: [
+                use(
+                    "Read",
+                    "t2",
+                    file_path=re.search(r"saved to: (\S+)", msgs[2]["content"][0]["content"]).group(1),
+                    offset=1500,
+                    limit=2,
+                )
+            ],
+            "done",
+        ]
+    )
     agent = Agent(model=model, tools=[_big(), ReadTool()], cwd=tmp_path)
     agent.run("go")
     text = results_of(agent.messages[4])["t2"]["content"]
@@ -144,8 +159,13 @@ def test_a_result_the_message_budget_replaces_reaches_the_row_and_the_trace(tmp_
     model = ScriptedModel([blocks, "done"])
     agent = Agent(model=model, tools=[_big(limit=10**6)], cwd=tmp_path, message_budget=150_000)
     seen: list[tuple[str, str, bool]] = []  # what each row event showed: id, status, spilled
-    agent.on_event(lambda e: seen.append((e.record.tool_use_id, e.record.status, bool(e.record.spilled_to)))
-                   if getattr(e, "kind", "") == "call" else None)
+    agent.on_event(
+        lambda e: (
+            seen.append((e.record.tool_use_id, e.record.status, bool(e.record.spilled_to)))
+            if getattr(e, "kind", "") == "call"
+            else None
+        )
+    )
     agent.run("go")
     large = agent.trace[1]
     sent = results_of(model.requests[1]["messages"][2])["large"]
@@ -163,7 +183,9 @@ def test_the_terminal_prints_one_row_per_call_when_the_message_budget_spills(tmp
 
     console = Console(record=True, width=200, force_terminal=False)
     blocks = [use("Big", "small", n=100), use("Big", "large", n=1800)]
-    agent = Agent(model=ScriptedModel([blocks, "done"]), tools=[_big(limit=10**6)], cwd=tmp_path, message_budget=100_000)
+    agent = Agent(
+        model=ScriptedModel([blocks, "done"]), tools=[_big(limit=10**6)], cwd=tmp_path, message_budget=100_000
+    )
     agent.on_event(TextRenderer(console))
     agent.run("go")
     rows = [line for line in console.export_text().splitlines() if line.strip().startswith("✓ Big")]

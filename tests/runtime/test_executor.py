@@ -18,8 +18,11 @@ def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 def test_adjacent_safe_calls_run_together_unsafe_calls_alone_results_in_order(tmp_path, rec):
     tools = [rec.tool("R", read_only=True), rec.tool("W")]
     blocks = [
-        use("R", "1", text="r1", sleep=0.2), use("R", "2", text="r2", sleep=0.05), use("W", "3", text="w3", sleep=0.05),
-        use("R", "4", text="r4", sleep=0.05), use("R", "5", text="r5", sleep=0.05),
+        use("R", "1", text="r1", sleep=0.2),
+        use("R", "2", text="r2", sleep=0.05),
+        use("W", "3", text="w3", sleep=0.05),
+        use("R", "4", text="r4", sleep=0.05),
+        use("R", "5", text="r5", sleep=0.05),
     ]
     agent = Agent(model=ScriptedModel([blocks, "done"]), tools=tools, cwd=tmp_path, approver=lambda r: "allow")
     agent.run("go")
@@ -35,8 +38,11 @@ def test_adjacent_safe_calls_run_together_unsafe_calls_alone_results_in_order(tm
 
 def test_safety_depends_on_the_input(tmp_path, rec):
     tool = rec.tool("Q", read_only=lambda n: n.text.startswith("select"))
-    blocks = [use("Q", "1", text="select a", sleep=0.1), use("Q", "2", text="select b", sleep=0.1),
-              use("Q", "3", text="delete c", sleep=0.05)]
+    blocks = [
+        use("Q", "1", text="select a", sleep=0.1),
+        use("Q", "2", text="select b", sleep=0.1),
+        use("Q", "3", text="delete c", sleep=0.05),
+    ]
     agent = Agent(model=ScriptedModel([blocks, "done"]), tools=[tool], cwd=tmp_path, approver=lambda r: "allow")
     agent.run("go")
     assert _overlap(rec.window("select a"), rec.window("select b"))
@@ -56,20 +62,29 @@ def test_concurrency_is_bounded(tmp_path, rec):
 
 def test_a_failed_state_changing_shell_call_cancels_the_calls_after_it(tmp_path, rec):
     bash = rec.tool("Bash", cancels_siblings_on_error=lambda inp: not inp.text.startswith("ls"))
-    blocks = [use("Bash", "1", text="make build", fail=True), use("Bash", "2", text="make test"),
-              use("Bash", "3", text="ls")]
+    blocks = [
+        use("Bash", "1", text="make build", fail=True),
+        use("Bash", "2", text="make test"),
+        use("Bash", "3", text="ls"),
+    ]
     agent = Agent(model=ScriptedModel([blocks, "done"]), tools=[bash], cwd=tmp_path, approver=lambda r: "allow")
     agent.run("go")
     res = results_of(agent.messages[2])
     assert res["1"]["content"] == "Bash failed on purpose"
     for tid in ("2", "3"):
-        assert res[tid]["is_error"] and "Bash(text='make build', fail=True)" in res[tid]["content"] and "was not run" in res[tid]["content"]
+        assert (
+            res[tid]["is_error"]
+            and "Bash(text='make build', fail=True)" in res[tid]["content"]
+            and "was not run" in res[tid]["content"]
+        )
     assert [c[1] for c in rec.calls] == ["make build"]
     assert [r.status for r in agent.trace] == ["error", "cancelled", "cancelled"]
 
 
 def test_a_failed_read_only_call_cancels_nothing(tmp_path, rec):
-    bash = rec.tool("Bash", read_only=True, cancels_siblings_on_error=lambda inp: not inp.text.startswith(("grep", "cat")))
+    bash = rec.tool(
+        "Bash", read_only=True, cancels_siblings_on_error=lambda inp: not inp.text.startswith(("grep", "cat"))
+    )
     blocks = [use("Bash", "1", text="grep x", fail=True), use("Bash", "2", text="cat y")]
     agent = Agent(model=ScriptedModel([blocks, "done"]), tools=[bash], cwd=tmp_path)
     agent.run("go")
@@ -112,8 +127,9 @@ async def test_interrupt_from_another_thread_and_a_new_run_continues(tmp_path, r
 
 
 async def test_cancelling_the_task_is_an_interrupt(tmp_path, rec):
-    agent = Agent(model=ScriptedModel([[use("R", "1", text="a", sleep=5)]]), tools=[rec.tool("R", read_only=True)],
-                  cwd=tmp_path)
+    agent = Agent(
+        model=ScriptedModel([[use("R", "1", text="a", sleep=5)]]), tools=[rec.tool("R", read_only=True)], cwd=tmp_path
+    )
     task = asyncio.ensure_future(agent.arun("go"))
     while not agent.trace or agent.trace[0].status != "running":
         await asyncio.sleep(0.01)
@@ -174,7 +190,9 @@ def test_ten_sync_calls_in_one_message_all_run_at_once(tmp_path):
         windows[inp.n] = (start, time.perf_counter())
         return "rested"
 
-    tool = build_tool(name="Nap", input_model=Nap, description="d", call=nap, is_read_only=True, is_concurrency_safe=True)
+    tool = build_tool(
+        name="Nap", input_model=Nap, description="d", call=nap, is_read_only=True, is_concurrency_safe=True
+    )
     blocks = [use("Nap", str(i), n=i) for i in range(10)]
     agent = Agent(model=ScriptedModel([blocks, "done"]), tools=[tool], cwd=tmp_path)
     agent.run("go")
@@ -204,8 +222,15 @@ def test_each_call_input_is_parsed_once(tmp_path):
             raise ToolError("b failed")
         return inp.label
 
-    tool = build_tool(name="Step", input_model=Step, description="d", call=run, is_read_only=lambda s: s.label != "b",
-                      is_concurrency_safe=lambda s: s.label == "a", cancels_siblings_on_error=True)
+    tool = build_tool(
+        name="Step",
+        input_model=Step,
+        description="d",
+        call=run,
+        is_read_only=lambda s: s.label != "b",
+        is_concurrency_safe=lambda s: s.label == "a",
+        cancels_siblings_on_error=True,
+    )
     blocks = [use("Step", "1", label="a"), use("Step", "2", label="b"), use("Step", "3", label="c")]
     agent = Agent(model=ScriptedModel([blocks, "done"]), tools=[tool], cwd=tmp_path, approver=lambda r: "allow")
     agent.hooks.add("PreToolUse", lambda e: None)

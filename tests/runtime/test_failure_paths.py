@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 from pydantic import BaseModel
 
 from ipy_agent import Agent, HookOutcome, ModelError, ScriptedModel, build_tool
-from ipy_agent.models.base import BlockComplete, ModelRequest
 from ipy_agent.history.messages import history_problems
+from ipy_agent.models.base import BlockComplete, ModelRequest
 from ipy_agent.runtime.trace import RunEndEvent
 from tests.helpers import results_of, use
 
@@ -42,8 +42,12 @@ async def test_an_interrupt_while_a_model_error_waits_for_started_tools_keeps_on
 def test_a_hook_stop_keeps_the_rest_of_the_message_from_running(tmp_path, rec):
     asked: list[str] = []
     blocks = [use("R", "1", text="first"), use("Act", "2", text="second"), use("R", "3", text="third")]
-    agent = Agent(model=ScriptedModel([blocks, "never"]), tools=[rec.tool("R", read_only=True), rec.tool("Act")],
-                  cwd=tmp_path, approver=lambda r: asked.append(r.tool_name) or "allow")
+    agent = Agent(
+        model=ScriptedModel([blocks, "never"]),
+        tools=[rec.tool("R", read_only=True), rec.tool("Act")],
+        cwd=tmp_path,
+        approver=lambda r: asked.append(r.tool_name) or "allow",
+    )
     agent.hooks.add("PostToolUse", lambda e: HookOutcome(stop=True, reason="quota used up"), matcher="R")
     result = agent.run("go")
     assert result.stop_reason == "stopped_by_hook"
@@ -60,10 +64,17 @@ def test_a_spill_that_cannot_be_written_cuts_the_result_and_the_run_goes_on(tmp_
     class N(BaseModel):
         n: int
 
-    big = build_tool(name="Big", input_model=N, description="d", is_read_only=True, max_result_chars=1000,
-                     call=lambda a, c: "line\n" * a.n)
-    agent = Agent(model=ScriptedModel([[use("Big", "b", n=5000)], "done"]), tools=[big], cwd=tmp_path,
-                  spill_dir=blocker / "spill")
+    big = build_tool(
+        name="Big",
+        input_model=N,
+        description="d",
+        is_read_only=True,
+        max_result_chars=1000,
+        call=lambda a, c: "line\n" * a.n,
+    )
+    agent = Agent(
+        model=ScriptedModel([[use("Big", "b", n=5000)], "done"]), tools=[big], cwd=tmp_path, spill_dir=blocker / "spill"
+    )
     result = agent.run("go")
     assert result.stop_reason == "end_turn" and history_problems(agent.messages) == []
     content = results_of(agent.messages[2])["b"]["content"]
@@ -81,10 +92,16 @@ def test_symlinks_out_of_the_project_are_outside(tmp_path):
     os.symlink(outside / "id_rsa", project / "notes.txt")
     os.symlink(outside, project / "ext")
     asked: list[str] = []
-    model = ScriptedModel([[use("Read", "r", file_path="notes.txt")],
-                           [use("Write", "w", file_path="ext/new.txt", content="x")], "done"])
-    agent = Agent(model=model, tools=[ReadTool(), WriteTool()], cwd=project, permission_mode="acceptEdits",
-                  approver=lambda req: asked.append(req.tool_name) or "deny")
+    model = ScriptedModel(
+        [[use("Read", "r", file_path="notes.txt")], [use("Write", "w", file_path="ext/new.txt", content="x")], "done"]
+    )
+    agent = Agent(
+        model=model,
+        tools=[ReadTool(), WriteTool()],
+        cwd=project,
+        permission_mode="acceptEdits",
+        approver=lambda req: asked.append(req.tool_name) or "deny",
+    )
     agent.run("go")
     assert asked == ["Read", "Write"]
     assert "PRIVATE" not in str(model.requests[1]["messages"]) and not (outside / "new.txt").exists()

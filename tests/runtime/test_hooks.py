@@ -14,14 +14,17 @@ def _agent(tmp_path, rec, turns, **kw):
     return Agent(model=model, tools=tools, cwd=tmp_path, approver=kw.pop("approver", lambda r: "allow"), **kw), model
 
 
-@pytest.mark.parametrize("matcher,expected", [
-    ("Edit", ["Edit"]),
-    ("Edit|Read", ["Edit", "Read"]),
-    ("Edit.*", ["Edit", "NotebookEdit"]),  # a regex, unanchored as in Claude Code
-    (".*Edit", ["Edit", "NotebookEdit"]),
-    ("*", ["Edit", "NotebookEdit", "Read"]),
-    (None, ["Edit", "NotebookEdit", "Read"]),
-])
+@pytest.mark.parametrize(
+    "matcher,expected",
+    [
+        ("Edit", ["Edit"]),
+        ("Edit|Read", ["Edit", "Read"]),
+        ("Edit.*", ["Edit", "NotebookEdit"]),  # a regex, unanchored as in Claude Code
+        (".*Edit", ["Edit", "NotebookEdit"]),
+        ("*", ["Edit", "NotebookEdit", "Read"]),
+        (None, ["Edit", "NotebookEdit", "Read"]),
+    ],
+)
 def test_matchers(tmp_path, rec, matcher, expected):
     seen: list[str] = []
     agent, _ = _agent(tmp_path, rec, [[use("Edit", "1"), use("NotebookEdit", "2"), use("Read", "3")], "done"])
@@ -59,8 +62,9 @@ async def test_async_hooks_and_event_contents(tmp_path, rec):
 
 def test_deny_beats_ask_beats_allow_across_hooks(tmp_path, rec):
     asked: list[str] = []
-    agent, _ = _agent(tmp_path, rec, [[use("Edit", "1", text="a")], "done"],
-                      approver=lambda r: asked.append(r.tool_name) or "allow")
+    agent, _ = _agent(
+        tmp_path, rec, [[use("Edit", "1", text="a")], "done"], approver=lambda r: asked.append(r.tool_name) or "allow"
+    )
     agent.hooks.add("PreToolUse", lambda e: HookOutcome(decision="allow"))
     agent.hooks.add("PreToolUse", lambda e: HookOutcome(decision="deny", reason="no edits on Fridays"))
     agent.hooks.add("PreToolUse", lambda e: HookOutcome(decision="ask"))
@@ -72,7 +76,9 @@ def test_deny_beats_ask_beats_allow_across_hooks(tmp_path, rec):
 
 def test_hook_ask_forces_a_prompt_even_for_read_only_calls(tmp_path, rec):
     asked: list[str] = []
-    agent, _ = _agent(tmp_path, rec, [[use("Read", "1", text="a")], "done"], approver=lambda r: asked.append(r.reason) or "allow")
+    agent, _ = _agent(
+        tmp_path, rec, [[use("Read", "1", text="a")], "done"], approver=lambda r: asked.append(r.reason) or "allow"
+    )
     agent.hooks.add("PreToolUse", lambda e: HookOutcome(decision="ask", reason="check secrets first"))
     agent.run("go")
     assert asked == ["check secrets first"] and len(rec.calls) == 1
@@ -121,13 +127,20 @@ def test_a_hook_can_stop_the_run(tmp_path, rec):
 
 def test_user_prompt_submit_can_block_or_add_context(tmp_path, rec):
     agent, model = _agent(tmp_path, rec, ["ok"])
-    agent.hooks.add("UserPromptSubmit", lambda e: HookOutcome(decision="deny", reason="no secrets in prompts")
-                    if "password" in e.prompt else HookOutcome(additional_context="Project uses uv."))
+    agent.hooks.add(
+        "UserPromptSubmit",
+        lambda e: (
+            HookOutcome(decision="deny", reason="no secrets in prompts")
+            if "password" in e.prompt
+            else HookOutcome(additional_context="Project uses uv.")
+        ),
+    )
     blocked = agent.run("my password is hunter2")
     assert blocked.stop_reason == "blocked_by_hook" and agent.messages == [] and model.requests == []
     agent.run("hello")
     assert model.requests[0]["messages"][0]["content"] == [
-        {"type": "text", "text": "hello"}, {"type": "text", "text": "Project uses uv."},
+        {"type": "text", "text": "hello"},
+        {"type": "text", "text": "Project uses uv."},
     ]
 
 
@@ -145,7 +158,10 @@ def test_stop_hook_can_send_the_agent_back_to_work(tmp_path, rec):
     result = agent.run("go")
     assert calls == ["I'm done", "now really done"]
     assert result.stop_reason == "end_turn" and result.text == "now really done"
-    assert model.requests[1]["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "Run the tests before you stop."}]}
+    assert model.requests[1]["messages"][-1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "Run the tests before you stop."}],
+    }
 
 
 def test_bad_hook_registration_is_refused(tmp_path, rec):
@@ -161,8 +177,11 @@ def test_a_rewritten_input_is_what_the_prompt_and_the_row_name(tmp_path):
     asked: list[str] = []
     model = ScriptedModel([[use("Write", "w1", file_path="summary.md", content="hi\n")], "done"])
     agent = Agent(model=model, cwd=tmp_path, approver=lambda r: asked.append(r.summary) or "allow")
-    agent.hooks.add("PreToolUse", lambda e: HookOutcome(updated_input={**e.input, "file_path": "drafts/summary.md"}),
-                    matcher="Write")
+    agent.hooks.add(
+        "PreToolUse",
+        lambda e: HookOutcome(updated_input={**e.input, "file_path": "drafts/summary.md"}),
+        matcher="Write",
+    )
     agent.run("write a summary")
     assert (tmp_path / "drafts" / "summary.md").read_text() == "hi\n" and not (tmp_path / "summary.md").exists()
     assert asked == ["drafts/summary.md"]  # the person approves the path that is written

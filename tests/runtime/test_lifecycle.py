@@ -35,11 +35,15 @@ def test_unknown_tool_names_the_available_ones(tmp_path):
 
 
 def test_schema_errors_name_each_field_and_what_was_expected(tmp_path):
-    agent, _, _ = _run(_tool(), [
-        use("T", "missing"),
-        use("T", "extra", path="a", colour="red"),
-        use("T", "wrong", path="a", count="many"),
-    ], cwd=tmp_path)
+    agent, _, _ = _run(
+        _tool(),
+        [
+            use("T", "missing"),
+            use("T", "extra", path="a", colour="red"),
+            use("T", "wrong", path="a", count="many"),
+        ],
+        cwd=tmp_path,
+    )
     res = results_of(agent.messages[2])
     assert "The required parameter `path` is missing" in res["missing"]["content"]
     assert "An unexpected parameter `colour` was provided" in res["extra"]["content"]
@@ -61,12 +65,16 @@ def test_forbidding_models_report_unexpected_fields_too(tmp_path):
 def test_validate_input_message_reaches_the_model_and_call_never_runs(tmp_path):
     calls = []
     t = _tool(
-        validate_input=lambda a, ctx: None if a.count > 0 else f"count must be positive, got {a.count!r}; pass 1 or more",
+        validate_input=lambda a, ctx: (
+            None if a.count > 0 else f"count must be positive, got {a.count!r}; pass 1 or more"
+        ),
         call=lambda a, ctx: calls.append(a) or "ran",
     )
     agent, _, _ = _run(t, [use("T", "t1", path="p", count=0)], cwd=tmp_path)
     assert results_of(agent.messages[2])["t1"] == {
-        "type": "tool_result", "tool_use_id": "t1", "is_error": True,
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "is_error": True,
         "content": "count must be positive, got 0; pass 1 or more",
     }
     assert calls == []
@@ -111,7 +119,15 @@ def test_full_stage_order_with_hooks(tmp_path):
     agent.hooks.add("PostToolUse", lambda e: None)
     agent.run("go")
     assert [s.name for s in agent.trace[0].stages] == [
-        "find", "parse", "validate", "pre_hooks", "permission", "call", "map", "budget", "post_hooks",
+        "find",
+        "parse",
+        "validate",
+        "pre_hooks",
+        "permission",
+        "call",
+        "map",
+        "budget",
+        "post_hooks",
     ]
 
 

@@ -39,20 +39,25 @@ def _tools():
     return [
         build_tool(name="Safe", input_model=Inp, description="d", call=_call, is_read_only=True),
         build_tool(name="Unsafe", input_model=Inp, description="d", call=_call, cancels_siblings_on_error=True),
-        build_tool(name="Flaky", input_model=Inp, description="d", call=_call,
-                   is_concurrency_safe=lambda i: 1 / (i.n % 2)),  # raises for even n: fail closed
+        build_tool(
+            name="Flaky", input_model=Inp, description="d", call=_call, is_concurrency_safe=lambda i: 1 / (i.n % 2)
+        ),  # raises for even n: fail closed
     ]
 
 
-tool_use = st.fixed_dictionaries({
-    "type": st.just("tool_use"),
-    "name": st.sampled_from(["Safe", "Unsafe", "Flaky", "Missing"]),
-    "input": st.one_of(
-        st.fixed_dictionaries({"n": st.integers(0, 9), "mode": st.sampled_from(["ok", "sleep", "toolerror", "crash", "empty"])}),
-        st.fixed_dictionaries({"n": st.text(max_size=3)}),  # wrong type
-        st.fixed_dictionaries({"x": st.integers()}),  # missing and unexpected
-    ),
-})
+tool_use = st.fixed_dictionaries(
+    {
+        "type": st.just("tool_use"),
+        "name": st.sampled_from(["Safe", "Unsafe", "Flaky", "Missing"]),
+        "input": st.one_of(
+            st.fixed_dictionaries(
+                {"n": st.integers(0, 9), "mode": st.sampled_from(["ok", "sleep", "toolerror", "crash", "empty"])}
+            ),
+            st.fixed_dictionaries({"n": st.text(max_size=3)}),  # wrong type
+            st.fixed_dictionaries({"x": st.integers()}),  # missing and unexpected
+        ),
+    }
+)
 turn = st.one_of(st.text(min_size=0, max_size=20), st.lists(tool_use, min_size=1, max_size=4))
 
 

@@ -27,8 +27,14 @@ class Size(BaseModel):
     n: int
 
 
-BIG = build_tool(name="Big", input_model=Size, description="d", call=lambda s, c: "x" * s.n, is_read_only=True,
-                 max_result_chars=1_000)
+BIG = build_tool(
+    name="Big",
+    input_model=Size,
+    description="d",
+    call=lambda s, c: "x" * s.n,
+    is_read_only=True,
+    max_result_chars=1_000,
+)
 
 
 def _spilled_path(message: dict) -> Path:
@@ -54,8 +60,9 @@ def test_reset_removes_the_conversations_spilled_results(tmp_path, monkeypatch):
 
 def test_a_spill_directory_the_person_chose_is_left_alone(tmp_path):
     chosen = tmp_path / "mine"
-    agent = Agent(model=ScriptedModel([[use("Big", "t1", n=5_000)], "done"]), tools=[BIG], cwd=tmp_path,
-                  spill_dir=chosen)
+    agent = Agent(
+        model=ScriptedModel([[use("Big", "t1", n=5_000)], "done"]), tools=[BIG], cwd=tmp_path, spill_dir=chosen
+    )
     agent.run("go")
     (chosen / "notes.txt").write_text("keep me")
     agent.reset()
@@ -65,8 +72,9 @@ def test_a_spill_directory_the_person_chose_is_left_alone(tmp_path):
 def _session(tmp_path: Path, code: str) -> str:
     """Run `code` in a fresh Python process whose temp dir is `tmp_path`; its stdout."""
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(PROJECT)}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 

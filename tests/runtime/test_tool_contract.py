@@ -35,9 +35,13 @@ def test_flag_functions_of_input_and_raising_flags_give_the_unsafe_answer():
         raise RuntimeError("bug in flag")
 
     t = build_tool(
-        name="Sql", input_model=Q, description="d", call=_noop,
+        name="Sql",
+        input_model=Q,
+        description="d",
+        call=_noop,
         is_read_only=lambda q: q.sql.startswith("select"),
-        is_concurrency_safe=boom, is_destructive=boom,
+        is_concurrency_safe=boom,
+        is_destructive=boom,
     )
     assert t.is_read_only(t.input_model(sql="select 1")) is True
     assert t.is_read_only(t.input_model(sql="drop table x")) is False
@@ -60,11 +64,17 @@ def test_input_schema_is_the_pydantic_schema_sent_to_the_model(tmp_path):
     model = ScriptedModel(["hi"])
     Agent(model=model, tools=[t], cwd=tmp_path).run("go")
     sent = model.requests[0]["tools"]
-    assert sent == [{
-        "name": "Sql",
-        "description": f"Query. cwd={tmp_path.name}",
-        "input_schema": {"properties": {"sql": {"title": "Sql", "type": "string"}}, "required": ["sql"], "type": "object"},
-    }]
+    assert sent == [
+        {
+            "name": "Sql",
+            "description": f"Query. cwd={tmp_path.name}",
+            "input_schema": {
+                "properties": {"sql": {"title": "Sql", "type": "string"}},
+                "required": ["sql"],
+                "type": "object",
+            },
+        }
+    ]
 
 
 def test_sync_call_runs_in_a_worker_thread_async_call_on_the_loop(tmp_path):
@@ -94,7 +104,10 @@ def test_sync_call_runs_in_a_worker_thread_async_call_on_the_loop(tmp_path):
 
 def test_map_result_and_summaries_are_separate(tmp_path):
     t = build_tool(
-        name="Rows", input_model=Q, description="d", is_read_only=True,
+        name="Rows",
+        input_model=Q,
+        description="d",
+        is_read_only=True,
         call=lambda q, ctx: [{"id": i} for i in range(3)],
         map_result=lambda rows, tid: "\n".join(f"row {r['id']}" for r in rows),
         summarize_use=lambda q: f"query {q.sql!r}",

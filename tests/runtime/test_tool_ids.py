@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ipy_agent import Agent
-from ipy_agent.models.base import BlockComplete, MessageComplete, ModelRequest, Usage
 from ipy_agent.history.messages import history_problems
 from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
+from ipy_agent.models.base import BlockComplete, MessageComplete, ModelRequest, Usage
 from tests.helpers import use
 
 
@@ -30,15 +30,20 @@ class RepeatsIds:
             content: list[dict[str, Any]] = [{"type": "text", "text": "done"}]
             yield MessageComplete(content=content, stop_reason="end_turn", usage=Usage(input_tokens=1))
             return
-        content = [{**use("R", "dup", text="a"), "id": "dup"}, {**use("R", "x", text="b"), "id": "../../etc"},
-                   {**use("R", "y", text="c"), "id": 7}]
+        content = [
+            {**use("R", "dup", text="a"), "id": "dup"},
+            {**use("R", "x", text="b"), "id": "../../etc"},
+            {**use("R", "y", text="c"), "id": 7},
+        ]
         for i, block in enumerate(content):
             yield BlockComplete(block=block, index=i)
         yield MessageComplete(content=content, stop_reason="tool_use", usage=Usage(input_tokens=1))
 
 
 def _ids(messages: list[dict[str, Any]]) -> list[str]:
-    return [b["id"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b["type"] == "tool_use"]
+    return [
+        b["id"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b["type"] == "tool_use"
+    ]
 
 
 async def test_repeated_and_malformed_ids_are_replaced_in_every_turn(tmp_path, rec):
@@ -53,8 +58,13 @@ async def test_repeated_and_malformed_ids_are_replaced_in_every_turn(tmp_path, r
     assert all(i.replace("_", "").replace("-", "").isalnum() for i in ids)  # no path characters, no numbers
     assert history_problems(agent.messages) == []
     # What the model is sent next answers each of its calls exactly once, under the fixed ids.
-    answered = [b["tool_use_id"] for m in model.requests[-1] if m["role"] == "user" and isinstance(m["content"], list)
-                for b in m["content"] if b["type"] == "tool_result"]
+    answered = [
+        b["tool_use_id"]
+        for m in model.requests[-1]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
     assert sorted(answered) == sorted(ids)
 
 
@@ -72,8 +82,10 @@ async def test_a_history_replaced_between_runs_is_counted_afresh(tmp_path, rec):
 
 
 def test_history_ids_follow_growth_replacement_and_shrinking():
-    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"},
-                                  {"role": "assistant", "content": [use("R", "a1"), use("R", "a2")]}]
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [use("R", "a1"), use("R", "a2")]},
+    ]
     index = HistoryIds()
     assert "a1" in index.synced(msgs) and "a2" in index  # the last message counts too
     msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a1", "content": "ok"}]})
@@ -83,5 +95,7 @@ def test_history_ids_follow_growth_replacement_and_shrinking():
     assert "c1" in index.synced(msgs) and "b1" not in index
     del msgs[1:]  # a reset
     assert "a1" not in index.synced(msgs)
-    fixer = ToolUseIds(index.synced([{"role": "assistant", "content": [use("R", "z")]}, {"role": "user", "content": "x"}]))
+    fixer = ToolUseIds(
+        index.synced([{"role": "assistant", "content": [use("R", "z")]}, {"role": "user", "content": "x"}])
+    )
     assert fixer.fix(use("R", "z"))["id"] != "z" and fixer.fix(use("R", "fresh"))["id"] == "fresh"

@@ -9,6 +9,7 @@ DOCKER_HOST points at the listener, so a tool that phones home knocks on our doo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,11 +28,22 @@ STRACE = shutil.which("strace")
 
 POLYGLOT = '""":"\ntouch PWN\nexit\n":"""\nopen("PWN", "w").close()\n'
 FILES = {
-    "f.txt": "a\nb\nc\n", "g.txt": "a\nc\nd\n", "f.json": '{"a": 1}\n', "big.txt": "".join(f"{i % 97} line\n" for i in range(6000)),
-    "evil.sed": "w PWN\n", "list.txt": "PWN\n", "cmds.txt": "touch PWN\n", "magic.txt": "0 string x X\n",
-    "evil.jq": "def x: 1;\n", "pwn.sh": "#!/bin/sh\ntouch PWN\ncat\n", "pwn.py": 'open("PWN", "w").close()\n',
-    "pwn.pl": 'open(F, ">PWN");\n', "evil.mk": "all:\n\ttouch PWN\n", "Makefile": "all:\n\ttouch PWN\nversion:\n\ttouch PWN\n",
-    "version": POLYGLOT, "conftest.py": 'open("PWN", "w").close()\n',
+    "f.txt": "a\nb\nc\n",
+    "g.txt": "a\nc\nd\n",
+    "f.json": '{"a": 1}\n',
+    "big.txt": "".join(f"{i % 97} line\n" for i in range(6000)),
+    "evil.sed": "w PWN\n",
+    "list.txt": "PWN\n",
+    "cmds.txt": "touch PWN\n",
+    "magic.txt": "0 string x X\n",
+    "evil.jq": "def x: 1;\n",
+    "pwn.sh": "#!/bin/sh\ntouch PWN\ncat\n",
+    "pwn.py": 'open("PWN", "w").close()\n',
+    "pwn.pl": 'open(F, ">PWN");\n',
+    "evil.mk": "all:\n\ttouch PWN\n",
+    "Makefile": "all:\n\ttouch PWN\nversion:\n\ttouch PWN\n",
+    "version": POLYGLOT,
+    "conftest.py": 'open("PWN", "w").close()\n',
     "package.json": '{"name": "scratch", "version": "1.0.0", "scripts": {"version": "touch PWN"}}\n',
     "sub/deep.txt": "deep\n",
 }
@@ -118,27 +130,72 @@ class World:
         (self.home / ".bashrc").write_text("# rc\n")
         kube = self.home / ".kube"
         kube.mkdir()
-        (kube / "config").write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "c",
-            "clusters": [{"name": "k", "cluster": {"server": f"https://127.0.0.1:{self.listener.port}", "insecure-skip-tls-verify": True}}],
-            "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
+        (kube / "config").write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "c",
+                    "clusters": [
+                        {
+                            "name": "k",
+                            "cluster": {
+                                "server": f"https://127.0.0.1:{self.listener.port}",
+                                "insecure-skip-tls-verify": True,
+                            },
+                        }
+                    ],
+                    "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+                    "users": [{"name": "u", "user": {}}],
+                }
+            )
+        )
         git = ["git", "-c", "user.email=f@x", "-c", "user.name=f", "-c", "init.defaultBranch=main"]
         env = self.env()
-        for args in (["init", "-q"], ["remote", "add", "origin", f"http://127.0.0.1:{self.listener.port}/x.git"],
-                     ["add", "-A"], ["commit", "-qm", "init"]):
+        for args in (
+            ["init", "-q"],
+            ["remote", "add", "origin", f"http://127.0.0.1:{self.listener.port}/x.git"],
+            ["add", "-A"],
+            ["commit", "-qm", "init"],
+        ):
             subprocess.run([*git, *args], cwd=self.scratch, env=env, check=True, capture_output=True)
 
     def env(self) -> dict[str, str]:
         proxy = f"http://127.0.0.1:{self.listener.port}"
-        path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
-                                "/sbin", "/bin"])
+        path = os.pathsep.join(
+            [
+                str(Path(sys.executable).parent),
+                "/usr/local/sbin",
+                "/usr/local/bin",
+                "/usr/sbin",
+                "/usr/bin",
+                "/sbin",
+                "/bin",
+            ]
+        )
         return {
-            "PATH": path, "HOME": str(self.home), "LANG": "C.UTF-8", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat",
-            "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "IPY_FUZZ_MARK": self.mark,
-            "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "ALL_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
-            "all_proxy": proxy, "NO_PROXY": "", "no_proxy": "", "KUBECONFIG": str(self.home / ".kube" / "config"),
-            "DOCKER_HOST": f"tcp://127.0.0.1:{self.listener.port}", "npm_config_registry": proxy + "/",
-            "CHECKPOINT_DISABLE": "", "PYTHONDONTWRITEBYTECODE": "1",
+            "PATH": path,
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "PAGER": "cat",
+            "GIT_PAGER": "cat",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "IPY_FUZZ_MARK": self.mark,
+            "HTTP_PROXY": proxy,
+            "HTTPS_PROXY": proxy,
+            "ALL_PROXY": proxy,
+            "http_proxy": proxy,
+            "https_proxy": proxy,
+            "all_proxy": proxy,
+            "NO_PROXY": "",
+            "no_proxy": "",
+            "KUBECONFIG": str(self.home / ".kube" / "config"),
+            "DOCKER_HOST": f"tcp://127.0.0.1:{self.listener.port}",
+            "npm_config_registry": proxy + "/",
+            "CHECKPOINT_DISABLE": "",
+            "PYTHONDONTWRITEBYTECODE": "1",
         }
 
     def snapshot(self) -> dict[str, str]:
@@ -169,10 +226,20 @@ class World:
         trace = Path(name)
         # -D: strace runs as a grandchild, so our child is bash itself and its exit is the
         # command's end, while strace follows whatever it left running (until we kill that).
-        prefix = [STRACE, "-D", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-e", "signal=none", "-o", str(trace)] if STRACE else []
-        proc = subprocess.Popen([*prefix, "/bin/bash", "-c", command], cwd=self.scratch, env=self.env(),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        prefix = (
+            [STRACE, "-D", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-e", "signal=none", "-o", str(trace)]
+            if STRACE
+            else []
+        )
+        proc = subprocess.Popen(
+            [*prefix, "/bin/bash", "-c", command],
+            cwd=self.scratch,
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -188,8 +255,11 @@ class World:
             _kill(pid)
         _kill_group(proc.pid)
         _wait_gone(tracers)
-        out.connects = [line for line in trace.read_text(errors="replace").splitlines()
-                        if "AF_INET" in line and ("connect(" in line or "sendto(" in line or "sendmsg(" in line)]
+        out.connects = [
+            line
+            for line in trace.read_text(errors="replace").splitlines()
+            if "AF_INET" in line and ("connect(" in line or "sendto(" in line or "sendmsg(" in line)
+        ]
         trace.unlink()
         return self._finish(out, since, count)
 
@@ -269,17 +339,13 @@ def _running(pid: int) -> bool:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _wait_gone(pids: list[int], limit_s: float = 3.0) -> None:

@@ -56,8 +56,11 @@ def test_sigkill_at_random_points_leaves_old_or_new(tmp_path):
     rng = random.Random(9)
     partial, litter_names = 0, set()
     for _ in range(KILLS):
-        child = subprocess.Popen([sys.executable, "-c", _CHILD, str(target), str(SIZE)], stdout=subprocess.PIPE,
-                                 cwd=Path(__file__).resolve().parents[2])
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(target), str(SIZE)],
+            stdout=subprocess.PIPE,
+            cwd=Path(__file__).resolve().parents[2],
+        )
         assert child.stdout is not None
         assert child.stdout.readline().strip() == b"ready"
         time.sleep(rng.uniform(0, 0.25))
@@ -66,7 +69,9 @@ def test_sigkill_at_random_points_leaves_old_or_new(tmp_path):
         if target.read_text() not in valid:
             partial += 1
         litter_names |= {p.name for p in tmp_path.iterdir() if p.name != "big.txt"}
-    print(f"\n[atomic writes] SIGKILLs: {KILLS}; partial files: {partial}; temporary files left: {len(litter_names)} "
-          f"(pattern .big.txt.*.tmp)")
+    print(
+        f"\n[atomic writes] SIGKILLs: {KILLS}; partial files: {partial}; temporary files left: {len(litter_names)} "
+        f"(pattern .big.txt.*.tmp)"
+    )
     assert partial == 0
     assert all(TEMP_PATTERN.match(n) for n in litter_names), litter_names

@@ -20,7 +20,22 @@ from ipy_agent.history.messages import history_problems
 from tests.runtime.test_property_history import faulty_agent
 
 SEEDS = int(os.environ.get("FAULTY_SEEDS", "1000"))  # fewer only for a quick local look
-_IDS = ["dup", "dup", 7, "", None, ["x"], {"a": 1}, "../../etc/passwd", "a/b", "toolu_ok", "x" * 300, "ünï", "a b", True]
+_IDS = [
+    "dup",
+    "dup",
+    7,
+    "",
+    None,
+    ["x"],
+    {"a": 1},
+    "../../etc/passwd",
+    "a/b",
+    "toolu_ok",
+    "x" * 300,
+    "ünï",
+    "a b",
+    True,
+]
 
 
 def _conversation(rng: random.Random) -> list:
@@ -32,10 +47,16 @@ def _conversation(rng: random.Random) -> list:
         blocks = []
         for _ in range(rng.randint(1, 4)):
             name = rng.choice(["Safe", "Unsafe", "Flaky", "Missing"])
-            inp = rng.choice([
-                {"n": rng.randint(0, 9), "mode": rng.choice(["ok", "sleep", "toolerror", "crash", "empty"])},
-                {"n": "x"}, {"x": 1}, [], "text", None,
-            ])
+            inp = rng.choice(
+                [
+                    {"n": rng.randint(0, 9), "mode": rng.choice(["ok", "sleep", "toolerror", "crash", "empty"])},
+                    {"n": "x"},
+                    {"x": 1},
+                    [],
+                    "text",
+                    None,
+                ]
+            )
             tid = rng.choice(_IDS) if rng.random() < 0.5 else f"toolu_{rng.randrange(10**6)}"
             blocks.append({"type": "tool_use", "id": tid, "name": name, "input": inp})
         turns.append(blocks)

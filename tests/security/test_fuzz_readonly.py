@@ -38,33 +38,33 @@ _TOOL = BashTool()
 # substitution scan, per-program version flags): each must now be refused, and the sandbox must
 # still contain it. {CANARY} and {PORT} are filled in per run.
 CLOSED_HOLES: dict[str, str] = {
-    'context:heredoc-backtick': 'cat <<EOF\n`touch PWN`\nEOF',
-    'context:heredoc-dash': 'cat <<-EOF\n\t$(touch PWN)\nEOF',
-    'env:env -i touch {OUT}': 'pwd\n\\env -i touch PWN',
-    'git:git remote show origin': 'git remote show origin',
-    'redirect:cat < /dev/tcp/127.0.0.1/{PORT}': 'cat < /dev/tcp/127.0.0.1/{PORT}',
-    'redirect:grep x < /dev/tcp/127.0.0.1/{PORT}': 'grep x < /dev/tcp/127.0.0.1/{PORT}',
-    'rg:rg --hostname-bin ./pwn.sh --hyperlink-format default a': 'rg --hostname-bin ./pwn.sh --hyperlink-format default a',
-    'rg:rg --hostname-bin=./pwn.sh --hyperlink-format=default a': 'rg --hostname-bin=./pwn.sh --hyperlink-format=default a',
+    "context:heredoc-backtick": "cat <<EOF\n`touch PWN`\nEOF",
+    "context:heredoc-dash": "cat <<-EOF\n\t$(touch PWN)\nEOF",
+    "env:env -i touch {OUT}": "pwd\n\\env -i touch PWN",
+    "git:git remote show origin": "git remote show origin",
+    "redirect:cat < /dev/tcp/127.0.0.1/{PORT}": "cat < /dev/tcp/127.0.0.1/{PORT}",
+    "redirect:grep x < /dev/tcp/127.0.0.1/{PORT}": "grep x < /dev/tcp/127.0.0.1/{PORT}",
+    "rg:rg --hostname-bin ./pwn.sh --hyperlink-format default a": "rg --hostname-bin ./pwn.sh --hyperlink-format default a",
+    "rg:rg --hostname-bin=./pwn.sh --hyperlink-format=default a": "rg --hostname-bin=./pwn.sh --hyperlink-format=default a",
     "sed:sed ':a;w {OUT}' f.txt": "sed ':a;w PWN' f.txt",
-    'version:bash version': 'bash version',
-    'version:docker -V': 'docker -V',
-    'version:docker -version': 'docker -version',
-    'version:docker version': 'docker version',
-    'version:kubectl --version': 'kubectl --version',
-    'version:kubectl -V': 'kubectl -V',
-    'version:kubectl -version': 'kubectl -version',
-    'version:kubectl version': 'kubectl version',
-    'version:npm -V': 'npm -V',
-    'version:npm version': 'npm version',
-    'version:npx -V': 'npx -V',
-    'version:npx version': 'npx version',
-    'version:python version': 'python version',
-    'version:python3 version': 'python3 version',
-    'version:sh version': 'sh version',
-    'version:terraform --version': 'terraform --version',
-    'version:terraform -version': 'terraform -version',
-    'version:terraform version': 'terraform version',
+    "version:bash version": "bash version",
+    "version:docker -V": "docker -V",
+    "version:docker -version": "docker -version",
+    "version:docker version": "docker version",
+    "version:kubectl --version": "kubectl --version",
+    "version:kubectl -V": "kubectl -V",
+    "version:kubectl -version": "kubectl -version",
+    "version:kubectl version": "kubectl version",
+    "version:npm -V": "npm -V",
+    "version:npm version": "npm version",
+    "version:npx -V": "npx -V",
+    "version:npx version": "npx version",
+    "version:python version": "python version",
+    "version:python3 version": "python3 version",
+    "version:sh version": "sh version",
+    "version:terraform --version": "terraform --version",
+    "version:terraform -version": "terraform -version",
+    "version:terraform version": "terraform version",
 }
 # family -> a command the current classifier still lets through and that acts: an xfail(strict)
 # case each. Remove an entry when its case starts passing (move it to CLOSED_HOLES).
@@ -89,13 +89,19 @@ def world(tmp_path_factory):
 
 
 def _template(command: str, world: World) -> str:
-    return (command.replace(str(world.canary), "{CANARY}").replace(str(world.listener.port), "{PORT}")
-            .replace(world.sleep, "{SLEEP}"))
+    return (
+        command.replace(str(world.canary), "{CANARY}")
+        .replace(str(world.listener.port), "{PORT}")
+        .replace(world.sleep, "{SLEEP}")
+    )
 
 
 def _fill(command: str, world: World) -> str:
-    return (command.replace("{CANARY}", str(world.canary)).replace("{PORT}", str(world.listener.port))
-            .replace("{SLEEP}", world.sleep))
+    return (
+        command.replace("{CANARY}", str(world.canary))
+        .replace("{PORT}", str(world.listener.port))
+        .replace("{SLEEP}", world.sleep)
+    )
 
 
 @pytest.mark.slow
@@ -118,23 +124,36 @@ def test_what_the_classifier_calls_read_only_only_reads(world):
             holes[case.family].append((case, outcome.describe(), auto))
     unknown = {fam: found for fam, found in holes.items() if fam not in KNOWN_HOLES}
     elapsed = time.monotonic() - start
-    print(f"\n[fuzz] commands tried: {len(cases):,} (target {TARGET:,}); judged read-only and run for real: {ran:,}; "
-          f"not read-only: {verdicts['not read-only']:,}")
-    print(f"[fuzz] failures (read-only but acted): {sum(len(v) for v in holes.values()):,} commands in {len(holes)} families; "
-          f"of them auto-allowed by Bash's permission check: {sum(a for v in holes.values() for _, _, a in v):,}; "
-          f"not yet listed as known: {len(unknown)} families; strace: {'yes' if STRACE else 'no'}; {elapsed:.0f} s")
+    print(
+        f"\n[fuzz] commands tried: {len(cases):,} (target {TARGET:,}); judged read-only and run for real: {ran:,}; "
+        f"not read-only: {verdicts['not read-only']:,}"
+    )
+    print(
+        f"[fuzz] failures (read-only but acted): {sum(len(v) for v in holes.values()):,} commands in {len(holes)} families; "
+        f"of them auto-allowed by Bash's permission check: {sum(a for v in holes.values() for _, _, a in v):,}; "
+        f"not yet listed as known: {len(unknown)} families; strace: {'yes' if STRACE else 'no'}; {elapsed:.0f} s"
+    )
     for fam, found in sorted(holes.items()):
         case, what, auto = found[0]
         print(f"[fuzz]   {fam} ({len(found)}x{', auto-allowed' if auto else ''}): {case.command!r} -> {what}")
     for fam, found in sorted(unknown.items()):  # ready to paste into KNOWN_HOLES once reported
         print(f"[fuzz] new: {fam!r}: {_template(found[0][0].command, world)!r},")
     assert not unknown, "new classifier holes:\n" + "\n".join(
-        f"{fam}: {found[0][0].command!r} -> {found[0][1]}" for fam, found in sorted(unknown.items()))
+        f"{fam}: {found[0][0].command!r} -> {found[0][1]}" for fam, found in sorted(unknown.items())
+    )
 
 
-@pytest.mark.parametrize("family", [
-    *(pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="known classifier hole")) for f in sorted(KNOWN_HOLES)),
-    *sorted(CLOSED_HOLES)], ids=str)
+@pytest.mark.parametrize(
+    "family",
+    [
+        *(
+            pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="known classifier hole"))
+            for f in sorted(KNOWN_HOLES)
+        ),
+        *sorted(CLOSED_HOLES),
+    ],
+    ids=str,
+)
 def test_known_hole_is_closed(world, family):
     command = _fill({**CLOSED_HOLES, **KNOWN_HOLES}[family], world)
     _need_program(command)
@@ -174,12 +193,77 @@ def test_the_world_detects_what_it_must(world):
 
 # --- hypothesis: words the corpus did not think of ---------------------------------------------
 
-_PROGRAMS = ["cat", "ls", "grep", "sed", "sort", "uniq", "find", "rg", "git", "jq", "echo", "printf", "head", "xargs", "env",
-             "timeout 5", "nice", "command", "date", "test", "file", "wc", "diff", "awk", "tree"]
-_WORDS = ["f.txt", "-n", "-i", "-o", "PWN", "--output=PWN", "'w PWN'", "s/a/b/w\\ PWN", "-exec", "touch", "\\;", "$(touch PWN)",
-          "`touch PWN`", "${x:-$(touch PWN)}", "'a[$(touch PWN)]'", "$'\\x77 PWN'", "--pre=./pwn.sh", "-e", "p", "{}", "+",
-          "--hostname-bin=./pwn.sh", "-fprint", "log", "--outp=PWN", "-I{}", "sh", "-c", "'touch PWN'", "<<EOF\n`touch PWN`\nEOF",
-          ">", "2>/dev/null", "|", ";", "&&", "\n", "&", "version", "--version", "-v", "'$(touch PWN)'", "\"$(touch PWN)\""]
+_PROGRAMS = [
+    "cat",
+    "ls",
+    "grep",
+    "sed",
+    "sort",
+    "uniq",
+    "find",
+    "rg",
+    "git",
+    "jq",
+    "echo",
+    "printf",
+    "head",
+    "xargs",
+    "env",
+    "timeout 5",
+    "nice",
+    "command",
+    "date",
+    "test",
+    "file",
+    "wc",
+    "diff",
+    "awk",
+    "tree",
+]
+_WORDS = [
+    "f.txt",
+    "-n",
+    "-i",
+    "-o",
+    "PWN",
+    "--output=PWN",
+    "'w PWN'",
+    "s/a/b/w\\ PWN",
+    "-exec",
+    "touch",
+    "\\;",
+    "$(touch PWN)",
+    "`touch PWN`",
+    "${x:-$(touch PWN)}",
+    "'a[$(touch PWN)]'",
+    "$'\\x77 PWN'",
+    "--pre=./pwn.sh",
+    "-e",
+    "p",
+    "{}",
+    "+",
+    "--hostname-bin=./pwn.sh",
+    "-fprint",
+    "log",
+    "--outp=PWN",
+    "-I{}",
+    "sh",
+    "-c",
+    "'touch PWN'",
+    "<<EOF\n`touch PWN`\nEOF",
+    ">",
+    "2>/dev/null",
+    "|",
+    ";",
+    "&&",
+    "\n",
+    "&",
+    "version",
+    "--version",
+    "-v",
+    "'$(touch PWN)'",
+    '"$(touch PWN)"',
+]
 
 
 @pytest.mark.slow
@@ -190,8 +274,13 @@ def test_hypothesis_commands_the_classifier_calls_read_only_only_read(world):
     tried: list[str] = []
     acted: list[tuple[str, str]] = []
 
-    @settings(max_examples=400, derandomize=True, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=400,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(program=st.sampled_from(_PROGRAMS), words=st.lists(st.sampled_from(_WORDS), max_size=5))
     def check(program: str, words: list[str]) -> None:
         command = " ".join([program, *words])
@@ -212,7 +301,8 @@ def test_hypothesis_commands_the_classifier_calls_read_only_only_read(world):
 # What shows a listed hole inside any command hypothesis builds; a mark stops counting as soon
 # as its family leaves KNOWN_HOLES (fixed), so the hypothesis test then reports it again.
 KNOWN_HOLE_MARKS = {
-    "context:heredoc-backtick": "<<EOF\n`", "context:heredoc-dash": "<<-EOF",
+    "context:heredoc-backtick": "<<EOF\n`",
+    "context:heredoc-dash": "<<-EOF",
     "rg:rg --hostname-bin ./pwn.sh --hyperlink-format default a": "--hostname-bin",
     "rg:rg --hostname-bin=./pwn.sh --hyperlink-format=default a": "--hostname-bin=",
     "sed:sed ':a;w {OUT}' f.txt": ":a;w",

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.runtime.lifecycle import parse_input
 from ipy_agent.permissions.decide import decide
+from ipy_agent.runtime.lifecycle import parse_input
 from ipy_agent.tools import builtin_tools
 from tests.helpers import write_tree
 
@@ -67,8 +67,20 @@ def spellings(target: str, project: Path, outside: Path) -> list[str]:
 def world(tmp_path_factory):
     base = tmp_path_factory.mktemp("paths")
     project, outside = base / "project", base / "outside"
-    write_tree(project, {"a.txt": "a\n", "sp ace.txt": "s\n", "ünï cödé.txt": "u\n", "sub/b.txt": "b\n", "sub/.env": "E=1\n",
-                         "secret/key.txt": "k\n", ".env": "E=1\n", "locked/x.txt": "x\n", LONG: "long\n"})
+    write_tree(
+        project,
+        {
+            "a.txt": "a\n",
+            "sp ace.txt": "s\n",
+            "ünï cödé.txt": "u\n",
+            "sub/b.txt": "b\n",
+            "sub/.env": "E=1\n",
+            "secret/key.txt": "k\n",
+            ".env": "E=1\n",
+            "locked/x.txt": "x\n",
+            LONG: "long\n",
+        },
+    )
     write_tree(outside, {"o.txt": "o\n"})
     (project / "link_in").symlink_to(project / "sub" / "b.txt")
     (project / "link_secret").symlink_to(project / "secret" / "key.txt")
@@ -80,10 +92,12 @@ def world(tmp_path_factory):
 
 def _input(tool: str, path: str) -> dict:
     return {
-        "Read": {"file_path": path}, "Write": {"file_path": path, "content": "x"},
+        "Read": {"file_path": path},
+        "Write": {"file_path": path, "content": "x"},
         "Edit": {"file_path": path, "old_string": "a", "new_string": "b"},
         "NotebookEdit": {"notebook_path": path, "new_source": "x", "cell_id": "cell-0"},
-        "Glob": {"pattern": "*", "path": path}, "Grep": {"pattern": "x", "path": path},
+        "Glob": {"pattern": "*", "path": path},
+        "Grep": {"pattern": "x", "path": path},
     }[tool]
 
 
@@ -93,7 +107,9 @@ async def _outcome(agent: Agent, tool_name: str, path: str, mode: str) -> str:
     assert not isinstance(inp, str), inp
     ctx = agent.context("t1")
     check = await tool.check_permissions(inp, ctx)
-    return decide(tool=tool, inp=inp, ctx=ctx, rules=agent.rules, mode=mode, tool_check=check, hook_decision=None).behavior
+    return decide(
+        tool=tool, inp=inp, ctx=ctx, rules=agent.rules, mode=mode, tool_check=check, hook_decision=None
+    ).behavior
 
 
 READ_TOOLS = ("Read", "Glob", "Grep")

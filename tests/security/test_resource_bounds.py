@@ -14,17 +14,17 @@ from IPython.core.error import UsageError
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.config.conversation_file import load_conversation
-from ipy_agent.runtime import budget as budget_mod
-from ipy_agent.runtime.budget import ResultBudget
-from ipy_agent.history.messages import history_problems
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.history.messages import history_problems
+from ipy_agent.runtime import budget as budget_mod
+from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.tools import builtin_tools
-from ipy_agent.tools.search import ripgrep as _search
 from ipy_agent.tools.bash import BashInput, BashTool
+from ipy_agent.tools.notebook.edit import NotebookEditInput, NotebookEditTool
+from ipy_agent.tools.search import ripgrep as _search
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
-from ipy_agent.tools.notebook.edit import NotebookEditInput, NotebookEditTool
 from tests.helpers import results_of, write_tree
 
 
@@ -52,7 +52,7 @@ async def test_a_fifo_or_device_path_is_refused_without_hanging(tmp_path, tool, 
 async def test_every_ripgrep_run_has_a_timeout(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)  # ripgrep blocks opening it: only the timeout can end the run
-    with pytest.raises(ToolError, match="did not finish within 0.5 s"):
+    with pytest.raises(ToolError, match=r"did not finish within 0\.5 s"):
         await asyncio.wait_for(_search.run_rg(["x", "--", "pipe"], cwd=tmp_path, timeout_s=0.5), 20)
 
 
@@ -71,7 +71,9 @@ def test_a_spill_file_stops_at_its_cap(tmp_path, monkeypatch):
 async def test_bash_spill_file_stops_at_its_cap(tmp_path, monkeypatch):
     monkeypatch.setattr(budget_mod, "MAX_SPILL_BYTES", 300_000)
     tool = BashTool()
-    out = await tool.call(BashInput(command="head -c 2000000 /dev/zero | tr '\\0' y"), _ctx(tmp_path, decided_by="person"))
+    out = await tool.call(
+        BashInput(command="head -c 2000000 /dev/zero | tr '\\0' y"), _ctx(tmp_path, decided_by="person")
+    )
     spill = Path(out.spill_path)
     assert 300_000 <= spill.stat().st_size < 300_200
     assert "1,700,000 more bytes were not saved" in spill.read_text()[-200:]
@@ -93,11 +95,15 @@ async def test_notebook_edit_on_a_large_notebook_stays_within_a_few_times_its_si
     ctx.read_state.record(path, content=path.read_bytes())
     tracemalloc.start()
     try:
-        await NotebookEditTool().call(NotebookEditInput(notebook_path=str(path), cell_id="cell-3", new_source="print(1)"), ctx)
+        await NotebookEditTool().call(
+            NotebookEditInput(notebook_path=str(path), cell_id="cell-3", new_source="print(1)"), ctx
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    print(f"\n[resource bounds] NotebookEdit on a {size / 1e6:.1f} MB notebook: peak {peak / 1e6:.1f} MB ({peak / size:.1f}x)")
+    print(
+        f"\n[resource bounds] NotebookEdit on a {size / 1e6:.1f} MB notebook: peak {peak / 1e6:.1f} MB ({peak / size:.1f}x)"
+    )
     assert peak < 6 * size
     assert nbformat.read(path, as_version=4).cells[3].source == "print(1)"
 
@@ -105,8 +111,19 @@ async def test_notebook_edit_on_a_large_notebook_stays_within_a_few_times_its_si
 # --- tool_use ids from the model ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ids", [["dup", "dup"], [7, "x"], [None, ""], ["../../etc/passwd", "a/b"], [["l"], {"d": 1}],
-                                 ["x" * 500, "ok"], [True, False]], ids=str)
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ["dup", "dup"],
+        [7, "x"],
+        [None, ""],
+        ["../../etc/passwd", "a/b"],
+        [["l"], {"d": 1}],
+        ["x" * 500, "ok"],
+        [True, False],
+    ],
+    ids=str,
+)
 def test_untrusted_tool_use_ids_keep_the_history_valid(tmp_path, ids):
     write_tree(tmp_path, {"a.txt": "hello\n"})
     turns = [[{"type": "tool_use", "id": i, "name": "Read", "input": {"file_path": "a.txt"}} for i in ids], "done"]
@@ -136,13 +153,27 @@ _DAMAGED = {
     "content a number": [{"role": "user", "content": 5}],
     "block not an object": [{"role": "user", "content": ["text"]}],
     "block without type": [{"role": "user", "content": [{"text": "x"}]}],
-    "tool_use id a list": [{"role": "user", "content": "go"},
-                           {"role": "assistant", "content": [{"type": "tool_use", "id": ["x"], "name": "Read", "input": {}}]}],
-    "tool_use input a string": [{"role": "user", "content": "go"},
-                                {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "Read", "input": "x"}]}],
-    "duplicate ids": [{"role": "user", "content": "go"}, {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "a", "name": "Read", "input": {}}, {"type": "tool_use", "id": "a", "name": "Read", "input": {}}]}],
-    "tool_result content a number": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": 3}]}],
+    "tool_use id a list": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": ["x"], "name": "Read", "input": {}}]},
+    ],
+    "tool_use input a string": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "Read", "input": "x"}]},
+    ],
+    "duplicate ids": [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "a", "name": "Read", "input": {}},
+                {"type": "tool_use", "id": "a", "name": "Read", "input": {}},
+            ],
+        },
+    ],
+    "tool_result content a number": [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": 3}]}
+    ],
     "text not a string": [{"role": "user", "content": [{"type": "text", "text": None}]}],
 }
 
@@ -150,7 +181,9 @@ _DAMAGED = {
 @pytest.mark.parametrize("name", sorted(_DAMAGED))
 def test_a_damaged_saved_conversation_is_refused_with_the_reason(tmp_path, name):
     path = tmp_path / "conv.json"
-    path.write_text(json.dumps({"format": "ipy_agent.conversation", "version": 1, "messages": _DAMAGED[name], "granted": {}}))
+    path.write_text(
+        json.dumps({"format": "ipy_agent.conversation", "version": 1, "messages": _DAMAGED[name], "granted": {}})
+    )
     agent = Agent(model=ScriptedModel([]), cwd=tmp_path, tools=[])
     with pytest.raises(ValueError, match="is damaged"):
         load_conversation(path, agent)
@@ -159,12 +192,18 @@ def test_a_damaged_saved_conversation_is_refused_with_the_reason(tmp_path, name)
 
 def test_resume_of_a_damaged_file_is_a_usage_error(tmp_path, monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
-
     from traitlets.config import Config
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "conv.json").write_text(json.dumps({"format": "ipy_agent.conversation", "messages": [{"role": "user", "content": 5}],
-                                                     "granted": {"allow": [1, None, "Read"]}}))
+    (tmp_path / "conv.json").write_text(
+        json.dumps(
+            {
+                "format": "ipy_agent.conversation",
+                "messages": [{"role": "user", "content": 5}],
+                "granted": {"allow": [1, None, "Read"]},
+            }
+        )
+    )
     InteractiveShell.clear_instance()
     config = Config()
     config.HistoryManager.enabled = False  # no sqlite history file
@@ -173,10 +212,18 @@ def test_resume_of_a_damaged_file_is_a_usage_error(tmp_path, monkeypatch):
         shell.run_line_magic("load_ext", "ipy_agent")
         with pytest.raises(UsageError, match="message 0 has content of type int"):
             shell.run_line_magic("agent", "--resume conv.json hi")
-        (tmp_path / "ok.json").write_text(json.dumps({"format": "ipy_agent.conversation", "messages": _GOOD, "cwd": str(tmp_path),
-                                                      "granted": {"allow": [1, None, ["x"]]}}))
+        (tmp_path / "ok.json").write_text(
+            json.dumps(
+                {
+                    "format": "ipy_agent.conversation",
+                    "messages": _GOOD,
+                    "cwd": str(tmp_path),
+                    "granted": {"allow": [1, None, ["x"]]},
+                }
+            )
+        )
         agent = Agent(model=ScriptedModel([]), cwd=tmp_path, tools=[])
-        repaired, skipped = load_conversation(tmp_path / "ok.json", agent)
+        _repaired, skipped = load_conversation(tmp_path / "ok.json", agent)
         assert history_problems(agent.messages) == [] and len(agent.messages) == 2 and len(skipped) == 3
     finally:
         InteractiveShell.clear_instance()

@@ -17,8 +17,8 @@ import pytest
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools.bash import sandbox as sandbox_mod
 from ipy_agent.tools.bash import BashInput, BashTool
+from ipy_agent.tools.bash import sandbox as sandbox_mod
 from ipy_agent.tools.bash.sandbox import CORE_PROGRAMS, core_read_only
 from tests.helpers import results_of, use, write_tree
 from tests.security.fuzz_world import Listener
@@ -29,8 +29,14 @@ STOPPED = "dangerouslyDisableSandbox"  # the clear message names the way out
 
 
 def _ctx(cwd: Path, decided_by: str | None = "tool", **kw) -> ToolContext:
-    return ToolContext(cwd=cwd, read_state=ReadState(), tool_use_id="toolu_1", spill_dir=cwd.parent / "spill",
-                       decided_by=decided_by, **kw)  # type: ignore[arg-type]
+    return ToolContext(
+        cwd=cwd,
+        read_state=ReadState(),
+        tool_use_id="toolu_1",
+        spill_dir=cwd.parent / "spill",
+        decided_by=decided_by,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 async def _bash(ctx: ToolContext, command: str) -> dict:
@@ -60,8 +66,15 @@ def fake_home(tmp_path: Path, monkeypatch) -> Path:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    return write_tree(tmp_path / "proj", {"notes.txt": "hello\n", ".env": "API=s3cr3t-value\n",
-                                          "secrets/key.pem": "PRIVATE\n", "src/a.py": "print(1)\n"})
+    return write_tree(
+        tmp_path / "proj",
+        {
+            "notes.txt": "hello\n",
+            ".env": "API=s3cr3t-value\n",
+            "secrets/key.pem": "PRIVATE\n",
+            "src/a.py": "print(1)\n",
+        },
+    )
 
 
 @pytest.fixture
@@ -74,16 +87,19 @@ def listener():
 # --- what the sandbox stops --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [
-    "echo pwned > notes.txt",
-    "rm -f notes.txt",
-    "mkdir newdir",
-    "touch src/new.py",
-    "echo pwned >> ~/.bashrc",
-    "touch ~/.ipy_agent_sandbox_canary",
-    "mkdir -p ~/.config/ipy_agent_canary",
-    "python3 -c 'open(\"notes.txt\", \"w\").write(\"x\")'",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo pwned > notes.txt",
+        "rm -f notes.txt",
+        "mkdir newdir",
+        "touch src/new.py",
+        "echo pwned >> ~/.bashrc",
+        "touch ~/.ipy_agent_sandbox_canary",
+        "mkdir -p ~/.config/ipy_agent_canary",
+        'python3 -c \'open("notes.txt", "w").write("x")\'',
+    ],
+)
 async def test_a_read_only_judged_write_is_stopped_and_changes_nothing(project, command):
     before = _snapshot(project, Path.home())
     block = await _bash(_ctx(project), command)
@@ -94,11 +110,14 @@ async def test_a_read_only_judged_write_is_stopped_and_changes_nothing(project, 
     assert (project / "notes.txt").read_text() == "hello\n"
 
 
-@pytest.mark.parametrize("how", [
-    "exec 3<>/dev/tcp/127.0.0.1/{port}",
-    "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=2)'",
-    "curl -s --max-time 2 http://127.0.0.1:{port}/ || exit 7",
-])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "exec 3<>/dev/tcp/127.0.0.1/{port}",
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=2)'",
+        "curl -s --max-time 2 http://127.0.0.1:{port}/ || exit 7",
+    ],
+)
 async def test_a_read_only_judged_connection_never_reaches_a_local_listener(project, listener, how):
     if how.startswith("curl") and not any(os.access(os.path.join(d, "curl"), os.X_OK) for d in ("/usr/bin", "/bin")):
         pytest.skip("curl is not installed")
@@ -199,8 +218,11 @@ def test_through_the_agent_a_read_only_command_runs_sandboxed_and_an_allowed_one
     # project is mounted read-only, so the same file that is writable outside is not inside.
     probe = "test -w notes.txt && echo writable || echo read-only"
     assert os.access(project / "notes.txt", os.W_OK), "precondition: the file is writable outside the sandbox"
-    agent = _agent(project, [[use("Bash", "t1", command=probe)], [use("Bash", "t2", command="touch made.txt")], "done"],
-                   allow=["Bash(touch:*)"])
+    agent = _agent(
+        project,
+        [[use("Bash", "t1", command=probe)], [use("Bash", "t2", command="touch made.txt")], "done"],
+        allow=["Bash(touch:*)"],
+    )
     agent.run("go")
     assert results_of(agent.messages[2])["t1"]["content"] == "read-only"
     assert agent.trace[0].decision.source == "tool"  # judged read-only by Bash: sandboxed
@@ -214,8 +236,11 @@ def test_leaving_the_sandbox_asks_the_person(project):
         asked.append(request.input["command"])
         return "allow"
 
-    agent = _agent(project, [[use("Bash", "t1", command="cat notes.txt", dangerouslyDisableSandbox=True)], "done"],
-                   approver=approver)
+    agent = _agent(
+        project,
+        [[use("Bash", "t1", command="cat notes.txt", dangerouslyDisableSandbox=True)], "done"],
+        approver=approver,
+    )
     agent.run("go")
     assert asked == ["cat notes.txt"]
     assert results_of(agent.messages[2])["t1"]["content"] == "hello"
@@ -258,29 +283,69 @@ def test_sandbox_off_is_the_same_as_no_bubblewrap(project):
     assert "the sandbox setting is 'off'" in results_of(agent.messages[2])["t1"]["content"]
 
 
-@pytest.mark.parametrize("command", ["ls -la", "cat notes.txt | grep -c l", "wc -l src/a.py 2>/dev/null", "head -n 3 notes.txt",
-                                     "cd src && ls", "grep -rn hello .", "diff notes.txt src/a.py"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls -la",
+        "cat notes.txt | grep -c l",
+        "wc -l src/a.py 2>/dev/null",
+        "head -n 3 notes.txt",
+        "cd src && ls",
+        "grep -rn hello .",
+        "diff notes.txt src/a.py",
+    ],
+)
 def test_core_commands(command):
     assert core_read_only(command)
 
 
-@pytest.mark.parametrize("command", [
-    "git status", "sort -o out notes.txt", "cat $HOME/x", "cat ~/x", "cat `echo x`", "cat <(ls)", "ls > out",
-    "cat <<EOF\n$(touch x)\nEOF", "echo \\$(id)", "env cat x", "find . -name x", "sed -n 1p notes.txt",
-    "LANG=C ls", "uniq a b", "cat notes.txt\ntouch x",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status",
+        "sort -o out notes.txt",
+        "cat $HOME/x",
+        "cat ~/x",
+        "cat `echo x`",
+        "cat <(ls)",
+        "ls > out",
+        "cat <<EOF\n$(touch x)\nEOF",
+        "echo \\$(id)",
+        "env cat x",
+        "find . -name x",
+        "sed -n 1p notes.txt",
+        "LANG=C ls",
+        "uniq a b",
+        "cat notes.txt\ntouch x",
+    ],
+)
 def test_not_core_commands(command):
     assert not core_read_only(command)
 
 
 def test_core_programs_are_a_small_closed_set():
     assert len(CORE_PROGRAMS) < 60
-    assert not CORE_PROGRAMS & {"sort", "uniq", "file", "tree", "date", "find", "sed", "awk", "git", "jq", "xargs", "env"}
+    assert not CORE_PROGRAMS & {
+        "sort",
+        "uniq",
+        "file",
+        "tree",
+        "date",
+        "find",
+        "sed",
+        "awk",
+        "git",
+        "jq",
+        "xargs",
+        "env",
+    }
 
 
 async def test_concurrent_sandboxed_calls_do_not_share_tmp(project):
-    a, b = await asyncio.gather(_bash(_ctx(project), "echo a > /tmp/x; sleep 0.3; cat /tmp/x"),
-                                _bash(_ctx(project), "echo b > /tmp/x; sleep 0.3; cat /tmp/x"))
+    a, b = await asyncio.gather(
+        _bash(_ctx(project), "echo a > /tmp/x; sleep 0.3; cat /tmp/x"),
+        _bash(_ctx(project), "echo b > /tmp/x; sleep 0.3; cat /tmp/x"),
+    )
     assert (a["content"], b["content"]) == ("a", "b")
 
 
@@ -305,7 +370,12 @@ async def test_git_works_sandboxed_in_a_subdirectory_and_a_worktree(tmp_path):
 
     repo = write_tree(tmp_path / "repo", {"top.txt": "t\n", "pkg/mod.py": "x = 1\n"})
     git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"], ["worktree", "add", "-q", str(tmp_path / "wt")]):
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["commit", "-qm", "first"],
+        ["worktree", "add", "-q", str(tmp_path / "wt")],
+    ):
         subprocess.run([*git, *args], cwd=repo, check=True, capture_output=True)
     (repo / "pkg" / "mod.py").write_text("x = 2\n")
     sub = await _bash(_ctx(repo / "pkg"), "git status --short && git log --oneline | wc -l")

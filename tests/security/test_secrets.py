@@ -29,11 +29,24 @@ def _agent(cwd: Path, turns: list, **kw) -> Agent:
     return Agent(model=ScriptedModel(turns), cwd=cwd, tools=builtin_tools(), **kw)
 
 
-@pytest.mark.parametrize("name,secret", [
-    ("ANTHROPIC_API_KEY", True), ("OPENAI_API_KEY", True), ("GITHUB_TOKEN", True), ("AWS_ACCESS_KEY_ID", True),
-    ("DB_PASSWORD", True), ("MY_SERVICE_SECRET", True), ("HF_TOKEN", True), ("PATH", False), ("HOME", False),
-    ("LANG", False), ("PYTHONPATH", False), ("VIRTUAL_ENV", False), ("TERM", False),
-])
+@pytest.mark.parametrize(
+    "name,secret",
+    [
+        ("ANTHROPIC_API_KEY", True),
+        ("OPENAI_API_KEY", True),
+        ("GITHUB_TOKEN", True),
+        ("AWS_ACCESS_KEY_ID", True),
+        ("DB_PASSWORD", True),
+        ("MY_SERVICE_SECRET", True),
+        ("HF_TOKEN", True),
+        ("PATH", False),
+        ("HOME", False),
+        ("LANG", False),
+        ("PYTHONPATH", False),
+        ("VIRTUAL_ENV", False),
+        ("TERM", False),
+    ],
+)
 def test_names_that_look_like_credentials(name, secret):
     assert is_secret_name(name) is secret
 
@@ -48,7 +61,12 @@ def test_the_lists_are_configurable(monkeypatch):
 
 @pytest.mark.parametrize("approved", [False, True], ids=["sandboxed", "approved"])
 def test_bash_gets_no_credentials(tmp_path, approved):
-    commands = ["env", "printenv ANTHROPIC_API_KEY", "echo \"k=$ANTHROPIC_API_KEY t=$GITHUB_TOKEN\"", "cat /proc/self/environ"]
+    commands = [
+        "env",
+        "printenv ANTHROPIC_API_KEY",
+        'echo "k=$ANTHROPIC_API_KEY t=$GITHUB_TOKEN"',
+        "cat /proc/self/environ",
+    ]
     turns = [[use("Bash", f"t{i}", command=c) for i, c in enumerate(commands)], "done"]
     agent = _agent(tmp_path, turns, **({"allow": ["Bash"]} if approved else {}))
     agent.run("show me the environment")
@@ -64,8 +82,14 @@ def test_a_key_in_a_file_is_redacted_from_results_trace_detail_and_save(tmp_path
     from ipy_agent.config.conversation_file import save_conversation
 
     write_tree(tmp_path, {"config.txt": f"key = {KEY}\n"})
-    turns = [[use("Read", "r1", file_path="config.txt"), use("Bash", "b1", command="cat config.txt"),
-              use("Grep", "g1", pattern="key", output_mode="content")], "done"]
+    turns = [
+        [
+            use("Read", "r1", file_path="config.txt"),
+            use("Bash", "b1", command="cat config.txt"),
+            use("Grep", "g1", pattern="key", output_mode="content"),
+        ],
+        "done",
+    ]
     agent = _agent(tmp_path, turns)
     agent.run(f"here is my key {KEY}, look at config.txt")
     results = results_of(agent.messages[2])
@@ -81,8 +105,9 @@ def test_a_key_in_a_file_is_redacted_from_results_trace_detail_and_save(tmp_path
 def test_a_credential_set_during_the_session_is_redacted_from_the_next_result(tmp_path, monkeypatch):
     # The secret list is cached between tool results; a variable the person sets later counts.
     write_tree(tmp_path, {"a.txt": "token = corp-0123456789-late\n"})
-    agent = _agent(tmp_path, [[use("Read", "r1", file_path="a.txt")], "one",
-                              [use("Read", "r2", file_path="a.txt")], "two"])
+    agent = _agent(
+        tmp_path, [[use("Read", "r1", file_path="a.txt")], "one", [use("Read", "r2", file_path="a.txt")], "two"]
+    )
     agent.run("read it")
     assert "corp-0123456789-late" in json.dumps(results_of(agent.messages[2])["r1"])
     monkeypatch.setenv("CORP_DEPLOY_TOKEN", "corp-0123456789-late")

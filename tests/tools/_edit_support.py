@@ -8,8 +8,8 @@ from typing import Any
 
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import RuleSubject, Tool, ToolContext
-from ipy_agent.tools.shared import fileio as _fileio
 from ipy_agent.tools.files.read import ReadTool
+from ipy_agent.tools.shared import fileio as _fileio
 
 
 def make_ctx(cwd: Path) -> ToolContext:
@@ -37,8 +37,9 @@ async def run(tool: Tool, ctx: ToolContext, **fields: Any) -> Outcome:
     if error:
         return Outcome(error=error)
     out = await tool.call(inp, ctx)
-    return Outcome(error=None, output=out, content=tool.map_result(out, "toolu_1")["content"],
-                   summary=tool.summarize_result(out))
+    return Outcome(
+        error=None, output=out, content=tool.map_result(out, "toolu_1")["content"], summary=tool.summarize_result(out)
+    )
 
 
 def leftovers(directory: Path) -> list[str]:
@@ -67,8 +68,10 @@ def tool_results(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every tool_result block of a conversation, by tool_use_id."""
     return {
         b["tool_use_id"]: b
-        for m in messages if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"] if b.get("type") == "tool_result"
+        for m in messages
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
     }
 
 

@@ -9,14 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools._edit_support import (
-    assert_edit_contract, fail_os, leftovers, make_ctx, read, result_text, run, tool_results,
-)
 from ipy_agent import Agent, PermissionAnswer, ScriptedModel
-from ipy_agent.permissions.rules import gitignore_match
 from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.permissions.rules import gitignore_match
 from ipy_agent.tools.files.edit import EditTool
 from ipy_agent.tools.files.read import ReadTool
+from tests.tools._edit_support import (
+    assert_edit_contract,
+    fail_os,
+    leftovers,
+    make_ctx,
+    read,
+    result_text,
+    run,
+    tool_results,
+)
 
 
 @pytest.fixture
@@ -36,6 +43,7 @@ def put(tmp_path: Path, name: str, data: bytes | str) -> Path:
 
 
 # --- the checks, in order -----------------------------------------------------------------
+
 
 async def test_identical_strings_are_refused(ctx, tmp_path):
     put(tmp_path, "a.py", "x = 1\n")
@@ -146,6 +154,7 @@ async def test_replace_all_changes_every_occurrence_and_says_how_many(ctx, tmp_p
 
 # --- what the model and the person see -------------------------------------------------------
 
+
 async def test_model_gets_numbered_lines_around_the_change(ctx, tmp_path):
     lines = [f"line {i}" for i in range(1, 21)]
     p = put(tmp_path, "src/a.py", "\n".join(lines) + "\n")
@@ -196,6 +205,7 @@ async def test_change_between_approval_and_write_is_refused(ctx, tmp_path):
 
 # --- bytes on disk ---------------------------------------------------------------------------
 
+
 async def test_crlf_stays_crlf(ctx, tmp_path):
     p = put(tmp_path, "win.txt", b"one\r\ntwo\r\nthree\r\n")
     await read(ctx, p)
@@ -204,12 +214,15 @@ async def test_crlf_stays_crlf(ctx, tmp_path):
     assert p.read_bytes() == b"one\r\n1.5\r\ntwo\r\nthree\r\n"
 
 
-@pytest.mark.parametrize("bom,codec", [
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-    (b"", "utf-8"),
-])
+@pytest.mark.parametrize(
+    "bom,codec",
+    [
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+        (b"", "utf-8"),
+    ],
+)
 async def test_encoding_round_trips(ctx, tmp_path, bom, codec):
     p = put(tmp_path, "t.txt", bom + "café = 1\r\nnaïve = 2\r\n".encode(codec))
     await read(ctx, p)
@@ -251,6 +264,7 @@ async def test_failed_write_leaves_old_content_and_no_temp_files(ctx, tmp_path, 
 
 # --- quotes ------------------------------------------------------------------------------------
 
+
 async def test_straight_quotes_match_curly_ones_and_the_file_keeps_its_quotes(ctx, tmp_path):
     p = put(tmp_path, "doc.md", "He said \u201chi there\u201d and left.\n")
     await read(ctx, p)
@@ -269,6 +283,7 @@ async def test_new_code_written_with_straight_quotes_stays_straight(ctx, tmp_pat
 
 # --- permissions ------------------------------------------------------------------------------
 
+
 def test_flags_rules_and_suggestions(ctx, tmp_path):
     tool = EditTool()
     inp = tool.input_model(file_path="src/pkg/a.py", old_string="a", new_string="b")
@@ -279,7 +294,7 @@ def test_suggested_rule_for_a_top_level_file_stays_at_the_top_level(ctx, tmp_pat
     tool = EditTool()
     rule = tool.suggest_rule(tool.input_model(file_path="setup.py", old_string="a", new_string="b"), ctx)
     assert rule == "Edit(./*.py)"
-    spec = rule[len("Edit("):-1]
+    spec = rule[len("Edit(") : -1]
     assert gitignore_match(spec, tmp_path / "other.py", cwd=tmp_path)
     assert not gitignore_match(spec, tmp_path / "src/deep.py", cwd=tmp_path)
     assert not gitignore_match(spec, tmp_path / "notes.md", cwd=tmp_path)
@@ -301,13 +316,20 @@ def test_prompt_states_preconditions_and_boundaries(ctx):
 
 # --- through the agent --------------------------------------------------------------------------
 
+
 def _tools():
     return [ReadTool(), EditTool()]
 
 
 def _edit_use(tid: str, path: str, old: str, new: str) -> list[dict]:
-    return [{"type": "tool_use", "id": tid, "name": "Edit",
-             "input": {"file_path": path, "old_string": old, "new_string": new}}]
+    return [
+        {
+            "type": "tool_use",
+            "id": tid,
+            "name": "Edit",
+            "input": {"file_path": path, "old_string": old, "new_string": new},
+        }
+    ]
 
 
 def _tool_result(request: dict, tid: str) -> dict:
@@ -316,12 +338,14 @@ def _tool_result(request: dict, tid: str) -> dict:
 
 def test_agent_edit_before_read_is_refused_then_works_after_read(tmp_path):
     p = put(tmp_path, "app.py", "DEBUG = True\n")
-    model = ScriptedModel([
-        _edit_use("t1", "app.py", "DEBUG = True", "DEBUG = False"),
-        [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "app.py"}}],
-        _edit_use("t3", "app.py", "DEBUG = True", "DEBUG = False"),
-        "done",
-    ])
+    model = ScriptedModel(
+        [
+            _edit_use("t1", "app.py", "DEBUG = True", "DEBUG = False"),
+            [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "app.py"}}],
+            _edit_use("t3", "app.py", "DEBUG = True", "DEBUG = False"),
+            "done",
+        ]
+    )
     agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits", tools=_tools())
     result = agent.run("turn debug off")
     first = _tool_result(model.requests[1], "t1")
@@ -342,11 +366,13 @@ def test_agent_approver_sees_the_diff_before_the_file_changes(tmp_path):
         seen.append((req.tool_name, req.suggested_rule, req.diff, p.read_text()))
         return "allow"
 
-    model = ScriptedModel([
-        [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "app.py"}}],
-        _edit_use("t2", "app.py", "True", "False"),
-        "done",
-    ])
+    model = ScriptedModel(
+        [
+            [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "app.py"}}],
+            _edit_use("t2", "app.py", "True", "False"),
+            "done",
+        ]
+    )
     Agent(model=model, cwd=tmp_path, approver=approver, tools=_tools()).run("go")
     assert len(seen) == 1
     name, rule, diff, on_disk = seen[0]
@@ -362,11 +388,13 @@ def test_agent_file_changed_while_prompt_open_is_not_clobbered(tmp_path):
         p.write_text("DEBUG = True\nSAVED = 1\n")  # the person saves while the prompt is open
         return PermissionAnswer(behavior="allow")
 
-    model = ScriptedModel([
-        [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "app.py"}}],
-        _edit_use("t2", "app.py", "True", "False"),
-        "done",
-    ])
+    model = ScriptedModel(
+        [
+            [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "app.py"}}],
+            _edit_use("t2", "app.py", "True", "False"),
+            "done",
+        ]
+    )
     Agent(model=model, cwd=tmp_path, approver=approver, tools=_tools()).run("go")
     block = _tool_result(model.requests[2], "t2")
     assert block.get("is_error") and "changed since you read it" in result_text(block)

@@ -20,13 +20,13 @@ import pytest
 from nbformat import v4
 
 from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.tools.files.edit import EditTool
+from ipy_agent.tools.files.read import ReadTool
+from ipy_agent.tools.files.read_text import estimate_tokens
+from ipy_agent.tools.files.write import WriteTool
+from ipy_agent.tools.notebook.edit import NotebookEditTool
 from ipy_agent.tools.shared import fileio as _fileio
 from ipy_agent.tools.shared.diff import diff_spans, make_diff, split_lines
-from ipy_agent.tools.files.read_text import estimate_tokens
-from ipy_agent.tools.files.edit import EditTool
-from ipy_agent.tools.notebook.edit import NotebookEditTool
-from ipy_agent.tools.files.read import ReadTool
-from ipy_agent.tools.files.write import WriteTool
 from tests.tools._edit_support import make_ctx, read, run
 
 
@@ -60,6 +60,7 @@ async def nbedit(ctx, **fields):
 
 
 # --- symlinks and hard links ---------------------------------------------------------------------
+
 
 async def test_edit_through_a_symlink_changes_the_target_and_keeps_the_link(ctx, tmp_path):
     (tmp_path / "real.py").write_text("x = 1\n")
@@ -105,6 +106,7 @@ async def test_a_hard_linked_file_stays_one_file(ctx, tmp_path):
 
 
 # --- partial reads and Write ---------------------------------------------------------------------
+
 
 def numbered_file(path: Path, n: int) -> Path:
     path.write_text("".join(f"line {i}\n" for i in range(1, n + 1)))
@@ -162,12 +164,16 @@ async def test_write_after_a_partial_notebook_read_is_refused(ctx, tmp_path):
 
 # --- mixed line endings --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("before, old, new, after", [
-    # One CRLF line in an LF file must not make the whole file CRLF.
-    (b"a\nb\nc\nd\r\ne\n", "a", "A", b"A\nb\nc\nd\r\ne\n"),
-    # A file that is CRLF throughout stays so, new lines included.
-    (b"a\r\nb\r\n", "a\nb", "a\nB\nc", b"a\r\nB\r\nc\r\n"),
-])
+
+@pytest.mark.parametrize(
+    "before, old, new, after",
+    [
+        # One CRLF line in an LF file must not make the whole file CRLF.
+        (b"a\nb\nc\nd\r\ne\n", "a", "A", b"A\nb\nc\nd\r\ne\n"),
+        # A file that is CRLF throughout stays so, new lines included.
+        (b"a\r\nb\r\n", "a\nb", "a\nB\nc", b"a\r\nB\r\nc\r\n"),
+    ],
+)
 async def test_line_endings_are_kept(ctx, tmp_path, before, old, new, after):
     f = tmp_path / "f.txt"
     f.write_bytes(before)
@@ -201,6 +207,7 @@ async def test_write_over_a_mixed_file_writes_the_content_as_given(ctx, tmp_path
 
 
 # --- notebook cell ids ---------------------------------------------------------------------------
+
 
 def notebook_json(path: Path, cells: list[dict], minor: int = 5) -> None:
     path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": minor, "metadata": {}, "cells": cells}))
@@ -271,6 +278,7 @@ async def test_an_edit_that_would_break_the_notebook_is_still_refused(ctx, tmp_p
 
 # --- line numbers: "\n" only -------------------------------------------------------------------
 
+
 async def test_edit_snippet_numbers_agree_with_read_around_form_feeds(ctx, tmp_path):
     f = tmp_path / "ff.py"
     f.write_text("import os\n\x0c\ndef f():\n    return 1\u2028x\n\ndef g():\n    return 2\n")
@@ -337,6 +345,7 @@ def test_diffing_only_the_changed_spans_is_a_correct_patch():
 
 # --- memory --------------------------------------------------------------------------------------
 
+
 async def test_an_edit_of_a_large_file_holds_about_three_copies_not_seven(ctx, tmp_path):
     f = tmp_path / "log.txt"
     with open(f, "w") as fh:
@@ -355,12 +364,15 @@ async def test_an_edit_of_a_large_file_holds_about_three_copies_not_seven(ctx, t
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert "+2024-01-01 12:00:00 INFO event number THREE" in preview.diff and "@@ -100001,7 +100001,7 @@" in preview.diff
+    assert (
+        "+2024-01-01 12:00:00 INFO event number THREE" in preview.diff and "@@ -100001,7 +100001,7 @@" in preview.diff
+    )
     assert out.lines == 200_000
     assert peak < 4 * size, f"peak {peak / size:.1f}x the file size"
 
 
 # --- token estimate, encodings, umask -------------------------------------------------------------
+
 
 def test_token_estimate_counts_cjk_characters_as_tokens():
     assert estimate_tokens("abcd" * 100) == 100
@@ -369,7 +381,7 @@ def test_token_estimate_counts_cjk_characters_as_tokens():
 
 async def test_a_chinese_file_over_the_token_limit_is_refused(ctx, tmp_path):
     f = tmp_path / "zh.txt"
-    f.write_text("这是一个用来测试令牌估计的中文句子，其中包含很多汉字和标点符号。\n" * 1000)  # ~35K characters
+    f.write_text("这是一个用来测试令牌估计的中文句子，其中包含很多汉字和标点符号。\n" * 1000)  # noqa: RUF001 (~35K characters, full-width punctuation on purpose)
     assert "over the 25,000-token limit" in await read_refusal(ctx, file_path=str(f))
 
 
@@ -396,8 +408,10 @@ async def test_write_over_an_unreadable_latin1_file_says_how_to_proceed(ctx, tmp
 async def test_new_files_get_the_umask_mode_without_touching_the_umask(ctx, tmp_path, monkeypatch):
     umask = os.umask(0o022)
     os.umask(umask)
+
     def no_umask(*_):
         raise AssertionError("os.umask called during a write: it would race with other threads")
+
     monkeypatch.setattr(_fileio.os, "umask", no_umask)
     _fileio.atomic_write(tmp_path / "new.txt", b"x")
     assert stat.S_IMODE(os.stat(tmp_path / "new.txt").st_mode) == 0o666 & ~umask

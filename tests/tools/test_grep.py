@@ -77,7 +77,9 @@ async def test_content_lines_equal_ripgrep_in_path_order():
 
 async def test_context_lines_equal_ripgrep():
     ctx = make_ctx(PYDANTIC_DIR)
-    _, text = await grep(ctx, pattern="def __get_pydantic_core_schema__", output_mode="content", head_limit=0, **{"-B": 1, "-A": 2})
+    _, text = await grep(
+        ctx, pattern="def __get_pydantic_core_schema__", output_mode="content", head_limit=0, **{"-B": 1, "-A": 2}
+    )
     expected = raw_rg("-n", "-H", "--sort=path", "-B1", "-A2", "def __get_pydantic_core_schema__", cwd=PYDANTIC_DIR)
     assert "--" in expected
     assert text.splitlines() == expected
@@ -216,7 +218,9 @@ async def test_missing_path_is_refused_with_the_working_directory(tree):
 
 
 async def test_read_deny_rule_blocks_grep_on_that_path(tree):
-    model = ScriptedModel([[{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "TODO", "path": "src"}}], "ok"])
+    model = ScriptedModel(
+        [[{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "TODO", "path": "src"}}], "ok"]
+    )
     agent = Agent(model=model, cwd=tree, tools=[GrepTool()], deny=["Read(src)"])
     agent.run("search")
     result = agent.messages[2]["content"][0]

@@ -12,8 +12,8 @@ from nbformat import v4
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.tool import ToolContext, ToolError
-from ipy_agent.tools.notebook.edit import NotebookEditTool
 from ipy_agent.tools.files.read import ReadTool
+from ipy_agent.tools.notebook.edit import NotebookEditTool
 from tests.tools._edit_support import assert_edit_contract, fail_os, leftovers, make_ctx, read, run, tool_results
 
 
@@ -58,6 +58,7 @@ async def nbedit(ctx: ToolContext, **fields):
 
 # --- replace ----------------------------------------------------------------------------------
 
+
 async def test_replace_code_cell_clears_outputs_and_says_so(ctx, nb_path):
     first = on_disk(nb_path).cells[0].id
     tool = NotebookEditTool()
@@ -100,6 +101,7 @@ async def test_source_is_written_the_way_jupyter_writes_it(ctx, nb_path):
 
 # --- insert -----------------------------------------------------------------------------------
 
+
 async def test_insert_goes_after_the_given_cell(ctx, nb_path):
     ids = [c.id for c in on_disk(nb_path).cells]
     r = await nbedit(ctx, edit_mode="insert", cell_id=ids[0], cell_type="markdown", new_source="Note")
@@ -134,8 +136,9 @@ async def test_insert_into_a_4_4_notebook_upgrades_it(ctx, tmp_path):
     make_notebook(p, minor=4)
     await read(ctx, p)
     tool = NotebookEditTool()
-    inp = tool.input_model(notebook_path="old.ipynb", edit_mode="insert", cell_id="cell-0", cell_type="code",
-                           new_source="new()")
+    inp = tool.input_model(
+        notebook_path="old.ipynb", edit_mode="insert", cell_id="cell-0", cell_type="code", new_source="new()"
+    )
     assert any("4.5" in n for n in (await tool.preview(inp, ctx)).notes)
     r = await run(tool, ctx, **inp.model_dump())
     nb = on_disk(p)
@@ -154,6 +157,7 @@ async def test_replace_in_a_4_4_notebook_keeps_its_version(ctx, tmp_path):
 
 # --- delete -----------------------------------------------------------------------------------
 
+
 async def test_delete_by_id_and_by_index(ctx, nb_path):
     ids = [c.id for c in on_disk(nb_path).cells]
     r = await nbedit(ctx, edit_mode="delete", cell_id=ids[1])
@@ -170,6 +174,7 @@ async def test_replace_and_delete_need_a_cell_id(ctx, nb_path):
 
 
 # --- wrong ids, wrong files, read state ---------------------------------------------------------
+
 
 async def test_unknown_cell_id_names_it_and_lists_valid_ids(ctx, nb_path):
     ids = [c.id for c in on_disk(nb_path).cells]
@@ -257,14 +262,19 @@ def test_flags_rules_and_prompt(ctx, tmp_path):
 def test_agent_notebook_edit_before_read_then_after(tmp_path):
     p = tmp_path / "analysis.ipynb"
     make_notebook(p)
-    use = {"type": "tool_use", "name": "NotebookEdit",
-           "input": {"notebook_path": "analysis.ipynb", "cell_id": "cell-1", "new_source": "# Results"}}
-    model = ScriptedModel([
-        [{**use, "id": "t1"}],
-        [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "analysis.ipynb"}}],
-        [{**use, "id": "t3"}],
-        "done",
-    ])
+    use = {
+        "type": "tool_use",
+        "name": "NotebookEdit",
+        "input": {"notebook_path": "analysis.ipynb", "cell_id": "cell-1", "new_source": "# Results"},
+    }
+    model = ScriptedModel(
+        [
+            [{**use, "id": "t1"}],
+            [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "analysis.ipynb"}}],
+            [{**use, "id": "t3"}],
+            "done",
+        ]
+    )
     agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits", tools=[ReadTool(), NotebookEditTool()])
     agent.run("retitle")
     results = tool_results(agent.messages)

@@ -140,8 +140,12 @@ def test_live_tools_are_offered_only_where_they_can_work(tmp_path):
     assert not NotebookReadTool().is_enabled(plain) and not NotebookRunTool().is_enabled(plain)
     assert not VariablesTool().is_enabled(plain)
     live = _live_ctx(tmp_path)
-    assert NotebookReadTool().is_enabled(live) and NotebookRunTool().is_enabled(live) and VariablesTool().is_enabled(live)
-    no_page = ToolContext(cwd=tmp_path, read_state=ReadState(), notebook=type("B", (), {"connected": False, "shell": object()})())
+    assert (
+        NotebookReadTool().is_enabled(live) and NotebookRunTool().is_enabled(live) and VariablesTool().is_enabled(live)
+    )
+    no_page = ToolContext(
+        cwd=tmp_path, read_state=ReadState(), notebook=type("B", (), {"connected": False, "shell": object()})()
+    )
     assert not NotebookReadTool().is_enabled(no_page) and not NotebookRunTool().is_enabled(no_page)
     assert VariablesTool().is_enabled(no_page)  # the kernel is there; the page is not needed
 

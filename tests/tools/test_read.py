@@ -187,7 +187,7 @@ def run_bounded(coro_factory, timeout: float = 10.0):
     def target() -> None:
         try:
             box["result"] = asyncio.run(coro_factory())
-        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+        except BaseException as exc:
             box["error"] = exc
 
     thread = threading.Thread(target=target, daemon=True)
@@ -246,13 +246,21 @@ async def test_png_comes_back_as_an_image_block(ctx, tmp_path):
     data = png_bytes()
     (tmp_path / "plot.png").write_bytes(data)
     content, summary = await read(ctx, file_path="plot.png")
-    assert content == [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(data).decode()}}]
+    assert content == [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(data).decode()},
+        }
+    ]
     assert summary == "Read image (1 KB)"
     assert ctx.read_state.get(str(tmp_path / "plot.png")).content_hash == sha(data)
 
 
 async def test_image_media_type_comes_from_the_content(ctx, tmp_path):
-    jpeg = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xc0\x00\x11\x08\x00\x10\x00\x20" + b"\x00" * 40
+    jpeg = (
+        b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xc0\x00\x11\x08\x00\x10\x00\x20"
+        + b"\x00" * 40
+    )
     (tmp_path / "photo.png").write_bytes(jpeg)
     (tmp_path / "figure.dat").write_bytes(png_bytes())
     content, _ = await read(ctx, file_path="photo.png")
@@ -291,7 +299,10 @@ async def test_notebook_is_rendered_as_cells(ctx, tmp_path):
     text = "".join(b["text"] for b in content)
     assert text.startswith(f"Notebook {tmp_path / 'nb.ipynb'} (3 cells)\n")
     assert '<cell id="intro" index="0" type="markdown">\n# Title\n</cell>' in text
-    assert '<cell id="c2" index="2" type="code" execution_count="2">\nx = 2\nx\n<outputs>\nOut[2]: 2\n</outputs>\n</cell>' in text
+    assert (
+        '<cell id="c2" index="2" type="code" execution_count="2">\nx = 2\nx\n<outputs>\nOut[2]: 2\n</outputs>\n</cell>'
+        in text
+    )
     assert '"cell_type"' not in text  # never raw JSON
     raw = (tmp_path / "nb.ipynb").read_bytes()
     assert ctx.read_state.get(str(tmp_path / "nb.ipynb")).content_hash == sha(raw)
@@ -360,7 +371,9 @@ async def test_large_file_head_read_says_the_file_goes_on(ctx, tmp_path):
     path = tmp_path / "big.log"
     write_big(path, 4_000_000)  # ~84 MB: too much to count the rest on a ranged read
     content, _ = await read(ctx, file_path=str(path), offset=1, limit=2)
-    assert content.startswith("1\trow 00000000 payload\n2\trow 00000001 payload\n\n[Showing lines 1-2; the file goes on (")
+    assert content.startswith(
+        "1\trow 00000000 payload\n2\trow 00000001 payload\n\n[Showing lines 1-2; the file goes on ("
+    )
 
 
 async def test_one_gigantic_line_does_not_load_into_memory(ctx, tmp_path):
@@ -410,7 +423,13 @@ def test_flags_and_prompt(ctx):
 
 
 def tool_results(agent) -> list[dict]:
-    return [b for m in agent.messages if m["role"] == "user" and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"]
+    return [
+        b
+        for m in agent.messages
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
 
 
 def test_parallel_reads_in_one_message_reach_the_model_in_order(tmp_path):
@@ -418,7 +437,10 @@ def test_parallel_reads_in_one_message_reach_the_model_in_order(tmp_path):
 
     (tmp_path / "a.py").write_text("A = 1\n")
     (tmp_path / "b.py").write_text("B = 2\nC = 3\n")
-    uses = [{"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": str(tmp_path / n)}} for i, n in enumerate(["a.py", "b.py"])]
+    uses = [
+        {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": str(tmp_path / n)}}
+        for i, n in enumerate(["a.py", "b.py"])
+    ]
     model = ScriptedModel([uses, "done"])
     agent = Agent(model=model, cwd=tmp_path)
     assert agent.run("look").stop_reason == "end_turn"
@@ -461,17 +483,25 @@ def test_spilled_output_of_another_tool_is_readable_without_a_prompt(tmp_path):
         pass
 
     loud = build_tool(
-        name="Loud", input_model=NoArgs, description="Print a lot.", is_read_only=True, max_result_chars=1_000,
+        name="Loud",
+        input_model=NoArgs,
+        description="Print a lot.",
+        is_read_only=True,
+        max_result_chars=1_000,
         call=lambda inp, ctx: "".join(f"log line {i}\n" for i in range(3_000)),
     )
 
     def read_spilled(messages):
         text = str(messages[-1]["content"][0]["content"])
         path = text.split("saved to: ")[1].split("\n")[0]
-        return [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": path, "offset": 2_999, "limit": 2}}]
+        return [
+            {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": path, "offset": 2_999, "limit": 2}}
+        ]
 
     model = ScriptedModel([[{"type": "tool_use", "id": "t1", "name": "Loud", "input": {}}], read_spilled, "done"])
-    agent = Agent(model=model, cwd=tmp_path, tools=[ReadTool(), loud], approver=lambda req: pytest.fail(f"asked: {req}"))
+    agent = Agent(
+        model=model, cwd=tmp_path, tools=[ReadTool(), loud], approver=lambda req: pytest.fail(f"asked: {req}")
+    )
     agent.run("go")
     first, second = tool_results(agent)
     assert "<persisted-output>" in first["content"]

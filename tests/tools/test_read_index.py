@@ -76,7 +76,11 @@ def test_far_ranges_of_very_big_files_found_by_tail_match_the_file(tmp_path, mon
     assert "the file goes on" in text and "offset=120003" in text
     # the last lines: the range reaches the end, so the total is known
     tail_text = page(299_998, 10)
-    assert [line.split("\t")[0].strip() for line in tail_text.splitlines() if "\t" in line] == ["299998", "299999", "300000"]
+    assert [line.split("\t")[0].strip() for line in tail_text.splitlines() if "\t" in line] == [
+        "299998",
+        "299999",
+        "300000",
+    ]
     # past the end, the Python scan counts the lines to say how many there are
     import pytest
 

@@ -15,9 +15,9 @@ import pytest
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools.search.ripgrep import deny_globs
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
+from ipy_agent.tools.search.ripgrep import deny_globs
 from tests.helpers import write_tree
 
 DENY = ["Read(**/.env)", "Read(secrets/**)"]
@@ -69,8 +69,10 @@ def test_hidden_count_does_not_tell_whether_denied_files_match(tree):
     matching, _ = run_tool(tree, "Grep", {"pattern": "sk-SECRET"})
     nothing, _ = run_tool(tree, "Grep", {"pattern": "no such text anywhere"})
     assert matching.startswith("No matches found") and nothing.startswith("No matches found")
-    assert matching.splitlines()[-1] == nothing.splitlines()[-1] == (
-        "(4 files hidden by deny rules: Read(**/.env), Read(secrets/**))"
+    assert (
+        matching.splitlines()[-1]
+        == nothing.splitlines()[-1]
+        == ("(4 files hidden by deny rules: Read(**/.env), Read(secrets/**))")
     )
 
 
@@ -103,9 +105,7 @@ def test_glob_lists_no_denied_file_and_counts_only_names_that_match(tree):
     assert text.endswith("(4 files hidden by deny rules: Read(**/.env), Read(secrets/**))")
     assert_never_sent(model)
     only_env, _ = run_tool(tree, "Glob", {"pattern": ".env"})
-    assert only_env == (
-        "No files found matching '.env' in '.'.\n\n(2 files hidden by deny rules: Read(**/.env))"
-    )
+    assert only_env == ("No files found matching '.env' in '.'.\n\n(2 files hidden by deny rules: Read(**/.env))")
     python, _ = run_tool(tree, "Glob", {"pattern": "*.py"})
     assert python == "config.py"  # nothing was left out, so no note
 
@@ -113,17 +113,21 @@ def test_glob_lists_no_denied_file_and_counts_only_names_that_match(tree):
 @pytest.mark.parametrize("rule", ["Read(//{tree}/config.py)", "Read(./config.py)", "Read(/config.py)"])
 def test_anchored_and_absolute_rules_are_applied_after_ripgrep(tree, rule):
     rule = rule.format(tree=tree.as_posix().lstrip("/"))
-    text, model = run_tool(tree, "Grep", {"pattern": "getenv", "output_mode": "content"}, deny=[rule])
+    text, _model = run_tool(tree, "Grep", {"pattern": "getenv", "output_mode": "content"}, deny=[rule])
     assert text == f"No matches found for 'getenv' in '.'.\n\n(1 file hidden by deny rules: {rule})"
     listed, _ = run_tool(tree, "Glob", {"pattern": "*.py"}, deny=[rule])
     assert listed == f"No files found matching '*.py' in '.'.\n\n(1 file hidden by deny rules: {rule})"
 
 
 def test_a_deny_rule_added_during_the_conversation_applies_to_the_next_search(tree):
-    model = ScriptedModel([
-        [{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "sk-"}}], "first",
-        [{"type": "tool_use", "id": "t2", "name": "Grep", "input": {"pattern": "sk-"}}], "second",
-    ])
+    model = ScriptedModel(
+        [
+            [{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "sk-"}}],
+            "first",
+            [{"type": "tool_use", "id": "t2", "name": "Grep", "input": {"pattern": "sk-"}}],
+            "second",
+        ]
+    )
     agent = Agent(model=model, cwd=tree, tools=[GrepTool()])
     agent.run("before")
     assert ".env" in model.requests[1]["messages"][-1]["content"][0]["content"]
@@ -135,7 +139,8 @@ def test_a_deny_rule_added_during_the_conversation_applies_to_the_next_search(tr
 
 def test_deny_globs_pass_ripgrep_only_what_means_the_same(tmp_path):
     ctx = ToolContext(
-        cwd=tmp_path, read_state=ReadState(),
+        cwd=tmp_path,
+        read_state=ReadState(),
         read_deny=("**/.env", "secrets/**", "*.pem", "./local.cfg", "//etc/passwd", "~/.ssh/**", "*.{a,b}"),
     )
     # In cwd: unanchored ones as they are, anchored ones pinned to the search root.

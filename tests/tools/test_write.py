@@ -182,12 +182,14 @@ def test_agent_overwrite_before_read_is_refused_then_works(tmp_path):
     p = tmp_path / "notes.txt"
     p.write_text("old\n")
     use = {"type": "tool_use", "name": "Write", "input": {"file_path": "notes.txt", "content": "new\n"}}
-    model = ScriptedModel([
-        [{**use, "id": "t1"}],
-        [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "notes.txt"}}],
-        [{**use, "id": "t3"}],
-        "done",
-    ])
+    model = ScriptedModel(
+        [
+            [{**use, "id": "t1"}],
+            [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "notes.txt"}}],
+            [{**use, "id": "t3"}],
+            "done",
+        ]
+    )
     agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits", tools=[ReadTool(), WriteTool()])
     agent.run("rewrite notes")
     results = tool_results(agent.messages)

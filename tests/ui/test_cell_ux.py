@@ -33,7 +33,7 @@ class Handle:
 
 async def test_a_finished_run_leaves_a_static_readable_record(tmp_path):
     handle = Handle()
-    agent, view, model, task, prompt = await until_prompt(tmp_path, handle=handle)
+    _agent, view, _model, task, prompt = await until_prompt(tmp_path, handle=handle)
     prompt.allow()
     await asyncio.wait_for(task, TIMEOUT)
     view.close()  # what the magics do when the run ends
@@ -62,7 +62,7 @@ async def test_the_record_escapes_what_the_model_and_tools_wrote(tmp_path):
 
 async def test_a_denial_in_the_record_says_what_the_person_answered(tmp_path):
     handle = Handle()
-    agent, view, model, task, prompt = await until_prompt(tmp_path, handle=handle)
+    _agent, view, _model, task, prompt = await until_prompt(tmp_path, handle=handle)
     prompt.deny("keep the greeting")
     await asyncio.wait_for(task, TIMEOUT)
     view.close()
@@ -72,8 +72,11 @@ async def test_a_denial_in_the_record_says_what_the_person_answered(tmp_path):
 
 
 async def test_the_state_line_tells_thinking_from_waiting_for_you(tmp_path):
-    slow = [[{"type": "text", "text": "Reading.", "_delay": 0.3}, *use("Read", "t1", file_path="a.txt")],
-            use("Edit", "t2", file_path="a.txt", old_string="hello world", new_string="bye"), "Done."]
+    slow = [
+        [{"type": "text", "text": "Reading.", "_delay": 0.3}, *use("Read", "t1", file_path="a.txt")],
+        use("Edit", "t2", file_path="a.txt", old_string="hello world", new_string="bye"),
+        "Done.",
+    ]
     agent, view, _ = make(tmp_path, slow)
     task = asyncio.create_task(agent.arun("go"))
     for _ in range(200):
@@ -93,7 +96,7 @@ async def test_one_turn_is_one_turn_and_interrupted_is_said_once(tmp_path):
     await asyncio.wait_for(agent.arun("go"), TIMEOUT)
     assert "(1 turn)" in view.state.value and "turns" not in view.state.value
 
-    agent2, view2, _, task, prompt = await until_prompt(tmp_path)
+    agent2, view2, _, task, _prompt = await until_prompt(tmp_path)
     agent2.interrupt()
     await asyncio.wait_for(task, TIMEOUT)
     shown = [w.value for w in view2.body.children if hasattr(w, "value")]
@@ -106,8 +109,13 @@ def test_terminal_footer_shows_cost_for_real_models_and_context_share():
     renderer = TextRenderer(console, model=SimpleNamespace(name="claude-sonnet-4-5"))
     with console.capture() as cap:
         renderer(TurnEvent(turn=1, phase="end", usage=Usage(input_tokens=50_000, output_tokens=10)))
-        renderer(RunEndEvent(result=SimpleNamespace(stop_reason="end_turn", turns=1,
-                                                    usage=Usage(input_tokens=50_000, output_tokens=10))))
+        renderer(
+            RunEndEvent(
+                result=SimpleNamespace(
+                    stop_reason="end_turn", turns=1, usage=Usage(input_tokens=50_000, output_tokens=10)
+                )
+            )
+        )
     out = cap.get()
     assert "Finished (1 turn)" in out and "cost ≈ $0.15" in out and "context 25% of 200k" in out
 
@@ -134,7 +142,7 @@ async def test_replaying_a_transcript_twice_keeps_ids_unique_and_history_agrees_
 
 
 async def test_inspect_shows_what_the_person_saw_for_a_denial(tmp_path):
-    agent, view, model, task, prompt = await until_prompt(tmp_path)
+    agent, _view, _model, task, prompt = await until_prompt(tmp_path)
     prompt.deny("keep the greeting")
     await asyncio.wait_for(task, TIMEOUT)
     saw = inspect_text(agent, "t2").split("The person saw:")[1].split("The model received")[0]
@@ -143,7 +151,7 @@ async def test_inspect_shows_what_the_person_saw_for_a_denial(tmp_path):
 
 
 async def test_trace_lines_break_between_stages_not_inside_words(tmp_path):
-    agent, view, model, task, prompt = await until_prompt(tmp_path)
+    agent, _view, _model, task, prompt = await until_prompt(tmp_path)
     prompt.allow()
     await asyncio.wait_for(task, TIMEOUT)
     text = trace_text(agent, 2)

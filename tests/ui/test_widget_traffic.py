@@ -21,10 +21,17 @@ from tests.ui.widget_support import PING, CountingComm
 def test_adding_a_row_sends_as_much_late_in_a_long_run_as_early(tmp_path, monkeypatch):
     monkeypatch.setattr(comm, "create_comm", CountingComm)
     calls, per_turn = 5 * BLOCK_SIZE, 10
-    turns: list[Any] = [[{"type": "tool_use", "id": f"p{t}_{i}", "name": "ping", "input": {"i": i}} for i in range(per_turn)]
-                        for t in range(calls // per_turn)]
-    agent = Agent(model=ScriptedModel([*turns, "done"]), tools=[PING], cwd=tmp_path, system_prompt="test",
-                  max_turns=calls // per_turn + 5)
+    turns: list[Any] = [
+        [{"type": "tool_use", "id": f"p{t}_{i}", "name": "ping", "input": {"i": i}} for i in range(per_turn)]
+        for t in range(calls // per_turn)
+    ]
+    agent = Agent(
+        model=ScriptedModel([*turns, "done"]),
+        tools=[PING],
+        cwd=tmp_path,
+        system_prompt="test",
+        max_turns=calls // per_turn + 5,
+    )
     view = RunView(agent)
     added: list[int] = []  # bytes sent while the k-th row appeared
 
@@ -44,7 +51,7 @@ def test_adding_a_row_sends_as_much_late_in_a_long_run_as_early(tmp_path, monkey
     assert all(row.status == "done" for row in view.rows.values())
     assert "<b>ping</b>" in [r.html for r in view.rows.values()][-1]
     # A row added late costs what a row added early costs: no whole-run children list per row.
-    early, late = added[1:BLOCK_SIZE], added[-BLOCK_SIZE + 1:]
+    early, late = added[1:BLOCK_SIZE], added[-BLOCK_SIZE + 1 :]
     assert max(late) <= max(early) + 64, (max(early), max(late))
     # A row that opens a new block also re-sends the list of blocks: one id more per block.
     starts = added[::BLOCK_SIZE]

@@ -86,7 +86,7 @@ READ_EDIT_DONE = [use("Read", "t1", file_path="a.txt"), edit("t2", "hello world"
 
 
 async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
-    agent, view, _, task, prompt = await until_prompt(tmp_path)
+    _agent, view, _, task, prompt = await until_prompt(tmp_path)
 
     assert prompt.request.tool_use_id == "t2"
     assert view.rows["t1"].status == "done"  # a read inside cwd needs no prompt
@@ -127,7 +127,7 @@ async def test_rows_never_show_the_raw_tool_result(tmp_path):
 
 
 async def test_deny_with_reason_reaches_the_model_and_changes_nothing(tmp_path):
-    agent, view, model, task, prompt = await until_prompt(tmp_path)
+    _agent, view, model, task, prompt = await until_prompt(tmp_path)
     prompt.deny("keep the greeting, change the second line")
     await asyncio.wait_for(task, TIMEOUT)
 
@@ -156,7 +156,7 @@ async def test_always_adds_the_rule_and_the_next_edit_does_not_ask(tmp_path):
 
 
 async def test_a_click_from_another_thread_resolves_on_the_loop(tmp_path):
-    agent, view, _, task, prompt = await until_prompt(tmp_path)
+    _agent, _view, _, task, prompt = await until_prompt(tmp_path)
     clicker = threading.Thread(target=prompt.allow, name="subshell-like")
     clicker.start()
     clicker.join()
@@ -165,7 +165,7 @@ async def test_a_click_from_another_thread_resolves_on_the_loop(tmp_path):
 
 
 async def test_first_answer_wins_over_a_double_click(tmp_path):
-    agent, view, _, task, prompt = await until_prompt(tmp_path)
+    _agent, _view, _, task, prompt = await until_prompt(tmp_path)
     prompt.allow()
     prompt.deny("too late")
     await asyncio.wait_for(task, TIMEOUT)
@@ -189,8 +189,13 @@ async def test_interrupt_while_waiting_marks_the_row_cancelled(tmp_path):
 async def test_bash_prompt_shows_command_description_and_destructive_warning():
     loop = asyncio.get_running_loop()
     request = PermissionRequest(
-        tool_name="Bash", input={"command": "rm -rf build"}, summary="rm -rf build", suggested_rule="Bash(rm:*)",
-        tool_use_id="b1", destructive=True, display_name="Bash",
+        tool_name="Bash",
+        input={"command": "rm -rf build"},
+        summary="rm -rf build",
+        suggested_rule="Bash(rm:*)",
+        tool_use_id="b1",
+        destructive=True,
+        display_name="Bash",
         preview=PermissionPreview(command="rm -rf build", description="Remove the build directory"),
     )
     prompt = ApprovalPrompt(request, loop, loop.create_future())
@@ -199,8 +204,14 @@ async def test_bash_prompt_shows_command_description_and_destructive_warning():
     assert "may destroy data" in shown
     assert prompt.always_button.description == "Always allow Bash(rm:*)"
 
-    safe = PermissionRequest(tool_name="Bash", input={"command": "ls"}, summary="ls", suggested_rule="Bash(ls:*)",
-                             tool_use_id="b2", preview=PermissionPreview(command="ls"))
+    safe = PermissionRequest(
+        tool_name="Bash",
+        input={"command": "ls"},
+        summary="ls",
+        suggested_rule="Bash(ls:*)",
+        tool_use_id="b2",
+        preview=PermissionPreview(command="ls"),
+    )
     assert "may destroy data" not in "".join(texts(ApprovalPrompt(safe, loop, loop.create_future()).widget))
 
 
@@ -208,8 +219,14 @@ async def test_notebook_edit_prompt_says_outputs_will_be_cleared():
     loop = asyncio.get_running_loop()
     diff = "--- nb.ipynb\n+++ nb.ipynb\n@@ -1,2 +1,3 @@\n-x = 1\n+x = 2\n+y = 3\n print(x)\n"
     request = PermissionRequest(
-        tool_name="NotebookEdit", input={}, summary="nb.ipynb cell 3", suggested_rule="Edit(nb.ipynb)", tool_use_id="n1",
-        preview=PermissionPreview(title="Replace cell 3", diff=diff, added=2, removed=1, notes=("outputs will be cleared",)),
+        tool_name="NotebookEdit",
+        input={},
+        summary="nb.ipynb cell 3",
+        suggested_rule="Edit(nb.ipynb)",
+        tool_use_id="n1",
+        preview=PermissionPreview(
+            title="Replace cell 3", diff=diff, added=2, removed=1, notes=("outputs will be cleared",)
+        ),
     )
     shown = "".join(texts(ApprovalPrompt(request, loop, loop.create_future()).widget))
     assert "outputs will be cleared" in shown and "Replace cell 3" in shown
@@ -219,7 +236,9 @@ async def test_notebook_edit_prompt_says_outputs_will_be_cleared():
 def test_footer_shows_tokens_cost_estimate_and_context_share():
     agent = SimpleNamespace(model=SimpleNamespace(name="claude-sonnet-4-5"))
     view = RunView(agent)
-    view.listener(TurnEvent(turn=1, phase="end", usage=Usage(input_tokens=1000, output_tokens=500, cache_read_input_tokens=49000)))
+    view.listener(
+        TurnEvent(turn=1, phase="end", usage=Usage(input_tokens=1000, output_tokens=500, cache_read_input_tokens=49000))
+    )
     footer = view.footer.value
     assert "tokens in 1,000" in footer and "out 500" in footer and "cached 49,000" in footer
     assert "$0.0252" in footer and "estimate" in footer
@@ -268,7 +287,7 @@ async def test_background_view_writes_no_stdout_and_stop_calls_on_stop(tmp_path,
 
 
 async def test_close_denies_an_open_prompt_so_the_run_does_not_hang(tmp_path):
-    agent, view, model, task, prompt = await until_prompt(tmp_path)
+    _agent, view, model, task, prompt = await until_prompt(tmp_path)
     assert view.stop_button is None  # foreground: the kernel's own stop button interrupts
     view.close()
     result = await asyncio.wait_for(task, TIMEOUT)

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from ipy_agent import build_tool
 
-__all__ = ["CountingComm", "PING"]
+__all__ = ["PING", "CountingComm"]
 
 
 class Ping(BaseModel):
@@ -24,8 +24,9 @@ async def _ping(inp: Ping, ctx: Any) -> str:
     return f"pong {inp.i}"
 
 
-PING = build_tool(name="ping", input_model=Ping, description="Answers.", call=_ping, is_read_only=True,
-                  is_concurrency_safe=True)
+PING = build_tool(
+    name="ping", input_model=Ping, description="Answers.", call=_ping, is_read_only=True, is_concurrency_safe=True
+)
 
 
 class CountingComm:

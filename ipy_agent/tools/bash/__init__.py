@@ -23,4 +23,4 @@ from __future__ import annotations
 
 from .tool import BashInput, BashOutput, BashTool
 
-__all__ = ["BashTool", "BashInput", "BashOutput"]
+__all__ = ["BashInput", "BashOutput", "BashTool"]

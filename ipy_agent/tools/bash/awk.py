@@ -20,8 +20,22 @@ __all__ = ["awk_problem", "awk_program_problem"]
 
 # Options that only set the field separator or a variable (both values are text).
 _VALUED = frozenset({"-F", "-v", "--field-separator", "--assign"})
-_FLAGS = frozenset({"--posix", "--traditional", "-P", "-c", "-S", "--sandbox", "-b", "--characters-as-bytes",
-                    "-N", "--use-lc-numeric", "-r", "--re-interval"})
+_FLAGS = frozenset(
+    {
+        "--posix",
+        "--traditional",
+        "-P",
+        "-c",
+        "-S",
+        "--sandbox",
+        "-b",
+        "--characters-as-bytes",
+        "-N",
+        "--use-lc-numeric",
+        "-r",
+        "--re-interval",
+    }
+)
 _FORBIDDEN_WORDS = {
     "system": "system() runs a command",
     "getline": "getline reads a file or a command's output",

@@ -15,6 +15,7 @@ import asyncio
 from pathlib import Path
 
 from ipy_agent.contract.tool import ToolContext, ToolError
+
 from .process import RunResult, run_command
 from .sandbox import (
     availability_note,
@@ -31,7 +32,13 @@ __all__ = ["contained_run"]
 
 
 async def contained_run(
-    command: str, cwd: Path, timeout_s: float, spill: Path | None, ctx: ToolContext, *, unsandboxed: bool = False,
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    spill: Path | None,
+    ctx: ToolContext,
+    *,
+    unsandboxed: bool = False,
 ) -> tuple[RunResult, list[str]]:
     """Run `command` contained as its approval requires; (result, notes for the model)."""
     notes: list[str] = []
@@ -51,7 +58,11 @@ async def contained_run(
                 "to ask the person, or use Read, Grep and Glob instead."
             )
         run = await run_command(
-            command, str(cwd), timeout_s, spill, end_group=True,
+            command,
+            str(cwd),
+            timeout_s,
+            spill,
+            end_group=True,
             wrap=lambda side: bwrap_argv(ctx=ctx, cwd=str(cwd), access="read-only", side_files=[side], masks=found),
         )
         if (what := stopped_by_sandbox(run.output, run.exit_code)) is not None:
@@ -62,7 +73,12 @@ async def contained_run(
         if masks is not None:
             hidden = masks
             return await run_command(
-                command, str(cwd), timeout_s, spill,
-                wrap=lambda side: bwrap_argv(ctx=ctx, cwd=str(cwd), access="write-workdirs", side_files=[side], masks=hidden),
+                command,
+                str(cwd),
+                timeout_s,
+                spill,
+                wrap=lambda side: bwrap_argv(
+                    ctx=ctx, cwd=str(cwd), access="write-workdirs", side_files=[side], masks=hidden
+                ),
             ), notes
     return await run_command(command, str(cwd), timeout_s, spill), notes

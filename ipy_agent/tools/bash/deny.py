@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ipy_agent.contract.tool import ToolContext
 from ipy_agent.contract.tool_context import realpath_via
+
 from .options import PATTERN_FIRST, path_candidates, supplies_pattern
 from .syntax import SimpleCommand, Word, analyze
 from .wrappers import program_name, unwrap
@@ -38,7 +39,24 @@ __all__ = ["NO_PATH_ARGS", "ReadCheck", "denied_read"]
 # Arguments of these are text, never files they read (`echo .env >> .gitignore` is fine).
 # Wrappers that run another command (env, command, nice, timeout, xargs) are not here on purpose.
 NO_PATH_ARGS = frozenset(
-    "echo printf which type true false sleep seq expr uname id whoami printenv pwd basename dirname".split()
+    [
+        "echo",
+        "printf",
+        "which",
+        "type",
+        "true",
+        "false",
+        "sleep",
+        "seq",
+        "expr",
+        "uname",
+        "id",
+        "whoami",
+        "printenv",
+        "pwd",
+        "basename",
+        "dirname",
+    ]
 )
 # `$X`, `${X...}`, `$(...)` (one level of nested parentheses), backticks, `$1`, `$@`...
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]")
@@ -96,11 +114,15 @@ def denied_read(command: str, start: str, ctx: ToolContext) -> ReadCheck | None:
     if found is not None:
         return ReadCheck(path=patterns.get(found[0], found[0]), rule=found[1])
     if unknown:
-        return ReadCheck(unsure=f"argument {unknown[0].source!r} is only known when the shell runs, "
-                                "and it may name a file a Read rule denies")
+        return ReadCheck(
+            unsure=f"argument {unknown[0].source!r} is only known when the shell runs, "
+            "and it may name a file a Read rule denies"
+        )
     if xargs:
-        return ReadCheck(unsure="xargs hands a program that reads files names only known when the shell runs, "
-                                "and they may include a file a Read rule denies")
+        return ReadCheck(
+            unsure="xargs hands a program that reads files names only known when the shell runs, "
+            "and they may include a file a Read rule denies"
+        )
     return None
 
 

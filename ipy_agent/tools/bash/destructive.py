@@ -14,7 +14,7 @@ from .options import Opt, parse_options
 from .syntax import SimpleCommand, Word, analyze
 from .wrappers import SHELLS, program_name, unwrap
 
-__all__ = ["destructive_reasons", "destructive_problem"]
+__all__ = ["destructive_problem", "destructive_reasons"]
 
 
 def destructive_reasons(command: str) -> list[str]:
@@ -73,12 +73,16 @@ def destructive_problem(cmd: SimpleCommand) -> str | None:
 def _git_destructive(texts: list[str]) -> str | None:
     sub = next((t for t in texts if not t.startswith("-")), "")
     rest = texts[texts.index(sub) + 1 :] if sub else []
-    if sub == "push" and (any(t in ("-f", "--force", "--mirror", "--delete", "-d") or t.startswith("--force")
-                              for t in rest) or any(t.startswith("+") for t in rest)):
+    if sub == "push" and (
+        any(t in ("-f", "--force", "--mirror", "--delete", "-d") or t.startswith("--force") for t in rest)
+        or any(t.startswith("+") for t in rest)
+    ):
         return "git push --force rewrites or deletes history on the remote"
     if sub == "reset" and "--hard" in rest:
         return "git reset --hard throws away uncommitted changes"
-    if sub == "clean" and any(t == "--force" or (t.startswith("-") and not t.startswith("--") and "f" in t) for t in rest):
+    if sub == "clean" and any(
+        t == "--force" or (t.startswith("-") and not t.startswith("--") and "f" in t) for t in rest
+    ):
         return "git clean -f deletes untracked files"
     if sub in ("checkout", "restore") and ("--" in rest or "." in rest or "-f" in rest or "--force" in rest):
         return f"git {sub} discards uncommitted changes to the named files"

@@ -16,10 +16,36 @@ from .syntax import Word
 __all__ = ["git_problem"]
 
 _READING = frozenset(
-    """status diff log show blame annotate ls-files ls-tree rev-parse describe shortlog grep
-    cat-file rev-list merge-base name-rev whatchanged show-ref count-objects diff-tree diff-files
-    diff-index for-each-ref version check-ignore cherry show-branch
-    range-diff""".split()
+    [
+        "status",
+        "diff",
+        "log",
+        "show",
+        "blame",
+        "annotate",
+        "ls-files",
+        "ls-tree",
+        "rev-parse",
+        "describe",
+        "shortlog",
+        "grep",
+        "cat-file",
+        "rev-list",
+        "merge-base",
+        "name-rev",
+        "whatchanged",
+        "show-ref",
+        "count-objects",
+        "diff-tree",
+        "diff-files",
+        "diff-index",
+        "for-each-ref",
+        "version",
+        "check-ignore",
+        "cherry",
+        "show-branch",
+        "range-diff",
+    ]
 )
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"})
 _WRITE_FLAGS = ("--output", "--open-files-in-pager")
@@ -30,19 +56,86 @@ _RUN_FLAGS = ("--ext-diff", "--show-signature")
 _generic = flag_check(bad_long=_WRITE_FLAGS + _RUN_FLAGS, short_value="nUSGlL", why="writes a file or runs a program")
 _grep = flag_check("O", _WRITE_FLAGS, short_value="efABCm", why="runs a pager command")
 
-_BRANCH_LISTING = {"-a", "-r", "--all", "--remotes", "-l", "--list", "-v", "-vv", "--verbose", "--show-current",
-                   "--no-color", "--color", "--sort", "--format", "--contains", "--no-contains", "--merged",
-                   "--no-merged", "--points-at", "-i", "--ignore-case", "--column", "--no-column",
-                   "--abbrev", "--no-abbrev", "--omit-empty", "-q", "--quiet"}
+_BRANCH_LISTING = {
+    "-a",
+    "-r",
+    "--all",
+    "--remotes",
+    "-l",
+    "--list",
+    "-v",
+    "-vv",
+    "--verbose",
+    "--show-current",
+    "--no-color",
+    "--color",
+    "--sort",
+    "--format",
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+    "-i",
+    "--ignore-case",
+    "--column",
+    "--no-column",
+    "--abbrev",
+    "--no-abbrev",
+    "--omit-empty",
+    "-q",
+    "--quiet",
+}
 _BRANCH_IMPLIES_LIST = {"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at"}
-_TAG_LISTING = {"-l", "--list", "-n", "--sort", "--format", "--contains", "--no-contains", "--merged",
-                "--no-merged", "--points-at", "-i", "--ignore-case", "--column", "--no-column", "--color"}
-_CONFIG_GETTERS = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "--get-color",
-                   "--get-colorbool"}
-_CONFIG_HARMLESS = _CONFIG_GETTERS | {"--show-origin", "--show-scope", "--global", "--local", "--system",
-                                      "--worktree", "-z", "--null", "--name-only", "--type", "--bool", "--int",
-                                      "--path", "--includes", "--no-includes", "--default", "-f", "--file",
-                                      "--blob", "--all"}
+_TAG_LISTING = {
+    "-l",
+    "--list",
+    "-n",
+    "--sort",
+    "--format",
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+    "-i",
+    "--ignore-case",
+    "--column",
+    "--no-column",
+    "--color",
+}
+_CONFIG_GETTERS = {
+    "--get",
+    "--get-all",
+    "--get-regexp",
+    "--get-urlmatch",
+    "-l",
+    "--list",
+    "--get-color",
+    "--get-colorbool",
+}
+_CONFIG_HARMLESS = _CONFIG_GETTERS | {
+    "--show-origin",
+    "--show-scope",
+    "--global",
+    "--local",
+    "--system",
+    "--worktree",
+    "-z",
+    "--null",
+    "--name-only",
+    "--type",
+    "--bool",
+    "--int",
+    "--path",
+    "--includes",
+    "--no-includes",
+    "--default",
+    "-f",
+    "--file",
+    "--blob",
+    "--all",
+}
 
 
 def _split(args: list[Word]) -> tuple[set[str], list[Word]]:
@@ -120,8 +213,10 @@ def git_problem(args: list[Word]) -> str | None:
     if sub == "config":
         return _config(rest)
     if sub == "remote":
-        if any(isinstance(o, Opt) and o.name not in ("-v", "--verbose", "-n", "--push", "--all")
-               for o in parse_options(rest)):
+        if any(
+            isinstance(o, Opt) and o.name not in ("-v", "--verbose", "-n", "--push", "--all")
+            for o in parse_options(rest)
+        ):
             return "git remote option is not known to be read-only"
         if any(a.text == "show" for a in rest) and not any(a.text == "-n" for a in rest):
             return "git remote show contacts the remote (only `git remote show -n` stays local)"

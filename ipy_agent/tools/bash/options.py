@@ -14,8 +14,18 @@ from dataclasses import dataclass
 
 from .syntax import Word
 
-__all__ = ["Check", "Opt", "parse_options", "unknown_problem", "long_hit", "flag_check", "path_candidates",
-           "PATTERN_FIRST", "PATTERN_FLAGS", "supplies_pattern"]
+__all__ = [
+    "PATTERN_FIRST",
+    "PATTERN_FLAGS",
+    "Check",
+    "Opt",
+    "flag_check",
+    "long_hit",
+    "parse_options",
+    "path_candidates",
+    "supplies_pattern",
+    "unknown_problem",
+]
 
 # A program's check: (program name, its arguments) -> why it may write or run something, or None.
 Check = Callable[[str, list[Word]], "str | None"]
@@ -61,8 +71,13 @@ def long_hit(given: str, bad: tuple[str, ...]) -> bool:
     return len(given) > 2 and any(b.startswith(given) for b in bad)
 
 
-def flag_check(bad_short: str = "", bad_long: tuple[str, ...] = (), short_value: str = "",
-               max_positional: int | None = None, why: str = "can write files") -> Check:
+def flag_check(
+    bad_short: str = "",
+    bad_long: tuple[str, ...] = (),
+    short_value: str = "",
+    max_positional: int | None = None,
+    why: str = "can write files",
+) -> Check:
     def check(name: str, args: list[Word]) -> str | None:
         if problem := unknown_problem(args):
             return problem
@@ -99,7 +114,7 @@ def path_candidates(text: str) -> list[str]:
 
 # Their first operand is a pattern or a program, unless `-e` / `-f` (alone or in a cluster such
 # as `-ie`) or one of these long flags supplies it; then every operand may be a file.
-PATTERN_FIRST = frozenset("grep egrep fgrep rg ag ack sed awk gawk mawk nawk jq".split())
+PATTERN_FIRST = frozenset(["grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk", "mawk", "nawk", "jq"])
 PATTERN_FLAGS = ("--regexp", "--file", "--expression", "--from-file")
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import os
 import shlex
 import signal
@@ -28,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ipy_agent.runtime import budget
 from ipy_agent.base.secrets import tool_environ
+from ipy_agent.runtime import budget
 
-__all__ = ["RunResult", "run_command", "elide_middle", "OUTPUT_LIMIT"]
+__all__ = ["OUTPUT_LIMIT", "RunResult", "elide_middle", "run_command"]
 
 OUTPUT_LIMIT = 30_000  # characters the model gets, note included
 _KEEP = 64 * 1024  # bytes of head and of tail kept in memory once output is large
@@ -90,7 +91,7 @@ class _Collector:
         if self._file is None:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
             path = self.spill_path
-            self._file = await asyncio.to_thread(lambda: open(path, "wb"))
+            self._file = await asyncio.to_thread(lambda: open(path, "wb"))  # noqa: SIM115 (written chunk by chunk; closed in close())
         room = budget.MAX_SPILL_BYTES - self._spilled
         self._spilled += len(data)
         if room > 0:
@@ -144,10 +145,8 @@ def elide_middle(head: str, tail: str, total_chars: int, total_lines: int, path:
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
 
 
 def _group_alive(pgid: int) -> bool:
@@ -180,9 +179,8 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
     "stopped" must be telling the truth even on a busy machine."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
-        await asyncio.wait_for(proc.wait(), _KILL_GRACE)
-    except TimeoutError:
-        pass
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), _KILL_GRACE)
     finally:
         # Also runs when a second cancellation lands here, so nothing survives either way.
         await _kill_group(proc.pid)
@@ -197,8 +195,13 @@ async def _kill_group(pgid: int) -> None:
 
 
 async def run_command(
-    command: str, cwd: str, timeout_s: float, spill_path: Path | None, *,
-    wrap: Callable[[str], list[str]] | None = None, end_group: bool = False,
+    command: str,
+    cwd: str,
+    timeout_s: float,
+    spill_path: Path | None,
+    *,
+    wrap: Callable[[str], list[str]] | None = None,
+    end_group: bool = False,
 ) -> RunResult:
     """Run `command`; on timeout stop its group and return; on cancellation stop it and re-raise.
 
@@ -210,15 +213,28 @@ async def run_command(
     script = f"trap 'pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
     # pip checks PyPI for a newer pip once a week, even in `pip list`: a network call the
     # classifier calls read-only must not make.
-    env = {**tool_environ(), "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat",
-           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env = {
+        **tool_environ(),
+        "GIT_TERMINAL_PROMPT": "0",
+        "PAGER": "cat",
+        "GIT_PAGER": "cat",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
     collector = _Collector(spill_path)
     rfd, wfd = os.pipe()
     try:
         prefix = wrap(cwd_file) if wrap is not None else []
         proc = await asyncio.create_subprocess_exec(
-            *prefix, "/bin/bash", "-c", script, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=wfd, stderr=wfd, start_new_session=True,
+            *prefix,
+            "/bin/bash",
+            "-c",
+            script,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=wfd,
+            stderr=wfd,
+            start_new_session=True,
         )
     except BaseException:
         os.close(rfd)
@@ -254,10 +270,8 @@ async def run_command(
         if end_group:
             await _kill_group(proc.pid)  # nothing it started outlives the call
         if pumping is not None:
-            try:
+            with contextlib.suppress(TimeoutError):  # a background child still holds the pipe; keep what arrived
                 await asyncio.wait_for(asyncio.shield(pumping), _DRAIN_GRACE)
-            except TimeoutError:
-                pass  # a background child still holds the pipe; keep what arrived
     finally:
         if pumping is not None:
             pumping.cancel()
@@ -268,8 +282,12 @@ async def run_command(
         final_cwd = await asyncio.to_thread(_take_cwd, cwd_file)
     text, path = await collector.finish()
     return RunResult(
-        output=text, exit_code=None if timed_out else proc.returncode, timed_out=timed_out,
-        total_chars=collector.total_chars, total_lines=collector.lines, spill_path=path,
+        output=text,
+        exit_code=None if timed_out else proc.returncode,
+        timed_out=timed_out,
+        total_chars=collector.total_chars,
+        total_lines=collector.lines,
+        spill_path=path,
         final_cwd=None if timed_out else final_cwd,
     )
 

@@ -9,14 +9,27 @@ What a command writes without naming it (an archive unpacked, a patch applied) i
 from __future__ import annotations
 
 from ipy_agent.tools.shared.protected import protected_reason
-from .syntax import analyze
+
 from .options import path_candidates
+from .syntax import analyze
 from .wrappers import program_name, unwrap
 
 __all__ = ["protected_write"]
 
-_GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "get", "list",
-                               "--get-color", "--get-colorbool"})
+_GIT_CONFIG_READS = frozenset(
+    {
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "-l",
+        "--list",
+        "get",
+        "list",
+        "--get-color",
+        "--get-colorbool",
+    }
+)
 
 
 def protected_write(command: str) -> str | None:
@@ -43,4 +56,3 @@ def protected_write(command: str) -> str | None:
             if any(t.startswith("--template") for t in texts):
                 return "git --template installs hooks that run later"
     return None
-

@@ -27,15 +27,101 @@ __all__ = ["HIDDEN_WORD", "TEXT_ARGS", "command_problem", "program_problem"]
 HIDDEN_WORD = "is only known when the shell runs"
 # Programs whose arguments are only text they print or compute with: no file, no code, no flag
 # that writes. A word only the shell knows is harmless to them (`echo $HOME`).
-TEXT_ARGS = frozenset("echo true false : basename dirname seq expr sleep pwd uname id whoami groups nproc arch tty".split())
+TEXT_ARGS = frozenset(
+    [
+        "echo",
+        "true",
+        "false",
+        ":",
+        "basename",
+        "dirname",
+        "seq",
+        "expr",
+        "sleep",
+        "pwd",
+        "uname",
+        "id",
+        "whoami",
+        "groups",
+        "nproc",
+        "arch",
+        "tty",
+    ]
+)
 
 # Programs none of whose flags write files or run other programs: any argument is fine.
 _ANY_ARGS = frozenset(
-    """cat head tail wc ls pwd echo basename dirname realpath readlink stat du df which whereis type
-    true false test [ uname id whoami groups printenv cmp diff nl cut tr column comm od hexdump
-    strings seq sleep grep egrep fgrep cd : md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
-    b2sum cksum base64 base32 tac rev paste fold expand unexpand pgrep nproc uptime free arch tty
-    locale lsb_release expr getconf""".split()
+    [
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "ls",
+        "pwd",
+        "echo",
+        "basename",
+        "dirname",
+        "realpath",
+        "readlink",
+        "stat",
+        "du",
+        "df",
+        "which",
+        "whereis",
+        "type",
+        "true",
+        "false",
+        "test",
+        "[",
+        "uname",
+        "id",
+        "whoami",
+        "groups",
+        "printenv",
+        "cmp",
+        "diff",
+        "nl",
+        "cut",
+        "tr",
+        "column",
+        "comm",
+        "od",
+        "hexdump",
+        "strings",
+        "seq",
+        "sleep",
+        "grep",
+        "egrep",
+        "fgrep",
+        "cd",
+        ":",
+        "md5sum",
+        "sha1sum",
+        "sha224sum",
+        "sha256sum",
+        "sha384sum",
+        "sha512sum",
+        "b2sum",
+        "cksum",
+        "base64",
+        "base32",
+        "tac",
+        "rev",
+        "paste",
+        "fold",
+        "expand",
+        "unexpand",
+        "pgrep",
+        "nproc",
+        "uptime",
+        "free",
+        "arch",
+        "tty",
+        "locale",
+        "lsb_release",
+        "expr",
+        "getconf",
+    ]
 )
 # Harmless variables in `LANG=C sort x`; anything else (PATH, LD_PRELOAD, GIT_EXTERNAL_DIFF,
 # PAGER...) can make a reading program run something else.
@@ -45,10 +131,44 @@ _SAFE_VARIABLES = frozenset({"LANG", "LANGUAGE", "TZ", "NO_COLOR", "COLUMNS", "L
 # pnpm, cargo and go may fetch or run a project-pinned copy of themselves first; kubectl,
 # terraform and docker's `version` contact a server.
 _VERSION_FLAGS: dict[str, frozenset[str]] = {
-    **dict.fromkeys("""node npm npx uv gcc g++ clang make cmake gh conda poetry deno bun perl php tsc bash zsh
-        git rg jq mypy ruff black ruby docker pip pip3 python python3""".split(), frozenset({"--version"})),
-    **dict.fromkeys("python python3 pip pip3 ruff perl".split(), frozenset({"--version", "-V"})),
-    **dict.fromkeys("java javac".split(), frozenset({"-version", "--version"})),
+    **dict.fromkeys(
+        [
+            "node",
+            "npm",
+            "npx",
+            "uv",
+            "gcc",
+            "g++",
+            "clang",
+            "make",
+            "cmake",
+            "gh",
+            "conda",
+            "poetry",
+            "deno",
+            "bun",
+            "perl",
+            "php",
+            "tsc",
+            "bash",
+            "zsh",
+            "git",
+            "rg",
+            "jq",
+            "mypy",
+            "ruff",
+            "black",
+            "ruby",
+            "docker",
+            "pip",
+            "pip3",
+            "python",
+            "python3",
+        ],
+        frozenset({"--version"}),
+    ),
+    **dict.fromkeys(["python", "python3", "pip", "pip3", "ruff", "perl"], frozenset({"--version", "-V"})),
+    **dict.fromkeys(["java", "javac"], frozenset({"-version", "--version"})),
     "node": frozenset({"--version", "-v"}),
 }
 
@@ -68,11 +188,40 @@ def _find(name: str, args: list[Word]) -> str | None:
 def _xargs(name: str, args: list[Word]) -> str | None:
     if problem := unknown_problem(args):
         return problem
-    required = {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
-                "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
+    required = {
+        "-a",
+        "-d",
+        "-E",
+        "-I",
+        "-L",
+        "-n",
+        "-P",
+        "-s",
+        "--arg-file",
+        "--delimiter",
+        "--max-args",
+        "--max-procs",
+        "--max-chars",
+        "--process-slot-var",
+    }
     optional = {"-e", "-i", "-l", "--eof", "--replace", "--max-lines"}
-    known_flags = required | optional | {"-0", "-p", "-r", "-t", "-x", "--null", "--interactive",
-                                         "--no-run-if-empty", "--verbose", "--exit", "--show-limits"}
+    known_flags = (
+        required
+        | optional
+        | {
+            "-0",
+            "-p",
+            "-r",
+            "-t",
+            "-x",
+            "--null",
+            "--interactive",
+            "--no-run-if-empty",
+            "--verbose",
+            "--exit",
+            "--show-limits",
+        }
+    )
     replace: str | None = None
     i = 0
     while i < len(args):
@@ -123,7 +272,11 @@ def _date(name: str, args: list[Word]) -> str | None:
     items = list(parse_options(args, short_value="dfrI"))
     for prev, item in zip([None, *items], items):
         if isinstance(item, Word) and not (item.text or "").startswith("+"):
-            if isinstance(prev, Opt) and prev.value is None and prev.name in ("-d", "-f", "-r", "--date", "--file", "--reference"):
+            if (
+                isinstance(prev, Opt)
+                and prev.value is None
+                and prev.name in ("-d", "-f", "-r", "--date", "--file", "--reference")
+            ):
                 continue
             return f"date {item.text} sets the clock"
     return None
@@ -169,8 +322,9 @@ def _wrapper(short_value: str, leading: int, bad_short: str = "", bad_long: tupl
         while i < len(args) and (args[i].text or "").startswith("-") and args[i].text != "--":
             opt = args[i].text or ""
             for item in parse_options([args[i]], short_value):
-                if isinstance(item, Opt) and ((len(item.name) == 2 and item.name[1] in bad_short)
-                                              or long_hit(item.name, bad_long)):
+                if isinstance(item, Opt) and (
+                    (len(item.name) == 2 and item.name[1] in bad_short) or long_hit(item.name, bad_long)
+                ):
                     return f"{name} {item.name} writes a file"
             i += 2 if (len(opt) == 2 and opt[1] in short_value) else 1
         if i < len(args) and args[i].text == "--":
@@ -183,8 +337,28 @@ def _wrapper(short_value: str, leading: int, bad_short: str = "", bad_long: tupl
     return check
 
 
-_HOSTNAME_SHOWS = frozenset({"-a", "-A", "-d", "-f", "-i", "-I", "-s", "-y", "--alias", "--all-fqdns", "--domain",
-                             "--fqdn", "--long", "--ip-address", "--all-ip-addresses", "--short", "--yp", "--nis"})
+_HOSTNAME_SHOWS = frozenset(
+    {
+        "-a",
+        "-A",
+        "-d",
+        "-f",
+        "-i",
+        "-I",
+        "-s",
+        "-y",
+        "--alias",
+        "--all-fqdns",
+        "--domain",
+        "--fqdn",
+        "--long",
+        "--ip-address",
+        "--all-ip-addresses",
+        "--short",
+        "--yp",
+        "--nis",
+    }
+)
 
 
 def _hostname(name: str, args: list[Word]) -> str | None:
@@ -205,14 +379,51 @@ def _version_probe(name: str, args: list[Word]) -> str | None:
 
 
 # jq options that shape output or pass text in; `--arg NAME VALUE` and friends take two words.
-_JQ_FLAGS = frozenset("""-r --raw-output -j --join-output -a --ascii-output -c --compact-output -n --null-input
-    -s --slurp -e --exit-status -S --sort-keys -C --color-output -M --monochrome-output --tab --seq --stream
-    --stream-errors -R --raw-input --raw-output0 --unbuffered -h --help --args --jsonargs --version -V""".split())
+_JQ_FLAGS = frozenset(
+    [
+        "-r",
+        "--raw-output",
+        "-j",
+        "--join-output",
+        "-a",
+        "--ascii-output",
+        "-c",
+        "--compact-output",
+        "-n",
+        "--null-input",
+        "-s",
+        "--slurp",
+        "-e",
+        "--exit-status",
+        "-S",
+        "--sort-keys",
+        "-C",
+        "--color-output",
+        "-M",
+        "--monochrome-output",
+        "--tab",
+        "--seq",
+        "--stream",
+        "--stream-errors",
+        "-R",
+        "--raw-input",
+        "--raw-output0",
+        "--unbuffered",
+        "-h",
+        "--help",
+        "--args",
+        "--jsonargs",
+        "--version",
+        "-V",
+    ]
+)
 _JQ_TWO_VALUES = frozenset({"--arg", "--argjson"})
 # Filters that read the environment (the API key lives there), name or load files, or show
 # where the program runs; a filter using them is not judged read-only.
-_JQ_FORBIDDEN = re.compile(r"\b(env|input_filename|import|include|modulemeta|get_search_list|get_prog_origin|"
-                           r"get_jq_origin)\b|\$(ENV|__loc__|__prog_args)\b")
+_JQ_FORBIDDEN = re.compile(
+    r"\b(env|input_filename|import|include|modulemeta|get_search_list|get_prog_origin|"
+    r"get_jq_origin)\b|\$(ENV|__loc__|__prog_args)\b"
+)
 
 
 def _jq(name: str, args: list[Word]) -> str | None:
@@ -234,8 +445,9 @@ def _jq(name: str, args: list[Word]) -> str | None:
             if flag == "--indent":
                 i += 2
                 continue
-            if flag not in _JQ_FLAGS and not (len(flag) > 2 and not flag.startswith("--")
-                                              and all(f"-{c}" in _JQ_FLAGS for c in flag[1:])):
+            if flag not in _JQ_FLAGS and not (
+                len(flag) > 2 and not flag.startswith("--") and all(f"-{c}" in _JQ_FLAGS for c in flag[1:])
+            ):
                 return f"jq option {t} reads a filter or data file, or is not known to be read-only"
             i += 1
             continue
@@ -250,10 +462,30 @@ def _jq(name: str, args: list[Word]) -> str | None:
 
 
 _PIP_READS: dict[str, frozenset[str]] = {
-    "list": frozenset("""-l --local --user -e --editable --exclude-editable --include-editable --not-required
-        --format -v --verbose -q --quiet --no-color --disable-pip-version-check --exclude""".split()),
-    "freeze": frozenset("-l --local --user --all --exclude-editable --exclude -q --quiet --no-color".split()),
-    "show": frozenset("-f --files -v --verbose -q --quiet --no-color".split()),
+    "list": frozenset(
+        [
+            "-l",
+            "--local",
+            "--user",
+            "-e",
+            "--editable",
+            "--exclude-editable",
+            "--include-editable",
+            "--not-required",
+            "--format",
+            "-v",
+            "--verbose",
+            "-q",
+            "--quiet",
+            "--no-color",
+            "--disable-pip-version-check",
+            "--exclude",
+        ]
+    ),
+    "freeze": frozenset(
+        ["-l", "--local", "--user", "--all", "--exclude-editable", "--exclude", "-q", "--quiet", "--no-color"]
+    ),
+    "show": frozenset(["-f", "--files", "-v", "--verbose", "-q", "--quiet", "--no-color"]),
     "check": frozenset({"-q", "--quiet", "--no-color"}),
 }
 
@@ -267,7 +499,9 @@ def _pip(name: str, args: list[Word]) -> str | None:
         return None
     sub = args[0].text if args else None
     if sub not in _PIP_READS:
-        return f"{name} {sub or ''} installs, downloads or reaches the network; only list, freeze, show and check read".replace("  ", " ")
+        return f"{name} {sub or ''} installs, downloads or reaches the network; only list, freeze, show and check read".replace(
+            "  ", " "
+        )
     for a in args[1:]:
         t = a.text or ""
         if t.startswith("-") and t.partition("=")[0] not in _PIP_READS[sub]:
@@ -294,8 +528,11 @@ _CHECKS: dict[str, Check] = {
     "printf": flag_check("v", why="assigns a shell variable"),
     "file": flag_check("C", ("--compile",), short_value="eFfmP"),
     "tree": flag_check("oR", ("--output",), short_value="LIPHTo"),
-    "rg": flag_check("z", ("--pre", "--pre-glob", "--search-zip", "--hostname-bin"),
-                     why="runs a preprocessor, a decompressor or another program"),
+    "rg": flag_check(
+        "z",
+        ("--pre", "--pre-glob", "--search-zip", "--hostname-bin"),
+        why="runs a preprocessor, a decompressor or another program",
+    ),
     "jq": _jq,
     "pip": _pip,
     "pip3": _pip,

@@ -28,6 +28,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from ipy_agent.contract.tool import ToolContext
@@ -35,16 +36,16 @@ from ipy_agent.contract.tool import ToolContext
 __all__ = [
     "CORE_PROGRAMS",
     "SandboxStatus",
-    "sandbox_status",
-    "sandbox_available",
-    "sandbox_usable",
-    "core_read_only",
-    "bwrap_argv",
-    "denied_mounts",
-    "stopped_by_sandbox",
-    "sandbox_note",
     "availability_note",
+    "bwrap_argv",
+    "core_read_only",
+    "denied_mounts",
     "notice_once",
+    "sandbox_available",
+    "sandbox_note",
+    "sandbox_status",
+    "sandbox_usable",
+    "stopped_by_sandbox",
 ]
 
 Access = Literal["read-only", "write-workdirs"]
@@ -55,9 +56,57 @@ Access = Literal["read-only", "write-workdirs"]
 # (a second operand is written), `file` (-C), `tree` (-o), `date` (-s), `find`, `sed`, `awk`,
 # `git`, `jq` and every interpreter are out on purpose.
 CORE_PROGRAMS: frozenset[str] = frozenset(
-    """cat head tail wc ls pwd echo basename dirname realpath readlink stat du df true false test [
-    uname id whoami groups cmp diff nl cut tr comm od hexdump tac rev paste fold expand unexpand
-    seq nproc md5sum sha1sum sha256sum sha512sum b2sum cksum base64 grep egrep fgrep cd""".split()
+    [
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "ls",
+        "pwd",
+        "echo",
+        "basename",
+        "dirname",
+        "realpath",
+        "readlink",
+        "stat",
+        "du",
+        "df",
+        "true",
+        "false",
+        "test",
+        "[",
+        "uname",
+        "id",
+        "whoami",
+        "groups",
+        "cmp",
+        "diff",
+        "nl",
+        "cut",
+        "tr",
+        "comm",
+        "od",
+        "hexdump",
+        "tac",
+        "rev",
+        "paste",
+        "fold",
+        "expand",
+        "unexpand",
+        "seq",
+        "nproc",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "sha512sum",
+        "b2sum",
+        "cksum",
+        "base64",
+        "grep",
+        "egrep",
+        "fgrep",
+        "cd",
+    ]
 )
 # Written without any expansion: no `$`, backquotes, backslashes, `~`, process substitution,
 # here-documents or redirections (bar the two spellings of "discard errors").
@@ -66,8 +115,16 @@ _DISCARD = re.compile(r"(?<!\S)[12]?>\s*/dev/null(?!\S)")
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt/conda")
 # Under /etc, readable by root yet nobody's business: masked even in a read-only sandbox.
-_SYSTEM_MASKS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
-                 "/etc/ssh", "/etc/ssl/private")
+_SYSTEM_MASKS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+)
 _MAX_WALK = 200_000  # entries walked to find denied files; past it the sandbox is not built
 BWRAP = "bwrap"  # looked up on PATH, then /usr/bin and /bin
 
@@ -130,8 +187,16 @@ def core_read_only(command: str) -> bool:
 
 
 def _namespace_args(*, network: bool, pid: bool) -> list[str]:
-    args = ["--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
-            "--new-session", "--cap-drop", "ALL"]
+    args = [
+        "--unshare-user",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ]
     if pid:
         args.append("--unshare-pid")
     if not network:
@@ -168,7 +233,12 @@ def _covered(path: str, mounted: Iterable[str]) -> bool:
 
 
 def bwrap_argv(
-    *, ctx: ToolContext, cwd: str, access: Access, side_files: Iterable[str] = (), masks: Iterable[tuple[str, bool]] = (),
+    *,
+    ctx: ToolContext,
+    cwd: str,
+    access: Access,
+    side_files: Iterable[str] = (),
+    masks: Iterable[tuple[str, bool]] = (),
     env: dict[str, str] | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs a command (appended after it) inside the sandbox.
@@ -244,14 +314,14 @@ def git_dirs(ctx: ToolContext) -> list[str]:
             out.append(top)
         if os.path.isfile(dot_git):
             try:
-                line = open(dot_git, encoding="utf-8").read().strip()
+                line = Path(dot_git).read_text(encoding="utf-8").strip()
             except OSError:
                 continue
             if line.startswith("gitdir:"):
                 gitdir = os.path.realpath(os.path.join(top, line.removeprefix("gitdir:").strip()))
                 out.append(gitdir)
                 try:
-                    common = open(os.path.join(gitdir, "commondir"), encoding="utf-8").read().strip()
+                    common = Path(gitdir, "commondir").read_text(encoding="utf-8").strip()
                     out.append(os.path.realpath(os.path.join(gitdir, common)))
                 except OSError:
                     pass
@@ -265,7 +335,9 @@ def denied_mounts(ctx: ToolContext) -> list[tuple[str, bool]] | None:
         return []
     out: list[tuple[str, bool]] = []
     seen = 0
-    tops = [d for d in git_dirs(ctx) if os.path.isdir(os.path.join(d, ".git")) or os.path.isfile(os.path.join(d, ".git"))]
+    tops = [
+        d for d in git_dirs(ctx) if os.path.isdir(os.path.join(d, ".git")) or os.path.isfile(os.path.join(d, ".git"))
+    ]
     for root in dict.fromkeys([*(os.path.realpath(d) for d in ctx.all_dirs()), *tops]):
         stack = [root]
         while stack:
@@ -288,7 +360,11 @@ def denied_mounts(ctx: ToolContext) -> list[tuple[str, bool]] | None:
         plain = spec.rstrip("/").removesuffix("/**")
         if set(plain) & set("*?[]{}!\\"):
             continue
-        path = os.path.expanduser(plain[1:] if plain.startswith("//") else plain) if plain.startswith(("//", "~")) else None
+        path = (
+            os.path.expanduser(plain[1:] if plain.startswith("//") else plain)
+            if plain.startswith(("//", "~"))
+            else None
+        )
         if path and os.path.lexists(path):
             out.append((path, os.path.isdir(path)))
     return out
@@ -333,9 +409,10 @@ def availability_note(ctx: ToolContext) -> str | None:
         return None
     why = "the sandbox setting is 'off'" if ctx.sandbox == "off" else sandbox_status().reason
     core = ", ".join(sorted(CORE_PROGRAMS - {"[", "true", "false"}))
-    return (f"Bash has no OS sandbox: {why}. Only a small core of plain commands runs without asking ({core}); "
-            "everything else asks first.")
-
+    return (
+        f"Bash has no OS sandbox: {why}. Only a small core of plain commands runs without asking ({core}); "
+        "everything else asks first."
+    )
 
 
 _NOTICED: list[str] = []

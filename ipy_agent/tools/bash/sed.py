@@ -15,8 +15,25 @@ __all__ = ["sed_problem", "sed_script_problem"]
 
 # Options that change how sed reads and prints, never what it writes or runs. (`-e SCRIPT` and
 # `-l N` take values and are handled on their own.)
-_HARMLESS = frozenset({"-n", "--quiet", "--silent", "-E", "-r", "--regexp-extended", "-s", "--separate", "-z",
-                       "--null-data", "-u", "--unbuffered", "--posix", "--debug", "--sandbox"})
+_HARMLESS = frozenset(
+    {
+        "-n",
+        "--quiet",
+        "--silent",
+        "-E",
+        "-r",
+        "--regexp-extended",
+        "-s",
+        "--separate",
+        "-z",
+        "--null-data",
+        "-u",
+        "--unbuffered",
+        "--posix",
+        "--debug",
+        "--sandbox",
+    }
+)
 
 
 def sed_problem(name: str, args: list[Word]) -> str | None:
@@ -35,8 +52,12 @@ def sed_problem(name: str, args: list[Word]) -> str | None:
             return "sed -f runs a script file that was not checked"
         is_script = item.name == "-e" or long_hit(item.name, ("--expression",))
         is_width = item.name == "-l" or long_hit(item.name, ("--line-length",))
-        if not (is_script or is_width or item.name in _HARMLESS
-                or any(long_hit(item.name, (f,)) for f in _HARMLESS if f.startswith("--"))):
+        if not (
+            is_script
+            or is_width
+            or item.name in _HARMLESS
+            or any(long_hit(item.name, (f,)) for f in _HARMLESS if f.startswith("--"))
+        ):
             return f"sed option {item.name} is not known to be read-only"
         if (is_script or is_width) and item.value is None:
             following = items[k + 1] if k + 1 < len(items) else None
@@ -112,7 +133,7 @@ def sed_script_problem(script: str) -> str | None:
             while i < n and s[i].isdigit():
                 i += 1
         elif c in "sy" and i + 1 < n:
-            i = skip_delimited(i + 1, 2 if c == "s" else 2)
+            i = skip_delimited(i + 1, 2)
             if c == "s":
                 while i < n and s[i] not in ";\n}":
                     if s[i] in "we":

@@ -17,10 +17,11 @@ tree-sitter parse, everything a rule needs:
 from __future__ import annotations
 
 from ipy_agent.contract.tool import CommandPart, RuleSubject
+
 from .syntax import SimpleCommand, analyze, redirect_problem
 from .wrappers import TIMING_WRAPPERS, hidden_reason, normalized_commands, unwrap
 
-__all__ = ["command_subject", "command_part"]
+__all__ = ["command_part", "command_subject"]
 
 
 def command_subject(command: str) -> RuleSubject:
@@ -34,8 +35,9 @@ def command_subject(command: str) -> RuleSubject:
         hidden = hidden_reason(command)
     except Exception:  # a parser bug must not lift a deny rule or grant an allow
         return RuleSubject(kind="command", value=command, hidden="the command could not be parsed")
-    return RuleSubject(kind="command", value=command, parts=parts, spellings=tuple(dict.fromkeys(spellings)),
-                       hidden=hidden)
+    return RuleSubject(
+        kind="command", value=command, parts=parts, spellings=tuple(dict.fromkeys(spellings)), hidden=hidden
+    )
 
 
 def command_part(cmd: SimpleCommand) -> CommandPart:

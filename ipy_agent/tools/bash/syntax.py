@@ -27,15 +27,15 @@ from .expansions import ansi_c, evaluation_problem
 from .unseen import unseen_substitution
 
 __all__ = [
-    "Word",
     "UNKNOWN",
+    "Analysis",
     "Redirect",
     "SimpleCommand",
-    "Analysis",
+    "Word",
     "analyze",
     "redirect_problem",
-    "split_command",
     "simple_commands",
+    "split_command",
 ]
 
 _LANGUAGE = Language(tree_sitter_bash.language())
@@ -50,7 +50,6 @@ _BRACE_EXPANSION = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 # Tilde forms other than `~` and `~/...` (`~root`, `~+`, `~-` read $PWD and $OLDPWD), and a tilde
 # after `=` or `:`, which bash expands in words that look like assignments.
 _SHELL_TILDE = re.compile(r"^~[^/]|[=:]~")
-
 
 
 @dataclass(frozen=True)
@@ -320,8 +319,9 @@ def redirect_problem(r: Redirect) -> str:
             return f"redirection <{r.target.source if r.target else ''} reads a file only known when the shell runs"
         if not re.match(r"/dev/(tcp|udp)/", os.path.normpath(r.target.text)):
             return ""
-    if r.op in (">&", "<&", ">&-", "<&-") and (r.target is None or (r.target.text or "").rstrip("-").isdigit()
-                                                 or r.target.text == "-"):
+    if r.op in (">&", "<&", ">&-", "<&-") and (
+        r.target is None or (r.target.text or "").rstrip("-").isdigit() or r.target.text == "-"
+    ):
         return ""  # duplicating or closing a file descriptor writes nothing
     target = r.target.text if r.target is not None else None
     if target is not None and re.match(r"/dev/(tcp|udp)/", os.path.normpath(target)):
@@ -347,8 +347,12 @@ def analyze(command: str) -> Analysis:
     if not line:
         line = next((p for p in map(redirect_problem, redirects) if p), "")
     return Analysis(
-        commands=tuple(commands), structure_problem=structure, line_problem=line,
-        redirects=tuple(redirects), everything=tuple(everything), unseen=unseen,
+        commands=tuple(commands),
+        structure_problem=structure,
+        line_problem=line,
+        redirects=tuple(redirects),
+        everything=tuple(everything),
+        unseen=unseen,
     )
 
 

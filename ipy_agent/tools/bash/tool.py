@@ -17,39 +17,65 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ipy_agent.runtime.budget import spill_file_name
-from ipy_agent.permissions.rules import part_matches
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from ipy_agent.permissions.rules import part_matches
+from ipy_agent.runtime.budget import spill_file_name
+
+from .contain import contained_run
 from .deny import denied_read
 from .destructive import destructive_reasons
-from .contain import contained_run
 from .process import OUTPUT_LIMIT
+from .protected_writes import protected_write
 from .sandbox import availability_note, core_read_only, sandbox_usable
 from .subject import command_part, command_subject
 from .syntax import simple_commands
-from .protected_writes import protected_write
 from .verdict import is_read_only_command, only_hidden_words
 from .workdirs import inside_working_dirs, leaves_working_dirs, start_cwd
 from .wrappers import unwrap
 
-__all__ = ["BashTool", "BashInput", "BashOutput"]
+__all__ = ["BashInput", "BashOutput", "BashTool"]
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 
 # Exit status 1 of these, as the last command, answers a question ("no match", "they differ").
 _EXIT_ONE_MEANS = {
-    "grep": "no line matched", "egrep": "no line matched", "fgrep": "no line matched", "rg": "no line matched",
-    "diff": "the inputs differ", "cmp": "the inputs differ",
-    "find": "some paths could not be visited", "test": "the condition is false",
-    "[": "the condition is false", "[[": "the condition is false",
+    "grep": "no line matched",
+    "egrep": "no line matched",
+    "fgrep": "no line matched",
+    "rg": "no line matched",
+    "diff": "the inputs differ",
+    "cmp": "the inputs differ",
+    "find": "some paths could not be visited",
+    "test": "the condition is false",
+    "[": "the condition is false",
+    "[[": "the condition is false",
 }
 # Programs whose rule is more useful with their subcommand: `Bash(git diff:*)`, not `Bash(git:*)`.
 _WITH_SUBCOMMAND = frozenset(
-    "git npm pnpm yarn bun npx cargo go docker kubectl pip pip3 uv poetry make gh conda dotnet".split()
+    [
+        "git",
+        "npm",
+        "pnpm",
+        "yarn",
+        "bun",
+        "npx",
+        "cargo",
+        "go",
+        "docker",
+        "kubectl",
+        "pip",
+        "pip3",
+        "uv",
+        "poetry",
+        "make",
+        "gh",
+        "conda",
+        "dotnet",
+    ]
 )
 _DETAIL_LINES = 20  # of output under the person's compact line
-_INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
+_INTERPRETERS = frozenset(["python", "python3", "node", "ruby", "perl", "bash", "sh"])
 # Never the first word of a suggested prefix rule: they run whatever follows them.
 _NEVER_PREFIX = frozenset({"env", "sudo", "doas", "xargs"})
 
@@ -59,11 +85,14 @@ class BashInput(BaseModel):
 
     command: str = Field(description="The shell command to run (bash syntax).")
     timeout: int = Field(
-        default=DEFAULT_TIMEOUT_MS, ge=1, le=MAX_TIMEOUT_MS,
+        default=DEFAULT_TIMEOUT_MS,
+        ge=1,
+        le=MAX_TIMEOUT_MS,
         description=f"Milliseconds before the command is stopped (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).",
     )
     description: str | None = Field(
-        default=None, description="What the command does, in 5-10 words, for the person watching.",
+        default=None,
+        description="What the command does, in 5-10 words, for the person watching.",
     )
     dangerouslyDisableSandbox: bool = Field(
         default=False,
@@ -244,7 +273,7 @@ class BashTool(Tool):
         args = [a.text or "" for a in real[1:]]
         words = 1
         if name in _WITH_SUBCOMMAND or name in _INTERPRETERS:
-            if not args or args[0].startswith("-") and args[0] != "-m" or args[0] == "-c":
+            if not args or (args[0].startswith("-") and args[0] != "-m") or args[0] == "-c":
                 return exact
             words = 3 if args[0] == "-m" or (args[0] == "run" and len(args) > 1) else 2
         before = [w.source for w in (head, *first.args)][: len(first.args) + 1 - len(real)]
@@ -259,7 +288,9 @@ class BashTool(Tool):
             notes = tuple(f"destructive: {r}" for r in destructive_reasons(inp.command))
         except Exception:  # a warning that cannot be computed is a warning
             notes = ("destructive: the command could not be checked for destructive parts",)
-        return PermissionPreview(title="Run a shell command", command=inp.command, description=inp.description, notes=notes)
+        return PermissionPreview(
+            title="Run a shell command", command=inp.command, description=inp.description, notes=notes
+        )
 
     # --- execution -------------------------------------------------------------------------
     async def call(self, inp: BashInput, ctx: ToolContext) -> BashOutput:
@@ -267,8 +298,9 @@ class BashTool(Tool):
         spill = None
         if ctx.spill_dir is not None:
             spill = Path(ctx.spill_dir) / spill_file_name(ctx.tool_use_id or uuid.uuid4().hex, prefix="bash-")
-        run, notes = await contained_run(inp.command, cwd, inp.timeout / 1000, spill, ctx,
-                                         unsandboxed=inp.dangerouslyDisableSandbox)
+        run, notes = await contained_run(
+            inp.command, cwd, inp.timeout / 1000, spill, ctx, unsandboxed=inp.dangerouslyDisableSandbox
+        )
         if run.final_cwd is not None and inside_working_dirs(Path(run.final_cwd), ctx):
             ctx.session["bash_cwd"] = run.final_cwd
         elif run.final_cwd is not None:
@@ -276,16 +308,24 @@ class BashTool(Tool):
             notes.append(f"Shell cwd was reset to {ctx.cwd} (it had left the working directories).")
         meaning = _EXIT_ONE_MEANS.get(_last_program(inp.command) or "") if run.exit_code == 1 else None
         return BashOutput(
-            command=inp.command, output=run.output, exit_code=run.exit_code, timed_out=run.timed_out,
-            timeout_ms=inp.timeout, lines=run.total_lines, spill_path=str(run.spill_path) if run.spill_path else None,
-            exit_one_meaning=meaning, notes=tuple(notes),
+            command=inp.command,
+            output=run.output,
+            exit_code=run.exit_code,
+            timed_out=run.timed_out,
+            timeout_ms=inp.timeout,
+            lines=run.total_lines,
+            spill_path=str(run.spill_path) if run.spill_path else None,
+            exit_one_meaning=meaning,
+            notes=tuple(notes),
         )
 
     def map_result(self, output: BashOutput, tool_use_id: str) -> dict[str, Any]:
         body = output.output.rstrip("\n")
         if output.timed_out:
-            head = (f"Timed out after {output.timeout_ms / 1000:g} s: the command and every process it started "
-                    "were stopped. Raise `timeout` (max 600000 ms) or run it in the background with output to a file.")
+            head = (
+                f"Timed out after {output.timeout_ms / 1000:g} s: the command and every process it started "
+                "were stopped. Raise `timeout` (max 600000 ms) or run it in the background with output to a file."
+            )
             text = f"{head}\n{body}" if body else head
         elif output.is_error:
             text = f"Exit code {output.exit_code}\n{body}" if body else f"Exit code {output.exit_code} (no output)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .readonly import HIDDEN_WORD, command_problem
 from .syntax import analyze
 
-__all__ = ["MAX_READ_ONLY_LENGTH", "read_only_reason", "only_hidden_words", "is_read_only_command"]
+__all__ = ["MAX_READ_ONLY_LENGTH", "is_read_only_command", "only_hidden_words", "read_only_reason"]
 
 # Longer commands always prompt: nobody reviews 10,000 characters of shell by eye either.
 MAX_READ_ONLY_LENGTH = 10_000

@@ -16,20 +16,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ipy_agent.contract.tool import ToolContext
+
 from .deny import NO_PATH_ARGS
 from .options import PATTERN_FIRST, path_candidates, supplies_pattern
 from .syntax import SimpleCommand, analyze, simple_commands
 from .wrappers import program_name, unwrap
 
-__all__ = ["inside_working_dirs", "start_cwd", "leaves_working_dirs"]
+__all__ = ["inside_working_dirs", "leaves_working_dirs", "start_cwd"]
 
 # Arguments of these are not files they read, so they need no working-directory check.
 # Wrappers (`command`, `env`, `xargs`...) are looked through first, see `wrappers`.
 _NO_PATH_ARGS = NO_PATH_ARGS | {"realpath", "readlink"}
 # Devices that read or write nothing anyone keeps (`/dev/tcp/...` is a socket, not here).
 _MAX_GLOB_MATCHES = 1000
-_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout",
-                      "/dev/stderr", "/dev/tty"})
+_DEVICES = frozenset(
+    {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"}
+)
 
 
 def _real_dirs(ctx: ToolContext) -> list[str]:
@@ -80,7 +82,7 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
             continue
         # grep's pattern, sed's script, jq's filter: the first operand, unless an option gave it.
         skip_pattern = not xargs and name in PATTERN_FIRST and not any(supplies_pattern(a.text or "") for a in args)
-        for a in (cmd.args if xargs else args):
+        for a in cmd.args if xargs else args:
             if a.glob and (matches := _glob_matches(a.source, cur)) is None:
                 return f"the pattern {a.source!r} may name files outside the working directories"
             if a.glob and matches is not None:
@@ -101,7 +103,9 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
                 continue
             for value in path_candidates(a.text):
                 # Every operand is resolved, symlinks included: `cat link` may read `/etc/x`.
-                if not _harmless_device(value) and not inside_working_dirs(Path(cur) / os.path.expanduser(value), ctx, readable):
+                if not _harmless_device(value) and not inside_working_dirs(
+                    Path(cur) / os.path.expanduser(value), ctx, readable
+                ):
                     return f"{cmd.text!r} reads {value!r}, outside the working directories"
     for r in analyze(command).redirects:
         if r.op in ("<", "<>") and r.target is not None and r.target.text:
@@ -117,8 +121,21 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
 # which are checked), and these filters pass names through when they read no file themselves.
 _NAME_PRODUCERS = frozenset({"find", "ls", "fd", "echo", "printf"})
 _NAME_LISTING_FLAGS = re.compile(r"^-[a-zA-Z]*[lL][a-zA-Z]*$|^--files(-with-matches|-without-match)?$")
-_FILTERS = {"head": 0, "tail": 0, "sort": 0, "uniq": 0, "cut": 0, "tr": 2, "grep": 1, "egrep": 1, "fgrep": 1,
-            "rg": 1, "sed": 1, "awk": 1, "wc": 0}
+_FILTERS = {
+    "head": 0,
+    "tail": 0,
+    "sort": 0,
+    "uniq": 0,
+    "cut": 0,
+    "tr": 2,
+    "grep": 1,
+    "egrep": 1,
+    "fgrep": 1,
+    "rg": 1,
+    "sed": 1,
+    "awk": 1,
+    "wc": 0,
+}
 
 
 def _xargs_names_unknown(cmds: Sequence[SimpleCommand], command: str) -> str | None:
@@ -126,7 +143,8 @@ def _xargs_names_unknown(cmds: Sequence[SimpleCommand], command: str) -> str | N
     `cat list | xargs cat`) rather than listed by a program that only prints names."""
     feeds = [c for c in cmds if c.name is not None and "xargs" in unwrap([c.name, *c.args])[0]]
     if any(r.op == "<" for r in analyze(command).redirects) or any(
-            (w.text or "")[:2] == "-a" or (w.text or "").startswith("--arg-file") for c in feeds for w in c.args):
+        (w.text or "")[:2] == "-a" or (w.text or "").startswith("--arg-file") for c in feeds for w in c.args
+    ):
         return "xargs reads names from a file, which may name any file"
     for cmd in cmds:
         wrappers, words = unwrap([cmd.name, *cmd.args] if cmd.name else [])

@@ -21,8 +21,16 @@ from dataclasses import dataclass
 
 from .syntax import Word, analyze
 
-__all__ = ["WRAPPERS", "SHELLS", "RUNNERS", "TIMING_WRAPPERS", "unwrap", "program_name", "normalized_commands",
-           "hidden_reason"]
+__all__ = [
+    "RUNNERS",
+    "SHELLS",
+    "TIMING_WRAPPERS",
+    "WRAPPERS",
+    "hidden_reason",
+    "normalized_commands",
+    "program_name",
+    "unwrap",
+]
 
 
 @dataclass(frozen=True)
@@ -35,9 +43,25 @@ class _Spec:
 
 WRAPPERS: dict[str, _Spec] = {
     "env": _Spec("uCS", frozenset({"--unset", "--chdir", "--split-string"}), assignments=True),
-    "sudo": _Spec("CDghpRrtTUu", frozenset({"--close-from", "--chdir", "--group", "--host", "--prompt",
-                                             "--chroot", "--role", "--type", "--command-timeout",
-                                             "--other-user", "--user"}), assignments=True),
+    "sudo": _Spec(
+        "CDghpRrtTUu",
+        frozenset(
+            {
+                "--close-from",
+                "--chdir",
+                "--group",
+                "--host",
+                "--prompt",
+                "--chroot",
+                "--role",
+                "--type",
+                "--command-timeout",
+                "--other-user",
+                "--user",
+            }
+        ),
+        assignments=True,
+    ),
     "doas": _Spec("uC"),
     "command": _Spec(),
     "builtin": _Spec(),
@@ -47,8 +71,20 @@ WRAPPERS: dict[str, _Spec] = {
     "timeout": _Spec("sk", frozenset({"--signal", "--kill-after"}), leading=1),
     "time": _Spec("fo", frozenset({"--format", "--output"})),
     "stdbuf": _Spec("ioe", frozenset({"--input", "--output", "--error"})),
-    "xargs": _Spec("adEILnPs", frozenset({"--arg-file", "--delimiter", "--max-args", "--max-procs",
-                                           "--max-chars", "--process-slot-var", "--max-lines"})),
+    "xargs": _Spec(
+        "adEILnPs",
+        frozenset(
+            {
+                "--arg-file",
+                "--delimiter",
+                "--max-args",
+                "--max-procs",
+                "--max-chars",
+                "--process-slot-var",
+                "--max-lines",
+            }
+        ),
+    ),
 }
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 # Wrappers that only time, schedule or buffer the program they run: an allow rule for
@@ -71,7 +107,11 @@ def unwrap(words: list[Word], only: frozenset[str] | None = None) -> tuple[list[
     while words:
         name = program_name(words[0])
         spec = WRAPPERS.get(name or "")
-        if spec is None or (only is not None and (name not in only or words[0].text != name)) or (name == "command" and len(words) > 1 and words[1].text in ("-v", "-V")):
+        if (
+            spec is None
+            or (only is not None and (name not in only or words[0].text != name))
+            or (name == "command" and len(words) > 1 and words[1].text in ("-v", "-V"))
+        ):
             break
         wrappers.append(name or "")
         words = _skip_options(name or "", spec, words[1:])
@@ -90,7 +130,7 @@ def _skip_options(name: str, spec: _Spec, words: list[Word]) -> list[Word]:
         if t.startswith("--"):
             opt, eq, value = t.partition("=")
             if name == "env" and opt == "--split-string":
-                return _split_string(value if eq else _text_at(words, i + 1), words[i + (1 if eq else 2):])
+                return _split_string(value if eq else _text_at(words, i + 1), words[i + (1 if eq else 2) :])
             i += 2 if (not eq and opt in spec.long_values) else 1
         elif t.startswith("-") and t != "-":
             letters = t[1:]
@@ -99,7 +139,7 @@ def _skip_options(name: str, spec: _Spec, words: list[Word]) -> list[Word]:
                 if ch in spec.short_values:
                     attached = letters[j + 1 :]
                     if name == "env" and ch == "S":
-                        return _split_string(attached or _text_at(words, i + 1), words[i + (1 if attached else 2):])
+                        return _split_string(attached or _text_at(words, i + 1), words[i + (1 if attached else 2) :])
                     step = 1 if attached else 2
                     break
             i += step
@@ -145,12 +185,48 @@ def hidden_reason(command: str) -> str:
 
 
 # Programs that run a command they are given in a form not looked through here.
-RUNNERS = frozenset("""watch su runuser script parallel flock chroot unshare nsenter systemd-run strace ltrace
-    busybox toybox pkexec at batch setsid ionice taskset chrt fakeroot firejail""".split())
+RUNNERS = frozenset(
+    [
+        "watch",
+        "su",
+        "runuser",
+        "script",
+        "parallel",
+        "flock",
+        "chroot",
+        "unshare",
+        "nsenter",
+        "systemd-run",
+        "strace",
+        "ltrace",
+        "busybox",
+        "toybox",
+        "pkexec",
+        "at",
+        "batch",
+        "setsid",
+        "ionice",
+        "taskset",
+        "chrt",
+        "fakeroot",
+        "firejail",
+    ]
+)
 _FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 # git's global options that take a value as the next word.
-_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
-                         "--list-cmds", "--attr-source"})
+_GIT_VALUED = frozenset(
+    {
+        "-C",
+        "-c",
+        "--git-dir",
+        "--work-tree",
+        "--namespace",
+        "--super-prefix",
+        "--config-env",
+        "--list-cmds",
+        "--attr-source",
+    }
+)
 
 
 @functools.lru_cache(maxsize=256)  # asked once per deny or ask rule for the same command

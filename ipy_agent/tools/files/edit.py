@@ -28,7 +28,7 @@ from ipy_agent.tools.shared.diff import Span, count_lines, numbered_snippet
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, quote, read_existing, require_fresh
 from ipy_agent.tools.shared.fileio import decode_text, encode_text, undecodable_reason
 
-__all__ = ["EditTool", "EditInput", "EditResult"]
+__all__ = ["EditInput", "EditResult", "EditTool"]
 
 DESCRIPTION = """\
 Replace exact text in an existing file: every character of old_string is swapped for new_string. \
@@ -65,7 +65,9 @@ class EditInput(BaseModel):
     file_path: str = Field(description="The file to change: an absolute path, or relative to the working directory.")
     old_string: str = Field(description="The exact text to replace (empty: create the file).")
     new_string: str = Field(description="The text to put in its place; must differ from old_string.")
-    replace_all: bool = Field(default=False, description="Replace every occurrence of old_string instead of exactly one.")
+    replace_all: bool = Field(
+        default=False, description="Replace every occurrence of old_string instead of exactly one."
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +112,9 @@ def _splice(actual: str, old: str, new: str) -> str:
     if len(old) + len(new) > 20_000:  # the matcher is quadratic; keep only the common ends
         blocks: list[tuple[int, int, int]] = [(0, 0, _common_prefix(old, new))]
     else:
-        blocks = [(b.a, b.b, b.size) for b in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks()]
+        blocks = [
+            (b.a, b.b, b.size) for b in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks()
+        ]
     out, j = [], 0
     for i, k, size in blocks:
         if size == 0:
@@ -144,8 +148,10 @@ def _locate(text: str, old: str) -> tuple[list[tuple[int, int]], str]:
         pattern = re.compile("\r?\n".join(re.escape(part) for part in old_folded.split("\n")))
         spans = [m.span() for m in pattern.finditer(folded)]
     if any(_lf(text[s:e]) != old for s, e in spans):
-        return spans, ("old_string matched only when curly and straight quotes are treated alike; "
-                       "the file's own quotes outside your change were kept.")
+        return spans, (
+            "old_string matched only when curly and straight quotes are treated alike; "
+            "the file's own quotes outside your change were kept."
+        )
     return spans, ""
 
 
@@ -252,8 +258,15 @@ class EditTool(FileEditingTool):
             # Creating: keep the newline style the model wrote (CRLF only if it sent CRLF).
             newline = "\r\n" if "\r\n" in inp.new_string else "\n"
             data = encode_text(new, newline=newline)
-            return Plan(path=path, display=display, old_text="", new_text=new, new_raw=data,
-                        created=True, extra={"first": 1, "last": max(1, new.count("\n")), "count": 1})
+            return Plan(
+                path=path,
+                display=display,
+                old_text="",
+                new_text=new,
+                new_raw=data,
+                created=True,
+                extra={"first": 1, "last": max(1, new.count("\n")), "count": 1},
+            )
         if not old and raw.strip():
             raise ToolError(
                 f"{display!r} already exists and is not empty, so an empty old_string (which means "
@@ -289,20 +302,38 @@ class EditTool(FileEditingTool):
         # Where the first change landed in the new text, for the snippet the model gets back.
         first = _line_of(text, spans[0][0])
         data = encode_text(new_text, encoding=tf.encoding, newline=tf.newline)
-        return Plan(path=path, display=display, old_text=text, new_text=new_text, new_raw=data,
-                    created=False, spans=changes,
-                    extra={"first": first, "last": first + first_piece.count("\n"), "count": len(spans),
-                           "first_pos": text.rfind("\n", 0, spans[0][0]) + 1, "note": note,
-                           "replace_all": inp.replace_all})
+        return Plan(
+            path=path,
+            display=display,
+            old_text=text,
+            new_text=new_text,
+            new_raw=data,
+            created=False,
+            spans=changes,
+            extra={
+                "first": first,
+                "last": first + first_piece.count("\n"),
+                "count": len(spans),
+                "first_pos": text.rfind("\n", 0, spans[0][0]) + 1,
+                "note": note,
+                "replace_all": inp.replace_all,
+            },
+        )
 
     def _result(self, plan: Plan, ctx: ToolContext) -> EditResult:
         d = plan.diff
         return EditResult(
-            path=str(plan.path), display=plan.display, created=plan.created,
-            replacements=plan.extra["count"], replace_all=plan.extra.get("replace_all", False),
-            added=d.added, removed=d.removed, diff=d.text,
-            snippet=numbered_snippet(plan.new_text, plan.extra["first"], plan.extra["last"],
-                                     first_pos=plan.extra.get("first_pos")),
+            path=str(plan.path),
+            display=plan.display,
+            created=plan.created,
+            replacements=plan.extra["count"],
+            replace_all=plan.extra.get("replace_all", False),
+            added=d.added,
+            removed=d.removed,
+            diff=d.text,
+            snippet=numbered_snippet(
+                plan.new_text, plan.extra["first"], plan.extra["last"], first_pos=plan.extra.get("first_pos")
+            ),
             lines=count_lines(plan.new_text),
             note=plan.extra.get("note", ""),
         )
@@ -328,8 +359,7 @@ class EditTool(FileEditingTool):
 
 
 def _missing_message(path: Any, ctx: ToolContext) -> str:
-    msg = (f"File {str(path)!r} does not exist (relative paths resolve against the working directory "
-           f"{str(ctx.cwd)!r}).")
+    msg = f"File {str(path)!r} does not exist (relative paths resolve against the working directory {str(ctx.cwd)!r})."
     try:
         siblings = [p.name for p in path.parent.iterdir() if p.stem == path.stem and p.name != path.name]
     except OSError:

@@ -20,11 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.base.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
+from ipy_agent.base.threads import run_blocking
 from ipy_agent.contract.limits import SELF_LIMITING
 from ipy_agent.contract.read_state import file_stamp
-from ipy_agent.base.threads import run_blocking
 from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
-from ipy_agent.base.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
+
 from .read_text import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_TOKENS,
@@ -46,7 +47,9 @@ MAX_NOTEBOOK_BYTES = 100 * 1024 * 1024
 class ReadInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    file_path: str = Field(description="Path of the file to read; absolute is best, relative paths resolve against the working directory.")
+    file_path: str = Field(
+        description="Path of the file to read; absolute is best, relative paths resolve against the working directory."
+    )
     offset: int | None = Field(
         default=None,
         ge=0,
@@ -155,7 +158,9 @@ class ReadTool(Tool):
             return self._read_path(path, inp, ctx)
         except OSError as exc:
             # stat() passed, so this is access or I/O trouble the model should hear about plainly.
-            raise ToolError(f"Could not read {str(path)!r}: {exc.strerror or exc}. Check the file's permissions, or ask the person.") from None
+            raise ToolError(
+                f"Could not read {str(path)!r}: {exc.strerror or exc}. Check the file's permissions, or ask the person."
+            ) from None
 
     def _read_path(self, path: Path, inp: ReadInput, ctx: ToolContext) -> ReadOutput:
         st = _stat_regular_file(path, ctx)
@@ -179,21 +184,32 @@ class ReadTool(Tool):
                 )
             f.seek(0)
             start = max(inp.offset or 1, 1)
-            result = read_text(f, str(path), st, start=start, limit=inp.limit or DEFAULT_LIMIT, unranged=inp.offset is None and inp.limit is None)
+            result = read_text(
+                f,
+                str(path),
+                st,
+                start=start,
+                limit=inp.limit or DEFAULT_LIMIT,
+                unranged=inp.offset is None and inp.limit is None,
+            )
         return _text_output(path, st, inp, ctx, result, start)
 
     def _read_notebook(self, path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContext) -> ReadOutput:
         from ipy_agent.notebook.render import render_notebook
 
         if st.st_size > MAX_NOTEBOOK_BYTES:
-            raise ToolError(f"Notebook {str(path)!r} is {st.st_size / 1e6:.0f} MB, too large to read; inspect it with Python in Bash (json module) instead.")
+            raise ToolError(
+                f"Notebook {str(path)!r} is {st.st_size / 1e6:.0f} MB, too large to read; inspect it with Python in Bash (json module) instead."
+            )
         raw = path.read_bytes()
         nb = _load_notebook(raw, path)
         cells = nb["cells"]
         total = len(cells)
         start = max(inp.offset or 1, 1)
         if total and start > total:
-            raise ToolError(f"Notebook {str(path)!r} has {total} cells (cell-0 to cell-{total - 1}); offset={inp.offset} is past the end. offset counts cells from 1.")
+            raise ToolError(
+                f"Notebook {str(path)!r} has {total} cells (cell-0 to cell-{total - 1}); offset={inp.offset} is past the end. offset counts cells from 1."
+            )
         rendered = render_notebook(nb, offset=start - 1, limit=inp.limit)
         tokens = estimate_tokens(rendered.text)
         if tokens > MAX_OUTPUT_TOKENS:
@@ -206,7 +222,9 @@ class ReadTool(Tool):
         shown_to = start - 1 + rendered.cell_count  # 1-based number of the last cell shown
         whole = start == 1 and shown_to >= total
         # A partial read is recorded as one, so Write will not replace cells the model never saw.
-        ctx.read_state.record(path, content=raw, offset=None if whole else start, limit=None if whole else rendered.cell_count)
+        ctx.read_state.record(
+            path, content=raw, offset=None if whole else start, limit=None if whole else rendered.cell_count
+        )
         header = f"Notebook {path} ({total} cell{'s' if total != 1 else ''}"
         # Cells are labelled cell-N with a 0-based N (NotebookEdit's form), so the range is too.
         header += "" if whole else f"; showing cell-{start - 1} to cell-{shown_to - 1}"
@@ -216,11 +234,23 @@ class ReadTool(Tool):
         if blocks[1:] and blocks[1]["type"] == "text":
             blocks[:2] = [{"type": "text", "text": header + blocks[1]["text"]}]
         if shown_to < total:
-            blocks.append({"type": "text", "text": (
-                f"\n[Showing cell-{start - 1} to cell-{shown_to - 1} of {total} cells (cell-N counts from 0). "
-                f"Read on with offset={shown_to + 1} (offset counts cells from 1).]"
-            )})
-        return ReadOutput(kind="notebook", path=str(path), content=blocks, cells=rendered.cell_count, total_cells=total, nbytes=len(raw))
+            blocks.append(
+                {
+                    "type": "text",
+                    "text": (
+                        f"\n[Showing cell-{start - 1} to cell-{shown_to - 1} of {total} cells (cell-N counts from 0). "
+                        f"Read on with offset={shown_to + 1} (offset counts cells from 1).]"
+                    ),
+                }
+            )
+        return ReadOutput(
+            kind="notebook",
+            path=str(path),
+            content=blocks,
+            cells=rendered.cell_count,
+            total_cells=total,
+            nbytes=len(raw),
+        )
 
 
 def _load_notebook(raw: bytes, path: Path) -> dict[str, Any]:
@@ -230,12 +260,20 @@ def _load_notebook(raw: bytes, path: Path) -> dict[str, Any]:
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ToolError(f"{str(path)!r} is not a readable notebook ({type(exc).__name__}: {exc}). Check it with `python -m json.tool` in Bash.") from None
-    if isinstance(data, dict) and isinstance(data.get("cells"), list) and all(isinstance(c, dict) for c in data["cells"]):
+        raise ToolError(
+            f"{str(path)!r} is not a readable notebook ({type(exc).__name__}: {exc}). Check it with `python -m json.tool` in Bash."
+        ) from None
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("cells"), list)
+        and all(isinstance(c, dict) for c in data["cells"])
+    ):
         return data
     if isinstance(data, dict) and isinstance(data.get("nbformat"), int) and data["nbformat"] < 4:
         return _old_notebook(data, path)
-    raise ToolError(f"{str(path)!r} is JSON but not a Jupyter notebook (no list of cells). Check it with `python -m json.tool` in Bash.")
+    raise ToolError(
+        f"{str(path)!r} is JSON but not a Jupyter notebook (no list of cells). Check it with `python -m json.tool` in Bash."
+    )
 
 
 def _old_notebook(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -250,7 +288,9 @@ def _old_notebook(data: dict[str, Any], path: Path) -> dict[str, Any]:
             warnings.simplefilter("ignore")  # stderr is the person's cell output
             nb = nbformat.convert(nbformat.from_dict(data), 4)
     except Exception as exc:  # nbformat raises several unrelated types for bad input
-        raise ToolError(f"{str(path)!r} is not a readable notebook ({type(exc).__name__}: {exc}). Check it with `python -m json.tool` in Bash.") from exc
+        raise ToolError(
+            f"{str(path)!r} is not a readable notebook ({type(exc).__name__}: {exc}). Check it with `python -m json.tool` in Bash."
+        ) from exc
     for cell in nb.cells:
         cell.pop("id", None)
     return nb
@@ -277,20 +317,29 @@ def _stat_regular_file(path: Path, ctx: ToolContext) -> os.stat_result:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise ToolError(f"File {str(path)!r} does not exist (working directory: {ctx.cwd}).{_did_you_mean(path)}") from None
+        raise ToolError(
+            f"File {str(path)!r} does not exist (working directory: {ctx.cwd}).{_did_you_mean(path)}"
+        ) from None
     except NotADirectoryError:
         raise ToolError(f"{str(path)!r} does not exist: a part of the path is a file, not a directory.") from None
     mode = st.st_mode
     if stat.S_ISDIR(mode):
-        raise ToolError(f"{str(path)!r} is a directory, not a file. List it with Glob (e.g. pattern '*' with this path) or `ls` in Bash.")
+        raise ToolError(
+            f"{str(path)!r} is a directory, not a file. List it with Glob (e.g. pattern '*' with this path) or `ls` in Bash."
+        )
     if not stat.S_ISREG(mode):
         what = (
-            "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
-            else "a socket" if stat.S_ISSOCK(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            "a named pipe (FIFO)"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
             else "not a regular file"
         )
-        raise ToolError(f"{str(path)!r} is {what}; Read only reads regular files, since reading this could block or never end.")
+        raise ToolError(
+            f"{str(path)!r} is {what}; Read only reads regular files, since reading this could block or never end."
+        )
     return st
 
 
@@ -309,11 +358,15 @@ def _did_you_mean(path: Path) -> str:
 
 def _read_image(path: Path, st: os.stat_result, ctx: ToolContext) -> ReadOutput:
     if st.st_size > MAX_IMAGE_FILE_BYTES:
-        raise ToolError(f"Image {str(path)!r} is {st.st_size / 1e6:.0f} MB, far over the API's image limit; make a smaller copy (if an image tool is installed) and Read that.")
+        raise ToolError(
+            f"Image {str(path)!r} is {st.st_size / 1e6:.0f} MB, far over the API's image limit; make a smaller copy (if an image tool is installed) and Read that."
+        )
     data = path.read_bytes()
     media_type = sniff_image(data[:16])
     if media_type is None:
-        raise ToolError(f"{str(path)!r} has an image extension but its content is not PNG, JPEG, GIF or WebP, so it cannot be shown.")
+        raise ToolError(
+            f"{str(path)!r} has an image extension but its content is not PNG, JPEG, GIF or WebP, so it cannot be shown."
+        )
     problem = image_problem(len(data), image_dimensions(data, media_type))
     if problem is not None:
         raise ToolError(
@@ -324,14 +377,18 @@ def _read_image(path: Path, st: os.stat_result, ctx: ToolContext) -> ReadOutput:
     return ReadOutput(kind="image", path=str(path), content=[image_block(data, media_type)], nbytes=len(data))
 
 
-def _text_output(path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContext, r: TextRead, start: int) -> ReadOutput:
+def _text_output(
+    path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContext, r: TextRead, start: int
+) -> ReadOutput:
     shown = len(r.lines)
     if r.total_lines == 0 and shown == 0:
         ctx.read_state.record(path, content=r.raw if r.raw is not None else b"")
         note = f"[{path} exists but is empty (0 lines).]"
         return ReadOutput(kind="empty", path=str(path), content=note, total_lines=0)
     if shown == 0:
-        raise ToolError(f"{str(path)!r} has {r.total_lines:,} line{'s' if r.total_lines != 1 else ''}, fewer than offset={inp.offset}. Use an offset from 1 to {r.total_lines}.")
+        raise ToolError(
+            f"{str(path)!r} has {r.total_lines:,} line{'s' if r.total_lines != 1 else ''}, fewer than offset={inp.offset}. Use an offset from 1 to {r.total_lines}."
+        )
     numbered = [f"{n}\t{line}" for n, line in enumerate(r.lines, start=start)]
     text = "\n".join(numbered)
     tokens = estimate_tokens(text)
@@ -362,9 +419,18 @@ def _text_output(path: Path, st: os.stat_result, inp: ReadInput, ctx: ToolContex
     else:
         # Too big to keep whole: the read state keeps the stat the read began with (a file
         # written meanwhile has a newer one, and an edit must then read it again).
-        ctx.read_state.record(path, stamp=file_stamp(st), size=st.st_size, mtime_ns=st.st_mtime_ns, offset=offset,
-                              limit=limit)
-    return ReadOutput(kind="text", path=str(path), content=text, first_line=start, lines=shown, total_lines=r.total_lines, nbytes=st.st_size)
+        ctx.read_state.record(
+            path, stamp=file_stamp(st), size=st.st_size, mtime_ns=st.st_mtime_ns, offset=offset, limit=limit
+        )
+    return ReadOutput(
+        kind="text",
+        path=str(path),
+        content=text,
+        first_line=start,
+        lines=shown,
+        total_lines=r.total_lines,
+        nbytes=st.st_size,
+    )
 
 
 def _kb(nbytes: int) -> str:

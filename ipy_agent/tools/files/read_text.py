@@ -17,11 +17,11 @@ import itertools
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
-from collections.abc import Iterator
 
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.tools.shared.fileio import UTF32_BOMS, decode_text
@@ -76,7 +76,9 @@ def read_text(f: BinaryIO, name: str, st: os.stat_result, *, start: int, limit: 
     if st.st_size <= WHOLE_FILE_BYTES and len(data) <= WHOLE_FILE_BYTES:
         if unranged and len(data) > MAX_UNRANGED_BYTES:
             # st_size said small (a /proc file says 0) but the content is not.
-            raise ToolError(f"{name!r} holds {len(data) // 1024} KB, over the {MAX_UNRANGED_BYTES // 1024} KB limit for reading a whole file. Read part of it with offset and limit.")
+            raise ToolError(
+                f"{name!r} holds {len(data) // 1024} KB, over the {MAX_UNRANGED_BYTES // 1024} KB limit for reading a whole file. Read part of it with offset and limit."
+            )
         try:
             text = decode_text(data).text
         except UnicodeDecodeError as exc:
@@ -305,10 +307,18 @@ def _undecodable(name: str, exc: UnicodeDecodeError, line: int | None = None) ->
 
 # Magic numbers of common binary formats, with what to do instead of reading them as text.
 _MAGIC: tuple[tuple[bytes, str, str], ...] = (
-    (b"%PDF", "a PDF document", "Read does not show PDFs; extract the text in Bash (e.g. `pdftotext` if it is installed) and read that"),
+    (
+        b"%PDF",
+        "a PDF document",
+        "Read does not show PDFs; extract the text in Bash (e.g. `pdftotext` if it is installed) and read that",
+    ),
     (b"\x7fELF", "an ELF executable or library", "inspect it with `file` or `readelf` in Bash"),
     (b"MZ", "a Windows executable", "inspect it with `file` in Bash"),
-    (b"PK\x03\x04", "a ZIP archive (or a format built on ZIP: docx, xlsx, jar, wheel)", "list it with `unzip -l` in Bash"),
+    (
+        b"PK\x03\x04",
+        "a ZIP archive (or a format built on ZIP: docx, xlsx, jar, wheel)",
+        "list it with `unzip -l` in Bash",
+    ),
     (b"\x1f\x8b", "a gzip-compressed file", "look inside with `zcat ... | head` in Bash"),
     (b"BZh", "a bzip2-compressed file", "look inside with `bzcat ... | head` in Bash"),
     (b"\xfd7zXZ\x00", "an xz-compressed file", "look inside with `xzcat ... | head` in Bash"),

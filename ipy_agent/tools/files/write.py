@@ -20,7 +20,7 @@ from ipy_agent.tools.shared.diff import count_lines
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh, require_whole_read
 from ipy_agent.tools.shared.fileio import decode_text, encode_text, undecodable_reason
 
-__all__ = ["WriteTool", "WriteInput", "WriteResult"]
+__all__ = ["WriteInput", "WriteResult", "WriteTool"]
 
 DESCRIPTION = """\
 Create a file, or replace the whole content of a file. Use it for new files and for complete \
@@ -79,8 +79,14 @@ class WriteTool(FileEditingTool):
             if path.parent.exists() and not path.parent.is_dir():
                 raise ToolError(f"Cannot create {str(path)!r}: {str(path.parent)!r} is a file, not a directory.")
             text = inp.content.replace("\r\n", "\n")
-            return Plan(path=path, display=display, old_text="", new_text=text,
-                        new_raw=inp.content.encode("utf-8"), created=True)
+            return Plan(
+                path=path,
+                display=display,
+                old_text="",
+                new_text=text,
+                new_raw=inp.content.encode("utf-8"),
+                created=True,
+            )
         try:
             tf = decode_text(raw)
             old_text, encoding, newline = tf.text, tf.encoding, tf.newline
@@ -109,8 +115,15 @@ class WriteTool(FileEditingTool):
 
     def _result(self, plan: Plan, ctx: ToolContext) -> WriteResult:
         d = plan.diff
-        return WriteResult(path=str(plan.path), display=plan.display, created=plan.created,
-                           lines=count_lines(plan.new_text), added=d.added, removed=d.removed, diff=d.text)
+        return WriteResult(
+            path=str(plan.path),
+            display=plan.display,
+            created=plan.created,
+            lines=count_lines(plan.new_text),
+            added=d.added,
+            removed=d.removed,
+            diff=d.text,
+        )
 
     def map_result(self, output: WriteResult, tool_use_id: str) -> dict[str, Any]:
         if output.created:

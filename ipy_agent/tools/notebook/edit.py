@@ -34,11 +34,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
 from ipy_agent.tools.shared.fileio import encode_text
-from .nbfile import load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids
-from .live import live_bridge, live_target
-from .edit_live import apply_live, plan_live, preview_live
 
-__all__ = ["NotebookEditTool", "NotebookEditInput", "NotebookEditResult"]
+from .edit_live import apply_live, plan_live, preview_live
+from .live import live_bridge, live_target
+from .nbfile import load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids
+
+__all__ = ["NotebookEditInput", "NotebookEditResult", "NotebookEditTool"]
 
 DESCRIPTION = """\
 Change one cell of a Jupyter notebook (.ipynb file): replace its source, insert a new cell, or \
@@ -128,11 +129,11 @@ def _find_cell(nb: Any, cell_id: str, display: str) -> int:
         return matches[0]
     if cell_id.startswith("cell-") and cell_id[5:].isdigit() and int(cell_id[5:]) < len(cells):
         return int(cell_id[5:])
-    shown = ", ".join(
-        f"{c['id']!r} (cell-{i})" if c.get("id") else f"'cell-{i}'" for i, c in enumerate(cells[:10])
-    )
+    shown = ", ".join(f"{c['id']!r} (cell-{i})" if c.get("id") else f"'cell-{i}'" for i, c in enumerate(cells[:10]))
     more = f", … ({len(cells)} cells in all)" if len(cells) > 10 else ""
-    valid = f"Valid ids: {shown}{more}." if cells else "The notebook has no cells; use edit_mode insert without cell_id."
+    valid = (
+        f"Valid ids: {shown}{more}." if cells else "The notebook has no cells; use edit_mode insert without cell_id."
+    )
     return _raise(
         f"Cell {cell_id!r} not found in {display!r}. {valid} Use an id from Read's output, or cell-N "
         "for the cell at 0-based index N."
@@ -192,6 +193,7 @@ class NotebookEditTool(FileEditingTool):
     def _plan(self, inp: NotebookEditInput, ctx: ToolContext) -> Plan:
         import nbformat
         from nbformat.v4 import new_code_cell, new_markdown_cell
+
         path, display = self._paths(inp.notebook_path, ctx)
         if path.suffix.lower() != ".ipynb":
             raise ToolError(f"{display!r} is not a .ipynb notebook. Use Edit or Write for other files.")
@@ -262,7 +264,9 @@ class NotebookEditTool(FileEditingTool):
                     f"The edited notebook would not be valid nbformat ({introduced[0]}); nothing was written. "
                     "Read the notebook to check its structure."
                 )
-            notes.append(f"the notebook already had problems nbformat reports, left as they were: {'; '.join(problems[:3])}")
+            notes.append(
+                f"the notebook already had problems nbformat reports, left as they were: {'; '.join(problems[:3])}"
+            )
         label = _label(cell, index)
         diff_label = f"{display} [new cell]" if inp.edit_mode == "insert" else f"{display} [cell {label}]"
         with quiet():
@@ -271,20 +275,43 @@ class NotebookEditTool(FileEditingTool):
         return Plan(
             # Cell sources rarely end in a newline; diff them as lines so the prompt is not
             # littered with "No newline at end of file" markers.
-            path=path, display=display, old_text=_as_lines(old_source), new_text=_as_lines(new_source),
-            new_raw=encode_text(text, newline=newline), created=False,
-            diff_label=diff_label, notes=tuple(notes),
-            extra={"edit_mode": inp.edit_mode, "cell_id": label, "cell_type": cell_type, "index": index,
-                   "after": after, "total": len(nb.cells), "cleared": cleared, "upgraded": upgraded,
-                   "problems": tuple(problems)},
+            path=path,
+            display=display,
+            old_text=_as_lines(old_source),
+            new_text=_as_lines(new_source),
+            new_raw=encode_text(text, newline=newline),
+            created=False,
+            diff_label=diff_label,
+            notes=tuple(notes),
+            extra={
+                "edit_mode": inp.edit_mode,
+                "cell_id": label,
+                "cell_type": cell_type,
+                "index": index,
+                "after": after,
+                "total": len(nb.cells),
+                "cleared": cleared,
+                "upgraded": upgraded,
+                "problems": tuple(problems),
+            },
         )
 
     def _result(self, plan: Plan, ctx: ToolContext) -> NotebookEditResult:
         r, d = plan.extra, plan.diff
         return NotebookEditResult(
-            path=str(plan.path), display=plan.display, edit_mode=r["edit_mode"], cell_id=r["cell_id"],
-            cell_type=r["cell_type"], index=r["index"], after=r["after"], total_cells=r["total"],
-            outputs_cleared=r["cleared"], upgraded=r["upgraded"], added=d.added, removed=d.removed, diff=d.text,
+            path=str(plan.path),
+            display=plan.display,
+            edit_mode=r["edit_mode"],
+            cell_id=r["cell_id"],
+            cell_type=r["cell_type"],
+            index=r["index"],
+            after=r["after"],
+            total_cells=r["total"],
+            outputs_cleared=r["cleared"],
+            upgraded=r["upgraded"],
+            added=d.added,
+            removed=d.removed,
+            diff=d.text,
             problems=r["problems"],
         )
 
@@ -292,11 +319,15 @@ class NotebookEditTool(FileEditingTool):
         o = output
         if o.edit_mode == "insert":
             where = f"after cell {o.after!r}" if o.after else "as the first cell"
-            text = (f"Inserted a new {o.cell_type} cell with id {o.cell_id!r} {where} in {o.path} "
-                    f"(it is now cell-{o.index}; the notebook has {o.total_cells} cells).")
+            text = (
+                f"Inserted a new {o.cell_type} cell with id {o.cell_id!r} {where} in {o.path} "
+                f"(it is now cell-{o.index}; the notebook has {o.total_cells} cells)."
+            )
             if o.upgraded:
-                text += (" The notebook was upgraded to nbformat 4.5, so every cell now has an id (ids cells already "
-                         "had are kept): Read it again before using ids of cells that had none.")
+                text += (
+                    " The notebook was upgraded to nbformat 4.5, so every cell now has an id (ids cells already "
+                    "had are kept): Read it again before using ids of cells that had none."
+                )
         elif o.edit_mode == "delete":
             text = f"Deleted cell {o.cell_id!r} (was cell-{o.index}) from {o.path}; {o.total_cells} cells remain."
         else:
@@ -304,10 +335,15 @@ class NotebookEditTool(FileEditingTool):
             if o.outputs_cleared:
                 text += " Its outputs and execution count were cleared, since they belonged to the old code."
         if o.live:
-            text += " (This edited the live notebook open in JupyterLab; the file on disk changes when the person saves.)"
+            text += (
+                " (This edited the live notebook open in JupyterLab; the file on disk changes when the person saves.)"
+            )
         if o.problems:
-            text += (" Note: the notebook already had problems nbformat reports, which this edit left as they were: "
-                     + "; ".join(o.problems[:3]) + ".")
+            text += (
+                " Note: the notebook already had problems nbformat reports, which this edit left as they were: "
+                + "; ".join(o.problems[:3])
+                + "."
+            )
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
 
     def summarize_result(self, output: NotebookEditResult) -> str:

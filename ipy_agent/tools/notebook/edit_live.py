@@ -18,9 +18,10 @@ from typing import Any
 
 from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
 from ipy_agent.tools.shared.diff import make_diff
+
 from .live import bridge_call, fetch_cell, record_cells, require_fresh_cell, require_listed
 
-__all__ = ["LivePlan", "plan_live", "apply_live", "preview_live"]
+__all__ = ["LivePlan", "apply_live", "plan_live", "preview_live"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,15 +45,21 @@ async def plan_live(inp: Any, ctx: ToolContext, nb: Any) -> LivePlan:
     if inp.edit_mode == "insert":
         require_listed(ctx, nb)
         after = await fetch_cell(nb, inp.cell_id) if inp.cell_id else None
-        return LivePlan(edit_mode="insert", cell=after, old_source="", new_source=inp.new_source,
-                        cell_type=inp.cell_type or "code")
+        return LivePlan(
+            edit_mode="insert", cell=after, old_source="", new_source=inp.new_source, cell_type=inp.cell_type or "code"
+        )
     cell = await fetch_cell(nb, inp.cell_id)
     require_fresh_cell(ctx, nb, cell)
     old = cell.get("source") or ""
     if inp.edit_mode == "delete":
         return LivePlan(edit_mode="delete", cell=cell, old_source=old, new_source="", cell_type=cell["cell_type"])
-    return LivePlan(edit_mode="replace", cell=cell, old_source=old, new_source=inp.new_source,
-                    cell_type=inp.cell_type or cell["cell_type"])
+    return LivePlan(
+        edit_mode="replace",
+        cell=cell,
+        old_source=old,
+        new_source=inp.new_source,
+        cell_type=inp.cell_type or cell["cell_type"],
+    )
 
 
 def _title(plan: LivePlan, nb: Any) -> str:
@@ -70,9 +77,18 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview
         return None
     label = f"{nb.display_path} [{'new cell' if plan.edit_mode == 'insert' else 'cell ' + plan.cell['id']}]"  # type: ignore[index]
     d = make_diff(_lines(plan.old_source), _lines(plan.new_source), label=label)
-    notes = ("outputs will be cleared",) if plan.edit_mode == "replace" and plan.cell and plan.cell.get("output_count") else ()
-    return PermissionPreview(title=_title(plan, nb), diff=d.text, added=d.added, removed=d.removed,
-                             notes=(*notes, "this changes the open notebook at once; the file changes when it is saved"))
+    notes = (
+        ("outputs will be cleared",)
+        if plan.edit_mode == "replace" and plan.cell and plan.cell.get("output_count")
+        else ()
+    )
+    return PermissionPreview(
+        title=_title(plan, nb),
+        diff=d.text,
+        added=d.added,
+        removed=d.removed,
+        notes=(*notes, "this changes the open notebook at once; the file changes when it is saved"),
+    )
 
 
 async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> Any:
@@ -87,15 +103,24 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
         elif plan.edit_mode == "delete":
             reply = await nb.request("delete_cell", cell_id=target["id"], expected_source=plan.old_source)
         else:
-            reply = await nb.request("replace_source", cell_id=target["id"], source=plan.new_source,
-                                     cell_type=plan.cell_type, expected_source=plan.old_source)
+            reply = await nb.request(
+                "replace_source",
+                cell_id=target["id"],
+                source=plan.new_source,
+                cell_type=plan.cell_type,
+                expected_source=plan.old_source,
+            )
     except BridgeError as e:
         if e.code == "stale":
-            raise ToolError(f"Cell {inp.cell_id!r} changed while the edit was on its way (the person is typing in it). "
-                            "Read it again with NotebookRead, then redo the edit against the new content.") from None
+            raise ToolError(
+                f"Cell {inp.cell_id!r} changed while the edit was on its way (the person is typing in it). "
+                "Read it again with NotebookRead, then redo the edit against the new content."
+            ) from None
         if e.code == "not_found":
-            raise ToolError(f"Cell {inp.cell_id!r} is no longer in the open notebook (deleted meanwhile). Read the "
-                            "notebook again with NotebookRead.") from None
+            raise ToolError(
+                f"Cell {inp.cell_id!r} is no longer in the open notebook (deleted meanwhile). Read the "
+                "notebook again with NotebookRead."
+            ) from None
         raise ToolError(str(e)) from None
     cell = reply.get("cell") or {}
     if plan.edit_mode != "delete":
@@ -104,9 +129,18 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
     cells = await bridge_call(nb.list_cells())
     d = make_diff(_lines(plan.old_source), _lines(plan.new_source), label=f"{nb.display_path} [cell {cell.get('id')}]")
     return result_type(
-        path=str(nb.path), display=str(nb.display_path), edit_mode=plan.edit_mode, cell_id=str(cell.get("id")),
-        cell_type=plan.cell_type, index=int(cell.get("index", 0)), after=(plan.cell or {}).get("id") if plan.edit_mode == "insert" else None,
-        total_cells=len(cells), outputs_cleared=plan.edit_mode == "replace" and bool((plan.cell or {}).get("output_count")),
-        upgraded=False, added=d.added, removed=d.removed, diff=d.text, live=True,
+        path=str(nb.path),
+        display=str(nb.display_path),
+        edit_mode=plan.edit_mode,
+        cell_id=str(cell.get("id")),
+        cell_type=plan.cell_type,
+        index=int(cell.get("index", 0)),
+        after=(plan.cell or {}).get("id") if plan.edit_mode == "insert" else None,
+        total_cells=len(cells),
+        outputs_cleared=plan.edit_mode == "replace" and bool((plan.cell or {}).get("output_count")),
+        upgraded=False,
+        added=d.added,
+        removed=d.removed,
+        diff=d.text,
+        live=True,
     )
-

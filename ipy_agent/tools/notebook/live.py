@@ -15,8 +15,15 @@ from typing import Any
 from ipy_agent.contract.read_state import cell_key
 from ipy_agent.contract.tool import ToolContext, ToolError
 
-__all__ = ["live_bridge", "live_target", "fetch_cell", "require_fresh_cell", "record_cells", "bridge_call",
-           "NOTEBOOK_MARK"]
+__all__ = [
+    "NOTEBOOK_MARK",
+    "bridge_call",
+    "fetch_cell",
+    "live_bridge",
+    "live_target",
+    "record_cells",
+    "require_fresh_cell",
+]
 
 # The read-state key for "this notebook's cell list was read" (what an insert needs).
 NOTEBOOK_MARK = ""

@@ -35,6 +35,7 @@ def quiet() -> Iterator[None]:
 
 def new_cell(cell_type: str, source: str, taken: set[str]) -> Any:
     from nbformat.v4 import new_code_cell, new_markdown_cell
+
     make = new_code_cell if cell_type == "code" else new_markdown_cell
     cell = make(source)
     while cell.id in taken:  # 8 random hex digits: a clash is unlikely, not impossible
@@ -46,6 +47,7 @@ def upgrade_keeping_ids(nb: Any) -> Any:
     """nbformat 4.<5 -> 4.5, keeping every valid, unique id a cell already has."""
     import nbformat
     from nbformat.v4 import convert as v4convert
+
     old_ids = [cell.get("id") for cell in nb.cells]
     with quiet():
         nb = v4convert.upgrade(nb, from_version=4, from_minor=nb.nbformat_minor)
@@ -69,6 +71,7 @@ def upgrade_keeping_ids(nb: Any) -> Any:
 def schema_problems(nb: Any) -> list[str]:
     """What nbformat's schema finds wrong with `nb`, plus duplicate ids, without changing it."""
     import nbformat
+
     with quiet():
         try:
             found = [str(e).split("\n", 1)[0] for e in nbformat.validator.iter_validate(copy.deepcopy(nb))]
@@ -82,6 +85,7 @@ def schema_problems(nb: Any) -> list[str]:
 def load_notebook(raw: bytes, display: str) -> Any:
     import nbformat
     from nbformat.v4.rwbase import rejoin_lines
+
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

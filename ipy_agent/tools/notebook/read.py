@@ -15,11 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.contract.tool import Tool, ToolContext, ToolError
+from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
+
 from .live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_target, record_cells
 
-__all__ = ["NotebookReadTool", "NotebookReadInput", "NotebookReadResult"]
+__all__ = ["NotebookReadInput", "NotebookReadResult", "NotebookReadTool"]
 
 DESCRIPTION = """\
 Read the notebook the person has open in JupyterLab, live: each cell's id, type, source, \
@@ -79,23 +80,29 @@ class NotebookReadTool(Tool):
         if inp.notebook_path is not None and live_target(ctx, inp.notebook_path) is None:
             nb = live_bridge(ctx)
             open_one = nb.display_path if nb is not None else None
-            return (f"{inp.notebook_path!r} is not the notebook open in JupyterLab ({open_one!r}). Read other "
-                    "notebooks from disk with Read; omit notebook_path to read the open one.")
+            return (
+                f"{inp.notebook_path!r} is not the notebook open in JupyterLab ({open_one!r}). Read other "
+                "notebooks from disk with Read; omit notebook_path to read the open one."
+            )
         return None
 
     async def call(self, inp: NotebookReadInput, ctx: ToolContext) -> NotebookReadResult:
         nb = live_target(ctx, inp.notebook_path)
         if nb is None:
-            raise ToolError("The open notebook is no longer connected (the page was closed or reloaded). Read the "
-                            "file with Read instead, or ask the person to open the notebook again.")
+            raise ToolError(
+                "The open notebook is no longer connected (the page was closed or reloaded). Read the "
+                "file with Read instead, or ask the person to open the notebook again."
+            )
         listing = await bridge_call(nb.request("list_cells"))
         all_cells = list(listing.get("cells") or [])
         if inp.cell_ids:
             known = {c["id"] for c in all_cells}
             missing = [c for c in inp.cell_ids if c not in known]
             if missing:
-                raise ToolError(f"No cell with id {missing[0]!r} in the open notebook {nb.display_path!r}. Omit "
-                                "cell_ids to read every cell and see their ids.")
+                raise ToolError(
+                    f"No cell with id {missing[0]!r} in the open notebook {nb.display_path!r}. Omit "
+                    "cell_ids to read every cell and see their ids."
+                )
         cells = await bridge_call(nb.read_cells(inp.cell_ids))
         record_cells(ctx, nb, cells)
         ctx.read_state.record(key_for(nb, NOTEBOOK_MARK), content=" ".join(c["id"] for c in all_cells))
@@ -104,11 +111,18 @@ class NotebookReadTool(Tool):
         for cell in cells:
             rendered = render_cells([cell], first_index=int(cell.get("index", 0)), output_budget=OUTPUT_BUDGET_CHARS)
             blocks = _merge(blocks, rendered.blocks)
-        head = (f"The open notebook {nb.display_path} ({len(all_cells)} cells"
-                f"{', unsaved changes' if listing.get('dirty') else ''}); showing {len(cells)}:\n")
+        head = (
+            f"The open notebook {nb.display_path} ({len(all_cells)} cells"
+            f"{', unsaved changes' if listing.get('dirty') else ''}); showing {len(cells)}:\n"
+        )
         blocks = _merge([{"type": "text", "text": head}], blocks)
-        return NotebookReadResult(display=str(nb.display_path), blocks=blocks, cells=len(cells),
-                                  total_cells=len(all_cells), dirty=bool(listing.get("dirty")))
+        return NotebookReadResult(
+            display=str(nb.display_path),
+            blocks=blocks,
+            cells=len(cells),
+            total_cells=len(all_cells),
+            dirty=bool(listing.get("dirty")),
+        )
 
     def map_result(self, output: NotebookReadResult, tool_use_id: str) -> dict[str, Any]:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": output.blocks}

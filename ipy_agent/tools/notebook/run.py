@@ -18,11 +18,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.contract.tool import PermissionPreview, Tool, ToolContext, ToolError
+from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
+
 from .live import bridge_call, fetch_cell, live_bridge, live_target
 
-__all__ = ["NotebookRunTool", "NotebookRunInput", "NotebookRunResult", "DEFAULT_TIMEOUT", "MAX_TIMEOUT"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "NotebookRunInput", "NotebookRunResult", "NotebookRunTool"]
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 1800.0
@@ -50,8 +51,12 @@ class NotebookRunInput(BaseModel):
 
     cell_id: str = Field(description="The code cell to run: its id as shown by NotebookRead.")
     notebook_path: str | None = Field(default=None, description="Omit: the open notebook is the only one that can run.")
-    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT,
-                                  description=f"Seconds before the cell is stopped (default {DEFAULT_TIMEOUT:g}).")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description=f"Seconds before the cell is stopped (default {DEFAULT_TIMEOUT:g}).",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,8 +80,12 @@ class NotebookRunTool(Tool):
 
     def description(self, ctx: ToolContext) -> str:
         nb = live_bridge(ctx)
-        return DESCRIPTION.format(path=nb.display_path if nb is not None else None, budget=OUTPUT_BUDGET_CHARS,
-                                  default=DEFAULT_TIMEOUT, most=MAX_TIMEOUT)
+        return DESCRIPTION.format(
+            path=nb.display_path if nb is not None else None,
+            budget=OUTPUT_BUDGET_CHARS,
+            default=DEFAULT_TIMEOUT,
+            most=MAX_TIMEOUT,
+        )
 
     def _enabled(self, ctx: ToolContext) -> bool:
         nb = live_bridge(ctx)
@@ -90,10 +99,14 @@ class NotebookRunTool(Tool):
         if nb is None:
             other = live_bridge(ctx)
             if other is None:
-                raise ToolError("The open notebook is no longer connected (the page was closed or reloaded); cells "
-                                "cannot be run. Ask the person to open the notebook again.")
-            raise ToolError(f"{inp.notebook_path!r} is not the notebook open in JupyterLab ({other.display_path!r}); "
-                            "only the open notebook's cells can run in this kernel.")
+                raise ToolError(
+                    "The open notebook is no longer connected (the page was closed or reloaded); cells "
+                    "cannot be run. Ask the person to open the notebook again."
+                )
+            raise ToolError(
+                f"{inp.notebook_path!r} is not the notebook open in JupyterLab ({other.display_path!r}); "
+                "only the open notebook's cells can run in this kernel."
+            )
         cell = await fetch_cell(nb, inp.cell_id)
         if cell.get("cell_type") != "code":
             raise ToolError(f"Cell {inp.cell_id!r} is a {cell.get('cell_type')} cell; only code cells run.")
@@ -111,9 +124,11 @@ class NotebookRunTool(Tool):
             nb, cell = await self._cell(inp, ctx)
         except ToolError:
             return None
-        return PermissionPreview(title=f"Run cell {cell['id']} of {nb.display_path} in this kernel",
-                                 command=cell.get("source") or "",
-                                 description="Runs in the notebook's kernel: it can change the person's variables.")
+        return PermissionPreview(
+            title=f"Run cell {cell['id']} of {nb.display_path} in this kernel",
+            command=cell.get("source") or "",
+            description="Runs in the notebook's kernel: it can change the person's variables.",
+        )
 
     async def call(self, inp: NotebookRunInput, ctx: ToolContext) -> NotebookRunResult:
         nb, cell = await self._cell(inp, ctx)
@@ -121,18 +136,26 @@ class NotebookRunTool(Tool):
         await nb.scroll_to(cell["id"])
         await bridge_call(nb.request("set_outputs", cell_id=cell["id"], outputs=[], execution_count=None))
         outcome = await nb.run_code(code, timeout=inp.timeout or DEFAULT_TIMEOUT)
-        await bridge_call(nb.request("set_outputs", cell_id=cell["id"], outputs=outcome.outputs,
-                                     execution_count=outcome.execution_count))
+        await bridge_call(
+            nb.request(
+                "set_outputs", cell_id=cell["id"], outputs=outcome.outputs, execution_count=outcome.execution_count
+            )
+        )
         shown = {"id": cell["id"], "cell_type": "code", "source": "", "outputs": outcome.outputs}
         rendered = render_cells([shown], output_budget=OUTPUT_BUDGET_CHARS)
         outputs_text = [b for b in rendered.blocks if b["type"] == "image"]
         text = "".join(b["text"] for b in rendered.blocks if b["type"] == "text")
         body = text.split("<outputs>\n", 1)[1].rsplit("</outputs>", 1)[0] if "<outputs>" in text else ""
         return NotebookRunResult(
-            cell_id=cell["id"], display=str(nb.display_path), execution_count=outcome.execution_count,
+            cell_id=cell["id"],
+            display=str(nb.display_path),
+            execution_count=outcome.execution_count,
             blocks=[{"type": "text", "text": body}, *outputs_text] if body else outputs_text,
-            error=outcome.error, timed_out=outcome.timed_out, interrupted=outcome.interrupted,
-            seconds=outcome.seconds, output_count=len(outcome.outputs),
+            error=outcome.error,
+            timed_out=outcome.timed_out,
+            interrupted=outcome.interrupted,
+            seconds=outcome.seconds,
+            output_count=len(outcome.outputs),
         )
 
     def map_result(self, output: NotebookRunResult, tool_use_id: str) -> dict[str, Any]:
@@ -148,7 +171,12 @@ class NotebookRunTool(Tool):
         head += "" if o.output_count else " It produced no output."
         blocks = [{"type": "text", "text": head + "\n"}, *o.blocks]
         failed = bool(o.error) or o.timed_out or o.interrupted
-        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": blocks, **({"is_error": True} if failed else {})}
+        return {
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "content": blocks,
+            **({"is_error": True} if failed else {}),
+        }
 
     def summarize_use(self, inp: NotebookRunInput) -> str:
         return f"cell {inp.cell_id}"

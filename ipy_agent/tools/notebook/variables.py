@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import Tool, ToolContext, ToolError
 
-__all__ = ["VariablesTool", "VariablesInput", "VariablesResult"]
+__all__ = ["VariablesInput", "VariablesResult", "VariablesTool"]
 
 DESCRIPTION = """\
 List the variables in this kernel, the one the person's notebook runs in: each name, its type \
@@ -67,8 +67,9 @@ class VariablesTool(Tool):
             raise ToolError("There is no kernel here whose variables could be listed.")
         infos = ctx.notebook.variables(names=inp.names)
         found = {i.name for i in infos}
-        return VariablesResult(rows=[(i.name, i.type, i.summary) for i in infos],
-                               missing=[n for n in inp.names or [] if n not in found])
+        return VariablesResult(
+            rows=[(i.name, i.type, i.summary) for i in infos], missing=[n for n in inp.names or [] if n not in found]
+        )
 
     def map_result(self, output: VariablesResult, tool_use_id: str) -> dict[str, Any]:
         lines = [f"{name}: {type_} = {summary}" for name, type_, summary in output.rows]
@@ -83,4 +84,6 @@ class VariablesTool(Tool):
 
     def summarize_result(self, output: VariablesResult) -> str:
         n = len(output.rows)
-        return f"{n} variable{'s' if n != 1 else ''}" + (f", {len(output.missing)} not defined" if output.missing else "")
+        return f"{n} variable{'s' if n != 1 else ''}" + (
+            f", {len(output.missing)} not defined" if output.missing else ""
+        )

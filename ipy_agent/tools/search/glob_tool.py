@@ -19,9 +19,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import ToolContext
+
 from .ripgrep import DenyFilter, SearchTool, display_prefix, plural, run_rg, vcs_globs
 
-__all__ = ["GlobInput", "GlobResult", "GlobTool", "MAX_GLOB_FILES"]
+__all__ = ["MAX_GLOB_FILES", "GlobInput", "GlobResult", "GlobTool"]
 
 MAX_GLOB_FILES = 100
 

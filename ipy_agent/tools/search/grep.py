@@ -23,13 +23,22 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import ToolContext
+
 from .grep_results import GrepResult, OutputMode, group_content, page, parse_counts, path_key, render_grep, strip_dot
 from .ripgrep import (
-    DenyFilter, SearchTool, deny_globs, display_prefix, exclusion_args, list_denied, newest_first, plural, run_rg,
+    DenyFilter,
+    SearchTool,
+    deny_globs,
+    display_prefix,
+    exclusion_args,
+    list_denied,
+    newest_first,
+    plural,
+    run_rg,
     vcs_globs,
 )
 
-__all__ = ["GrepInput", "GrepResult", "GrepTool", "DEFAULT_HEAD_LIMIT", "MAX_LINE_COLUMNS"]
+__all__ = ["DEFAULT_HEAD_LIMIT", "MAX_LINE_COLUMNS", "GrepInput", "GrepResult", "GrepTool"]
 
 DEFAULT_HEAD_LIMIT = 250
 # Longer lines (minified JS, data files) are shown shortened: one can fill a whole budget.
@@ -104,8 +113,7 @@ class GrepInput(BaseModel):
     )
     type: str | None = Field(
         default=None,
-        description='ripgrep file type to search, e.g. "py", "js", "rust", "md". Faster than glob '
-        "for standard types.",
+        description='ripgrep file type to search, e.g. "py", "js", "rust", "md". Faster than glob for standard types.',
     )
     output_mode: OutputMode = Field(
         default="files_with_matches",
@@ -185,8 +193,13 @@ class GrepTool(SearchTool):
             files = [strip_dot(p) for p in text.split("\0") if p]
             files = await asyncio.to_thread(lambda: newest_first([f for f in files if hidden.keep(f)], workdir))
             hidden.add(listed)
-            return page(mode="files_with_matches", items=[prefix + f for f in files], num_files=len(files),
-                         hidden_note=hidden.note(), **common)
+            return page(
+                mode="files_with_matches",
+                items=[prefix + f for f in files],
+                num_files=len(files),
+                hidden_note=hidden.note(),
+                **common,
+            )
         if inp.output_mode == "count":
             counts = [pc for pc in parse_counts(text) if hidden.keep(pc[0])]
             hidden.add(listed)
@@ -267,5 +280,3 @@ def split_globs(text: str) -> list[str]:
 
 def _has_context(inp: GrepInput) -> bool:
     return any(v for v in (inp.context, inp.before_context, inp.after_context))
-
-

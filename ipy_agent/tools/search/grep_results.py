@@ -15,8 +15,17 @@ from typing import Literal
 
 from .ripgrep import plural
 
-__all__ = ["OutputMode", "MARK", "GrepResult", "strip_dot", "path_key", "parse_counts", "group_content", "page",
-           "render_grep"]
+__all__ = [
+    "MARK",
+    "GrepResult",
+    "OutputMode",
+    "group_content",
+    "page",
+    "parse_counts",
+    "path_key",
+    "render_grep",
+    "strip_dot",
+]
 
 # Marks where ripgrep's path and line-number fields end. A control character no real path
 # contains, so paths with ':' or '-' in them still split correctly.
@@ -152,8 +161,7 @@ def render_grep(result: GrepResult) -> str:
             )
     if result.output_cut:
         text += (
-            "\n\n(ripgrep produced too much output and was stopped, so these results are partial. "
-            "Narrow the search.)"
+            "\n\n(ripgrep produced too much output and was stopped, so these results are partial. Narrow the search.)"
         )
     return text + _warnings(result) + _hidden(result)
 

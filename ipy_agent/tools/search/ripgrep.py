@@ -32,20 +32,20 @@ from ipy_agent.base.secrets import tool_environ
 from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
 
 __all__ = [
-    "VCS_DIRS",
     "MAX_OUTPUT_BYTES",
+    "VCS_DIRS",
+    "DenyFilter",
     "RgRun",
     "SearchTool",
-    "find_rg",
-    "run_rg",
-    "vcs_globs",
+    "deny_globs",
     "display_prefix",
+    "exclusion_args",
+    "find_rg",
+    "list_denied",
     "newest_first",
     "plural",
-    "DenyFilter",
-    "deny_globs",
-    "exclusion_args",
-    "list_denied",
+    "run_rg",
+    "vcs_globs",
 ]
 
 # Version-control metadata is never what the model is looking for and can be enormous.
@@ -104,7 +104,9 @@ class RgRun:
     cut: bool
 
 
-async def run_rg(args: list[str], cwd: Path, max_bytes: int = MAX_OUTPUT_BYTES, timeout_s: float | None = None) -> RgRun:
+async def run_rg(
+    args: list[str], cwd: Path, max_bytes: int = MAX_OUTPUT_BYTES, timeout_s: float | None = None
+) -> RgRun:
     """Run ripgrep with `args` in `cwd`; kill it if the call is cancelled (an interrupt, or a
     sibling's failure) so no orphan keeps scanning the disk after the agent moved on, and when
     it passes `timeout_s` (default RG_TIMEOUT_S), which ends the call with a ToolError."""
@@ -120,10 +122,13 @@ async def run_rg(args: list[str], cwd: Path, max_bytes: int = MAX_OUTPUT_BYTES, 
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        (out, cut), (err, _) = await asyncio.wait_for(asyncio.gather(
-            _read_capped(proc.stdout, max_bytes, proc),
-            _read_capped(proc.stderr, 64 * 1024, None),
-        ), limit)
+        (out, cut), (err, _) = await asyncio.wait_for(
+            asyncio.gather(
+                _read_capped(proc.stdout, max_bytes, proc),
+                _read_capped(proc.stderr, 64 * 1024, None),
+            ),
+            limit,
+        )
         code = await proc.wait()
     except TimeoutError:
         proc.kill()
@@ -236,8 +241,10 @@ class SearchTool(Tool):
             mode = None
         if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             # Reading a FIFO waits for a writer forever; a device may never end.
-            return (f"Path {str(root)!r} is not a regular file or directory (a pipe, socket or device), "
-                    f"so {self.name} will not read it. Give a file or a directory.")
+            return (
+                f"Path {str(root)!r} is not a regular file or directory (a pipe, socket or device), "
+                f"so {self.name} will not read it. Give a file or a directory."
+            )
         if root.exists():
             return None
         return (

@@ -17,7 +17,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-__all__ = ["Diff", "Span", "make_diff", "diff_spans", "numbered_snippet", "count_lines", "split_lines"]
+__all__ = ["Diff", "Span", "count_lines", "diff_spans", "make_diff", "numbered_snippet", "split_lines"]
 
 # One replaced stretch: old[old_start:old_end] became new[new_start:new_end].
 Span = tuple[int, int, int, int]
@@ -43,8 +43,14 @@ def split_lines(text: str, *, keepends: bool = False) -> list[str]:
 
 
 def make_diff(
-    old: str, new: str, *, label: str, old_label: str | None = None, context: int = 3,
-    first_line: int = 1, new_first_line: int | None = None,
+    old: str,
+    new: str,
+    *,
+    label: str,
+    old_label: str | None = None,
+    context: int = 3,
+    first_line: int = 1,
+    new_first_line: int | None = None,
 ) -> Diff:
     """A unified diff of two LF-normalised texts, with the number of added and removed lines.
 
@@ -65,8 +71,11 @@ def make_diff(
     out: list[str] = []
     shift = {"-": start + first_line - 1, "+": start + (first_line if new_first_line is None else new_first_line) - 1}
     for line in difflib.unified_diff(
-        old_lines[start:end_old], new_lines[start:end_new],
-        fromfile=old_label or label, tofile=label, n=context,
+        old_lines[start:end_old],
+        new_lines[start:end_new],
+        fromfile=old_label or label,
+        tofile=label,
+        n=context,
     ):
         if line.startswith("@@") and any(shift.values()):
             line = _HUNK.sub(lambda m: f"{m[1]}{int(m[2]) + shift[m[1]]}", line)
@@ -121,7 +130,9 @@ def diff_spans(old: str, new: str, spans: list[Span], *, label: str, context: in
         line += old.count("\n", pos, olo)
         new_line += new.count("\n", new_pos, nlo)
         pos, new_pos = olo, nlo
-        d = make_diff(old[olo:ohi], new[nlo:nhi], label=label, context=context, first_line=line, new_first_line=new_line)
+        d = make_diff(
+            old[olo:ohi], new[nlo:nhi], label=label, context=context, first_line=line, new_first_line=new_line
+        )
         if d.text:
             text = d.text if not parts else d.text.split("\n", 2)[2]  # one ---/+++ header
             parts.append(text)
@@ -183,7 +194,7 @@ def numbered_snippet(
         head = max_lines // 2
         tail = max_lines - head
         omitted = len(numbers) - max_lines
-        numbers = numbers[:head] + [-1] + numbers[-tail:]
+        numbers = [*numbers[:head], -1, *numbers[-tail:]]
     out = []
     for n in numbers:
         if n == -1:

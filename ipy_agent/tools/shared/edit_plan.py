@@ -25,12 +25,19 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
+
 from .diff import Diff, Span, diff_spans, make_diff
 from .fileio import atomic_write, real_path
 from .protected import protected_paths_reason
 
 __all__ = [
-    "Plan", "FileEditingTool", "suggest_edit_rule", "read_existing", "require_fresh", "require_whole_read", "quote",
+    "FileEditingTool",
+    "Plan",
+    "quote",
+    "read_existing",
+    "require_fresh",
+    "require_whole_read",
+    "suggest_edit_rule",
 ]
 
 # Edits load the whole file; past this size an edit is refused before anything is read.
@@ -59,8 +66,7 @@ class Plan:
         label = self.diff_label or self.display
         if self.spans is not None and not self.created:
             return diff_spans(self.old_text, self.new_text, self.spans, label=label)
-        return make_diff(self.old_text, self.new_text, label=label,
-                         old_label="/dev/null" if self.created else None)
+        return make_diff(self.old_text, self.new_text, label=label, old_label="/dev/null" if self.created else None)
 
 
 def quote(s: str, limit: int = 240) -> str:
@@ -205,8 +211,11 @@ class FileEditingTool(Tool):
         reason = await asyncio.to_thread(protected_paths_reason, path)
         if reason is None:
             return PermissionCheck()
-        return PermissionCheck(behavior="ask", always=True,
-                               message=f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed")
+        return PermissionCheck(
+            behavior="ask",
+            always=True,
+            message=f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed",
+        )
 
     def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
         return suggest_edit_rule(ctx.resolve(self._target(inp)), ctx)

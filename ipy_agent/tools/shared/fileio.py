@@ -19,6 +19,7 @@ original's permission bits. Two cases need care:
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import stat
 import tempfile
@@ -26,8 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "TextFile", "decode_text", "encode_text", "atomic_write", "read_text_file", "real_path",
-    "undecodable_reason", "UTF32_BOMS",
+    "UTF32_BOMS",
+    "TextFile",
+    "atomic_write",
+    "decode_text",
+    "encode_text",
+    "read_text_file",
+    "real_path",
+    "undecodable_reason",
 ]
 
 # The umask, read once: os.umask can only be read by setting it, and setting it to 0 even briefly
@@ -134,10 +141,8 @@ def atomic_write(path: str | Path, data: bytes, *, make_parents: bool = False) -
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

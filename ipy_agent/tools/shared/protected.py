@@ -20,23 +20,49 @@ import functools
 import os
 import re
 
-__all__ = ["PROTECTED_DIRS", "PROTECTED_FILES", "protected_reason", "protected_paths_reason"]
+__all__ = ["PROTECTED_DIRS", "PROTECTED_FILES", "protected_paths_reason", "protected_reason"]
 
 # A directory anywhere on the path: everything below it is protected.
-PROTECTED_DIRS = frozenset({
-    ".git",  # config (pager, fsmonitor, hooksPath, aliases) and hooks
-    ".ipy_agent", ".claude",  # this agent's and Claude Code's settings: permission rules, hooks
-    ".vscode", ".idea",  # editor tasks that run when a folder opens
-    ".ipython", ".jupyter",  # start-up scripts and configuration run by the next kernel
-    ".ssh",  # `ProxyCommand`, authorized keys
-})
+PROTECTED_DIRS = frozenset(
+    {
+        ".git",  # config (pager, fsmonitor, hooksPath, aliases) and hooks
+        ".ipy_agent",
+        ".claude",  # this agent's and Claude Code's settings: permission rules, hooks
+        ".vscode",
+        ".idea",  # editor tasks that run when a folder opens
+        ".ipython",
+        ".jupyter",  # start-up scripts and configuration run by the next kernel
+        ".ssh",  # `ProxyCommand`, authorized keys
+    }
+)
 # A file of this name anywhere.
-PROTECTED_FILES = frozenset({
-    ".mcp.json", ".gitconfig", ".gitmodules", ".npmrc", ".envrc",
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".inputrc",
-    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".login",
-    "config.fish", "sitecustomize.py", "usercustomize.py",
-})
+PROTECTED_FILES = frozenset(
+    {
+        ".mcp.json",
+        ".gitconfig",
+        ".gitmodules",
+        ".npmrc",
+        ".envrc",
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".bash_logout",
+        ".profile",
+        ".inputrc",
+        ".zshrc",
+        ".zshenv",
+        ".zprofile",
+        ".zlogin",
+        ".zlogout",
+        ".kshrc",
+        ".cshrc",
+        ".tcshrc",
+        ".login",
+        "config.fish",
+        "sitecustomize.py",
+        "usercustomize.py",
+    }
+)
 _GLOB = re.compile(r"[*?\[]")
 
 

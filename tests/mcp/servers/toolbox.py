@@ -27,11 +27,17 @@ _both = asyncio.Event()
 
 def _png() -> bytes:
     """A real 1x1 red PNG."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
     raw = b"\x00\xff\x00\x00"
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
@@ -78,8 +84,13 @@ def picture() -> Image:
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def document() -> list:
     """A text block and an embedded text resource."""
-    return [TextContent(type="text", text="Here is the file:"),
-            EmbeddedResource(type="resource", resource=TextResourceContents(uri="file:///notes.txt", mimeType="text/plain", text="line one\nline two"))]
+    return [
+        TextContent(type="text", text="Here is the file:"),
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(uri="file:///notes.txt", mimeType="text/plain", text="line one\nline two"),
+        ),
+    ]
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))

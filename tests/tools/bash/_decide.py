@@ -6,27 +6,49 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ipy_agent.permissions.decide import Decision, PermissionRules, decide
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
+from ipy_agent.permissions.decide import Decision, PermissionRules, decide
 from ipy_agent.tools.bash import BashInput, BashTool
 
 
 def project(root: Path) -> Path:
     """A small project: the files everyday commands name."""
-    for name in ("README.md", "f", "a", "b", "f.json", "setup.py", "log", "x.py", "src/main.py", "src/util.py",
-                 "data.csv", "notes.txt", "tests/test_x.py"):
+    for name in (
+        "README.md",
+        "f",
+        "a",
+        "b",
+        "f.json",
+        "setup.py",
+        "log",
+        "x.py",
+        "src/main.py",
+        "src/util.py",
+        "data.csv",
+        "notes.txt",
+        "tests/test_x.py",
+    ):
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x\n")
     return root
 
 
-def decision(command: str, cwd: Path, *, mode: str = "default", allow: list[str] | None = None,
-             deny: list[str] | None = None, ask: list[str] | None = None, read_deny: tuple[str, ...] = ()) -> Decision:
+def decision(
+    command: str,
+    cwd: Path,
+    *,
+    mode: str = "default",
+    allow: list[str] | None = None,
+    deny: list[str] | None = None,
+    ask: list[str] | None = None,
+    read_deny: tuple[str, ...] = (),
+) -> Decision:
     tool, inp = BashTool(), BashInput(command=command)
-    ctx = ToolContext(cwd=cwd, read_state=ReadState(), permission_mode=mode, read_deny=read_deny,
-                      spill_dir=cwd / ".spill")
+    ctx = ToolContext(
+        cwd=cwd, read_state=ReadState(), permission_mode=mode, read_deny=read_deny, spill_dir=cwd / ".spill"
+    )
     check = asyncio.run(tool.check_permissions(inp, ctx))
     rules = PermissionRules.from_lists(allow, ask, deny)
     return decide(tool=tool, inp=inp, ctx=ctx, rules=rules, mode=mode, tool_check=check, hook_decision=None)

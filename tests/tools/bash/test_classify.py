@@ -90,8 +90,17 @@ def test_split_command_returns_each_simple_command(command, parts):
 
 @pytest.mark.parametrize(
     "command",
-    ["echo $(rm x)", "ls `pwd`", "cat <(ls)", "$CMD x", "for f in *; do rm $f; done",
-     "f() { ls; }", "cat 'unterminated", "if true; then ls; fi", "a=$(ls) && b"],
+    [
+        "echo $(rm x)",
+        "ls `pwd`",
+        "cat <(ls)",
+        "$CMD x",
+        "for f in *; do rm $f; done",
+        "f() { ls; }",
+        "cat 'unterminated",
+        "if true; then ls; fi",
+        "a=$(ls) && b",
+    ],
 )
 def test_split_command_refuses_what_it_cannot_vouch_for(command):
     assert split_command(command) is None
@@ -99,9 +108,24 @@ def test_split_command_refuses_what_it_cannot_vouch_for(command):
 
 @pytest.mark.parametrize(
     ("script", "safe"),
-    [("p", True), ("1,5p", True), ("s/a/b/g", True), ("s|/w|x|", True), ("/w/d", True), ("$!N;P;D", True),
-     ("y/abc/xyz/", True), ("s/a/b/w f", False), ("s/a/b/e", False), ("w f", False), ("1W f", False),
-     ("e date", False), ("/x/e ls", False), ("{p;w f\n}", False), ("a hello w", True), ("k", False)],
+    [
+        ("p", True),
+        ("1,5p", True),
+        ("s/a/b/g", True),
+        ("s|/w|x|", True),
+        ("/w/d", True),
+        ("$!N;P;D", True),
+        ("y/abc/xyz/", True),
+        ("s/a/b/w f", False),
+        ("s/a/b/e", False),
+        ("w f", False),
+        ("1W f", False),
+        ("e date", False),
+        ("/x/e ls", False),
+        ("{p;w f\n}", False),
+        ("a hello w", True),
+        ("k", False),
+    ],
 )
 def test_sed_scripts_are_read_for_w_and_e(script, safe):
     assert (sed_script_problem(script) is None) == safe

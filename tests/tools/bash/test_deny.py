@@ -38,8 +38,9 @@ def run_bash(cwd: Path, *commands: str, mode: str = "default", deny: list[str] =
     for i, command in enumerate(commands):
         turns += [[{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": command}}], "ok"]
     model = ScriptedModel(turns)
-    agent = Agent(model=model, cwd=cwd, tools=[BashTool()], deny=deny, permission_mode=mode,
-                  approver=lambda req: "allow")
+    agent = Agent(
+        model=model, cwd=cwd, tools=[BashTool()], deny=deny, permission_mode=mode, approver=lambda req: "allow"
+    )
     for _ in commands:
         agent.run("go")
     return agent, model
@@ -104,40 +105,43 @@ async def verdict(ctx: ToolContext, command: str):
     return await BashTool().check_permissions(BashInput(command=command), ctx)
 
 
-@pytest.mark.parametrize("command", [
-    "cat ./secrets/key.pem",
-    "head -n 3 secrets/key.pem",
-    "less /{tree}/.env",
-    "wc -l < .env",
-    "cat secrets/*",  # the glob is expanded as the shell would
-    "source .env",
-    "grep -e KEY .env",
-    "grep -ie key .env",  # -e in a cluster: `key` is the pattern, .env a file
-    "rg --file=.env README.md",
-    "sort --output=/dev/null --files0-from=.env",
-    "cat README.md | cat - .env",
-    "cp secrets/key.pem /tmp/k",  # not read-only: refused all the same, before any prompt
-    "cat $(echo .env)",  # a hidden command: every word of the line is checked
-    "x=`cat app/.env`; echo $x",
-    "cat .env 'unclosed",  # does not parse: a plain word split still finds it
-    "env cat .env",
-    "timeout 5 cat .env",
-    "python3 -c 'print(1)' --config=secrets/key.pem",
-    # review 3: the secret through xargs, git's REV:path, ANSI-C quoting, wrappers, globs
-    "echo .env | xargs cat",
-    "printf '%s\\n' app/.env | xargs -n1 cat",
-    "git show HEAD:.env",
-    "git cat-file -p HEAD:app/.env",
-    "git show :0:.env",
-    "cat $'.env'",
-    "cat $'\\x2eenv'",
-    "command cat .env",
-    "sudo -u root cat .env",
-    "cat */.env",  # a glob at the start of the word is still expanded and checked
-    "grep $PATTERN .env",  # an unknown pattern is still the pattern: .env is the file
-    "cat \"$DIR\"/.env",  # whatever $DIR is, the file is a .env
-    "cat .e{{n,x}}v",  # brace lists are expanded (doubled for str.format)
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat ./secrets/key.pem",
+        "head -n 3 secrets/key.pem",
+        "less /{tree}/.env",
+        "wc -l < .env",
+        "cat secrets/*",  # the glob is expanded as the shell would
+        "source .env",
+        "grep -e KEY .env",
+        "grep -ie key .env",  # -e in a cluster: `key` is the pattern, .env a file
+        "rg --file=.env README.md",
+        "sort --output=/dev/null --files0-from=.env",
+        "cat README.md | cat - .env",
+        "cp secrets/key.pem /tmp/k",  # not read-only: refused all the same, before any prompt
+        "cat $(echo .env)",  # a hidden command: every word of the line is checked
+        "x=`cat app/.env`; echo $x",
+        "cat .env 'unclosed",  # does not parse: a plain word split still finds it
+        "env cat .env",
+        "timeout 5 cat .env",
+        "python3 -c 'print(1)' --config=secrets/key.pem",
+        # review 3: the secret through xargs, git's REV:path, ANSI-C quoting, wrappers, globs
+        "echo .env | xargs cat",
+        "printf '%s\\n' app/.env | xargs -n1 cat",
+        "git show HEAD:.env",
+        "git cat-file -p HEAD:app/.env",
+        "git show :0:.env",
+        "cat $'.env'",
+        "cat $'\\x2eenv'",
+        "command cat .env",
+        "sudo -u root cat .env",
+        "cat */.env",  # a glob at the start of the word is still expanded and checked
+        "grep $PATTERN .env",  # an unknown pattern is still the pattern: .env is the file
+        'cat "$DIR"/.env',  # whatever $DIR is, the file is a .env
+        "cat .e{{n,x}}v",  # brace lists are expanded (doubled for str.format)
+    ],
+)
 async def test_refused(tree, command):
     command = command.format(tree=tree.as_posix().lstrip("/"))
     check = await verdict(make_ctx(tree), command)
@@ -145,26 +149,32 @@ async def test_refused(tree, command):
     assert "ask the person" in check.message
 
 
-@pytest.mark.parametrize("command", [
-    "cat README.md",
-    "grep .env README.md",  # the first operand of grep is a pattern
-    "sed -n /.env/p README.md",
-    "echo .env >> .gitignore",
-    "printf '%s\\n' secrets/key.pem",
-    "ls -la",
-    "git status",
-    "cat app/secrets.txt",
-    "cat env",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat README.md",
+        "grep .env README.md",  # the first operand of grep is a pattern
+        "sed -n /.env/p README.md",
+        "echo .env >> .gitignore",
+        "printf '%s\\n' secrets/key.pem",
+        "ls -la",
+        "git status",
+        "cat app/secrets.txt",
+        "cat env",
+    ],
+)
 async def test_not_refused(tree, command):
     assert (await verdict(make_ctx(tree), command)).behavior != "deny", command
 
 
-@pytest.mark.parametrize(("command", "words"), [
-    ("cat $NAME", "'$NAME' is only known when the shell runs"),
-    ("cp \"$F\" /tmp/copy", "'\"$F\"' is only known"),
-    ("find . -type f | xargs cat", "xargs"),
-])
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("cat $NAME", "'$NAME' is only known when the shell runs"),
+        ('cp "$F" /tmp/copy', "'\"$F\"' is only known"),
+        ("find . -type f | xargs cat", "xargs"),
+    ],
+)
 async def test_a_path_nobody_can_name_before_it_runs_is_asked_about(tree, command, words):
     check = await verdict(make_ctx(tree), command)
     assert check.behavior == "ask" and words in check.message and "Read rule" in check.message

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools.bash.tool import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, BashInput, BashTool
 from ipy_agent.tools.bash.process import OUTPUT_LIMIT
+from ipy_agent.tools.bash.tool import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, BashInput, BashTool
 
 
 def _text(tmp_path: Path) -> str:
@@ -71,7 +71,12 @@ def test_promises_nothing_the_tool_cannot_do(tmp_path):
     text = _text(tmp_path)
     # No background-task parameter exists, and environment variables really do not persist.
     assert "run_in_background" not in text
-    assert set(BashInput.model_json_schema()["properties"]) == {"command", "timeout", "description", "dangerouslyDisableSandbox"}
+    assert set(BashInput.model_json_schema()["properties"]) == {
+        "command",
+        "timeout",
+        "description",
+        "dangerouslyDisableSandbox",
+    }
     # The sandbox it describes is the one the parameter leaves (tests/security/test_sandbox.py).
     assert "dangerouslyDisableSandbox" in _paragraph_with(text, "sandbox")
     assert "do not carry over" in text

@@ -29,43 +29,63 @@ def _denies(spec: str, command: str) -> bool:
     return matches_subject(spec, command_subject(command), cwd=Path("/"), kind="deny")
 
 
-@pytest.mark.parametrize(("command", "forms"), [
-    ("timeout 5 git status", ("git status",)),
-    ("nice -n 5 git  status 2>&1", ("git  status 2>&1",)),
-    ("timeout -s KILL 5 time git status", ("git status",)),
-    ("git status", ()),
-])
+@pytest.mark.parametrize(
+    ("command", "forms"),
+    [
+        ("timeout 5 git status", ("git status",)),
+        ("nice -n 5 git  status 2>&1", ("git  status 2>&1",)),
+        ("timeout -s KILL 5 time git status", ("git status",)),
+        ("git status", ()),
+    ],
+)
 def test_a_part_is_also_offered_behind_timing_wrappers(command, forms):
     parts = command_subject(command).parts
     assert parts is not None and len(parts) == 1
     assert parts[0].text == command and parts[0].forms == forms
 
 
-@pytest.mark.parametrize("command", [
-    "env git status",  # env can set GIT_* variables that run programs
-    "sudo git status",
-    "./timeout 5 git status",  # a file called timeout is whatever it is
-    "/tmp/x/timeout 5 git status",
-    "xargs git status",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "env git status",  # env can set GIT_* variables that run programs
+        "sudo git status",
+        "./timeout 5 git status",  # a file called timeout is whatever it is
+        "/tmp/x/timeout 5 git status",
+        "xargs git status",
+    ],
+)
 def test_allow_rules_do_not_look_through_wrappers_that_change_what_runs(command):
     assert not _allows("git status:*", command)
     assert _allows("git status:*", "timeout 5 git status")
 
 
-@pytest.mark.parametrize("command", [
-    "git status > out", "git status $(rm x)", "git status `rm x`", "git status && cat <(rm x)",
-    "git status; echo 'unterminated",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status > out",
+        "git status $(rm x)",
+        "git status `rm x`",
+        "git status && cat <(rm x)",
+        "git status; echo 'unterminated",
+    ],
+)
 def test_no_allow_rule_vouches_for_hidden_commands_or_written_files(command):
     subject = command_subject(command)
     assert subject.parts is None
     assert not _allows("git status:*", command) and not _allows("*", command)
 
 
-@pytest.mark.parametrize("command", [
-    "ls $(rm v)", "echo `rm v`", "cat <(rm v)", "rm v\necho 'unterminated", "\\rm v", "x=1 rm v",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls $(rm v)",
+        "echo `rm v`",
+        "cat <(rm v)",
+        "rm v\necho 'unterminated",
+        "\\rm v",
+        "x=1 rm v",
+    ],
+)
 def test_deny_rules_see_commands_the_allow_side_cannot_vouch_for(command):
     assert _denies("rm:*", command)
 

@@ -75,9 +75,13 @@ async def test_false_is_an_error_even_though_it_exits_1(tmp_path):
 
 @pytest.mark.parametrize(
     ("command", "meaning"),
-    [("grep nothing-here a.txt", "no line matched"), ("cat a.txt | grep -c zzz", "no line matched"),
-     ("diff a.txt b.txt", "the inputs differ"), ("test -f missing", "the condition is false"),
-     ("[ -d missing ]", "the condition is false")],
+    [
+        ("grep nothing-here a.txt", "no line matched"),
+        ("cat a.txt | grep -c zzz", "no line matched"),
+        ("diff a.txt b.txt", "the inputs differ"),
+        ("test -f missing", "the condition is false"),
+        ("[ -d missing ]", "the condition is false"),
+    ],
 )
 async def test_exit_1_of_search_and_compare_commands_is_an_answer(tmp_path, command, meaning):
     (tmp_path / "a.txt").write_text("alpha\n")
@@ -231,7 +235,7 @@ async def test_exit_inside_the_command_still_records_the_directory(tmp_path):
 
 @pytest.mark.parametrize("timeout", [0, 600_001, -5])
 def test_timeout_bounds_have_a_clear_message(timeout):
-    with pytest.raises(ValidationError, match="outside 1..600000"):
+    with pytest.raises(ValidationError, match=r"outside 1\.\.600000"):
         BashInput(command="ls", timeout=timeout)
 
 
@@ -255,12 +259,18 @@ async def test_read_only_commands_inside_the_working_dirs_are_allowed(tmp_path):
 
 @pytest.mark.parametrize(
     ("command", "words"),
-    [("cd / && ls", "leaves the working directories"), ("cat /etc/passwd", "outside the working"),
-     ("cat ../../secret", "outside the working"), ("cat $HOME/.ssh/id_rsa", "only known when the shell runs"),
-     ("cd && ls", "only known when the shell runs"),
-     # the program behind a wrapper is judged (review 3)
-     ("command cat /etc/passwd", "outside the working"), ("command -p cat /etc/passwd", "outside the working"),
-     ("nice -n 5 cat /etc/passwd", "outside the working"), ("echo /etc/passwd | xargs cat", "outside the working")],
+    [
+        ("cd / && ls", "leaves the working directories"),
+        ("cat /etc/passwd", "outside the working"),
+        ("cat ../../secret", "outside the working"),
+        ("cat $HOME/.ssh/id_rsa", "only known when the shell runs"),
+        ("cd && ls", "only known when the shell runs"),
+        # the program behind a wrapper is judged (review 3)
+        ("command cat /etc/passwd", "outside the working"),
+        ("command -p cat /etc/passwd", "outside the working"),
+        ("nice -n 5 cat /etc/passwd", "outside the working"),
+        ("echo /etc/passwd | xargs cat", "outside the working"),
+    ],
 )
 async def test_read_only_commands_that_leave_the_working_dirs_ask(tmp_path, command, words):
     (tmp_path / "a").mkdir()
@@ -287,16 +297,26 @@ async def test_writing_commands_have_no_opinion_and_the_rules_decide(tmp_path):
 
 @pytest.mark.parametrize(
     ("command", "rule"),
-    [("git diff HEAD~1", "Bash(git diff:*)"), ("npm test", "Bash(npm test:*)"),
-     ("npm run build -- --watch", "Bash(npm run build:*)"), ("ls -la src", "Bash(ls:*)"),
-     ("python -m pytest -q", "Bash(python -m pytest:*)"), ("git -C x status", "Bash(git -C x status)"),
-     ("cd src && make", "Bash(cd:*)"), ("echo $(date)", "Bash(echo $(date))"),
-     # the real program after a wrapper, never a rule on the wrapper (review 3)
-     ("timeout 60 pytest -x", "Bash(pytest:*)"), ("time pytest", "Bash(pytest:*)"),
-     ("nice -n 5 git diff HEAD", "Bash(git diff:*)"), ("nohup make test", "Bash(make test:*)"),
-     ("timeout -s KILL 60 pytest", "Bash(pytest:*)"),  # rules look through a wrapper's options
-     ("env CI=1 npm test", "Bash(env CI=1 npm test)"), ("sudo apt-get install x", "Bash(sudo apt-get install x)"),
-     ("xargs -n1 echo", "Bash(xargs -n1 echo)"), ("timeout 5 env rm x", "Bash(timeout 5 env rm x)")],
+    [
+        ("git diff HEAD~1", "Bash(git diff:*)"),
+        ("npm test", "Bash(npm test:*)"),
+        ("npm run build -- --watch", "Bash(npm run build:*)"),
+        ("ls -la src", "Bash(ls:*)"),
+        ("python -m pytest -q", "Bash(python -m pytest:*)"),
+        ("git -C x status", "Bash(git -C x status)"),
+        ("cd src && make", "Bash(cd:*)"),
+        ("echo $(date)", "Bash(echo $(date))"),
+        # the real program after a wrapper, never a rule on the wrapper (review 3)
+        ("timeout 60 pytest -x", "Bash(pytest:*)"),
+        ("time pytest", "Bash(pytest:*)"),
+        ("nice -n 5 git diff HEAD", "Bash(git diff:*)"),
+        ("nohup make test", "Bash(make test:*)"),
+        ("timeout -s KILL 60 pytest", "Bash(pytest:*)"),  # rules look through a wrapper's options
+        ("env CI=1 npm test", "Bash(env CI=1 npm test)"),
+        ("sudo apt-get install x", "Bash(sudo apt-get install x)"),
+        ("xargs -n1 echo", "Bash(xargs -n1 echo)"),
+        ("timeout 5 env rm x", "Bash(timeout 5 env rm x)"),
+    ],
 )
 def test_suggested_rules(tmp_path, command, rule):
     assert BashTool().suggest_rule(BashInput(command=command), _ctx(tmp_path)) == rule
@@ -304,7 +324,9 @@ def test_suggested_rules(tmp_path, command, rule):
 
 async def test_the_approval_preview_shows_the_command_and_warns_when_destructive(tmp_path):
     tool = BashTool()
-    preview = await tool.preview(BashInput(command="rm -rf build", description="Delete the build output"), _ctx(tmp_path))
+    preview = await tool.preview(
+        BashInput(command="rm -rf build", description="Delete the build output"), _ctx(tmp_path)
+    )
     assert preview.command == "rm -rf build" and preview.description == "Delete the build output"
     assert preview.notes and preview.notes[0].startswith("destructive: rm -r")
     calm = await tool.preview(BashInput(command="make"), _ctx(tmp_path))
@@ -339,16 +361,23 @@ def test_summarize_use_prefers_the_description():
 
 
 def _results(agent) -> list[dict]:
-    return [b for m in agent.messages if m["role"] == "user" and isinstance(m["content"], list)
-            for b in m["content"] if b.get("type") == "tool_result"]
+    return [
+        b
+        for m in agent.messages
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
 
 
 def test_read_only_calls_run_together_without_a_prompt(tmp_path):
     from ipy_agent import Agent, ScriptedModel
 
     (tmp_path / "a.txt").write_text("alpha\n")
-    uses = [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": c}}
-            for i, c in enumerate(["cat a.txt", "grep -c zzz a.txt"])]
+    uses = [
+        {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": c}}
+        for i, c in enumerate(["cat a.txt", "grep -c zzz a.txt"])
+    ]
     agent = Agent(model=ScriptedModel([uses, "done"]), cwd=tmp_path, approver=lambda req: pytest.fail(f"asked {req}"))
     agent.run("look")
     first, second = _results(agent)
@@ -366,7 +395,14 @@ def test_a_writing_command_asks_and_a_denial_leaves_the_disk_alone(tmp_path):
         asked.append(req)
         return "deny"
 
-    use = [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "rm -rf data", "description": "Remove data"}}]
+    use = [
+        {
+            "type": "tool_use",
+            "id": "t1",
+            "name": "Bash",
+            "input": {"command": "rm -rf data", "description": "Remove data"},
+        }
+    ]
     (tmp_path / "data").mkdir()
     agent = Agent(model=ScriptedModel([use, "ok"]), cwd=tmp_path, approver=deny)
     agent.run("clean")
@@ -381,10 +417,17 @@ def test_an_allow_rule_runs_a_compound_command_only_when_every_part_matches(tmp_
     from ipy_agent import Agent, ScriptedModel
 
     asked = []
-    uses = [[{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "touch a && touch b"}}],
-            [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "touch c && rm a"}}], "done"]
-    agent = Agent(model=ScriptedModel(uses), cwd=tmp_path, allow=["Bash(touch:*)"],
-                  approver=lambda req: asked.append(req.input["command"]) or "deny")
+    uses = [
+        [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "touch a && touch b"}}],
+        [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "touch c && rm a"}}],
+        "done",
+    ]
+    agent = Agent(
+        model=ScriptedModel(uses),
+        cwd=tmp_path,
+        allow=["Bash(touch:*)"],
+        approver=lambda req: asked.append(req.input["command"]) or "deny",
+    )
     agent.run("go")
     assert (tmp_path / "a").exists() and (tmp_path / "b").exists() and not (tmp_path / "c").exists()
     assert asked == ["touch c && rm a"]

@@ -29,8 +29,10 @@ def test_everyday_read_only_commands_run_without_asking(tmp_path, capsys):
             asked.append(f"{command!r}: {d.behavior}, {d.reason}")
     share = 1 - len(asked) / len(EVERYDAY)
     with capsys.disabled():
-        print(f"\nusability corpus: {len(EVERYDAY) - len(asked)}/{len(EVERYDAY)} everyday commands run without "
-              f"asking ({share:.1%}; target {TARGET:.0%})")
+        print(
+            f"\nusability corpus: {len(EVERYDAY) - len(asked)}/{len(EVERYDAY)} everyday commands run without "
+            f"asking ({share:.1%}; target {TARGET:.0%})"
+        )
         for line in asked:
             print(f"  asks: {line}")
     assert share >= TARGET, "\n".join(asked)
