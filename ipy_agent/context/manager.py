@@ -19,14 +19,13 @@ edit of a file the model can no longer see needs a fresh Read.
 
 from __future__ import annotations
 
-import asyncio
 import math
-import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from ipy_agent.base.threads import run_to_end
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.history.messages import history_problems
 from ipy_agent.models.base import MessageComplete, ModelError, ModelEvent, ModelRequest
@@ -387,21 +386,6 @@ class ContextManager:
         """`compact(trigger="manual")` from synchronous code (a magic), with or without a running loop."""
         if self.conversation.running:
             raise RuntimeError("the agent is running; stop it (or wait for it) before compacting")
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.compact(trigger="manual", instructions=instructions))
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["done"] = asyncio.run(self.compact(trigger="manual", instructions=instructions))
-            except BaseException as e:  # re-raised in the caller's thread
-                box["error"] = e
-
-        thread = threading.Thread(target=target, name="ipy_agent-compact", daemon=True)
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return bool(box["done"])
+        # A Ctrl-C meanwhile does not cut a summary half-way: the history changes only at its end.
+        done = run_to_end(lambda: self.compact(trigger="manual", instructions=instructions), interrupt=lambda: None)
+        return bool(done)

@@ -16,36 +16,10 @@ from .syntax import Word
 __all__ = ["git_problem"]
 
 _READING = frozenset(
-    [
-        "status",
-        "diff",
-        "log",
-        "show",
-        "blame",
-        "annotate",
-        "ls-files",
-        "ls-tree",
-        "rev-parse",
-        "describe",
-        "shortlog",
-        "grep",
-        "cat-file",
-        "rev-list",
-        "merge-base",
-        "name-rev",
-        "whatchanged",
-        "show-ref",
-        "count-objects",
-        "diff-tree",
-        "diff-files",
-        "diff-index",
-        "for-each-ref",
-        "version",
-        "check-ignore",
-        "cherry",
-        "show-branch",
-        "range-diff",
-    ]
+    """status diff log show blame annotate ls-files ls-tree rev-parse describe shortlog grep
+    cat-file rev-list merge-base name-rev whatchanged show-ref count-objects diff-tree diff-files
+    diff-index for-each-ref version check-ignore cherry show-branch
+    range-diff""".split()
 )
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"})
 _WRITE_FLAGS = ("--output", "--open-files-in-pager")

@@ -54,29 +54,10 @@ _EXIT_ONE_MEANS = {
 }
 # Programs whose rule is more useful with their subcommand: `Bash(git diff:*)`, not `Bash(git:*)`.
 _WITH_SUBCOMMAND = frozenset(
-    [
-        "git",
-        "npm",
-        "pnpm",
-        "yarn",
-        "bun",
-        "npx",
-        "cargo",
-        "go",
-        "docker",
-        "kubectl",
-        "pip",
-        "pip3",
-        "uv",
-        "poetry",
-        "make",
-        "gh",
-        "conda",
-        "dotnet",
-    ]
+    "git npm pnpm yarn bun npx cargo go docker kubectl pip pip3 uv poetry make gh conda dotnet".split()
 )
 _DETAIL_LINES = 20  # of output under the person's compact line
-_INTERPRETERS = frozenset(["python", "python3", "node", "ruby", "perl", "bash", "sh"])
+_INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
 # Never the first word of a suggested prefix rule: they run whatever follows them.
 _NEVER_PREFIX = frozenset({"env", "sudo", "doas", "xargs"})
 
