@@ -132,6 +132,11 @@ class PermissionRules:
             bucket.append(r)
         return r
 
+    def of(self, kind: Behavior) -> list[Rule]:
+        """The rules of one kind (the list itself: changing it changes the rules)."""
+        bucket: list[Rule] = getattr(self, kind)
+        return bucket
+
     def replace(self, previous: Sequence[Rule], specs: Iterable[RuleSpec]) -> list[Rule]:
         """Take `previous` (rules an earlier call added) off and add `specs`; return what was added.
 
@@ -154,7 +159,7 @@ class PermissionRules:
 
     def find(self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
         names = {tool.name, *tool.rule_names, *tool.rule_groups}
-        for rule in getattr(self, kind):
+        for rule in self.of(kind):
             if rule.tool not in names:
                 continue
             if rule.whole_tool:

@@ -124,7 +124,8 @@ def _old_notebook(data: dict[str, Any], path: Path) -> dict[str, Any]:
         ) from exc
     for cell in nb.cells:
         cell.pop("id", None)
-    return nb
+    converted: dict[str, Any] = nb
+    return converted
 
 
 def _id_notes(cells: list[dict[str, Any]], lo: int, hi: int) -> str:
