@@ -38,7 +38,7 @@ from typing import Any
 
 from .protocol import PROTOCOL, TARGET
 
-__all__ = ["PROTOCOL", "TARGET", "BridgeError", "FrontEnd", "NotConnected", "NotebookBridge"]
+__all__ = ["BridgeError", "FrontEnd", "NotConnected", "NotebookBridge"]
 
 REQUEST_TIMEOUT = 15.0
 HELLO_WAIT = 2.0  # how long the first run waits for a hello after the comm was opened
