@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .limits import TOOL_RESULT_CHARS
-from .tool_context import DecisionSource, SandboxSetting, ToolContext
+from .tool_context import DecisionSource, SandboxLimits, SandboxSetting, ToolContext
 
 __all__ = [
     "CommandPart",
@@ -27,6 +27,7 @@ __all__ = [
     "PermissionCheck",
     "PermissionPreview",
     "RuleSubject",
+    "SandboxLimits",
     "SandboxSetting",
     "Tool",
     "ToolContext",
