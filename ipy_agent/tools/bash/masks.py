@@ -1,0 +1,143 @@
+"""What Read deny rules cover on the live filesystem, found for the sandbox to mask.
+
+A deny rule is a pattern; a mount needs a path. So before a sandboxed command starts, each rule
+is expanded against the files as they are: from the deepest directory every match of the rule
+lies under (`gitignore.literal_root`: `~/.aws` for `~/.aws/**`, the working directory for
+`**/.env`), entries are walked and held against the rules that could match there; each match is
+masked at its real path (a symlink's target), a directory whole. A rule ending in `/**` below a
+literal directory masks that directory without a walk. Only what the sandbox shows is walked and
+masked (`visible`: the mounted directories; None: everything, for a sandbox over the whole
+filesystem).
+
+The walk is bounded (entries visited, masks made): past either bound the caller gets None and
+does not run the command, since a rule it cannot mask is a rule the command could break.
+
+Masks cover files as they are when the command starts, by every name that reaches them
+(symlinks resolve to the masked path). What they do not cover: a copy under another name made
+before (a hard link, a backup, a file in git's history), and a file the command itself creates.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from ipy_agent.base.gitignore import literal_root, rule_matcher
+from ipy_agent.contract.tool import ToolContext
+
+__all__ = ["MAX_MASKS", "MAX_WALK", "mask_paths"]
+
+MAX_WALK = 200_000  # entries visited in all walks of one command
+MAX_MASKS = 4_000  # mounts one command's sandbox may get for masks
+
+
+class _Over(Exception):
+    """A bound was passed."""
+
+
+def mask_paths(ctx: ToolContext, visible: Sequence[str] | None) -> list[tuple[str, bool]] | None:
+    """(real path, is a directory) for everything the Read deny rules cover that the sandbox
+    shows, deepest last; None past a bound."""
+    if not ctx.read_deny:
+        return []
+    home = os.path.expanduser("~")
+    roots: dict[str, list[str]] = {}
+    whole: list[str] = []
+    for pattern in ctx.read_deny:
+        root = literal_root(pattern, cwd=ctx.cwd, home=home)
+        if _covers_whole(pattern):
+            whole.append(root)
+        else:
+            roots.setdefault(root, []).append(pattern)
+    walk = _Walk(ctx, visible)
+    try:
+        for root in whole:
+            for start in walk.starts(root):
+                if os.path.lexists(start):
+                    walk.mask(start)
+        for root, patterns in roots.items():
+            # A walk from a root also checks the patterns rooted below it (they match only
+            # there), so a root below another one is not walked again.
+            if any(other != root and _under(root, other) for other in roots):
+                continue
+            rules = tuple(p for other, ps in roots.items() if _under(other, root) for p in ps) + tuple(patterns)
+            for start in walk.starts(root):
+                walk.walk(start, tuple(dict.fromkeys(rules)))
+    except _Over:
+        return None
+    return walk.found()
+
+
+def _covers_whole(pattern: str) -> bool:
+    """`dir/**` with no wildcard before it: everything below one directory."""
+    text = pattern.strip()
+    return text.endswith("/**") and not any(c in text[:-3] for c in "*?[") and text not in ("/**", "//**", "~/**")
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+class _Walk:
+    def __init__(self, ctx: ToolContext, visible: Sequence[str] | None) -> None:
+        self.ctx = ctx
+        self.visible = None if visible is None else [os.path.realpath(v) for v in visible]
+        self.masks: dict[str, bool] = {}
+        self.seen = 0
+
+    def starts(self, root: str) -> list[str]:
+        """Where to walk for `root`: itself when the sandbox shows it, else the mounted
+        directories inside it (nothing else of it is there to read)."""
+        if self.visible is None or any(_under(root, v) for v in self.visible):
+            return [root]
+        real = os.path.realpath(root)
+        if real != root and any(_under(real, v) for v in self.visible):
+            return [root]
+        return [v for v in self.visible if _under(v, real)]
+
+    def mask(self, path: str) -> None:
+        real = os.path.realpath(path)
+        if self.visible is not None and not any(_under(real, v) for v in self.visible):
+            return  # not in the sandbox at all
+        if real not in self.masks:
+            if len(self.masks) >= MAX_MASKS:
+                raise _Over
+            self.masks[real] = os.path.isdir(real)
+
+    def walk(self, start: str, rules: tuple[str, ...]) -> None:
+        if not rules or not os.path.lexists(start):
+            return
+        denied = rule_matcher(rules, cwd=self.ctx.cwd)
+        if denied([start]) is not None:
+            self.mask(start)
+            return
+        stack = [start]
+        while stack:
+            top = stack.pop()
+            try:
+                entries = os.scandir(top)
+            except OSError:
+                continue
+            with entries:
+                for entry in entries:
+                    self.seen += 1
+                    if self.seen > MAX_WALK:
+                        raise _Over
+                    path = entry.path
+                    if entry.is_symlink():
+                        # `link -> .env`: judged by where it leads as well as by its name.
+                        if denied([path, os.path.realpath(path)]) is not None:
+                            self.mask(path)
+                    elif denied([path]) is not None:
+                        self.mask(path)
+                    elif entry.is_dir(follow_symlinks=False):
+                        stack.append(path)
+
+    def found(self) -> list[tuple[str, bool]]:
+        # Shallow first: a mask inside a masked directory is not needed (and would find no
+        # mount point in the empty directory that hides it).
+        out: list[tuple[str, bool]] = []
+        for path in sorted(self.masks, key=lambda p: (p.count("/"), p)):
+            if not any(is_dir and _under(path, d) for d, is_dir in out):
+                out.append((path, self.masks[path]))
+        return out
