@@ -302,6 +302,12 @@ WRITES: list[str] = [
     "find . | xargs rm -f",
     "xargs -I {} mv {} {}.bak",
     "find . -print | xargs sed -i s/a/b/",
+    # fan-out: many commands at once is a resource question, not a read
+    "find . -name '*.py' | xargs -P 8 wc -l",
+    "ls | xargs -P0 -n1 cat",
+    "ls | xargs -0P4 cat",
+    "ls | xargs --max-procs=4 cat",
+    "ls | xargs -n 1 -P 64 grep x",
     "command rm x",
     "builtin eval ls",
     "eval ls",
