@@ -11,7 +11,15 @@ from typing import Any
 from ipy_agent.contract.build_tool import build_tool
 from ipy_agent.contract.hooks import HookEvent, HookOutcome
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
+from ipy_agent.contract.tool import (
+    PermissionCheck,
+    PermissionPreview,
+    RuleSubject,
+    SandboxLimits,
+    Tool,
+    ToolContext,
+    ToolError,
+)
 from ipy_agent.loop.agent import Agent, RunResult
 from ipy_agent.models.base import ModelError, Usage
 from ipy_agent.models.scripted import ScriptedModel
@@ -32,6 +40,7 @@ __all__ = [
     "ReadState",
     "RuleSubject",
     "RunResult",
+    "SandboxLimits",
     "ScriptedModel",
     "Tool",
     "ToolContext",

@@ -21,7 +21,7 @@ from ipy_agent.context import ContextManager
 from ipy_agent.contract.hooks import HookEvent, Hooks
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import Tool, ToolContext
+from ipy_agent.contract.tool import SandboxLimits, Tool, ToolContext
 from ipy_agent.history.messages import append_assistant, append_user, clean_content, last_text
 from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from ipy_agent.mcp import McpManager
@@ -72,6 +72,7 @@ class Agent:
         context_window: int | None = None,
         context_threshold: float = 0.8,
         sandbox: str = "auto",
+        sandbox_limits: SandboxLimits | Mapping[str, int] | None = None,
         mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         if sandbox not in SANDBOX_SETTINGS:
@@ -104,6 +105,9 @@ class Agent:
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
         self.mcp = McpManager(self.cwd, mcp_servers)
         self.sandbox = sandbox
+        # What one sandboxed Bash command may use: memory, processes, tmpfs bytes (a dict of
+        # any of them, or SandboxLimits); an unknown key or a value too small is an error now.
+        self.sandbox_limits = _sandbox_limits(sandbox_limits)
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
         self._owns_spill_dir = not spill_dir
@@ -151,6 +155,7 @@ class Agent:
             notebook=self.notebook,
             simple=self.simple,
             sandbox=self.sandbox,  # type: ignore[arg-type]
+            sandbox_limits=self.sandbox_limits,
             # Rules come and go during a conversation (always-allow, %agent options): read them now.
             read_deny=tuple(r.specifier or "" for r in self.rules.deny if r.tool == "Read" and not r.whole_tool),
         )
@@ -383,6 +388,19 @@ class Agent:
         self.session.clear()
         self._batches = [0]
         self.context_manager.reset()
+
+
+def _sandbox_limits(given: SandboxLimits | Mapping[str, int] | None) -> SandboxLimits:
+    if given is None:
+        return SandboxLimits()
+    if isinstance(given, SandboxLimits):
+        return given
+    unknown = set(given) - {"memory", "processes", "tmp"}
+    if unknown:
+        raise ValueError(
+            f"sandbox_limits has no {', '.join(sorted(unknown))}: give memory (bytes), processes or tmp (bytes)"
+        )
+    return SandboxLimits(**dict(given))
 
 
 def _text_of(blocks: list[dict[str, Any]]) -> str:

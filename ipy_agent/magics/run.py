@@ -23,7 +23,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from traitlets import Bool, Enum, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode
 
 from ipy_agent.config.conversation_file import load_conversation
 from ipy_agent.config.grants import SessionGrants
@@ -75,6 +75,11 @@ class AgentMagics(CompanionMagics):
         default_value="auto",
         help="Bash sandbox: 'auto' sandboxes commands no one approved, 'always' approved ones too "
         "(writes limited to the working directories), 'off' none (then only core commands run unasked).",
+    ).tag(config=True)
+    sandbox_limits = Dict(
+        value_trait=Int(),
+        help="What one sandboxed Bash command may use: {'memory': bytes, 'processes': n, 'tmp': bytes}; "
+        "unset keys keep their defaults (2 GiB, 256, 1 GiB).",
     ).tag(config=True)
     allow = List(Unicode(), help="Allow rules, e.g. ['Bash(git status:*)'].").tag(config=True)
     ask = List(Unicode(), help="Ask rules: always prompt for these.").tag(config=True)
@@ -316,6 +321,7 @@ class AgentMagics(CompanionMagics):
             message_budget=self.message_budget,
             context_window=self.context_window,
             sandbox=self.sandbox,
+            sandbox_limits=dict(self.sandbox_limits),
         )
 
     def _use_agent(self, agent: Agent) -> None:

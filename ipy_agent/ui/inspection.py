@@ -56,15 +56,21 @@ def tools_text(agent: Any) -> str:
     lines = [f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):"]
     lines += _table(rows)
     if any(t.name == "Bash" for t in agent.tools):
-        from ipy_agent.tools.bash.sandbox import availability_note
+        from ipy_agent.tools.bash.sandbox import availability_note, home_note, sandbox_status
 
-        note = availability_note(agent.context())
+        ctx = agent.context()
+        note = availability_note(ctx)
+        limits = agent.sandbox_limits
         lines += [
             "",
             note
-            or f"Bash sandbox: {agent.sandbox} (commands that run without asking are sandboxed: "
-            "read-only, no network; see the sandbox setting).",
+            or f"Bash sandbox: {agent.sandbox} (commands no person approved run sandboxed: read-only when judged "
+            "read-only, else writing the working directories only; denied files masked, no Unix sockets; "
+            f"{limits.memory / 1024**3:g} GiB memory, {limits.processes} processes, "
+            f"{limits.tmp / 1024**3:g} GiB /tmp, by {sandbox_status().limits}).",
         ]
+        if home := home_note(ctx):
+            lines += ["", f"Warning: {home}"]
     if exposure.hidden:
         lines.append("")
         lines.append("Hidden tools, and why:")

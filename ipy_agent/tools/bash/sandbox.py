@@ -54,6 +54,7 @@ __all__ = [
     "bwrap_argv",
     "core_read_only",
     "git_dirs",
+    "home_note",
     "notice_once",
     "sandbox_available",
     "sandbox_note",
@@ -474,13 +475,24 @@ def availability_note(ctx: ToolContext) -> str | None:
     )
 
 
+def home_note(ctx: ToolContext) -> str | None:
+    """One line for the person when a working directory is the home directory or above it."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    wide = [str(d) for d in ctx.all_dirs() if _covered(home, [os.path.realpath(d)])]
+    if not wide:
+        return None
+    return (
+        f"The working directory {', '.join(dict.fromkeys(wide))} holds your home directory: every tool may read "
+        "what is in it. Credential stores stay hidden only as far as Read deny rules cover them (the sandbox "
+        "masks what they cover); prefer a project directory."
+    )
+
+
 _NOTICED: list[str] = []
 
 
 def notice_once(ctx: ToolContext) -> str | None:
-    """`availability_note` the first time it applies in this process; None after that."""
-    note = availability_note(ctx)
-    if note is None or note in _NOTICED:
-        return None
-    _NOTICED.append(note)
-    return note
+    """`availability_note` and `home_note`, each the first time it applies in this process."""
+    notes = [n for n in (availability_note(ctx), home_note(ctx)) if n is not None and n not in _NOTICED]
+    _NOTICED.extend(notes)
+    return "\n".join(notes) or None
