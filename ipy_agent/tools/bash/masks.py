@@ -12,20 +12,57 @@ filesystem).
 The walk is bounded (entries visited, masks made): past either bound the caller gets None and
 does not run the command, since a rule it cannot mask is a rule the command could break.
 
+A masked directory is an empty read-only tmpfs. A masked file reads as a one-line notice (so
+`grep -r` and ripgrep walk past it and `cat` says why it is empty), except a file git tracks:
+that one cannot be opened at all (/dev/null on a nodev mount), because git would read the notice
+as an edit and `git diff` would then print the committed content back.
+
 Masks cover files as they are when the command starts, by every name that reaches them
 (symlinks resolve to the masked path). What they do not cover: a copy under another name made
-before (a hard link, a backup, a file in git's history), and a file the command itself creates.
+before (a hard link, a backup, a file in git's history: `git log -p` shows what was
+committed), and a file the command itself creates.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from ipy_agent.base.gitignore import literal_root, rule_matcher
 from ipy_agent.contract.tool import ToolContext
 
-__all__ = ["MAX_MASKS", "MAX_WALK", "mask_paths"]
+__all__ = ["MAX_MASKS", "MAX_WALK", "NOTICE", "Mask", "mask_paths", "notice_file"]
+
+NOTICE = "# hidden by the sandbox: a Read deny rule covers this file\n"
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A path to hide and how: "dir" (an empty directory), "file" (the notice), "sealed" (a
+    file that cannot be opened)."""
+
+    path: str
+    kind: Literal["dir", "file", "sealed"]
+
+
+_NOTICE_FILE: list[str] = []
+
+
+def notice_file() -> str:
+    """A read-only file holding NOTICE, made once per process (again if something removed it)."""
+    if _NOTICE_FILE and os.path.isfile(_NOTICE_FILE[0]):
+        return _NOTICE_FILE[0]
+    fd, path = tempfile.mkstemp(prefix="ipy_agent_masked_", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(NOTICE)
+    os.chmod(path, 0o444)
+    _NOTICE_FILE[:] = [path]
+    return path
+
 
 MAX_WALK = 200_000  # entries visited in all walks of one command
 MAX_MASKS = 4_000  # mounts one command's sandbox may get for masks
@@ -35,9 +72,9 @@ class _Over(Exception):
     """A bound was passed."""
 
 
-def mask_paths(ctx: ToolContext, visible: Sequence[str] | None) -> list[tuple[str, bool]] | None:
-    """(real path, is a directory) for everything the Read deny rules cover that the sandbox
-    shows, deepest last; None past a bound."""
+def mask_paths(ctx: ToolContext, visible: Sequence[str] | None) -> list[Mask] | None:
+    """A mask at the real path of everything the Read deny rules cover that the sandbox shows,
+    shallowest first; None past a bound."""
     if not ctx.read_deny:
         return []
     home = os.path.expanduser("~")
@@ -65,7 +102,9 @@ def mask_paths(ctx: ToolContext, visible: Sequence[str] | None) -> list[tuple[st
                 walk.walk(start, tuple(dict.fromkeys(rules)))
     except _Over:
         return None
-    return walk.found()
+    found = walk.found()
+    tracked = _tracked([path for path, is_dir in found if not is_dir])
+    return [Mask(path, "dir" if is_dir else "sealed" if path in tracked else "file") for path, is_dir in found]
 
 
 def _covers_whole(pattern: str) -> bool:
@@ -141,3 +180,34 @@ class _Walk:
             if not any(is_dir and _under(path, d) for d, is_dir in out):
                 out.append((path, self.masks[path]))
         return out
+
+
+def _tracked(files: list[str]) -> set[str]:
+    """Those of `files` git tracks in the work tree they are in. When git cannot say, all of
+    them (a sealed file is the safe mistake)."""
+    by_top: dict[str, list[str]] = {}
+    for f in files:
+        top = os.path.dirname(f)
+        while not os.path.lexists(os.path.join(top, ".git")) and os.path.dirname(top) != top:
+            top = os.path.dirname(top)
+        if os.path.lexists(os.path.join(top, ".git")):
+            by_top.setdefault(top, []).append(f)
+    out: set[str] = set()
+    for top, inside in by_top.items():
+        rel = [os.path.relpath(f, top) for f in inside]
+        try:
+            done = subprocess.run(
+                ["git", "-C", top, "-c", "core.fsmonitor=false", "--literal-pathspecs", "ls-files", "-z", "--", *rel],
+                capture_output=True,
+                timeout=10,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            out.update(inside)
+            continue
+        if done.returncode != 0:
+            out.update(inside)
+            continue
+        listed = {os.path.normpath(os.path.join(top, p)) for p in os.fsdecode(done.stdout).split("\0") if p}
+        out.update(f for f in inside if f in listed)
+    return out

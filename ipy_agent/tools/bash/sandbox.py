@@ -43,6 +43,7 @@ from typing import Literal
 
 from ipy_agent.contract.tool import ToolContext
 
+from .masks import Mask, notice_file
 from .resources import limits_status
 from .seccomp import filter_spec, seccomp_fd
 
@@ -291,13 +292,13 @@ def bwrap_argv(
     ctx: ToolContext,
     cwd: str,
     access: Access,
-    masks: Iterable[tuple[str, bool]] = (),
+    masks: Iterable[Mask] = (),
     seccomp: int,
     env: dict[str, str] | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs a command (appended after it) inside the sandbox.
 
-    `masks` are (path, is_dir) to hide (`masks.mask_paths`); `seccomp` is the file descriptor
+    `masks` are what to hide (`masks.mask_paths`); `seccomp` is the file descriptor
     of the filter (`seccomp.seccomp_fd`), which the caller passes to the child. With
     "read-only" nothing outside the private /tmp can be written and there is no network; with
     "write-workdirs" the working directories are writable and the network is the host's."""
@@ -329,10 +330,14 @@ def bwrap_argv(
         spill = os.path.realpath(ctx.spill_dir)
         args += ["--ro-bind", spill, spill]
     shown = [os.path.realpath(p) for p in ctx.all_dirs()]
-    for path, is_dir in [*((p, os.path.isdir(p)) for p in _SYSTEM_MASKS if os.path.lexists(p)), *masks]:
-        if _covered(path, _PRIVATE) and not _covered(path, shown):
+    system = [Mask(p, "dir" if os.path.isdir(p) else "sealed") for p in _SYSTEM_MASKS if os.path.lexists(p)]
+    for mask in [*system, *masks]:
+        if _covered(mask.path, _PRIVATE) and not _covered(mask.path, shown):
             continue  # the sandbox has its own /tmp, /dev and /proc: the host's file is not there
-        args += ["--tmpfs", path, "--remount-ro", path] if is_dir else ["--ro-bind", "/dev/null", path]
+        if mask.kind == "dir":
+            args += ["--tmpfs", mask.path, "--remount-ro", mask.path]
+        else:
+            args += ["--ro-bind", notice_file() if mask.kind == "file" else "/dev/null", mask.path]
     if private_home:
         args += ["--remount-ro", home]
     args += ["--remount-ro", "/", "--seccomp", str(seccomp)]
