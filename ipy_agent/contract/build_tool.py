@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from ipy_agent.base.threads import run_blocking
 
 from .limits import TOOL_RESULT_CHARS
-from .tool import Flag, PermissionCheck, RuleSubject, Tool, ToolContext, ToolKind, maybe_await
+from .tool import Flag, PermissionCheck, RuleSubject, Tool, ToolKind, maybe_await
+from .tool_context import ToolContext
 
 __all__ = ["build_tool"]
 
@@ -55,6 +56,7 @@ class _BuiltTool(Tool):
         self.rule_names = tuple(spec["rule_names"] or ())
         self.kind = spec["kind"]
         self.user_facing_name = spec["user_facing_name"] or ""
+        self.offered_in_simple_mode = bool(spec["offered_in_simple_mode"])
         self._validate = spec["validate_input"]
         self._check = spec["check_permissions"]
         self._map = spec["map_result"]
@@ -147,6 +149,7 @@ def build_tool(
     rule_names: tuple[str, ...] | None = None,
     kind: ToolKind = "other",
     user_facing_name: str | None = None,
+    offered_in_simple_mode: bool = False,
 ) -> Tool:
     """Make a tool from a pydantic input model and a function. Defaults fail closed.
 
@@ -155,6 +158,7 @@ def build_tool(
     for steps that later calls probably depend on. `call` may be sync (it then
     runs in a thread) or async, and returns the tool's natural data; `map_result` turns that
     into what the model reads, `summarize_use` / `summarize_result` into what the person reads.
+    `offered_in_simple_mode` keeps the tool in `Agent(simple=True)`, which offers few tools.
     """
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"tool name {name!r} must be letters, digits, '_' or '-'")
@@ -184,4 +188,5 @@ def build_tool(
         rule_names=rule_names,
         kind=kind,
         user_facing_name=user_facing_name,
+        offered_in_simple_mode=offered_in_simple_mode,
     )

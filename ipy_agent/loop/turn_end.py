@@ -21,9 +21,9 @@ from typing import Any
 from ipy_agent.contract.hooks import HookEvent, Hooks
 from ipy_agent.history.messages import append_user, clean_content, close_turn, last_text
 from ipy_agent.models.base import MessageComplete, ModelError
-from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, now
+from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, RunResult, now
 
-from .turn import RunResult, Turn
+from .turn import Turn
 
 __all__ = ["after_reply", "answer_tools", "close_early", "model_failed"]
 

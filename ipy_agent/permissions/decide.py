@@ -18,16 +18,20 @@ The decision records which of these made it, for the trace and `%agent_inspect`.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from ipy_agent.contract.tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool
+from ipy_agent.contract.tool_context import DecisionSource, ToolContext
 
-from .rules import Rule, matches_subject, parse_rule
+from .rules import Rule, RuleSpec, matches_subject, parse_rule
 
 __all__ = [
     "PERMISSION_MODES",
+    "AnswerLike",
+    "Approver",
     "Decision",
     "PermissionAnswer",
     "PermissionMode",
@@ -38,7 +42,7 @@ __all__ = [
 ]
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
-PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
+PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
 Behavior = Literal["allow", "ask", "deny"]
 Source = DecisionSource
 
@@ -79,7 +83,13 @@ class PermissionAnswer:
     automatic: bool = False
 
 
-def normalize_answer(answer: Any) -> PermissionAnswer:
+# What an approver may answer: a PermissionAnswer, "allow" / "always" / "deny", or a bool
+# (None denies); sync or async.
+AnswerLike = PermissionAnswer | str | bool | None
+Approver = Callable[[PermissionRequest], AnswerLike | Awaitable[AnswerLike]]
+
+
+def normalize_answer(answer: object) -> PermissionAnswer:
     if isinstance(answer, PermissionAnswer):
         if answer.behavior not in ("allow", "always", "deny"):
             raise ValueError(f"PermissionAnswer.behavior must be 'allow', 'always' or 'deny', not {answer.behavior!r}")
@@ -121,6 +131,22 @@ class PermissionRules:
         if all(existing.text != r.text for existing in bucket):
             bucket.append(r)
         return r
+
+    def replace(self, previous: Sequence[Rule], specs: Iterable[RuleSpec]) -> list[Rule]:
+        """Take `previous` (rules an earlier call added) off and add `specs`; return what was added.
+
+        Rules granted by the person ("always") and rules given in code stay untouched, so a
+        settings file or a `%config` change applies at the next run without losing a grant."""
+        gone = {id(r) for r in previous}
+        for kind in ("allow", "ask", "deny"):
+            bucket: list[Rule] = getattr(self, kind)
+            bucket[:] = [r for r in bucket if id(r) not in gone]
+        added: list[Rule] = []
+        for spec in specs:
+            rule = self.add(spec.kind, spec.text, source=spec.source)
+            if all(r is not rule for r in added) and any(r is rule for r in getattr(self, spec.kind)):
+                added.append(rule)  # not a duplicate of a rule that stays
+        return added
 
     def denies_whole(self, tool: Tool) -> Rule | None:
         names = {tool.name, *tool.rule_groups}

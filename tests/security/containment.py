@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import SandboxLimits, ToolContext
+from ipy_agent.contract.tool_context import SandboxLimits, ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 
 # Who let a call run, and the sandbox that gets: "tool" (judged read-only) -> read-only;

@@ -168,7 +168,7 @@ async def test_resource_bombs_stop_at_the_limits(project, marked):
 
 async def test_the_sampler_sees_what_it_must(project, marked):
     """The detector itself: unlimited, a fan-out does go past the count the limit allows."""
-    from ipy_agent.contract.tool import SandboxLimits
+    from ipy_agent.contract.tool_context import SandboxLimits
 
     roomy = SandboxLimits(memory=2 * 1024**3, processes=4096, tmp=16 * MIB)
     with Sampler(marked) as sampler:

@@ -27,8 +27,7 @@ import shlex
 from collections import Counter
 from dataclasses import dataclass
 
-from ipy_agent.contract.tool import ToolContext
-from ipy_agent.contract.tool_context import realpath_via
+from ipy_agent.contract.tool_context import ToolContext, realpath_via
 
 from .options import PATTERN_FIRST, path_candidates, supplies_pattern
 from .syntax import SimpleCommand, Word, analyze

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ipy_agent.base.gitignore import literal_root, rule_matcher
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 __all__ = ["MAX_MASKS", "MAX_WALK", "NOTICE", "Mask", "mask_paths", "notice_file"]
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ipy_agent.contract.tool import SandboxLimits
+from ipy_agent.contract.tool_context import SandboxLimits
 
 __all__ = ["Cgroup", "LimitsStatus", "limits_status", "make_cgroup", "shell_limits"]
 

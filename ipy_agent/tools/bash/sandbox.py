@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 from .masks import Mask, notice_file
 from .resources import limits_status
@@ -56,7 +56,6 @@ __all__ = [
     "core_read_only",
     "git_dirs",
     "home_note",
-    "notice_once",
     "sandbox_available",
     "sandbox_note",
     "sandbox_status",
@@ -491,13 +490,3 @@ def home_note(ctx: ToolContext) -> str | None:
         "what is in it. Credential stores stay hidden only as far as Read deny rules cover them (the sandbox "
         "masks what they cover); prefer a project directory."
     )
-
-
-_NOTICED: list[str] = []
-
-
-def notice_once(ctx: ToolContext) -> str | None:
-    """`availability_note` and `home_note`, each the first time it applies in this process."""
-    notes = [n for n in (availability_note(ctx), home_note(ctx)) if n is not None and n not in _NOTICED]
-    _NOTICED.extend(notes)
-    return "\n".join(notes) or None

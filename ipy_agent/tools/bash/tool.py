@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.permissions.rules import part_matches
 from ipy_agent.runtime.budget import spill_file_name
 
@@ -26,7 +27,7 @@ from .deny import denied_read
 from .destructive import destructive_reasons
 from .process import OUTPUT_LIMIT
 from .protected_writes import protected_write
-from .sandbox import availability_note, core_read_only, sandbox_usable
+from .sandbox import availability_note, core_read_only, home_note, sandbox_status, sandbox_usable
 from .subject import command_part, command_subject
 from .syntax import simple_commands
 from .verdict import is_read_only_command, only_hidden_words
@@ -188,12 +189,29 @@ class BashTool(Tool):
     input_model = BashInput
     max_result_chars = OUTPUT_LIMIT + 5_000  # room for "Exit code N" and notes around the capped output
     kind = "execute"
+    offered_in_simple_mode = True
 
     def description(self, ctx: ToolContext) -> str:
         if sandbox_usable(ctx):
             return DESCRIPTION
         # No sandbox here: do not promise one (and say what still runs unasked).
         return DESCRIPTION.replace(_SANDBOX_BULLET, _NO_SANDBOX_BULLET)
+
+    def status(self, ctx: ToolContext) -> ToolStatus:
+        """The sandbox and its limits (or why there is none), and a warning when a working
+        directory holds the home directory."""
+        note = availability_note(ctx)
+        limits = ctx.sandbox_limits
+        lines = [
+            note
+            or f"Bash sandbox: {ctx.sandbox} (commands no person approved run sandboxed: read-only when judged "
+            "read-only, else writing the working directories only; denied files masked, no Unix sockets; "
+            f"{_size(limits.memory)} memory, {limits.processes} processes, {_size(limits.tmp)} /tmp, "
+            f"enforced by {sandbox_status().limits})."
+        ]
+        if (home := home_note(ctx)) is not None:
+            lines.append(f"Warning: {home}")
+        return ToolStatus(text="\n".join(lines), warning=note is not None or home is not None)
 
     # --- runtime control ---------------------------------------------------------------------
     async def validate_input(self, inp: BashInput, ctx: ToolContext) -> str | None:
@@ -375,6 +393,10 @@ class BashTool(Tool):
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024**3:g} GiB" if n >= 1024**3 else f"{n / 1024**2:g} MiB"
 
 
 def _source_prefix(text: str, sources: list[str]) -> str:

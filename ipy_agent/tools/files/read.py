@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.base.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
 from ipy_agent.base.threads import run_blocking
 from ipy_agent.contract.limits import SELF_LIMITING
-from ipy_agent.contract.read_state import file_stamp
-from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
+from ipy_agent.contract.read_state import file_key, file_stamp
+from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 
 from .read_text import (
     MAX_LINE_CHARS,
@@ -102,12 +103,16 @@ class ReadTool(Tool):
     max_result_chars = SELF_LIMITING
     rule_names = ("Read",)
     kind = "read"
+    offered_in_simple_mode = True
 
     def description(self, ctx: ToolContext) -> str:
         return _DESCRIPTION
 
     def _read_only(self, inp: ReadInput) -> bool:
         return True
+
+    def result_source(self, inp: dict[str, Any], cwd: Path) -> str | None:
+        return file_key(cwd, inp.get("file_path"))
 
     def _concurrency_safe(self, inp: ReadInput) -> bool:
         return True

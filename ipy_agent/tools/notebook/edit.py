@@ -31,7 +31,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionPreview, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
 from ipy_agent.tools.shared.fileio import encode_text
 

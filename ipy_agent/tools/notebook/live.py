@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.contract.read_state import cell_key
-from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 
 __all__ = [
     "NOTEBOOK_MARK",

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 from .grep_results import GrepResult, OutputMode, group_content, page, parse_counts, path_key, render_grep, strip_dot
 from .ripgrep import (
@@ -38,7 +38,7 @@ from .ripgrep import (
     vcs_globs,
 )
 
-__all__ = ["DEFAULT_HEAD_LIMIT", "MAX_LINE_COLUMNS", "GrepInput", "GrepResult", "GrepTool"]
+__all__ = ["DEFAULT_HEAD_LIMIT", "MAX_LINE_COLUMNS", "GrepInput", "GrepTool"]
 
 DEFAULT_HEAD_LIMIT = 250
 # Longer lines (minified JS, data files) are shown shortened: one can fill a whole budget.

@@ -83,7 +83,7 @@ def test_everyday_commands_work_the_same_in_the_sandbox(tmp_path, capsys):
 
 async def _run(command: str, cwd, decided_by: str, rules: tuple[str, ...]):
     from ipy_agent.contract.read_state import ReadState
-    from ipy_agent.contract.tool import ToolContext
+    from ipy_agent.contract.tool_context import ToolContext
     from ipy_agent.tools.bash import BashInput, BashTool
 
     ctx = ToolContext(
