@@ -86,17 +86,17 @@ async def contained_run(
             f"Not run: the sandbox's cgroup (its memory and process limits) could not be made ({e}). "
             "Call Bash again with `dangerouslyDisableSandbox: true` to ask the person."
         ) from e
-    fd = seccomp_fd()
-    assert fd is not None, "sandbox_usable implies a seccomp filter"
-    launch = Launch(
-        argv=[
-            *(cgroup.join_argv() if cgroup else []),
-            *bwrap_argv(ctx=ctx, cwd=str(cwd), access=access, masks=masks, seccomp=fd),
-        ],
-        script_prefix=shell_limits(ctx.sandbox_limits, cgroup=cgroup is not None),
-        pass_fds=(fd,),
-    )
     try:
+        # A bubblewrap command line first: the filter's pipe is opened only once nothing is left to fail.
+        sandbox_argv = bwrap_argv(ctx=ctx, cwd=str(cwd), access=access, masks=masks, seccomp=-1)
+        fd = seccomp_fd()
+        assert fd is not None, "sandbox_usable implies a seccomp filter"
+        sandbox_argv[sandbox_argv.index("--seccomp") + 1] = str(fd)
+        launch = Launch(
+            argv=[*(cgroup.join_argv() if cgroup else []), *sandbox_argv],
+            script_prefix=shell_limits(ctx.sandbox_limits, cgroup=cgroup is not None),
+            pass_fds=(fd,),
+        )
         run = await run_command(command, str(cwd), timeout_s, spill, launch=launch, end_group=True)
     finally:
         limit = await asyncio.to_thread(_finish, cgroup)
