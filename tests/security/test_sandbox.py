@@ -419,3 +419,20 @@ async def test_git_works_sandboxed_in_a_subdirectory_and_a_worktree(tmp_path):
 async def test_an_ordinary_failure_gets_no_sandbox_note(project):
     block = await _bash(_ctx(project), "ls no-such-file")
     assert block.get("is_error") and "No such file" in block["content"] and STOPPED not in block["content"]
+
+
+@pytest.mark.parametrize("decided_by", ["tool", "mode"])
+async def test_a_denied_file_that_appears_between_commands_is_masked_in_the_next(project, decided_by):
+    """Walks are reused while directories are unchanged: a new file changes its directory."""
+    import time
+
+    deep = project / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    ctx = _ctx(project, decided_by=decided_by, read_deny=("**/.env", "**/*.pem"))
+    assert (await _bash(ctx, "cat a/b/c/x 2>&1; true"))["content"].endswith("No such file or directory")
+    time.sleep(2.1)  # past the window in which a directory's listing is never reused
+    assert (await _bash(ctx, "ls a/b/c | wc -l"))["content"] == "0"  # the walk above is now reusable
+    (deep / ".env").write_text("NEW=s3cr3t-late\n")
+    (deep / "late.pem").write_text("LATE PRIVATE\n")
+    block = await _bash(ctx, "cat a/b/c/.env a/b/c/late.pem; grep -r s3cr3t-late .; grep -r 'LATE PRIVATE' .")
+    assert "s3cr3t-late" not in block["content"] and "LATE PRIVATE" not in block["content"], block

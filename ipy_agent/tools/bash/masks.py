@@ -9,8 +9,10 @@ literal directory masks that directory without a walk. Only what the sandbox sho
 masked (`visible`: the mounted directories; None: everything, for a sandbox over the whole
 filesystem).
 
-The walk is bounded (entries visited, masks made): past either bound the caller gets None and
-does not run the command, since a rule it cannot mask is a rule the command could break.
+The walk is bounded (entries in the directories it goes through, masks made): past either bound
+the caller gets None and does not run the command, since a rule it cannot mask is a rule the
+command could break. A directory whose device, inode and mtime are what the last walk saw is
+not listed again (one stat instead of a listing), so a repeated walk of a large tree is cheap.
 
 A masked directory is an empty read-only tmpfs. A masked file reads as a one-line notice (so
 `grep -r` and ripgrep walk past it and `cat` says why it is empty), except a file git tracks:
@@ -28,7 +30,8 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -64,7 +67,7 @@ def notice_file() -> str:
     return path
 
 
-MAX_WALK = 200_000  # entries visited in all walks of one command
+MAX_WALK = 500_000  # entries in the directories all walks of one command go through
 MAX_MASKS = 4_000  # mounts one command's sandbox may get for masks
 
 
@@ -105,6 +108,51 @@ def mask_paths(ctx: ToolContext, visible: Sequence[str] | None) -> list[Mask] | 
     found = walk.found()
     tracked = _tracked([path for path, is_dir in found if not is_dir])
     return [Mask(path, "dir" if is_dir else "sealed" if path in tracked else "file") for path, is_dir in found]
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """One directory as a walk saw it: what in it is denied, its symlinks (judged again each
+    walk), the subdirectories to go on into, and its change stamp (reused while it holds)."""
+
+    stamp: tuple[int, int, int]  # st_dev, st_ino, st_mtime_ns; (0, 0, 0): never reuse
+    denied: tuple[str, ...]
+    links: tuple[str, ...]
+    subdirs: tuple[str, ...]
+    entries: int
+
+
+# Walks from the last few (start, rules, cwd): a directory whose stamp has not changed is not
+# listed again, so a repeated walk costs one stat per directory. A directory changed within the
+# last seconds is listed every time: its mtime may not show a change made in the same tick.
+_LISTINGS: dict[tuple[str, tuple[str, ...], str], dict[str, _Listing]] = {}
+_KEEP_WALKS = 16
+_RACY_NS = 2_000_000_000
+
+
+def _listing(top: str, known: _Listing | None, denied: Callable[[list[str]], str | None]) -> _Listing | None:
+    try:
+        st = os.stat(top)
+    except OSError:
+        return None
+    stamp = (st.st_dev, st.st_ino, st.st_mtime_ns)
+    if known is not None and known.stamp == stamp:
+        return known
+    bad, links, subdirs, entries = [], [], [], 0
+    try:
+        with os.scandir(top) as it:
+            for entry in it:
+                entries += 1
+                if entry.is_symlink():
+                    links.append(entry.name)
+                elif denied([entry.path]) is not None:
+                    bad.append(entry.name)
+                elif entry.is_dir(follow_symlinks=False):
+                    subdirs.append(entry.name)
+    except OSError:
+        return None
+    racy = time.time_ns() - st.st_mtime_ns < _RACY_NS
+    return _Listing((0, 0, 0) if racy else stamp, tuple(bad), tuple(links), tuple(subdirs), entries)
 
 
 def _covers_whole(pattern: str) -> bool:
@@ -150,27 +198,32 @@ class _Walk:
         if denied([start]) is not None:
             self.mask(start)
             return
+        key = (start, rules, str(self.ctx.cwd))
+        known = _LISTINGS.pop(key, {})
+        fresh: dict[str, _Listing] = {}
         stack = [start]
         while stack:
             top = stack.pop()
-            try:
-                entries = os.scandir(top)
-            except OSError:
+            listing = _listing(top, known.get(top), denied)
+            if listing is None:
                 continue
-            with entries:
-                for entry in entries:
-                    self.seen += 1
-                    if self.seen > MAX_WALK:
-                        raise _Over
-                    path = entry.path
-                    if entry.is_symlink():
-                        # `link -> .env`: judged by where it leads as well as by its name.
-                        if denied([path, os.path.realpath(path)]) is not None:
-                            self.mask(path)
-                    elif denied([path]) is not None:
-                        self.mask(path)
-                    elif entry.is_dir(follow_symlinks=False):
-                        stack.append(path)
+            fresh[top] = listing
+            self.seen += listing.entries
+            if self.seen > MAX_WALK:
+                raise _Over
+            for name in listing.denied:
+                self.mask(os.path.join(top, name))
+            for name in listing.links:
+                # `link -> .env`: judged by where it leads as well as by its name, each time
+                # (where a link leads can change without its directory changing).
+                path = os.path.join(top, name)
+                if denied([path, os.path.realpath(path)]) is not None:
+                    self.mask(path)
+            prefix = top if top.endswith("/") else top + "/"
+            stack += [prefix + name for name in listing.subdirs]
+        _LISTINGS[key] = fresh
+        while len(_LISTINGS) > _KEEP_WALKS:
+            del _LISTINGS[next(iter(_LISTINGS))]
 
     def found(self) -> list[tuple[str, bool]]:
         # Shallow first: a mask inside a masked directory is not needed (and would find no
