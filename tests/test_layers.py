@@ -315,3 +315,16 @@ def test_no_module_outside_the_bash_family_depends_on_bash():
                     ):
                         found.append(f"{name}:{node.lineno} looks for 'Bash' in a collection")
     assert found == [], "\n".join(found)
+
+
+MAX_MODULE_LINES = 400
+
+
+def test_modules_stay_small():
+    """A module is one job a reader can hold in mind: past MAX_MODULE_LINES it is split."""
+    big = {
+        name: n
+        for name, path in _modules().items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert big == {}, f"split these modules (over {MAX_MODULE_LINES} lines): {big}"

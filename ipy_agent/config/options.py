@@ -173,7 +173,8 @@ def parse_line(line: str, cell: str | None = None) -> AgentLine:
     if cell is not None:
         prompt = "\n".join(p for p in (prompt, cell.strip()) if p)
     values = {k.replace("-", "_"): v for k, v in vars(ns).items()}
-    parsed = AgentLine(prompt=prompt, **{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    parsed = AgentLine(prompt=prompt, **fields)
     if parsed.max_turns is not None and parsed.max_turns < 1:
         raise ValueError(f"--max-turns must be at least 1, not {parsed.max_turns!r}")
     parsed.rules()  # a bad rule is reported now, where it was typed

@@ -19,17 +19,16 @@ edit of a file the model can no longer see needs a fresh Read.
 
 from __future__ import annotations
 
-import asyncio
 import math
-import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from ipy_agent.base.threads import run_to_end
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.history.messages import history_problems
-from ipy_agent.models.base import MessageComplete, ModelError, ModelEvent, ModelRequest
+from ipy_agent.models.base import CountsTokens, MessageComplete, ModelError, ModelEvent, ModelRequest
 from ipy_agent.models.pricing import context_window
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
@@ -95,11 +94,7 @@ class ContextManager:
     @property
     def name(self) -> str:
         """The model's name: the manager stands in for the model where the agent streams a reply."""
-        return str(getattr(self.conversation.model, "name", "") or "")
-
-    @name.setter
-    def name(self, value: str) -> None:  # the Model protocol's `name` is settable
-        self.conversation.model.name = value
+        return self.conversation.model.name
 
     def reset(self) -> None:
         """A new conversation: forget its accounting and counters (the settings stay)."""
@@ -213,16 +208,16 @@ class ContextManager:
     # --- counting ----------------------------------------------------------------------------
     def _calibrates(self) -> bool:
         # Only a model that can count reports real usage (ScriptedModel's is made up).
-        return callable(getattr(self.conversation.model, "count_tokens", None))
+        return isinstance(self.conversation.model, CountsTokens)
 
     def _can_count(self) -> bool:
         return self.count_with_api and self._calibrates()
 
     async def _count(self, request: ModelRequest, raw: int) -> int:
+        model = self.conversation.model
+        assert isinstance(model, CountsTokens)  # _can_count said so
         try:
-            real = await self.conversation.model.count_tokens(
-                replace(request, messages=list(self.conversation.messages))
-            )
+            real = await model.count_tokens(replace(request, messages=list(self.conversation.messages)))
         except Exception as e:  # counting is an optimisation; the local estimate stands
             self.conversation.emit(
                 NoticeEvent(text=f"Token counting failed ({e}); using the local estimate.", level="info")
@@ -387,21 +382,6 @@ class ContextManager:
         """`compact(trigger="manual")` from synchronous code (a magic), with or without a running loop."""
         if self.conversation.running:
             raise RuntimeError("the agent is running; stop it (or wait for it) before compacting")
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.compact(trigger="manual", instructions=instructions))
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["done"] = asyncio.run(self.compact(trigger="manual", instructions=instructions))
-            except BaseException as e:  # re-raised in the caller's thread
-                box["error"] = e
-
-        thread = threading.Thread(target=target, name="ipy_agent-compact", daemon=True)
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return bool(box["done"])
+        # A Ctrl-C meanwhile does not cut a summary half-way: the history changes only at its end.
+        done = run_to_end(lambda: self.compact(trigger="manual", instructions=instructions), interrupt=lambda: None)
+        return bool(done)

@@ -84,7 +84,8 @@ class _BuiltTool(Tool):
     async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
         if self._validate is None:
             return None
-        return await maybe_await(self._validate(inp, ctx))
+        message = await maybe_await(self._validate(inp, ctx))
+        return None if message is None else str(message)
 
     async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
         if self._check is None:
@@ -94,6 +95,10 @@ class _BuiltTool(Tool):
             return PermissionCheck()
         if isinstance(answer, str):
             return PermissionCheck(behavior=answer)  # type: ignore[arg-type]
+        if not isinstance(answer, PermissionCheck):
+            raise TypeError(
+                f"check_permissions of {self.name!r} must return a PermissionCheck or a behavior, not {answer!r}"
+            )
         return answer
 
     def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
@@ -107,7 +112,7 @@ class _BuiltTool(Tool):
 
     async def call(self, inp: Any, ctx: ToolContext) -> Any:
         fn = self._call
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an instance with an async __call__)
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
             return await fn(inp, ctx)
         # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
         result = await run_blocking(fn, inp, ctx)

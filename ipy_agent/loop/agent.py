@@ -13,20 +13,21 @@ import contextlib
 import copy
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.context import ContextManager
-from ipy_agent.contract.hooks import HookEvent, Hooks
+from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
-from ipy_agent.contract.tool_context import SANDBOX_SETTINGS, SandboxLimits, SandboxSetting, ToolContext
-from ipy_agent.history.messages import append_assistant, append_user, clean_content, last_text
+from ipy_agent.contract.tool_context import SandboxLimits, SandboxSetting, ToolContext
+from ipy_agent.history.messages import append_user, last_text
 from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from ipy_agent.mcp import McpManager
-from ipy_agent.models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
+from ipy_agent.models.base import Model, ModelError, ModelRequest, Usage
 from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode, PermissionRules
 from ipy_agent.permissions.rules import Rule, RuleSpec
 from ipy_agent.runtime.budget import ResultBudget
@@ -41,13 +42,14 @@ from ipy_agent.runtime.trace import (
     RunResult,
     TurnEvent,
     TurnRecord,
-    now,
 )
 
 from . import spill
+from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
+from .offer import offer_tools, sync_mcp, warn_once
 from .system_prompt import build_system_prompt
-from .turn import Turn, stream_reply, usage_delta
-from .turn_end import after_reply, answer_tools, close_early, model_failed
+from .turn import Turn, stream_reply, take_reply, usage_delta
+from .turn_end import after_reply, answer_tools, close_early, model_failed, prompt_blocks
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
@@ -55,16 +57,14 @@ if TYPE_CHECKING:
 __all__ = ["INTERRUPTED_NOTICE", "Agent"]
 
 
-class Keep:
-    """The default of `Agent.configure` arguments where None is a value: leave it as it is."""
-
-
-KEEP = Keep()
 INTERRUPT_NOTE = "[The person interrupted this request.]"
 INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
 
 
 class Agent:
+    """One conversation with a model through tools: `run(prompt)` (or `await arun(prompt)`) goes
+    on from the history so far. See docs/ARCHITECTURE.md for what each argument governs."""
+
     def __init__(
         self,
         model: Model,
@@ -93,12 +93,8 @@ class Agent:
         sandbox_limits: SandboxLimits | Mapping[str, int] | None = None,
         mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        if sandbox not in SANDBOX_SETTINGS:
-            raise ValueError(f"sandbox {sandbox!r} is not one of {', '.join(SANDBOX_SETTINGS)}")
-        if permission_mode not in PERMISSION_MODES:
-            raise ValueError(f"permission_mode {permission_mode!r} is not one of {', '.join(PERMISSION_MODES)}")
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
+        check_choice("permission_mode", permission_mode, PERMISSION_MODES)
+        check_turns(max_turns)
         self.model = model
         self.cwd = Path(cwd or Path.cwd()).expanduser().resolve()
         if not self.cwd.is_dir():
@@ -122,10 +118,7 @@ class Agent:
         self.notebook_path = notebook_path
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
         self.mcp = McpManager(self.cwd, mcp_servers)
-        self.sandbox = sandbox
-        # What one sandboxed Bash command may use: memory, processes, tmpfs bytes (a dict of
-        # any of them, or SandboxLimits); an unknown key or a value too small is an error now.
-        self.sandbox_limits = _sandbox_limits(sandbox_limits)
+        self.sandbox, self.sandbox_limits = check_sandbox(sandbox, sandbox_limits)
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
         self._owns_spill_dir = not spill_dir
@@ -191,13 +184,9 @@ class Agent:
         if self.running:
             raise RuntimeError("cannot configure the agent while it runs; wait for it or interrupt it")
         if permission_mode is not None:
-            if permission_mode not in PERMISSION_MODES:
-                raise ValueError(f"permission_mode {permission_mode!r} is not one of {', '.join(PERMISSION_MODES)}")
-            self.permission_mode = permission_mode
+            self.permission_mode = check_choice("permission_mode", permission_mode, PERMISSION_MODES)
         if max_turns is not None:
-            if max_turns < 1:
-                raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
-            self.max_turns = max_turns
+            self.max_turns = check_turns(max_turns)
         if model is not None:
             self.model = model
         if rules is not None:
@@ -234,24 +223,22 @@ class Agent:
 
     def request_parts(self) -> tuple[str, list[dict[str, Any]]]:
         """The system prompt and the tool list the next request would carry."""
-        exposure, tools = self._offer(self.tool_context(), announce=False)
+        exposure, tools = offer_tools(self.registry, self.rules, self.tool_context(), simple=self.simple, emit=None)
         return self.system(exposure), tools
 
     def system(self, exposure: Exposure | None = None) -> str:
+        """The system prompt: ours (or the one given to the constructor), then the added sections."""
         if self.system_prompt is not None:
-            text = self.system_prompt
-        else:
-            exposure = exposure or self.exposure()
-            text = build_system_prompt(
-                cwd=self.cwd,
-                working_dirs=self.working_dirs,
-                tool_names=exposure.names,
-                permission_mode=self.permission_mode,
-                notebook=self.notebook_path,
-            )
-        if self.system_prompt is None and (section := self.mcp.prompt_section()):
-            text = f"{text}\n\n{section}"
-        return f"{text}\n\n{self.append_system_prompt}" if self.append_system_prompt else text
+            return "\n\n".join(s for s in (self.system_prompt, self.append_system_prompt) if s)
+        exposure = exposure or self.exposure()
+        return build_system_prompt(
+            cwd=self.cwd,
+            working_dirs=self.working_dirs,
+            tool_names=exposure.names,
+            permission_mode=self.permission_mode,
+            notebook=self.notebook_path,
+            sections=(self.mcp.prompt_section(), self.append_system_prompt or ""),
+        )
 
     def interrupt(self) -> None:
         """Stop the current run as soon as possible; safe to call from any thread."""
@@ -280,35 +267,25 @@ class Agent:
             result = await self._run(prompt)
         finally:
             self._task = None
-        result = RunResult(
-            stop_reason=result.stop_reason,
-            text=result.text,
-            turns=result.turns,
-            error=result.error,
-            error_kind=result.error_kind,
-            usage=usage_delta(self.usage, start_usage),
-        )
+        result = replace(result, usage=usage_delta(self.usage, start_usage))
         self.emit(RunEndEvent(result=result))
         return result
 
     # --- the loop --------------------------------------------------------------------------
     async def _run(self, prompt: str | list[dict[str, Any]]) -> RunResult:
-        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
         try:
-            hr = await self.hooks.run(HookEvent(event="UserPromptSubmit", prompt=_text_of(blocks)))
+            blocks = await prompt_blocks(prompt, self.hooks, self.emit)
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:
                 task.uncancel()
             return self._interrupted(0)
-        if hr.decision == "deny" or hr.stop:
-            self.emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
-            return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
-        blocks += [{"type": "text", "text": c} for c in hr.additional_context]
+        if isinstance(blocks, RunResult):
+            return blocks  # a UserPromptSubmit hook blocked it
         # The history as it was: a run the model never answered (no API key, network down) must
         # leave no trace, or its prompt would be merged into the next request.
         before = list(self.messages)  # append_user replaces a merged message, never edits it
         append_user(self.messages, blocks)
-        self._warn_once(self.tool_context())
+        warn_once(self.tools, self.tool_context(), self.emit)
         self.mcp.begin_run()
 
         turns = 0
@@ -328,13 +305,13 @@ class Agent:
                     )
                 )
             if outcome is not None:
-                return RunResult(**{**outcome.__dict__, "turns": turns})
+                return replace(outcome, turns=turns)
 
     async def _turn(self) -> RunResult | None:
         """One model request and its tool calls. None: the loop goes on."""
         turn: Turn | None = None
         try:
-            await self._sync_mcp()
+            await sync_mcp(self.mcp, self.registry, self.approver, self.emit)
             turn, request = self._begin_turn()
             try:
                 # The context window is managed here, and only here: the context manager streams the
@@ -345,7 +322,8 @@ class Agent:
                 )
             except ModelError as e:
                 return await model_failed(e, turn, self.messages, self.emit)
-            self._take_reply(turn, reply)
+            self.usage += reply.usage
+            take_reply(turn, reply, self.messages, self.emit)
             if turn.tool_uses:
                 return await answer_tools(turn, self.messages, self.emit)
             return await after_reply(reply, self.messages, self.hooks, self.emit)
@@ -361,10 +339,22 @@ class Agent:
 
     def _begin_turn(self) -> tuple[Turn, ModelRequest]:
         """Offer the tools, open the turn's record and executor, and build the request."""
-        exposure, api_tools = self._offer(self.tool_context())
+        exposure, api_tools = offer_tools(
+            self.registry, self.rules, self.tool_context(), simple=self.simple, emit=self.emit
+        )
         record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
         self.turns.append(record)
-        env = self._env(exposure)
+        env = RunEnv(
+            tools={t.name: t for t in exposure.offered},
+            rules=self.rules,
+            hooks=self.hooks,
+            budget=self.budget,
+            make_ctx=self.tool_context,
+            mode=lambda: self.permission_mode,
+            approver=self.approver,
+            emit=self.emit,
+            result_limit=self.registry.result_limit,
+        )
         executor = ToolExecutor(
             env, turn=record.turn, trace=self.trace, batch_counter=self._batches, max_concurrency=self.max_concurrency
         )
@@ -376,80 +366,14 @@ class Agent:
             record=record, env=env, executor=executor, ids=ToolUseIds(self._history_ids.synced(self.messages))
         ), request
 
-    def _take_reply(self, turn: Turn, reply: MessageComplete) -> None:
-        """The whole message goes into the history; tool calls not started while streaming start now."""
-        self.usage += reply.usage
-        record = turn.record
-        record.usage, record.stop_reason, record.end = reply.usage, reply.stop_reason, now()
-        content = turn.ids.fix_all(clean_content(reply.content))
-        turn.tool_uses = [b for b in content if b.get("type") == "tool_use"]
-        for b in turn.tool_uses:
-            if not turn.executor.has(str(b.get("id"))):
-                turn.executor.submit(b)
-        if content:
-            append_assistant(self.messages, content)
-            turn.appended = True
-        self.emit(TurnEvent(turn=record.turn, phase="end", usage=reply.usage, stop_reason=reply.stop_reason))
-
-    def _offer(self, ctx: ToolContext, *, announce: bool = True) -> tuple[Exposure, list[dict[str, Any]]]:
-        """The tools for this request and their API form; a tool whose description fails is hidden
-        (and, with `announce`, the person is told)."""
-        exposure = self.registry.exposed(ctx, self.rules, simple=self.simple)
-        offered, api, hidden = [], [], dict(exposure.hidden)
-        for tool in exposure.offered:
-            try:
-                api.append(tool.to_api(ctx))
-                offered.append(tool)
-            except Exception as e:
-                hidden[tool.name] = f"its description failed ({type(e).__name__}: {e})"
-                if announce:
-                    self.emit(
-                        NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning")
-                    )
-        return Exposure(offered=tuple(offered), hidden=hidden), api
-
-    async def _sync_mcp(self) -> None:
-        """MCP servers: start them at the first request that needs them (asking about project
-        ones), pick up changed tool lists, tell the person what is down; then offer their tools."""
-        if self.mcp.idle:
-            return
-        for level, text in await self.mcp.sync(self.approver):
-            self.emit(NoticeEvent(text=text, level=level))  # type: ignore[arg-type]
-        self.mcp.skipped.update(self.registry.set_group("mcp", self.mcp.tools()))
-
     def close(self) -> None:
         """Stop the MCP servers (their processes too); they start again at the next run."""
         self.mcp.close()
         self.registry.set_group("mcp", [])
 
-    def _warn_once(self, ctx: ToolContext) -> None:
-        """What a tool warns about its state here (no OS sandbox, say), once per kernel."""
-        for tool in self.tools:
-            try:
-                status = tool.status(ctx)
-            except Exception:  # a status is a courtesy; a broken one is not the run's problem
-                continue
-            if status is not None and status.warning and status.text not in _SAID:
-                _SAID.add(status.text)
-                self.emit(NoticeEvent(text=status.text, level="warning"))
-
     def _interrupted(self, turns: int) -> RunResult:
         self.emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))
         return RunResult(stop_reason="interrupted", text=last_text(self.messages), turns=turns)
-
-    # --- helpers ---------------------------------------------------------------------------
-    def _env(self, exposure: Exposure) -> RunEnv:
-        return RunEnv(
-            tools={t.name: t for t in exposure.offered},
-            rules=self.rules,
-            hooks=self.hooks,
-            budget=self.budget,
-            make_ctx=self.tool_context,
-            mode=lambda: self.permission_mode,
-            approver=self.approver,
-            emit=self.emit,
-            result_limit=self.registry.result_limit,
-        )
 
     def emit(self, event: AgentEvent) -> None:
         for listener in list(self._listeners):
@@ -474,23 +398,3 @@ class Agent:
         self.session.clear()
         self._batches = [0]
         self.context_manager.reset()
-
-
-def _sandbox_limits(given: SandboxLimits | Mapping[str, int] | None) -> SandboxLimits:
-    if given is None:
-        return SandboxLimits()
-    if isinstance(given, SandboxLimits):
-        return given
-    unknown = set(given) - {"memory", "processes", "tmp"}
-    if unknown:
-        raise ValueError(
-            f"sandbox_limits has no {', '.join(sorted(unknown))}: give memory (bytes), processes or tmp (bytes)"
-        )
-    return SandboxLimits(**dict(given))
-
-
-def _text_of(blocks: list[dict[str, Any]]) -> str:
-    return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-
-
-_SAID: set[str] = set()  # warnings tools gave that were said in this process (the kernel)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipy_agent.history.messages import append_assistant, clean_content
 from ipy_agent.history.tool_ids import ToolUseIds
 from ipy_agent.models.base import (
     BlockComplete,
@@ -27,9 +28,9 @@ from ipy_agent.models.base import (
 )
 from ipy_agent.runtime.executor import ToolExecutor
 from ipy_agent.runtime.run_env import RunEnv
-from ipy_agent.runtime.trace import AgentEvent, TextEvent, ThinkingEvent, TurnRecord
+from ipy_agent.runtime.trace import AgentEvent, TextEvent, ThinkingEvent, TurnEvent, TurnRecord, now
 
-__all__ = ["Turn", "stream_reply", "usage_delta"]
+__all__ = ["Turn", "stream_reply", "take_reply", "usage_delta"]
 
 
 @dataclass(kw_only=True)
@@ -76,6 +77,23 @@ async def stream_reply(
     if final is None:
         raise ModelError("the model stream ended without a complete message")
     return final
+
+
+def take_reply(
+    turn: Turn, reply: MessageComplete, messages: list[dict[str, Any]], emit: Callable[[AgentEvent], None]
+) -> None:
+    """The whole message goes into the history; tool calls not started while streaming start now."""
+    record = turn.record
+    record.usage, record.stop_reason, record.end = reply.usage, reply.stop_reason, now()
+    content = turn.ids.fix_all(clean_content(reply.content))
+    turn.tool_uses = [b for b in content if b.get("type") == "tool_use"]
+    for b in turn.tool_uses:
+        if not turn.executor.has(str(b.get("id"))):
+            turn.executor.submit(b)
+    if content:
+        append_assistant(messages, content)
+        turn.appended = True
+    emit(TurnEvent(turn=record.turn, phase="end", usage=reply.usage, stop_reason=reply.stop_reason))
 
 
 def usage_delta(total: Usage, start: Usage) -> Usage:

@@ -17,7 +17,7 @@ import contextlib
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ipy_agent.contract.tool import PermissionPreview, Tool, maybe_await
 from ipy_agent.permissions.decide import Approver, PermissionRequest, normalize_answer
@@ -29,7 +29,7 @@ from .trust import TrustStore
 
 __all__ = ["McpManager", "close_all"]
 
-Notice = tuple[str, str]  # (level, text)
+Notice = tuple[Literal["info", "warning", "error"], str]  # (level, text)
 _MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
 
 

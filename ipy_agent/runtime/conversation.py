@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import Tool, ToolContext
+from ipy_agent.contract.tool import Tool
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.models.base import Model, Usage
 from ipy_agent.permissions.decide import PermissionMode, PermissionRules
 

@@ -301,11 +301,11 @@ def history_text(agent: Conversation) -> str:
             if kind == "text":
                 lines.append(f"[{i}] {who}: {_short(str(b.get('text', '')))}")
             elif kind == "tool_use":
-                rec = by_id.get(b.get("id"))
+                rec = by_id.get(str(b.get("id")))
                 what = rec.summary_use if rec and rec.summary_use else _short(json.dumps(b.get("input", {})), 60)
                 lines.append(f"[{i}] agent → {b.get('name')} {what}  ({b.get('id')})")
             elif kind == "tool_result":
-                rec = by_id.get(b.get("tool_use_id"))
+                rec = by_id.get(str(b.get("tool_use_id")))
                 if rec is not None:
                     seen = f"{status_look(rec.status).icon} {rec.summary_result}"
                 else:

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import ipy_agent.loop.agent as agent_mod
+import ipy_agent.loop.offer as offer_mod
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash import sandbox as sandbox_mod
-from ipy_agent.tools.bash.sandbox import CORE_PROGRAMS, core_read_only
+from ipy_agent.tools.bash.core import CORE_PROGRAMS, core_read_only
 from tests.helpers import results_of, use, write_tree
 from tests.security.fuzz_world import Listener
 
@@ -281,7 +281,7 @@ def test_leaving_the_sandbox_asks_the_person(project):
 @pytest.fixture
 def no_bwrap(monkeypatch):
     monkeypatch.setattr(sandbox_mod, "BWRAP", "no-such-bwrap-ipy-agent")
-    monkeypatch.setattr(agent_mod, "_SAID", set())  # what tools warned about, said once per kernel
+    monkeypatch.setattr(offer_mod, "_SAID", set())  # what tools warned about, said once per kernel
     sandbox_mod.sandbox_status.cache_clear()
     yield
     sandbox_mod.sandbox_status.cache_clear()

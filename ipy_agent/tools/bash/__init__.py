@@ -7,8 +7,9 @@ Modules import one way, each only from those above it in this list:
 - `options`: the option grammar of GNU tools and git;
 - `wrappers`: programs that run another program (`env`, `timeout`, `xargs`...), looked through;
 - `subject`: what a command means for permission rules (its parts and their spellings);
-- `sed`, `awk`, `git`, `readonly`: the allow-list of argument shapes that only read;
+- `sed`, `awk`, `git`, `jq`, `readonly`: the allow-list of argument shapes that only read;
 - `verdict`: the read-only verdict on a whole line;
+- `core`: the few plain commands that run unasked where no sandbox can be made;
 - `destructive`: warnings for commands that lose work for good;
 - `deny`: Read deny rules applied to the paths a command names;
 - `workdirs`: where a read-only line reads (inside the working directories, or it asks);
@@ -18,6 +19,7 @@ Modules import one way, each only from those above it in this list:
 - `resources`: memory and process limits (a cgroup, or limits in the user namespace);
 - `masks`: the paths Read deny rules cover on the live filesystem, for the sandbox to mask;
 - `sandbox`: the bubblewrap sandbox: whether one can be made here, and its command line;
+- `notes`: what the model and the person are told about it (failures, no sandbox, HOME, status);
 - `contain`: which sandbox a command gets, by who approved it, and running it there;
 - `tool`: the `BashTool` the runtime sees.
 """

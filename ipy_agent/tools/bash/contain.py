@@ -25,19 +25,12 @@ from pathlib import Path
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
 
+from .core import core_read_only
 from .masks import mask_paths
+from .notes import availability_note, sandbox_note, stopped_by_sandbox
 from .process import Launch, RunResult, run_command
 from .resources import Cgroup, make_cgroup, shell_limits
-from .sandbox import (
-    Access,
-    availability_note,
-    bwrap_argv,
-    core_read_only,
-    sandbox_note,
-    sandbox_usable,
-    stopped_by_sandbox,
-    visible_roots,
-)
+from .sandbox import Access, bwrap_argv, sandbox_usable, visible_roots
 from .seccomp import seccomp_fd
 
 __all__ = ["contained_run", "containment"]

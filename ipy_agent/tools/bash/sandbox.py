@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -48,86 +47,18 @@ from .resources import limits_status
 from .seccomp import filter_spec, seccomp_fd
 
 __all__ = [
-    "CORE_PROGRAMS",
     "Access",
     "SandboxStatus",
-    "availability_note",
     "bwrap_argv",
-    "core_read_only",
+    "covered",
     "git_dirs",
-    "home_note",
     "sandbox_available",
-    "sandbox_note",
     "sandbox_status",
     "sandbox_usable",
-    "stopped_by_sandbox",
     "visible_roots",
 ]
 
 Access = Literal["read-only", "write-workdirs"]
-
-# Programs none of whose argument forms writes a file, runs a program or opens a connection,
-# for every spelling of their options (GNU coreutils, grep, diff): what may still run without
-# asking when there is no sandbox to catch a mistake. `sort` (-o, --compress-program), `uniq`
-# (a second operand is written), `file` (-C), `tree` (-o), `date` (-s), `find`, `sed`, `awk`,
-# `git`, `jq` and every interpreter are out on purpose.
-CORE_PROGRAMS: frozenset[str] = frozenset(
-    [
-        "cat",
-        "head",
-        "tail",
-        "wc",
-        "ls",
-        "pwd",
-        "echo",
-        "basename",
-        "dirname",
-        "realpath",
-        "readlink",
-        "stat",
-        "du",
-        "df",
-        "true",
-        "false",
-        "test",
-        "[",
-        "uname",
-        "id",
-        "whoami",
-        "groups",
-        "cmp",
-        "diff",
-        "nl",
-        "cut",
-        "tr",
-        "comm",
-        "od",
-        "hexdump",
-        "tac",
-        "rev",
-        "paste",
-        "fold",
-        "expand",
-        "unexpand",
-        "seq",
-        "nproc",
-        "md5sum",
-        "sha1sum",
-        "sha256sum",
-        "sha512sum",
-        "b2sum",
-        "cksum",
-        "base64",
-        "grep",
-        "egrep",
-        "fgrep",
-        "cd",
-    ]
-)
-# Written without any expansion: no `$`, backquotes, backslashes, `~`, process substitution,
-# here-documents or redirections (bar the two spellings of "discard errors").
-_CORE_TEXT = re.compile(r"^[A-Za-z0-9 _\-./=:,+@%^*?\[\]'\"|&;]*$")
-_DISCARD = re.compile(r"(?<!\S)[12]?>\s*/dev/null(?!\S)")
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt/conda")
 # Under /etc, readable by root yet nobody's business: masked even in a read-only sandbox.
@@ -207,28 +138,6 @@ def sandbox_usable(ctx: ToolContext) -> bool:
     return ctx.sandbox != "off" and sandbox_available()
 
 
-def core_read_only(command: str) -> bool:
-    """The predicate auto-allow falls back to without a sandbox: only CORE_PROGRAMS, written
-    without expansions, and read-only by the classifier's judgement too."""
-    from .syntax import analyze  # the parser loads tree-sitter
-    from .verdict import is_read_only_command
-
-    if not _CORE_TEXT.match(_DISCARD.sub(" ", command)) or not is_read_only_command(command):
-        return False
-    try:
-        a = analyze(command)
-    except Exception:
-        return False
-    if a.line_problem or not a.everything:
-        return False
-    for cmd in a.everything:
-        if cmd.name is None or cmd.name.text not in CORE_PROGRAMS or cmd.assignments:
-            return False
-        if any(w.text is None for w in cmd.args):
-            return False
-    return True
-
-
 def _namespace_args(*, network: bool) -> list[str]:
     args = [
         "--unshare-user",
@@ -270,7 +179,7 @@ def _program_dirs() -> list[str]:
     return out
 
 
-def _covered(path: str, mounted: Iterable[str]) -> bool:
+def covered(path: str, mounted: Iterable[str]) -> bool:
     return any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounted)
 
 
@@ -314,14 +223,14 @@ def bwrap_argv(
     # HOME is there, empty and read-only, so `~/x` fails loudly instead of vanishing; program
     # directories and working directories inside it are mounted on top.
     home = os.path.realpath(os.path.expanduser("~"))
-    private_home = read_only and home not in ("/", "/tmp") and not _covered(home, _SYSTEM_DIRS)
+    private_home = read_only and home not in ("/", "/tmp") and not covered(home, _SYSTEM_DIRS)
     if private_home:
         args += ["--tmpfs", home]
     mounted: set[str] = set() if read_only else {"/"}
     if read_only:
         _mount_system(args, mounted)
     for d in _program_dirs():
-        if not _covered(d, mounted):
+        if not covered(d, mounted):
             args += ["--ro-bind", d, d]
             mounted.add(d)
     args += _workdir_mounts(ctx, read_only, mounted)
@@ -331,7 +240,7 @@ def bwrap_argv(
     shown = [os.path.realpath(p) for p in ctx.all_dirs()]
     system = [Mask(p, "dir" if os.path.isdir(p) else "sealed") for p in _SYSTEM_MASKS if os.path.lexists(p)]
     for mask in [*system, *masks]:
-        if _covered(mask.path, _PRIVATE) and not _covered(mask.path, shown):
+        if covered(mask.path, _PRIVATE) and not covered(mask.path, shown):
             continue  # the sandbox has its own /tmp, /dev and /proc: the host's file is not there
         if mask.kind == "dir":
             args += ["--tmpfs", mask.path, "--remount-ro", mask.path]
@@ -366,7 +275,7 @@ def _workdir_mounts(ctx: ToolContext, read_only: bool, mounted: set[str]) -> lis
     if read_only:
         # git finds its repository above cwd (a subdirectory, a worktree): that, read-only.
         for d in git_dirs(ctx):
-            if not _covered(d, mounted):
+            if not covered(d, mounted):
                 args += ["--ro-bind", d, d]
         for d in workdirs:
             args += ["--ro-bind", d, d]
@@ -374,7 +283,7 @@ def _workdir_mounts(ctx: ToolContext, read_only: bool, mounted: set[str]) -> lis
     # Their repositories' metadata too (above a subdirectory, or a worktree's git dir
     # elsewhere), but not what git runs or is told to run: hooks and config stay read-only.
     metadata = list(dict.fromkeys(g for d in workdirs for g in _repository(d)[1]))
-    for d in [*workdirs, *(g for g in metadata if not _covered(g, workdirs))]:
+    for d in [*workdirs, *(g for g in metadata if not covered(g, workdirs))]:
         args += ["--bind", d, d]
     for g in metadata:
         for name in ("hooks", "config", "config.worktree"):
@@ -414,79 +323,3 @@ def git_dirs(ctx: ToolContext) -> list[str]:
         if os.path.isfile(os.path.join(top, ".git")):
             out += gits
     return [d for d in dict.fromkeys(out) if os.path.isdir(d)]
-
-
-# What a command prints when the sandbox, not the command, was the obstacle.
-_STOPPED = (
-    ("Read-only file system", "writing a file ({where})"),
-    ("No space left on device", "space in /tmp (the sandbox's temporary directories are size-limited)"),
-    ("Network is unreachable", "a network connection (the sandbox has no network)"),
-    ("Temporary failure in name resolution", "a network connection (the sandbox has no network)"),
-    ("Could not resolve host", "a network connection (the sandbox has no network)"),
-    ("Name or service not known", "a network connection (the sandbox has no network)"),
-    ("Connection refused", "a network connection (the sandbox has no network: even 127.0.0.1 is its own)"),
-    ("Operation not permitted", "an operation the sandbox forbids (Unix sockets among them)"),
-    ("Permission denied", "a file the sandbox hides or keeps read-only"),
-    ("Cannot allocate memory", "memory (the sandbox limits it)"),
-    ("MemoryError", "memory (the sandbox limits it)"),
-    ("Resource temporarily unavailable", "starting processes (the sandbox limits how many run at once)"),
-)
-_NETWORK = "a network connection"
-
-
-def stopped_by_sandbox(output: str, exit_code: int | None, access: Access = "read-only") -> str | None:
-    """What the sandbox seems to have stopped, for a failed sandboxed command; None otherwise."""
-    if exit_code in (0, None):
-        return None
-    where = (
-        "in the sandbox everything but a private /tmp is read-only"
-        if access == "read-only"
-        else "in the sandbox only the working directories and a private /tmp are writable"
-    )
-    for marker, what in _STOPPED:
-        if marker in output and not (access == "write-workdirs" and what.startswith(_NETWORK)):
-            return what.format(where=where)
-    return None
-
-
-def sandbox_note(what: str, access: Access = "read-only") -> str:
-    if access == "read-only":
-        return (
-            f"[sandbox] This command ran without asking because it looked read-only, so it ran in the read-only "
-            f"sandbox: no writes, no network, an empty private /tmp, an empty read-only HOME, only the working "
-            f"directories and system directories visible, denied files masked. It seems to have failed on {what}. "
-            f"If it really needs that, call Bash again with `dangerouslyDisableSandbox: true`: the person is then "
-            f"asked to approve running it unsandboxed. Otherwise change the command so it only reads."
-        )
-    return (
-        f"[sandbox] A rule or the permission mode let this command run without a person approving it, so it ran "
-        f"in the sandbox: only the working directories and a private /tmp writable, no Unix sockets, denied files "
-        f"masked, memory and processes limited. It seems to have failed on {what}. If it really needs that, call "
-        f"Bash again with `dangerouslyDisableSandbox: true`: the person is then asked to approve running it "
-        f"unsandboxed."
-    )
-
-
-def availability_note(ctx: ToolContext) -> str | None:
-    """One line for the person when commands that no one approved cannot be sandboxed."""
-    if sandbox_usable(ctx):
-        return None
-    why = "the sandbox setting is 'off'" if ctx.sandbox == "off" else sandbox_status().reason
-    core = ", ".join(sorted(CORE_PROGRAMS - {"[", "true", "false"}))
-    return (
-        f"Bash has no OS sandbox: {why}. Only a small core of plain commands runs without asking ({core}); "
-        "everything else asks first."
-    )
-
-
-def home_note(ctx: ToolContext) -> str | None:
-    """One line for the person when a working directory is the home directory or above it."""
-    home = os.path.realpath(os.path.expanduser("~"))
-    wide = [str(d) for d in ctx.all_dirs() if _covered(home, [os.path.realpath(d)])]
-    if not wide:
-        return None
-    return (
-        f"The working directory {', '.join(dict.fromkeys(wide))} holds your home directory: every tool may read "
-        "what is in it. Credential stores stay hidden only as far as Read deny rules cover them (the sandbox "
-        "masks what they cover); prefer a project directory."
-    )

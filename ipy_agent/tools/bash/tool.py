@@ -23,11 +23,13 @@ from ipy_agent.permissions.rules import part_matches
 from ipy_agent.runtime.budget import spill_file_name
 
 from .contain import contained_run
+from .core import core_read_only
 from .deny import denied_read
 from .destructive import destructive_reasons
+from .notes import availability_note, status_text
 from .process import OUTPUT_LIMIT
 from .protected_writes import protected_write
-from .sandbox import availability_note, core_read_only, home_note, sandbox_status, sandbox_usable
+from .sandbox import sandbox_usable
 from .subject import command_part, command_subject
 from .syntax import simple_commands
 from .verdict import is_read_only_command, only_hidden_words
@@ -54,29 +56,10 @@ _EXIT_ONE_MEANS = {
 }
 # Programs whose rule is more useful with their subcommand: `Bash(git diff:*)`, not `Bash(git:*)`.
 _WITH_SUBCOMMAND = frozenset(
-    [
-        "git",
-        "npm",
-        "pnpm",
-        "yarn",
-        "bun",
-        "npx",
-        "cargo",
-        "go",
-        "docker",
-        "kubectl",
-        "pip",
-        "pip3",
-        "uv",
-        "poetry",
-        "make",
-        "gh",
-        "conda",
-        "dotnet",
-    ]
+    "git npm pnpm yarn bun npx cargo go docker kubectl pip pip3 uv poetry make gh conda dotnet".split()
 )
 _DETAIL_LINES = 20  # of output under the person's compact line
-_INTERPRETERS = frozenset(["python", "python3", "node", "ruby", "perl", "bash", "sh"])
+_INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
 # Never the first word of a suggested prefix rule: they run whatever follows them.
 _NEVER_PREFIX = frozenset({"env", "sudo", "doas", "xargs"})
 
@@ -198,20 +181,8 @@ class BashTool(Tool):
         return DESCRIPTION.replace(_SANDBOX_BULLET, _NO_SANDBOX_BULLET)
 
     def status(self, ctx: ToolContext) -> ToolStatus:
-        """The sandbox and its limits (or why there is none), and a warning when a working
-        directory holds the home directory."""
-        note = availability_note(ctx)
-        limits = ctx.sandbox_limits
-        lines = [
-            note
-            or f"Bash sandbox: {ctx.sandbox} (commands no person approved run sandboxed: read-only when judged "
-            "read-only, else writing the working directories only; denied files masked, no Unix sockets; "
-            f"{_size(limits.memory)} memory, {limits.processes} processes, {_size(limits.tmp)} /tmp, "
-            f"enforced by {sandbox_status().limits})."
-        ]
-        if (home := home_note(ctx)) is not None:
-            lines.append(f"Warning: {home}")
-        return ToolStatus(text="\n".join(lines), warning=note is not None or home is not None)
+        text, warning = status_text(ctx)
+        return ToolStatus(text=text, warning=warning)
 
     # --- runtime control ---------------------------------------------------------------------
     async def validate_input(self, inp: BashInput, ctx: ToolContext) -> str | None:
@@ -393,10 +364,6 @@ class BashTool(Tool):
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def _size(n: int) -> str:
-    return f"{n / 1024**3:g} GiB" if n >= 1024**3 else f"{n / 1024**2:g} MiB"
 
 
 def _source_prefix(text: str, sources: list[str]) -> str:

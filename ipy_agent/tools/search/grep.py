@@ -212,7 +212,7 @@ class GrepTool(SearchTool):
         hidden.add(listed)
         return page(mode="content", items=lines, num_files=num_files, hidden_note=hidden.note(), **common)
 
-    def map_result(self, output: GrepResult, tool_use_id: str) -> dict:
+    def map_result(self, output: GrepResult, tool_use_id: str) -> dict[str, Any]:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": render_grep(output)}
 
     def summarize_use(self, inp: GrepInput) -> str:
