@@ -1,15 +1,13 @@
-"""Shared fixtures."""
+"""The fixtures of tests/support for every test, and the end of the session.
+
+tests/support/fixtures.py holds the shared fixtures (`rec`, `ctx`, the InteractiveShell ones).
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.helpers import Recorder
-
-
-@pytest.fixture
-def rec() -> Recorder:
-    return Recorder()
+pytest_plugins = ["tests.support.fixtures"]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -12,7 +12,7 @@ from ipy_agent import Agent, ModelError, ScriptedModel
 from ipy_agent.history.messages import history_problems, repair_history
 from ipy_agent.models.base import BlockComplete, MessageComplete, ModelRequest, TextDelta, Usage
 from ipy_agent.runtime.trace import TextEvent
-from tests.helpers import use
+from tests.support.transcript import use
 
 
 def test_max_turns_ends_the_run_with_a_valid_history(tmp_path, rec):

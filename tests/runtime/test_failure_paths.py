@@ -12,7 +12,7 @@ from ipy_agent import Agent, HookOutcome, ModelError, ScriptedModel, build_tool
 from ipy_agent.history.messages import history_problems
 from ipy_agent.models.base import BlockComplete, ModelRequest
 from ipy_agent.runtime.trace import RunEndEvent
-from tests.helpers import results_of, use
+from tests.support.transcript import results_of, use
 
 
 class FailsAfterATool:

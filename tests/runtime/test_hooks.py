@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ipy_agent import Agent, HookOutcome, ScriptedModel
-from tests.helpers import results_of, use
+from tests.support.transcript import results_of, use
 
 
 def _agent(tmp_path, rec, turns, **kw):

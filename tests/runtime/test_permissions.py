@@ -18,7 +18,7 @@ from ipy_agent import (
 )
 from ipy_agent.permissions.rules import gitignore_match, parse_rule
 from ipy_agent.tools.bash.subject import command_subject
-from tests.helpers import results_of, use
+from tests.support.transcript import results_of, use
 
 
 class Cmd(BaseModel):

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ipy_agent import Agent, ScriptedModel, build_tool
 from ipy_agent.loop.spill import ROOT_NAME
-from tests.helpers import results_of, use
+from tests.support.transcript import results_of, use
 
 PROJECT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from ipy_agent import Agent
 from ipy_agent.history.messages import history_problems
 from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from ipy_agent.models.base import BlockComplete, MessageComplete, ModelRequest, Usage
-from tests.helpers import use
+from tests.support.transcript import use
 
 
 class RepeatsIds:

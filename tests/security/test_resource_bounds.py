@@ -25,7 +25,8 @@ from ipy_agent.tools.notebook.edit import NotebookEditInput, NotebookEditTool
 from ipy_agent.tools.search import ripgrep as _search
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
-from tests.helpers import results_of, write_tree
+from tests.support.tools import write_tree
+from tests.support.transcript import results_of
 
 
 def _ctx(cwd: Path, **kw) -> ToolContext:

@@ -14,21 +14,8 @@ from ipy_agent.contract.tool import ToolContext, ToolError
 from ipy_agent.permissions.rules import gitignore_match
 from ipy_agent.tools.files.edit import EditTool
 from ipy_agent.tools.files.read import ReadTool
-from tests.tools._edit_support import (
-    assert_edit_contract,
-    fail_os,
-    leftovers,
-    make_ctx,
-    read,
-    result_text,
-    run,
-    tool_results,
-)
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    return make_ctx(tmp_path)
+from tests.support.tools import assert_edit_contract, fail_os, leftovers, read, run
+from tests.support.transcript import all_results, result_text
 
 
 async def edit(ctx: ToolContext, path: str, old: str, new: str, **kw):
@@ -333,7 +320,7 @@ def _edit_use(tid: str, path: str, old: str, new: str) -> list[dict]:
 
 
 def _tool_result(request: dict, tid: str) -> dict:
-    return tool_results(request["messages"])[tid]
+    return all_results(request["messages"])[tid]
 
 
 def test_agent_edit_before_read_is_refused_then_works_after_read(tmp_path):

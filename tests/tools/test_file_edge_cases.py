@@ -27,12 +27,7 @@ from ipy_agent.tools.files.write import WriteTool
 from ipy_agent.tools.notebook.edit import NotebookEditTool
 from ipy_agent.tools.shared import fileio as _fileio
 from ipy_agent.tools.shared.diff import diff_spans, make_diff, split_lines
-from tests.tools._edit_support import make_ctx, read, run
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    return make_ctx(tmp_path)
+from tests.support.tools import read, run
 
 
 async def read_out(ctx: ToolContext, **fields):

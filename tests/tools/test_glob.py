@@ -10,12 +10,9 @@ import pytest
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.search.glob_tool import GlobTool
-from tests.helpers import call_direct, tool_ctx
+from tests.support.tools import call_direct, tool_ctx
 
 TOOL = GlobTool()
-
-
-make_ctx = tool_ctx
 
 
 async def glob(ctx: ToolContext, **fields):
@@ -42,31 +39,31 @@ def tree(tmp_path: Path) -> Path:
 
 
 async def test_newest_first_relative_to_cwd(tree):
-    out, text = await glob(make_ctx(tree), pattern="**/*.py")
+    out, text = await glob(tool_ctx(tree), pattern="**/*.py")
     assert text.splitlines() == ["src/new.py", "src/pkg/mid.py", "old.py", ".tools/hidden.py", "build/gen.py"]
     assert TOOL.summarize_result(out) == "Found 5 files"
 
 
 async def test_pattern_without_slash_matches_names_at_any_depth(tree):
-    _, text = await glob(make_ctx(tree), pattern="mid.py")
+    _, text = await glob(tool_ctx(tree), pattern="mid.py")
     assert text == "src/pkg/mid.py"
 
 
 async def test_pattern_with_slash_is_anchored_at_the_search_path(tree):
-    _, text = await glob(make_ctx(tree), pattern="src/*.py")
+    _, text = await glob(tool_ctx(tree), pattern="src/*.py")
     assert text == "src/new.py"
-    _, text = await glob(make_ctx(tree), pattern="*.py", path="src/pkg")
+    _, text = await glob(tool_ctx(tree), pattern="*.py", path="src/pkg")
     assert text == "src/pkg/mid.py"
 
 
 async def test_hidden_included_git_skipped_gitignore_not_applied(tree):
-    _, text = await glob(make_ctx(tree), pattern="*.py")
+    _, text = await glob(tool_ctx(tree), pattern="*.py")
     assert ".tools/hidden.py" in text and "build/gen.py" in text
     assert ".git" not in text
 
 
 async def test_no_match_says_so(tree):
-    out, text = await glob(make_ctx(tree), pattern="**/*.rs")
+    out, text = await glob(tool_ctx(tree), pattern="**/*.rs")
     assert text == "No files found matching '**/*.rs' in '.'."
     assert TOOL.summarize_result(out) == "No files found"
 
@@ -74,7 +71,7 @@ async def test_no_match_says_so(tree):
 async def test_at_most_100_newest_with_a_note(tmp_path):
     for i in range(130):
         touch(tmp_path / f"d{i % 3}" / f"f{i:03}.txt", 10_000 + i)
-    out, text = await glob(make_ctx(tmp_path), pattern="**/*.txt")
+    out, text = await glob(tool_ctx(tmp_path), pattern="**/*.txt")
     files, note = text.split("\n\n")
     names = [Path(p).name for p in files.splitlines()]
     assert names == [f"f{i:03}.txt" for i in range(129, 29, -1)]
@@ -83,18 +80,18 @@ async def test_at_most_100_newest_with_a_note(tmp_path):
 
 
 async def test_absolute_pattern_and_outside_cwd(tree, tmp_path_factory):
-    elsewhere = make_ctx(tmp_path_factory.mktemp("elsewhere"))
+    elsewhere = tool_ctx(tmp_path_factory.mktemp("elsewhere"))
     _, text = await glob(elsewhere, pattern=f"{tree}/src/*.py")
     assert text == str(tree / "src" / "new.py")
     inp = TOOL.input_model(pattern="*.py", path=str(tree))
     assert (await TOOL.check_permissions(inp, elsewhere)).behavior == "ask"
-    assert (await TOOL.check_permissions(inp, make_ctx(tree))).behavior == "passthrough"
+    assert (await TOOL.check_permissions(inp, tool_ctx(tree))).behavior == "passthrough"
     assert TOOL.rule_subject(inp, elsewhere).value == str(tree)
     assert TOOL.suggest_rule(inp, elsewhere) == f"Read(/{tree.as_posix()}/**)"
 
 
 async def test_path_must_be_an_existing_directory(tree):
-    ctx = make_ctx(tree)
+    ctx = tool_ctx(tree)
     on_file = await TOOL.validate_input(TOOL.input_model(pattern="*", path="old.py"), ctx)
     assert "is a file, not a directory" in on_file and "Read" in on_file
     missing = await TOOL.validate_input(TOOL.input_model(pattern="*", path="nowhere"), ctx)

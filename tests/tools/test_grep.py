@@ -14,13 +14,10 @@ from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.tool import ToolContext, ToolError
 from ipy_agent.tools.search import ripgrep as _search
 from ipy_agent.tools.search.grep import GrepTool
-from tests.helpers import call_direct, tool_ctx
+from tests.support.tools import call_direct, tool_ctx
 
 PYDANTIC_DIR = Path(pydantic.__file__).parent
 TOOL = GrepTool()
-
-
-make_ctx = tool_ctx
 
 
 async def grep(ctx: ToolContext, **fields):
@@ -43,7 +40,7 @@ def body(text: str) -> list[str]:
 
 
 async def test_files_with_matches_are_ripgreps_files_newest_first():
-    ctx = make_ctx(PYDANTIC_DIR)
+    ctx = tool_ctx(PYDANTIC_DIR)
     out, text = await grep(ctx, pattern=r"def model_\w+", head_limit=0)
     expected = raw_rg("-l", r"def model_\w+", cwd=PYDANTIC_DIR)
     assert len(expected) > 5
@@ -56,7 +53,7 @@ async def test_files_with_matches_are_ripgreps_files_newest_first():
 
 
 async def test_count_mode_matches_ripgrep_counts():
-    ctx = make_ctx(PYDANTIC_DIR)
+    ctx = tool_ctx(PYDANTIC_DIR)
     out, text = await grep(ctx, pattern="ValidationError", output_mode="count", head_limit=0)
     expected = dict(line.rsplit(":", 1) for line in raw_rg("--count-matches", "ValidationError", cwd=PYDANTIC_DIR))
     got = dict(line.rsplit(":", 1) for line in body(text))
@@ -67,7 +64,7 @@ async def test_count_mode_matches_ripgrep_counts():
 
 
 async def test_content_lines_equal_ripgrep_in_path_order():
-    ctx = make_ctx(PYDANTIC_DIR)
+    ctx = tool_ctx(PYDANTIC_DIR)
     out, text = await grep(ctx, pattern=r"^class \w+Error", output_mode="content", head_limit=0)
     expected = raw_rg("-n", "-H", "--sort=path", r"^class \w+Error", cwd=PYDANTIC_DIR)
     assert len(expected) > 3
@@ -76,7 +73,7 @@ async def test_content_lines_equal_ripgrep_in_path_order():
 
 
 async def test_context_lines_equal_ripgrep():
-    ctx = make_ctx(PYDANTIC_DIR)
+    ctx = tool_ctx(PYDANTIC_DIR)
     _, text = await grep(
         ctx, pattern="def __get_pydantic_core_schema__", output_mode="content", head_limit=0, **{"-B": 1, "-A": 2}
     )
@@ -86,7 +83,7 @@ async def test_context_lines_equal_ripgrep():
 
 
 async def test_case_insensitive_and_type_filter_match_ripgrep():
-    ctx = make_ctx(PYDANTIC_DIR)
+    ctx = tool_ctx(PYDANTIC_DIR)
     _, text = await grep(ctx, pattern="basemodel", head_limit=0, type="py", **{"-i": True})
     assert sorted(body(text)[1:]) == sorted(raw_rg("-l", "-i", "--type", "py", "basemodel", cwd=PYDANTIC_DIR))
     _, strict = await grep(ctx, pattern="basemodel", head_limit=0, type="py")
@@ -94,7 +91,7 @@ async def test_case_insensitive_and_type_filter_match_ripgrep():
 
 
 async def test_glob_filter_matches_ripgrep(tmp_path):
-    ctx = make_ctx(PYDANTIC_DIR)
+    ctx = tool_ctx(PYDANTIC_DIR)
     _, text = await grep(ctx, pattern="Field", glob="*.pyi v1/*.py", head_limit=0)
     expected = raw_rg("-l", "--glob", "*.pyi", "--glob", "v1/*.py", "Field", cwd=PYDANTIC_DIR)
     assert sorted(body(text)[1:]) == sorted(expected)
@@ -117,21 +114,21 @@ def tree(tmp_path: Path) -> Path:
 
 
 async def test_hidden_files_found_and_vcs_folder_skipped(tree):
-    _, text = await grep(make_ctx(tree), pattern="TODO")
+    _, text = await grep(tool_ctx(tree), pattern="TODO")
     assert sorted(body(text)[1:]) == [".env", ".hidden/notes.txt", "src/app.py"]
-    _, content = await grep(make_ctx(tree), pattern="TODO", output_mode="content")
+    _, content = await grep(tool_ctx(tree), pattern="TODO", output_mode="content")
     assert ".git" not in content
 
 
 async def test_no_match_says_so_and_is_not_an_error(tree):
-    out, text = await grep(make_ctx(tree), pattern="NOT_THERE_ANYWHERE")
+    out, text = await grep(tool_ctx(tree), pattern="NOT_THERE_ANYWHERE")
     assert text.startswith("No matches found")
     assert TOOL.summarize_result(out) == "No matches found"
 
 
 async def test_a_binary_file_that_matches_is_reported_in_content_mode(tree):
     (tree / "blob.dat").write_bytes(b"TODO\x00\x01binary")
-    ctx = make_ctx(tree)
+    ctx = tool_ctx(tree)
     _, files = await grep(ctx, pattern="TODO", path="blob.dat")
     out, text = await grep(ctx, pattern="TODO", path="blob.dat", output_mode="content")
     assert body(files) == ["Found 1 file (newest first)", "blob.dat"]
@@ -151,7 +148,7 @@ async def test_bad_regex_returns_ripgreps_message_as_error_result(tree):
 
 async def test_unknown_type_is_ripgreps_error(tree):
     with pytest.raises(ToolError, match="unrecognized file type: nosuchtype"):
-        await grep(make_ctx(tree), pattern="x", type="nosuchtype")
+        await grep(tool_ctx(tree), pattern="x", type="nosuchtype")
 
 
 async def test_files_paging_follows_newest_first_order(tmp_path):
@@ -159,7 +156,7 @@ async def test_files_paging_follows_newest_first_order(tmp_path):
         f = tmp_path / f"f{i:02}.txt"
         f.write_text("needle\n")
         os.utime(f, (1_000_000 + i, 1_000_000 + i))
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     out, text = await grep(ctx, pattern="needle", head_limit=10, offset=10)
     assert body(text)[1:] == [f"f{i:02}.txt" for i in range(19, 9, -1)]
     assert "[Showing results with pagination = limit: 10, offset: 10]" in text
@@ -171,7 +168,7 @@ async def test_files_paging_follows_newest_first_order(tmp_path):
 
 async def test_default_head_limit_is_250(tmp_path):
     (tmp_path / "big.txt").write_text("hit\n" * 300)
-    _, text = await grep(make_ctx(tmp_path), pattern="hit", output_mode="content")
+    _, text = await grep(tool_ctx(tmp_path), pattern="hit", output_mode="content")
     assert len(body(text)) == 250
     assert body(text)[-1] == "big.txt:250:hit"
     assert "limit: 250, offset: 0" in text and "50 more lines not shown" in text
@@ -179,7 +176,7 @@ async def test_default_head_limit_is_250(tmp_path):
 
 async def test_content_paging_counts_lines_not_separators(tmp_path):
     (tmp_path / "a.txt").write_text("hit\nx\nx\nx\nhit\nx\n")
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     _, text = await grep(ctx, pattern="hit", output_mode="content", head_limit=3, **{"-C": 1})
     assert body(text) == ["a.txt:1:hit", "a.txt-2-x", "--", "a.txt-4-x"]
     _, rest = await grep(ctx, pattern="hit", output_mode="content", offset=3, **{"-C": 1})
@@ -187,33 +184,33 @@ async def test_content_paging_counts_lines_not_separators(tmp_path):
 
 
 async def test_line_numbers_can_be_turned_off(tree):
-    _, text = await grep(make_ctx(tree), pattern="^TODO", output_mode="content", path="src", **{"-n": False})
+    _, text = await grep(tool_ctx(tree), pattern="^TODO", output_mode="content", path="src", **{"-n": False})
     assert body(text) == ["src/app.py:TODO = 1", "src/app.py:TODO again"]
 
 
 async def test_multiline_spans_lines(tree):
-    _, flat = await grep(make_ctx(tree), pattern=r"x = 2.y = 3", output_mode="content")
+    _, flat = await grep(tool_ctx(tree), pattern=r"x = 2.y = 3", output_mode="content")
     assert flat.startswith("No matches found")
-    _, text = await grep(make_ctx(tree), pattern=r"x = 2.y = 3", output_mode="content", multiline=True)
+    _, text = await grep(tool_ctx(tree), pattern=r"x = 2.y = 3", output_mode="content", multiline=True)
     assert body(text) == ["src/app.py:3:x = 2", "src/app.py:4:y = 3"]
 
 
 async def test_paths_relative_to_cwd_or_absolute_outside(tree, tmp_path_factory):
-    _, inside = await grep(make_ctx(tree), pattern="TODO", path="src/app.py", output_mode="count")
+    _, inside = await grep(tool_ctx(tree), pattern="TODO", path="src/app.py", output_mode="count")
     assert body(inside) == ["src/app.py:2"]
     other = tmp_path_factory.mktemp("elsewhere")
-    ctx = make_ctx(other)
+    ctx = tool_ctx(other)
     _, outside = await grep(ctx, pattern="TODO", path=str(tree / "src"))
     assert body(outside)[1:] == [str(tree / "src" / "app.py")]
     inp = TOOL.input_model(pattern="TODO", path=str(tree))
     assert (await TOOL.check_permissions(inp, ctx)).behavior == "ask"
-    assert (await TOOL.check_permissions(inp, make_ctx(tree))).behavior == "passthrough"
+    assert (await TOOL.check_permissions(inp, tool_ctx(tree))).behavior == "passthrough"
     assert TOOL.rule_subject(inp, ctx).value == str(tree)
 
 
 async def test_missing_path_is_refused_with_the_working_directory(tree):
     inp = TOOL.input_model(pattern="x", path="nope")
-    message = await TOOL.validate_input(inp, make_ctx(tree))
+    message = await TOOL.validate_input(inp, tool_ctx(tree))
     assert "'" + str(tree / "nope") + "'" in message and "does not exist" in message
 
 

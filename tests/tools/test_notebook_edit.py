@@ -14,12 +14,8 @@ from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.tool import ToolContext, ToolError
 from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.notebook.edit import NotebookEditTool
-from tests.tools._edit_support import assert_edit_contract, fail_os, leftovers, make_ctx, read, run, tool_results
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    return make_ctx(tmp_path)
+from tests.support.tools import assert_edit_contract, fail_os, leftovers, read, run
+from tests.support.transcript import all_results
 
 
 def make_notebook(path: Path, *, minor: int = 5, extra_cells: int = 0) -> list[str]:
@@ -277,6 +273,6 @@ def test_agent_notebook_edit_before_read_then_after(tmp_path):
     )
     agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits", tools=[ReadTool(), NotebookEditTool()])
     agent.run("retitle")
-    results = tool_results(agent.messages)
+    results = all_results(agent.messages)
     assert results["t1"].get("is_error") and "has not been read yet" in str(results["t1"]["content"])
     assert not results["t3"].get("is_error") and on_disk(p).cells[1].source == "# Results"

@@ -15,7 +15,7 @@ from ipy_agent.tools.files.edit import EditTool
 from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.files.write import WriteTool
 from ipy_agent.tools.shared.protected import protected_reason
-from tests.helpers import use
+from tests.support.transcript import use
 from tests.tools.bash._decide import decision, project
 
 PROTECTED = [

@@ -16,14 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import RuleSubject, ToolContext, ToolError
 from ipy_agent.tools.files.read import ReadTool
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext(cwd=tmp_path, read_state=ReadState(), spill_dir=tmp_path.parent / f"{tmp_path.name}-spill")
 
 
 async def read(ctx: ToolContext, **fields):

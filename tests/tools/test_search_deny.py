@@ -18,7 +18,7 @@ from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
 from ipy_agent.tools.search.ripgrep import deny_globs
-from tests.helpers import write_tree
+from tests.support.tools import write_tree
 
 DENY = ["Read(**/.env)", "Read(secrets/**)"]
 SECRET = "SECRET"  # in every denied file, in no allowed one

@@ -5,7 +5,6 @@ from __future__ import annotations
 import codecs
 import os
 import stat
-from pathlib import Path
 
 import pytest
 
@@ -14,12 +13,8 @@ from ipy_agent.contract.tool import ToolContext, ToolError
 from ipy_agent.tools.files.edit import EditTool
 from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.files.write import WriteTool
-from tests.tools._edit_support import assert_edit_contract, fail_os, leftovers, make_ctx, read, run, tool_results
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    return make_ctx(tmp_path)
+from tests.support.tools import assert_edit_contract, fail_os, leftovers, read, run
+from tests.support.transcript import all_results
 
 
 async def write(ctx: ToolContext, path: str, content: str):
@@ -192,6 +187,6 @@ def test_agent_overwrite_before_read_is_refused_then_works(tmp_path):
     )
     agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits", tools=[ReadTool(), WriteTool()])
     agent.run("rewrite notes")
-    results = tool_results(agent.messages)
+    results = all_results(agent.messages)
     assert results["t1"].get("is_error") and "has not been read yet" in results["t1"]["content"]
     assert not results["t3"].get("is_error") and p.read_text() == "new\n"

@@ -16,7 +16,7 @@ from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
-from tests.helpers import write_tree
+from tests.support.tools import write_tree
 
 DENY = ["Read(**/.env)", "Read(secrets/**)"]
 SECRET = "SECRET"  # in every denied file

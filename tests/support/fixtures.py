@@ -1,0 +1,75 @@
+"""The fixtures any test may use; tests/conftest.py loads this module as a plugin.
+
+`rec` builds recording tools; `ctx` is a ToolContext in tmp_path for calling one tool directly;
+`make_shell`, `shell` and `magics` are a fresh InteractiveShell (no kernel) with ipy_agent
+loaded, in tmp_path; `script` writes a ScriptedModel transcript for `%agent --script`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ipy_agent.contract.tool import ToolContext
+
+from .tools import Recorder, tool_ctx
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    return tool_ctx(tmp_path)
+
+
+@pytest.fixture
+def make_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
+    """Fresh InteractiveShells in tmp_path (no history file); `load=False` skips %load_ext."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("IPY_AGENT_NONINTERACTIVE", raising=False)
+
+    def make(config: Any = None, load: bool = True) -> Any:
+        InteractiveShell.clear_instance()
+        cfg = config or Config()
+        cfg.HistoryManager.enabled = False  # no sqlite history file in the person's home
+        sh = InteractiveShell.instance(config=cfg)
+        if load:
+            sh.run_line_magic("load_ext", "ipy_agent")
+        return sh
+
+    yield make
+    InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def shell(make_shell: Callable[..., Any]) -> Any:
+    return make_shell()
+
+
+@pytest.fixture
+def magics(shell: Any) -> Any:
+    return shell.magics_manager.registry["AgentMagics"]
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Callable[..., str]:
+    """Write a ScriptedModel transcript; returns its path (relative names work too)."""
+    count = [0]
+
+    def write(*turns: Any, name: str | None = None) -> str:
+        count[0] += 1
+        path = tmp_path / (name or f"script{count[0]}.json")
+        path.write_text(json.dumps({"turns": list(turns)}), encoding="utf-8")
+        return str(path)
+
+    return write
