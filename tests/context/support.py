@@ -1,5 +1,5 @@
-"""Shared pieces of the context-window tests: a tool with large results, scripted turns that
-check the history the model is shown, and the text of a tool_result."""
+"""Shared pieces of the context-window tests: a tool with large results, and scripted turns
+that check the history the model is shown."""
 
 from __future__ import annotations
 
@@ -53,17 +53,3 @@ class HistoryCheck:
             return blocks
 
         return reply
-
-
-def text(block: dict[str, Any]) -> str:
-    c = block.get("content")
-    return c if isinstance(c, str) else "".join(b.get("text", "") for b in c or [] if isinstance(b, dict))
-
-
-def results(message: dict[str, Any]) -> list[dict[str, Any]]:
-    content = message["content"]
-    return (
-        [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
-        if isinstance(content, list)
-        else []
-    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.magics._util import edit_script
+from tests.support.transcript import edit_script
 
 
 def answers(monkeypatch: pytest.MonkeyPatch, *replies: str) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.magics._util import use
+from tests.support.transcript import use
 
 TOOLBOX = str(Path(__file__).resolve().parents[1] / "mcp" / "servers" / "toolbox.py")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent.config.settings import SettingsError, load_settings_rules
-from tests.magics._util import edit_script, results, text_of
+from tests.support.transcript import edit_script, result_text, results_sent
 
 
 def write(path: Path, data: object) -> None:
@@ -74,8 +74,8 @@ def test_a_deny_rule_from_claude_settings_governs_the_run(shell, magics, script,
     path = edit_script(script, tmp_path, "bye")
     shell.run_line_magic("agent", f"--script {path} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
-    assert "denied by rule 'Edit(*.txt)' (.claude/settings.local.json)" in text_of(
-        results(magics.current.model, 2)["e1"]
+    assert "denied by rule 'Edit(*.txt)' (.claude/settings.local.json)" in result_text(
+        results_sent(magics.current.model, 2)["e1"]
     )
 
 

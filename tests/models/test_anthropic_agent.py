@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent import Agent, build_tool
 from ipy_agent.models.anthropic import AnthropicModel
 from tests.models.sse_server import ReplayServer, error_event, error_reply, message_events
+from tests.support.transcript import use
 
 
 class ProbeInput(BaseModel):
@@ -49,10 +50,6 @@ def agent_for(server: ReplayServer, tmp_path, tool, **kwargs: Any) -> Agent:
     return Agent(model=model, cwd=tmp_path, tools=[tool], allow=["Probe"], approver=lambda req: "allow", **kwargs)
 
 
-def use(tool_id: str, key: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tool_id, "name": "Probe", "input": {"key": key}}
-
-
 def assert_valid_conversation(messages: list[dict[str, Any]]) -> None:
     """What the Messages API requires of a history: user first, roles alternate, no empty
     message, and every tool_use answered by a tool_result in the very next (user) message."""
@@ -73,7 +70,11 @@ async def test_tool_round_trip_starts_tools_before_message_stop(server, tmp_path
     started: list[tuple[str, float]] = []
     server.add(
         message_events(
-            [{"type": "text", "text": "Looking both up."}, use("toolu_1", "alpha"), use("toolu_2", "beta")],
+            [
+                {"type": "text", "text": "Looking both up."},
+                use("Probe", "toolu_1", key="alpha"),
+                use("Probe", "toolu_2", key="beta"),
+            ],
             tail_delay=0.5,
         ),
         message_events([{"type": "text", "text": "alpha and beta found."}]),
@@ -90,7 +91,10 @@ async def test_tool_round_trip_starts_tools_before_message_stop(server, tmp_path
     results = second["messages"][-1]["content"]
     assert [b["tool_use_id"] for b in results] == ["toolu_1", "toolu_2"]
     assert "value of alpha" in str(results[0]["content"]) and "value of beta" in str(results[1]["content"])
-    assert second["messages"][1]["content"][1:] == [use("toolu_1", "alpha"), use("toolu_2", "beta")]
+    assert second["messages"][1]["content"][1:] == [
+        use("Probe", "toolu_1", key="alpha"),
+        use("Probe", "toolu_2", key="beta"),
+    ]
     # Both calls started while the server was still holding back message_stop.
     stop_sent = server.sent_time("message_stop", request=0)
     assert [k for k, _ in started] == ["alpha", "beta"] and all(t < stop_sent for _, t in started)
@@ -100,7 +104,8 @@ async def test_tool_round_trip_starts_tools_before_message_stop(server, tmp_path
 async def test_without_streaming_tools_calls_wait_for_the_whole_message(server, tmp_path):
     started: list[tuple[str, float]] = []
     server.add(
-        message_events([use("toolu_1", "alpha")], tail_delay=0.3), message_events([{"type": "text", "text": "ok"}])
+        message_events([use("Probe", "toolu_1", key="alpha")], tail_delay=0.3),
+        message_events([{"type": "text", "text": "ok"}]),
     )
     agent = agent_for(server, tmp_path, probe_tool(started), streaming_tools=False)
     await agent.arun("look up alpha")
@@ -112,7 +117,7 @@ async def test_error_mid_stream_after_a_started_tool_keeps_the_history_valid(ser
     events = message_events(
         [
             {"type": "text", "text": "Checking."},
-            use("toolu_1", "alpha"),
+            use("Probe", "toolu_1", key="alpha"),
             {"type": "text", "text": "and then some more words", "_delay": 0.2},
         ],
         end=False,

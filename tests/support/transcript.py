@@ -20,6 +20,13 @@ def results_of(message: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {b["tool_use_id"]: b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"}
 
 
+def first_result(message: dict[str, Any]) -> dict[str, Any]:
+    """The first tool_result block of one message (it must have one)."""
+    found = results_of(message)
+    assert found, f"no tool_result in this message: {message['content']!r:.300}"
+    return next(iter(found.values()))
+
+
 def all_results(messages: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every tool_result block of a conversation, by tool_use_id, in order."""
     out: dict[str, dict[str, Any]] = {}
@@ -40,3 +47,13 @@ def result_text(block: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+
+
+def edit_script(script: Any, tmp_path: Any, new: str = "howdy") -> str:
+    """A transcript that reads a.txt ("hello") and then edits it to `new`."""
+    (tmp_path / "a.txt").write_text("hello\n")
+    return script(
+        [use("Read", "r1", file_path="a.txt")],
+        [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string=new)],
+        "done",
+    )

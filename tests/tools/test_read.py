@@ -18,6 +18,7 @@ import pytest
 
 from ipy_agent.contract.tool import RuleSubject, ToolContext, ToolError
 from ipy_agent.tools.files.read import ReadTool
+from tests.support.transcript import all_results
 
 
 async def read(ctx: ToolContext, **fields):
@@ -416,16 +417,6 @@ def test_flags_and_prompt(ctx):
 # --- through the agent loop ----------------------------------------------------------------------
 
 
-def tool_results(agent) -> list[dict]:
-    return [
-        b
-        for m in agent.messages
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"]
-        if b.get("type") == "tool_result"
-    ]
-
-
 def test_parallel_reads_in_one_message_reach_the_model_in_order(tmp_path):
     from ipy_agent import Agent, ScriptedModel
 
@@ -463,7 +454,7 @@ def test_read_outside_the_working_dirs_asks_the_person(tmp_path, tmp_path_factor
     agent = Agent(model=ScriptedModel([use, "ok"]), cwd=tmp_path, approver=deny)
     agent.run("read it")
     assert len(asked) == 1 and asked[0].tool_name == "Read"
-    [result] = tool_results(agent)
+    [result] = [*all_results(agent.messages).values()]
     assert result["is_error"] and "token" not in str(result["content"])
     assert str(elsewhere) not in agent.read_state
 
@@ -497,6 +488,6 @@ def test_spilled_output_of_another_tool_is_readable_without_a_prompt(tmp_path):
         model=model, cwd=tmp_path, tools=[ReadTool(), loud], approver=lambda req: pytest.fail(f"asked: {req}")
     )
     agent.run("go")
-    first, second = tool_results(agent)
+    first, second = [*all_results(agent.messages).values()]
     assert "<persisted-output>" in first["content"]
     assert second["content"] == "2999\tlog line 2998\n3000\tlog line 2999"

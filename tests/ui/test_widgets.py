@@ -19,16 +19,13 @@ from ipy_agent import Agent, PermissionPreview, PermissionRequest, ScriptedModel
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import TurnEvent
 from ipy_agent.ui.widgets import ApprovalPrompt, RunView
+from tests.support.transcript import use
 
 TIMEOUT = 30
 
 
-def use(name: str, tid: str, **inp: Any) -> list[dict[str, Any]]:
-    return [{"type": "tool_use", "id": tid, "name": name, "input": inp}]
-
-
 def edit(tid: str, old: str, new: str) -> list[dict[str, Any]]:
-    return use("Edit", tid, file_path="a.txt", old_string=old, new_string=new)
+    return [use("Edit", tid, file_path="a.txt", old_string=old, new_string=new)]
 
 
 def make(tmp_path, turns: list[Any], **view_kw: Any) -> tuple[Agent, RunView, ScriptedModel]:
@@ -82,7 +79,7 @@ def buttons_disabled(prompt: ApprovalPrompt) -> bool:
     return all(b.disabled for b in (prompt.allow_button, prompt.always_button, prompt.deny_button, prompt.reason))
 
 
-READ_EDIT_DONE = [use("Read", "t1", file_path="a.txt"), edit("t2", "hello world", "goodbye world"), "All **done**."]
+READ_EDIT_DONE = [[use("Read", "t1", file_path="a.txt")], edit("t2", "hello world", "goodbye world"), "All **done**."]
 
 
 async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
@@ -117,7 +114,7 @@ async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
 
 
 async def test_rows_never_show_the_raw_tool_result(tmp_path):
-    agent, view, _ = make(tmp_path, [use("Read", "t1", file_path="a.txt"), "ok"])
+    agent, view, _ = make(tmp_path, [[use("Read", "t1", file_path="a.txt")], "ok"])
     await asyncio.wait_for(agent.arun("read it"), TIMEOUT)
     raw = agent.trace[0].result["content"]
     raw_text = raw if isinstance(raw, str) else "".join(b.get("text", "") for b in raw)
@@ -143,7 +140,7 @@ async def test_deny_with_reason_reaches_the_model_and_changes_nothing(tmp_path):
 
 
 async def test_always_adds_the_rule_and_the_next_edit_does_not_ask(tmp_path):
-    turns = [use("Read", "t1", file_path="a.txt"), edit("t2", "hello", "goodbye"), edit("t3", "second", "2nd"), "ok"]
+    turns = [[use("Read", "t1", file_path="a.txt")], edit("t2", "hello", "goodbye"), edit("t3", "second", "2nd"), "ok"]
     agent, view, _, task, prompt = await until_prompt(tmp_path, turns)
     prompt.always()
     await asyncio.wait_for(task, TIMEOUT)
@@ -250,7 +247,7 @@ def test_footer_shows_tokens_cost_estimate_and_context_share():
 
 async def test_text_streams_into_markdown_segments_split_by_tool_rows(tmp_path):
     long = "First paragraph. " * 20
-    turns = [[{"type": "text", "text": long}, *use("Read", "t1", file_path="a.txt")], "Second *part*."]
+    turns = [[{"type": "text", "text": long}, use("Read", "t1", file_path="a.txt")], "Second *part*."]
     agent, view, _ = make(tmp_path, turns)
     await asyncio.wait_for(agent.arun("go"), TIMEOUT)
     kinds = [type(w).__name__ for w in view.body.children]
