@@ -7,8 +7,8 @@ import threading
 import pytest
 from pydantic import BaseModel
 
-from ipy_agent import Agent, ScriptedModel, ToolContext, build_tool
-from ipy_agent.contract.read_state import ReadState
+from ipy_agent import Agent, ScriptedModel, build_tool
+from tests.support.tools import tool_ctx
 from tests.support.transcript import results_of, use
 
 
@@ -26,7 +26,7 @@ def test_defaults_fail_closed():
     assert t.is_read_only(q) is False
     assert t.is_concurrency_safe(q) is False
     assert t.is_destructive(q) is False
-    ctx = ToolContext(cwd=__import__("pathlib").Path("."), read_state=ReadState())
+    ctx = tool_ctx(__import__("pathlib").Path("."))
     assert t.is_enabled(ctx) is True
 
 

@@ -24,6 +24,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.tools import tool_ctx
+
 STRACE = shutil.which("strace")
 
 POLYGLOT = '""":"\ntouch PWN\nexit\n":"""\nopen("PWN", "w").close()\n'
@@ -267,15 +269,13 @@ class World:
         """Through the Bash tool as a read-only-judged call: bubblewrap, our environment."""
         import asyncio
 
-        from ipy_agent.contract.read_state import ReadState
-        from ipy_agent.contract.tool import ToolContext
         from ipy_agent.tools.bash import BashInput, BashTool
 
         saved = dict(os.environ)
         os.environ.clear()
         os.environ.update(self.env())
         try:
-            ctx = ToolContext(cwd=self.scratch, read_state=ReadState(), decided_by="tool")
+            ctx = tool_ctx(self.scratch, decided_by="tool")
             asyncio.run(BashTool().call(BashInput(command=command, timeout=int(timeout * 1000)), ctx))
         finally:
             os.environ.clear()

@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 import random
 
-from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.files.read import ReadTool
+from tests.support.tools import tool_ctx
 
 
 def _numbered_lines(out) -> list[str]:
@@ -28,7 +27,7 @@ def test_pages_in_any_order_match_the_file(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     assert path.stat().st_size > 12 * 1024 * 1024
     tool = ReadTool()
-    ctx = ToolContext(cwd=tmp_path, read_state=ReadState())
+    ctx = tool_ctx(tmp_path)
 
     async def page(offset: int, limit: int = 3):
         return await tool.call(tool.input_model(file_path=str(path), offset=offset, limit=limit), ctx)
@@ -62,7 +61,7 @@ def test_far_ranges_of_very_big_files_found_by_tail_match_the_file(tmp_path, mon
     path.write_text("\n".join(lines) + "\n")
     assert path.stat().st_size > _read_text.WHOLE_FILE_BYTES  # streamed, not loaded whole
     tool = ReadTool()
-    ctx = ToolContext(cwd=tmp_path, read_state=ReadState())
+    ctx = tool_ctx(tmp_path)
 
     def page(offset: int, limit: int = 4) -> str:
         out = asyncio.run(tool.call(tool.input_model(file_path=str(path), offset=offset, limit=limit), ctx))

@@ -13,12 +13,10 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
 from ipy_agent.tools.search.ripgrep import deny_globs
-from tests.support.tools import write_tree
+from tests.support.tools import tool_ctx, write_tree
 
 DENY = ["Read(**/.env)", "Read(secrets/**)"]
 SECRET = "SECRET"  # in every denied file, in no allowed one
@@ -138,9 +136,8 @@ def test_a_deny_rule_added_during_the_conversation_applies_to_the_next_search(tr
 
 
 def test_deny_globs_pass_ripgrep_only_what_means_the_same(tmp_path):
-    ctx = ToolContext(
-        cwd=tmp_path,
-        read_state=ReadState(),
+    ctx = tool_ctx(
+        tmp_path,
         read_deny=("**/.env", "secrets/**", "*.pem", "./local.cfg", "//etc/passwd", "~/.ssh/**", "*.{a,b}"),
     )
     # In cwd: unanchored ones as they are, anchored ones pinned to the search root.

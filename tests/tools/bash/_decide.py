@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
 from ipy_agent.permissions.decide import Decision, PermissionRules, decide
 from ipy_agent.tools.bash import BashInput, BashTool
+from tests.support.tools import tool_ctx
 
 
 def project(root: Path) -> Path:
@@ -46,9 +45,7 @@ def decision(
     read_deny: tuple[str, ...] = (),
 ) -> Decision:
     tool, inp = BashTool(), BashInput(command=command)
-    ctx = ToolContext(
-        cwd=cwd, read_state=ReadState(), permission_mode=mode, read_deny=read_deny, spill_dir=cwd / ".spill"
-    )
+    ctx = tool_ctx(cwd, permission_mode=mode, read_deny=read_deny, spill_dir=cwd / ".spill")
     check = asyncio.run(tool.check_permissions(inp, ctx))
     rules = PermissionRules.from_lists(allow, ask, deny)
     return decide(tool=tool, inp=inp, ctx=ctx, rules=rules, mode=mode, tool_check=check, hook_decision=None)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash.process import OUTPUT_LIMIT
+from tests.support.tools import tool_ctx
 from tests.support.transcript import all_results
 
 
@@ -22,7 +22,7 @@ def _ctx(tmp_path: Path, **kw) -> ToolContext:
     # These calls test the mechanics of a command someone approved (unapproved ones are
     # sandboxed: tests/security/test_sandbox.py).
     kw.setdefault("decided_by", "person")
-    return ToolContext(cwd=tmp_path, read_state=ReadState(), tool_use_id="toolu_1", **kw)
+    return tool_ctx(tmp_path, tool_use_id="toolu_1", **kw)
 
 
 async def _run(ctx: ToolContext, command: str, **kw) -> tuple[dict, str]:
