@@ -49,7 +49,7 @@ def test_the_readme_examples_run_as_written(tmp_path):
     """Each README python block, pasted as written into a kernel started in a fresh copy of the
     repository's examples; blocks the README says need an API key are checked for being there,
     not run (tests never use the network), and fragments with `...` placeholders are skipped. The person clicks Allow when the prompt appears."""
-    from tests.kernel.kernel_harness import Kernel
+    from tests.support.kernel import Kernel
 
     shutil.copytree(EXAMPLES.parent, tmp_path / "examples")
     blocks = readme_python_blocks()

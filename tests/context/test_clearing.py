@@ -10,7 +10,7 @@ from ipy_agent.context.clearing import CLEARED_PREFIX
 from ipy_agent.context.tokens import request_tokens
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import ContextEvent
-from tests.context.support import HistoryCheck, fetch, fetch_tool
+from tests.support.context import HistoryCheck, fetch, fetch_tool
 from tests.support.transcript import first_result, result_text, results_of
 
 

@@ -11,7 +11,7 @@ from ipy_agent.context.compaction import COMPACTION_SYSTEM, SUMMARY_HEADER
 from ipy_agent.history.messages import history_problems
 from ipy_agent.models.scripted import COMPACTION_SUMMARY
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
-from tests.context.support import fetch, fetch_tool
+from tests.support.context import fetch, fetch_tool
 from tests.support.transcript import first_result, result_text, results_of, use
 
 NOT_READ = "has not been read yet. Read it first"

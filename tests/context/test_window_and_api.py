@@ -14,7 +14,7 @@ from ipy_agent.history.messages import history_problems
 from ipy_agent.models.anthropic import AnthropicModel
 from ipy_agent.models.pricing import CONTEXT_1M_BETA, context_window
 from ipy_agent.runtime.trace import ContextEvent
-from tests.models.sse_server import ReplayServer, Reply, error_reply, message_events
+from tests.support.sse_server import ReplayServer, Reply, error_reply, message_events
 
 TOO_LONG = "prompt is too long: 213417 tokens > 200000 maximum"
 

@@ -12,7 +12,7 @@ import psutil
 from ipy_agent import ScriptedModel
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import NoticeEvent
-from tests.mcp._util import BROKEN, stdio
+from tests.support.mcp import BROKEN, stdio
 from tests.support.transcript import all_results, result_text, use
 
 
@@ -107,7 +107,7 @@ def test_servers_are_closed_when_the_interpreter_exits(tmp_path):
     import subprocess
     import sys
 
-    from tests.mcp._util import TOOLBOX
+    from tests.support.mcp import TOOLBOX
 
     server = {"command": "sh", "args": ["-c", f"trap '' TERM; {sys.executable} {TOOLBOX}; sleep 120"]}
     code = (

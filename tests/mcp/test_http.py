@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ipy_agent import ScriptedModel
 from ipy_agent.history.messages import history_problems
-from tests.mcp._util import as_json
+from tests.support.mcp import as_json
 from tests.support.transcript import all_results, result_text, use
 
 

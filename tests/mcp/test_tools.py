@@ -6,7 +6,7 @@ import base64
 
 from ipy_agent import ScriptedModel
 from ipy_agent.history.messages import history_problems
-from tests.mcp._util import as_json, offered, stdio
+from tests.support.mcp import as_json, offered, stdio
 from tests.support.transcript import all_results, result_text, use
 
 

@@ -23,7 +23,7 @@ from ipy_agent.models.base import (
     Usage,
 )
 from ipy_agent.models.pricing import context_window, estimate_cost, price_for
-from tests.models.sse_server import ReplayServer, Reply, error_event, error_reply, message_events
+from tests.support.sse_server import ReplayServer, Reply, error_event, error_reply, message_events
 
 EPHEMERAL = {"type": "ephemeral"}
 TOOLS = [

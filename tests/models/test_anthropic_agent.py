@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent import Agent, build_tool
 from ipy_agent.models.anthropic import AnthropicModel
-from tests.models.sse_server import ReplayServer, error_event, error_reply, message_events
+from tests.support.sse_server import ReplayServer, error_event, error_reply, message_events
 from tests.support.transcript import use
 
 

@@ -1,7 +1,7 @@
 """The live-notebook tools in a real kernel, with a fake front end answering over a real comm.
 
-Each test starts an ipykernel (tests/kernel/kernel_harness.py) whose "front end" is one or more
-notebook panels from tests/notebook/fake_frontend.py, speaking the extension's protocol. What is
+Each test starts an ipykernel (tests/support/kernel.py) whose "front end" is one or more
+notebook panels from tests/support/frontend.py, speaking the extension's protocol. What is
 checked is what the person would notice: the cells in the notebook model, the outputs and the
 execution count of a cell the agent ran, what the model was told, and that the kernel still
 works afterwards.
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.notebook.fake_frontend import LiveKernel, Panel, cell
+from tests.support.frontend import LiveKernel, Panel, cell
 from tests.support.transcript import result_text, use
 
 pytestmark = pytest.mark.kernel

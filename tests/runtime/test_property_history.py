@@ -8,42 +8,13 @@ interrupts at random moments.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
 
-from ipy_agent import Agent, HookOutcome, PermissionAnswer, ScriptedModel, ToolError, build_tool
+from ipy_agent import ScriptedModel
 from ipy_agent.history.messages import history_problems
-
-
-class Inp(BaseModel):
-    n: int
-    mode: str = "ok"
-
-
-async def _call(inp: Inp, ctx):
-    if inp.mode == "sleep":
-        await asyncio.sleep(0.02)
-    if inp.mode == "toolerror":
-        raise ToolError("expected failure")
-    if inp.mode == "crash":
-        raise RuntimeError("unexpected failure")
-    if inp.mode == "empty":
-        return ""
-    return f"n={inp.n}"
-
-
-def _tools():
-    return [
-        build_tool(name="Safe", input_model=Inp, description="d", call=_call, is_read_only=True),
-        build_tool(name="Unsafe", input_model=Inp, description="d", call=_call, cancels_siblings_on_error=True),
-        build_tool(
-            name="Flaky", input_model=Inp, description="d", call=_call, is_concurrency_safe=lambda i: 1 / (i.n % 2)
-        ),  # raises for even n: fail closed
-    ]
-
+from tests.support.faults import faulty_agent
 
 tool_use = st.fixed_dictionaries(
     {
@@ -59,41 +30,6 @@ tool_use = st.fixed_dictionaries(
     }
 )
 turn = st.one_of(st.text(min_size=0, max_size=20), st.lists(tool_use, min_size=1, max_size=4))
-
-
-def faulty_agent(model: Any, cwd: Any, *, approval: str, hook_fault: str | None) -> Agent:
-    """An agent over `_tools()` whose approver and hooks fail in the way named: `approval` is
-    allow/always/deny/reason/raise, `hook_fault` None/raise/deny/stop/ask/post_raise."""
-
-    def approver(req):
-        match approval:
-            case "raise":
-                raise RuntimeError("approver broke")
-            case "reason":
-                return PermissionAnswer(behavior="deny", message="not now")
-        return approval
-
-    agent = Agent(model=model, tools=_tools(), cwd=cwd, approver=approver, max_turns=4)
-
-    def pre(e):
-        match hook_fault:
-            case "raise":
-                raise ValueError("hook bug")
-            case "deny":
-                return HookOutcome(decision="deny", reason="policy")
-            case "stop":
-                return HookOutcome(stop=True, reason="enough")
-            case "ask":
-                return HookOutcome(decision="ask")
-        return None
-
-    def post(e):
-        if hook_fault == "post_raise":
-            raise ValueError("post hook bug")
-
-    agent.hooks.add("PreToolUse", pre, matcher="Safe|Flaky")
-    agent.hooks.add("PostToolUse", post)
-    return agent
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

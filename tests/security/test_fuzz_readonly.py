@@ -27,7 +27,7 @@ import pytest
 
 from ipy_agent.tools.bash import BashInput, BashTool
 from tests.security.fuzz_corpus import TARGET, Case, corpus
-from tests.security.fuzz_world import STRACE, World
+from tests.support.fuzz_world import STRACE, World
 from tests.support.tools import tool_ctx
 
 _TOOL = BashTool()

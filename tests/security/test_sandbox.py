@@ -19,7 +19,7 @@ from ipy_agent.contract.tool import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash import sandbox as sandbox_mod
 from ipy_agent.tools.bash.sandbox import CORE_PROGRAMS, core_read_only
-from tests.security.fuzz_world import Listener
+from tests.support.fuzz_world import Listener
 from tests.support.tools import tool_ctx, write_tree
 from tests.support.transcript import results_of, use
 

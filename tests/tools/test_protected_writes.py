@@ -15,8 +15,8 @@ from ipy_agent.tools.files.edit import EditTool
 from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.files.write import WriteTool
 from ipy_agent.tools.shared.protected import protected_reason
+from tests.support.bash import decision, project
 from tests.support.transcript import use
-from tests.tools.bash._decide import decision, project
 
 PROTECTED = [
     ".git/hooks/pre-commit",

@@ -17,8 +17,8 @@ from ipy_agent.models.base import ModelError
 from ipy_agent.runtime.trace import RunEndEvent, TurnEvent
 from ipy_agent.ui.inspection import history_text, inspect_text, trace_text
 from ipy_agent.ui.text import TextRenderer, make_console
+from tests.support.run_view import TIMEOUT, make, next_prompt, until_prompt
 from tests.support.transcript import use
-from tests.ui.test_widgets import TIMEOUT, make, next_prompt, until_prompt
 
 
 class Handle:

@@ -7,7 +7,7 @@ share and the commands that asked, so a change that makes the classifier stricte
 
 from __future__ import annotations
 
-from tests.tools.bash._decide import decision, project
+from tests.support.bash import decision, project
 from tests.tools.bash.corpus import WRITES
 from tests.tools.bash.usability_corpus import EVERYDAY
 

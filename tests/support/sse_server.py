@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .waits import waiting_for
+
 __all__ = ["Event", "ReplayServer", "Reply", "error_event", "error_reply", "message_events"]
 
 
@@ -183,7 +185,9 @@ class ReplayServer:
         return next(t for n, e, t in self.sent if n == number and e == name)
 
     def wait_disconnect(self, timeout: float) -> bool:
-        return self._disconnected.wait(timeout)
+        """Whether a client closed a stream's connection within `timeout` seconds."""
+        with waiting_for("the client to close a stream's connection to the replay server"):
+            return self._disconnected.wait(timeout)
 
     def __enter__(self) -> ReplayServer:
         self._thread.start()

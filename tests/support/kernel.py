@@ -8,8 +8,10 @@ knows what a widget shows), and sends exactly what @jupyter-widgets sends for a 
 (`comm_msg` with `{"method": "custom", "content": {"event": "click"}}`) or for typing into a
 Text field (`{"method": "update", "state": {"value": ...}}`).
 
-Every wait is bounded by a generous timeout (the machine may be loaded) and fails with what was
-seen, never with a bare timeout.
+Every wait is bounded by a generous deadline (the machine may be loaded), shorter than the kernel
+suite's pytest-timeout, and fails with a sentence naming what did not happen and what was seen
+("the kernel did not finish cell 3 (execute_request 1a2b) within 60 s"). Starting a kernel in a
+test not marked `kernel` fails at once: the fast default run must not start kernels.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from typing import Any
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
-TIMEOUT = 60.0
+from .waits import Deadline, require_marker, timed_out, waiting_for
+
+TIMEOUT = 60.0  # seconds for one wait; the kernel suite's pytest-timeout (tests/conftest.py) is longer
 # The checkout under test: the kernel imports ipy_agent from here, like pytest does (an editable
 # install made before a package had its __init__.py maps it as a namespace package elsewhere).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -64,6 +68,9 @@ class Kernel:
     """One kernel process in `cwd`, with a clean IPython profile dir."""
 
     def __init__(self, cwd: Path, *, python: str = sys.executable, env: dict[str, str] | None = None) -> None:
+        require_marker("kernel", "starts a real kernel")
+        self.cells = 0  # cells sent so far: messages name a cell by its number
+        self._cell_numbers: dict[str, int] = {}
         self._tmp = tempfile.TemporaryDirectory(prefix="ipy_agent_kernel_")
         spec_dir = Path(self._tmp.name) / "kernels" / KERNEL_NAME
         spec_dir.mkdir(parents=True)
@@ -87,7 +94,12 @@ class Kernel:
         self.km.start_kernel(cwd=str(cwd), env=kernel_env)
         self.kc = self.km.blocking_client()
         self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=TIMEOUT)
+        with waiting_for("the kernel to start and answer kernel_info_request"):
+            try:
+                self.kc.wait_for_ready(timeout=TIMEOUT)
+            except RuntimeError as e:
+                self.shutdown()
+                raise timed_out("the kernel did not start and answer kernel_info_request", TIMEOUT, str(e)) from None
         self.messages: list[dict[str, Any]] = []
         self.models: dict[str, dict[str, Any]] = {}  # comm_id -> widget state as a front end knows it
 
@@ -128,14 +140,16 @@ class Kernel:
                 self.models[content["comm_id"]].update(data.get("state", {}))
 
     def wait_for(self, what: str, predicate: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
-        end = time.monotonic() + timeout
-        while True:
-            found = predicate()
-            if found:
-                return found
-            if time.monotonic() > end:
-                raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; seen:\n{self.describe()}")
-            self.pump(0.1)
+        """Pump iopub until `predicate()` is true (returns it); `what` names it ("the Allow button")."""
+        deadline = Deadline(timeout)
+        with waiting_for(f"{what} (from the kernel)"):
+            while True:
+                found = predicate()
+                if found:
+                    return found
+                if deadline.passed():
+                    raise timed_out(f"the kernel did not show {what}", timeout, self.describe())
+                self.pump(0.1)
 
     def describe(self) -> str:
         lines = [
@@ -148,23 +162,32 @@ class Kernel:
     # --- cells ---------------------------------------------------------------------------
     def execute(self, code: str) -> str:
         """Send a cell and return at once (the cell may wait for a click)."""
-        return self.kc.execute(code, store_history=True)
+        msg_id = self.kc.execute(code, store_history=True)
+        self.cells += 1
+        self._cell_numbers[msg_id] = self.cells
+        return msg_id
+
+    def cell_name(self, msg_id: str) -> str:
+        """How messages name a cell: its number in this kernel and its first line."""
+        return f"cell {self._cell_numbers.get(msg_id, '?')} (execute_request {msg_id[:8]})"
 
     def wait(self, msg_id: str, timeout: float = TIMEOUT) -> Execution:
         """Wait until the cell is finished (kernel idle for it) and collect its reply and outputs."""
         reply: dict[str, Any] = {}
-        end = time.monotonic() + timeout
-        while not reply:
-            try:
-                msg = self.kc.get_shell_msg(timeout=0.1)
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    reply = msg["content"]
-            except queue.Empty:
-                pass
-            self.pump(0.05)
-            if time.monotonic() > end:
-                raise AssertionError(f"cell {msg_id} did not finish within {timeout:.0f} s; seen:\n{self.describe()}")
-        self.wait_for(f"idle after {msg_id}", lambda: self._idle(msg_id), timeout)
+        deadline = Deadline(timeout)
+        cell = self.cell_name(msg_id)
+        with waiting_for(f"the kernel to finish {cell}"):
+            while not reply:
+                try:
+                    msg = self.kc.get_shell_msg(timeout=0.1)
+                    if msg["parent_header"].get("msg_id") == msg_id:
+                        reply = msg["content"]
+                except queue.Empty:
+                    pass
+                self.pump(0.05)
+                if deadline.passed():
+                    raise timed_out(f"the kernel did not finish {cell}", timeout, self.describe())
+        self.wait_for(f"idle after {cell}", lambda: self.idle_after(msg_id), timeout)
         outputs = [
             m
             for m in self.messages
@@ -173,7 +196,8 @@ class Kernel:
         ]
         return Execution(msg_id=msg_id, reply=reply, outputs=outputs)
 
-    def _idle(self, msg_id: str) -> bool:
+    def idle_after(self, msg_id: str) -> bool:
+        """Whether the kernel said it is idle after the request `msg_id` (a cell or a comm message)."""
         return any(
             m["msg_type"] == "status"
             and m["parent_header"].get("msg_id") == msg_id
@@ -262,12 +286,15 @@ class Kernel:
         """The assistant's streamed text, as the HTML widgets show it (rendered in the kernel)."""
         return "".join(v for v in self.html_values() if "ipy-agent-text" in v)
 
-    def _send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
+    def _send_comm(self, comm_id: str, data: dict[str, Any]) -> str:
         msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
         self.kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
 
-    def click(self, comm_id: str) -> None:
-        self._send_comm(comm_id, {"method": "custom", "content": {"event": "click"}})
+    def click(self, comm_id: str) -> str:
+        """A button click, as @jupyter-widgets sends it; returns the comm message's id."""
+        return self._send_comm(comm_id, {"method": "custom", "content": {"event": "click"}})
 
-    def set_value(self, comm_id: str, value: Any) -> None:
-        self._send_comm(comm_id, {"method": "update", "state": {"value": value}, "buffer_paths": []})
+    def set_value(self, comm_id: str, value: Any) -> str:
+        """Typing into a Text field, as @jupyter-widgets sends it; returns the comm message's id."""
+        return self._send_comm(comm_id, {"method": "update", "state": {"value": value}, "buffer_paths": []})

@@ -1,6 +1,6 @@
 """A stand-in for the JupyterLab extension, speaking its protocol over a real kernel comm.
 
-`LiveKernel` is the test kernel (tests/kernel/kernel_harness.py) with notebook panels attached:
+`LiveKernel` is the test kernel (tests/support/kernel.py) with notebook panels attached:
 each `Panel` holds a notebook model (a list of cell dicts, as the front end's shared model
 holds them) and answers the kernel's requests on the comm target `ipy_agent.notebook` exactly as
 labextension/src/index.ts does: hello on comm_open, requests addressed by path, replies under
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.kernel.kernel_harness import Kernel
+from .kernel import Kernel
 
 TARGET = "ipy_agent.notebook"
 PROTOCOL = 1

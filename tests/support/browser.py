@@ -2,7 +2,7 @@
 
 Why this exists: some bugs only show when a person uses the notebook in a browser (a reason
 typed key by key into a widget, a saved notebook reopened without its kernel, a prompt drawn
-below the fold). The kernel harness (tests/kernel/kernel_harness.py) sends the messages a front
+below the fold). The kernel harness (tests/support/kernel.py) sends the messages a front
 end would send; this one runs the front end itself.
 
 How to use it (tests/browser/conftest.py wires it into fixtures):
@@ -36,7 +36,10 @@ kernelspec (named "python3", so notebooks need no special metadata) whose interp
 test's own Python with this checkout first on PYTHONPATH. ANTHROPIC_* and IPY_AGENT_* variables
 are removed from the server's and kernel's environment: browser tests never reach a model.
 
-Every wait is bounded and fails with what was seen (the cell's text), never with a bare timeout.
+Every wait is bounded (TIMEOUT, shorter than the browser suite's pytest-timeout) and fails with
+a sentence naming what did not happen and what was seen ("Chromium did not show an enabled
+'Allow' button in cell 1 within 90 s; it shows: ..."), never with a bare timeout. Starting a
+server in a test not marked `browser` fails at once: the fast default run must not start one.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ from typing import Any, Literal
 
 import nbformat
 
+from .waits import Deadline, require_marker, timed_out, waiting_for
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -74,7 +79,7 @@ SCREENSHOTS = (
     if os.environ.get("IPY_AGENT_SCREENSHOTS") == "1"
     else Path(tempfile.mkdtemp(prefix="ipy_agent_screenshots_"))
 )
-TIMEOUT = 90.0  # seconds; the machine is shared, so waits are generous and never asserted on
+TIMEOUT = 90.0  # seconds for one wait; shared machine, so generous; the suite's pytest-timeout is longer
 EXTENSION = "ipy-agent-notebook"  # the JupyterLab extension the live notebook bridge talks to
 Kind = Literal["lab", "notebook"]
 
@@ -134,6 +139,7 @@ class JupyterServer:
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> JupyterServer:
+        require_marker("browser", f"starts a Jupyter {self.kind} server for Chromium")
         dirs = {name: self.home / name for name in ("config", "data", "runtime", "ipython", "workspaces")}
         for d in dirs.values():
             d.mkdir(parents=True, exist_ok=True)
@@ -182,20 +188,22 @@ class JupyterServer:
         self.proc = subprocess.Popen(
             argv, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        end = time.monotonic() + TIMEOUT
+        deadline = Deadline(TIMEOUT)
         info = dirs["runtime"] / f"jpserver-{self.proc.pid}.json"
-        while not info.exists():
-            if self.proc.poll() is not None or time.monotonic() > end:
-                self.stop()
-                raise AssertionError(f"the {self.kind} server did not start; its log:\n{self.log()}")
-            time.sleep(0.1)
-        while True:  # the server may still be writing the file
-            try:
-                self.port = int(json.loads(info.read_text())["port"])
-                return self
-            except (ValueError, KeyError):
-                if time.monotonic() > end:
-                    raise
+        with waiting_for(f"the Jupyter {self.kind} server to start"):
+            while True:
+                try:  # the server may still be writing the file
+                    self.port = int(json.loads(info.read_text())["port"])
+                    return self
+                except (OSError, ValueError, KeyError):
+                    pass
+                if self.proc.poll() is not None or deadline.passed():
+                    exited = self.proc.poll()
+                    log = self.log()
+                    self.stop()
+                    if exited is not None:
+                        raise AssertionError(f"the Jupyter {self.kind} server exited ({exited}); its log:\n{log}")
+                    raise timed_out(f"the Jupyter {self.kind} server did not write {info.name}", TIMEOUT, log)
                 time.sleep(0.1)
 
     def stop(self) -> None:
@@ -283,17 +291,20 @@ class NotebookPage:
         return self.page.evaluate(f"(arg) => {{ {_PANEL} {body} }}", arg)
 
     def wait_js(self, what: str, body: str, arg: Any = None, timeout: float = TIMEOUT) -> None:
-        try:
-            self.page.wait_for_function(f"(arg) => {{ {_PANEL} {body} }}", arg=arg, timeout=timeout * 1000)
-        except Exception as e:
-            raise AssertionError(
-                f"timed out waiting for {what}: {e}\nconsole: {self.console[-10:]}\n"
-                f"server log:\n{self.server.log()[-2000:]}"
-            ) from None
+        """Until `body` (JavaScript, with `P()` the notebook panel) is true; `what` names that state."""
+        with waiting_for(f"Chromium to show {what}"):
+            try:
+                self.page.wait_for_function(f"(arg) => {{ {_PANEL} {body} }}", arg=arg, timeout=timeout * 1000)
+            except Exception as e:
+                raise timed_out(
+                    f"Chromium did not show {what}",
+                    timeout,
+                    f"{e}\nconsole: {self.console[-10:]}\nserver log:\n{self.server.log()[-2000:]}",
+                ) from None
 
     def wait_ready(self) -> None:
         self.wait_js(
-            "the notebook and an idle kernel",
+            f"{self.name} open with an idle kernel",
             "const w = P(); const k = w && w.sessionContext && w.sessionContext.session "
             "&& w.sessionContext.session.kernel; return !!(k && k.status === 'idle' && w.content "
             "&& w.content.widgets.length > 0 && w.context.isReady);",
@@ -326,7 +337,7 @@ class NotebookPage:
     def wait_done(self, index: int, timeout: float = TIMEOUT) -> None:
         """Until cell `index` has finished (its execution count is set) and the kernel is idle."""
         self.wait_js(
-            f"cell {index} to finish; it shows {self.text(index)!r}",
+            f"cell {index} finished and the kernel idle (the cell showed {self.text(index)!r})",
             "const p = P(); const c = p.content.widgets[arg]; const k = p.sessionContext.session.kernel;"
             "return c.model.executionCount !== null && c.model.sharedModel.execution_state !== 'running'"
             " && k.status === 'idle';",
@@ -354,16 +365,19 @@ class NotebookPage:
             return "(no output area)"
 
     def wait_text(self, index: int, needle: str, timeout: float = TIMEOUT) -> str:
-        end = time.monotonic() + timeout
-        while True:
-            text = self.text(index)
-            if needle in text:
-                return text
-            if time.monotonic() > end:
-                raise AssertionError(
-                    f"cell {index} never showed {needle!r}; it shows:\n{text}\nconsole: {self.console[-10:]}"
-                )
-            time.sleep(0.1)
+        deadline = Deadline(timeout)
+        with waiting_for(f"Chromium to show {needle!r} in cell {index}"):
+            while True:
+                text = self.text(index)
+                if needle in text:
+                    return text
+                if deadline.passed():
+                    raise timed_out(
+                        f"Chromium did not show {needle!r} in cell {index}",
+                        timeout,
+                        f"the cell shows:\n{text}\nconsole: {self.console[-10:]}",
+                    )
+                time.sleep(0.1)
 
     def outputs(self, index: int) -> list[dict[str, Any]]:
         """Cell `index`'s outputs as the notebook model holds them (what Save will write)."""
@@ -404,12 +418,15 @@ class NotebookPage:
             .locator("button.jupyter-button:not([disabled])", has_text=re.compile(f"^\\s*{re.escape(label)}"))
             .first
         )
-        try:
-            loc.wait_for(state="visible", timeout=timeout * 1000)
-        except Exception:
-            raise AssertionError(
-                f"no {label!r} button appeared in cell {index}; it shows:\n{self.text(index)}"
-            ) from None
+        with waiting_for(f"Chromium to show an enabled {label!r} button in cell {index}"):
+            try:
+                loc.wait_for(state="visible", timeout=timeout * 1000)
+            except Exception:
+                raise timed_out(
+                    f"Chromium did not show an enabled {label!r} button in cell {index}",
+                    timeout,
+                    f"the cell shows:\n{self.text(index)}",
+                ) from None
         return loc
 
     def prompt(self, index: int, timeout: float = TIMEOUT) -> Any:
@@ -440,7 +457,7 @@ class NotebookPage:
         """Ctrl+S in the notebook, then wait until the file on disk matches the model."""
         self.cell(0).click(position={"x": 2, "y": 2})  # focus the notebook (command mode is fine)
         self.page.keyboard.press("Control+s")
-        self.wait_js("the save to finish", "const p = P(); return p.context.model.dirty === false;")
+        self.wait_js(f"{self.name} saved", "const p = P(); return p.context.model.dirty === false;")
 
     def close(self) -> None:
         self.page.close()

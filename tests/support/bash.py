@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ipy_agent.permissions.decide import Decision, PermissionRules, decide
 from ipy_agent.tools.bash import BashInput, BashTool
-from tests.support.tools import tool_ctx
+
+from .tools import tool_ctx
 
 
 def project(root: Path) -> Path:

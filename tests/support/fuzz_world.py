@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.tools import tool_ctx
+from .tools import tool_ctx
 
 STRACE = shutil.which("strace")
 
