@@ -10,7 +10,7 @@ import pytest
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.history.messages import history_problems
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "transcripts"
 
 
 def test_read_and_edit_transcript_fixes_the_typo(tmp_path):
@@ -27,7 +27,7 @@ def test_read_and_edit_transcript_fixes_the_typo(tmp_path):
     assert asked == ["Edit"] and result.stop_reason == "end_turn" and history_problems(agent.messages) == []
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_python_blocks() -> list[tuple[str, str]]:

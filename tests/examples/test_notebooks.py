@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]_*.ipynb"))
 CELL_TIMEOUT = 180  # seconds for one cell; a run that waits for a prompt nobody answers ends here
 # Notebooks that take longest (a 40-request session; MCP servers started five times): `-m "not slow"`
