@@ -10,22 +10,27 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ipy_agent.contract.tool import ToolContext
+if TYPE_CHECKING:  # imported when a fixture is used: a pytest that runs none starts quicker
+    from ipy_agent.contract.tool import ToolContext
 
-from .tools import Recorder, tool_ctx
+    from .tools import Recorder
 
 
 @pytest.fixture
 def rec() -> Recorder:
+    from .tools import Recorder
+
     return Recorder()
 
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
+    from .tools import tool_ctx
+
     return tool_ctx(tmp_path)
 
 

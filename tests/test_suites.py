@@ -1,0 +1,156 @@
+"""The suites: the default run is the fast one, `--full` runs everything, every test has a
+timeout, and a timeout (or a harness deadline) says what it waited for.
+
+The behaviour of tests/conftest.py is checked in a small project of its own, run by a real
+pytest in a child process; the timeouts of this very session are checked on its items.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from pytest_timeout import _get_item_settings
+
+from tests.conftest import COLLECTED, SUITE_TIMEOUTS
+from tests.support import browser, kernel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROJECT = {
+    "pytest.ini": """
+        [pytest]
+        testpaths = .
+        timeout = 120
+        markers =
+            kernel: k
+            browser: b
+            slow: s
+    """,
+    "test_mixed.py": """
+        import pytest
+
+        def test_fast(request):
+            print("TIMEOUT fast", request.node.get_closest_marker("timeout"))
+
+        @pytest.mark.kernel
+        def test_kernel(request):
+            print("TIMEOUT kernel", request.node.get_closest_marker("timeout").args)
+
+        @pytest.mark.browser
+        def test_browser():
+            pass
+
+        @pytest.mark.slow
+        def test_slow():
+            pass
+    """,
+}
+
+
+def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider", "-s", "-rA", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    for name, text in PROJECT.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def passed(out: subprocess.CompletedProcess[str]) -> set[str]:
+    return {line.split("::")[-1].strip() for line in out.stdout.splitlines() if line.startswith("PASSED")}
+
+
+def test_the_default_run_is_the_fast_suites_and_says_what_it_left_out(project: Path):
+    out = run_pytest(project)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert passed(out) == {"test_fast"}
+    assert "3 deselected" in out.stdout
+    assert "fast suites only: 3 kernel, browser and slow tests were left out" in out.stdout
+    assert "--full" in out.stdout
+
+
+def test_full_runs_every_suite_and_a_heavy_test_gets_its_suites_timeout(project: Path):
+    out = run_pytest(project, "--full")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert passed(out) == {"test_fast", "test_kernel", "test_browser", "test_slow"}
+    assert f"TIMEOUT kernel ({SUITE_TIMEOUTS['kernel']},)" in out.stdout
+    assert "TIMEOUT fast None" in out.stdout  # the ini's default applies
+
+
+def test_a_marker_expression_selects_as_usual(project: Path):
+    assert passed(run_pytest(project, "-m", "kernel or slow")) == {"test_kernel", "test_slow"}
+
+
+def test_a_timeout_names_its_wait_and_real_software_needs_its_suites_marker(project: Path):
+    """A named test runs whatever its suite; a timeout says what the test waited for, or where it
+    was; a test that starts a kernel or a Jupyter server without its suite's marker fails at once."""
+    (project / "test_hang.py").write_text(
+        textwrap.dedent("""
+            import time
+            import pytest
+            from tests.support.waits import waiting_for
+
+            @pytest.mark.timeout(1)
+            def test_hangs_in_a_wait():
+                with waiting_for("the kernel to finish cell 3"):
+                    time.sleep(30)
+
+            @pytest.mark.timeout(1)
+            def test_hangs_elsewhere():
+                time.sleep(30)
+        """)
+    )
+    (project / "test_unmarked.py").write_text(
+        textwrap.dedent("""
+            from tests.support.browser import JupyterServer
+            from tests.support.kernel import Kernel
+
+            def test_starts_a_kernel(tmp_path):
+                Kernel(tmp_path)
+
+            def test_starts_a_server(tmp_path):
+                JupyterServer("lab", tmp_path).start()
+        """)
+    )
+    out = run_pytest(project, "test_hang.py", "test_unmarked.py", "test_mixed.py::test_browser")
+    assert out.returncode == 1 and passed(out) == {"test_browser"}
+    assert (
+        "test_hang.py::test_hangs_in_a_wait did not finish within its 1 s timeout (pytest-timeout, the last "
+        "resort); it was waiting for the kernel to finish cell 3"
+    ) in out.stdout
+    assert "it was at test_hang.py:13 in test_hangs_elsewhere" in out.stdout
+    assert "test_starts_a_kernel starts a real kernel, so it belongs to the `kernel` suite" in out.stdout
+    assert "starts a Jupyter lab server for Chromium, so it belongs to the `browser` suite" in out.stdout
+
+
+def test_every_collected_test_has_a_timeout(request: pytest.FixtureRequest):
+    """Every item this session collected (in the default run, the left-out suites' too)."""
+    items = request.config.stash[COLLECTED]
+    assert request.node in items
+    assert float(request.config.getini("timeout")) > 0
+    for item in items:
+        settings = _get_item_settings(item)
+        assert settings.timeout and settings.timeout > 0, f"{item.nodeid} has no timeout"
+        for marker, seconds in SUITE_TIMEOUTS.items():
+            if item.get_closest_marker(marker):
+                assert settings.timeout >= seconds or item.get_closest_marker("timeout").kwargs, item.nodeid
+
+
+def test_harness_deadlines_are_shorter_than_their_suites_timeouts():
+    assert SUITE_TIMEOUTS["kernel"] > kernel.TIMEOUT
+    assert SUITE_TIMEOUTS["browser"] > browser.TIMEOUT
