@@ -11,11 +11,13 @@ from typing import Any
 from ipy_agent.contract.build_tool import build_tool
 from ipy_agent.contract.hooks import HookEvent, HookOutcome
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
-from ipy_agent.loop.agent import Agent, RunResult
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
+from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.loop.agent import Agent
 from ipy_agent.models.base import ModelError, Usage
 from ipy_agent.models.scripted import ScriptedModel
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
+from ipy_agent.runtime.trace import RunResult
 
 from .tools import builtin_tools
 

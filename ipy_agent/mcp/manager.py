@@ -15,12 +15,12 @@ import asyncio
 import atexit
 import contextlib
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ipy_agent.contract.tool import Tool, maybe_await
-from ipy_agent.permissions.decide import PermissionPreview, PermissionRequest, normalize_answer
+from ipy_agent.contract.tool import PermissionPreview, Tool, maybe_await
+from ipy_agent.permissions.decide import Approver, PermissionRequest, normalize_answer
 
 from .config import ServerConfig, parse_servers
 from .connection import CallOutcome, ServerConnection, ServerDown
@@ -29,7 +29,7 @@ from .trust import TrustStore
 
 __all__ = ["McpManager", "close_all"]
 
-Notice = tuple[str, str]  # (level, text)
+Notice = tuple[Literal["info", "warning", "error"], str]  # (level, text)
 _MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
 
 
@@ -86,7 +86,7 @@ class McpManager:
         self._tried.clear()
 
     # --- before each model request -----------------------------------------------------------
-    async def sync(self, approver: Callable[[PermissionRequest], Any] | None) -> list[Notice]:
+    async def sync(self, approver: Approver | None) -> list[Notice]:
         notices: list[Notice] = []
         configs = self.configs
         stale = [n for n, c in self._conns.items() if configs.get(n) != c.config]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # imported when a fixture is used: a pytest that runs none starts quicker
-    from ipy_agent.contract.tool import ToolContext
+    from ipy_agent.contract.tool_context import ToolContext
 
     from .tools import Recorder
 

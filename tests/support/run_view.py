@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.ui.widgets import ApprovalPrompt, RunView
+from ipy_agent.ui.approval_widget import ApprovalPrompt
+from ipy_agent.ui.widgets import RunView
 
 from .transcript import use
 from .waits import timed_out, waiting_for

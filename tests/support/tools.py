@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ipy_agent import build_tool
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import RuleSubject, Tool, ToolContext
+from ipy_agent.contract.tool import RuleSubject, Tool
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.shared import fileio
 

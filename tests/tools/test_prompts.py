@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 # --- Glob and Grep ------------------------------------------------------------------------------
 from ipy_agent.tools.search.glob_tool import MAX_GLOB_FILES, GlobTool

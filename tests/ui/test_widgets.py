@@ -17,7 +17,8 @@ import ipywidgets as W
 from ipy_agent import PermissionPreview, PermissionRequest, Usage
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import TurnEvent
-from ipy_agent.ui.widgets import ApprovalPrompt, RunView
+from ipy_agent.ui.approval_widget import ApprovalPrompt
+from ipy_agent.ui.widgets import RunView
 from tests.support.run_view import TIMEOUT, edit, make, until_prompt
 from tests.support.transcript import use
 
@@ -193,7 +194,7 @@ async def test_notebook_edit_prompt_says_outputs_will_be_cleared():
 
 
 def test_footer_shows_tokens_cost_estimate_and_context_share():
-    agent = SimpleNamespace(model=SimpleNamespace(name="claude-sonnet-4-5"))
+    agent = SimpleNamespace(model=SimpleNamespace(name="claude-sonnet-4-5"), context_window=200_000)
     view = RunView(agent)
     view.listener(
         TurnEvent(turn=1, phase="end", usage=Usage(input_tokens=1000, output_tokens=500, cache_read_input_tokens=49000))

@@ -27,11 +27,12 @@ Decisions:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionPreview, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
 from ipy_agent.tools.shared.fileio import encode_text
 
@@ -121,7 +122,7 @@ def _find_cell(nb: Any, cell_id: str, display: str) -> int:
     matches = [i for i, cell in enumerate(cells) if cell.get("id") == cell_id]
     if len(matches) > 1:
         where = ", ".join(f"cell-{i}" for i in matches[:10])
-        return _raise(
+        _raise(
             f"Cell id {cell_id!r} is used by {len(matches)} cells in {display!r} ({where}), so it does not say "
             "which one to change. Name the cell by its index instead, e.g. cell_id='cell-N'."
         )
@@ -134,7 +135,7 @@ def _find_cell(nb: Any, cell_id: str, display: str) -> int:
     valid = (
         f"Valid ids: {shown}{more}." if cells else "The notebook has no cells; use edit_mode insert without cell_id."
     )
-    return _raise(
+    _raise(
         f"Cell {cell_id!r} not found in {display!r}. {valid} Use an id from Read's output, or cell-N "
         "for the cell at 0-based index N."
     )
@@ -144,7 +145,7 @@ def _as_lines(source: str) -> str:
     return source if not source or source.endswith("\n") else source + "\n"
 
 
-def _raise(message: str) -> Any:
+def _raise(message: str) -> NoReturn:
     raise ToolError(message)
 
 
@@ -192,7 +193,6 @@ class NotebookEditTool(FileEditingTool):
 
     def _plan(self, inp: NotebookEditInput, ctx: ToolContext) -> Plan:
         import nbformat
-        from nbformat.v4 import new_code_cell, new_markdown_cell
 
         path, display = self._paths(inp.notebook_path, ctx)
         if path.suffix.lower() != ".ipynb":
@@ -241,7 +241,7 @@ class NotebookEditTool(FileEditingTool):
                 cell_type = inp.cell_type or cell.cell_type
                 if cell_type != cell.cell_type:
                     # A type change makes a fresh cell of the new type; id and metadata stay.
-                    fresh = (new_code_cell if cell_type == "code" else new_markdown_cell)(new_source)
+                    fresh = new_cell(cell_type, new_source, set())
                     fresh.metadata = cell.metadata
                     if "id" in cell:
                         fresh.id = cell.id

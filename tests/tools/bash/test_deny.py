@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from tests.support.tools import tool_ctx, write_tree
 

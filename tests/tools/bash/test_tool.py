@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash.process import OUTPUT_LIMIT
 from tests.support.tools import tool_ctx

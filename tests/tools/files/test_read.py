@@ -16,7 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ipy_agent.contract.tool import RuleSubject, ToolContext, ToolError
+from ipy_agent.contract.tool import RuleSubject, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.read import ReadTool
 from tests.support.transcript import all_results
 
