@@ -7,7 +7,9 @@ loaded, in tmp_path; `script` writes a ScriptedModel transcript for `%agent --sc
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,18 +44,28 @@ def make_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Call
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("IPY_AGENT_NONINTERACTIVE", raising=False)
+    shells: list[Any] = []
 
     def make(config: Any = None, load: bool = True) -> Any:
         InteractiveShell.clear_instance()
         cfg = config or Config()
         cfg.HistoryManager.enabled = False  # no sqlite history file in the person's home
         sh = InteractiveShell.instance(config=cfg)
+        shells.append(sh)
         if load:
             sh.run_line_magic("load_ext", "ipy_agent")
         return sh
 
     yield make
     InteractiveShell.clear_instance()
+    for sh in shells:
+        # Each shell registered its exit cleanup (a namespace reset, about a second each, which
+        # made pytest take a minute to exit): its temporary files go now, the reset not at all.
+        atexit.unregister(sh.atexit_operations)
+        for path in sh.tempfiles:
+            path.unlink(missing_ok=True)
+        for folder in sh.tempdirs:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
