@@ -154,3 +154,30 @@ def test_every_collected_test_has_a_timeout(request: pytest.FixtureRequest):
 def test_harness_deadlines_are_shorter_than_their_suites_timeouts():
     assert SUITE_TIMEOUTS["kernel"] > kernel.TIMEOUT
     assert SUITE_TIMEOUTS["browser"] > browser.TIMEOUT
+
+
+def test_the_shared_helpers_are_defined_once():
+    """What tests/support provides (transcript builders, the ToolContext factory, the shared
+    fixtures) is not defined again in a test file, and no test builds a ToolContext by hand."""
+    import ast
+
+    from tests.support import fixtures, transcript
+
+    shared = {n for n in dir(transcript) if not n.startswith("_") and callable(getattr(transcript, n))}
+    shared |= {"tool_ctx", "call_direct", "write_tree", "Recorder"}
+    shared |= {n for n, f in vars(fixtures).items() if hasattr(f, "_fixture_function_marker") or "fixture" in repr(f)}
+    shared -= {"Any", "Iterable"}
+    support = ROOT / "tests" / "support"
+    again = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        if support in path.parents:
+            continue
+        source = path.read_text(encoding="utf-8")
+        for node in ast.parse(source).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in shared:
+                again.append(f"{path.relative_to(ROOT)}:{node.lineno} defines {node.name} again")
+        by_hand = "ToolContext" + "("  # not spelled out: this file would find itself
+        if by_hand in source and path.name != "test_atomic_write_kill.py":  # that one's is a child script
+            again.append(f"{path.relative_to(ROOT)} builds a ToolContext by hand (use tests.support.tools.tool_ctx)")
+    assert {"use", "results_of", "rec", "ctx", "shell", "api_server"} <= shared
+    assert again == []

@@ -1,6 +1,7 @@
 """The fixtures any test may use; tests/conftest.py loads this module as a plugin.
 
 `rec` builds recording tools; `ctx` is a ToolContext in tmp_path for calling one tool directly;
+`api_server` is a local Messages API replaying scripted streams;
 `make_shell`, `shell` and `magics` are a fresh InteractiveShell (no kernel) with ipy_agent
 loaded, in tmp_path; `script` writes a ScriptedModel transcript for `%agent --script`.
 """
@@ -34,6 +35,15 @@ def ctx(tmp_path: Path) -> ToolContext:
     from .tools import tool_ctx
 
     return tool_ctx(tmp_path)
+
+
+@pytest.fixture
+def api_server() -> Iterator[Any]:
+    """A local Messages API (tests/support/sse_server.py) for the real anthropic client."""
+    from .sse_server import ReplayServer
+
+    with ReplayServer() as server:
+        yield server
 
 
 @pytest.fixture
