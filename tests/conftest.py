@@ -68,7 +68,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     heavy = [item for item in items if any(item.get_closest_marker(m) for m in HEAVY)]
     if heavy:
         config.hook.pytest_deselected(items=heavy)
-        items[:] = [item for item in items if item not in set(heavy)]
+        left_out = set(heavy)
+        items[:] = [item for item in items if item not in left_out]
     config.stash[LEFT_OUT] = len(heavy)
 
 
@@ -112,6 +113,12 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
         pending = waits.current_waits()
         roots = (str(item.config.rootpath), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         doing = f"waiting for {pending[-1]}" if pending else f"at {_where(frame, roots)}"
+        if threading.active_count() > 1:  # where the other threads were, as pytest-timeout shows it
+            import pytest_timeout
+
+            terminal = item.config.get_terminal_writer()
+            terminal.sep("+", title="Timeout: the stacks of every thread")
+            pytest_timeout.dump_stacks(terminal)
         pytest.fail(
             f"{item.nodeid} did not finish within its {settings.timeout:.0f} s timeout (pytest-timeout, "
             f"the last resort); it was {doing}",
