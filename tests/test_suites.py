@@ -49,7 +49,32 @@ PROJECT = {
         def test_slow():
             pass
     """,
+    "test_hang.py": """
+        import time
+        import pytest
+        from tests.support.waits import waiting_for
+
+        @pytest.mark.timeout(1)
+        def test_hangs_in_a_wait():
+            with waiting_for("the kernel to finish cell 3"):
+                time.sleep(30)
+
+        @pytest.mark.timeout(1)
+        def test_hangs_elsewhere():
+            time.sleep(30)
+    """,
+    "test_unmarked.py": """
+        from tests.support.browser import JupyterServer
+        from tests.support.kernel import Kernel
+
+        def test_starts_a_kernel(tmp_path):
+            Kernel(tmp_path)
+
+        def test_starts_a_server(tmp_path):
+            JupyterServer("lab", tmp_path).start()
+    """,
 }
+MIXED = {"test_fast", "test_kernel", "test_browser", "test_slow"}
 
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -64,78 +89,46 @@ def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("suites")
     for name, text in PROJECT.items():
-        (tmp_path / name).write_text(textwrap.dedent(text))
-    return tmp_path
+        (root / name).write_text(textwrap.dedent(text).lstrip())
+    return root
 
 
 def passed(out: subprocess.CompletedProcess[str]) -> set[str]:
     return {line.split("::")[-1].strip() for line in out.stdout.splitlines() if line.startswith("PASSED")}
 
 
-def test_the_default_run_is_the_fast_suites_and_says_what_it_left_out(project: Path):
+def test_the_default_run_is_the_fast_suites_and_its_failures_say_what_they_waited_for(project: Path):
+    """The default run leaves the heavy suites out and says so. In what it runs, a timeout names
+    the wait it interrupted (or where the test was), and a test that starts a kernel or a Jupyter
+    server without its suite's marker fails at once."""
     out = run_pytest(project)
-    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.returncode == 1  # the hanging and unmarked tests fail, as they should
     assert passed(out) == {"test_fast"}
     assert "3 deselected" in out.stdout
-    assert "fast suites only: 3 kernel, browser and slow tests were left out" in out.stdout
-    assert "--full" in out.stdout
-
-
-def test_full_runs_every_suite_and_a_heavy_test_gets_its_suites_timeout(project: Path):
-    out = run_pytest(project, "--full")
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert passed(out) == {"test_fast", "test_kernel", "test_browser", "test_slow"}
-    assert f"TIMEOUT kernel ({SUITE_TIMEOUTS['kernel']},)" in out.stdout
+    assert "fast suites only: 3 kernel, browser and slow tests were left out" in out.stdout and "--full" in out.stdout
     assert "TIMEOUT fast None" in out.stdout  # the ini's default applies
-
-
-def test_a_marker_expression_selects_as_usual(project: Path):
-    assert passed(run_pytest(project, "-m", "kernel or slow")) == {"test_kernel", "test_slow"}
-
-
-def test_a_timeout_names_its_wait_and_real_software_needs_its_suites_marker(project: Path):
-    """A named test runs whatever its suite; a timeout says what the test waited for, or where it
-    was; a test that starts a kernel or a Jupyter server without its suite's marker fails at once."""
-    (project / "test_hang.py").write_text(
-        textwrap.dedent("""
-            import time
-            import pytest
-            from tests.support.waits import waiting_for
-
-            @pytest.mark.timeout(1)
-            def test_hangs_in_a_wait():
-                with waiting_for("the kernel to finish cell 3"):
-                    time.sleep(30)
-
-            @pytest.mark.timeout(1)
-            def test_hangs_elsewhere():
-                time.sleep(30)
-        """)
-    )
-    (project / "test_unmarked.py").write_text(
-        textwrap.dedent("""
-            from tests.support.browser import JupyterServer
-            from tests.support.kernel import Kernel
-
-            def test_starts_a_kernel(tmp_path):
-                Kernel(tmp_path)
-
-            def test_starts_a_server(tmp_path):
-                JupyterServer("lab", tmp_path).start()
-        """)
-    )
-    out = run_pytest(project, "test_hang.py", "test_unmarked.py", "test_mixed.py::test_browser")
-    assert out.returncode == 1 and passed(out) == {"test_browser"}
     assert (
         "test_hang.py::test_hangs_in_a_wait did not finish within its 1 s timeout (pytest-timeout, the last "
         "resort); it was waiting for the kernel to finish cell 3"
     ) in out.stdout
-    assert "it was at test_hang.py:13 in test_hangs_elsewhere" in out.stdout
+    assert "it was at test_hang.py:12 in test_hangs_elsewhere" in out.stdout
     assert "test_starts_a_kernel starts a real kernel, so it belongs to the `kernel` suite" in out.stdout
     assert "starts a Jupyter lab server for Chromium, so it belongs to the `browser` suite" in out.stdout
+
+
+def test_full_runs_every_suite_and_a_heavy_test_gets_its_suites_timeout(project: Path):
+    out = run_pytest(project, "--full")
+    assert passed(out) == MIXED, out.stdout + out.stderr
+    assert f"TIMEOUT kernel ({SUITE_TIMEOUTS['kernel']},)" in out.stdout
+    assert "fast suites only" not in out.stdout
+
+
+def test_a_named_file_runs_whatever_its_suites(project: Path):
+    assert passed(run_pytest(project, "test_mixed.py")) == MIXED
 
 
 def test_every_collected_test_has_a_timeout(request: pytest.FixtureRequest):
