@@ -3,13 +3,15 @@
 `rec` builds recording tools; `ctx` is a ToolContext in tmp_path for calling one tool directly;
 `api_server` is a local Messages API replaying scripted streams;
 `make_shell`, `shell` and `magics` are a fresh InteractiveShell (no kernel) with ipy_agent
-loaded, in tmp_path; `script` writes a ScriptedModel transcript for `%agent --script`.
+loaded, in tmp_path; `script` writes a ScriptedModel transcript for `%agent --script`;
+`need_bwrap` skips (or in CI fails) where bubblewrap cannot sandbox.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,6 +46,20 @@ def api_server() -> Iterator[Any]:
 
     with ReplayServer() as server:
         yield server
+
+
+@pytest.fixture
+def need_bwrap() -> None:
+    """Skip where bubblewrap cannot sandbox (a developer's Mac); in CI, fail and say why."""
+    from ipy_agent.tools.bash.sandbox import sandbox_status
+
+    status = sandbox_status()
+    if status.available:
+        return
+    message = f"the OS sandbox is unavailable: {status.reason}. .ci/run installs bubblewrap; run it as root, or apt-get install bubblewrap"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 @pytest.fixture
