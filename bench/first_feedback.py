@@ -3,7 +3,7 @@ anything, against how long until the run's widget view appears.
 
 A first run pays for slow imports (the tools, ipywidgets, and for real models the SDK) before
 its view exists; the start line ("ipy_agent: starting with …") is displayed before them. Each
-sample starts a new kernel (tests/kernel/kernel_harness.py), loads the extension, runs an
+sample starts a new kernel (tests/support/kernel.py), loads the extension, runs an
 offline `%agent --script ...`, and times from the execute_request to the first display_data and
 to the first widget comm_open, read from the kernel's own iopub timestamps (no front-end delay).
 Target: the first display within 100 ms of the cell starting.
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.kernel.kernel_harness import Kernel  # noqa: E402
+from tests.support.kernel import Kernel  # noqa: E402
 
 TARGET_MS = 100.0
 

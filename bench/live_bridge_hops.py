@@ -20,7 +20,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from tests.browser.harness import JupyterServer, NotebookPage, launch_browser
+from tests.support.browser import JupyterServer, NotebookPage, launch_browser
 
 HERE = Path(__file__).resolve().parent
 PAGE_STAMPS = r"""

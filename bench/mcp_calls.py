@@ -1,7 +1,7 @@
 """MCP call overhead: a call through the agent's manager (marshalled from the caller's loop to the
 MCP thread and back, plus result mapping) against the same call on a bare SDK session in one loop.
 
-Both talk to the same real stdio server (tests/mcp/servers/toolbox.py), one after the other in the
+Both talk to the same real stdio server (tests/support/mcp_servers/toolbox.py), one after the other in the
 same run, so the ratio does not depend on the machine. Target: ratio <= 1.5 (the hop between
 threads should cost little next to the server's own work).
 
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOLBOX = str(ROOT / "tests" / "mcp" / "servers" / "toolbox.py")
+TOOLBOX = str(ROOT / "tests" / "support" / "mcp_servers" / "toolbox.py")
 TARGET = 1.5
 
 

@@ -1,6 +1,6 @@
 """Streaming tool execution: our run against the SDK's own `tool_runner`, eager, on one stream.
 
-Both clients talk to the same local Messages API (tests/models/sse_server.py), which replays an
+Both clients talk to the same local Messages API (tests/support/sse_server.py), which replays an
 assistant message whose three tool_use blocks arrive 0.3 s apart; each call takes 0.3 s. The
 SDK's runner with `run_tools_eagerly=True` starts a tool as its block arrives, as we do; what
 differs is what happens around it (running calls together, the end of the stream).
@@ -15,7 +15,7 @@ import time
 from anthropic import AsyncAnthropic, beta_async_tool
 
 from bench.streaming import one_run, script
-from tests.models.sse_server import ReplayServer
+from tests.support.sse_server import ReplayServer
 
 __all__ = ["streaming_pair"]
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.ui.widget_support import PING, CountingComm  # noqa: E402  (the same stand-in comm the test uses)
+from tests.support.widgets import PING, CountingComm  # noqa: E402  (the same stand-in comm the test uses)
 
 __all__ = ["row_costs"]
 

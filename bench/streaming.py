@@ -1,6 +1,6 @@
 """How much earlier a run ends when tools start as their tool_use blocks complete.
 
-Replays, from a local Messages API server (tests/models/sse_server.py) through the real
+Replays, from a local Messages API server (tests/support/sse_server.py) through the real
 anthropic client, an assistant message whose tool_use blocks arrive spaced in time, and runs
 the same Agent twice: with streaming tool execution (the default: a call starts at its
 `content_block_stop`) and with `streaming_tools=False` (calls start after `message_stop`).
@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent import Agent, build_tool
 from ipy_agent.models.anthropic import AnthropicModel
-from tests.models.sse_server import ReplayServer, message_events
+from tests.support.sse_server import ReplayServer, message_events
 
 
 class LookupInput(BaseModel):

@@ -1,31 +1,138 @@
-"""Shared fixtures."""
+"""Which suites run, every test's timeout, the fixtures of tests/support for every test, and
+the end of the session.
+
+`python -m pytest -q` runs the fast suites: every test not marked `kernel` (starts a real
+kernel), `browser` (Chromium against a real Jupyter server) or `slow` (fuzzers, corpora, the
+teaching notebooks). `python -m pytest -q --full` runs everything; CI (`.ci/run`) runs that.
+Naming paths or a `-m` expression selects as pytest always does (`python -m pytest tests/kernel`
+runs the kernel tests there).
+
+Every test has a timeout (pytest-timeout; pyproject.toml sets the default): the suites below get
+longer ones. The harnesses' own waits are shorter and say what did not happen; when the timeout
+fires anyway, its message names what the test was waiting for (tests/support/waits.py).
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
 import pytest
 
-from tests.helpers import Recorder
+from tests.support import waits
+
+pytest_plugins = ["tests.support.fixtures"]
+
+HEAVY = ("kernel", "browser", "slow")
+# Seconds for a whole test (setup and teardown included) in each heavy suite; the rest get the
+# `timeout` of pyproject.toml. A test's own `@pytest.mark.timeout(n)` wins over both.
+SUITE_TIMEOUTS = {"kernel": 300, "browser": 300, "slow": 900}
+LEFT_OUT = pytest.StashKey[int]()
+COLLECTED = pytest.StashKey[list[pytest.Item]]()  # every item collected, the left-out ones too
 
 
-@pytest.fixture
-def rec() -> Recorder:
-    return Recorder()
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full",
+        action="store_true",
+        help="run every suite: the kernel, browser and slow tests too (what CI runs)",
+    )
 
 
-@pytest.fixture
-def need_bwrap() -> None:
-    """Skip where bubblewrap cannot sandbox (a developer's Mac); in CI, fail and say why."""
-    import os
+def fast_only(config: pytest.Config) -> bool:
+    """No --full, no -m and no paths named: the default run, of the fast suites."""
+    return (
+        not config.getoption("--full")
+        and not config.getoption("markexpr")
+        and config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    )
 
-    from ipy_agent.tools.bash.sandbox import sandbox_status
 
-    status = sandbox_status()
-    if status.available:
+def suite_timeout(item: pytest.Item) -> int | None:
+    timeouts = [SUITE_TIMEOUTS[m] for m in HEAVY if item.get_closest_marker(m)]
+    return max(timeouts) if timeouts else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[COLLECTED] = list(items)
+    for item in items:
+        seconds = suite_timeout(item)
+        if seconds is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(seconds))
+    if not fast_only(config):
         return
-    message = f"the OS sandbox is unavailable: {status.reason}. .ci/run installs bubblewrap; run it as root, or apt-get install bubblewrap"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    heavy = [item for item in items if any(item.get_closest_marker(m) for m in HEAVY)]
+    if heavy:
+        config.hook.pytest_deselected(items=heavy)
+        left_out = set(heavy)
+        items[:] = [item for item in items if item not in left_out]
+    config.stash[LEFT_OUT] = len(heavy)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left_out = config.stash.get(LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(
+            f"fast suites only: {left_out} kernel, browser and slow tests were left out; "
+            "`python -m pytest -q --full` runs everything"
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    waits.set_current_test(item)
+    try:
+        return (yield)
+    finally:
+        waits.set_current_test(None)
+
+
+def _where(frame: FrameType | None, roots: tuple[str, ...]) -> str:
+    """The innermost line of the project's own code on the stack (the test, or what it called)."""
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        root = next((r for r in roots if path.startswith(r + os.sep)), None)
+        if root is not None and f"{os.sep}site-packages{os.sep}" not in path:
+            return f"{os.path.relpath(path, root)}:{frame.f_lineno} in {frame.f_code.co_name}"
+        frame = frame.f_back
+    return "(no line of the project's code on the stack)"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """pytest-timeout's signal method, with a message that says what the test waited for."""
+    if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
+        return None  # pytest-timeout's own timer
+
+    def fire(signum: int, frame: FrameType | None) -> None:
+        __tracebackhide__ = True
+        pending = waits.current_waits()
+        roots = (str(item.config.rootpath), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        doing = f"waiting for {pending[-1]}" if pending else f"at {_where(frame, roots)}"
+        if threading.active_count() > 1:  # where the other threads were, as pytest-timeout shows it
+            import pytest_timeout
+
+            terminal = item.config.get_terminal_writer()
+            terminal.sep("+", title="Timeout: the stacks of every thread")
+            pytest_timeout.dump_stacks(terminal)
+        pytest.fail(
+            f"{item.nodeid} did not finish within its {settings.timeout:.0f} s timeout (pytest-timeout, "
+            f"the last resort); it was {doing}",
+            pytrace=True,
+        )
+
+    def cancel() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+    item.cancel_timeout = cancel  # type: ignore[attr-defined]  # pytest-timeout's cancel hook calls it
+    signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, settings.timeout)
+    return True
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

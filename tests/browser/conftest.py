@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.harness import JupyterServer, Kind, browser_missing, launch_browser
+from tests.support.browser import JupyterServer, Kind, browser_missing, launch_browser
 
 
 def _need_browser(*, extension: bool = False) -> None:

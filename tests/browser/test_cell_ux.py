@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.harness import SCREENSHOTS, JupyterServer, NotebookPage
+from tests.support.browser import SCREENSHOTS, JupyterServer, NotebookPage
 
 pytestmark = pytest.mark.browser
 

@@ -15,15 +15,12 @@ from typing import Any
 
 import pytest
 
-from tests.browser.harness import SCREENSHOTS, JupyterServer, NotebookPage
+from tests.support.browser import SCREENSHOTS, JupyterServer, NotebookPage
+from tests.support.transcript import use
 
 pytestmark = pytest.mark.browser
 
 # `browser` and `lab_server` are the shared fixtures of tests/browser/conftest.py.
-
-
-def use(tid: str, name: str, **inp: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tid, "name": name, "input": inp}
 
 
 def make_notebook(server: JupyterServer, name: str, agent_line: str, turns: list[Any]) -> str:
@@ -61,12 +58,12 @@ def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(lab_se
         "main.ipynb",
         "%agent",
         [
-            [use("r1", "NotebookRead")],
-            [use("e1", "NotebookEdit", notebook_path="main.ipynb", cell_id="c1", new_source="x = 41")],
+            [use("NotebookRead", "r1")],
+            [use("NotebookEdit", "e1", notebook_path="main.ipynb", cell_id="c1", new_source="x = 41")],
             [
                 use(
-                    "e2",
                     "NotebookEdit",
+                    "e2",
                     notebook_path="main.ipynb",
                     cell_id="c2",
                     edit_mode="insert",
@@ -74,8 +71,8 @@ def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(lab_se
                     new_source="y = x + 1\nprint('y is', y)\ny * 2",
                 )
             ],
-            [use("n1", "NotebookRun", cell_id="c1")],
-            [use("n2", "NotebookRun", cell_id="cell-4")],
+            [use("NotebookRun", "n1", cell_id="c1")],
+            [use("NotebookRun", "n2", cell_id="cell-4")],
             "Replaced x, added a cell and ran both.",
         ],
     )
@@ -108,8 +105,8 @@ def test_a_denied_edit_leaves_the_cell_alone(lab_server, browser, opened):
         "deny.ipynb",
         "%agent",
         [
-            [use("r1", "NotebookRead")],
-            [use("e1", "NotebookEdit", notebook_path="deny.ipynb", cell_id="c1", new_source="x = 99")],
+            [use("NotebookRead", "r1")],
+            [use("NotebookEdit", "e1", notebook_path="deny.ipynb", cell_id="c1", new_source="x = 99")],
             "Understood.",
         ],
     )
@@ -127,8 +124,8 @@ def test_a_cell_the_person_types_into_after_the_read_is_not_overwritten(lab_serv
         "stale.ipynb",
         "%agent",
         [
-            [use("r1", "NotebookRead")],
-            [use("e1", "NotebookEdit", notebook_path="stale.ipynb", cell_id="c1", new_source="x = 2")],
+            [use("NotebookRead", "r1")],
+            [use("NotebookEdit", "e1", notebook_path="stale.ipynb", cell_id="c1", new_source="x = 2")],
             "I will read it again.",
         ],
     )
@@ -148,8 +145,8 @@ def test_a_background_run_runs_cells_while_the_kernel_is_free(lab_server, browse
         "bg.ipynb",
         "%agent --background --allow NotebookRun",
         [
-            [use("n1", "NotebookRun", cell_id="c1")],
-            [use("n2", "NotebookRun", cell_id="c2")],
+            [use("NotebookRun", "n1", cell_id="c1")],
+            [use("NotebookRun", "n2", cell_id="c2")],
             "Ran them.",
         ],
     )
@@ -166,7 +163,7 @@ def test_a_background_run_runs_cells_while_the_kernel_is_free(lab_server, browse
 
 
 def test_the_bridge_survives_a_page_reload_and_a_kernel_restart(lab_server, browser, opened):
-    name = make_notebook(lab_server, "again.ipynb", "%agent --new", [[use("r1", "NotebookRead")], "Read it."])
+    name = make_notebook(lab_server, "again.ipynb", "%agent --new", [[use("NotebookRead", "r1")], "Read it."])
     page = start(lab_server, browser, opened, name)
     page.wait_done(1)
     page.wait_text(1, "Read 4 cells of again.ipynb (live)")

@@ -10,7 +10,8 @@ from ipy_agent.context.clearing import CLEARED_PREFIX
 from ipy_agent.context.tokens import request_tokens
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import ContextEvent
-from tests.context.support import HistoryCheck, fetch, fetch_tool, results, text
+from tests.support.context import HistoryCheck, fetch, fetch_tool
+from tests.support.transcript import first_result, result_text, results_of
 
 
 def test_500_tool_turns_of_20kb_results_fit_a_40k_window(tmp_path):
@@ -39,12 +40,17 @@ def test_500_tool_turns_of_20kb_results_fit_a_40k_window(tmp_path):
     assert actions == {"cleared", "compacted"}
     assert all(e.after < e.before for e in events)
     # The model is told what was cleared and how to get it back.
-    notes = [text(b) for m in model.requests[-1]["messages"] for b in results(m) if text(b).startswith(CLEARED_PREFIX)]
+    notes = [
+        result_text(b)
+        for m in model.requests[-1]["messages"]
+        for b in results_of(m).values()
+        if result_text(b).startswith(CLEARED_PREFIX)
+    ]
     assert notes
     assert all('output of Fetch {"n": ' in n and "call Fetch again with the same input" in n for n in notes)
     # The newest results reached the model in full.
-    last = results(model.requests[-1]["messages"][-1])
-    assert len(last) == 1 and text(last[0]).startswith("page 499: ") and len(text(last[0])) == 20_000
+    last = [*results_of(model.requests[-1]["messages"][-1]).values()]
+    assert len(last) == 1 and result_text(last[0]).startswith("page 499: ") and len(result_text(last[0])) == 20_000
 
 
 def test_clearing_takes_the_oldest_results_and_keeps_the_recent_ones(tmp_path):
@@ -54,7 +60,7 @@ def test_clearing_takes_the_oldest_results_and_keeps_the_recent_ones(tmp_path):
 
     final = model.requests[-1]["messages"]
     assert history_problems(final) == []
-    by_id = {b["tool_use_id"]: text(b) for m in final for b in results(m)}
+    by_id = {b["tool_use_id"]: result_text(b) for m in final for b in results_of(m).values()}
     assert list(by_id) == [f"toolu_fetch_{i:05d}" for i in range(12)]  # every call still answered, in order
     cleared = [tid for tid, t in by_id.items() if t.startswith(CLEARED_PREFIX)]
     full = [tid for tid, t in by_id.items() if not t.startswith(CLEARED_PREFIX)]
@@ -65,9 +71,9 @@ def test_clearing_takes_the_oldest_results_and_keeps_the_recent_ones(tmp_path):
     assert len(full) >= 4
     assert all(len(by_id[t]) == 8_000 for t in full)
     # The trace keeps what the model received at the time (for %agent_inspect).
-    assert all(len(text(r.result)) == 8_000 for r in agent.trace)
+    assert all(len(result_text(r.result)) == 8_000 for r in agent.trace)
     # Messages are replaced, never edited in place: a request sent earlier still shows what it showed.
-    assert len(text(results(model.requests[1]["messages"][-1])[0])) == 8_000
+    assert len(result_text(first_result(model.requests[1]["messages"][-1]))) == 8_000
 
 
 def test_a_spilled_result_is_cleared_with_the_path_of_its_spill_file(tmp_path):
@@ -84,8 +90,8 @@ def test_a_spilled_result_is_cleared_with_the_path_of_its_spill_file(tmp_path):
     )
     agent.run("fetch them")
 
-    first = next(b for b in results(model.requests[-1]["messages"][2]))
-    note = text(first)
+    first = first_result(model.requests[-1]["messages"][2])
+    note = result_text(first)
     spill = tmp_path / "spill" / "toolu_fetch_00000.txt"
     assert note.startswith(CLEARED_PREFIX) and str(spill) in note
     assert spill.read_text().startswith("page 0: ") and len(spill.read_text()) == 9_000

@@ -11,13 +11,10 @@ from ipy_agent.context.compaction import COMPACTION_SYSTEM, SUMMARY_HEADER
 from ipy_agent.history.messages import history_problems
 from ipy_agent.models.scripted import COMPACTION_SUMMARY
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
-from tests.context.support import fetch, fetch_tool, results, text
+from tests.support.context import fetch, fetch_tool
+from tests.support.transcript import first_result, result_text, results_of, use
 
 NOT_READ = "has not been read yet. Read it first"
-
-
-def use(tid: str, name: str, **inp: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tid, "name": name, "input": inp}
 
 
 def test_auto_compaction_keeps_recent_turns_verbatim_and_uses_no_scripted_turn(tmp_path):
@@ -56,14 +53,14 @@ def test_auto_compaction_keeps_recent_turns_verbatim_and_uses_no_scripted_turn(t
     assert after[0]["role"] == "user" and after[1]["role"] == "assistant"
     assert history_problems(after) == []
     # Between the two requests the agent added its call (turn i-1) and that call's result.
-    assert [b["tool_use_id"] for b in results(after[-1])] == [f"toolu_fetch_{i - 1:05d}"]
+    assert list(results_of(after[-1])) == [f"toolu_fetch_{i - 1:05d}"]
     kept = after[1:-1]
     expected = [*before, {"role": "assistant", "content": [fetch(i - 1)]}]
     for now, then in zip(kept, expected[len(expected) - len(kept) :], strict=True):
         if now["role"] == "assistant":
             assert now == then  # verbatim
         else:  # the same results (clearing may have shortened some)
-            assert [b["tool_use_id"] for b in results(now)] == [b["tool_use_id"] for b in results(then)]
+            assert list(results_of(now)) == list(results_of(then))
     uses_after = [b["id"] for m in after for b in m["content"] if b.get("type") == "tool_use"]
     assert uses_after == sorted(uses_after) and uses_after[-1] == f"toolu_fetch_{i - 1:05d}"
     assert history_problems(agent.messages) == []
@@ -74,11 +71,11 @@ def test_read_state_after_compaction_requires_a_fresh_read_before_an_edit(tmp_pa
     target.write_text("alpha\nbeta\n")
     model = ScriptedModel(
         [
-            [use("r1", "Read", file_path=str(target))],
+            [use("Read", "r1", file_path=str(target))],
             "I have read notes.txt.",
-            [use("e1", "Edit", file_path=str(target), old_string="beta", new_string="gamma")],
-            [use("r2", "Read", file_path=str(target))],
-            [use("e2", "Edit", file_path=str(target), old_string="beta", new_string="gamma")],
+            [use("Edit", "e1", file_path=str(target), old_string="beta", new_string="gamma")],
+            [use("Read", "r2", file_path=str(target))],
+            [use("Edit", "e2", file_path=str(target), old_string="beta", new_string="gamma")],
             "Edited.",
         ]
     )
@@ -91,9 +88,9 @@ def test_read_state_after_compaction_requires_a_fresh_read_before_an_edit(tmp_pa
     assert str(target) not in agent.read_state  # its content was compacted away
 
     agent.run("change beta to gamma")
-    refused = results(model.requests[3]["messages"][-1])[0]
-    assert refused["is_error"] and NOT_READ in text(refused)
-    ok = results(model.requests[5]["messages"][-1])[0]
+    refused = first_result(model.requests[3]["messages"][-1])
+    assert refused["is_error"] and NOT_READ in result_text(refused)
+    ok = first_result(model.requests[5]["messages"][-1])
     assert not ok.get("is_error")
     assert target.read_text() == "alpha\ngamma\n"
 
@@ -101,12 +98,12 @@ def test_read_state_after_compaction_requires_a_fresh_read_before_an_edit(tmp_pa
 def test_read_state_after_clearing_requires_a_fresh_read_before_an_edit(tmp_path):
     target = tmp_path / "big.txt"
     target.write_text("".join(f"line {i} of the file\n" for i in range(400)))
-    turns: list[Any] = [[use("r1", "Read", file_path=str(target))]]
+    turns: list[Any] = [[use("Read", "r1", file_path=str(target))]]
     turns += [[fetch(i)] for i in range(8)]
     turns += [
-        [use("e1", "Edit", file_path=str(target), old_string="line 7 of", new_string="LINE 7 of")],
-        [use("r2", "Read", file_path=str(target))],
-        [use("e2", "Edit", file_path=str(target), old_string="line 7 of", new_string="LINE 7 of")],
+        [use("Edit", "e1", file_path=str(target), old_string="line 7 of", new_string="LINE 7 of")],
+        [use("Read", "r2", file_path=str(target))],
+        [use("Edit", "e2", file_path=str(target), old_string="line 7 of", new_string="LINE 7 of")],
         "done",
     ]
     model = ScriptedModel(turns)
@@ -120,11 +117,11 @@ def test_read_state_after_clearing_requires_a_fresh_read_before_an_edit(tmp_path
     )
     agent.run("go")
 
-    first_read = results(model.requests[9]["messages"][2])[0]
-    assert first_read["tool_use_id"] == "r1" and "Read the file again" in text(first_read)
-    refused = results(model.requests[10]["messages"][-1])[0]
-    assert refused["is_error"] and NOT_READ in text(refused)
-    assert not results(model.requests[12]["messages"][-1])[0].get("is_error")
+    first_read = first_result(model.requests[9]["messages"][2])
+    assert first_read["tool_use_id"] == "r1" and "Read the file again" in result_text(first_read)
+    refused = first_result(model.requests[10]["messages"][-1])
+    assert refused["is_error"] and NOT_READ in result_text(refused)
+    assert not first_result(model.requests[12]["messages"][-1]).get("is_error")
     assert "LINE 7 of the file" in target.read_text() and agent.context_manager.compactions == 0
 
 
@@ -132,16 +129,16 @@ def test_a_file_read_again_later_stays_editable_when_an_older_read_is_cleared(tm
     target = tmp_path / "t.txt"
     target.write_text("one\n" * 500)
     turns: list[Any] = [
-        [use("r1", "Read", file_path=str(target))],
+        [use("Read", "r1", file_path=str(target))],
         [fetch(0)],
         [fetch(1)],
-        [use("r2", "Read", file_path=str(target))],
+        [use("Read", "r2", file_path=str(target))],
     ]
     turns += [[fetch(i)] for i in range(2, 5)]
     model = ScriptedModel([*turns, "done"])
     agent = Agent(model, cwd=tmp_path, tools=[*_file_tools(), fetch_tool(5_000)], context_window=12_000, max_turns=20)
     agent.run("go")
-    texts = {b["tool_use_id"]: text(b) for m in agent.messages for b in results(m)}
+    texts = {b["tool_use_id"]: result_text(b) for m in agent.messages for b in results_of(m).values()}
     assert "Read the file again" in texts["r1"] and texts["r2"].startswith("1\tone")
     assert str(target) in agent.read_state  # r2 still shows it
 

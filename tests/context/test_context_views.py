@@ -14,7 +14,7 @@ from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import ContextEvent
 from ipy_agent.ui.text import TextRenderer
 from ipy_agent.ui.widgets import RunView
-from tests.context.support import fetch, fetch_tool
+from tests.support.context import fetch, fetch_tool
 
 
 def long_agent(tmp_path, turns: int = 100) -> Agent:

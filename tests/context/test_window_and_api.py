@@ -14,7 +14,7 @@ from ipy_agent.history.messages import history_problems
 from ipy_agent.models.anthropic import AnthropicModel
 from ipy_agent.models.pricing import CONTEXT_1M_BETA, context_window
 from ipy_agent.runtime.trace import ContextEvent
-from tests.models.sse_server import ReplayServer, Reply, error_reply, message_events
+from tests.support.sse_server import ReplayServer, Reply, error_reply, message_events
 
 TOO_LONG = "prompt is too long: 213417 tokens > 200000 maximum"
 
@@ -47,15 +47,9 @@ def test_the_agent_uses_the_models_window_unless_overridden(tmp_path):
         Agent(ScriptedModel([]), cwd=tmp_path, context_window=500)
 
 
-@pytest.fixture
-def server():
-    with ReplayServer() as s:
-        yield s
-
-
-def sdk_agent(server: ReplayServer, tmp_path, **kw: Any) -> Agent:
+def sdk_agent(api_server: ReplayServer, tmp_path, **kw: Any) -> Agent:
     model = AnthropicModel(
-        "claude-sonnet-4-6", api_key="sk-test", base_url=server.url, max_retries=0, betas=kw.pop("betas", ())
+        "claude-sonnet-4-6", api_key="sk-test", base_url=api_server.url, max_retries=0, betas=kw.pop("betas", ())
     )
     return Agent(model, cwd=tmp_path, tools=[], system_prompt="You help.", **kw)
 
@@ -68,10 +62,10 @@ def earlier_conversation(turns: int, size: int = 2_000) -> list[dict[str, Any]]:
     return out
 
 
-def test_too_long_is_compacted_and_retried_once(server, tmp_path):
-    agent = sdk_agent(server, tmp_path)
+def test_too_long_is_compacted_and_retried_once(api_server, tmp_path):
+    agent = sdk_agent(api_server, tmp_path)
     agent.messages.extend(earlier_conversation(6))
-    server.add(
+    api_server.add(
         error_reply(400, "invalid_request_error", TOO_LONG),
         message_events([{"type": "text", "text": "The person asked six questions; all were answered."}]),
         message_events([{"type": "text", "text": "Here is the answer."}]),
@@ -81,8 +75,8 @@ def test_too_long_is_compacted_and_retried_once(server, tmp_path):
     result = agent.run("one more question")
 
     assert (result.stop_reason, result.text) == ("end_turn", "Here is the answer.")
-    first, summary, retry = (r.body for r in server.requests)
-    assert [r.path for r in server.requests] == ["/v1/messages"] * 3
+    first, summary, retry = (r.body for r in api_server.requests)
+    assert [r.path for r in api_server.requests] == ["/v1/messages"] * 3
     assert len(first["messages"]) == 13
     # The summary request: its own system prompt, no tools, the older turns as a transcript.
     assert summary["system"][0]["text"] == COMPACTION_SYSTEM and "tools" not in summary
@@ -95,10 +89,10 @@ def test_too_long_is_compacted_and_retried_once(server, tmp_path):
     assert any(isinstance(e, ContextEvent) and e.action == "compacted" and e.trigger == "too_long" for e in events)
 
 
-def test_too_long_twice_gives_up_with_a_clear_message(server, tmp_path):
-    agent = sdk_agent(server, tmp_path)
+def test_too_long_twice_gives_up_with_a_clear_message(api_server, tmp_path):
+    agent = sdk_agent(api_server, tmp_path)
     agent.messages.extend(earlier_conversation(3))
-    server.add(
+    api_server.add(
         error_reply(400, "invalid_request_error", TOO_LONG),
         message_events([{"type": "text", "text": "summary"}]),
         error_reply(400, "invalid_request_error", TOO_LONG),
@@ -106,29 +100,29 @@ def test_too_long_twice_gives_up_with_a_clear_message(server, tmp_path):
     result = agent.run("again")
     assert result.stop_reason == "error" and result.error_kind == "context_too_long"
     assert "compacted once already and is still too long" in result.text and "%agent --new" in result.text
-    assert len(server.requests) == 3  # one retry, no loop
+    assert len(api_server.requests) == 3  # one retry, no loop
     assert history_problems(agent.messages) == []
 
 
-def test_too_long_with_nothing_to_compact_says_why(server, tmp_path):
-    agent = sdk_agent(server, tmp_path)
-    server.add(error_reply(400, "invalid_request_error", TOO_LONG))
+def test_too_long_with_nothing_to_compact_says_why(api_server, tmp_path):
+    agent = sdk_agent(api_server, tmp_path)
+    api_server.add(error_reply(400, "invalid_request_error", TOO_LONG))
     result = agent.run("x" * 100)
     assert result.error_kind == "context_too_long"
     assert "Compacting the conversation was not possible (there are no earlier turns to summarise)" in result.text
-    assert len(server.requests) == 1
+    assert len(api_server.requests) == 1
 
 
-def test_near_the_threshold_the_api_count_decides(server, tmp_path):
+def test_near_the_threshold_the_api_count_decides(api_server, tmp_path):
     # The local estimate says the request is over 80% of a 10k window; the API's count says it
     # is not, so nothing is cleared, and the count's ratio calibrates later estimates.
-    agent = sdk_agent(server, tmp_path, context_window=10_000, betas=[CONTEXT_1M_BETA])
+    agent = sdk_agent(api_server, tmp_path, context_window=10_000, betas=[CONTEXT_1M_BETA])
     agent.messages.extend(earlier_conversation(4, size=4_000))
-    server.add(Reply(body={"input_tokens": 5_000}), message_events([{"type": "text", "text": "ok"}]))
+    api_server.add(Reply(body={"input_tokens": 5_000}), message_events([{"type": "text", "text": "ok"}]))
     result = agent.run("and now?")
 
     assert result.text == "ok"
-    count, request = server.requests
+    count, request = api_server.requests
     assert count.path == "/v1/messages/count_tokens" and request.path == "/v1/messages"
     assert count.body["messages"] == request.body["messages"] and "max_tokens" not in count.body
     assert count.headers["anthropic-beta"] == CONTEXT_1M_BETA == request.headers["anthropic-beta"]
@@ -138,15 +132,15 @@ def test_near_the_threshold_the_api_count_decides(server, tmp_path):
     assert json.dumps(request.body["messages"]).count("q" * 4_000) == 4  # nothing was cleared or summarised
 
 
-def test_a_failed_count_falls_back_to_the_local_estimate(server, tmp_path):
-    agent = sdk_agent(server, tmp_path, context_window=10_000)
+def test_a_failed_count_falls_back_to_the_local_estimate(api_server, tmp_path):
+    agent = sdk_agent(api_server, tmp_path, context_window=10_000)
     agent.messages.extend(earlier_conversation(4, size=4_000))
-    server.add(
+    api_server.add(
         error_reply(500, "api_error", "counting is down"),
         message_events([{"type": "text", "text": "summary of four questions"}]),
         message_events([{"type": "text", "text": "ok"}]),
     )
     result = agent.run("and now?")
     assert result.text == "ok"
-    assert [r.path for r in server.requests] == ["/v1/messages/count_tokens", "/v1/messages", "/v1/messages"]
+    assert [r.path for r in api_server.requests] == ["/v1/messages/count_tokens", "/v1/messages", "/v1/messages"]
     assert agent.context_manager.compactions == 1  # the local estimate said "over", so it compacted

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel.kernel_harness import Kernel
-from tests.models.sse_server import ReplayServer, message_events
+from tests.support.kernel import Kernel
+from tests.support.sse_server import ReplayServer, message_events
 
 pytestmark = pytest.mark.kernel
 

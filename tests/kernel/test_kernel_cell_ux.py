@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel.kernel_harness import Kernel
 from tests.kernel.test_kernel_widgets import ORIGINAL, READ_THEN_EDIT
+from tests.support.kernel import Kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -33,23 +33,6 @@ def loaded(tmp_path: Path) -> Iterator[Kernel]:
         k.shutdown()
 
 
-def _type(k: Kernel, comm_id: str, value: str) -> str:
-    msg = k.kc.session.msg(
-        "comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": {"value": value}, "buffer_paths": []}}
-    )
-    k.kc.shell_channel.send(msg)
-    return str(msg["header"]["msg_id"])
-
-
-def _idle_for(k: Kernel, msg_id: str) -> bool:
-    return any(
-        m["msg_type"] == "status"
-        and m["parent_header"].get("msg_id") == msg_id
-        and m["content"]["execution_state"] == "idle"
-        for m in k.messages
-    )
-
-
 def test_each_typed_key_is_acknowledged_while_the_cell_awaits(loaded: Kernel, tmp_path: Path):
     """Without an idle per update, a browser sends only the first key (the 'Denied: k' bug)."""
     cell = loaded.execute("%agent --script edit.json greet differently")
@@ -59,9 +42,9 @@ def test_each_typed_key_is_acknowledged_while_the_cell_awaits(loaded: Kernel, tm
     for ch in "no":
         typed += ch
         # What the browser does: the next key is sent only after the idle for the previous one.
-        sent = _type(loaded, reason, typed)
+        sent = loaded.set_value(reason, typed)
         loaded.wait_for(
-            f"the kernel's idle for the update {typed!r}", lambda sent=sent: _idle_for(loaded, sent), timeout=30
+            f"the kernel's idle for the update {typed!r}", lambda sent=sent: loaded.idle_after(sent), timeout=30
         )
     deny = next(c for c in loaded.siblings(allow) if loaded.models[c].get("description") == "Deny")
     assert loaded.models[reason]["value"] == "no"

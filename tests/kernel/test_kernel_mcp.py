@@ -11,17 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel.kernel_harness import Kernel
+from tests.support.kernel import Kernel
+from tests.support.mcp import TOOLBOX
+from tests.support.transcript import use
 
 pytestmark = pytest.mark.kernel
 
-TOOLBOX = str(Path(__file__).resolve().parents[1] / "mcp" / "servers" / "toolbox.py")
 AGENT = "from ipy_agent.magics import current_session\nm = current_session()\n"
 CHILDREN = "import psutil\nprint(len([p for p in psutil.Process().children(recursive=True) if 'toolbox.py' in ' '.join(p.cmdline())]))"
-
-
-def use(name: str, tid: str, **inp) -> dict:
-    return {"type": "tool_use", "id": tid, "name": name, "input": inp}
 
 
 @pytest.fixture

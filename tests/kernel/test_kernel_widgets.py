@@ -1,6 +1,6 @@
 """The widgets in a real kernel, driven the way a notebook front end drives them.
 
-Each test starts an ipykernel process in a temp dir (tests/kernel/kernel_harness.py), runs
+Each test starts an ipykernel process in a temp dir (tests/support/kernel.py), runs
 scripted agent transcripts, finds the approval buttons in the widget models the kernel opened,
 and sends the comm messages a front end sends for a click or for typing a reason. What is
 checked is what a person notices: the file on disk, what the model was told, what the cell shows,
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.kernel.kernel_harness import Kernel
+from tests.support.kernel import Kernel
 
 pytestmark = pytest.mark.kernel
 

@@ -17,7 +17,7 @@ from traitlets.config import Config
 import ipy_agent
 from ipy_agent.history.messages import history_problems
 from ipy_agent.magics.cell_runner import agent_transformer, run_agent_cell
-from tests.magics._util import edit_script, results, text_of, use
+from tests.support.transcript import edit_script, result_text, results_sent, use
 
 ROOT = Path(__file__).resolve().parents[2]
 MAGICS = [
@@ -121,7 +121,7 @@ def test_scripted_run_shows_rows_and_the_model_gets_results(shell, magics, scrip
     assert "Let me look." in out and "It says hello." in out
     assert "✓ Read a.txt — Read 1 line" in out
     model = magics.session.agent.model
-    assert "hello" in text_of(results(model, 1)["t1"])
+    assert "hello" in result_text(results_sent(model, 1)["t1"])
     assert model.requests[0]["messages"][0]["content"][0]["text"] == "what is in a.txt?"
     assert magics.session.last_result.stop_reason == "end_turn"
 
@@ -167,7 +167,7 @@ def test_mode_plan_denies_edits_and_says_why(shell, magics, script, tmp_path, mo
     monkeypatch.setattr("builtins.input", no_input)
     shell.run_line_magic("agent", f"--mode plan --script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
-    assert "plan mode" in text_of(results(magics.session.agent.model, 2)["e1"])
+    assert "plan mode" in result_text(results_sent(magics.session.agent.model, 2)["e1"])
     assert magics.session.agent.permission_mode == "plan"
 
 
@@ -503,7 +503,7 @@ def test_kernel_widget_prompt_times_out_into_a_denial(make_shell, script, tmp_pa
     sh.run_line_magic("config", "AgentMagics.approval_timeout = 0.2")
     sh.run_line_magic("agent", f"--script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
-    sent = text_of(results(magics.session.agent.model, 2)["e1"])
+    sent = result_text(results_sent(magics.session.agent.model, 2)["e1"])
     assert "No one answered the approval prompt within 0.2 s" in sent and "'Edit(./*.txt)'" in sent
 
 
@@ -519,7 +519,7 @@ def test_kernel_without_widgets_denies_what_rules_do_not_allow(make_shell, scrip
         "agent", f"{'--no-widgets' if how == '--no-widgets' else ''} --script {edit_script(script, tmp_path)} go"
     )
     assert (tmp_path / "a.txt").read_text() == "hello\n"
-    assert "non-interactive run" in text_of(results(magics.session.agent.model, 2)["e1"])
+    assert "non-interactive run" in result_text(results_sent(magics.session.agent.model, 2)["e1"])
     out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # colours are on in a kernel
     assert "✓ Read a.txt" in out and "⊘ Edit a.txt — denied" in out  # text rows, not widgets
 

@@ -11,9 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.magics._util import use
-
-TOOLBOX = str(Path(__file__).resolve().parents[1] / "mcp" / "servers" / "toolbox.py")
+from tests.support.mcp import TOOLBOX
+from tests.support.transcript import use
 
 
 def _servers() -> set[int]:

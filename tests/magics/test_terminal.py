@@ -12,7 +12,7 @@ import pytest
 from ipy_agent.history.messages import history_problems
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.ui.approver import NonInteractiveApprover, with_timeout
-from tests.magics._util import results, text_of, use
+from tests.support.transcript import result_text, results_sent, use
 
 
 class Answers:
@@ -71,7 +71,7 @@ def test_no_with_a_reason_reaches_the_model(edit_run, magics, tmp_path, capsys):
     fake = edit_run("n", "keep the lowercase, rename the file instead")
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
     assert fake.questions[1].startswith("Reason")
-    sent = text_of(results(magics.session.agent.model, 2)["e1"])
+    sent = result_text(results_sent(magics.session.agent.model, 2)["e1"])
     assert "keep the lowercase, rename the file instead" in sent
     assert "⊘ Edit a.txt — denied" in capsys.readouterr().out
 
@@ -80,7 +80,7 @@ def test_no_with_a_reason_reaches_the_model(edit_run, magics, tmp_path, capsys):
 def test_eof_or_empty_denies(edit_run, magics, tmp_path, answers):
     fake = edit_run(*answers)
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
-    assert results(magics.session.agent.model, 2)["e1"]["is_error"] is True
+    assert results_sent(magics.session.agent.model, 2)["e1"]["is_error"] is True
     assert len(fake.questions) == len(answers)
 
 
@@ -124,9 +124,9 @@ def test_noninteractive_env_denies_and_names_the_rule(shell, magics, script, tmp
     )
     shell.run_line_magic("agent", f"--script {path} edit")
     assert (tmp_path / "a.txt").read_text() == "one\n"
-    first = results(magics.session.agent.model, 1)
+    first = results_sent(magics.session.agent.model, 1)
     assert not first["r1"].get("is_error") and not first["g1"].get("is_error")  # read-only calls still run
-    sent = text_of(results(magics.session.agent.model, 2)["e1"])
+    sent = result_text(results_sent(magics.session.agent.model, 2)["e1"])
     assert "non-interactive run (IPY_AGENT_NONINTERACTIVE is set)" in sent
     assert "%agent --allow 'Edit(./*.txt)'" in sent
     assert "⊘ Edit a.txt — denied" in capsys.readouterr().out

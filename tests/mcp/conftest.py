@@ -1,16 +1,15 @@
-"""Fixtures for the MCP tests: real servers (tests/mcp/servers/) over stdio and streamable HTTP."""
+"""Fixtures for the MCP tests: real servers (tests/support/mcp_servers/) over stdio and streamable HTTP."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ipy_agent import Agent
-from tests.mcp._util import TOOLBOX
+from tests.support.mcp import http_toolbox
 
 
 @pytest.fixture(autouse=True)
@@ -41,21 +40,7 @@ def make_agent(tmp_path: Path) -> Any:
 
 
 @pytest.fixture
-def http_url() -> Any:
-    """The toolbox server over streamable HTTP on 127.0.0.1, a free port, in its own process."""
-    proc = subprocess.Popen(
-        [sys.executable, TOOLBOX, "http"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert line.startswith("PORT "), (
-            f"the HTTP server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
-        )
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def http_url() -> Iterator[str]:
+    """The toolbox server over streamable HTTP on 127.0.0.1 (tests/support/mcp.py)."""
+    with http_toolbox() as url:
+        yield url

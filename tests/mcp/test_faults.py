@@ -12,7 +12,8 @@ import psutil
 from ipy_agent import ScriptedModel
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import NoticeEvent
-from tests.mcp._util import BROKEN, results, stdio, text, use
+from tests.support.mcp import BROKEN, stdio
+from tests.support.transcript import all_results, result_text, use
 
 
 def _children() -> set[int]:
@@ -35,11 +36,11 @@ def test_a_crash_mid_call_is_an_error_and_the_server_restarts_at_the_next_call(m
     notices = _notices(agent)
     result = agent.run("go")
     assert result.stop_reason == "end_turn"
-    crash = results(agent)["1"]
+    crash = all_results(agent.messages)["1"]
     assert crash["is_error"]
-    assert "The MCP server 'tb' is down: it exited during the call" in text(crash)
-    assert "toolbox: about to crash on purpose" in text(crash)  # its stderr, for the model too
-    assert text(results(agent)["2"]) == "value of k"  # started again
+    assert "The MCP server 'tb' is down: it exited during the call" in result_text(crash)
+    assert "toolbox: about to crash on purpose" in result_text(crash)  # its stderr, for the model too
+    assert result_text(all_results(agent.messages)["2"]) == "value of k"  # started again
     assert agent.mcp.connection("tb").starts == 2
     assert any("MCP server 'tb' is down" in n and "about to crash" in n for n in notices)
     assert history_problems(agent.messages) == []
@@ -50,10 +51,10 @@ def test_a_hung_call_times_out_and_the_hung_server_is_stopped(make_agent):
     model = ScriptedModel([[use("mcp__tb__hang", "1")], [use("mcp__tb__lookup", "2", key="k")], "done"])
     agent = make_agent(model=model, mcp_servers={"tb": stdio(timeout=1)}, allow=["mcp__tb"])
     agent.run("go")
-    hung = results(agent)["1"]
+    hung = all_results(agent.messages)["1"]
     assert hung["is_error"]
-    assert "did not answer within 1 s" in text(hung) and "toolbox: hanging on purpose" in text(hung)
-    assert text(results(agent)["2"]) == "value of k"
+    assert "did not answer within 1 s" in result_text(hung) and "toolbox: hanging on purpose" in result_text(hung)
+    assert result_text(all_results(agent.messages)["2"]) == "value of k"
     # Only the restarted server is left: the hung one was stopped, not abandoned.
     assert len(_children() - before) == 1
     assert history_problems(agent.messages) == []
@@ -67,8 +68,8 @@ def test_a_server_that_never_starts_is_reported_and_the_agent_runs_on(make_agent
     notices = _notices(agent)
     result = agent.run("go")
     assert result.stop_reason == "end_turn"
-    assert text(results(agent)["1"]) == "value of k"
-    assert results(agent)["2"]["is_error"]  # no such tool: it never listed any
+    assert result_text(all_results(agent.messages)["1"]) == "value of k"
+    assert all_results(agent.messages)["2"]["is_error"]  # no such tool: it never listed any
     system = model.requests[0]["system"]
     assert "- bad: DOWN, it failed to start: it exited before answering" in system
     assert "broken: missing configuration: set TOOLBOX_TOKEN" in system  # the model is told why
@@ -106,7 +107,7 @@ def test_servers_are_closed_when_the_interpreter_exits(tmp_path):
     import subprocess
     import sys
 
-    from tests.mcp._util import TOOLBOX
+    from tests.support.mcp import TOOLBOX
 
     server = {"command": "sh", "args": ["-c", f"trap '' TERM; {sys.executable} {TOOLBOX}; sleep 120"]}
     code = (
@@ -129,12 +130,12 @@ def test_garbage_from_the_server_is_a_clear_error_and_the_server_goes_on(make_ag
     model = ScriptedModel([[use("mcp__tb__garbage", "1")], [use("mcp__tb__lookup", "2", key="k")], "done"])
     agent = make_agent(model=model, mcp_servers={"tb": stdio()})
     agent.run("go")
-    bad = results(agent)["1"]
+    bad = all_results(agent.messages)["1"]
     assert bad["is_error"]
-    assert text(bad).startswith(
+    assert result_text(bad).startswith(
         "The MCP tool 'garbage' of server 'tb' failed: its answer is not a valid MCP tool result"
     )
-    assert text(results(agent)["2"]) == "value of k"
+    assert result_text(all_results(agent.messages)["2"]) == "value of k"
     assert agent.mcp.connection("tb").starts == 1
     assert history_problems(agent.messages) == []
 
@@ -155,8 +156,8 @@ def test_an_interrupt_during_a_call_keeps_the_history_valid_and_the_server_up(ma
     agent.interrupt()
     worker.join(60)
     assert box["result"].stop_reason == "interrupted"
-    assert results(agent)["1"]["is_error"]
+    assert all_results(agent.messages)["1"]["is_error"]
     assert history_problems(agent.messages) == []
     agent.run("go on")
-    assert text(results(agent)["2"]) == "value of k"
+    assert result_text(all_results(agent.messages)["2"]) == "value of k"
     assert agent.mcp.connection("tb").starts == 1  # a cancelled call is not a server fault

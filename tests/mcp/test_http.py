@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ipy_agent import ScriptedModel
 from ipy_agent.history.messages import history_problems
-from tests.mcp._util import as_json, results, text, use
+from tests.support.mcp import as_json
+from tests.support.transcript import all_results, result_text, use
 
 
 def test_tools_over_streamable_http(make_agent, http_url):
@@ -26,11 +27,11 @@ def test_tools_over_streamable_http(make_agent, http_url):
         mcp_servers={"web": {"type": "http", "url": http_url, "headers": {"X-Team": "notebooks"}}},
     )
     agent.run("go")
-    r = results(agent)
+    r = all_results(agent.messages)
     a, b = as_json(r["1"]), as_json(r["2"])
     assert not a["alone"] and not b["alone"] and a["start"] < b["end"] and b["start"] < a["end"]
-    assert text(r["3"]) == "notebooks"
-    assert asked == ["mcp__web__add"] and text(r["4"]) == "42"
+    assert result_text(r["3"]) == "notebooks"
+    assert asked == ["mcp__web__add"] and result_text(r["4"]) == "42"
     assert r["5"]["content"][0]["type"] == "image"
     assert history_problems(agent.messages) == []
 

@@ -6,7 +6,8 @@ import base64
 
 from ipy_agent import ScriptedModel
 from ipy_agent.history.messages import history_problems
-from tests.mcp._util import as_json, offered, results, stdio, text, use
+from tests.support.mcp import as_json, offered, stdio
+from tests.support.transcript import all_results, result_text, use
 
 
 def test_read_only_tools_run_without_asking_and_in_parallel(make_agent):
@@ -15,7 +16,7 @@ def test_read_only_tools_run_without_asking_and_in_parallel(make_agent):
     agent = make_agent(model=model, mcp_servers={"tb": stdio()}, approver=lambda r: asked.append(r) or "deny")
     agent.run("go")
     assert asked == []
-    a, b = (as_json(results(agent)[t]) for t in ("1", "2"))
+    a, b = (as_json(all_results(agent.messages)[t]) for t in ("1", "2"))
     # Each call waited (in the server) until the other was running too; their windows overlap.
     assert not a["alone"] and not b["alone"]
     assert a["start"] < b["end"] and b["start"] < a["end"]
@@ -31,7 +32,7 @@ def test_an_unannotated_tool_asks_and_runs_alone(make_agent):
     assert [r.tool_name for r in asked] == ["mcp__tb__add", "mcp__tb__wipe"]
     assert asked[0].input == {"a": 2, "b": 3} and not asked[0].destructive
     assert asked[1].destructive  # destructiveHint: the prompt carries the warning
-    assert text(results(agent)["1"]) == "5"
+    assert result_text(all_results(agent.messages)["1"]) == "5"
     assert [r.concurrency_safe for r in agent.trace] == [False, False]
     assert agent.trace[0].batch != agent.trace[1].batch
 
@@ -40,8 +41,8 @@ def test_a_denied_call_is_not_run(make_agent):
     model = ScriptedModel([[use("mcp__tb__wipe", "1", target="db")], "done"])
     agent = make_agent(model=model, mcp_servers={"tb": stdio()}, approver=lambda r: "deny")
     agent.run("go")
-    block = results(agent)["1"]
-    assert block["is_error"] and "declined" in text(block)
+    block = all_results(agent.messages)["1"]
+    assert block["is_error"] and "declined" in result_text(block)
 
 
 def test_deny_rules_hide_one_tool_or_a_whole_server(make_agent):
@@ -96,14 +97,16 @@ def test_resources_errors_and_invalid_input(make_agent):
     )
     agent = make_agent(model=model, mcp_servers={"tb": stdio()})
     agent.run("go")
-    r = results(agent)
-    assert text(r["1"]) == "Here is the file:\nResource file:///notes.txt (text/plain):\nline one\nline two"
+    r = all_results(agent.messages)
+    assert result_text(r["1"]) == "Here is the file:\nResource file:///notes.txt (text/plain):\nline one\nline two"
     assert (
-        r["2"]["is_error"] and text(r["2"]).startswith("The MCP tool reported an error:") and "no way" in text(r["2"])
+        r["2"]["is_error"]
+        and result_text(r["2"]).startswith("The MCP tool reported an error:")
+        and "no way" in result_text(r["2"])
     )
     # Checked against the server's schema before anything is sent.
-    assert r["3"]["is_error"] and "`key`: 7 is not of type 'string'" in text(r["3"])
-    assert r["4"]["is_error"] and "'key' is a required property" in text(r["4"])
+    assert r["3"]["is_error"] and "`key`: 7 is not of type 'string'" in result_text(r["3"])
+    assert r["4"]["is_error"] and "'key' is a required property" in result_text(r["4"])
     assert [s.name for s in agent.trace[2].stages][-1] == "validate"
     assert history_problems(agent.messages) == []
 
@@ -112,8 +115,8 @@ def test_a_large_result_is_spilled_like_any_other(make_agent, tmp_path):
     model = ScriptedModel([[use("mcp__tb__env", "1", name="BIG")], "done"])
     agent = make_agent(model=model, mcp_servers={"tb": stdio(env={"BIG": "x" * 60_000})}, spill_dir=tmp_path / "spill")
     agent.run("go")
-    block = results(agent)["1"]
-    assert "<persisted-output>" in text(block)
+    block = all_results(agent.messages)["1"]
+    assert "<persisted-output>" in result_text(block)
     assert (tmp_path / "spill" / "1.txt").read_text() == "x" * 60_000
 
 
@@ -123,7 +126,7 @@ def test_a_tool_list_change_is_offered_on_the_next_request(make_agent):
     agent.run("go")
     assert "mcp__tb__fresh" not in offered(model, 0)
     assert "mcp__tb__fresh" in offered(model, 1)
-    assert text(results(agent)["2"]) == "fresh result"
+    assert result_text(all_results(agent.messages)["2"]) == "fresh result"
 
 
 def test_the_input_schema_is_passed_through(make_agent):

@@ -10,7 +10,7 @@ from ipy_agent import PermissionAnswer, ScriptedModel
 from ipy_agent.mcp import load_mcp_files
 from ipy_agent.runtime.trace import NoticeEvent
 from ipy_agent.ui.approver import NonInteractiveApprover
-from tests.mcp._util import TOOLBOX, offered, stdio
+from tests.support.mcp import TOOLBOX, offered, stdio
 
 
 def _write_project(project, args=None):

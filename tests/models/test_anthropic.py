@@ -23,7 +23,7 @@ from ipy_agent.models.base import (
     Usage,
 )
 from ipy_agent.models.pricing import context_window, estimate_cost, price_for
-from tests.models.sse_server import ReplayServer, Reply, error_event, error_reply, message_events
+from tests.support.sse_server import ReplayServer, Reply, error_event, error_reply, message_events
 
 EPHEMERAL = {"type": "ephemeral"}
 TOOLS = [
@@ -40,16 +40,10 @@ TOOLS = [
 ]
 
 
-@pytest.fixture
-def server():
-    with ReplayServer() as s:
-        yield s
-
-
-def model_for(server: ReplayServer, **kwargs: Any) -> AnthropicModel:
+def model_for(api_server: ReplayServer, **kwargs: Any) -> AnthropicModel:
     kwargs.setdefault("max_retries", 0)
     return AnthropicModel(
-        kwargs.pop("model", "claude-test-model"), api_key="sk-test-key", base_url=server.url, **kwargs
+        kwargs.pop("model", "claude-test-model"), api_key="sk-test-key", base_url=api_server.url, **kwargs
     )
 
 
@@ -66,8 +60,8 @@ def events_of(timed: list[tuple[float, Any]], cls: type) -> list[Any]:
     return [ev for _, ev in timed if isinstance(ev, cls)]
 
 
-async def test_text_streams_in_deltas_and_request_carries_cache_breakpoints(server):
-    server.add(message_events([{"type": "text", "text": "Hello from the replayed model!"}], chunk=6))
+async def test_text_streams_in_deltas_and_request_carries_cache_breakpoints(api_server):
+    api_server.add(message_events([{"type": "text", "text": "Hello from the replayed model!"}], chunk=6))
     messages = [
         {"role": "user", "content": "first"},
         {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
@@ -76,7 +70,7 @@ async def test_text_streams_in_deltas_and_request_carries_cache_breakpoints(serv
     request = req(messages)
     before = copy.deepcopy(request.messages), copy.deepcopy(request.tools)
 
-    timed = await collect(model_for(server), request)
+    timed = await collect(model_for(api_server), request)
 
     deltas = events_of(timed, TextDelta)
     assert [d.text for d in deltas] == ["Hello ", "from t", "he rep", "layed ", "model!"]
@@ -86,7 +80,7 @@ async def test_text_streams_in_deltas_and_request_carries_cache_breakpoints(serv
     assert done.content == [{"type": "text", "text": "Hello from the replayed model!"}]
     assert (done.stop_reason, done.model) == ("end_turn", "claude-test")
 
-    sent = server.requests[0]
+    sent = api_server.requests[0]
     assert sent.path == "/v1/messages"
     assert sent.headers.get("x-api-key") == "sk-test-key" or sent.headers.get("authorization") == "Bearer sk-test-key"
     body = sent.body
@@ -102,43 +96,43 @@ async def test_text_streams_in_deltas_and_request_carries_cache_breakpoints(serv
     assert (request.messages, request.tools) == before, "the request must not be modified"
 
 
-async def test_string_content_and_no_system_or_tools(server):
-    server.add(message_events([{"type": "text", "text": "ok"}]))
-    await collect(model_for(server), req([{"role": "user", "content": "just text"}], system="", tools=[]))
-    body = server.requests[0].body
+async def test_string_content_and_no_system_or_tools(api_server):
+    api_server.add(message_events([{"type": "text", "text": "ok"}]))
+    await collect(model_for(api_server), req([{"role": "user", "content": "just text"}], system="", tools=[]))
+    body = api_server.requests[0].body
     assert "system" not in body and "tools" not in body
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "just text", "cache_control": EPHEMERAL}]}
     ]
 
 
-async def test_tool_use_block_is_handed_on_before_the_message_ends(server):
+async def test_tool_use_block_is_handed_on_before_the_message_ends(api_server):
     tool = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/tmp/a b.txt", "limit": 5}}
     # After the tool_use block the server waits before message_delta / message_stop.
-    server.add(message_events([{"type": "text", "text": "Reading."}, tool], chunk=5, tail_delay=0.4))
+    api_server.add(message_events([{"type": "text", "text": "Reading."}, tool], chunk=5, tail_delay=0.4))
 
-    timed = await collect(model_for(server), req())
+    timed = await collect(model_for(api_server), req())
 
     kinds = [type(ev).__name__ for _, ev in timed]
     blocks = [(t, ev) for t, ev in timed if isinstance(ev, BlockComplete)]
     assert blocks[1][1].block == tool and blocks[1][1].index == 1
     assert kinds.index("MessageComplete") > kinds.index("BlockComplete") and kinds[-1] == "MessageComplete"
     # The tool_use reached the consumer before the server even wrote message_stop.
-    assert blocks[1][0] < server.sent_time("message_stop")
+    assert blocks[1][0] < api_server.sent_time("message_stop")
     done = timed[-1][1]
     assert done.stop_reason == "tool_use" and done.content[1] == tool
 
 
-async def test_thinking_blocks_stream_and_are_echoed_back_with_signatures(server):
+async def test_thinking_blocks_stream_and_are_echoed_back_with_signatures(api_server):
     thinking = {"type": "thinking", "thinking": "The user wants the file; read it first.", "signature": "sig-abc=="}
     redacted = {"type": "redacted_thinking", "data": "ENCRYPTED-blob"}
     tool_a = {"type": "tool_use", "id": "toolu_a", "name": "Read", "input": {"file_path": "a.py"}}
     tool_b = {"type": "tool_use", "id": "toolu_b", "name": "Grep", "input": {"pattern": "def "}}
-    server.add(
+    api_server.add(
         message_events([thinking, redacted, tool_a, tool_b], chunk=10),
         message_events([{"type": "text", "text": "Done."}]),
     )
-    model = model_for(server, thinking={"type": "enabled", "budget_tokens": 2048}, max_tokens=8000)
+    model = model_for(api_server, thinking={"type": "enabled", "budget_tokens": 2048}, max_tokens=8000)
 
     first = await collect(model, req())
     assert "".join(d.text for d in events_of(first, ThinkingDelta)) == thinking["thinking"]
@@ -156,7 +150,7 @@ async def test_thinking_blocks_stream_and_are_echoed_back_with_signatures(server
     ]
     await collect(model, req(history))
 
-    body = server.requests[1].body
+    body = api_server.requests[1].body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and body["max_tokens"] == 8000
     assert body["messages"][1]["content"] == [thinking, redacted, tool_a, tool_b]
     assert [b["tool_use_id"] for b in body["messages"][2]["content"]] == ["toolu_a", "toolu_b"]
@@ -164,16 +158,16 @@ async def test_thinking_blocks_stream_and_are_echoed_back_with_signatures(server
 
 
 @pytest.mark.parametrize("stop", ["end_turn", "tool_use", "max_tokens", "pause_turn", "refusal", "stop_sequence"])
-async def test_stop_reasons_pass_through(server, stop):
-    server.add(message_events([{"type": "text", "text": "x"}], stop_reason=stop))
-    timed = await collect(model_for(server), req())
+async def test_stop_reasons_pass_through(api_server, stop):
+    api_server.add(message_events([{"type": "text", "text": "x"}], stop_reason=stop))
+    timed = await collect(model_for(api_server), req())
     assert timed[-1][1].stop_reason == stop
 
 
-async def test_usage_combines_message_start_and_message_delta(server):
+async def test_usage_combines_message_start_and_message_delta(api_server):
     usage = {"input_tokens": 120, "cache_read_input_tokens": 3000, "cache_creation_input_tokens": 450}
-    server.add(message_events([{"type": "text", "text": "x"}], usage=usage, output_tokens=42))
-    done = (await collect(model_for(server), req()))[-1][1]
+    api_server.add(message_events([{"type": "text", "text": "x"}], usage=usage, output_tokens=42))
+    done = (await collect(model_for(api_server), req()))[-1][1]
     assert done.usage == Usage(
         input_tokens=120, output_tokens=42, cache_read_input_tokens=3000, cache_creation_input_tokens=450
     )
@@ -202,10 +196,10 @@ ERRORS = [
 
 
 @pytest.mark.parametrize("status,error_type,detail,kind,hint", ERRORS)
-async def test_http_errors_become_clear_model_errors(server, status, error_type, detail, kind, hint):
-    server.add(error_reply(status, error_type, detail))
+async def test_http_errors_become_clear_model_errors(api_server, status, error_type, detail, kind, hint):
+    api_server.add(error_reply(status, error_type, detail))
     with pytest.raises(ModelError) as info:
-        await collect(model_for(server), req())
+        await collect(model_for(api_server), req())
     assert info.value.kind == kind
     assert detail in str(info.value) and hint in str(info.value)
 
@@ -213,36 +207,36 @@ async def test_http_errors_become_clear_model_errors(server, status, error_type,
 @pytest.mark.parametrize(
     "status,error_type,kind", [(529, "overloaded_error", "overloaded"), (429, "rate_limit_error", "rate_limit")]
 )
-async def test_retried_errors_fail_after_the_sdk_retries(server, status, error_type, kind):
-    server.add(*[error_reply(status, error_type, "busy", retry_after_ms="1")] * 2)
+async def test_retried_errors_fail_after_the_sdk_retries(api_server, status, error_type, kind):
+    api_server.add(*[error_reply(status, error_type, "busy", retry_after_ms="1")] * 2)
     with pytest.raises(ModelError) as info:
-        await collect(model_for(server, max_retries=1), req())
+        await collect(model_for(api_server, max_retries=1), req())
     assert info.value.kind == kind and "after 1 retry" in str(info.value)
-    assert len(server.requests) == 2
+    assert len(api_server.requests) == 2
 
 
-async def test_overloaded_then_success_is_retried_by_the_sdk(server):
-    server.add(
+async def test_overloaded_then_success_is_retried_by_the_sdk(api_server):
+    api_server.add(
         error_reply(529, "overloaded_error", "Overloaded", retry_after_ms="1"),
         message_events([{"type": "text", "text": "second time lucky"}]),
     )
-    timed = await collect(model_for(server, max_retries=2), req())
+    timed = await collect(model_for(api_server, max_retries=2), req())
     assert timed[-1][1].content == [{"type": "text", "text": "second time lucky"}]
-    assert len(server.requests) == 2 and server.requests[0].body == server.requests[1].body
+    assert len(api_server.requests) == 2 and api_server.requests[0].body == api_server.requests[1].body
 
 
-async def test_error_event_mid_stream_raises_after_the_text_so_far(server):
+async def test_error_event_mid_stream_raises_after_the_text_so_far(api_server):
     events = message_events([{"type": "text", "text": "partial answer"}], end=False)
-    server.add([*events[:4], error_event("overloaded_error", "Overloaded")])
+    api_server.add([*events[:4], error_event("overloaded_error", "Overloaded")])
     received: list[Any] = []
     with pytest.raises(ModelError) as info:
-        async for ev in model_for(server).stream(req()):
+        async for ev in model_for(api_server).stream(req()):
             received.append(ev)
     assert info.value.kind == "overloaded" and "during the response" in str(info.value)
     assert received and all(isinstance(ev, TextDelta) for ev in received)
 
 
-async def test_connection_refused_is_a_connection_error(server):
+async def test_connection_refused_is_a_connection_error(api_server):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -252,48 +246,48 @@ async def test_connection_refused_is_a_connection_error(server):
     assert info.value.kind == "connection" and f"127.0.0.1:{port}" in str(info.value)
 
 
-async def test_stream_cut_before_message_stop_is_a_connection_error(server):
-    server.add(Reply(events=message_events([{"type": "text", "text": "half"}], end=False), cut=True))
+async def test_stream_cut_before_message_stop_is_a_connection_error(api_server):
+    api_server.add(Reply(events=message_events([{"type": "text", "text": "half"}], end=False), cut=True))
     with pytest.raises(ModelError) as info:
-        await collect(model_for(server), req())
+        await collect(model_for(api_server), req())
     assert info.value.kind == "connection"
 
 
-async def test_missing_key_gives_one_clear_message_and_sends_nothing(server, monkeypatch):
+async def test_missing_key_gives_one_clear_message_and_sends_nothing(api_server, monkeypatch):
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
         monkeypatch.delenv(name, raising=False)
-    model = AnthropicModel("claude-test-model", base_url=server.url)
+    model = AnthropicModel("claude-test-model", base_url=api_server.url)
     with pytest.raises(ModelError) as info:
         await collect(model, req())
     assert info.value.kind == "missing_key"
     assert "ANTHROPIC_API_KEY" in str(info.value) and "%agent --script PATH" in str(info.value)
-    assert server.requests == []
+    assert api_server.requests == []
 
 
-async def test_key_and_base_url_come_from_the_environment(server, monkeypatch):
+async def test_key_and_base_url_come_from_the_environment(api_server, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api_server.url)
     monkeypatch.setenv("IPY_AGENT_MODEL", "claude-from-env")
-    server.add(message_events([{"type": "text", "text": "hi"}]))
+    api_server.add(message_events([{"type": "text", "text": "hi"}]))
     await collect(AnthropicModel(max_retries=0), req())
-    sent = server.requests[0]
+    sent = api_server.requests[0]
     assert sent.body["model"] == "claude-from-env"
     assert "sk-from-env" in (sent.headers.get("x-api-key", "") + sent.headers.get("authorization", ""))
 
 
-async def test_a_client_passed_in_is_used_as_is_and_left_open(server, monkeypatch):
+async def test_a_client_passed_in_is_used_as_is_and_left_open(api_server, monkeypatch):
     import anthropic
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    client = anthropic.AsyncAnthropic(api_key="sk-own-client", base_url=server.url, max_retries=0)
-    server.add(message_events([{"type": "text", "text": "one"}]), message_events([{"type": "text", "text": "two"}]))
+    client = anthropic.AsyncAnthropic(api_key="sk-own-client", base_url=api_server.url, max_retries=0)
+    api_server.add(message_events([{"type": "text", "text": "one"}]), message_events([{"type": "text", "text": "two"}]))
     model = AnthropicModel("claude-test-model", client=client)
     await collect(model, req())
     await model.aclose()
     await collect(AnthropicModel("claude-test-model", client=client), req())
-    assert len(server.requests) == 2
+    assert len(api_server.requests) == 2
     assert "sk-own-client" in (
-        server.requests[1].headers.get("x-api-key", "") + server.requests[1].headers.get("authorization", "")
+        api_server.requests[1].headers.get("x-api-key", "") + api_server.requests[1].headers.get("authorization", "")
     )
     await client.close()
 
@@ -321,13 +315,13 @@ def test_importing_the_package_does_not_import_the_sdk():
     assert out.stdout.strip() == "False"
 
 
-async def test_cancel_mid_stream_closes_the_connection(server):
+async def test_cancel_mid_stream_closes_the_connection(api_server):
     events = message_events([{"type": "text", "text": "a long answer that never ends"}], end=False)
-    server.add(Reply(events=events[:4], hold_open=True))
+    api_server.add(Reply(events=events[:4], hold_open=True))
     started = asyncio.Event()
 
     async def consume() -> None:
-        async for _ in model_for(server).stream(req()):
+        async for _ in model_for(api_server).stream(req()):
             started.set()
 
     task = asyncio.create_task(consume())
@@ -335,18 +329,18 @@ async def test_cancel_mid_stream_closes_the_connection(server):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await asyncio.to_thread(server.wait_disconnect, 10), "the client left the stream's connection open"
-    assert server.disconnects == [0]
+    assert await asyncio.to_thread(api_server.wait_disconnect, 10), "the client left the stream's connection open"
+    assert api_server.disconnects == [0]
 
 
-async def test_consumer_that_stops_early_and_closes_the_stream_frees_the_connection(server):
+async def test_consumer_that_stops_early_and_closes_the_stream_frees_the_connection(api_server):
     events = message_events([{"type": "text", "text": "a long answer that never ends"}], end=False)
-    server.add(Reply(events=events[:4], hold_open=True))
-    stream = model_for(server).stream(req())
+    api_server.add(Reply(events=events[:4], hold_open=True))
+    stream = model_for(api_server).stream(req())
     async for _ in stream:
         break
     await stream.aclose()
-    assert await asyncio.to_thread(server.wait_disconnect, 10), "the client left the stream's connection open"
+    assert await asyncio.to_thread(api_server.wait_disconnect, 10), "the client left the stream's connection open"
 
 
 def test_cost_estimate_by_family():
@@ -363,35 +357,35 @@ def test_cost_estimate_by_family():
     assert context_window("claude-sonnet-4-5") == 200_000
 
 
-async def test_a_tool_call_without_arguments_streams_an_empty_partial_json(server):
+async def test_a_tool_call_without_arguments_streams_an_empty_partial_json(api_server):
     events = message_events([{"type": "tool_use", "id": "toolu_now", "name": "Now", "input": {}}])
     for e in events:
         if e.data.get("delta", {}).get("type") == "input_json_delta":
             e.data["delta"]["partial_json"] = ""  # what the API sends for a call with no arguments
-    server.add(events)
-    timed = await collect(model_for(server), req())
+    api_server.add(events)
+    timed = await collect(model_for(api_server), req())
     done = events_of(timed, MessageComplete)[0]
     assert done.content == [{"type": "tool_use", "id": "toolu_now", "name": "Now", "input": {}}]
     assert done.stop_reason == "tool_use"
 
 
-async def test_max_tokens_in_the_middle_of_a_tool_call_drops_the_cut_call(server):
+async def test_max_tokens_in_the_middle_of_a_tool_call_drops_the_cut_call(api_server):
     write = {"type": "tool_use", "id": "toolu_w", "name": "Write", "input": {"file_path": "a.txt", "content": "x" * 50}}
     events = message_events([{"type": "text", "text": "Writing."}, write], stop_reason="max_tokens", chunk=10)
     deltas = [e for e in events if e.data.get("delta", {}).get("type") == "input_json_delta"]
     for e in deltas[len(deltas) // 2 :]:
         events.remove(e)  # the reply ran out of tokens half way through the input
-    server.add(events)
-    done = events_of(await collect(model_for(server), req()), MessageComplete)[0]
+    api_server.add(events)
+    done = events_of(await collect(model_for(api_server), req()), MessageComplete)[0]
     assert done.stop_reason == "max_tokens"
     assert done.content == [{"type": "text", "text": "Writing."}]
 
 
-async def test_invalid_tool_json_without_max_tokens_is_still_an_error(server):
+async def test_invalid_tool_json_without_max_tokens_is_still_an_error(api_server):
     events = message_events([{"type": "tool_use", "id": "toolu_x", "name": "Read", "input": {"file_path": "abc"}}])
     for e in events:
         if e.data.get("delta", {}).get("type") == "input_json_delta":
             e.data["delta"]["partial_json"] = e.data["delta"]["partial_json"].replace('"', "'")
-    server.add(events)
+    api_server.add(events)
     with pytest.raises(ModelError, match="not valid JSON"):
-        await collect(model_for(server), req())
+        await collect(model_for(api_server), req())

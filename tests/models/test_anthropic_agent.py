@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent import Agent, build_tool
 from ipy_agent.models.anthropic import AnthropicModel
-from tests.models.sse_server import ReplayServer, error_event, error_reply, message_events
+from tests.support.sse_server import ReplayServer, error_event, error_reply, message_events
+from tests.support.transcript import use
 
 
 class ProbeInput(BaseModel):
@@ -38,19 +39,9 @@ def probe_tool(started: list[tuple[str, float]], seconds: float = 0.0):
     )
 
 
-@pytest.fixture
-def server():
-    with ReplayServer() as s:
-        yield s
-
-
-def agent_for(server: ReplayServer, tmp_path, tool, **kwargs: Any) -> Agent:
-    model = AnthropicModel("claude-test-model", api_key="sk-test", base_url=server.url, max_retries=0)
+def agent_for(api_server: ReplayServer, tmp_path, tool, **kwargs: Any) -> Agent:
+    model = AnthropicModel("claude-test-model", api_key="sk-test", base_url=api_server.url, max_retries=0)
     return Agent(model=model, cwd=tmp_path, tools=[tool], allow=["Probe"], approver=lambda req: "allow", **kwargs)
-
-
-def use(tool_id: str, key: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tool_id, "name": "Probe", "input": {"key": key}}
 
 
 def assert_valid_conversation(messages: list[dict[str, Any]]) -> None:
@@ -69,56 +60,64 @@ def assert_valid_conversation(messages: list[dict[str, Any]]) -> None:
             assert answered[: len(ids)] == ids, f"tool_use {ids} of message {i} not answered in order: {answered}"
 
 
-async def test_tool_round_trip_starts_tools_before_message_stop(server, tmp_path):
+async def test_tool_round_trip_starts_tools_before_message_stop(api_server, tmp_path):
     started: list[tuple[str, float]] = []
-    server.add(
+    api_server.add(
         message_events(
-            [{"type": "text", "text": "Looking both up."}, use("toolu_1", "alpha"), use("toolu_2", "beta")],
+            [
+                {"type": "text", "text": "Looking both up."},
+                use("Probe", "toolu_1", key="alpha"),
+                use("Probe", "toolu_2", key="beta"),
+            ],
             tail_delay=0.5,
         ),
         message_events([{"type": "text", "text": "alpha and beta found."}]),
     )
-    agent = agent_for(server, tmp_path, probe_tool(started))
+    agent = agent_for(api_server, tmp_path, probe_tool(started))
 
     result = await agent.arun("look up alpha and beta")
 
     assert result.stop_reason == "end_turn" and result.text == "alpha and beta found."
-    first, second = (r.body for r in server.requests)
+    first, second = (r.body for r in api_server.requests)
     assert [t["name"] for t in first["tools"]] == ["Probe"]
     assert first["tools"][0]["input_schema"]["properties"]["key"]["type"] == "string"
     assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     results = second["messages"][-1]["content"]
     assert [b["tool_use_id"] for b in results] == ["toolu_1", "toolu_2"]
     assert "value of alpha" in str(results[0]["content"]) and "value of beta" in str(results[1]["content"])
-    assert second["messages"][1]["content"][1:] == [use("toolu_1", "alpha"), use("toolu_2", "beta")]
+    assert second["messages"][1]["content"][1:] == [
+        use("Probe", "toolu_1", key="alpha"),
+        use("Probe", "toolu_2", key="beta"),
+    ]
     # Both calls started while the server was still holding back message_stop.
-    stop_sent = server.sent_time("message_stop", request=0)
+    stop_sent = api_server.sent_time("message_stop", request=0)
     assert [k for k, _ in started] == ["alpha", "beta"] and all(t < stop_sent for _, t in started)
     assert_valid_conversation(agent.messages)
 
 
-async def test_without_streaming_tools_calls_wait_for_the_whole_message(server, tmp_path):
+async def test_without_streaming_tools_calls_wait_for_the_whole_message(api_server, tmp_path):
     started: list[tuple[str, float]] = []
-    server.add(
-        message_events([use("toolu_1", "alpha")], tail_delay=0.3), message_events([{"type": "text", "text": "ok"}])
+    api_server.add(
+        message_events([use("Probe", "toolu_1", key="alpha")], tail_delay=0.3),
+        message_events([{"type": "text", "text": "ok"}]),
     )
-    agent = agent_for(server, tmp_path, probe_tool(started), streaming_tools=False)
+    agent = agent_for(api_server, tmp_path, probe_tool(started), streaming_tools=False)
     await agent.arun("look up alpha")
-    assert started and started[0][1] > server.sent_time("message_stop", request=0)
+    assert started and started[0][1] > api_server.sent_time("message_stop", request=0)
 
 
-async def test_error_mid_stream_after_a_started_tool_keeps_the_history_valid(server, tmp_path):
+async def test_error_mid_stream_after_a_started_tool_keeps_the_history_valid(api_server, tmp_path):
     started: list[tuple[str, float]] = []
     events = message_events(
         [
             {"type": "text", "text": "Checking."},
-            use("toolu_1", "alpha"),
+            use("Probe", "toolu_1", key="alpha"),
             {"type": "text", "text": "and then some more words", "_delay": 0.2},
         ],
         end=False,
     )
-    server.add([*events[:-2], error_event("overloaded_error", "Overloaded")])
-    agent = agent_for(server, tmp_path, probe_tool(started))
+    api_server.add([*events[:-2], error_event("overloaded_error", "Overloaded")])
+    agent = agent_for(api_server, tmp_path, probe_tool(started))
 
     result = await agent.arun("look up alpha")
 
@@ -130,20 +129,20 @@ async def test_error_mid_stream_after_a_started_tool_keeps_the_history_valid(ser
     assert agent.messages[-1]["content"][0]["tool_use_id"] == "toolu_1"
     assert [k for k, _ in started] == ["alpha"] and "value of alpha" in str(agent.messages[-1]["content"][0])
 
-    server.add(message_events([{"type": "text", "text": "Recovered."}]))
+    api_server.add(message_events([{"type": "text", "text": "Recovered."}]))
     again = await agent.arun("try again")
     assert again.stop_reason == "end_turn" and again.text == "Recovered."
-    assert_valid_conversation(server.requests[-1].body["messages"])
+    assert_valid_conversation(api_server.requests[-1].body["messages"])
 
 
 @pytest.mark.parametrize("fail", ["http_401", "text_then_error_event"])
-async def test_error_before_any_tool_leaves_no_assistant_message(server, tmp_path, fail):
+async def test_error_before_any_tool_leaves_no_assistant_message(api_server, tmp_path, fail):
     if fail == "http_401":
-        server.add(error_reply(401, "authentication_error", "invalid x-api-key"))
+        api_server.add(error_reply(401, "authentication_error", "invalid x-api-key"))
     else:
         events = message_events([{"type": "text", "text": "half a sentence"}], end=False)
-        server.add([*events[:4], error_event("api_error", "Internal server error")])
-    agent = agent_for(server, tmp_path, probe_tool([]))
+        api_server.add([*events[:4], error_event("api_error", "Internal server error")])
+    agent = agent_for(api_server, tmp_path, probe_tool([]))
 
     result = await agent.arun("hello")
 

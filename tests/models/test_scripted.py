@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ipy_agent import Agent, ScriptedModel
-from tests.helpers import use
+from tests.support.transcript import use
 
 
 def test_the_request_log_is_bounded_and_shows_each_request_as_it_was_sent(tmp_path, rec):

@@ -1,7 +1,7 @@
 """The live-notebook tools in a real kernel, with a fake front end answering over a real comm.
 
-Each test starts an ipykernel (tests/kernel/kernel_harness.py) whose "front end" is one or more
-notebook panels from tests/notebook/fake_frontend.py, speaking the extension's protocol. What is
+Each test starts an ipykernel (tests/support/kernel.py) whose "front end" is one or more
+notebook panels from tests/support/frontend.py, speaking the extension's protocol. What is
 checked is what the person would notice: the cells in the notebook model, the outputs and the
 execution count of a cell the agent ran, what the model was told, and that the kernel still
 works afterwards.
@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.notebook.fake_frontend import LiveKernel, Panel, cell
+from tests.support.frontend import LiveKernel, Panel, cell
+from tests.support.transcript import result_text, use
 
 pytestmark = pytest.mark.kernel
 
@@ -24,13 +25,9 @@ LOAD = "%load_ext ipy_agent\n"
 MAGICS = "__import__('ipy_agent.magics', fromlist=['x']).current_session()"
 
 
-def script(path: Path, turns: list[Any]) -> str:
+def write_script(path: Path, turns: list[Any]) -> str:
     path.write_text(json.dumps({"turns": turns}))
     return path.name
-
-
-def use(tid: str, name: str, **inp: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tid, "name": name, "input": inp}
 
 
 def results(k: LiveKernel) -> dict[str, Any]:
@@ -42,11 +39,6 @@ def results(k: LiveKernel) -> dict[str, Any]:
         " for b in m['content'] if b.get('type') == 'tool_result'}))\n"
     )
     return json.loads(text)
-
-
-def result_text(block: dict[str, Any]) -> str:
-    content = block["content"]
-    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
 
 
 def notebook() -> list[dict[str, Any]]:
@@ -79,15 +71,15 @@ def kernel(tmp_path: Path, panel: Panel) -> Iterator[LiveKernel]:
 
 
 def test_read_replace_insert_and_run_reach_the_live_notebook(kernel: LiveKernel, panel: Panel, tmp_path: Path):
-    name = script(
+    name = write_script(
         tmp_path / "t.json",
         [
-            [use("r1", "NotebookRead")],
-            [use("e1", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c1", new_source="x = 41")],
+            [use("NotebookRead", "r1")],
+            [use("NotebookEdit", "e1", notebook_path="analysis.ipynb", cell_id="c1", new_source="x = 41")],
             [
                 use(
-                    "e2",
                     "NotebookEdit",
+                    "e2",
                     notebook_path="analysis.ipynb",
                     cell_id="c2",
                     edit_mode="insert",
@@ -95,8 +87,8 @@ def test_read_replace_insert_and_run_reach_the_live_notebook(kernel: LiveKernel,
                     new_source="y = x + 1\nprint('y is', y)\ny * 2",
                 )
             ],
-            [use("n1", "NotebookRun", cell_id="c1")],
-            [use("n2", "NotebookRun", cell_id="cell-3")],
+            [use("NotebookRun", "n1", cell_id="c1")],
+            [use("NotebookRun", "n2", cell_id="cell-3")],
             "Done.",
         ],
     )
@@ -130,13 +122,13 @@ def test_a_cell_the_person_changed_after_the_read_is_refused_other_edits_go_on(
             p.cells[1]["source"] = "x = 1  # tuned by hand"
 
     panel.before = person_types
-    name = script(
+    name = write_script(
         tmp_path / "t.json",
         [
-            [use("r1", "NotebookRead")],
-            [use("e1", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c1", new_source="x = 2")],
-            [use("e2", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="c2", new_source="print(x * 10)")],
-            [use("e3", "NotebookEdit", notebook_path="analysis.ipynb", cell_id="gone", new_source="z")],
+            [use("NotebookRead", "r1")],
+            [use("NotebookEdit", "e1", notebook_path="analysis.ipynb", cell_id="c1", new_source="x = 2")],
+            [use("NotebookEdit", "e2", notebook_path="analysis.ipynb", cell_id="c2", new_source="print(x * 10)")],
+            [use("NotebookEdit", "e3", notebook_path="analysis.ipynb", cell_id="gone", new_source="z")],
             "Done.",
         ],
     )
@@ -159,11 +151,11 @@ def test_without_a_front_end_the_live_tools_are_hidden_and_the_ui_says_so_once(t
         "nbformat_minor": 5,
     }
     (tmp_path / "n.ipynb").write_text(json.dumps(nb))
-    name = script(
+    name = write_script(
         tmp_path / "t.json",
         [
-            [use("r1", "Read", file_path="n.ipynb")],
-            [use("e1", "NotebookEdit", notebook_path="n.ipynb", cell_id="a1", new_source="x = 2")],
+            [use("Read", "r1", file_path="n.ipynb")],
+            [use("NotebookEdit", "e1", notebook_path="n.ipynb", cell_id="a1", new_source="x = 2")],
             "Done.",
         ],
     )
@@ -179,7 +171,7 @@ def test_without_a_front_end_the_live_tools_are_hidden_and_the_ui_says_so_once(t
 
 
 def test_background_run_executes_a_cell_without_deadlock(kernel: LiveKernel, panel: Panel, tmp_path: Path):
-    name = script(tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="c2")], "Done."])
+    name = write_script(tmp_path / "t.json", [[use("NotebookRun", "n1", cell_id="c2")], "Done."])
     kernel.check("x = 6\n")
     kernel.check(f"%agent --background --mode bypassPermissions --no-widgets --script {name} go\n")
     kernel.wait_for(
@@ -194,7 +186,7 @@ def test_a_timeout_stops_the_cell_and_the_kernel_goes_on(kernel: LiveKernel, pan
     panel.cells.append(
         cell("import time\nprint('start', flush=True)\nwhile True:\n    time.sleep(0.05)", cell_id="loop")
     )
-    name = script(tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="loop", timeout=1)], "Done."])
+    name = write_script(tmp_path / "t.json", [[use("NotebookRun", "n1", cell_id="loop", timeout=1)], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     block = results(kernel)["n1"]
     assert block.get("is_error") and "timeout" in result_text(block) and "start" in result_text(block)
@@ -204,7 +196,7 @@ def test_a_timeout_stops_the_cell_and_the_kernel_goes_on(kernel: LiveKernel, pan
 
 def test_errors_come_back_as_the_traceback_text(kernel: LiveKernel, panel: Panel, tmp_path: Path):
     panel.cells.append(cell("display('before the error')\ndef f():\n    return 1 / 0\nf()", cell_id="bad"))
-    name = script(tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="bad")], "Done."])
+    name = write_script(tmp_path / "t.json", [[use("NotebookRun", "n1", cell_id="bad")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     text = result_text(results(kernel)["n1"])
     assert "ZeroDivisionError" in text and "return 1 / 0" in text
@@ -222,7 +214,7 @@ def test_a_page_reload_reconnects_through_a_comm_the_page_opens(kernel: LiveKern
         "the new page's hello",
         lambda: kernel.check(f"print({MAGICS}.bridge.front_end.comm.comm_id)").strip() == comm_id,
     )
-    name = script(tmp_path / "t.json", [[use("r1", "NotebookRead")], "Done."])
+    name = write_script(tmp_path / "t.json", [[use("NotebookRead", "r1")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     assert "fresh = True" in result_text(results(kernel)["r1"])
 
@@ -231,7 +223,7 @@ def test_a_page_slow_to_answer_the_runs_probe_stays_connected(kernel: LiveKernel
     # Measured in JupyterLab with a 500-cell notebook: the page answered a run's probe 0.3 to 3.9 s
     # late while it was rendering. A live page must not be taken for a closed one.
     panel.hello_delay = 3.0
-    name = script(tmp_path / "t.json", [[use("r1", "NotebookRead")], "Done."])
+    name = write_script(tmp_path / "t.json", [[use("NotebookRead", "r1")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     text = result_text(results(kernel)["r1"])
     assert "print(x + 1)" in text and "unsaved changes" in text
@@ -253,7 +245,7 @@ def test_on_a_shared_kernel_only_the_notebook_of_the_session_answers(tmp_path: P
     with LiveKernel(tmp_path, panels=[other, mine], env=env) as k:
         k.check(LOAD)
         k.wait_for("hello", lambda: k.check(f"print({MAGICS}.bridge.display_path)").strip() == "mine.ipynb")
-        name = script(tmp_path / "t.json", [[use("r1", "NotebookRead")], "Done."])
+        name = write_script(tmp_path / "t.json", [[use("NotebookRead", "r1")], "Done."])
         k.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
         text = result_text(results(k)["r1"])
     assert "m = 1" in text and "o = 1" not in text
@@ -278,7 +270,7 @@ def test_variables_are_described_without_running_their_code(kernel: LiveKernel, 
         "text = 'a' * 500\n"
         "n = 7\n"
     )
-    name = script(tmp_path / "t.json", [[use("v1", "Variables")], "Done."])
+    name = write_script(tmp_path / "t.json", [[use("Variables", "v1")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     text = result_text(results(kernel)["v1"])
     assert "arr: numpy.ndarray = shape (3, 4), dtype float32" in text
@@ -296,8 +288,8 @@ def test_a_kernel_interrupt_stops_the_running_cell_and_the_agent(kernel: LiveKer
             cell_id="loop",
         )
     )
-    name = script(
-        tmp_path / "t.json", [[use("n1", "NotebookRun", cell_id="loop", timeout=600)], "Should not get here."]
+    name = write_script(
+        tmp_path / "t.json", [[use("NotebookRun", "n1", cell_id="loop", timeout=600)], "Should not get here."]
     )
     msg_id = kernel.execute(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
     kernel.wait_for("the loop to run", lambda: (tmp_path / "started").exists())

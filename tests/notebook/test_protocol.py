@@ -19,7 +19,7 @@ import pytest
 import ipy_agent
 from ipy_agent.notebook import bridge
 from ipy_agent.notebook.protocol import OPS, PROTOCOL, SPEC, TARGET
-from tests.notebook.fake_frontend import Panel, cell
+from tests.support.frontend import Panel, cell
 
 PACKAGE = Path(ipy_agent.__file__).parent
 ROOT = PACKAGE.parent

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from ipy_agent import Agent, ScriptedModel, build_tool
 from ipy_agent.contract.read_state import ReadState
-from tests.helpers import results_of, use
+from tests.support.transcript import results_of, use
 
 
 class Size(BaseModel):

@@ -8,7 +8,7 @@ import time
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.history.messages import history_problems
-from tests.helpers import results_of, use
+from tests.support.transcript import results_of, use
 
 
 def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:

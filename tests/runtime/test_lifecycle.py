@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from ipy_agent import Agent, ScriptedModel, ToolError, build_tool
-from tests.helpers import results_of, use
+from tests.support.transcript import results_of, use
 
 
 class Args(BaseModel):

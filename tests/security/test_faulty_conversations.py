@@ -1,6 +1,6 @@
 """1,000 random faulty conversations, fixed seeds: zero invalid histories.
 
-Builds on tests/runtime/test_property_history.py (hypothesis, few examples) with a deterministic
+Builds on tests/history/test_property_history.py (hypothesis, few examples) with a deterministic
 sweep that also sends what an untrusted model may send: duplicate, numeric, empty, list-valued
 and path-like tool_use ids, unknown tools, invalid inputs, tools that raise, hooks that raise,
 deny or stop, approvers that deny or raise, and interrupts at random moments. After every run
@@ -17,7 +17,7 @@ import pytest
 
 from ipy_agent import ScriptedModel
 from ipy_agent.history.messages import history_problems
-from tests.runtime.test_property_history import faulty_agent
+from tests.support.faults import faulty_agent
 
 SEEDS = int(os.environ.get("FAULTY_SEEDS", "1000"))  # fewer only for a quick local look
 _IDS = [

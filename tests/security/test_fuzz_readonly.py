@@ -25,11 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from tests.security.fuzz_corpus import FORMS, MUST_REFUSE, TARGET, Case, corpus, fill_form
-from tests.security.fuzz_world import STRACE, World
+from tests.support.fuzz_world import STRACE, World
+from tests.support.tools import tool_ctx
 
 _TOOL = BashTool()
 
@@ -77,7 +76,7 @@ def read_only(command: str) -> bool:
 
 async def _auto_allowed(command: str, cwd: Path) -> bool:
     """Whether Bash would run it without asking in default mode (its own check, sandbox aside)."""
-    ctx = ToolContext(cwd=cwd, read_state=ReadState())
+    ctx = tool_ctx(cwd)
     return (await _TOOL.check_permissions(BashInput(command=command), ctx)).behavior == "allow"
 
 

@@ -20,7 +20,7 @@ from ipy_agent import Agent, ScriptedModel
 from ipy_agent.permissions.decide import decide
 from ipy_agent.runtime.lifecycle import parse_input
 from ipy_agent.tools import builtin_tools
-from tests.helpers import write_tree
+from tests.support.tools import write_tree
 
 DENY = ["Read(secret/**)", "Read(**/.env)", "Edit(locked/**)"]
 LONG = "/".join(["d" * 60] * 3) + "/" + "f" * 100 + ".txt"

@@ -14,7 +14,6 @@ from IPython.core.error import UsageError
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.config.conversation_file import load_conversation
-from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.messages import history_problems
@@ -26,11 +25,12 @@ from ipy_agent.tools.notebook.edit import NotebookEditInput, NotebookEditTool
 from ipy_agent.tools.search import ripgrep as _search
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
-from tests.helpers import results_of, write_tree
+from tests.support.tools import tool_ctx, write_tree
+from tests.support.transcript import results_of
 
 
 def _ctx(cwd: Path, **kw) -> ToolContext:
-    return ToolContext(cwd=cwd, read_state=ReadState(), spill_dir=cwd / "spill", **kw)
+    return tool_ctx(cwd, spill_dir=cwd / "spill", **kw)
 
 
 # --- FIFOs and devices ----------------------------------------------------------------------------

@@ -16,13 +16,13 @@ import pytest
 
 import ipy_agent.loop.offer as offer_mod
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash import sandbox as sandbox_mod
 from ipy_agent.tools.bash.core import CORE_PROGRAMS, core_read_only
-from tests.helpers import results_of, use, write_tree
-from tests.security.fuzz_world import Listener
+from tests.support.fuzz_world import Listener
+from tests.support.tools import tool_ctx, write_tree
+from tests.support.transcript import results_of, use
 
 pytestmark = pytest.mark.usefixtures("need_bwrap")
 
@@ -30,9 +30,8 @@ STOPPED = "dangerouslyDisableSandbox"  # the clear message names the way out
 
 
 def _ctx(cwd: Path, decided_by: str | None = "tool", **kw) -> ToolContext:
-    return ToolContext(
-        cwd=cwd,
-        read_state=ReadState(),
+    return tool_ctx(
+        cwd,
         tool_use_id="toolu_1",
         spill_dir=cwd.parent / "spill",
         decided_by=decided_by,

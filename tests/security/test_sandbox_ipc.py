@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from ipy_agent.tools.bash import seccomp
-from tests.helpers import write_tree
-from tests.security.containment import DECIDERS, Family, UnixListener, bash, context
+from tests.support.containment import DECIDERS, Family, UnixListener, bash, context
+from tests.support.tools import write_tree
 
 pytestmark = pytest.mark.usefixtures("need_bwrap")
 
@@ -247,7 +247,7 @@ def test_a_kernel_on_ipc_with_cwd_at_home_cannot_be_reached_from_the_sandbox(req
     import json
     import tempfile
 
-    from tests.kernel.kernel_harness import Kernel
+    from tests.support.kernel import Kernel
 
     # A short HOME: a socket's path must fit in 108 bytes.
     home = Path(tempfile.mkdtemp(prefix="h", dir="/tmp"))

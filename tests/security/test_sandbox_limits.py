@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent.tools.bash.resources import limits_status
-from tests.security.containment import Family, bash, context, small_limits
+from tests.support.containment import Family, bash, context, small_limits
 
 pytestmark = pytest.mark.usefixtures("need_bwrap")
 
@@ -217,8 +217,8 @@ def test_limits_bite_through_a_real_kernel_that_stays_responsive(project, marked
     import shutil
     import tempfile
 
-    from tests.kernel.kernel_harness import PROJECT_ROOT
     from tests.security import unprivileged
+    from tests.support.kernel import PROJECT_ROOT
 
     launcher: tuple[str, ...] = ()
     env: dict[str, str] = {}
@@ -241,7 +241,7 @@ def test_limits_bite_through_a_real_kernel_that_stays_responsive(project, marked
         kernel_args = {"ip": str(shared / "k"), "connection_file": str(shared / "kernel.json")}
     elif os.getuid() != 0:
         pytest.skip("the root case needs root")
-    from tests.kernel.kernel_harness import Kernel
+    from tests.support.kernel import Kernel
 
     commands = [c for _, c in KERNEL_BOMBS]
     with Kernel(project, env=env, launcher=launcher, **kernel_args) as kernel:

@@ -24,8 +24,9 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.tools import builtin_tools
-from tests.helpers import results_of, use, write_tree
-from tests.security.containment import DECIDERS, Family, bash, context
+from tests.support.containment import DECIDERS, Family, bash, context
+from tests.support.tools import write_tree
+from tests.support.transcript import results_of, use
 
 pytestmark = pytest.mark.usefixtures("need_bwrap")
 

@@ -11,7 +11,8 @@ import pytest
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.base.secrets import is_secret_name, tool_environ
 from ipy_agent.tools import builtin_tools
-from tests.helpers import results_of, use, write_tree
+from tests.support.tools import write_tree
+from tests.support.transcript import results_of, use
 
 KEY = "sk-ant-api03-ipyagent-TEST-0123456789abcdefghijklmnop"
 TOKEN = "ghp_ipyagentTESTtoken0123456789"

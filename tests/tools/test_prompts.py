@@ -9,22 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
 
-
-def _ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext(cwd=tmp_path, read_state=ReadState())
-
-
 # --- Glob and Grep ------------------------------------------------------------------------------
-
-from ipy_agent.tools.search.glob_tool import MAX_GLOB_FILES, GlobTool  # noqa: E402
-from ipy_agent.tools.search.grep import DEFAULT_HEAD_LIMIT, MAX_LINE_COLUMNS, GrepTool  # noqa: E402
+from ipy_agent.tools.search.glob_tool import MAX_GLOB_FILES, GlobTool
+from ipy_agent.tools.search.grep import DEFAULT_HEAD_LIMIT, MAX_LINE_COLUMNS, GrepTool
+from tests.support.tools import tool_ctx
 
 
 def test_grep_claims_content_search_back_from_bash_with_reasons(tmp_path):
-    text = GrepTool().description(_ctx(tmp_path))
+    text = GrepTool().description(tool_ctx(tmp_path))
     prohibition = text.index("Do not run `grep`, `rg`")
     assert "Bash" in text[prohibition : prohibition + 80]
     # The reasons: structured output, the same permissions as Read, a bounded result.
@@ -33,13 +27,13 @@ def test_grep_claims_content_search_back_from_bash_with_reasons(tmp_path):
 
 
 def test_grep_sends_name_search_to_glob_and_reading_to_read(tmp_path):
-    text = GrepTool().description(_ctx(tmp_path))
+    text = GrepTool().description(tool_ctx(tmp_path))
     assert "Use Glob instead to find files by name" in text
     assert "Read to look at a file" in text
 
 
 def test_grep_documents_ripgrep_syntax_escapes_and_multiline(tmp_path):
-    text = GrepTool().description(_ctx(tmp_path))
+    text = GrepTool().description(tool_ctx(tmp_path))
     assert "ripgrep" in text and "Rust regex" in text
     assert r"`interface\{\}` finds `interface{}`" in text
     assert "multiline: true" in text and "no look-around" in text
@@ -47,7 +41,7 @@ def test_grep_documents_ripgrep_syntax_escapes_and_multiline(tmp_path):
 
 def test_grep_documents_head_limit_default_escape_hatch_and_narrowing(tmp_path):
     tool = GrepTool()
-    text = tool.description(_ctx(tmp_path))
+    text = tool.description(tool_ctx(tmp_path))
     assert f"head_limit (default {DEFAULT_HEAD_LIMIT})" in text
     assert "head_limit: 0 returns every result" in text
     assert "narrow the search" in text and "offset" in text
@@ -66,7 +60,7 @@ def test_grep_schema_uses_claude_code_flag_names():
 
 
 def test_glob_claims_name_search_back_from_bash_and_sends_content_to_grep(tmp_path):
-    text = GlobTool().description(_ctx(tmp_path))
+    text = GlobTool().description(tool_ctx(tmp_path))
     prohibition = text.index("not `find`, `ls -R` or `ls`")
     assert "in Bash" in text[prohibition : prohibition + 80]
     reasons = text[prohibition : prohibition + 400]
@@ -76,7 +70,7 @@ def test_glob_claims_name_search_back_from_bash_and_sends_content_to_grep(tmp_pa
 
 
 def test_glob_states_its_cap_order_and_what_it_skips(tmp_path):
-    text = GlobTool().description(_ctx(tmp_path))
+    text = GlobTool().description(tool_ctx(tmp_path))
     assert f"at most {MAX_GLOB_FILES}" in text and "most recently modified first" in text
     assert ".git" in text and ".gitignore is not applied" in text
     assert "narrow the pattern" in text
@@ -101,7 +95,7 @@ class _Bridge:
 
 
 def _live_ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext(cwd=tmp_path, read_state=ReadState(), notebook=_Bridge())
+    return tool_ctx(tmp_path, notebook=_Bridge())
 
 
 def test_notebook_read_claims_the_open_notebook_from_read_and_says_why(tmp_path):
@@ -131,21 +125,19 @@ def test_notebook_edit_says_where_its_edits_land(tmp_path):
     live = NotebookEditTool().description(_live_ctx(tmp_path))
     assert "go to the live notebook" in live and "Read its cells with NotebookRead (not Read" in live
     assert "refused for a cell the person changed since" in live
-    on_disk = NotebookEditTool().description(_ctx(tmp_path))
+    on_disk = NotebookEditTool().description(tool_ctx(tmp_path))
     assert "This changes the file on disk" in on_disk and "NotebookRead" not in on_disk
 
 
 def test_live_tools_are_offered_only_where_they_can_work(tmp_path):
-    plain = _ctx(tmp_path)
+    plain = tool_ctx(tmp_path)
     assert not NotebookReadTool().is_enabled(plain) and not NotebookRunTool().is_enabled(plain)
     assert not VariablesTool().is_enabled(plain)
     live = _live_ctx(tmp_path)
     assert (
         NotebookReadTool().is_enabled(live) and NotebookRunTool().is_enabled(live) and VariablesTool().is_enabled(live)
     )
-    no_page = ToolContext(
-        cwd=tmp_path, read_state=ReadState(), notebook=type("B", (), {"connected": False, "shell": object()})()
-    )
+    no_page = tool_ctx(tmp_path, notebook=type("B", (), {"connected": False, "shell": object()})())
     assert not NotebookReadTool().is_enabled(no_page) and not NotebookRunTool().is_enabled(no_page)
     assert VariablesTool().is_enabled(no_page)  # the kernel is there; the page is not needed
 

@@ -17,7 +17,8 @@ from ipy_agent.models.base import ModelError
 from ipy_agent.runtime.trace import RunEndEvent, TurnEvent
 from ipy_agent.ui.inspection import history_text, inspect_text, trace_text
 from ipy_agent.ui.text import TextRenderer, make_console
-from tests.ui.test_widgets import TIMEOUT, make, next_prompt, until_prompt, use
+from tests.support.run_view import TIMEOUT, make, next_prompt, until_prompt
+from tests.support.transcript import use
 
 
 class Handle:
@@ -73,8 +74,8 @@ async def test_a_denial_in_the_record_says_what_the_person_answered(tmp_path):
 
 async def test_the_state_line_tells_thinking_from_waiting_for_you(tmp_path):
     slow = [
-        [{"type": "text", "text": "Reading.", "_delay": 0.3}, *use("Read", "t1", file_path="a.txt")],
-        use("Edit", "t2", file_path="a.txt", old_string="hello world", new_string="bye"),
+        [{"type": "text", "text": "Reading.", "_delay": 0.3}, use("Read", "t1", file_path="a.txt")],
+        [use("Edit", "t2", file_path="a.txt", old_string="hello world", new_string="bye")],
         "Done.",
     ]
     agent, view, _ = make(tmp_path, slow)
@@ -127,7 +128,7 @@ def test_terminal_footer_shows_cost_for_real_models_and_context_share():
 
 async def test_replaying_a_transcript_twice_keeps_ids_unique_and_history_agrees_with_inspect(tmp_path):
     (tmp_path / "a.txt").write_text("hello\n")
-    turns = [use("Read", "toolu_read_1", file_path="a.txt"), "Read it."]
+    turns = [[use("Read", "toolu_read_1", file_path="a.txt")], "Read it."]
     agent = Agent(model=ScriptedModel(turns), cwd=tmp_path)
     await agent.arun("first")
     (tmp_path / "a.txt").unlink()  # the second replay's Read fails
@@ -189,7 +190,7 @@ class FailsSecondRequest(ScriptedModel):
 
 async def test_a_run_that_got_an_answer_keeps_it_when_a_later_turn_fails(tmp_path):
     (tmp_path / "a.txt").write_text("hello\n")
-    agent = Agent(model=FailsSecondRequest([use("Read", "t1", file_path="a.txt")]), cwd=tmp_path)
+    agent = Agent(model=FailsSecondRequest([[use("Read", "t1", file_path="a.txt")]]), cwd=tmp_path)
     result = await agent.arun("go")
     assert result.stop_reason == "error"
     assert [m["role"] for m in agent.messages] == ["user", "assistant", "user"]  # the Read happened

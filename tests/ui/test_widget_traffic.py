@@ -16,7 +16,7 @@ from ipy_agent import Agent, ScriptedModel
 from ipy_agent.runtime.trace import CallEvent
 from ipy_agent.ui.call_row import BLOCK_SIZE
 from ipy_agent.ui.widgets import RunView
-from tests.ui.widget_support import PING, CountingComm
+from tests.support.widgets import PING, CountingComm
 
 
 def test_adding_a_row_sends_as_much_late_in_a_long_run_as_early(tmp_path, monkeypatch):

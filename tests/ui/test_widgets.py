@@ -11,54 +11,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from types import SimpleNamespace
-from typing import Any
 
 import ipywidgets as W
 
-from ipy_agent import Agent, PermissionPreview, PermissionRequest, ScriptedModel, Usage
+from ipy_agent import PermissionPreview, PermissionRequest, Usage
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import TurnEvent
 from ipy_agent.ui.approval_widget import ApprovalPrompt
 from ipy_agent.ui.widgets import RunView
-
-TIMEOUT = 30
-
-
-def use(name: str, tid: str, **inp: Any) -> list[dict[str, Any]]:
-    return [{"type": "tool_use", "id": tid, "name": name, "input": inp}]
-
-
-def edit(tid: str, old: str, new: str) -> list[dict[str, Any]]:
-    return use("Edit", tid, file_path="a.txt", old_string=old, new_string=new)
-
-
-def make(tmp_path, turns: list[Any], **view_kw: Any) -> tuple[Agent, RunView, ScriptedModel]:
-    (tmp_path / "a.txt").write_text("hello world\nsecond line\n")
-    model = ScriptedModel(turns)
-    agent = Agent(model=model, cwd=tmp_path, permission_mode="default")
-    view = RunView(agent, **view_kw)
-    agent.approver = view.approver
-    agent.on_event(view.listener)
-    return agent, view, model
-
-
-async def next_prompt(view: RunView, task: asyncio.Task[Any]) -> ApprovalPrompt:
-    async def poll() -> ApprovalPrompt:
-        while True:
-            pending = [p for p in view.prompts.values() if p.pending]
-            if pending:
-                return pending[0]
-            assert not task.done(), f"the run ended without asking: {task.result()}"
-            await asyncio.sleep(0.01)
-
-    return await asyncio.wait_for(poll(), TIMEOUT)
-
-
-async def until_prompt(tmp_path, turns: list[Any] | None = None, **view_kw: Any):
-    """Start a run and return (agent, view, model, task, prompt) once its first prompt is open."""
-    agent, view, model = make(tmp_path, turns or READ_EDIT_DONE, **view_kw)
-    task = asyncio.create_task(agent.arun("go"))
-    return agent, view, model, task, await next_prompt(view, task)
+from tests.support.run_view import TIMEOUT, edit, make, until_prompt
+from tests.support.transcript import use
 
 
 def texts(widget: W.Widget) -> list[str]:
@@ -81,9 +43,6 @@ def shown_markdown(view: RunView) -> str:
 
 def buttons_disabled(prompt: ApprovalPrompt) -> bool:
     return all(b.disabled for b in (prompt.allow_button, prompt.always_button, prompt.deny_button, prompt.reason))
-
-
-READ_EDIT_DONE = [use("Read", "t1", file_path="a.txt"), edit("t2", "hello world", "goodbye world"), "All **done**."]
 
 
 async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
@@ -118,7 +77,7 @@ async def test_allow_runs_the_edit_and_rows_show_what_happened(tmp_path):
 
 
 async def test_rows_never_show_the_raw_tool_result(tmp_path):
-    agent, view, _ = make(tmp_path, [use("Read", "t1", file_path="a.txt"), "ok"])
+    agent, view, _ = make(tmp_path, [[use("Read", "t1", file_path="a.txt")], "ok"])
     await asyncio.wait_for(agent.arun("read it"), TIMEOUT)
     raw = agent.trace[0].result["content"]
     raw_text = raw if isinstance(raw, str) else "".join(b.get("text", "") for b in raw)
@@ -144,7 +103,7 @@ async def test_deny_with_reason_reaches_the_model_and_changes_nothing(tmp_path):
 
 
 async def test_always_adds_the_rule_and_the_next_edit_does_not_ask(tmp_path):
-    turns = [use("Read", "t1", file_path="a.txt"), edit("t2", "hello", "goodbye"), edit("t3", "second", "2nd"), "ok"]
+    turns = [[use("Read", "t1", file_path="a.txt")], edit("t2", "hello", "goodbye"), edit("t3", "second", "2nd"), "ok"]
     agent, view, _, task, prompt = await until_prompt(tmp_path, turns)
     prompt.always()
     await asyncio.wait_for(task, TIMEOUT)
@@ -251,7 +210,7 @@ def test_footer_shows_tokens_cost_estimate_and_context_share():
 
 async def test_text_streams_into_markdown_segments_split_by_tool_rows(tmp_path):
     long = "First paragraph. " * 20
-    turns = [[{"type": "text", "text": long}, *use("Read", "t1", file_path="a.txt")], "Second *part*."]
+    turns = [[{"type": "text", "text": long}, use("Read", "t1", file_path="a.txt")], "Second *part*."]
     agent, view, _ = make(tmp_path, turns)
     await asyncio.wait_for(agent.arun("go"), TIMEOUT)
     kinds = [type(w).__name__ for w in view.body.children]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ipy_agent.tools.bash.verdict import is_read_only_command, read_only_reason
-from tests.tools.bash._decide import decision, project
+from tests.support.bash import decision, project
 
 # Programs whose arguments are programs: only forms proven safe are read-only.
 CODE_IN_ARGUMENTS = [

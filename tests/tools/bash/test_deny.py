@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
-from tests.helpers import write_tree
+from tests.support.tools import tool_ctx, write_tree
 
 DENY = ["Read(**/.env)", "Read(secrets/**)"]
 SECRET = "SECRET"  # in every denied file
@@ -98,7 +97,7 @@ def test_a_path_only_the_shell_knows_is_not_judged(tree, monkeypatch):
 
 
 def make_ctx(cwd: Path, deny=("**/.env", "secrets/**")) -> ToolContext:
-    return ToolContext(cwd=cwd, read_state=ReadState(), read_deny=tuple(deny))
+    return tool_ctx(cwd, read_deny=tuple(deny))
 
 
 async def verdict(ctx: ToolContext, command: str):

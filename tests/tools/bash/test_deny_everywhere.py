@@ -8,8 +8,8 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.tools.bash import BashTool
-from tests.helpers import results_of, use
-from tests.tools.bash._decide import decision, project
+from tests.support.bash import decision, project
+from tests.support.transcript import results_of, use
 
 
 @pytest.mark.parametrize(

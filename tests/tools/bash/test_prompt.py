@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash.process import OUTPUT_LIMIT
 from ipy_agent.tools.bash.tool import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, BashInput, BashTool
+from tests.support.tools import tool_ctx
 
 
 def _text(tmp_path: Path) -> str:
-    return BashTool().description(ToolContext(cwd=tmp_path, read_state=ReadState()))
+    return BashTool().description(tool_ctx(tmp_path))
 
 
 def _paragraph_with(text: str, needle: str) -> str:

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash.process import OUTPUT_LIMIT
+from tests.support.tools import tool_ctx
+from tests.support.transcript import all_results
 
 
 def _ctx(tmp_path: Path, **kw) -> ToolContext:
@@ -21,7 +22,7 @@ def _ctx(tmp_path: Path, **kw) -> ToolContext:
     # These calls test the mechanics of a command someone approved (unapproved ones are
     # sandboxed: tests/security/test_sandbox.py).
     kw.setdefault("decided_by", "person")
-    return ToolContext(cwd=tmp_path, read_state=ReadState(), tool_use_id="toolu_1", **kw)
+    return tool_ctx(tmp_path, tool_use_id="toolu_1", **kw)
 
 
 async def _run(ctx: ToolContext, command: str, **kw) -> tuple[dict, str]:
@@ -360,16 +361,6 @@ def test_summarize_use_prefers_the_description():
 # --- through the agent ---------------------------------------------------------------------------------
 
 
-def _results(agent) -> list[dict]:
-    return [
-        b
-        for m in agent.messages
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"]
-        if b.get("type") == "tool_result"
-    ]
-
-
 def test_read_only_calls_run_together_without_a_prompt(tmp_path):
     from ipy_agent import Agent, ScriptedModel
 
@@ -380,7 +371,7 @@ def test_read_only_calls_run_together_without_a_prompt(tmp_path):
     ]
     agent = Agent(model=ScriptedModel([uses, "done"]), cwd=tmp_path, approver=lambda req: pytest.fail(f"asked {req}"))
     agent.run("look")
-    first, second = _results(agent)
+    first, second = [*all_results(agent.messages).values()]
     assert first["content"] == "alpha" and not second.get("is_error")
     assert agent.trace[0].batch == agent.trace[1].batch
     assert [r.summary_result for r in agent.trace] == ["Exit 0, 1 line", "Exit 1, 1 line"]
@@ -409,7 +400,7 @@ def test_a_writing_command_asks_and_a_denial_leaves_the_disk_alone(tmp_path):
     assert (tmp_path / "data").is_dir()
     assert len(asked) == 1 and asked[0].destructive
     assert asked[0].suggested_rule == "Bash(rm:*)"
-    [result] = _results(agent)
+    [result] = [*all_results(agent.messages).values()]
     assert result["is_error"]
 
 

@@ -11,7 +11,8 @@ import asyncio
 
 import pytest
 
-from tests.tools.bash._decide import decision, project
+from tests.support.bash import decision, project
+from tests.support.tools import tool_ctx
 from tests.tools.bash.corpus import WRITES
 from tests.tools.bash.usability_corpus import EVERYDAY
 
@@ -82,15 +83,7 @@ def test_everyday_commands_work_the_same_in_the_sandbox(tmp_path, capsys):
 
 
 async def _run(command: str, cwd, decided_by: str, rules: tuple[str, ...]):
-    from ipy_agent.contract.read_state import ReadState
-    from ipy_agent.contract.tool_context import ToolContext
     from ipy_agent.tools.bash import BashInput, BashTool
 
-    ctx = ToolContext(
-        cwd=cwd,
-        read_state=ReadState(),
-        decided_by=decided_by,  # type: ignore[arg-type]
-        read_deny=rules,
-        spill_dir=cwd.parent / "spill",
-    )
+    ctx = tool_ctx(cwd, decided_by=decided_by, read_deny=rules, spill_dir=cwd.parent / "spill")
     return await BashTool().call(BashInput(command=command, timeout=20_000), ctx)

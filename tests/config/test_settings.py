@@ -1,0 +1,116 @@
+"""Rules from settings files: where they come from, that they govern runs, and broken files."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ipy_agent.config.settings import SettingsError, load_settings_rules
+from tests.support.transcript import edit_script, result_text, results_sent
+
+
+def write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+
+
+def test_all_three_files_are_read_with_their_sources(tmp_path):
+    write(tmp_path / ".ipy_agent" / "settings.json", {"allow": ["Read"], "deny": ["Bash(rm:*)"]})
+    write(tmp_path / ".claude" / "settings.json", {"permissions": {"ask": ["Write"]}, "model": "ignored"})
+    write(tmp_path / ".claude" / "settings.local.json", {"permissions": {"allow": ["Bash(git status:*)"]}})
+    rules, warnings = load_settings_rules(tmp_path)
+    assert warnings == []
+    assert [(r.kind, r.text, r.source) for r in rules] == [
+        ("allow", "Read", ".ipy_agent/settings.json"),
+        ("deny", "Bash(rm:*)", ".ipy_agent/settings.json"),
+        ("ask", "Write", ".claude/settings.json"),
+        ("allow", "Bash(git status:*)", ".claude/settings.local.json"),
+    ]
+
+
+def test_broken_allow_rules_are_warnings_naming_the_file(tmp_path):
+    write(
+        tmp_path / ".claude" / "settings.local.json",
+        {"permissions": {"allow": ["Edit(", "Read"], "deny": ["Bash(rm:*)"]}},
+    )
+    write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": "Bash"}})
+    rules, warnings = load_settings_rules(tmp_path)
+    assert [r.text for r in rules] == ["Read", "Bash(rm:*)"]
+    text = "\n".join(warnings)
+    assert ".claude/settings.local.json: permissions.allow: permission rule 'Edit(' is not valid" in text
+    assert ".ipy_agent/settings.json: permissions.allow must be a list" in text
+
+
+@pytest.mark.parametrize(
+    "rel,content,message",
+    [
+        (
+            ".claude/settings.json",
+            '{"permissions": {"deny": ["Bash(rm:*)"],}}',
+            ".claude/settings.json: not valid JSON",
+        ),
+        (".ipy_agent/settings.json", "[1, 2]", ".ipy_agent/settings.json: expected a JSON object"),
+        (".claude/settings.local.json", '{"permissions": {"deny": "Bash"}}', "permissions.deny must be a list"),
+        (
+            ".claude/settings.local.json",
+            '{"permissions": {"ask": ["Edit("]}}',
+            "permissions.ask: permission rule 'Edit(' is not valid",
+        ),
+    ],
+)
+def test_files_whose_deny_or_ask_rules_cannot_be_read_stop_the_run(tmp_path, rel, content, message):
+    write(tmp_path / rel, content)
+    with pytest.raises(SettingsError, match=re.escape(message)) as err:
+        load_settings_rules(tmp_path)
+    assert "will not run" in str(err.value)
+
+
+def test_a_deny_rule_from_claude_settings_governs_the_run(shell, magics, script, tmp_path, monkeypatch):
+    monkeypatch.setattr("builtins.input", lambda prompt="": "y")
+    write(tmp_path / ".claude" / "settings.local.json", {"permissions": {"deny": ["Edit(*.txt)"]}})
+    path = edit_script(script, tmp_path, "bye")
+    shell.run_line_magic("agent", f"--script {path} change it")
+    assert (tmp_path / "a.txt").read_text() == "hello\n"
+    assert "denied by rule 'Edit(*.txt)' (.claude/settings.local.json)" in result_text(
+        results_sent(magics.session.agent.model, 2)["e1"]
+    )
+
+
+def test_an_allow_rule_from_our_settings_skips_the_prompt(shell, script, tmp_path, monkeypatch):
+    def no_input(prompt: str = "") -> str:
+        raise AssertionError("the rule should have allowed it")
+
+    monkeypatch.setattr("builtins.input", no_input)
+    write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": ["Edit(a.txt)"]}})
+    path = edit_script(script, tmp_path, "bye")
+    shell.run_line_magic("agent", f"--script {path} change it")
+    assert (tmp_path / "a.txt").read_text() == "bye\n"
+
+
+def test_a_malformed_settings_file_stops_the_run_with_the_fix(shell, magics, script, tmp_path, capsys):
+    write(tmp_path / ".claude" / "settings.json", '{"permissions": {"deny": ["Bash(rm:*)"],}}')
+    shell.run_cell(f"%agent --script {script('should not run')} hi")
+    captured = capsys.readouterr()
+    assert "should not run" not in captured.out
+    assert "UsageError: .claude/settings.json: not valid JSON" in captured.err + captured.out
+    assert "Traceback" not in captured.err
+    write(tmp_path / ".claude" / "settings.json", {"permissions": {"deny": ["Bash(rm:*)"]}})
+    shell.run_cell(f"%agent --script {script('runs now')} hi")
+    assert "runs now" in capsys.readouterr().out
+
+
+def test_settings_changes_apply_at_the_next_run_and_granted_rules_stay(shell, magics, script, tmp_path, monkeypatch):
+    monkeypatch.setattr("builtins.input", lambda prompt="": "a")
+    write(tmp_path / ".ipy_agent" / "settings.json", {"deny": ["Bash"]})
+    path = edit_script(script, tmp_path, "bye")
+    shell.run_line_magic("agent", f"--script {path} change it")
+    assert "Bash" not in [t["name"] for t in magics.session.agent.model.requests[0]["tools"]]
+    write(tmp_path / ".ipy_agent" / "settings.json", {"deny": []})
+    shell.run_line_magic("agent", f"--script {script('ok')} again")
+    rules = magics.session.agent.rules
+    assert "Bash" in [t["name"] for t in magics.session.agent.model.requests[0]["tools"]]
+    assert [(r.text, r.source) for r in rules.allow] == [("Edit(./*.txt)", "granted")]
+    assert rules.deny == []

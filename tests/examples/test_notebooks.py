@@ -1,0 +1,302 @@
+"""The teaching notebooks in examples/ are tests: each one runs headless, offline, with no key.
+
+nbclient starts a real kernel for each notebook and executes every cell (an error in any cell
+fails the test). Then what a reader would notice is checked in the outputs: the file on disk after
+an approved edit, what the model was told, the stages of the trace. The committed notebooks carry
+no outputs, so their diffs show only what someone wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]_*.ipynb"))
+CELL_TIMEOUT = 180  # seconds for one cell; a run that waits for a prompt nobody answers ends here
+# Notebooks that take longest (a 40-request session; MCP servers started five times): `-m "not slow"`
+# skips them while working; CI runs them.
+SLOW = {"11_long_sessions", "12_mcp"}
+
+# What a reader sees happen, per notebook, in the order the notebook shows it.
+EXPECT: dict[str, list[str]] = {
+    "01_tour": [
+        "notes.txt on disk while the prompt is open:\nMeeting notes\nWe agreed on teh plan.",
+        "run ended: end_turn after 3 turns",
+        "notes.txt on disk now:\nMeeting notes\nWe agreed on the plan.",
+        "Permission: allow (default: read-only)",
+        "Permission: allow (person: allowed once)",
+        "Turn 1: 2 call(s) in 1 batch(es)",
+    ],
+    "02_tool_contract": [
+        '"minimum": 1',  # the pydantic bounds reach the model's schema
+        "is_read_only         False\nis_concurrency_safe  False",
+        "is_read_only   False   (the flag raised",
+        "is_destructive True",
+        "[approval prompt] WordCount path='a.txt', top=3  ->  Allow",
+        "toolu_count_a: batch 1, decision allow by person\ntoolu_count_b: batch 2, decision allow by person",
+        "toolu_count_a: batch 1, decision allow by default",
+        "toolu_count_b: batch 1, decision allow by default  | the person saw: WordCount b.txt — 7 words, mostly 'the'",
+        "The parameter `path` is expected as `string` but was provided as `integer`.",
+        "An unexpected parameter `file` was provided.",
+        "'c.txt' is not a file. Use Glob to find the file",
+        "WordCount failed with ZeroDivisionError: division by zero",
+        "No such tool available: 'CountWords'. The tools you can call are: WordCount.",
+    ],
+    "03_registry_permissions": [
+        "Bash          hidden",
+        "Bash: denied by rule 'Bash' (argument)",
+        "offered in turn 1: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit']",
+        "Permission to use Read was denied (denied by rule 'Read(**/.env)' (argument))",
+        "(1 file hidden by deny rules: Read(**/.env))",
+        "No such tool available: 'Bash'.",
+        "default            {'Read notes.txt': 'allow', 'Edit notes.txt': 'ask', 'Write new.txt': 'ask', 'Bash ls': 'allow', 'Bash touch made-by-bash.txt': 'ask'}",
+        "acceptEdits        {'Read notes.txt': 'allow', 'Edit notes.txt': 'allow', 'Write new.txt': 'allow', 'Bash ls': 'allow', 'Bash touch made-by-bash.txt': 'ask'}",
+        "plan               {'Read notes.txt': 'allow', 'Edit notes.txt': 'deny', 'Write new.txt': 'deny', 'Bash ls': 'allow', 'Bash touch made-by-bash.txt': 'deny'}",
+        "bypassPermissions  {'Read notes.txt': 'allow', 'Edit notes.txt': 'allow', 'Write new.txt': 'allow', 'Bash ls': 'allow', 'Bash touch made-by-bash.txt': 'allow'}",
+        "echo hello                 allow                  allowed by rule 'Bash(echo:*)'",
+        "echo hello && touch x.txt  ask -> person said no",
+        "rm -f notes.txt            deny                   denied by rule 'Bash(rm:*)'",
+        "docs/guide.md              allow                  allowed by rule 'Edit(docs/**)'",
+        "notes.txt still there: True",
+        "touch b.txt  allow (rule: allowed by rule 'Bash(touch:*)' (granted))",
+        "rm a.txt     deny  (person: )",
+        "allow rules now: [('Bash(touch:*)', 'granted')]",
+        "files: ['a.txt', 'b.txt', 'notes.txt']",
+    ],
+    "04_lifecycle_hooks": [
+        "find ok",
+        "parse ok",
+        "validate ok",
+        "permission allow (default: read-only)",
+        "call ok",
+        "map ok",
+        "budget ok",
+        "permission allow (person: allowed once)",
+        "validate_after_approval ok",
+        "#3 Edit notes.txt  [batch 3, error",
+        "validate error",
+        "[approval prompt] Write drafts/summary.md  ->  Allow",  # the prompt names the rewritten path
+        "A PreToolUse hook blocked this Bash call: no network access from this project",
+        "(hook note: this file has 6 words)",
+        "A PreToolUse hook blocked this Edit call: hook 'review_edits' raised KeyError: 'path'",
+        'Input as the model sent it: {"file_path": "summary.md"',
+        "files on disk: ['drafts/summary.md']",
+        "notes.txt: We agreed on teh plan.",
+    ],
+    "05_concurrency": [
+        "Turn 1: 6 call(s) in 3 batch(es)",
+        "#3 Lookup gamma  [batch 1",
+        "#4 Note alpha, beta and gamm  [batch 2",
+        "#6 Lookup epsilon  [batch 3",
+        "results went back to the model in this order: "
+        "['toolu_look_a', 'toolu_look_b', 'toolu_look_c', 'toolu_note', 'toolu_look_d', 'toolu_look_e']",
+        "cp data.csv backup/data.csv  error     Exit code 1",
+        "echo backed up >> log.txt    cancelled Cancelled: an earlier call in the same message, "
+        "Bash(cp data.csv backup/data.csv), failed",
+        "rm data.csv                  cancelled",
+        "files now: ['data.csv']",
+        "stop reason: interrupted",
+        "toolu_slow -> Interrupted by the person before this tool call finished",
+        "toolu_note_after -> Interrupted by the person before this tool call finished",
+        "text -> [The person interrupted this request.]",
+        "history problems: []",
+        "streaming_tools=True : the slow lookup started before the message was complete: True",
+        "streaming_tools=False: the slow lookup started before the message was complete: False",
+    ],
+    "06_result_budgets": [
+        "<persisted-output>\n  Output too large (65.6 KB, 67,196 characters).",
+        "67,196 characters on disk, ",  # and a preview of about 2,000 in the model's context
+        "outside the working directory: True",
+        "the model read it back: Read ",
+        "(from 798, 5), permission allow",
+        "801\t00801 ERROR build: disk quota exceeded on /var/cache",
+        "toolu_log_api  output 48,596 -> model gets ",
+        "moved to toolu_log_api.txt",
+        "toolu_log_web  output 43,196 -> model gets 43,196  kept in the message",
+        "toolu_log_db   output 37,096 -> model gets 37,096  kept in the message",
+        "ClearQueue's result: '(ClearQueue completed with no output)'",
+    ],
+    "07_tool_prompts": [
+        "- Tools available now: Read, Edit, Write, Glob, Grep, Bash, NotebookEdit",
+        "deny=['Bash']   - Tools available now: Read, Edit, Write, Glob, Grep, NotebookEdit   "
+        "| tools sent: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit']",
+        "Grep: Do not run `grep`, `rg`, `ack` or `git grep` through Bash",
+        'route: Grep("TODO") -> Read(src/app.py)',
+        "=== mode default",
+        "asked the person: False; result: File '",
+        "has not been read yet. Read it first",
+        "asked the person: True; result: 1 outside the project",
+        "(1 file hidden by deny rules: Read(**/.env))",
+        "asked the person: True; result: Created ",
+        "Permission to use Bash was denied (the command names '.env'",
+        "reports/2025/summary.md exists: True",
+        "=== mode bypassPermissions",
+        "has not been read yet.",
+        "asked the person: False; result: 1 outside the project",
+        "Permission to use Bash was denied (the command names '.env'",
+        "reports/2025/summary.md exists: True",
+    ],
+    "08_read_state": [
+        "has not been read yet. Read it first",
+        "read state for config.ini: hash",
+        "recorded by Edit",
+        "disk: [app] | name = demo | port = 8000 | debug = false | level = info",
+        "has changed since you read it",
+        "disk: [app] | name = shop | port = 8080 | debug = false | level = info",  # both changes kept
+        "Edit  config.ini             -> Edited ",  # after a touch that changed no byte
+        "'config.ini' was only partly read (lines 1-2), and Write would replace all of it",
+        "disk: [app] | name = shop | port = 8080 | debug = false | level = warning",
+        "NotebookEdit result: Notebook '",
+        "has changed since you read it",
+        "plot cell on disk: df.plot(x='a')",
+    ],
+    "09_live_notebook": [
+        "front end: no JupyterLab front end with the ipy_agent extension answered",  # headless: says so
+        "NotebookRead  hidden",
+        "NotebookRun   hidden",
+        "Variables all — 14 variables",
+        "sales: list = 6 items",
+        "prices: dict = 3 items",
+        "title: str = 'Quarterly sales'",
+        "ledger: Ledger = (not described: no code of this type is run to look at it)",
+        "Edited analysis.ipynb: replaced cell total",
+        "[total] total = sum(sales)\nprint(f'total sales: {total}')",
+    ],
+    "10_containment": [
+        "sandbox available: True",  # CI installs bubblewrap, as the security suites need it too
+        "rm notes.txt                 read-only: False",
+        "PWN exists: False",  # the classifier's hole (or, once it is fixed, its prompt) wrote nothing
+        "=== sandbox='auto'",
+        "Create a file     allow (tool    ) Exit code 1",
+        "touch: cannot touch 'PWN': Read-only file system",
+        "Phone home        allow (tool    ) Exit code 1 / ConnectionRefusedError",
+        "effects: {'PWN created': False, 'notes.txt deleted': False, 'canary reached': False}",
+        "=== sandbox='off'",
+        "Create a file     deny  (approver) Bash has no OS sandbox",
+        "effects: {'PWN created': False, 'notes.txt deleted': False, 'canary reached': False}",
+        "decision: allowed by rule 'Bash(touch:*)' (argument); made.txt exists: True",
+    ],
+    "11_long_sessions": [
+        "end_turn after 41 requests: Pages 3, 10, 17, 24 and 31 mention a cat.",
+        "compactions: 1; largest request",
+        "of a 10,000-token window",
+        "history problems: []",
+        "old tool results cleared:",
+        "context compacted:",
+        "[Tool result cleared to save context: the 6,000 characters output of Page",
+        "call Page again with the same input.]",
+        "[Conversation compacted] The earlier part of this conversation",
+        "Context window: 10,000 tokens (set with context_window=)",
+        "tool results cleared and 1 compaction so far",
+        "Context compacted:",
+        "tool results cleared and 2 compactions so far",
+        "in the read state before compaction: ['notes.txt']",
+        "in the read state after compaction:  []",
+        "Edit -> File '",
+        "has not been read yet. Read it first",
+        "notes.txt: alpha | gamma |",
+        "the summary request carried the hook's instruction: True",
+    ],
+    "12_mcp": [
+        "[approval prompt] mcp__notes__add_note {'text': 'The meeting moved to Tuesday.'}  ->  Allow",
+        "mcp__notes__search_notes      yes      yes        yes        no           MCP server notes",
+        "mcp__notes__add_note          yes      no         no         no           MCP server notes",
+        "mcp__notes__delete_all_notes  yes      no         no         yes          MCP server notes",
+        "Turn 1: 2 call(s) in 1 batch(es)",  # a server's read-only tool beside the built-in Read
+        "permission allow (default: read-only)",
+        "permission allow (person: allowed once)",
+        "mcp__notes__delete_all_notes batch 2  deny  by hook     -> A PreToolUse hook blocked this "
+        "mcp__notes__delete_all_notes call: this notebook never dele",
+        "offered: ['search_notes', 'add_note']",
+        "denied by rule 'mcp__notes' (argument)",
+        "mcp__notes__add_note -> allowed by rule 'mcp__notes' (argument) | Added note 2.",
+        'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
+    ],
+}
+
+
+def outputs_text(nb: nbformat.NotebookNode) -> str:
+    """Everything the cells printed or displayed as text, in order."""
+    parts: list[str] = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                parts.append(out["text"])
+            elif "data" in out and "text/plain" in out["data"]:
+                parts.append(out["data"]["text/plain"])
+    return "".join(parts)
+
+
+def images(nb: nbformat.NotebookNode) -> int:
+    return sum("image/png" in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", []))
+
+
+def execute(path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> nbformat.NotebookNode:
+    # The kernel inherits this process's environment: offline, and with widgets as in JupyterLab.
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "IPY_AGENT_NONINTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(config_dir))  # MCP trust and user settings: not the person's
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
+    return nb
+
+
+def test_there_are_notebooks_and_each_has_checks():
+    names = [p.stem for p in NOTEBOOKS]
+    assert names, f"no notebooks found in {EXAMPLES}"
+    assert sorted(EXPECT) == names, "every notebook needs its checks in EXPECT, and every check its notebook"
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW else p for p in NOTEBOOKS],
+    ids=[p.stem for p in NOTEBOOKS],
+)
+def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    nb = execute(path, monkeypatch, tmp_path / "config")
+    text = outputs_text(nb)
+    position = 0
+    for expected in EXPECT[path.stem]:
+        found = text.find(expected, position)
+        assert found >= 0, (
+            f"{path.name}: expected {expected!r} after position {position} in the outputs; "
+            f"it is {'earlier' if expected in text else 'missing'}"
+        )
+        position = found + len(expected)
+    assert images(nb) >= 1, f"{path.name} drew no picture"
+    assert "Ledger.__repr__ ran" not in text  # notebook 09: describing variables runs none of their code
+    for failure in ("The agent crashed", "internal error"):
+        assert failure not in text, f"{path.name}: {failure!r} in the outputs"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_committed_notebook_has_no_outputs(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    dirty = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
+    assert dirty == [], f"{path.name}: cells {dirty} carry outputs; clear them before committing"
+    assert "widgets" not in nb.metadata, f"{path.name} carries saved widget state; clear it"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_opens_with_its_question_and_ends_with_what_to_notice(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    first, last = nb.cells[0], nb.cells[-1]
+    assert first.cell_type == "markdown" and "**The question:**" in first.source, path.name
+    assert last.cell_type == "markdown" and re.search(r"^## What to notice", last.source, re.M), path.name
+    source = "\n".join(c.source for c in nb.cells)
+    assert "ANTHROPIC_API_KEY" in source, f"{path.name} should say how it runs with a real model"
+    assert not re.search(r"https?://|\.\./", source), f"{path.name} points outside the repository"

@@ -1,0 +1,216 @@
+"""A stand-in for the JupyterLab extension, speaking its protocol over a real kernel comm.
+
+`LiveKernel` is the test kernel (tests/support/kernel.py) with notebook panels attached:
+each `Panel` holds a notebook model (a list of cell dicts, as the front end's shared model
+holds them) and answers the kernel's requests on the comm target `ipy_agent.notebook` exactly as
+labextension/src/handler.ts does: hello on comm_open, requests addressed by path, replies under
+`result` with `reply_to`, compare-and-set on `expected_source`. The target, the version and the
+ops come from ipy_agent/notebook/protocol.json, as the extension's do. Replies go to the kernel as
+`comm_msg`s on the shell channel, the way a browser sends them, while the test pumps iopub.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ipy_agent.notebook.protocol import PROTOCOL, TARGET
+
+from .kernel import Kernel
+
+
+def cell(
+    source: str,
+    cell_type: str = "code",
+    *,
+    cell_id: str | None = None,
+    outputs: list[Any] | None = None,
+    execution_count: int | None = None,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "id": cell_id or uuid.uuid4().hex[:8],
+        "cell_type": cell_type,
+        "source": source,
+        "metadata": {},
+    }
+    if cell_type == "code":
+        c["outputs"] = outputs or []
+        c["execution_count"] = execution_count
+    return c
+
+
+class Refused(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Panel:
+    path: str
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    protocol: int = PROTOCOL
+    server_root: str | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    # Called with each request before it is answered: a test's way to act "between" two calls
+    # (the person typing into a cell after the agent read it).
+    before: Callable[[Panel, dict[str, Any]], None] | None = None
+    silent: bool = False  # the page is gone: requests go unanswered
+    # A busy page (a long notebook still rendering) handles a comm the kernel opens this many
+    # seconds late: the kernel waits, nothing answers in between.
+    hello_delay: float = 0.0
+
+    def sources(self) -> list[str]:
+        return [c["source"] for c in self.cells]
+
+    def find(self, cell_id: Any) -> int:
+        for i, c in enumerate(self.cells):
+            if c["id"] == cell_id:
+                return i
+        raise Refused("not_found", f"no cell with id {json.dumps(cell_id)} in {self.path}")
+
+    def summary(self, i: int, outputs: bool) -> dict[str, Any]:
+        c = self.cells[i]
+        outs = c.get("outputs") or []
+        s = {
+            "id": c["id"],
+            "index": i,
+            "cell_type": c["cell_type"],
+            "source": c["source"],
+            "execution_count": c.get("execution_count"),
+            "output_count": len(outs),
+            "outputs_size": sum(len(json.dumps(o)) for o in outs),
+        }
+        if outputs:
+            s["outputs"] = outs
+        else:
+            s["output_summary"] = [{"output_type": o["output_type"], "size": len(json.dumps(o))} for o in outs]
+        return s
+
+    def handle(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        handler: Callable[[dict[str, Any]], dict[str, Any]] | None = getattr(self, f"op_{op}", None)
+        if handler is None:
+            raise Refused("unknown_op", f"unknown op {op!r}")
+        return handler(args)
+
+    # One method per op of protocol.json, named op_<op> (a test checks they are the same ops).
+    def op_list_cells(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"path": self.path, "dirty": True, "cells": [self.summary(i, False) for i in range(len(self.cells))]}
+
+    def op_read_cells(self, args: dict[str, Any]) -> dict[str, Any]:
+        ids = args.get("cell_ids")
+        idx = [self.find(i) for i in ids] if isinstance(ids, list) else range(len(self.cells))
+        return {"path": self.path, "cells": [self.summary(i, True) for i in idx]}
+
+    def check_source(self, i: int, args: dict[str, Any]) -> None:
+        if isinstance(args.get("expected_source"), str) and self.cells[i]["source"] != args["expected_source"]:
+            raise Refused("stale", "the cell changed since the agent read it")
+
+    def op_replace_source(self, args: dict[str, Any]) -> dict[str, Any]:
+        i = self.find(args.get("cell_id"))
+        self.check_source(i, args)
+        old = self.cells[i]
+        wanted = args.get("cell_type") or old["cell_type"]
+        if wanted != old["cell_type"]:
+            self.cells[i] = cell(args.get("source", ""), wanted, cell_id=old["id"])
+        else:
+            old["source"] = args.get("source", "")
+            if old["cell_type"] == "code":
+                old["outputs"], old["execution_count"] = [], None
+        return {"cell": self.summary(i, False)}
+
+    def op_delete_cell(self, args: dict[str, Any]) -> dict[str, Any]:
+        i = self.find(args.get("cell_id"))
+        self.check_source(i, args)
+        gone = self.summary(i, False)
+        del self.cells[i]
+        return {"cell": gone, "cell_count": len(self.cells)}
+
+    def op_insert_cell(self, args: dict[str, Any]) -> dict[str, Any]:
+        i = self.find(args["after_id"]) + 1 if args.get("after_id") else 0
+        self.cells.insert(i, cell(args.get("source", ""), args.get("cell_type", "code")))
+        return {"cell": self.summary(i, False)}
+
+    def op_set_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
+        i = self.find(args.get("cell_id"))
+        self.cells[i]["outputs"] = list(args.get("outputs") or [])
+        if "execution_count" in args:
+            self.cells[i]["execution_count"] = args["execution_count"]
+        return {"cell": self.summary(i, False)}
+
+    def op_scroll_to(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"index": self.find(args.get("cell_id"))}
+
+    def op_notify(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"notification_id": "n1"}
+
+    def answer(self, req: dict[str, Any]) -> dict[str, Any] | None:
+        """The reply to one message from the kernel; None for another panel's, or when silent."""
+        if (req.get("path") and req["path"] != self.path) or not req.get("request_id") or self.silent:
+            return None
+        self.requests.append(req)
+        base = {"protocol": self.protocol, "reply_to": req["request_id"]}
+        if req.get("protocol") != self.protocol:
+            return {
+                **base,
+                "ok": False,
+                "code": "version_mismatch",
+                "error": f"protocol mismatch: kernel {req.get('protocol')}, front end {self.protocol}",
+            }
+        if self.before is not None:
+            self.before(self, req)
+        try:
+            return {**base, "ok": True, "result": self.handle(req["op"], req.get("args") or {})}
+        except Refused as e:
+            return {**base, "ok": False, "code": e.code, "error": str(e)}
+
+    def hello(self) -> dict[str, Any]:
+        return {
+            "protocol": self.protocol,
+            "event": "hello",
+            "path": self.path,
+            "server_root": self.server_root,
+            "extension_version": "test",
+        }
+
+
+class LiveKernel(Kernel):
+    """A test kernel whose front end has notebook panels with the extension."""
+
+    def __init__(self, *args: Any, panels: list[Panel] | None = None, **kwargs: Any) -> None:
+        self.panels: list[Panel] = list(panels or [])
+        self.comms: dict[str, list[Panel]] = {}  # comm id -> the panels that know it
+        super().__init__(*args, **kwargs)
+
+    def _record(self, msg: dict[str, Any]) -> None:
+        super()._record(msg)
+        content = msg.get("content", {})
+        if msg["msg_type"] == "comm_open" and content.get("target_name") == TARGET:
+            self.comms[content["comm_id"]] = list(self.panels)
+            for panel in self.panels:
+                time.sleep(panel.hello_delay)
+                self.send(content["comm_id"], panel.hello())
+        elif msg["msg_type"] == "comm_msg" and content.get("comm_id") in self.comms:
+            data = content.get("data") or {}
+            for panel in self.comms[content["comm_id"]]:
+                self._answer(panel, content["comm_id"], data)
+
+    def _answer(self, panel: Panel, comm_id: str, req: dict[str, Any]) -> None:
+        reply = panel.answer(req)
+        if reply is not None:
+            self.send(comm_id, reply)
+
+    def send(self, comm_id: str, data: dict[str, Any]) -> None:
+        self._send_comm(comm_id, data)
+
+    def open_from_page(self, panel: Panel) -> str:
+        """What a reloaded page does: open a comm of its own to the kernel's target, with hello."""
+        comm_id = uuid.uuid4().hex
+        self.comms[comm_id] = [panel]
+        msg = self.kc.session.msg("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": panel.hello()})
+        self.kc.shell_channel.send(msg)
+        return comm_id

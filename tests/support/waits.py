@@ -1,0 +1,71 @@
+"""Waits that say what they waited for, and the suite marker a test that starts real software needs.
+
+The harnesses (a kernel's reply, a widget on screen, a browser's button, a server's port) bound
+every wait with a deadline of their own, shorter than the test's pytest-timeout, and fail with a
+sentence naming what did not happen: "the kernel did not finish cell 3 (execute_request 1a2b)
+within 60 s". While a wait runs it is recorded here, so that a pytest-timeout that fires anyway
+(the last resort, see tests/conftest.py) names it too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["Deadline", "current_waits", "require_marker", "set_current_test", "timed_out", "waiting_for"]
+
+_waits: list[str] = []
+_current_test: Any = None  # the pytest item being run; None outside pytest (bench/)
+
+
+@contextmanager
+def waiting_for(what: str) -> Iterator[None]:
+    """Record that the test is waiting for `what` (a phrase: "the kernel to start") meanwhile."""
+    _waits.append(what)
+    try:
+        yield
+    finally:
+        _waits.pop()
+
+
+def current_waits() -> list[str]:
+    """What the test is waiting for now, outermost first."""
+    return list(_waits)
+
+
+class Deadline:
+    """`seconds` from now; `passed()` says whether it is over, `left()` what remains."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def passed(self) -> bool:
+        return time.monotonic() > self.end
+
+    def left(self) -> float:
+        return max(0.0, self.end - time.monotonic())
+
+
+def timed_out(what_did_not_happen: str, seconds: float, seen: str = "") -> AssertionError:
+    """The failure of a wait: "<what did not happen> within N s", then what was seen instead."""
+    message = f"{what_did_not_happen} within {seconds:.0f} s"
+    return AssertionError(f"{message}; seen meanwhile:\n{seen}" if seen else message)
+
+
+def set_current_test(item: Any) -> None:
+    global _current_test
+    _current_test = item
+
+
+def require_marker(marker: str, what: str) -> None:
+    """Fail the current test unless it carries `marker` (a test that `what` belongs to that suite:
+    the fast default run leaves it out, and its timeout is the suite's)."""
+    item = _current_test
+    if item is not None and item.get_closest_marker(marker) is None:
+        raise AssertionError(
+            f"{item.nodeid} {what}, so it belongs to the `{marker}` suite: mark it "
+            f"(`pytestmark = pytest.mark.{marker}` in its module)"
+        )

@@ -1,0 +1,279 @@
+"""NotebookEdit: each edit mode on a real notebook file, validated by nbformat after every write."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat import v4
+
+from ipy_agent import Agent, ScriptedModel
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.tools.files.read import ReadTool
+from ipy_agent.tools.notebook.edit import NotebookEditTool
+from tests.support.tools import assert_edit_contract, fail_os, leftovers, read, run
+from tests.support.transcript import all_results
+
+
+def make_notebook(path: Path, *, minor: int = 5, extra_cells: int = 0) -> list[str]:
+    """code cell (with output and execution count), markdown cell, code cell; returns the ids."""
+    nb = v4.new_notebook()
+    code = v4.new_code_cell("x = 1\nprint(x)", execution_count=3)
+    code.outputs = [v4.new_output("stream", name="stdout", text="1\n")]
+    nb.cells = [code, v4.new_markdown_cell("# Title"), v4.new_code_cell("y = 2")]
+    nb.cells += [v4.new_code_cell(f"z{i} = {i}") for i in range(extra_cells)]
+    if minor < 5:
+        nb.nbformat_minor = minor
+        for c in nb.cells:
+            del c["id"]
+    nbformat.write(nb, str(path))
+    return [c.get("id") for c in nb.cells]
+
+
+def on_disk(path: Path):
+    nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
+    nbformat.validate(nb)  # every write must leave a valid notebook
+    return nb
+
+
+@pytest.fixture
+async def nb_path(ctx, tmp_path) -> Path:
+    p = tmp_path / "analysis.ipynb"
+    make_notebook(p)
+    await read(ctx, p)
+    return p
+
+
+async def nbedit(ctx: ToolContext, **fields):
+    fields.setdefault("notebook_path", "analysis.ipynb")
+    return await run(NotebookEditTool(), ctx, **fields)
+
+
+# --- replace ----------------------------------------------------------------------------------
+
+
+async def test_replace_code_cell_clears_outputs_and_says_so(ctx, nb_path):
+    first = on_disk(nb_path).cells[0].id
+    tool = NotebookEditTool()
+    inp = tool.input_model(notebook_path="analysis.ipynb", cell_id=first, new_source="x = 2\nprint(x * 2)")
+    pv = await tool.preview(inp, ctx)
+    assert pv.notes == ("outputs will be cleared",)
+    assert "-x = 1\n-print(x)\n+x = 2\n+print(x * 2)\n" in pv.diff and (pv.added, pv.removed) == (2, 2)
+    assert on_disk(nb_path).cells[0].outputs  # the preview wrote nothing
+    r = await nbedit(ctx, cell_id=first, new_source="x = 2\nprint(x * 2)")
+    cell = on_disk(nb_path).cells[0]
+    assert cell.source == "x = 2\nprint(x * 2)" and cell.outputs == [] and cell.execution_count is None
+    assert "outputs and execution count were cleared" in r.content and f"{first!r} (cell-0)" in r.content
+    assert r.summary == f"Edited analysis.ipynb: replaced cell {first} (outputs cleared)"
+
+
+async def test_replace_markdown_cell_has_no_outputs_note(ctx, nb_path):
+    tool = NotebookEditTool()
+    inp = tool.input_model(notebook_path="analysis.ipynb", cell_id="cell-1", new_source="# New title")
+    assert (await tool.preview(inp, ctx)).notes == ()
+    r = await nbedit(ctx, cell_id="cell-1", new_source="# New title")
+    nb = on_disk(nb_path)
+    assert nb.cells[1].source == "# New title" and nb.cells[0].outputs  # neighbours untouched
+    assert "cleared" not in r.content
+
+
+async def test_replace_can_change_the_cell_type_keeping_its_id(ctx, nb_path):
+    cid = on_disk(nb_path).cells[0].id
+    await nbedit(ctx, cell_id=cid, new_source="Some *prose*", cell_type="markdown")
+    cell = on_disk(nb_path).cells[0]
+    assert cell.cell_type == "markdown" and cell.id == cid and "outputs" not in cell
+
+
+async def test_source_is_written_the_way_jupyter_writes_it(ctx, nb_path):
+    await nbedit(ctx, cell_id="cell-2", new_source="a = 1\nb = 2\n")
+    text = nb_path.read_text()
+    data = json.loads(text)
+    assert data["cells"][2]["source"] == ["a = 1\n", "b = 2\n"]
+    assert text.startswith('{\n "cells": [\n  {\n') and text.endswith("}\n")
+
+
+# --- insert -----------------------------------------------------------------------------------
+
+
+async def test_insert_goes_after_the_given_cell(ctx, nb_path):
+    ids = [c.id for c in on_disk(nb_path).cells]
+    r = await nbedit(ctx, edit_mode="insert", cell_id=ids[0], cell_type="markdown", new_source="Note")
+    nb = on_disk(nb_path)
+    assert [c.source for c in nb.cells] == ["x = 1\nprint(x)", "Note", "# Title", "y = 2"]
+    new = nb.cells[1]
+    assert new.cell_type == "markdown" and new.id not in ids and len(new.id) >= 8
+    assert f"id {new.id!r} after cell {ids[0]!r}" in r.content and "cell-1" in r.content
+    assert r.summary == f"Edited analysis.ipynb: inserted markdown cell {new.id}"
+
+
+async def test_insert_without_cell_id_goes_first(ctx, nb_path):
+    r = await nbedit(ctx, edit_mode="insert", cell_type="code", new_source="import os")
+    nb = on_disk(nb_path)
+    assert nb.cells[0].source == "import os" and nb.cells[0].cell_type == "code"
+    assert nb.cells[0].outputs == [] and nb.cells[0].execution_count is None
+    assert "as the first cell" in r.content and len(nb.cells) == 4
+
+
+async def test_insert_after_the_last_cell_by_index(ctx, nb_path):
+    await nbedit(ctx, edit_mode="insert", cell_id="cell-2", cell_type="code", new_source="end()")
+    assert on_disk(nb_path).cells[-1].source == "end()"
+
+
+async def test_insert_requires_a_cell_type(ctx, nb_path):
+    r = await nbedit(ctx, edit_mode="insert", new_source="x")
+    assert "cell_type is required" in r.error
+
+
+async def test_insert_into_a_4_4_notebook_upgrades_it(ctx, tmp_path):
+    p = tmp_path / "old.ipynb"
+    make_notebook(p, minor=4)
+    await read(ctx, p)
+    tool = NotebookEditTool()
+    inp = tool.input_model(
+        notebook_path="old.ipynb", edit_mode="insert", cell_id="cell-0", cell_type="code", new_source="new()"
+    )
+    assert any("4.5" in n for n in (await tool.preview(inp, ctx)).notes)
+    r = await run(tool, ctx, **inp.model_dump())
+    nb = on_disk(p)
+    assert nb.nbformat_minor == 5 and all(c.get("id") for c in nb.cells)
+    assert nb.cells[1].source == "new()" and "upgraded to nbformat 4.5" in r.content
+
+
+async def test_replace_in_a_4_4_notebook_keeps_its_version(ctx, tmp_path):
+    p = tmp_path / "old.ipynb"
+    make_notebook(p, minor=4)
+    await read(ctx, p)
+    await run(NotebookEditTool(), ctx, notebook_path="old.ipynb", cell_id="cell-2", new_source="y = 3")
+    nb = on_disk(p)
+    assert nb.nbformat_minor == 4 and "id" not in nb.cells[2] and nb.cells[2].source == "y = 3"
+
+
+# --- delete -----------------------------------------------------------------------------------
+
+
+async def test_delete_by_id_and_by_index(ctx, nb_path):
+    ids = [c.id for c in on_disk(nb_path).cells]
+    r = await nbedit(ctx, edit_mode="delete", cell_id=ids[1])
+    assert [c.id for c in on_disk(nb_path).cells] == [ids[0], ids[2]]
+    assert "2 cells remain" in r.content and r.summary == f"Edited analysis.ipynb: deleted cell {ids[1]}"
+    await nbedit(ctx, edit_mode="delete", cell_id="cell-0")
+    assert [c.id for c in on_disk(nb_path).cells] == [ids[2]]
+
+
+async def test_replace_and_delete_need_a_cell_id(ctx, nb_path):
+    for mode in ("replace", "delete"):
+        r = await nbedit(ctx, edit_mode=mode, new_source="x")
+        assert "cell_id is required" in r.error
+
+
+# --- wrong ids, wrong files, read state ---------------------------------------------------------
+
+
+async def test_unknown_cell_id_names_it_and_lists_valid_ids(ctx, nb_path):
+    ids = [c.id for c in on_disk(nb_path).cells]
+    r = await nbedit(ctx, cell_id="nope", new_source="x")
+    assert "'nope' not found" in r.error
+    for i, cid in enumerate(ids):
+        assert f"{cid!r} (cell-{i})" in r.error
+    assert "cell-9" not in r.error
+
+
+async def test_unknown_id_in_a_long_notebook_lists_the_first_ten(ctx, tmp_path):
+    p = tmp_path / "long.ipynb"
+    ids = make_notebook(p, extra_cells=20)
+    await read(ctx, p)
+    r = await run(NotebookEditTool(), ctx, notebook_path="long.ipynb", cell_id="cell-99", new_source="x")
+    assert "'cell-99' not found" in r.error and f"{ids[9]!r} (cell-9)" in r.error
+    assert ids[10] not in r.error and "23 cells in all" in r.error
+
+
+async def test_not_read_yet_and_changed_since_read(ctx, tmp_path):
+    p = tmp_path / "analysis.ipynb"
+    make_notebook(p)
+    r = await nbedit(ctx, cell_id="cell-0", new_source="x")
+    assert "has not been read yet" in r.error
+    await read(ctx, p)
+    nb = nbformat.read(str(p), as_version=4)
+    nb.cells[1].source = "# Changed by the person"
+    nbformat.write(nb, str(p))
+    r = await nbedit(ctx, cell_id="cell-0", new_source="x")
+    assert "changed since you read it" in r.error
+    assert on_disk(p).cells[0].source == "x = 1\nprint(x)"
+
+
+async def test_change_after_validation_is_caught_by_call(ctx, nb_path):
+    tool = NotebookEditTool()
+    inp = tool.input_model(notebook_path="analysis.ipynb", cell_id="cell-0", new_source="mine")
+    assert await tool.validate_input(inp, ctx) is None
+    nb_path.write_text(nb_path.read_text().replace("# Title", "# Theirs"))
+    with pytest.raises(ToolError, match="changed since you read it"):
+        await tool.call(inp, ctx)
+    assert on_disk(nb_path).cells[1].source == "# Theirs"
+
+
+async def test_edits_in_a_row_need_no_new_read(ctx, nb_path):
+    await nbedit(ctx, cell_id="cell-0", new_source="a")
+    await nbedit(ctx, edit_mode="insert", cell_id="cell-0", cell_type="code", new_source="b")
+    r = await nbedit(ctx, edit_mode="delete", cell_id="cell-2")
+    assert r.error is None
+    assert [c.source for c in on_disk(nb_path).cells] == ["a", "b", "y = 2"]
+
+
+async def test_wrong_files_are_refused(ctx, tmp_path):
+    (tmp_path / "a.py").write_text("x\n")
+    assert "Use Edit or Write" in (await nbedit(ctx, notebook_path="a.py", cell_id="cell-0")).error
+    assert "does not exist" in (await nbedit(ctx, notebook_path="none.ipynb", cell_id="cell-0")).error
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text("{not json")
+    ctx.read_state.record(bad, content=bad.read_bytes())
+    assert "not valid notebook JSON" in (await nbedit(ctx, notebook_path="bad.ipynb", cell_id="cell-0")).error
+
+
+async def test_mode_bits_and_atomic_failure(ctx, nb_path, monkeypatch):
+    nb_path.chmod(0o600)
+    ctx.read_state.record(nb_path, content=nb_path.read_bytes())
+    before = nb_path.read_bytes()
+    fail_os(monkeypatch, "replace")
+    tool = NotebookEditTool()
+    with pytest.raises(OSError):
+        await tool.call(tool.input_model(notebook_path="analysis.ipynb", cell_id="cell-0", new_source="z"), ctx)
+    monkeypatch.undo()
+    assert nb_path.read_bytes() == before and leftovers(nb_path.parent) == []
+    await nbedit(ctx, cell_id="cell-0", new_source="z")
+    assert stat.S_IMODE(nb_path.stat().st_mode) == 0o600 and on_disk(nb_path).cells[0].source == "z"
+
+
+def test_flags_rules_and_prompt(ctx, tmp_path):
+    tool = NotebookEditTool()
+    inp = tool.input_model(notebook_path="nbs/a.ipynb", cell_id="cell-0", new_source="")
+    assert_edit_contract(tool, inp, ctx, path=tmp_path / "nbs/a.ipynb", rule="Edit(nbs/**)")
+    text = tool.description(ctx)
+    assert "Read the notebook first" in text and "cell-N" in text and "Edit or Write" in text
+    assert "first cell" in text and "cleared" in text
+
+
+def test_agent_notebook_edit_before_read_then_after(tmp_path):
+    p = tmp_path / "analysis.ipynb"
+    make_notebook(p)
+    use = {
+        "type": "tool_use",
+        "name": "NotebookEdit",
+        "input": {"notebook_path": "analysis.ipynb", "cell_id": "cell-1", "new_source": "# Results"},
+    }
+    model = ScriptedModel(
+        [
+            [{**use, "id": "t1"}],
+            [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "analysis.ipynb"}}],
+            [{**use, "id": "t3"}],
+            "done",
+        ]
+    )
+    agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits", tools=[ReadTool(), NotebookEditTool()])
+    agent.run("retitle")
+    results = all_results(agent.messages)
+    assert results["t1"].get("is_error") and "has not been read yet" in str(results["t1"]["content"])
+    assert not results["t3"].get("is_error") and on_disk(p).cells[1].source == "# Results"
