@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipy_agent.permissions.builtin import builtin_listing
+
 __all__ = ["SessionGrants"]
 
 
@@ -52,12 +54,14 @@ class SessionGrants:
 
     def listing(self, agent: Any | None) -> str:
         """The grants in force on `agent` (the current conversation), with where each came from."""
+        builtin = builtin_listing(agent.rules.deny, agent.rules.allow, agent.cwd) if agent is not None else []
         granted = [r.text for r in agent.rules.allow if r.source == "granted"] if agent is not None else []
         if not granted:
-            return (
+            none = (
                 'No rules granted with "Always allow" in this kernel session. (%agent_tools lists every '
                 "permission rule, with the configured ones.)"
             )
+            return "\n".join([none, *(["", *builtin] if builtin else [])])
         width = max(len(t) for t in granted)
         lines = [
             'Rules granted with "Always allow" (they last for this kernel session, across %agent --new '
@@ -65,4 +69,6 @@ class SessionGrants:
         ]
         lines += [f"  {text.ljust(width)}  from {self.sources.get(text, 'this conversation')}" for text in granted]
         lines.append("Take one back with %agent_rules --revoke RULE.")
+        if builtin:
+            lines += ["", *builtin]
         return "\n".join(lines)

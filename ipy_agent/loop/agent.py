@@ -86,7 +86,8 @@ class Agent:
             raise ValueError(f"cwd {str(self.cwd)!r} is not a directory")
         self.working_dirs = tuple(Path(d).expanduser().resolve() for d in working_dirs)
         self.permission_mode = permission_mode
-        self.rules = PermissionRules.from_lists(list(allow or []), list(ask or []), list(deny or []))
+        # Built-in Read deny rules (credential stores: permissions/builtin.py) come first.
+        self.rules = PermissionRules.with_builtin(list(allow or []), list(ask or []), list(deny or []))
         self.approver = approver
         if tools is None:
             from ipy_agent.tools import builtin_tools
@@ -152,7 +153,7 @@ class Agent:
             simple=self.simple,
             sandbox=self.sandbox,  # type: ignore[arg-type]
             # Rules come and go during a conversation (always-allow, %agent options): read them now.
-            read_deny=tuple(r.specifier or "" for r in self.rules.deny if r.tool == "Read" and not r.whole_tool),
+            read_deny=self.rules.read_deny(self.cwd, (self.cwd, *self.working_dirs)),
         )
 
     def exposure(self) -> Exposure:

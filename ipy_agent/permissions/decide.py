@@ -1,7 +1,8 @@
 """The permission decision for one tool call: rules, mode, the tool's and the hooks' opinions.
 
 Order (first that applies wins), modelled on Claude Code and stricter where it helps:
-1. a deny rule (whole tool or content) -> deny
+1. a deny rule (whole tool or content) -> deny; a built-in one (builtin.py: credential stores)
+   only where no explicit allow rule lifts it
 2. the tool's own deny (`check_permissions`) -> deny
 3. plan mode and the call is not read-only -> deny
 4. an ask rule, the tool's insistent ask (`PermissionCheck.always`), or a hook's ask -> ask
@@ -24,7 +25,8 @@ from typing import Any, Literal
 
 from ipy_agent.contract.tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
 
-from .rules import Rule, matches_subject, parse_rule
+from .builtin import BUILTIN, ENV_FILES, builtin_read_denies, lifts, read_deny_specs
+from .rules import Rule, gitignore_match, matches_subject, parse_rule
 
 __all__ = [
     "PERMISSION_MODES",
@@ -122,14 +124,38 @@ class PermissionRules:
             bucket.append(r)
         return r
 
+    @classmethod
+    def with_builtin(
+        cls, allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None
+    ) -> PermissionRules:
+        """`from_lists` with the built-in Read deny rules (credential stores) in front."""
+        rules = cls.from_lists(allow, ask, deny)
+        rules.deny[:0] = builtin_read_denies()
+        return rules
+
+    def read_deny(self, cwd: Path, dirs: tuple[Path, ...]) -> tuple[str, ...]:
+        """The Read deny specifiers every tool honours (`ToolContext.read_deny`), in the order
+        that gives their precedence (see builtin.py)."""
+        return read_deny_specs(self.deny, self.allow, cwd, dirs)
+
     def denies_whole(self, tool: Tool) -> Rule | None:
         names = {tool.name, *tool.rule_groups}
         return next((r for r in self.deny if r.tool in names and r.whole_tool), None)
 
-    def find(self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
+    def find(
+        self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path, dirs: tuple[Path, ...] = ()
+    ) -> Rule | None:
+        """The first rule of `kind` covering the call. A built-in deny rule is skipped where an
+        explicit allow rule lifts it, or for `.env*`, inside the working directories `dirs`."""
         names = {tool.name, *tool.rule_names, *tool.rule_groups}
         for rule in getattr(self, kind):
             if rule.tool not in names:
+                continue
+            if rule.source == BUILTIN and kind == "deny":
+                if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind) and not self._lifted(
+                    rule, subject, cwd, dirs
+                ):
+                    return rule
                 continue
             if rule.whole_tool:
                 # `Edit` whole-tool rules name Edit only; Write answers to Edit(...) content rules.
@@ -140,6 +166,18 @@ class PermissionRules:
             if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind):
                 return rule
         return None
+
+    def _lifted(self, rule: Rule, subject: RuleSubject | None, cwd: Path, dirs: tuple[Path, ...]) -> bool:
+        if subject is None or subject.kind != "path":
+            return False
+        path = subject.value
+        if rule.specifier == ENV_FILES and any(_under(path, d) for d in dirs):
+            return True
+        return any(
+            lifts(a, rule, cwd) and gitignore_match(a.specifier or "", path, cwd=cwd)
+            for a in self.allow
+            if not a.whole_tool
+        )
 
     def find_allow_for_parts(self, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
         """A compound command is allowed when each of its commands is allowed by some rule."""
@@ -171,12 +209,8 @@ def decide(
     # A symlink is judged as itself and as its target: a deny rule on either denies, an allow
     # rule must cover both (a link inside `src/` must not open `~/.ssh/id_rsa`).
     target = _link_target(subject)
-    r = rules.find("deny", tool, subject, cwd) or (target and rules.find("deny", tool, target, cwd))
-    if r:
-        hidden = f": {subject.hidden}, so the rule could apply to it" if subject is not None and subject.hidden else ""
-        return Decision(
-            behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source}){hidden}"
-        )
+    if (denial := _rule_denial(tool, subject, target, rules, ctx)) is not None:
+        return denial
     if tool_check.behavior == "deny":
         return Decision(behavior="deny", source="tool", reason=tool_check.message or f"{tool.name} refused this call")
     if hook_decision is not None and hook_decision[0] == "deny":
@@ -219,12 +253,46 @@ def decide(
     return Decision(behavior="ask", source="default", reason=f"{tool.name} {why}, and no rule or mode allows this call")
 
 
+def _rule_denial(
+    tool: Tool, subject: RuleSubject | None, target: RuleSubject | None, rules: PermissionRules, ctx: ToolContext
+) -> Decision | None:
+    cwd, dirs = ctx.cwd, ctx.all_dirs()
+    r = rules.find("deny", tool, subject, cwd, dirs) or (target and rules.find("deny", tool, target, cwd, dirs))
+    if not r:
+        return None
+    hidden = f": {subject.hidden}, so the rule could apply to it" if subject is not None and subject.hidden else ""
+    why = f"denied by rule {r.text!r} ({r.source}){hidden}"
+    if r.source == BUILTIN:
+        why += (
+            ": it keeps credentials from every tool. Do not look for another way to read it; if the person "
+            f"wants it read, they can add an allow rule naming the file, e.g. {r.tool}({_example(subject, r)})"
+        )
+    return Decision(behavior="deny", source="rule", rule=r.text, reason=why)
+
+
 def _link_target(subject: RuleSubject | None) -> RuleSubject | None:
     """The resolved target of a path subject when it differs (a symlink on the way)."""
     if subject is None or subject.kind != "path":
         return None
     real = os.path.realpath(subject.value)
     return RuleSubject(kind="path", value=real) if real != os.path.normpath(subject.value) else None
+
+
+def _example(subject: RuleSubject | None, rule: Rule) -> str:
+    """An allow rule specifier that would lift a built-in rule for this path."""
+    if subject is None or subject.kind != "path":
+        return rule.specifier or ""
+    home = os.path.expanduser("~")
+    value = os.path.normpath(subject.value)
+    if value.startswith(home.rstrip(os.sep) + os.sep):
+        return "~/" + value[len(home.rstrip(os.sep)) + 1 :]
+    return "/" + value
+
+
+def _under(path: str, directory: Path) -> bool:
+    base = os.path.normpath(str(directory))
+    path = os.path.normpath(path)
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def _subject_inside(subject: RuleSubject | None, ctx: ToolContext) -> bool:

@@ -335,10 +335,12 @@ def denied_mounts(ctx: ToolContext) -> list[tuple[str, bool]] | None:
         return []
     out: list[tuple[str, bool]] = []
     seen = 0
+    # The built-in rules name their paths (`~/.ssh`): no walk for them alone.
+    walk = ctx.read_deny_needs_walk()
     tops = [
         d for d in git_dirs(ctx) if os.path.isdir(os.path.join(d, ".git")) or os.path.isfile(os.path.join(d, ".git"))
     ]
-    for root in dict.fromkeys([*(os.path.realpath(d) for d in ctx.all_dirs()), *tops]):
+    for root in dict.fromkeys([*(os.path.realpath(d) for d in ctx.all_dirs()), *tops]) if walk else ():
         stack = [root]
         while stack:
             top = stack.pop()

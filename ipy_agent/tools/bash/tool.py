@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from ipy_agent.permissions.builtin import BUILTIN_SPECS
 from ipy_agent.permissions.rules import part_matches
 from ipy_agent.runtime.budget import spill_file_name
 
@@ -224,12 +225,21 @@ class BashTool(Tool):
     async def _check_permissions(self, inp: BashInput, ctx: ToolContext) -> PermissionCheck:
         # A file a Read deny rule covers stays unread whatever the command and the mode: this
         # deny comes before the mode is consulted, so bypassPermissions cannot lift it.
-        read = await asyncio.to_thread(denied_read, inp.command, str(start_cwd(ctx)), ctx)
+        # The built-in credential rules name their paths, which the sandbox masks: a command
+        # that runs sandboxed needs no doubt about them (a word naming one is still denied).
+        masked = BUILTIN_SPECS if sandbox_usable(ctx) else frozenset()
+        read = await asyncio.to_thread(denied_read, inp.command, str(start_cwd(ctx)), ctx, masked=masked)
         if read is not None and read.rule:
+            who = (
+                "a built-in rule keeps credential stores from every tool (the person can lift it with an allow "
+                "rule naming the file)"
+                if read.rule[len("Read(") : -1] in BUILTIN_SPECS
+                else "the person keeps that file from every tool"
+            )
             return PermissionCheck(
                 behavior="deny",
-                message=f"the command names {read.path!r}, which the rule {read.rule} denies: the person keeps that "
-                "file from every tool, so do not look for another way to read it; ask the person if you need it",
+                message=f"the command names {read.path!r}, which the rule {read.rule} denies: {who}, so do not look "
+                "for another way to read it; ask the person if you need it",
             )
         if read is not None:
             return PermissionCheck(behavior="ask", message=read.unsure)
