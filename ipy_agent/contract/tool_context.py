@@ -56,6 +56,9 @@ class ToolContext:
     # that cannot express an exception (a mount that masks a whole directory) may ignore the
     # `!` entries: it then hides more, never less.
     read_deny: tuple[str, ...] = ()
+    # Files (or directories) the run itself makes executable, with why: the scripts MCP servers
+    # run. Writing them asks in every mode, as for the files tools/shared/protected.py knows.
+    protected_files: tuple[tuple[str, str], ...] = ()
     # Who let this call run, set by the lifecycle once the permission decision is made. None
     # (a direct call, or a caller that did not say) counts as "not approved": fail closed.
     decided_by: DecisionSource | None = None

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ipy_agent.base.surfaces import refresh as refresh_surfaces
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.context import ContextManager
 from ipy_agent.contract.hooks import HookEvent, Hooks
@@ -154,6 +155,7 @@ class Agent:
             sandbox=self.sandbox,  # type: ignore[arg-type]
             # Rules come and go during a conversation (always-allow, %agent options): read them now.
             read_deny=self.rules.read_deny(self.cwd, (self.cwd, *self.working_dirs)),
+            protected_files=self.mcp.protected_files(),
         )
 
     def exposure(self) -> Exposure:
@@ -230,6 +232,7 @@ class Agent:
         # leave no trace, or its prompt would be merged into the next request.
         before = list(self.messages)  # append_user replaces a merged message, never edits it
         append_user(self.messages, blocks)
+        refresh_surfaces()  # sys.path, Jupyter's and git's paths may have changed since the last run
         if any(t.name == "Bash" for t in self.tools) and (note := _containment_notice(self.context())):
             self._emit(NoticeEvent(text=note, level="warning"))
         self.mcp.begin_run()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import os
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -49,6 +50,7 @@ class McpManager:
         self._reported: dict[str, str] = {}  # the last down reason told to the person
         self._built: dict[str, tuple[int, list[Tool], list[str]]] = {}
         self.skipped: dict[str, str] = {}  # tool -> why it is not offered (bad schema, name clash)
+        self._scripts: tuple[Any, tuple[tuple[str, str], ...]] | None = None
         _MANAGERS.add(self)
 
     # --- configuration ---------------------------------------------------------------------
@@ -71,12 +73,26 @@ class McpManager:
         or 'needs approval'."""
         if cfg.source != "project":
             return "trusted"
-        key = (cfg.name, cfg.fingerprint())
+        key = (cfg.name, cfg.fingerprint(self.cwd))
         if key in self._approved:
             return "approved"
         if self._trust.is_trusted(self.cwd, cfg):
             return "remembered"
         return "declined" if key in self._declined else "needs approval"
+
+    def protected_files(self) -> tuple[tuple[str, str], ...]:
+        """(path, why) of the files in the project that configured servers run: writing one
+        asks in every mode (`ToolContext.protected_files`), since the server runs it unasked."""
+        configs = self.configs
+        key = (id(self._files), id(self._code), tuple((n, c.command, c.args) for n, c in configs.items()))
+        if self._scripts is None or self._scripts[0] != key:
+            found = tuple(
+                (path, f"the MCP server {name!r} runs it, so its code runs without a prompt")
+                for name, cfg in configs.items()
+                for path in cfg.script_files(self.cwd)
+            )
+            self._scripts = (key, found)
+        return self._scripts[1]
 
     def connection(self, name: str) -> ServerConnection | None:
         return self._conns.get(name)
@@ -89,7 +105,13 @@ class McpManager:
     async def sync(self, approver: Callable[[PermissionRequest], Any] | None) -> list[Notice]:
         notices: list[Notice] = []
         configs = self.configs
-        stale = [n for n, c in self._conns.items() if configs.get(n) != c.config]
+        # A changed configuration stops its server; so does a project server whose approval no
+        # longer holds (a script it runs was edited since): it asks again before it restarts.
+        stale = [
+            n
+            for n, c in self._conns.items()
+            if configs.get(n) != c.config or self.trust_state(c.config) in ("needs approval", "declined")
+        ]
         if stale:
             await self._loop.run(self._close(stale))
         wanted: list[ServerConfig] = []
@@ -125,7 +147,7 @@ class McpManager:
         await asyncio.gather(*(c.refresh_tools() for c in self._conns.values() if c.tools_stale))
 
     async def _approve(self, cfg: ServerConfig, approver: Any, notices: list[Notice]) -> bool:
-        key = (cfg.name, cfg.fingerprint())
+        key = (cfg.name, cfg.fingerprint(self.cwd))
         if key in self._approved or self._trust.is_trusted(self.cwd, cfg):
             return True
         if key in self._declined:
@@ -133,7 +155,7 @@ class McpManager:
         answer = None
         if approver is not None:
             try:
-                answer = normalize_answer(await maybe_await(approver(_trust_request(cfg))))
+                answer = normalize_answer(await maybe_await(approver(_trust_request(cfg, self.cwd))))
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
             except Exception as e:
@@ -260,10 +282,12 @@ class McpManager:
         await asyncio.to_thread(self.close)
 
 
-def _trust_request(cfg: ServerConfig) -> PermissionRequest:
+def _trust_request(cfg: ServerConfig, project: Path) -> PermissionRequest:
     what: dict[str, Any] = {"server": cfg.name, "from": cfg.origin, "type": cfg.transport}
     if cfg.transport == "stdio":
         what.update(command=cfg.command, args=list(cfg.args))
+        if scripts := cfg.script_files(project):
+            what["runs"] = [os.path.relpath(p, project) for p in scripts]
         if cfg.env:
             what["env"] = sorted(cfg.env)  # names only: values may be secrets
     else:

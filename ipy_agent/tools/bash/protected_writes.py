@@ -8,7 +8,10 @@ What a command writes without naming it (an archive unpacked, a patch applied) i
 
 from __future__ import annotations
 
-from ipy_agent.tools.shared.protected import protected_reason
+import os
+
+from ipy_agent.contract.tool import ToolContext
+from ipy_agent.tools.shared.protected import protected_reason, write_reason
 
 from .options import path_candidates
 from .syntax import analyze
@@ -32,8 +35,10 @@ _GIT_CONFIG_READS = frozenset(
 )
 
 
-def protected_write(command: str) -> str | None:
-    """Why a (not read-only) command may write a protected file, or None."""
+def protected_write(command: str, ctx: ToolContext | None = None, start: str | None = None) -> str | None:
+    """Why a (not read-only) command may write a protected file, or None. With `ctx`, paths
+    (relative to `start`, the shell's directory) are also judged by the live environment:
+    the kernel's sys.path, modules a file would shadow, git's hooks path (`write_reason`)."""
     try:
         a = analyze(command)
     except Exception:
@@ -44,7 +49,10 @@ def protected_write(command: str) -> str | None:
         texts = [w.text] if w.text is not None else [w.source]
         for text in texts:
             for candidate in [text, *path_candidates(text)]:
-                if reason := protected_reason(candidate):
+                reason = protected_reason(candidate)
+                if reason is None and ctx is not None and candidate and not candidate.startswith("-"):
+                    reason = write_reason(os.path.join(start or str(ctx.cwd), os.path.expanduser(candidate)), ctx)
+                if reason:
                     return f"the command names {candidate!r}, and {reason}: it asks every time"
     for cmd in a.everything:
         _wrappers, real = unwrap([cmd.name, *cmd.args] if cmd.name else [])

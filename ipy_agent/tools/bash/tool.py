@@ -249,7 +249,7 @@ class BashTool(Tool):
                 return PermissionCheck(behavior="ask", message=hidden)
             # Writing a git hook, a settings file or ~/.bashrc turns one approval into code that
             # runs later unasked: such commands ask in every mode and whatever the allow rules say.
-            if protected := protected_write(inp.command):
+            if protected := await asyncio.to_thread(protected_write, inp.command, ctx, str(start_cwd(ctx))):
                 return PermissionCheck(behavior="ask", always=True, message=protected)
             return PermissionCheck()
         if not sandbox_usable(ctx) and not core_read_only(inp.command):

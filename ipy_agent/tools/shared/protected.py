@@ -11,6 +11,11 @@ still sees these), and whatever allow rules say.
 Paths are judged by their components, case-insensitively (macOS and Windows file systems), and
 globs are matched as the shell would: `.g?t/hooks` is `.git/hooks`, while `*` does not match a
 name that starts with a dot.
+
+Names are only half of it. `write_reason` also asks the live environment (base/surfaces.py):
+the kernel's sys.path, modules the project would shadow, Jupyter's and IPython's directories,
+the hooks directory and config files git really uses; and the run itself (`ToolContext.
+protected_files`: the scripts MCP servers run).
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ import functools
 import os
 import re
 
-__all__ = ["PROTECTED_DIRS", "PROTECTED_FILES", "protected_paths_reason", "protected_reason"]
+from ipy_agent.base.surfaces import surfaces
+from ipy_agent.contract.tool import ToolContext
+
+__all__ = ["PROTECTED_DIRS", "PROTECTED_FILES", "protected_paths_reason", "protected_reason", "write_reason"]
 
 # A directory anywhere on the path: everything below it is protected.
 PROTECTED_DIRS = frozenset(
@@ -33,6 +41,7 @@ PROTECTED_DIRS = frozenset(
         ".ipython",
         ".jupyter",  # start-up scripts and configuration run by the next kernel
         ".ssh",  # `ProxyCommand`, authorized keys
+        ".husky",  # git hooks installed by husky
     }
 )
 # A file of this name anywhere.
@@ -61,6 +70,21 @@ PROTECTED_FILES = frozenset(
         "config.fish",
         "sitecustomize.py",
         "usercustomize.py",
+        # The configuration of git hook managers: the commands git runs at each commit.
+        ".pre-commit-config.yaml",
+        "lefthook.yml",
+        "lefthook.yaml",
+        ".lefthook.yml",
+        ".lefthook.yaml",
+        "lefthook-local.yml",
+        ".lefthook-local.yml",
+        ".overcommit.yml",
+        ".simple-git-hooks.json",
+        ".simple-git-hooks.js",
+        ".simple-git-hooks.cjs",
+        "simple-git-hooks.json",
+        "simple-git-hooks.js",
+        "simple-git-hooks.cjs",
     }
 )
 _GLOB = re.compile(r"[*?\[]")
@@ -106,4 +130,23 @@ def protected_paths_reason(*paths: str) -> str | None:
         for candidate in dict.fromkeys([p, os.path.realpath(p)]):
             if reason := protected_reason(candidate):
                 return reason
+    return None
+
+
+def write_reason(path: str, ctx: ToolContext) -> str | None:
+    """Why writing `path` (relative to cwd, `~` expanded; as named and where it really is)
+    changes what runs later: by its name, by the live environment, or because the run names
+    it (an MCP server's script). None when nothing says so."""
+    target = str(ctx.resolve(path))
+    candidates = list(dict.fromkeys([target, os.path.realpath(target)]))
+    for p in candidates:
+        if reason := protected_reason(p):
+            return reason
+    extra = dict(ctx.protected_files)
+    found = surfaces(ctx.all_dirs())
+    for p in candidates:
+        if why := extra.get(p) or next((w for d, w in ctx.protected_files if p.startswith(d.rstrip("/") + "/")), None):
+            return why
+        if why := found.reason(p):
+            return why
     return None
