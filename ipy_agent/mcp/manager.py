@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ipy_agent.base.secrets import redact
 from ipy_agent.contract.tool import Tool, maybe_await
 from ipy_agent.permissions.decide import PermissionPreview, PermissionRequest, normalize_answer
 
@@ -133,7 +134,7 @@ class McpManager:
         for name, conn in self._conns.items():
             if conn.status == "down" and self._reported.get(name) != conn.reason:
                 self._reported[name] = conn.reason
-                notices.append(("error", f"MCP server {name!r} is down: it {conn.reason}"))
+                notices.append(("error", redact(f"MCP server {name!r} is down: it {conn.reason}")))
             elif conn.status == "up":
                 self._reported.pop(name, None)
         return notices
@@ -255,7 +256,9 @@ class McpManager:
                 lines.append(f"- {name}: running, {len(conn.tools)} tools")
                 if conn.instructions.strip():
                     lines.append(f"  Its instructions: {conn.instructions.strip()[:2000]}")
-        return "\n".join(lines)
+        # A server's error text (its stderr, a URL with a token in it) and instructions are the
+        # server's words: no credential of the environment reaches the model through them.
+        return redact("\n".join(lines))
 
     # --- closing ---------------------------------------------------------------------------
     async def _close(self, names: list[str]) -> None:

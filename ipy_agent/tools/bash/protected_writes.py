@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from ipy_agent.contract.tool import ToolContext
-from ipy_agent.tools.shared.protected import protected_reason, write_reason
+from ipy_agent.tools.shared.protected import protected_reason, write_checker
 
 from .options import path_candidates
 from .syntax import analyze
@@ -45,13 +45,15 @@ def protected_write(command: str, ctx: ToolContext | None = None, start: str | N
         return "the command could not be parsed, so what it writes is unknown"
     words = [w for c in a.everything for w in ([c.name] if c.name else []) + list(c.args)]
     words += [r.target for r in a.redirects if r.target is not None]
+    check = write_checker(ctx) if ctx is not None else None
+    base = start or (str(ctx.cwd) if ctx is not None else "")
     for w in words:
         texts = [w.text] if w.text is not None else [w.source]
         for text in texts:
             for candidate in [text, *path_candidates(text)]:
                 reason = protected_reason(candidate)
-                if reason is None and ctx is not None and candidate and not candidate.startswith("-"):
-                    reason = write_reason(os.path.join(start or str(ctx.cwd), os.path.expanduser(candidate)), ctx)
+                if reason is None and check is not None and candidate and not candidate.startswith("-"):
+                    reason = check(os.path.join(base, os.path.expanduser(candidate)))
                 if reason:
                     return f"the command names {candidate!r}, and {reason}: it asks every time"
     for cmd in a.everything:

@@ -24,11 +24,19 @@ import fnmatch
 import functools
 import os
 import re
+from collections.abc import Callable
 
 from ipy_agent.base.surfaces import surfaces
 from ipy_agent.contract.tool import ToolContext
 
-__all__ = ["PROTECTED_DIRS", "PROTECTED_FILES", "protected_paths_reason", "protected_reason", "write_reason"]
+__all__ = [
+    "PROTECTED_DIRS",
+    "PROTECTED_FILES",
+    "protected_paths_reason",
+    "protected_reason",
+    "write_checker",
+    "write_reason",
+]
 
 # A directory anywhere on the path: everything below it is protected.
 PROTECTED_DIRS = frozenset(
@@ -137,16 +145,26 @@ def write_reason(path: str, ctx: ToolContext) -> str | None:
     """Why writing `path` (relative to cwd, `~` expanded; as named and where it really is)
     changes what runs later: by its name, by the live environment, or because the run names
     it (an MCP server's script). None when nothing says so."""
-    target = str(ctx.resolve(path))
-    candidates = list(dict.fromkeys([target, os.path.realpath(target)]))
-    for p in candidates:
-        if reason := protected_reason(p):
-            return reason
-    extra = dict(ctx.protected_files)
+    return write_checker(ctx)(path)
+
+
+def write_checker(ctx: ToolContext) -> Callable[[str], str | None]:
+    """`write_reason` with the environment looked up once, for a caller checking many paths."""
     found = surfaces(ctx.all_dirs())
-    for p in candidates:
-        if why := extra.get(p) or next((w for d, w in ctx.protected_files if p.startswith(d.rstrip("/") + "/")), None):
-            return why
-        if why := found.reason(p):
-            return why
-    return None
+    extra = dict(ctx.protected_files)
+    extra_dirs = [(d.rstrip("/") + "/", why) for d, why in ctx.protected_files]
+
+    def reason(path: str) -> str | None:
+        target = str(ctx.resolve(path))
+        candidates = list(dict.fromkeys([target, os.path.realpath(target)]))
+        for p in candidates:
+            if why := protected_reason(p):
+                return why
+        for p in candidates:
+            if why := extra.get(p) or next((w for d, w in extra_dirs if p.startswith(d)), None):
+                return why
+            if why := found.reason(p):
+                return why
+        return None
+
+    return reason
