@@ -26,6 +26,8 @@ Decisions:
 
 from __future__ import annotations
 
+import codecs
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,11 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
-from ipy_agent.tools.shared.fileio import encode_text
 
 from .edit_live import apply_live, plan_live, preview_live
 from .live import live_bridge, live_target
-from .nbfile import load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids
+from .nbfile import NotebookText, load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids
 
 __all__ = ["NotebookEditInput", "NotebookEditResult", "NotebookEditTool"]
 
@@ -116,9 +117,8 @@ def _label(cell: Any, index: int) -> str:
     return cell.get("id") or f"cell-{index}"
 
 
-def _find_cell(nb: Any, cell_id: str, display: str) -> int:
-    cells = nb.cells
-    matches = [i for i, cell in enumerate(cells) if cell.get("id") == cell_id]
+def _find_cell(ids: list[str | None], cell_id: str, display: str) -> int:
+    matches = [i for i, cid in enumerate(ids) if cid == cell_id]
     if len(matches) > 1:
         where = ", ".join(f"cell-{i}" for i in matches[:10])
         return _raise(
@@ -127,17 +127,72 @@ def _find_cell(nb: Any, cell_id: str, display: str) -> int:
         )
     if matches:
         return matches[0]
-    if cell_id.startswith("cell-") and cell_id[5:].isdigit() and int(cell_id[5:]) < len(cells):
+    if cell_id.startswith("cell-") and cell_id[5:].isdigit() and int(cell_id[5:]) < len(ids):
         return int(cell_id[5:])
-    shown = ", ".join(f"{c['id']!r} (cell-{i})" if c.get("id") else f"'cell-{i}'" for i, c in enumerate(cells[:10]))
-    more = f", … ({len(cells)} cells in all)" if len(cells) > 10 else ""
-    valid = (
-        f"Valid ids: {shown}{more}." if cells else "The notebook has no cells; use edit_mode insert without cell_id."
-    )
+    shown = ", ".join(f"{cid!r} (cell-{i})" if cid else f"'cell-{i}'" for i, cid in enumerate(ids[:10]))
+    more = f", … ({len(ids)} cells in all)" if len(ids) > 10 else ""
+    valid = f"Valid ids: {shown}{more}." if ids else "The notebook has no cells; use edit_mode insert without cell_id."
     return _raise(
         f"Cell {cell_id!r} not found in {display!r}. {valid} Use an id from Read's output, or cell-N "
         "for the cell at 0-based index N."
     )
+
+
+def _joined(source: Any) -> str:
+    """A source as stored (a string, or a list of lines) as one string."""
+    if isinstance(source, list):
+        return "".join(str(x) for x in source)
+    return source if isinstance(source, str) else ""
+
+
+def _replacement(old: dict[str, Any], old_type: str, cell_type: str, source: str) -> dict[str, Any]:
+    """The cell that replaces `old`: its new source, outputs cleared for code; a type change
+    makes a fresh cell of the new type with the old id and metadata."""
+    if cell_type != old_type:
+        from nbformat.v4 import new_code_cell, new_markdown_cell
+
+        fresh = dict((new_code_cell if cell_type == "code" else new_markdown_cell)(source))
+        fresh["metadata"] = old.get("metadata", {})
+        if "id" in old:
+            fresh["id"] = old["id"]
+        else:
+            fresh.pop("id", None)
+        return fresh
+    cell = {**old, "source": source}
+    if cell_type == "code":
+        cell["outputs"] = []
+        cell["execution_count"] = None
+    return cell
+
+
+def _introduced_problems(
+    doc: NotebookText, index: int, old: dict[str, Any] | None, new: dict[str, Any] | None, mode: str
+) -> tuple[list[str], list[str]]:
+    """(problems the edit would introduce, problems after it), judged on what an edit can
+    change: the top level with the cell before and after, and cell ids. Raises on the first."""
+    after = _cell_problems(doc.top, new)
+    before = _cell_problems(doc.top, old) if mode != "insert" else _cell_problems(doc.top, None)
+    ids = [c.id for c in doc.cells]
+    counts_before = Counter(i for i in ids if i is not None)
+    if mode != "insert":
+        del ids[index]
+    if new is not None and isinstance(new.get("id"), str):
+        ids.insert(index, new["id"])
+    counts_after = Counter(i for i in ids if i is not None)
+    duplicate = [f"cell id {i!r} is used by {n} cells" for i, n in counts_after.items() if n > 1]
+    after += duplicate
+    before += [f"cell id {i!r} is used by {n} cells" for i, n in counts_before.items() if n > 1]
+    introduced = [p for p in after if p not in before]
+    if introduced:
+        raise ToolError(
+            f"The edited notebook would not be valid nbformat ({introduced[0]}); nothing was written. "
+            "Read the notebook to check its structure."
+        )
+    return introduced, list(dict.fromkeys(after))
+
+
+def _cell_problems(top: dict[str, Any], cell: dict[str, Any] | None) -> list[str]:
+    return schema_problems({**top, "cells": [cell] if cell is not None else []})
 
 
 def _as_lines(source: str) -> str:
@@ -188,12 +243,14 @@ class NotebookEditTool(FileEditingTool):
         if r["edit_mode"] == "insert":  # the new id is drawn anew at write time; don't show one
             where = f"after cell {r['after']}" if r["after"] else "at the top"
             return f"Insert {r['cell_type']} cell {where} in {plan.display}"
-        return f"{r['edit_mode'].capitalize()} cell {r['cell_id']} in {plan.display}"
+        change = (
+            f" ({r['old_type']} → {r['cell_type']})"
+            if r["edit_mode"] == "replace" and r.get("old_type") and r["old_type"] != r["cell_type"]
+            else ""
+        )
+        return f"{r['edit_mode'].capitalize()} cell {r['cell_id']}{change} in {plan.display}"
 
     def _plan(self, inp: NotebookEditInput, ctx: ToolContext) -> Plan:
-        import nbformat
-        from nbformat.v4 import new_code_cell, new_markdown_cell
-
         path, display = self._paths(inp.notebook_path, ctx)
         if path.suffix.lower() != ".ipynb":
             raise ToolError(f"{display!r} is not a .ipynb notebook. Use Edit or Write for other files.")
@@ -210,51 +267,84 @@ class NotebookEditTool(FileEditingTool):
                 "Write an nbformat 4 JSON file first."
             )
         require_fresh(ctx, path, raw, what="Notebook")
-        nb = load_notebook(raw, display)
-        upgraded = False
+        doc = NotebookText(raw, display)
+        minor = doc.top.get("nbformat_minor")
+        if inp.edit_mode == "insert" and not (isinstance(minor, int) and minor >= 5):
+            del doc
+            return self._plan_upgrading(inp, path, display, raw)
+        return self._plan_splice(inp, doc, path, display, raw)
+
+    def _plan_splice(self, inp: NotebookEditInput, doc: NotebookText, path: Any, display: str, raw: bytes) -> Plan:
+        """One cell changed in the text: the rest of the file stays byte for byte."""
+        ids = [c.id for c in doc.cells]
         notes: list[str] = []
         after: str | None = None
+        old_cell: dict[str, Any] | None = None
+        new: dict[str, Any] | None = None
         if inp.edit_mode == "insert":
-            if nb.nbformat_minor < 5:
-                nb = upgrade_keeping_ids(nb)
-                upgraded = True
-                notes.append("notebook upgraded to nbformat 4.5 so cells can have ids (cells without one get one)")
             index = 0
             if inp.cell_id:
-                index = _find_cell(nb, inp.cell_id, display) + 1
-                after = _label(nb.cells[index - 1], index - 1)
-            taken = {c.get("id") for c in nb.cells}
-            cell = new_cell(inp.cell_type or "code", inp.new_source, taken)
-            nb.cells.insert(index, cell)
-            old_source, new_source, cell_type, cleared = "", inp.new_source, cell.cell_type, False
+                index = _find_cell(ids, inp.cell_id, display) + 1
+                after = ids[index - 1] or f"cell-{index - 1}"
+            new = dict(new_cell(inp.cell_type or "code", inp.new_source, {i for i in ids if i}))
+            text = doc.inserted(index, new)
+            old_source, new_source, cell_type, cleared, old_type = "", inp.new_source, new["cell_type"], False, None
+            label = new["id"]
         else:
-            index = _find_cell(nb, inp.cell_id or "", display)
-            cell = nb.cells[index]
-            old_source = cell.get("source", "")
-            cleared = cell.cell_type == "code" and bool(cell.get("outputs") or cell.get("execution_count") is not None)
+            index = _find_cell(ids, inp.cell_id or "", display)
+            old_cell = doc.cell(index)
+            old_type = str(old_cell.get("cell_type", ""))
+            old_source = _joined(old_cell.get("source", ""))
+            cleared = old_type == "code" and bool(
+                old_cell.get("outputs") or old_cell.get("execution_count") is not None
+            )
+            label = ids[index] or f"cell-{index}"
             if inp.edit_mode == "delete":
-                del nb.cells[index]
-                new_source, cell_type = "", cell.cell_type
-                cleared = False
+                text = doc.deleted(index)
+                new_source, cell_type, cleared = "", old_type, False
             else:
                 new_source = inp.new_source
-                cell_type = inp.cell_type or cell.cell_type
-                if cell_type != cell.cell_type:
-                    # A type change makes a fresh cell of the new type; id and metadata stay.
-                    fresh = (new_code_cell if cell_type == "code" else new_markdown_cell)(new_source)
-                    fresh.metadata = cell.metadata
-                    if "id" in cell:
-                        fresh.id = cell.id
-                    else:
-                        fresh.pop("id", None)
-                    nb.cells[index] = cell = fresh
-                else:
-                    cell.source = new_source
-                    if cell.cell_type == "code":
-                        cell.outputs = []
-                        cell.execution_count = None
+                cell_type = inp.cell_type or old_type
+                new = _replacement(old_cell, old_type, cell_type, new_source)
+                text = doc.replaced(index, new)
                 if cleared:
                     notes.append(OUTPUTS_CLEARED)
+        problems = _introduced_problems(doc, index, old_cell, new, inp.edit_mode)
+        total = len(doc.cells) + (1 if inp.edit_mode == "insert" else -1 if inp.edit_mode == "delete" else 0)
+        if problems[1]:
+            notes.append(
+                f"the notebook already had problems nbformat reports, left as they were: {'; '.join(problems[1][:3])}"
+            )
+        return self._plan_of(
+            inp,
+            path=path,
+            display=display,
+            raw_text=text,
+            bom=doc.bom,
+            old=(old_source, old_type),
+            new=(new_source, cell_type),
+            label=label,
+            index=index,
+            after=after,
+            total=total,
+            cleared=cleared,
+            upgraded=False,
+            notes=notes,
+            problems=problems[1],
+        )
+
+    def _plan_upgrading(self, inp: NotebookEditInput, path: Any, display: str, raw: bytes) -> Plan:
+        """An insert into a notebook older than 4.5: every cell gets an id, so nbformat rewrites it whole."""
+        import nbformat
+
+        nb = upgrade_keeping_ids(load_notebook(raw, display))
+        notes = ["notebook upgraded to nbformat 4.5 so cells can have ids (cells without one get one)"]
+        index, after = 0, None
+        if inp.cell_id:
+            index = _find_cell([c.get("id") for c in nb.cells], inp.cell_id, display) + 1
+            after = _label(nb.cells[index - 1], index - 1)
+        cell = new_cell(inp.cell_type or "code", inp.new_source, {c.get("id") for c in nb.cells})
+        nb.cells.insert(index, cell)
         problems = schema_problems(nb)
         if problems:
             before = schema_problems(load_notebook(raw, display))
@@ -267,19 +357,61 @@ class NotebookEditTool(FileEditingTool):
             notes.append(
                 f"the notebook already had problems nbformat reports, left as they were: {'; '.join(problems[:3])}"
             )
-        label = _label(cell, index)
-        diff_label = f"{display} [new cell]" if inp.edit_mode == "insert" else f"{display} [cell {label}]"
         with quiet():
             text = nbformat.v4.writes(nb) + "\n"
-        newline = "\r\n" if b"\r\n" in raw else "\n"
+        if b"\r\n" in raw:
+            text = text.replace("\n", "\r\n")
+        return self._plan_of(
+            inp,
+            path=path,
+            display=display,
+            raw_text=text,
+            bom=False,
+            old=("", None),
+            new=(inp.new_source, cell.cell_type),
+            label=cell.id,
+            index=index,
+            after=after,
+            total=len(nb.cells),
+            cleared=False,
+            upgraded=True,
+            notes=notes,
+            problems=problems,
+        )
+
+    def _plan_of(
+        self,
+        inp: NotebookEditInput,
+        *,
+        path: Any,
+        display: str,
+        raw_text: str,
+        bom: bool,
+        old: tuple[str, str | None],
+        new: tuple[str, str],
+        label: str,
+        index: int,
+        after: str | None,
+        total: int,
+        cleared: bool,
+        upgraded: bool,
+        notes: list[str],
+        problems: list[str],
+    ) -> Plan:
+        (old_source, old_type), (new_source, cell_type) = old, new
+        old_text, new_text = _as_lines(old_source), _as_lines(new_source)
+        if inp.edit_mode == "replace" and old_type and old_type != cell_type:
+            # A type change shows in the diff even when the source stays the same.
+            old_text, new_text = f"[{old_type} cell]\n{old_text}", f"[{cell_type} cell]\n{new_text}"
+        diff_label = f"{display} [new cell]" if inp.edit_mode == "insert" else f"{display} [cell {label}]"
         return Plan(
             # Cell sources rarely end in a newline; diff them as lines so the prompt is not
             # littered with "No newline at end of file" markers.
             path=path,
             display=display,
-            old_text=_as_lines(old_source),
-            new_text=_as_lines(new_source),
-            new_raw=encode_text(text, newline=newline),
+            old_text=old_text,
+            new_text=new_text,
+            new_raw=(codecs.BOM_UTF8 if bom else b"") + raw_text.encode("utf-8"),
             created=False,
             diff_label=diff_label,
             notes=tuple(notes),
@@ -287,9 +419,10 @@ class NotebookEditTool(FileEditingTool):
                 "edit_mode": inp.edit_mode,
                 "cell_id": label,
                 "cell_type": cell_type,
+                "old_type": old_type,
                 "index": index,
                 "after": after,
-                "total": len(nb.cells),
+                "total": total,
                 "cleared": cleared,
                 "upgraded": upgraded,
                 "problems": tuple(problems),
