@@ -168,56 +168,83 @@ class Redactor:
     secrets: tuple[tuple[str, str], ...]  # (name, value), longest value first
     labels: dict[str, str]  # form -> what replaces it
     forms: tuple[str, ...]  # longest first: the longest form wins where two overlap
+    encoded: tuple[str, ...]  # the base64 and hex forms: those a program may wrap across lines
 
     @classmethod
     def build(cls, secrets: list[tuple[str, str]]) -> Redactor:
         labels: dict[str, str] = {}
+        wrappable: set[str] = set()
         for name, value in secrets:
             for form, how in encoded_forms(value):
                 labels.setdefault(form, f"[redacted ${name}{f' ({how})' if how else ''}]")
-        return cls(secrets=tuple(secrets), labels=labels, forms=tuple(sorted(labels, key=len, reverse=True)))
+                if how in ("base64", "hex"):
+                    wrappable.add(form)
+        forms = tuple(sorted(labels, key=len, reverse=True))
+        return cls(
+            secrets=tuple(secrets), labels=labels, forms=forms, encoded=tuple(f for f in forms if f in wrappable)
+        )
 
     def found(self, text: str) -> list[str]:
         """The forms that occur in `text`."""
         return [f for f in self.forms if f in text]
 
     def __call__(self, text: str) -> str:
+        if self.encoded and "\n" in text:
+            text = self._wrapped(text)  # first: a form replaced inside a run would hide the rest of it
         if present := self.found(text):
             text = _alternation(tuple(present)).sub(lambda m: self.labels[m.group()], text)
-        if self.forms and ("\n" in text or "\r" in text):
-            text = self._wrapped(text)
         if "@" in text and "://" in text:
             text = _USERINFO.sub(lambda m: f"{m.group('scheme')}[redacted credentials]@", text)
         return text
 
     def _wrapped(self, text: str) -> str:
-        """Forms broken across lines (`base64` wraps at 76 columns, `xxd -p` at 60): found in
-        the text without its line breaks, and replaced in the text with them."""
-        joined = text.replace("\r", "").replace("\n", "")
-        present = [f for f in self.forms if f in joined]
-        if not present:
-            return text
-        breaks = [i for i, c in enumerate(text) if c in "\r\n"]
-
-        # joined position j is text position j + (line breaks before it)
-        def original(j: int) -> int:
-            lo, hi = 0, len(breaks)
-            while lo < hi:  # the number of breaks b with b - (its index) <= j
-                mid = (lo + hi) // 2
-                if breaks[mid] - mid <= j:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            return j + lo
-
+        """Forms broken across lines (`base64` wraps at 76 columns, `xxd -p` at 60): only runs
+        of lines made of base64 or hex characters can hold one, so only those are joined and
+        searched, and a form found is replaced across the line breaks it spans."""
         out: list[str] = []
         last = 0
-        for m in _alternation(tuple(present)).finditer(joined):
-            start, end = original(m.start()), original(m.end() - 1) + 1
-            out += [text[last:start], self.labels[m.group()]]
-            last = end
+        for run in _WRAPPED_RUN.finditer(text):
+            block = run.group()
+            joined = block.replace("\r", "").replace("\n", "")
+            present = [f for f in self.encoded if f in joined]
+            if not present:
+                continue
+            out += [text[last : run.start()], _rejoin(block, joined, present, self.labels)]
+            last = run.end()
+        if not out:
+            return text
         out.append(text[last:])
         return "".join(out)
+
+
+# Two or more whole lines of base64 / hex characters, the first as long as wrapped output's
+# lines are (76 for base64, 64 for PEM, 60 for `xxd -p`); anchored at line starts, so ordinary
+# text costs one failed attempt per line.
+_WRAPPED_RUN = re.compile(r"(?m)^[A-Za-z0-9+/=_\-]{32,}\r?\n(?:[A-Za-z0-9+/=_\-]+\r?(?:\n|$))+")
+
+
+def _rejoin(block: str, joined: str, present: list[str], labels: dict[str, str]) -> str:
+    """`block` with each form found in `joined` (the block without its line breaks) replaced."""
+    breaks = [i for i, c in enumerate(block) if c in "\r\n"]
+
+    def original(j: int) -> int:  # position j of `joined` in `block`
+        lo, hi = 0, len(breaks)
+        while lo < hi:  # the number of breaks b with b - (its index) <= j
+            mid = (lo + hi) // 2
+            if breaks[mid] - mid <= j:
+                lo = mid + 1
+            else:
+                hi = mid
+        return j + lo
+
+    out: list[str] = []
+    last = 0
+    for m in _alternation(tuple(present)).finditer(joined):
+        start, end = original(m.start()), original(m.end() - 1) + 1
+        out += [block[last:start], labels[m.group()]]
+        last = end
+    out.append(block[last:])
+    return "".join(out)
 
 
 @functools.lru_cache(maxsize=64)
