@@ -165,7 +165,7 @@ def search(args: argparse.Namespace) -> list[Row]:
 
     from bench.tools import SEARCHES, SITE, paired_medians
     from ipy_agent.contract.read_state import ReadState
-    from ipy_agent.contract.tool import ToolContext
+    from ipy_agent.contract.tool_context import ToolContext
     from ipy_agent.tools.search.ripgrep import find_rg
 
     rg = find_rg()

@@ -51,7 +51,7 @@ def deny_check_seconds(reps: int = 30) -> tuple[float, int]:
     import statistics
 
     from ipy_agent.contract.read_state import ReadState
-    from ipy_agent.contract.tool import ToolContext
+    from ipy_agent.contract.tool_context import ToolContext
     from ipy_agent.tools.bash.deny import denied_read
 
     ctx = ToolContext(cwd=CWD, read_state=ReadState(), read_deny=("**/.env", "secrets/**"))

@@ -42,8 +42,8 @@ PAGE_STAMPS = r"""
 """
 TIMED = r"""
 import time, json
-from ipy_agent.magics import current_magics
-b = current_magics().bridge
+from ipy_agent.magics import current_session
+b = current_session().bridge
 await b.ensure()
 K = []
 _send, _resolve = b.front_end.comm.send, b._resolve

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
 from ipy_agent.tools.search.ripgrep import find_rg
@@ -152,7 +152,7 @@ _READ_CHILD = r"""
 import asyncio, json, resource, statistics, sys, time, tracemalloc
 from pathlib import Path
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.read import ReadTool
 
 path, offset, limit, reps, trace = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"

@@ -17,11 +17,13 @@ _imports.install()
 from ipy_agent.contract.build_tool import build_tool  # noqa: E402
 from ipy_agent.contract.hooks import HookEvent, HookOutcome  # noqa: E402
 from ipy_agent.contract.read_state import ReadState  # noqa: E402
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError  # noqa: E402
-from ipy_agent.loop.agent import Agent, RunResult  # noqa: E402
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError  # noqa: E402
+from ipy_agent.contract.tool_context import ToolContext  # noqa: E402
+from ipy_agent.loop.agent import Agent  # noqa: E402
 from ipy_agent.models.base import ModelError, Usage  # noqa: E402
 from ipy_agent.models.scripted import ScriptedModel  # noqa: E402
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest  # noqa: E402
+from ipy_agent.runtime.trace import RunResult  # noqa: E402
 
 from .tools import builtin_tools  # noqa: E402
 

@@ -19,6 +19,7 @@ from pathlib import Path
 MIN_NODE = (20, 19)
 HERE = Path(__file__).resolve().parent
 OUTPUT = HERE.parent / "ipy_agent" / "labextension"
+PROTOCOL = HERE.parent / "ipy_agent" / "notebook" / "protocol.json"  # src/handler.ts imports it
 
 
 def _node_problem() -> str | None:
@@ -39,7 +40,7 @@ def _up_to_date() -> bool:
     built = OUTPUT / "static" / "style.js"
     if not built.exists() or not (OUTPUT / "package.json").exists() or not (OUTPUT / "install.json").exists():
         return False
-    sources = [*HERE.joinpath("src").glob("*.ts"), HERE / "package.json"]
+    sources = [*HERE.joinpath("src").glob("*.ts"), HERE / "package.json", PROTOCOL]
     return built.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
 
 

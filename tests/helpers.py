@@ -71,7 +71,7 @@ def write_tree(root, files: dict[str, str]):
 def tool_ctx(cwd, **kw):
     """A ToolContext as the agent builds it, for calling one tool directly; spills beside cwd."""
     from ipy_agent.contract.read_state import ReadState
-    from ipy_agent.contract.tool import ToolContext
+    from ipy_agent.contract.tool_context import ToolContext
 
     kw.setdefault("spill_dir", cwd / "spill")
     return ToolContext(cwd=cwd, read_state=ReadState(), **kw)

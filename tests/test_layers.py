@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import re
 import subprocess
 import sys
@@ -258,3 +259,72 @@ def test_the_architecture_page_draws_this_table():
     tree = re.search(r"```text\nipy_agent/\n(.*?)```", page, flags=re.S)
     assert tree is not None, "docs/ARCHITECTURE.md has no folder tree (a ```text block starting with ipy_agent/)"
     assert set(re.findall(r"^  (\w+)/", tree.group(1), flags=re.M)) == set(LAYERS)
+
+
+def _top_level_names(tree: ast.Module) -> tuple[list[str] | None, set[str]]:
+    """The module's `__all__` (None when it has none) and the names it defines itself."""
+    exported: list[str] | None = None
+    defined: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if "__all__" in names and isinstance(node.value, ast.List | ast.Tuple):
+                exported = [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
+            defined.update(names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.add(node.name)
+    return exported, defined
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_every_exported_name_is_defined_where_it_is_exported(module):
+    """A module's `__all__` lists what it defines, never what it imports from elsewhere: one
+    import path per name. Only a folder's `__init__` may gather its modules' names as its face."""
+    path = _modules()[module]
+    exported, defined = _top_level_names(ast.parse(path.read_text(encoding="utf-8")))
+    if exported is None:
+        return
+    if path.name == "__init__.py":
+        imported = importlib.import_module(module)
+        missing = [n for n in exported if not hasattr(imported, n)]
+        assert missing == [], f"{module}.__all__ names what it does not have: {missing}"
+        return
+    foreign = sorted(set(exported) - defined)
+    assert foreign == [], f"{module}.__all__ lists names defined elsewhere (import them from there): {foreign}"
+
+
+def test_no_module_outside_the_bash_family_depends_on_bash():
+    """What Bash needs from the loop or the UI is asked through the tool contract (a flag or a
+    method), so no module outside tools/bash names it in code: no import of the family, no
+    comparison with the name "Bash". Only the catalogue of built-in tools lists it."""
+    catalogue = "ipy_agent.tools"
+    found = []
+    for name, path in _modules().items():
+        if name.startswith("ipy_agent.tools.bash") or name == catalogue:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{name} imports {t}" for t in _graph()[name] if t.startswith("ipy_agent.tools.bash")]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                for side in (node.left, *node.comparators):
+                    if isinstance(side, ast.Constant) and side.value == "Bash":
+                        found.append(f"{name}:{node.lineno} compares with 'Bash'")
+                    elif isinstance(side, ast.Tuple | ast.List | ast.Set) and any(
+                        isinstance(e, ast.Constant) and e.value == "Bash" for e in side.elts
+                    ):
+                        found.append(f"{name}:{node.lineno} looks for 'Bash' in a collection")
+    assert found == [], "\n".join(found)
+
+
+MAX_MODULE_LINES = 400
+
+
+def test_modules_stay_small():
+    """A module is one job a reader can hold in mind: past MAX_MODULE_LINES it is split."""
+    big = {
+        name: n
+        for name, path in _modules().items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert big == {}, f"split these modules (over {MAX_MODULE_LINES} lines): {big}"

@@ -19,7 +19,7 @@ import functools
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = ["reserve_threads", "run_blocking", "run_to_end"]
 
@@ -89,4 +89,4 @@ def run_to_end(make: Callable[[], Coroutine[Any, Any, T]], *, interrupt: Callabl
             interrupt()
     if "error" in box:
         raise box["error"]
-    return box["result"]
+    return cast(T, box["result"])

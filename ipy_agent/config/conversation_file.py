@@ -16,26 +16,27 @@ from typing import Any
 from ipy_agent.base.secrets import redact_data
 from ipy_agent.history.messages import history_problems, repair_history
 from ipy_agent.permissions.rules import parse_rule
+from ipy_agent.runtime.conversation import Conversation
 
 __all__ = ["SAVE_FORMAT", "load_conversation", "save_conversation", "shape_problem"]
 
 SAVE_FORMAT = "ipy_agent.conversation"
 
 
-def save_conversation(agent: Any, path: str | Path) -> None:
+def save_conversation(agent: Conversation, path: str | Path) -> None:
     granted = {k: [r.text for r in getattr(agent.rules, k) if r.source == "granted"] for k in ("allow", "ask", "deny")}
     data = {
         "format": SAVE_FORMAT,
         "version": 1,
         "cwd": str(agent.cwd),
-        "model": getattr(agent.model, "name", ""),
+        "model": agent.model.name,
         "messages": redact_data(agent.messages),
         "granted": granted,
     }  # no credential lands in a file
     Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
-def load_conversation(path: str | Path, agent: Any) -> tuple[bool, list[str]]:
+def load_conversation(path: str | Path, agent: Conversation) -> tuple[bool, list[str]]:
     """Put the saved messages and granted rules on `agent`.
 
     Returns (whether the history needed repair, messages for granted rules that were skipped).
@@ -105,7 +106,7 @@ def shape_problem(messages: list[Any]) -> str | None:
     return None
 
 
-def _restore_granted(data: dict[str, Any], agent: Any) -> list[str]:
+def _restore_granted(data: dict[str, Any], agent: Conversation) -> list[str]:
     """Put back the allow rules granted with "always"; return why any were not.
 
     A saved file may come from someone else, or from another project: rules only come back

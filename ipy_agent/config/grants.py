@@ -9,9 +9,10 @@ grants, and say so; `%agent_rules` lists them with where each came from, and
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
 from ipy_agent.permissions.builtin import builtin_listing
+from ipy_agent.permissions.decide import PermissionRules
 
 __all__ = ["SessionGrants"]
 
@@ -20,28 +21,28 @@ class SessionGrants:
     def __init__(self) -> None:
         self.sources: dict[str, str] = {}  # rule text -> where it was granted
 
-    def collect(self, agent: Any, source: str) -> list[str]:
-        """Take note of grants on `agent` not seen before; return their texts."""
-        new = [r.text for r in agent.rules.allow if r.source == "granted" and r.text not in self.sources]
+    def collect(self, rules: PermissionRules, source: str) -> list[str]:
+        """Take note of grants in `rules` not seen before; return their texts."""
+        new = [r.text for r in rules.allow if r.source == "granted" and r.text not in self.sources]
         for text in new:
             self.sources[text] = source
         return new
 
-    def apply(self, agent: Any) -> list[str]:
-        """Put every session grant on `agent` (a new or resumed conversation); return their texts."""
+    def apply(self, rules: PermissionRules) -> list[str]:
+        """Put every session grant into `rules` (a new or resumed conversation); return their texts."""
         for text in self.sources:
-            agent.rules.add("allow", text, source="granted")
+            rules.add("allow", text, source="granted")
         return list(self.sources)
 
-    def revoke(self, text: str, agent: Any | None) -> None:
-        """Remove a grant; KeyError (with what there is) when it is not one."""
+    def revoke(self, text: str, rules: PermissionRules | None) -> None:
+        """Remove a grant (from `rules` too, the current conversation's); KeyError when it is not one."""
         wanted = text.strip()
-        on_agent = agent is not None and any(r.source == "granted" and r.text == wanted for r in agent.rules.allow)
+        on_agent = rules is not None and any(r.source == "granted" and r.text == wanted for r in rules.allow)
         if wanted not in self.sources and not on_agent:
             raise KeyError(wanted)
         self.sources.pop(wanted, None)
-        if agent is not None:
-            agent.rules.allow[:] = [r for r in agent.rules.allow if not (r.source == "granted" and r.text == wanted)]
+        if rules is not None:
+            rules.allow[:] = [r for r in rules.allow if not (r.source == "granted" and r.text == wanted)]
 
     def note(self) -> str:
         """One sentence for --new / %agent_reset: what stays."""
@@ -52,10 +53,11 @@ class SessionGrants:
             "(%agent_rules lists them; %agent_rules --revoke RULE takes one back)."
         )
 
-    def listing(self, agent: Any | None) -> str:
-        """The grants in force on `agent` (the current conversation), with where each came from."""
-        builtin = builtin_listing(agent.rules.deny, agent.rules.allow, agent.cwd) if agent is not None else []
-        granted = [r.text for r in agent.rules.allow if r.source == "granted"] if agent is not None else []
+    def listing(self, rules: PermissionRules | None, cwd: Path | None = None) -> str:
+        """The grants in force in `rules` (the current conversation's), with where each came
+        from, and the built-in rules with what lifts them (allow rules relative to `cwd`)."""
+        builtin = builtin_listing(rules.deny, rules.allow, cwd or Path.cwd()) if rules is not None else []
+        granted = [r.text for r in rules.allow if r.source == "granted"] if rules is not None else []
         if not granted:
             none = (
                 'No rules granted with "Always allow" in this kernel session. (%agent_tools lists every '

@@ -3,22 +3,24 @@
 The line is split here rather than by argparse alone because the prompt that follows the
 options is free text: it is never tokenized (an apostrophe in it must not break anything), and
 a rule value runs to its closing parenthesis, so `--allow Bash(git status:*)` needs no quotes.
-The magics build their parser (and so `%agent?`) from the same table, so an option is declared
-once. Plain Python (no IPython): errors are ValueErrors with a message for the person.
+`parse_line` parses a line once, into a typed `AgentLine`; the magics build `%agent?`'s help
+from the same table, so an option is declared once. Plain Python (no IPython): errors are ValueErrors with a message for the person.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
-from ipy_agent.permissions.decide import PERMISSION_MODES
+from ipy_agent.permissions.decide import PERMISSION_MODES, PermissionMode
+from ipy_agent.permissions.rules import RuleSpec
 
-from .settings import RuleSpec, rules_from_lists
+from .settings import rules_from_lists
 
-__all__ = ["AGENT_OPTIONS", "AgentOption", "option_rules", "split_options"]
+__all__ = ["AGENT_OPTIONS", "AgentLine", "AgentOption", "option_rules", "parse_line", "split_options"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +125,60 @@ def split_options(line: str) -> tuple[list[str], str]:
                 value, pos = value + line[pos : more.end()], more.end()
         tokens.append(value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value)
     return tokens, ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentLine:
+    """A `%agent` line (and `%%agent` cell body), parsed once: its options and the request.
+
+    One field per option of `AGENT_OPTIONS` (its flag without dashes); a test keeps them equal."""
+
+    prompt: str
+    new: bool = False
+    mode: PermissionMode | None = None
+    model: str | None = None
+    max_turns: int | None = None
+    script: str | None = None
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    background: bool = False
+    no_widgets: bool = False
+    resume: str | None = None
+
+    def rules(self) -> list[RuleSpec]:
+        """The rules given with --allow and --deny; ValueError names the option and the bad rule."""
+        return option_rules(allow=self.allow, deny=self.deny)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(f"%agent: {message} (see %agent?)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="%agent", add_help=False)
+    for option in AGENT_OPTIONS:
+        parser.add_argument(option.flag, **option.argparse_kwargs())
+    return parser
+
+
+_PARSER = _parser()
+
+
+def parse_line(line: str, cell: str | None = None) -> AgentLine:
+    """The options and the request of `%agent LINE` (with `%%agent`, the cell body joins the
+    request). ValueError, with a message for the person, for anything that is not right."""
+    tokens, prompt = split_options(line)
+    ns = _PARSER.parse_args(tokens)
+    if cell is not None:
+        prompt = "\n".join(p for p in (prompt, cell.strip()) if p)
+    values = {k.replace("-", "_"): v for k, v in vars(ns).items()}
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    parsed = AgentLine(prompt=prompt, **fields)
+    if parsed.max_turns is not None and parsed.max_turns < 1:
+        raise ValueError(f"--max-turns must be at least 1, not {parsed.max_turns!r}")
+    parsed.rules()  # a bad rule is reported now, where it was typed
+    return parsed
 
 
 def option_rules(*, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> list[RuleSpec]:

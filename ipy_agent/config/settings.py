@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from ipy_agent.permissions.rules import parse_rule
+from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
 
-__all__ = ["SETTINGS_FILES", "RuleSpec", "SettingsError", "load_settings_rules", "replace_rules", "rules_from_lists"]
+__all__ = ["SETTINGS_FILES", "SettingsError", "load_settings_rules", "rules_from_lists"]
 
-Kind = Literal["allow", "ask", "deny"]
-KINDS: tuple[Kind, ...] = ("allow", "ask", "deny")
+KINDS: tuple[RuleKind, ...] = ("allow", "ask", "deny")
 
 # Read in this order; the order only matters for display, since deny beats ask beats allow.
 SETTINGS_FILES: tuple[str, ...] = (
@@ -32,15 +30,6 @@ SETTINGS_FILES: tuple[str, ...] = (
     ".claude/settings.json",
     ".claude/settings.local.json",
 )
-
-
-@dataclass(frozen=True, kw_only=True)
-class RuleSpec:
-    """One rule as configured: its kind, its text and where it was written."""
-
-    kind: Kind
-    text: str
-    source: str
 
 
 def rules_from_lists(
@@ -131,24 +120,3 @@ def _read_file(path: Path, label: str) -> tuple[list[RuleSpec], list[str]]:
                 continue
             rules.append(RuleSpec(kind=kind, text=text.strip(), source=label))
     return rules, warnings
-
-
-def replace_rules(rules: Any, previous: list[tuple[str, Any]], specs: list[RuleSpec]) -> list[tuple[str, Any]]:
-    """Take the rules we added last time off `rules` (a PermissionRules) and add `specs`.
-
-    Rules granted by the person ("always") and rules added in Python stay untouched, so a
-    settings file or %config change applies at the next run without losing what was granted.
-    Returns the (kind, Rule) pairs added, to pass as `previous` next time.
-    """
-    for kind, rule in previous:
-        bucket = getattr(rules, kind)
-        for i, existing in enumerate(bucket):
-            if existing is rule:
-                del bucket[i]
-                break
-    added: list[tuple[str, Any]] = []
-    for spec in specs:
-        rule = rules.add(spec.kind, spec.text, source=spec.source)
-        if any(r is rule for r in getattr(rules, spec.kind)):  # not a duplicate of a kept rule
-            added.append((spec.kind, rule))
-    return added

@@ -12,7 +12,6 @@ check notices and it settles the new history from the start.
 
 from __future__ import annotations
 
-import os
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,9 +115,3 @@ class Ledger(SettledPrefix):
     def visible_sources(self, messages: list[dict[str, Any]]) -> set[str]:
         self.sync(messages)
         return {k for k, n in self.sources.items() if n > 0} | self.tail_sources(messages[-1] if messages else None)
-
-
-def path_key(cwd: str, file_path: Any) -> str | None:
-    if not isinstance(file_path, str) or not file_path:
-        return None
-    return os.path.realpath(os.path.join(cwd, os.path.expanduser(file_path)))

@@ -19,26 +19,29 @@ edit of a file the model can no longer see needs a fresh Read.
 
 from __future__ import annotations
 
-import asyncio
 import math
-import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
+from ipy_agent.base.threads import run_to_end
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.history.messages import history_problems
-from ipy_agent.models.base import MessageComplete, ModelError, ModelEvent, ModelRequest
+from ipy_agent.models.base import CountsTokens, MessageComplete, ModelError, ModelEvent, ModelRequest
 from ipy_agent.models.pricing import context_window
+from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
 
 from .clearing import clear_note, cleared_block, content_chars
 from .compaction import COMPACTION_SYSTEM, choose_split, compaction_prompt, render_transcript, summary_message
-from .ledger import Ledger, path_key
+from .ledger import Ledger
 from .tokens import message_tokens, text_tokens, tools_tokens
 
-__all__ = ["ContextManager", "RequestSize"]
+__all__ = ["CompactTrigger", "ContextManager", "RequestSize"]
+
+# "auto": over the threshold; "too_long": the API refused the request; "manual": `%agent_compact`.
+CompactTrigger = Literal["auto", "manual", "too_long"]
 
 CLEAR_DOWN_TO = 0.75  # clearing goes on until the estimate is below this share of the threshold
 KEEP_VERBATIM = 0.25  # compaction keeps at most this share of the window verbatim
@@ -57,7 +60,7 @@ class RequestSize:
 class ContextManager:
     def __init__(
         self,
-        agent: Any,
+        conversation: Conversation,
         *,
         window: int | None = None,
         threshold: float = 0.8,
@@ -70,7 +73,7 @@ class ContextManager:
             raise ValueError(
                 f"context_threshold must be between 0.1 and 1.0 (a share of the window), not {threshold!r}"
             )
-        self.agent = agent
+        self.conversation = conversation
         self.window_override = window
         self.threshold = threshold
         self.keep_results = keep_results
@@ -91,11 +94,7 @@ class ContextManager:
     @property
     def name(self) -> str:
         """The model's name: the manager stands in for the model where the agent streams a reply."""
-        return str(getattr(self.agent.model, "name", "") or "")
-
-    @name.setter
-    def name(self, value: str) -> None:  # the Model protocol's `name` is settable
-        self.agent.model.name = value
+        return self.conversation.model.name
 
     def reset(self) -> None:
         """A new conversation: forget its accounting and counters (the settings stay)."""
@@ -111,7 +110,7 @@ class ContextManager:
     def window(self) -> int:
         if self.window_override is not None:
             return self.window_override
-        model = self.agent.model
+        model = self.conversation.model
         own = getattr(model, "context_window", None)
         if isinstance(own, int) and own > 0:
             return own
@@ -128,7 +127,7 @@ class ContextManager:
         return self._fixed[1]
 
     def _raw(self, system: str, tools: list[dict[str, Any]]) -> int:
-        messages = self.agent.messages
+        messages = self.conversation.messages
         self.ledger.sync(messages)
         last = message_tokens(messages[-1]) if messages else 0
         return self._fixed_tokens(system, tools) + self.ledger.tokens + last
@@ -152,7 +151,7 @@ class ContextManager:
         while True:
             started = False
             try:
-                async for event in self.agent.model.stream(request):
+                async for event in self.conversation.model.stream(request):
                     started = True
                     if isinstance(event, MessageComplete) and self._calibrates():
                         self._learn(event.usage.context_tokens, self._sent_raw)
@@ -177,7 +176,7 @@ class ContextManager:
                         f"{err} Compacting the conversation was not possible ({self.last_refusal}).",
                         kind="context_too_long",
                     ) from err
-                request = replace(request, messages=list(self.agent.messages))
+                request = replace(request, messages=list(self.conversation.messages))
                 self._sent_raw = self._raw(request.system, request.tools)
 
     async def prepare(self, request: ModelRequest) -> ModelRequest:
@@ -204,21 +203,25 @@ class ContextManager:
         self._sent_raw = raw
         self.sizes.append(RequestSize(raw=raw, tokens=self._scaled(raw), window=self.window))
         self.seconds += time.perf_counter() - started
-        return replace(request, messages=list(self.agent.messages)) if changed else request
+        return replace(request, messages=list(self.conversation.messages)) if changed else request
 
     # --- counting ----------------------------------------------------------------------------
     def _calibrates(self) -> bool:
         # Only a model that can count reports real usage (ScriptedModel's is made up).
-        return callable(getattr(self.agent.model, "count_tokens", None))
+        return isinstance(self.conversation.model, CountsTokens)
 
     def _can_count(self) -> bool:
         return self.count_with_api and self._calibrates()
 
     async def _count(self, request: ModelRequest, raw: int) -> int:
+        model = self.conversation.model
+        assert isinstance(model, CountsTokens)  # _can_count said so
         try:
-            real = await self.agent.model.count_tokens(replace(request, messages=list(self.agent.messages)))
+            real = await model.count_tokens(replace(request, messages=list(self.conversation.messages)))
         except Exception as e:  # counting is an optimisation; the local estimate stands
-            self.agent._emit(NoticeEvent(text=f"Token counting failed ({e}); using the local estimate.", level="info"))
+            self.conversation.emit(
+                NoticeEvent(text=f"Token counting failed ({e}); using the local estimate.", level="info")
+            )
             return self._scaled(raw)
         self.api_counts += 1
         self._learn(int(real), raw)
@@ -226,15 +229,12 @@ class ContextManager:
 
     # --- clearing ----------------------------------------------------------------------------
     def _result_source(self, name: str, tool_input: dict[str, Any]) -> str | None:
-        tool = self.agent.registry.get(name)
-        kind = getattr(tool, "kind", "read" if name == "Read" else "other")
-        return path_key(str(self.agent.cwd), tool_input.get("file_path")) if kind == "read" else None
+        tool = self.conversation.tool(name)
+        return tool.result_source(tool_input, self.conversation.cwd) if tool is not None else None
 
     def _use_source(self, name: str, tool_input: dict[str, Any]) -> str | None:
-        # Write's input carries the whole new content: while the call is visible, so is the file.
-        if name == "Write" and isinstance(tool_input.get("content"), str):
-            return path_key(str(self.agent.cwd), tool_input.get("file_path"))
-        return None
+        tool = self.conversation.tool(name)
+        return tool.input_source(tool_input, self.conversation.cwd) if tool is not None else None
 
     def _clear(self, request: ModelRequest, *, keep: int, trigger: str = "auto") -> bool:
         ledger = self.ledger
@@ -242,8 +242,8 @@ class ContextManager:
         before = self.estimate(request.system, request.tools)
         tokens, count = before, 0
         spilled = self._spilled()
-        protected = ledger.tail_sources(self.agent.messages[-1] if self.agent.messages else None)
-        messages = self.agent.messages
+        protected = ledger.tail_sources(self.conversation.messages[-1] if self.conversation.messages else None)
+        messages = self.conversation.messages
         while tokens > goal and len(ledger.results) > keep:
             entry = ledger.results.popleft()
             message = messages[entry.position] if entry.position < len(messages) else {}
@@ -272,17 +272,17 @@ class ContextManager:
                 ledger.sources[entry.source] -= 1
                 if ledger.sources[entry.source] <= 0 and entry.source not in protected:
                     del ledger.sources[entry.source]
-                    self.agent.read_state.forget(entry.source)
+                    self.conversation.read_state.forget(entry.source)
         if not count:
             return False
         self.cleared += count
         after = self.estimate(request.system, request.tools)
-        self.agent._emit(ContextEvent(action="cleared", before=before, after=after, count=count, trigger="auto"))
+        self.conversation.emit(ContextEvent(action="cleared", before=before, after=after, count=count, trigger="auto"))
         return True
 
     def _spilled(self) -> dict[str, str]:
         """tool_use_id -> spill file, kept up to date from the new end of the trace only."""
-        trace = self.agent.trace
+        trace = self.conversation.trace
         if len(trace) < self._trace_seen:  # the trace was reset
             self._spills, self._trace_seen = {}, 0
         for rec in trace[self._trace_seen :]:
@@ -295,7 +295,7 @@ class ContextManager:
     async def compact(
         self,
         *,
-        trigger: str = "manual",
+        trigger: CompactTrigger = "manual",
         instructions: str = "",
         system: str | None = None,
         tools: list[dict[str, Any]] | None = None,
@@ -304,10 +304,10 @@ class ContextManager:
 
         `trigger`: "auto" (over the threshold), "too_long" (the API refused), "manual"
         (`%agent_compact`). Why it did not happen is in `last_refusal`."""
-        agent = self.agent
-        messages = agent.messages
+        conversation = self.conversation
+        messages = conversation.messages
         if system is None or tools is None:
-            system, tools = self._current_request_parts()
+            system, tools = self.conversation.request_parts()
         before = self.estimate(system, tools)
         # Automatic compaction keeps a quarter of the window verbatim; asked for by the person, or
         # after the API refused, only the latest exchange stays.
@@ -315,8 +315,8 @@ class ContextManager:
         if split is None:
             return self._refuse("there are no earlier turns to summarise", trigger)
         extra = [instructions] if instructions.strip() else []
-        if agent.hooks.has("PreCompact"):
-            outcome = await agent.hooks.run(
+        if conversation.hooks.has("PreCompact"):
+            outcome = await conversation.hooks.run(
                 HookEvent(
                     event="PreCompact",
                     trigger="manual" if trigger == "manual" else "auto",
@@ -339,7 +339,7 @@ class ContextManager:
             return self._refuse(f"the summary request failed: {e}", trigger)
         if not summary.strip():
             return self._refuse("the model returned an empty summary", trigger)
-        if agent.messages is not messages or len(messages) < split:
+        if conversation.messages is not messages or len(messages) < split:
             return self._refuse("the conversation changed while it was being summarised", trigger)
         new = [summary_message(summary, split), *messages[split:]]
         if problems := history_problems(new):
@@ -347,22 +347,21 @@ class ContextManager:
         messages[:] = new
         self.ledger.reset()
         visible = self.ledger.visible_sources(messages)
-        for key in list(agent.read_state.keys()):
+        for key in list(conversation.read_state.keys()):
             if key not in visible:
-                agent.read_state.forget(key)
+                conversation.read_state.forget(key)
         self.compactions += 1
         self.last_refusal = ""
         after = self.estimate(system, tools)
-        shown = "manual" if trigger == "manual" else "too_long" if trigger == "too_long" else "auto"
-        agent._emit(ContextEvent(action="compacted", before=before, after=after, count=split, trigger=shown))  # type: ignore[arg-type]
+        conversation.emit(ContextEvent(action="compacted", before=before, after=after, count=split, trigger=trigger))
         return True
 
-    def _refuse(self, why: str, trigger: str) -> bool:
+    def _refuse(self, why: str, trigger: CompactTrigger) -> bool:
         repeated = trigger != "manual" and why == self.last_refusal
         self.last_refusal = why
         if repeated:  # said once is enough; an automatic attempt is made before every request
             return False
-        self.agent._emit(
+        self.conversation.emit(
             NoticeEvent(
                 text=f"The conversation was not compacted: {why}.", level="info" if trigger == "manual" else "warning"
             )
@@ -371,46 +370,18 @@ class ContextManager:
 
     async def _summarise(self, request: ModelRequest) -> str:
         final: MessageComplete | None = None
-        async for event in self.agent.model.stream(request):
+        async for event in self.conversation.model.stream(request):
             if isinstance(event, MessageComplete):
                 final = event
         if final is None:
             raise ModelError("the model stream ended without a complete message")
-        self.agent.usage += final.usage
+        self.conversation.usage += final.usage
         return "\n".join(str(b.get("text", "")) for b in final.content if b.get("type") == "text")
-
-    def _current_request_parts(self) -> tuple[str, list[dict[str, Any]]]:
-        """The system prompt and tool list the next request would carry."""
-        agent = self.agent
-        ctx = agent.context()
-        exposure = agent.exposure()
-        tools = []
-        for tool in exposure.offered:
-            try:
-                tools.append(tool.to_api(ctx))
-            except Exception:  # a tool whose description fails is hidden from requests as well
-                continue
-        return agent.system(exposure), tools
 
     def compact_now(self, instructions: str = "") -> bool:
         """`compact(trigger="manual")` from synchronous code (a magic), with or without a running loop."""
-        if getattr(self.agent, "running", False):
+        if self.conversation.running:
             raise RuntimeError("the agent is running; stop it (or wait for it) before compacting")
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.compact(trigger="manual", instructions=instructions))
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["done"] = asyncio.run(self.compact(trigger="manual", instructions=instructions))
-            except BaseException as e:  # re-raised in the caller's thread
-                box["error"] = e
-
-        thread = threading.Thread(target=target, name="ipy_agent-compact", daemon=True)
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return bool(box["done"])
+        # A Ctrl-C meanwhile does not cut a summary half-way: the history changes only at its end.
+        done = run_to_end(lambda: self.compact(trigger="manual", instructions=instructions), interrupt=lambda: None)
+        return bool(done)

@@ -10,9 +10,9 @@ makes the proportions visible at a glance; the table gives the numbers.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from .clearing import is_cleared
+from .manager import ContextManager
 from .tokens import MESSAGE_OVERHEAD, block_tokens, text_tokens, tools_tokens
 
 __all__ = ["BAR_WIDTH", "context_breakdown", "context_report"]
@@ -27,12 +27,13 @@ _PARTS = (
 )
 
 
-def context_breakdown(agent: Any) -> dict[str, int]:
+def context_breakdown(manager: ContextManager) -> dict[str, int]:
     """Estimated tokens of the next request by part (a full scan: for display, not per turn)."""
-    system, tools = agent.context_manager._current_request_parts()
+    conversation = manager.conversation
+    system, tools = conversation.request_parts()
     parts = {"system": text_tokens(system), "tools": tools_tokens(tools), "messages": 0, "results": 0, "cleared": 0}
     results = 0
-    for m in agent.messages:
+    for m in conversation.messages:
         parts["messages"] += MESSAGE_OVERHEAD
         content = m.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
@@ -43,20 +44,19 @@ def context_breakdown(agent: Any) -> dict[str, int]:
                 results += 0 if is_cleared(b) else 1
             else:
                 parts["messages"] += n
-    factor = agent.context_manager.factor
+    factor = manager.factor
     out = {k: math.ceil(v * factor) for k, v in parts.items()}
     out["results_count"] = results
     return out
 
 
-def context_report(agent: Any) -> str:
-    cm = agent.context_manager
-    parts = context_breakdown(agent)
+def context_report(cm: ContextManager) -> str:
+    """The text of `%agent_context` for the conversation `cm` manages."""
+    conversation = cm.conversation
+    parts = context_breakdown(cm)
     window, trigger = cm.window, cm.trigger
     used = sum(parts[k] for k, _, _ in _PARTS)
-    source = (
-        "set with context_window=" if cm.window_override is not None else f"model {getattr(agent.model, 'name', '?')}"
-    )
+    source = "set with context_window=" if cm.window_override is not None else f"model {conversation.model.name or '?'}"
     bar = []
     for key, letter, _ in _PARTS:
         bar.append(letter * round(BAR_WIDTH * parts[key] / window))
@@ -79,7 +79,7 @@ def context_report(agent: Any) -> str:
         lines.append(f"  {letter}  {label:<22}{n:>10,}  {100 * n / window:5.1f}%{extra}")
     lines.append("")
     lines.append(
-        f"{len(agent.messages)} messages; {cm.cleared} tool results cleared and {cm.compactions} compaction"
+        f"{len(conversation.messages)} messages; {cm.cleared} tool results cleared and {cm.compactions} compaction"
         f"{'s' if cm.compactions != 1 else ''} so far. Estimates use about 4 characters per token"
         + (f", scaled by {cm.factor:.2f} from the API's counts." if cm.factor != 1.0 else ".")
     )

@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from ipy_agent.base.threads import run_blocking
 
 from .limits import TOOL_RESULT_CHARS
-from .tool import Flag, PermissionCheck, RuleSubject, Tool, ToolContext, ToolKind, maybe_await
+from .tool import Flag, PermissionCheck, RuleSubject, Tool, ToolKind, maybe_await
+from .tool_context import ToolContext
 
 __all__ = ["build_tool"]
 
@@ -55,6 +56,7 @@ class _BuiltTool(Tool):
         self.rule_names = tuple(spec["rule_names"] or ())
         self.kind = spec["kind"]
         self.user_facing_name = spec["user_facing_name"] or ""
+        self.offered_in_simple_mode = bool(spec["offered_in_simple_mode"])
         self._validate = spec["validate_input"]
         self._check = spec["check_permissions"]
         self._map = spec["map_result"]
@@ -82,7 +84,8 @@ class _BuiltTool(Tool):
     async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
         if self._validate is None:
             return None
-        return await maybe_await(self._validate(inp, ctx))
+        message = await maybe_await(self._validate(inp, ctx))
+        return None if message is None else str(message)
 
     async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
         if self._check is None:
@@ -92,6 +95,10 @@ class _BuiltTool(Tool):
             return PermissionCheck()
         if isinstance(answer, str):
             return PermissionCheck(behavior=answer)  # type: ignore[arg-type]
+        if not isinstance(answer, PermissionCheck):
+            raise TypeError(
+                f"check_permissions of {self.name!r} must return a PermissionCheck or a behavior, not {answer!r}"
+            )
         return answer
 
     def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
@@ -105,7 +112,7 @@ class _BuiltTool(Tool):
 
     async def call(self, inp: Any, ctx: ToolContext) -> Any:
         fn = self._call
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an instance with an async __call__)
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
             return await fn(inp, ctx)
         # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
         result = await run_blocking(fn, inp, ctx)
@@ -147,6 +154,7 @@ def build_tool(
     rule_names: tuple[str, ...] | None = None,
     kind: ToolKind = "other",
     user_facing_name: str | None = None,
+    offered_in_simple_mode: bool = False,
 ) -> Tool:
     """Make a tool from a pydantic input model and a function. Defaults fail closed.
 
@@ -155,6 +163,7 @@ def build_tool(
     for steps that later calls probably depend on. `call` may be sync (it then
     runs in a thread) or async, and returns the tool's natural data; `map_result` turns that
     into what the model reads, `summarize_use` / `summarize_result` into what the person reads.
+    `offered_in_simple_mode` keeps the tool in `Agent(simple=True)`, which offers few tools.
     """
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"tool name {name!r} must be letters, digits, '_' or '-'")
@@ -184,4 +193,5 @@ def build_tool(
         rule_names=rule_names,
         kind=kind,
         user_facing_name=user_facing_name,
+        offered_in_simple_mode=offered_in_simple_mode,
     )

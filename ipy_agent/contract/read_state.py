@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-__all__ = ["ReadEntry", "ReadState", "cell_key", "content_hash", "file_digest", "file_stamp"]
+__all__ = ["ReadEntry", "ReadState", "cell_key", "content_hash", "file_digest", "file_key", "file_stamp"]
 
 
 def content_hash(data: bytes | str) -> str:
@@ -177,3 +177,11 @@ def _stat(path: str, size: int | None) -> tuple[int | None, int | None]:
     except OSError:
         return None, size
     return st.st_mtime_ns, size if size is not None else st.st_size
+
+
+def file_key(cwd: str | Path, file_path: object) -> str | None:
+    """The read-state key of a file path as the model wrote it (relative to `cwd`, `~` expanded);
+    None when it is not a path."""
+    if not isinstance(file_path, str) or not file_path:
+        return None
+    return os.path.realpath(os.path.join(cwd, os.path.expanduser(file_path)))

@@ -6,7 +6,7 @@ permissions, safety flags), and how its natural output becomes a `tool_result` b
 model and a compact line for the person. Safety flags are functions of the parsed input; when one
 raises, the caller gets the unsafe answer, because a runtime that guesses "safe" on a bug runs
 things in parallel or without a prompt that it should not. What a tool knows about its call is
-a `ToolContext` (tool_context.py); it is importable from here too, like the rest of the contract.
+a `ToolContext` (tool_context.py).
 """
 
 from __future__ import annotations
@@ -14,23 +14,22 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from .limits import TOOL_RESULT_CHARS
-from .tool_context import DecisionSource, SandboxSetting, ToolContext
+from .tool_context import ToolContext
 
 __all__ = [
     "CommandPart",
-    "DecisionSource",
     "PermissionCheck",
     "PermissionPreview",
     "RuleSubject",
-    "SandboxSetting",
     "Tool",
-    "ToolContext",
     "ToolError",
+    "ToolStatus",
     "maybe_await",
     "text_of",
 ]
@@ -102,6 +101,14 @@ class PermissionCheck:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolStatus:
+    """What a tool says about its state here (`Tool.status`): a line, and whether it warns."""
+
+    text: str
+    warning: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class PermissionPreview:
     """What the approval prompt shows before anything happens: a diff, a command, a warning."""
 
@@ -160,6 +167,8 @@ class Tool:
     origin: str = ""
     kind: ToolKind = "other"
     user_facing_name: str = ""
+    # Offered in simple mode (`Agent(simple=True)`), which keeps the everyday few.
+    offered_in_simple_mode: bool = False
 
     # --- model-facing -------------------------------------------------------------------
     def description(self, ctx: ToolContext) -> str:
@@ -237,6 +246,23 @@ class Tool:
 
     async def preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
         """What the approval prompt shows; computed before anything is written."""
+        return None
+
+    def status(self, ctx: ToolContext) -> ToolStatus | None:
+        """A line about this tool's state here, for `%agent_tools`; a warning is also said once
+        per kernel before a run that offers the tool. None: nothing to say."""
+        return None
+
+    # --- what the context window may forget ---------------------------------------------------
+    def result_source(self, inp: dict[str, Any], cwd: Path) -> str | None:
+        """The read-state key that a result of this call shows the model (the file Read read),
+        or None. Clearing that result from the context forgets the read, so an edit asks for a
+        fresh one. `inp` is the input as it stands in the history (a dict)."""
+        return None
+
+    def input_source(self, inp: dict[str, Any], cwd: Path) -> str | None:
+        """The read-state key whose whole content this call's input carries (Write's new file),
+        or None: while the call is in the context, so is that content."""
         return None
 
     # --- execution and results -----------------------------------------------------------

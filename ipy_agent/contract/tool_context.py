@@ -14,14 +14,16 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ipy_agent.base.gitignore import first_matching, is_exception, rule_matcher
 
 if TYPE_CHECKING:
+    from ipy_agent.notebook.bridge import NotebookBridge
+
     from .read_state import ReadState
 
-__all__ = ["APPROVALS", "DecisionSource", "SandboxSetting", "ToolContext", "realpath_via"]
+__all__ = ["APPROVALS", "SANDBOX_SETTINGS", "DecisionSource", "SandboxSetting", "ToolContext", "realpath_via"]
 
 # Which step of the permission decision let a call run (see `permissions.decide`). "rule",
 # "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the
@@ -29,6 +31,7 @@ __all__ = ["APPROVALS", "DecisionSource", "SandboxSetting", "ToolContext", "real
 DecisionSource = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
 APPROVALS: frozenset[str] = frozenset({"rule", "mode", "hook", "person"})
 SandboxSetting = Literal["auto", "always", "off"]
+SANDBOX_SETTINGS: tuple[SandboxSetting, ...] = get_args(SandboxSetting)
 
 
 @dataclass(kw_only=True)
@@ -39,13 +42,13 @@ class ToolContext:
     read_state: ReadState
     working_dirs: tuple[Path, ...] = ()
     spill_dir: Path | None = None
-    permission_mode: str = "default"
+    permission_mode: str = "default"  # a permissions.decide.PermissionMode
     tool_use_id: str | None = None
     # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd here).
     session: dict[str, Any] = field(default_factory=dict)
     # The kernel's notebook bridge (ipy_agent.notebook.bridge) when running in a kernel, None
     # otherwise; its `connected` says whether a JupyterLab front end with the extension answers.
-    notebook: Any = None
+    notebook: NotebookBridge | None = None
     simple: bool = False
     # Specifiers of the `Read(...)` deny rules in force (not whole-tool `Read`): the files they
     # name stay hidden from every tool, not only from Read (Grep, Glob, Bash check them too).

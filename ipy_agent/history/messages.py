@@ -55,28 +55,40 @@ def history_problems(messages: list[dict[str, Any]]) -> list[str]:
         if not _blocks(m):
             problems.append(f"message {i} is empty")
         if role == "assistant":
-            uses = [b.get("id") for b in _blocks(m) if b.get("type") == "tool_use"]
-            if len(set(uses)) != len(uses):
-                problems.append(f"message {i} repeats a tool_use id")
-            answers = []
-            if uses:
-                if i + 1 >= len(messages):
-                    problems.append(f"message {i} has tool_use blocks and no next message to answer them")
-                    continue
-                answers = [b.get("tool_use_id") for b in _blocks(messages[i + 1]) if b.get("type") == "tool_result"]
-            for u in uses:
-                n = answers.count(u)
-                if n != 1:
-                    problems.append(f"tool_use {u!r} in message {i} is answered {n} times in the next message")
-        if role == "user":
-            results = [b.get("tool_use_id") for b in _blocks(m) if b.get("type") == "tool_result"]
-            prev_uses = {b.get("id") for b in _blocks(messages[i - 1]) if b.get("type") == "tool_use"} if i else set()
-            for r in results:
-                if r not in prev_uses:
-                    problems.append(f"tool_result {r!r} in message {i} answers no tool_use of the previous message")
-            kinds = [b.get("type") for b in _blocks(m)]
-            if results and kinds[: len(results)] != ["tool_result"] * len(results):
-                problems.append(f"message {i}: tool_result blocks must come before other content")
+            problems += _use_problems(messages, i)
+        elif role == "user":
+            problems += _result_problems(messages, i)
+    return problems
+
+
+def _use_problems(messages: list[dict[str, Any]], i: int) -> list[str]:
+    """Message i (the model's): each tool_use id once, each answered once in the next message."""
+    uses = [b.get("id") for b in _blocks(messages[i]) if b.get("type") == "tool_use"]
+    problems = [f"message {i} repeats a tool_use id"] if len(set(uses)) != len(uses) else []
+    if not uses:
+        return problems
+    if i + 1 >= len(messages):
+        return [*problems, f"message {i} has tool_use blocks and no next message to answer them"]
+    answers = [b.get("tool_use_id") for b in _blocks(messages[i + 1]) if b.get("type") == "tool_result"]
+    for u in uses:
+        if (n := answers.count(u)) != 1:
+            problems.append(f"tool_use {u!r} in message {i} is answered {n} times in the next message")
+    return problems
+
+
+def _result_problems(messages: list[dict[str, Any]], i: int) -> list[str]:
+    """Message i (the person's): each tool_result answers a tool_use just before, and comes first."""
+    blocks = _blocks(messages[i])
+    results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+    prev_uses = {b.get("id") for b in _blocks(messages[i - 1]) if b.get("type") == "tool_use"} if i else set()
+    problems = [
+        f"tool_result {r!r} in message {i} answers no tool_use of the previous message"
+        for r in results
+        if r not in prev_uses
+    ]
+    kinds = [b.get("type") for b in blocks]
+    if results and kinds[: len(results)] != ["tool_result"] * len(results):
+        problems.append(f"message {i}: tool_result blocks must come before other content")
     return problems
 
 

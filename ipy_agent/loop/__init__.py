@@ -1,8 +1,10 @@
 """The conversation and its loop: run -> turn -> stream the model -> execute tools.
 
 Modules import one way, each only from those above it in this list:
+- `arguments`: checks of the agent's arguments, and `KEEP` for what `configure` leaves alone;
 - `spill`: where spilled results live for one conversation, and how they go away;
 - `system_prompt`: the model's environment and how to work with the tools here;
+- `offer`: the tools of one request in their API form, MCP servers' tools, tools' warnings;
 - `turn`: one turn's records, the state an early end needs, and reading the model's stream;
 - `turn_end`: each way a turn can end, leaving the history valid;
 - `agent`: `Agent`, the conversation and the loop that puts model, runtime and tools together.

@@ -13,51 +13,69 @@ import contextlib
 import copy
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipy_agent.base.surfaces import refresh as refresh_surfaces
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.context import ContextManager
-from ipy_agent.contract.hooks import HookEvent, Hooks
+from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import Tool, ToolContext
-from ipy_agent.history.messages import append_assistant, append_user, clean_content, last_text
+from ipy_agent.contract.tool import Tool
+from ipy_agent.contract.tool_context import SANDBOX_SETTINGS, SandboxSetting, ToolContext
+from ipy_agent.history.messages import append_user, last_text
 from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from ipy_agent.mcp import McpManager
-from ipy_agent.models.base import MessageComplete, Model, ModelError, ModelRequest, Usage
-from ipy_agent.permissions.decide import PERMISSION_MODES, PermissionRequest, PermissionRules
+from ipy_agent.models.base import Model, ModelError, ModelRequest, Usage
+from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode, PermissionRules
+from ipy_agent.permissions.rules import Rule, RuleSpec
 from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
 from ipy_agent.runtime.run_env import RunEnv
-from ipy_agent.runtime.trace import AgentEvent, CallRecord, NoticeEvent, RunEndEvent, TurnEvent, now
+from ipy_agent.runtime.trace import (
+    AgentEvent,
+    CallRecord,
+    NoticeEvent,
+    RunEndEvent,
+    RunResult,
+    TurnEvent,
+    TurnRecord,
+)
 
 from . import spill
+from .arguments import KEEP, Keep, check_choice, check_turns
+from .offer import offer_tools, sync_mcp, warn_once
 from .system_prompt import build_system_prompt
-from .turn import RunResult, Turn, TurnRecord, stream_reply, usage_delta
-from .turn_end import after_reply, answer_tools, close_early, model_failed
+from .turn import Turn, stream_reply, take_reply, usage_delta
+from .turn_end import after_reply, answer_tools, close_early, model_failed, prompt_blocks
 
-__all__ = ["SANDBOX_SETTINGS", "Agent", "RunResult", "TurnRecord"]
+if TYPE_CHECKING:
+    from ipy_agent.notebook.bridge import NotebookBridge
 
-SANDBOX_SETTINGS = ("auto", "always", "off")  # see tools/bash/sandbox.py
+__all__ = ["INTERRUPTED_NOTICE", "Agent"]
+
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
 INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
 
 
 class Agent:
+    """One conversation with a model through tools: `run(prompt)` (or `await arun(prompt)`) goes
+    on from the history so far. See docs/ARCHITECTURE.md for what each argument governs."""
+
     def __init__(
         self,
         model: Model,
         *,
         cwd: str | Path | None = None,
-        permission_mode: str = "default",
+        permission_mode: PermissionMode = "default",
         allow: Sequence[str] | None = None,
         deny: Sequence[str] | None = None,
         ask: Sequence[str] | None = None,
-        approver: Callable[[PermissionRequest], Any] | None = None,
+        approver: Approver | None = None,
         tools: Sequence[Tool] | None = None,
         max_turns: int = 50,
         working_dirs: Sequence[str | Path] = (),
@@ -68,19 +86,16 @@ class Agent:
         streaming_tools: bool = True,
         message_budget: int = MESSAGE_RESULT_CHARS,
         spill_dir: str | Path | None = None,
-        notebook: Any = None,
+        notebook: NotebookBridge | None = None,
         notebook_path: str | None = None,
         context_window: int | None = None,
         context_threshold: float = 0.8,
-        sandbox: str = "auto",
+        sandbox: SandboxSetting = "auto",
         mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        if sandbox not in SANDBOX_SETTINGS:
-            raise ValueError(f"sandbox {sandbox!r} is not one of {', '.join(SANDBOX_SETTINGS)}")
-        if permission_mode not in PERMISSION_MODES:
-            raise ValueError(f"permission_mode {permission_mode!r} is not one of {', '.join(PERMISSION_MODES)}")
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
+        check_choice("sandbox", sandbox, SANDBOX_SETTINGS)
+        check_choice("permission_mode", permission_mode, PERMISSION_MODES)
+        check_turns(max_turns)
         self.model = model
         self.cwd = Path(cwd or Path.cwd()).expanduser().resolve()
         if not self.cwd.is_dir():
@@ -127,6 +142,7 @@ class Agent:
         self._loop: asyncio.AbstractEventLoop | None = None
         # Sizes each request and clears or compacts the history to fit the window (ipy_agent/context).
         self.context_manager = ContextManager(self, window=context_window, threshold=context_threshold)
+        self._configured_rules: list[Rule] = []  # what the last `configure(rules=...)` added
 
     # --- public ----------------------------------------------------------------------------
     @property
@@ -141,7 +157,53 @@ class Agent:
         if listener in self._listeners:
             self._listeners.remove(listener)
 
-    def context(self, tool_use_id: str | None = None) -> ToolContext:
+    def tool(self, name: str) -> Tool | None:
+        return self.registry.get(name)
+
+    @property
+    def context_window(self) -> int:
+        return self.context_manager.window
+
+    def configure(
+        self,
+        *,
+        model: Model | None = None,
+        permission_mode: PermissionMode | None = None,
+        max_turns: int | None = None,
+        rules: Sequence[RuleSpec] | None = None,
+        message_budget: int | None = None,
+        result_limit: int | Keep | None = KEEP,
+        notebook: NotebookBridge | Keep | None = KEEP,
+        approver: Approver | Keep | None = KEEP,
+    ) -> None:
+        """Change how the next run goes; what is not given stays. The magics call this before
+        each run with the options of its line and the configuration in force.
+
+        `rules` replace the rules the previous `configure` added (settings files, configuration,
+        options), never those given to the constructor or granted by the person. `result_limit`
+        caps every tool's result size (None: each tool's own). `notebook` is the live-notebook
+        bridge; the system prompt names the notebook it shows."""
+        if self.running:
+            raise RuntimeError("cannot configure the agent while it runs; wait for it or interrupt it")
+        if permission_mode is not None:
+            self.permission_mode = check_choice("permission_mode", permission_mode, PERMISSION_MODES)
+        if max_turns is not None:
+            self.max_turns = check_turns(max_turns)
+        if model is not None:
+            self.model = model
+        if rules is not None:
+            self._configured_rules = self.rules.replace(self._configured_rules, rules)
+        if message_budget is not None:
+            self.budget.message_limit = message_budget
+        if not isinstance(result_limit, Keep):
+            self.registry.result_limit_override = result_limit
+        if not isinstance(notebook, Keep):
+            self.notebook = notebook
+            self.notebook_path = notebook.display_path if notebook is not None else None
+        if not isinstance(approver, Keep):
+            self.approver = approver
+
+    def tool_context(self, tool_use_id: str | None = None) -> ToolContext:
         return ToolContext(
             cwd=self.cwd,
             read_state=self.read_state,
@@ -152,30 +214,33 @@ class Agent:
             session=self.session,
             notebook=self.notebook,
             simple=self.simple,
-            sandbox=self.sandbox,  # type: ignore[arg-type]
+            sandbox=self.sandbox,
             # Rules come and go during a conversation (always-allow, %agent options): read them now.
             read_deny=self.rules.read_deny(self.cwd, (self.cwd, *self.working_dirs)),
             protected_files=self.mcp.protected_files(),
         )
 
     def exposure(self) -> Exposure:
-        return self.registry.exposed(self.context(), self.rules, simple=self.simple)
+        return self.registry.exposed(self.tool_context(), self.rules, simple=self.simple)
+
+    def request_parts(self) -> tuple[str, list[dict[str, Any]]]:
+        """The system prompt and the tool list the next request would carry."""
+        exposure, tools = offer_tools(self.registry, self.rules, self.tool_context(), simple=self.simple, emit=None)
+        return self.system(exposure), tools
 
     def system(self, exposure: Exposure | None = None) -> str:
+        """The system prompt: ours (or the one given to the constructor), then the added sections."""
         if self.system_prompt is not None:
-            text = self.system_prompt
-        else:
-            exposure = exposure or self.exposure()
-            text = build_system_prompt(
-                cwd=self.cwd,
-                working_dirs=self.working_dirs,
-                tool_names=exposure.names,
-                permission_mode=self.permission_mode,
-                notebook=self.notebook_path,
-            )
-        if self.system_prompt is None and (section := self.mcp.prompt_section()):
-            text = f"{text}\n\n{section}"
-        return f"{text}\n\n{self.append_system_prompt}" if self.append_system_prompt else text
+            return "\n\n".join(s for s in (self.system_prompt, self.append_system_prompt) if s)
+        exposure = exposure or self.exposure()
+        return build_system_prompt(
+            cwd=self.cwd,
+            working_dirs=self.working_dirs,
+            tool_names=exposure.names,
+            permission_mode=self.permission_mode,
+            notebook=self.notebook_path,
+            sections=(self.mcp.prompt_section(), self.append_system_prompt or ""),
+        )
 
     def interrupt(self) -> None:
         """Stop the current run as soon as possible; safe to call from any thread."""
@@ -204,49 +269,38 @@ class Agent:
             result = await self._run(prompt)
         finally:
             self._task = None
-        result = RunResult(
-            stop_reason=result.stop_reason,
-            text=result.text,
-            turns=result.turns,
-            error=result.error,
-            error_kind=result.error_kind,
-            usage=usage_delta(self.usage, start_usage),
-        )
-        self._emit(RunEndEvent(result=result))
+        result = replace(result, usage=usage_delta(self.usage, start_usage))
+        self.emit(RunEndEvent(result=result))
         return result
 
     # --- the loop --------------------------------------------------------------------------
     async def _run(self, prompt: str | list[dict[str, Any]]) -> RunResult:
-        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
         try:
-            hr = await self.hooks.run(HookEvent(event="UserPromptSubmit", prompt=_text_of(blocks)))
+            blocks = await prompt_blocks(prompt, self.hooks, self.emit)
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:
                 task.uncancel()
             return self._interrupted(0)
-        if hr.decision == "deny" or hr.stop:
-            self._emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
-            return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
-        blocks += [{"type": "text", "text": c} for c in hr.additional_context]
+        if isinstance(blocks, RunResult):
+            return blocks  # a UserPromptSubmit hook blocked it
         # The history as it was: a run the model never answered (no API key, network down) must
         # leave no trace, or its prompt would be merged into the next request.
         before = list(self.messages)  # append_user replaces a merged message, never edits it
         append_user(self.messages, blocks)
         refresh_surfaces()  # sys.path, Jupyter's and git's paths may have changed since the last run
-        if any(t.name == "Bash" for t in self.tools) and (note := _containment_notice(self.context())):
-            self._emit(NoticeEvent(text=note, level="warning"))
+        warn_once(self.tools, self.tool_context(), self.emit)
         self.mcp.begin_run()
 
         turns = 0
         while True:
             if turns >= self.max_turns:
-                self._emit(NoticeEvent(text=f"Stopped after {self.max_turns} turns (max_turns).", level="warning"))
+                self.emit(NoticeEvent(text=f"Stopped after {self.max_turns} turns (max_turns).", level="warning"))
                 return RunResult(stop_reason="max_turns", text=last_text(self.messages), turns=turns)
             turns += 1
             outcome = await self._turn()
             if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
                 self.messages[:] = before
-                self._emit(
+                self.emit(
                     NoticeEvent(
                         text="The model did not answer, so this request was not added to the "
                         "conversation; run it again when the problem is fixed.",
@@ -254,27 +308,28 @@ class Agent:
                     )
                 )
             if outcome is not None:
-                return RunResult(**{**outcome.__dict__, "turns": turns})
+                return replace(outcome, turns=turns)
 
     async def _turn(self) -> RunResult | None:
         """One model request and its tool calls. None: the loop goes on."""
         turn: Turn | None = None
         try:
-            await self._sync_mcp()
+            await sync_mcp(self.mcp, self.registry, self.approver, self.emit)
             turn, request = self._begin_turn()
             try:
                 # The context window is managed here, and only here: the context manager streams the
                 # model's reply after clearing or compacting the history to fit, and retries a
                 # "prompt is too long" once after compacting.
                 reply = await stream_reply(
-                    self.context_manager, request, turn, emit=self._emit, streaming_tools=self.streaming_tools
+                    self.context_manager, request, turn, emit=self.emit, streaming_tools=self.streaming_tools
                 )
             except ModelError as e:
-                return await model_failed(e, turn, self.messages, self._emit)
-            self._take_reply(turn, reply)
+                return await model_failed(e, turn, self.messages, self.emit)
+            self.usage += reply.usage
+            take_reply(turn, reply, self.messages, self.emit)
             if turn.tool_uses:
-                return await answer_tools(turn, self.messages, self._emit)
-            return await after_reply(reply, self.messages, self.hooks, self._emit)
+                return await answer_tools(turn, self.messages, self.emit)
+            return await after_reply(reply, self.messages, self.hooks, self.emit)
         except asyncio.CancelledError:
             await close_early(turn, self.messages, INTERRUPTED_TEXT, INTERRUPT_NOTE)
             return self._interrupted(len(self.turns))
@@ -282,64 +337,37 @@ class Agent:
             # A bug in the runtime or in a custom tool's contract: end the run, keep the history valid.
             error = f"internal error ({type(e).__name__}: {e}); the run was stopped"
             await close_early(turn, self.messages, f"Not run: the agent stopped because of an {error}.", None)
-            self._emit(NoticeEvent(text=error.capitalize(), level="error"))
+            self.emit(NoticeEvent(text=error.capitalize(), level="error"))
             return RunResult(stop_reason="error", text=error, error=error, error_kind="internal")
 
     def _begin_turn(self) -> tuple[Turn, ModelRequest]:
         """Offer the tools, open the turn's record and executor, and build the request."""
-        exposure, api_tools = self._offer(self.context())
+        exposure, api_tools = offer_tools(
+            self.registry, self.rules, self.tool_context(), simple=self.simple, emit=self.emit
+        )
         record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
         self.turns.append(record)
-        env = self._env(exposure)
+        env = RunEnv(
+            tools={t.name: t for t in exposure.offered},
+            rules=self.rules,
+            hooks=self.hooks,
+            budget=self.budget,
+            make_ctx=self.tool_context,
+            mode=lambda: self.permission_mode,
+            approver=self.approver,
+            emit=self.emit,
+            result_limit=self.registry.result_limit,
+        )
         executor = ToolExecutor(
             env, turn=record.turn, trace=self.trace, batch_counter=self._batches, max_concurrency=self.max_concurrency
         )
         # The history itself, not a copy: nothing changes it while the model answers, and a
         # model that keeps the request copies the list (see ModelRequest).
         request = ModelRequest(system=self.system(exposure), messages=self.messages, tools=api_tools)
-        self._emit(TurnEvent(turn=record.turn, phase="start"))
+        self.emit(TurnEvent(turn=record.turn, phase="start"))
         return Turn(
             record=record, env=env, executor=executor, ids=ToolUseIds(self._history_ids.synced(self.messages))
         ), request
-
-    def _take_reply(self, turn: Turn, reply: MessageComplete) -> None:
-        """The whole message goes into the history; tool calls not started while streaming start now."""
-        self.usage += reply.usage
-        record = turn.record
-        record.usage, record.stop_reason, record.end = reply.usage, reply.stop_reason, now()
-        content = turn.ids.fix_all(clean_content(reply.content))
-        turn.tool_uses = [b for b in content if b.get("type") == "tool_use"]
-        for b in turn.tool_uses:
-            if not turn.executor.has(str(b.get("id"))):
-                turn.executor.submit(b)
-        if content:
-            append_assistant(self.messages, content)
-            turn.appended = True
-        self._emit(TurnEvent(turn=record.turn, phase="end", usage=reply.usage, stop_reason=reply.stop_reason))
-
-    def _offer(self, ctx: ToolContext) -> tuple[Exposure, list[dict[str, Any]]]:
-        """The tools for this request and their API form; a tool whose description fails is hidden."""
-        exposure = self.registry.exposed(ctx, self.rules, simple=self.simple)
-        offered, api, hidden = [], [], dict(exposure.hidden)
-        for tool in exposure.offered:
-            try:
-                api.append(tool.to_api(ctx))
-                offered.append(tool)
-            except Exception as e:
-                hidden[tool.name] = f"its description failed ({type(e).__name__}: {e})"
-                self._emit(
-                    NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning")
-                )
-        return Exposure(offered=tuple(offered), hidden=hidden), api
-
-    async def _sync_mcp(self) -> None:
-        """MCP servers: start them at the first request that needs them (asking about project
-        ones), pick up changed tool lists, tell the person what is down; then offer their tools."""
-        if self.mcp.idle:
-            return
-        for level, text in await self.mcp.sync(self.approver):
-            self._emit(NoticeEvent(text=text, level=level))  # type: ignore[arg-type]
-        self.mcp.skipped.update(self.registry.set_group("mcp", self.mcp.tools()))
 
     def close(self) -> None:
         """Stop the MCP servers (their processes too); they start again at the next run."""
@@ -347,24 +375,10 @@ class Agent:
         self.registry.set_group("mcp", [])
 
     def _interrupted(self, turns: int) -> RunResult:
-        self._emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))
+        self.emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))
         return RunResult(stop_reason="interrupted", text=last_text(self.messages), turns=turns)
 
-    # --- helpers ---------------------------------------------------------------------------
-    def _env(self, exposure: Exposure) -> RunEnv:
-        return RunEnv(
-            tools={t.name: t for t in exposure.offered},
-            rules=self.rules,
-            hooks=self.hooks,
-            budget=self.budget,
-            make_ctx=self.context,
-            mode=lambda: self.permission_mode,
-            approver=self.approver,
-            emit=self._emit,
-            result_limit=self.registry.result_limit,
-        )
-
-    def _emit(self, event: AgentEvent) -> None:
+    def emit(self, event: AgentEvent) -> None:
         for listener in list(self._listeners):
             with contextlib.suppress(Exception):  # a broken renderer must not break the run
                 listener(event)
@@ -387,14 +401,3 @@ class Agent:
         self.session.clear()
         self._batches = [0]
         self.context_manager.reset()
-
-
-def _text_of(blocks: list[dict[str, Any]]) -> str:
-    return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-
-
-def _containment_notice(ctx: ToolContext) -> str | None:
-    """Said once per kernel: Bash cannot sandbox what runs without asking, so less runs so."""
-    from ipy_agent.tools.bash.sandbox import notice_once
-
-    return notice_once(ctx)

@@ -23,6 +23,21 @@ def build_system_prompt(
     permission_mode: str = "default",
     notebook: str | None = None,
     today: _dt.date | None = None,
+    sections: Sequence[str] = (),
+) -> str:
+    """Our system prompt for this environment, then each non-empty `section` (MCP servers'
+    notes, text the caller appends) as its own block, so the stable part comes first."""
+    base = _base_prompt(cwd, working_dirs, tool_names, permission_mode, notebook, today)
+    return "\n\n".join([base, *(s for s in sections if s)])
+
+
+def _base_prompt(
+    cwd: Path,
+    working_dirs: Sequence[Path],
+    tool_names: Sequence[str],
+    permission_mode: str,
+    notebook: str | None,
+    today: _dt.date | None,
 ) -> str:
     today = today or _dt.date.today()
     dirs = "".join(f"\n- Also allowed: {d}" for d in working_dirs)

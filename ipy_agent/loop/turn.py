@@ -1,12 +1,11 @@
-"""One turn's pieces: its record, the state an early end needs, and reading the model's stream.
+"""One turn's pieces: the state an early end needs, and reading the model's stream.
 
-The agent loop (loop/agent.py) says what a turn does: request, answer the tool calls, decide to go
-on. This module holds what that needs and is not the loop itself: the records a run returns
-and keeps (`RunResult`, `TurnRecord`), what one turn has put into the history so far (`Turn`,
-so an interrupt or a failure can close it validly), and `stream_reply`, which turns the model's
-events into text on screen and tool calls started as soon as their blocks are whole. How a
-turn ends (its tool calls answered, a reply without any, a model failure, an interrupt) is
-loop/turn_end.py.
+The agent loop (agent.py) says what a turn does: request, answer the tool calls, decide to go
+on. This module holds what that needs and is not the loop itself: what one turn has put into
+the history so far (`Turn`, so an interrupt or a failure can close it validly), and
+`stream_reply`, which turns the model's events into text on screen and tool calls started as
+soon as their blocks are whole. The records a run returns and keeps (`RunResult`,
+`TurnRecord`) are in runtime/trace.py; how a turn ends is turn_end.py.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipy_agent.history.messages import append_assistant, clean_content
 from ipy_agent.history.tool_ids import ToolUseIds
 from ipy_agent.models.base import (
     BlockComplete,
@@ -28,32 +28,9 @@ from ipy_agent.models.base import (
 )
 from ipy_agent.runtime.executor import ToolExecutor
 from ipy_agent.runtime.run_env import RunEnv
-from ipy_agent.runtime.trace import AgentEvent, TextEvent, ThinkingEvent, now
+from ipy_agent.runtime.trace import AgentEvent, TextEvent, ThinkingEvent, TurnEvent, TurnRecord, now
 
-__all__ = ["RunResult", "Turn", "TurnRecord", "stream_reply", "usage_delta"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunResult:
-    stop_reason: (
-        str  # end_turn | max_turns | interrupted | stopped_by_hook | blocked_by_hook | error | refusal | max_tokens
-    )
-    text: str = ""
-    turns: int = 0
-    usage: Usage = field(default_factory=Usage)
-    error: str | None = None
-    error_kind: str | None = None
-
-
-@dataclass(kw_only=True)
-class TurnRecord:
-    turn: int
-    offered: list[str]
-    hidden: dict[str, str]
-    usage: Usage = field(default_factory=Usage)
-    stop_reason: str | None = None
-    start: float = field(default_factory=now)
-    end: float | None = None
+__all__ = ["Turn", "stream_reply", "take_reply", "usage_delta"]
 
 
 @dataclass(kw_only=True)
@@ -100,6 +77,23 @@ async def stream_reply(
     if final is None:
         raise ModelError("the model stream ended without a complete message")
     return final
+
+
+def take_reply(
+    turn: Turn, reply: MessageComplete, messages: list[dict[str, Any]], emit: Callable[[AgentEvent], None]
+) -> None:
+    """The whole message goes into the history; tool calls not started while streaming start now."""
+    record = turn.record
+    record.usage, record.stop_reason, record.end = reply.usage, reply.stop_reason, now()
+    content = turn.ids.fix_all(clean_content(reply.content))
+    turn.tool_uses = [b for b in content if b.get("type") == "tool_use"]
+    for b in turn.tool_uses:
+        if not turn.executor.has(str(b.get("id"))):
+            turn.executor.submit(b)
+    if content:
+        append_assistant(messages, content)
+        turn.appended = True
+    emit(TurnEvent(turn=record.turn, phase="end", usage=reply.usage, stop_reason=reply.stop_reason))
 
 
 def usage_delta(total: Usage, start: Usage) -> Usage:

@@ -10,6 +10,8 @@ valid conversation and tells the person what happened through `emit`. A turn end
 - with the model failing (`model_failed`): tools already started from complete blocks finish,
   and their results are kept;
 - early (`close_early`): an interrupt or an internal error answers every tool_use once.
+
+Before the first turn, a UserPromptSubmit hook may end the run (`prompt_blocks`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from typing import Any
 from ipy_agent.contract.hooks import HookEvent, Hooks
 from ipy_agent.history.messages import append_user, clean_content, close_turn, last_text
 from ipy_agent.models.base import MessageComplete, ModelError
-from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, now
+from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, RunResult, now
 
-from .turn import RunResult, Turn
+from .turn import Turn
 
-__all__ = ["after_reply", "answer_tools", "close_early", "model_failed"]
+__all__ = ["after_reply", "answer_tools", "close_early", "model_failed", "prompt_blocks"]
 
 Messages = list[dict[str, Any]]
 Emit = Callable[[AgentEvent], None]
@@ -112,3 +114,17 @@ async def close_early(turn: Turn | None, messages: Messages, reason: str, note: 
     except asyncio.CancelledError:
         if task is not None:
             task.uncancel()  # a second interrupt while cleaning up: the history is already valid
+
+
+async def prompt_blocks(
+    prompt: str | list[dict[str, Any]], hooks: Hooks, emit: Emit
+) -> list[dict[str, Any]] | RunResult:
+    """The person's request as content blocks, with what UserPromptSubmit hooks add; or the
+    run's end when a hook blocks it."""
+    blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+    text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    hr = await hooks.run(HookEvent(event="UserPromptSubmit", prompt=text))
+    if hr.decision == "deny" or hr.stop:
+        emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
+        return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
+    return blocks + [{"type": "text", "text": c} for c in hr.additional_context]

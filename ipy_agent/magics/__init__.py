@@ -1,28 +1,21 @@
 """`%agent` and its companion magics: the edge where IPython meets the runtime.
 
 Modules import one way, each only from those above it in this list:
+- `session`: `AgentSession`, the state every magic shares (the conversation's agent, grants, the
+  bridge, the run in progress) and how a request is prepared (`Agent.configure`) and run;
 - `cell_runner`: how a `%agent` cell awaits its run in a kernel (an input transformer and a
   0.25 s tick, so interrupts and widget clicks arrive), and how the line reaches the magic;
 - `companions`: `%agent_inspect`, `%agent_trace`, `%agent_history`, `%agent_context`,
   `%agent_tools`, `%agent_rules`, `%agent_mcp`, `%agent_stop`, `%agent_compact`,
   `%agent_reset`, `%agent_save`;
-- `run`: `AgentMagics`, its configuration (traitlets: `%config AgentMagics.permission_mode`,
+- `run`: `AgentMagics`, the configuration (traitlets: `%config AgentMagics.permission_mode`,
   `c.AgentMagics.allow` in ipython_config.py), and `%agent` / `%%agent`;
 - `extension`: `%load_ext ipy_agent` and `%unload_ext ipy_agent`.
 """
 
 from __future__ import annotations
 
-from .cell_runner import agent_transformer, current_magics, run_agent_cell, terminal_transformer
+from .cell_runner import current_session
 from .extension import load_ipython_extension, unload_ipython_extension
-from .run import AgentMagics
 
-__all__ = [
-    "AgentMagics",
-    "agent_transformer",
-    "current_magics",
-    "load_ipython_extension",
-    "run_agent_cell",
-    "terminal_transformer",
-    "unload_ipython_extension",
-]
+__all__ = ["current_session", "load_ipython_extension", "unload_ipython_extension"]

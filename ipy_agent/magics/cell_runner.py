@@ -6,22 +6,27 @@
   a task on the kernel's loop and returns at once.
 - terminal IPython: a transformer hands `%agent ...` lines to the magic before IPython's help
   syntax sees a trailing `?`.
-The magics themselves (the magics/ package) are found through the shell, so this module does not import them.
+The session the magics share is found through the shell (`current_session`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
-__all__ = ["TICK", "agent_transformer", "current_magics", "run_agent_cell", "terminal_transformer"]
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from .session import AgentSession
+
+__all__ = ["TICK", "agent_transformer", "current_session", "run_agent_cell", "terminal_transformer"]
 
 TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
 
-_CALL = '__import__("ipy_agent.magics", fromlist=["run_agent_cell"]).run_agent_cell'
+_CALL = '__import__("ipy_agent.magics.cell_runner", fromlist=["run_agent_cell"]).run_agent_cell'
 _LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
 _CELL_RE = re.compile(r"^%%agent(?:[ \t]|$)")
 
@@ -49,12 +54,13 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
     other message wakes the loop; the tick bounds that delay. On cancel the agent closes its
     turn (every tool_use answered) before the cell ends with KeyboardInterrupt.
     """
-    magics = current_magics()
-    handle = magics.start_line(line, cell)  # at once: what starts, with which model
-    if magics.bridge is not None:
-        await magics.bridge.ensure()  # is the notebook page (still) there? see notebook/bridge.py
+    session = current_session()
+    request = session.parse(line, cell)  # the line is parsed once, here
+    handle = session.start_line(request)  # at once: what starts, with which model
+    if session.bridge is not None:
+        await session.bridge.ensure()  # is the notebook page (still) there? see notebook/bridge.py
     try:
-        run = magics._prepare(line, cell, background=None, handle=handle)
+        run = session.prepare(request, background=None, handle=handle)
     except BaseException:
         if handle is not None:
             handle.update({"text/plain": ""}, raw=True)  # the error says it all; nothing started
@@ -64,9 +70,9 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
             handle.update({"text/plain": ""}, raw=True)
         return
     if run.ui.background:
-        magics._start_background(run)
+        session.start_background(run)
         return
-    task = asyncio.ensure_future(magics._execute(run))
+    task = asyncio.ensure_future(session.execute(run))
     try:
         while not task.done():
             await asyncio.wait([task], timeout=TICK)
@@ -98,13 +104,14 @@ def terminal_transformer(lines: list[str]) -> list[str]:
     ]
 
 
-def current_magics(shell: Any = None) -> Any:
-    """The AgentMagics registered on `shell` (default: the running IPython)."""
+def current_session(shell: InteractiveShell | None = None) -> AgentSession:
+    """The session of the `%agent` magics registered on `shell` (default: the running IPython)."""
     if shell is None:
         from IPython import get_ipython
 
         shell = get_ipython()
     magics = shell.magics_manager.registry.get("AgentMagics") if shell is not None else None
-    if magics is None:
+    session: AgentSession | None = getattr(magics, "session", None)
+    if session is None:
         raise UsageError("ipy_agent is not loaded: run `%load_ext ipy_agent` first.")
-    return magics
+    return session

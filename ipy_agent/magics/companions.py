@@ -6,55 +6,36 @@ history (`%agent_history`), the context window (`%agent_context`), the tools and
 (`%agent_tools`, `%agent_rules`) and MCP servers (`%agent_mcp`); and they act on the
 conversation: stop a run, compact, reset, save. The text they print is built elsewhere
 (ui/inspection.py, context/report.py, mcp/report.py); these parse the line and print it.
-
-`CompanionMagics` is the base class of `AgentMagics`, which keeps the state they read (the
-current agent, the session's granted rules, the background run) and holds the configuration
-(`_configured_agent`).
+They hold the same `AgentSession` (session.py) as `%agent`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from ipy_agent.config.conversation_file import save_conversation
-from ipy_agent.config.grants import SessionGrants
-from ipy_agent.loop.agent import Agent
+from ipy_agent.runtime.trace import AgentEvent, ContextEvent
+
+from .session import AgentSession
 
 __all__ = ["CompanionMagics"]
 
 
 @magics_class
 class CompanionMagics(Magics):
-    """The magics beside `%agent`; `AgentMagics` (run.py) adds `%agent` and the configuration."""
+    """The magics beside `%agent`, sharing its session."""
 
-    # Kept by AgentMagics.__init__.
-    current: Agent | None
-    grants: SessionGrants
-    _background: asyncio.Task[Any] | None
-
-    def _configured_agent(self) -> Agent:
-        """The conversation's agent, or a new one, with the configured rules and MCP servers on it
-        (warnings go to stderr). AgentMagics, which holds the configuration, makes it."""
-        raise NotImplementedError
-
-    def _need_agent(self) -> Agent:
-        if self.current is None:
-            raise UsageError("No conversation yet: start one with `%agent <request>`.")
-        return self.current
+    def __init__(self, shell: Any, session: AgentSession) -> None:
+        super().__init__(shell=shell)
+        self.session = session
 
     @line_magic
     def agent_stop(self, line: str = "") -> None:
         """Stop the running agent (foreground or --background); the history stays valid."""
-        task = self._background
-        if self.current is not None and self.current.running:
-            self.current.interrupt()
-        elif task is not None and not task.done():
-            task.cancel()
-        else:
+        if not self.session.stop():
             print("No agent run is in progress.")
             return
         print("Stopping the agent…")
@@ -65,7 +46,7 @@ class CompanionMagics(Magics):
         and every permission rule with the place it came from."""
         from ipy_agent.ui.inspection import tools_text
 
-        agent = self._configured_agent()
+        agent = self.session.configured_agent()
         print(tools_text(agent))
 
     @line_magic
@@ -77,7 +58,7 @@ class CompanionMagics(Magics):
         from ipy_agent.ui.inspection import inspect_text
 
         try:
-            print(inspect_text(self._need_agent(), line.strip() or None))
+            print(inspect_text(self.session.need_agent(), line.strip() or None))
         except LookupError as e:
             raise UsageError(str(e)) from None
 
@@ -91,7 +72,7 @@ class CompanionMagics(Magics):
         if text and not text.isdigit():
             raise UsageError(f"%agent_trace takes a turn number, not {text!r}")
         try:
-            print(trace_text(self._need_agent(), int(text) if text else None))
+            print(trace_text(self.session.need_agent(), int(text) if text else None))
         except LookupError as e:
             raise UsageError(str(e)) from None
 
@@ -100,7 +81,7 @@ class CompanionMagics(Magics):
         """The conversation so far, one compact line per block."""
         from ipy_agent.ui.inspection import history_text
 
-        print(history_text(self._need_agent()))
+        print(history_text(self.session.need_agent()))
 
     @line_magic
     def agent_context(self, line: str = "") -> None:
@@ -108,18 +89,18 @@ class CompanionMagics(Magics):
         with a bar picture and the share used. See also %agent_compact."""
         from ipy_agent.context.report import context_report
 
-        print(context_report(self._need_agent()))
+        print(context_report(self.session.need_agent().context_manager))
 
     @line_magic
     def agent_compact(self, line: str = "") -> None:
         """%agent_compact [instructions]: summarise the older turns now, keeping the recent ones.
 
         The instructions say what the summary must keep, e.g. `%agent_compact keep the failing test names`."""
-        agent = self._need_agent()
+        agent = self.session.need_agent()
         if agent.running:
             raise UsageError("The agent is running; stop it first with %agent_stop.")
         cm = agent.context_manager
-        events: list[Any] = []
+        events: list[AgentEvent] = []
         agent.on_event(events.append)
         try:
             done = cm.compact_now(line.strip())
@@ -128,19 +109,19 @@ class CompanionMagics(Magics):
         if not done:
             print(f"Not compacted: {cm.last_refusal}.")
             return
-        event = next(e for e in reversed(events) if getattr(e, "kind", "") == "context")
+        event = next(e for e in reversed(events) if isinstance(e, ContextEvent))
         print(f"{event.text[:1].upper()}{event.text[1:]}.")
 
     @line_magic
     def agent_reset(self, line: str = "") -> None:
         """Forget the conversation, read state and trace. Configuration stays, and so do the rules
         you granted with "Always allow" (for the kernel session; %agent_rules lists them)."""
-        agent = self._need_agent()
+        agent = self.session.need_agent()
         if agent.running:
             raise UsageError("The agent is running; stop it first with %agent_stop.")
         agent.reset()
         agent.close()  # MCP servers stop; they start again at the next run
-        print(" ".join(p for p in ("Conversation cleared.", self.grants.note()) if p))
+        print(" ".join(p for p in ("Conversation cleared.", self.session.grants.note()) if p))
 
     @line_magic
     def agent_rules(self, line: str = "") -> None:
@@ -150,7 +131,8 @@ class CompanionMagics(Magics):
         takes one back (the next call it covered asks again). %agent_tools lists every rule."""
         text = line.strip()
         if not text:
-            print(self.grants.listing(self.current))
+            agent = self.session.agent
+            print(self.session.grants.listing(agent.rules if agent else None, agent.cwd if agent else None))
             return
         if not text.startswith("--revoke"):
             raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")
@@ -158,9 +140,9 @@ class CompanionMagics(Magics):
         if not rule:
             raise UsageError("%agent_rules --revoke needs a rule, e.g. `%agent_rules --revoke Bash(git status:*)`")
         try:
-            self.grants.revoke(rule, self.current)
+            self.session.grants.revoke(rule, self.session.agent.rules if self.session.agent else None)
         except KeyError:
-            known = ", ".join(self.grants.sources) or "none"
+            known = ", ".join(self.session.grants.sources) or "none"
             raise UsageError(f'{rule!r} is not a rule granted with "Always allow" (granted: {known})') from None
         print(f"Revoked {rule}: calls it covered will ask again.")
 
@@ -171,7 +153,7 @@ class CompanionMagics(Magics):
         %agent run; a project's servers (.mcp.json) ask for your approval once."""
         from ipy_agent.mcp.report import status_text
 
-        agent = self._configured_agent()
+        agent = self.session.configured_agent()
         print(status_text(agent.mcp, agent.exposure().hidden))
 
     @line_magic
@@ -182,7 +164,7 @@ class CompanionMagics(Magics):
         path = line.strip().strip("'\"")
         if not path:
             raise UsageError("%agent_save needs a file name, e.g. `%agent_save conversation.json`")
-        agent = self._need_agent()
+        agent = self.session.need_agent()
         try:
             save_conversation(agent, path)
         except OSError as e:

@@ -16,13 +16,13 @@ import atexit
 import contextlib
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ipy_agent.base.secrets import redact
-from ipy_agent.contract.tool import Tool, maybe_await
-from ipy_agent.permissions.decide import PermissionPreview, PermissionRequest, normalize_answer
+from ipy_agent.contract.tool import PermissionPreview, Tool, maybe_await
+from ipy_agent.permissions.decide import Approver, PermissionRequest, normalize_answer
 
 from .config import ServerConfig, parse_servers
 from .connection import CallOutcome, ServerConnection, ServerDown
@@ -31,7 +31,7 @@ from .trust import TrustStore
 
 __all__ = ["McpManager", "close_all"]
 
-Notice = tuple[str, str]  # (level, text)
+Notice = tuple[Literal["info", "warning", "error"], str]  # (level, text)
 _MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
 
 
@@ -103,7 +103,7 @@ class McpManager:
         self._tried.clear()
 
     # --- before each model request -----------------------------------------------------------
-    async def sync(self, approver: Callable[[PermissionRequest], Any] | None) -> list[Notice]:
+    async def sync(self, approver: Approver | None) -> list[Notice]:
         notices: list[Notice] = []
         configs = self.configs
         # A changed configuration stops its server; so does a project server whose approval no

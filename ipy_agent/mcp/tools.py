@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ipy_agent.contract.tool import Tool, ToolContext, ToolError, text_of
+from ipy_agent.contract.tool import Tool, ToolError, text_of
+from ipy_agent.contract.tool_context import ToolContext
 
 from .connection import CallFailed, CallOutcome, ServerDown, ToolInfo
 from .results import result_blocks

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "BlockComplete",
+    "CountsTokens",
     "MessageComplete",
     "Model",
     "ModelError",
@@ -111,8 +112,18 @@ class ModelError(Exception):
 
 
 @runtime_checkable
+class CountsTokens(Protocol):
+    """A model that can count a request's input tokens the way its provider bills them."""
+
+    async def count_tokens(self, request: ModelRequest) -> int: ...
+
+
+@runtime_checkable
 class Model(Protocol):
-    name: str
+    @property
+    def name(self) -> str:
+        """The model's name as its provider knows it (prices and windows are looked up by it)."""
+        ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield the events of one assistant message; raise ModelError on final failure."""

@@ -4,7 +4,9 @@ The agent lives in the kernel; the notebook the person sees lives in the browser
 in `labextension/` registers the comm target `ipy_agent.notebook` on each notebook panel's
 kernel. This module opens that comm (at `%load_ext`), learns from the panels' hellos which
 notebook this kernel serves, and sends requests `{protocol, request_id, op, path, args}`; the
-panel whose path matches answers `{protocol, reply_to, ok, result | error, code}`.
+panel whose path matches answers `{protocol, reply_to, ok, result | error, code}`. The comm
+target, the protocol's version, its messages and ops are defined once, in `protocol.json`
+(read by `protocol`), which the extension is built from too.
 
 Decisions:
 - Connection is learnt, not polled: a front end with the extension says hello as soon as the
@@ -34,10 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROTOCOL", "TARGET", "BridgeError", "FrontEnd", "NotConnected", "NotebookBridge"]
+from .protocol import PROTOCOL, TARGET
 
-PROTOCOL = 1
-TARGET = "ipy_agent.notebook"
+__all__ = ["BridgeError", "FrontEnd", "NotConnected", "NotebookBridge"]
+
 REQUEST_TIMEOUT = 15.0
 HELLO_WAIT = 2.0  # how long the first run waits for a hello after the comm was opened
 # How long a run waits for a known page to answer its probe. A live page answers as soon as its

@@ -31,6 +31,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,8 +146,115 @@ class _DisplayHook:
 async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
     """Run `code` as a cell in `shell`; outputs are captured, not sent to any front end."""
     outcome = RunOutcome()
+    transformed, exc_tuple = _transform(shell, code)
+    is_async = exc_tuple is None and bool(
+        shell.should_run_async(code, transformed_cell=transformed, preprocessing_exc_tuple=None)
+    )
+    run_args = {"store_history": True, "transformed_cell": transformed, "preprocessing_exc_tuple": exc_tuple}
+    main = threading.current_thread() is threading.main_thread()
+    old_sigint = signal.getsignal(signal.SIGINT) if main else None
+    deadline = _Deadline(timeout) if main and not is_async else None
+    start = time.monotonic()
+    try:
+        with _captured(shell, outcome.outputs):
+            if main and not is_async:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            result = await _run(shell, code, run_args, timeout, is_async, deadline, outcome)
+        fired = deadline is not None and deadline.fired
+        outcome.execution_count = getattr(result, "execution_count", None) or shell.execution_count - 1
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        if isinstance(error, KeyboardInterrupt):
+            outcome.timed_out = outcome.timed_out or fired
+            outcome.interrupted = not fired
+        if error is not None:
+            outcome.error = f"{type(error).__name__}: {error}"
+    finally:
+        if main and old_sigint is not None:
+            signal.signal(signal.SIGINT, old_sigint)
+        outcome.seconds = time.monotonic() - start
+    if outcome.timed_out and not any(o.get("output_type") == "error" for o in outcome.outputs):
+        outcome.outputs.append(
+            {
+                "output_type": "error",
+                "ename": "TimeoutError",
+                "evalue": f"the cell was stopped after {timeout:g} s",
+                "traceback": [],
+            }
+        )
+    if outcome.interrupted and callable(old_sigint) and old_sigint is not signal.default_int_handler:
+        # The person pressed stop: let the kernel's own handler stop the agent's cell as well.
+        old_sigint(signal.SIGINT, None)
+    return outcome
+
+
+def _transform(shell: Any, code: str) -> tuple[str, Any]:
+    """The cell's code after IPython's input transformers, or the error they raised."""
+    try:
+        return shell.transform_cell(code), None
+    except Exception:  # run_cell reports it, as for a cell the person runs
+        return code, sys.exc_info()
+
+
+async def _run(
+    shell: Any,
+    code: str,
+    run_args: dict[str, Any],
+    timeout: float,
+    is_async: bool,
+    deadline: _Deadline | None,
+    outcome: RunOutcome,
+) -> Any:
+    """IPython's run of the cell, stopped at the deadline; None when it never finished."""
+    if deadline is not None:
+        deadline.start()
+    try:
+        if is_async:
+            return await asyncio.wait_for(shell.run_cell_async(code, **run_args), timeout)
+        return await shell.run_cell_async(code, **run_args)
+    except TimeoutError:
+        outcome.timed_out = True
+    except KeyboardInterrupt:  # landed outside the cell's code, in IPython's own bookkeeping
+        fired = deadline is not None and deadline.fired
+        outcome.timed_out, outcome.interrupted = fired, not fired
+    finally:
+        if deadline is not None:
+            deadline.stop()
+    return None
+
+
+class _Deadline:
+    """A timer thread that sends this process SIGINT when a synchronous cell runs too long."""
+
+    def __init__(self, timeout: float) -> None:
+        self.fired = False
+        self._done = False
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(timeout, self._fire)
+        self._timer.daemon = True
+
+    def start(self) -> None:
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.fired = True
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+        if self.fired:
+            _drain_sigint()
+
+
+@contextlib.contextmanager
+def _captured(shell: Any, outputs: list[dict[str, Any]]) -> Iterator[None]:
+    """stdout, stderr, the display hook, the display publisher and the traceback hook send what
+    the cell shows into `outputs` for the run; all are restored after it, whatever happens."""
     lock = threading.Lock()
-    outputs = outcome.outputs
 
     def show_traceback(etype: Any, evalue: Any, stb: list[str]) -> None:
         with lock:
@@ -160,95 +268,22 @@ async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
             )
 
     hook = _DisplayHook(shell, outputs, lock)
-    saved = (
-        sys.stdout,
-        sys.stderr,
-        sys.displayhook,
-        shell.display_pub,
-        shell.display_trap.hook,
-        shell.__dict__.get("_showtraceback"),
-    )
-    try:
-        transformed, exc_tuple = shell.transform_cell(code), None
-    except Exception:  # run_cell reports it, as for a cell the person runs
-        transformed, exc_tuple = code, sys.exc_info()
-    is_async = exc_tuple is None and bool(
-        shell.should_run_async(code, transformed_cell=transformed, preprocessing_exc_tuple=None)
-    )
-    run_args = {"store_history": True, "transformed_cell": transformed, "preprocessing_exc_tuple": exc_tuple}
-    main = threading.current_thread() is threading.main_thread()
-    old_sigint = signal.getsignal(signal.SIGINT) if main else None
-    state = {"done": False, "fired": False}
-    state_lock = threading.Lock()
-
-    def fire() -> None:
-        with state_lock:
-            if state["done"]:
-                return
-            state["fired"] = True
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(timeout, fire) if main and not is_async else None
-    start = time.monotonic()
+    saved = (sys.stdout, sys.stderr, sys.displayhook, shell.display_pub, shell.display_trap.hook)
+    saved_traceback = shell.__dict__.get("_showtraceback")
     sys.stdout, sys.stderr = _Stream("stdout", outputs, lock), _Stream("stderr", outputs, lock)
     sys.displayhook = hook
     shell.display_pub = _DisplayPub(outputs, lock)
     shell.display_trap.hook = hook
     shell._showtraceback = show_traceback
     try:
-        if main and not is_async:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-        if timer is not None:
-            timer.daemon = True
-            timer.start()
-        try:
-            if is_async:
-                result = await asyncio.wait_for(shell.run_cell_async(code, **run_args), timeout)
-            else:
-                result = await shell.run_cell_async(code, **run_args)
-        except TimeoutError:
-            outcome.timed_out = True
-            result = None
-        except KeyboardInterrupt:  # landed outside the cell's code, in IPython's own bookkeeping
-            outcome.timed_out, outcome.interrupted = state["fired"], not state["fired"]
-            result = None
-        finally:
-            with state_lock:
-                state["done"] = True
-            if timer is not None:
-                timer.cancel()
-            if state["fired"]:
-                _drain_sigint()
-        outcome.execution_count = getattr(result, "execution_count", None) or shell.execution_count - 1
-        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
-        if isinstance(error, KeyboardInterrupt):
-            outcome.timed_out = outcome.timed_out or state["fired"]
-            outcome.interrupted = not state["fired"]
-        if error is not None:
-            outcome.error = f"{type(error).__name__}: {error}"
+        yield
     finally:
         sys.stdout, sys.stderr, sys.displayhook = saved[0], saved[1], saved[2]
         shell.display_pub, shell.display_trap.hook = saved[3], saved[4]
-        if saved[5] is None:
+        if saved_traceback is None:
             shell.__dict__.pop("_showtraceback", None)
         else:
-            shell._showtraceback = saved[5]
-        if main and old_sigint is not None:
-            signal.signal(signal.SIGINT, old_sigint)
-        outcome.seconds = time.monotonic() - start
-    if outcome.timed_out and not any(o.get("output_type") == "error" for o in outputs):
-        outputs.append(
-            {
-                "output_type": "error",
-                "ename": "TimeoutError",
-                "evalue": f"the cell was stopped after {timeout:g} s",
-                "traceback": [],
-            }
-        )
-    if outcome.interrupted and callable(old_sigint) and old_sigint is not signal.default_int_handler:
-        # The person pressed stop: let the kernel's own handler stop the agent's cell as well.
-        old_sigint(signal.SIGINT, None)
-    return outcome
+            shell._showtraceback = saved_traceback
 
 
 def _drain_sigint() -> None:

@@ -12,14 +12,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from pydantic import BaseModel
 
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, ToolContext, maybe_await
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, maybe_await
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.contract.tool_input import dump_input
 
-from .decide import Behavior, Decision, PermissionAnswer, PermissionRequest, PermissionRules, decide, normalize_answer
+from .decide import (
+    Approver,
+    Behavior,
+    Decision,
+    PermissionAnswer,
+    PermissionRequest,
+    PermissionRules,
+    decide,
+    normalize_answer,
+)
 
 __all__ = ["decide_permission", "denial_text"]
 
@@ -32,7 +41,7 @@ async def decide_permission(
     rules: PermissionRules,
     mode: str,
     hook_decision: tuple[Behavior, str] | None,
-    approver: Callable[[PermissionRequest], Any] | None,
+    approver: Approver | None,
     lock: asyncio.Lock,
     summary: str,
     before_prompt: Callable[[PermissionPreview | None, str], None],
@@ -75,7 +84,7 @@ async def _ask(
     inp: BaseModel,
     ctx: ToolContext,
     rules: PermissionRules,
-    approver: Callable[[PermissionRequest], Any] | None,
+    approver: Approver | None,
     summary: str,
     asked: Decision,
     before_prompt: Callable[[PermissionPreview | None, str], None],

@@ -19,17 +19,22 @@ The decision records which of these made it, for the trace and `%agent_inspect`.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from ipy_agent.contract.tool import DecisionSource, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool
+from ipy_agent.contract.tool_context import DecisionSource, ToolContext
 
 from .builtin import BUILTIN, ENV_FILES, builtin_read_denies, lifts, read_deny_specs
-from .rules import Rule, gitignore_match, matches_subject, parse_rule
+from .rules import Rule, RuleSpec, gitignore_match, matches_subject, parse_rule
 
 __all__ = [
     "PERMISSION_MODES",
+    "STEPS",
+    "AnswerLike",
+    "Approver",
     "Decision",
     "PermissionAnswer",
     "PermissionMode",
@@ -40,7 +45,7 @@ __all__ = [
 ]
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
-PERMISSION_MODES: tuple[str, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
+PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
 Behavior = Literal["allow", "ask", "deny"]
 Source = DecisionSource
 
@@ -81,7 +86,13 @@ class PermissionAnswer:
     automatic: bool = False
 
 
-def normalize_answer(answer: Any) -> PermissionAnswer:
+# What an approver may answer: a PermissionAnswer, "allow" / "always" / "deny", or a bool
+# (None denies); sync or async.
+AnswerLike = PermissionAnswer | str | bool | None
+Approver = Callable[[PermissionRequest], AnswerLike | Awaitable[AnswerLike]]
+
+
+def normalize_answer(answer: object) -> PermissionAnswer:
     if isinstance(answer, PermissionAnswer):
         if answer.behavior not in ("allow", "always", "deny"):
             raise ValueError(f"PermissionAnswer.behavior must be 'allow', 'always' or 'deny', not {answer.behavior!r}")
@@ -138,6 +149,27 @@ class PermissionRules:
         that gives their precedence (see builtin.py)."""
         return read_deny_specs(self.deny, self.allow, cwd, dirs)
 
+    def of(self, kind: Behavior) -> list[Rule]:
+        """The rules of one kind (the list itself: changing it changes the rules)."""
+        bucket: list[Rule] = getattr(self, kind)
+        return bucket
+
+    def replace(self, previous: Sequence[Rule], specs: Iterable[RuleSpec]) -> list[Rule]:
+        """Take `previous` (rules an earlier call added) off and add `specs`; return what was added.
+
+        Rules granted by the person ("always") and rules given in code stay untouched, so a
+        settings file or a `%config` change applies at the next run without losing a grant."""
+        gone = {id(r) for r in previous}
+        for kind in ("allow", "ask", "deny"):
+            bucket: list[Rule] = getattr(self, kind)
+            bucket[:] = [r for r in bucket if id(r) not in gone]
+        added: list[Rule] = []
+        for spec in specs:
+            rule = self.add(spec.kind, spec.text, source=spec.source)
+            if all(r is not rule for r in added) and any(r is rule for r in getattr(self, spec.kind)):
+                added.append(rule)  # not a duplicate of a rule that stays
+        return added
+
     def denies_whole(self, tool: Tool) -> Rule | None:
         names = {tool.name, *tool.rule_groups}
         return next((r for r in self.deny if r.tool in names and r.whole_tool), None)
@@ -148,7 +180,7 @@ class PermissionRules:
         """The first rule of `kind` covering the call. A built-in deny rule is skipped where an
         explicit allow rule lifts it, or for `.env*`, inside the working directories `dirs`."""
         names = {tool.name, *tool.rule_names, *tool.rule_groups}
-        for rule in getattr(self, kind):
+        for rule in self.of(kind):
             if rule.tool not in names:
                 continue
             if rule.source == BUILTIN and kind == "deny":
@@ -192,6 +224,28 @@ class PermissionRules:
         return found
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Call:
+    """One call as the permission steps see it."""
+
+    tool: Tool
+    inp: Any
+    ctx: ToolContext
+    rules: PermissionRules
+    mode: str
+    check: PermissionCheck  # the tool's own opinion
+    hook: tuple[Behavior, str] | None  # what PreToolUse hooks said
+    subject: RuleSubject | None
+    target: RuleSubject | None  # a symlink's target, judged as well
+    read_only: bool
+
+    def find(self, kind: Behavior) -> Rule | None:
+        return self.rules.find(kind, self.tool, self.subject, self.ctx.cwd)
+
+    def hook_says(self, behavior: Behavior) -> str | None:
+        return self.hook[1] if self.hook is not None and self.hook[0] == behavior else None
+
+
 def decide(
     *,
     tool: Tool,
@@ -202,72 +256,163 @@ def decide(
     tool_check: PermissionCheck,
     hook_decision: tuple[Behavior, str] | None,
 ) -> Decision:
+    """The first step of `STEPS` with an answer decides; none: ask."""
     subject = tool.rule_subject(inp, ctx)
-    cwd = ctx.cwd
-    read_only = tool.is_read_only(inp)
-
-    # A symlink is judged as itself and as its target: a deny rule on either denies, an allow
-    # rule must cover both (a link inside `src/` must not open `~/.ssh/id_rsa`).
-    target = _link_target(subject)
-    if (denial := _rule_denial(tool, subject, target, rules, ctx)) is not None:
-        return denial
-    if tool_check.behavior == "deny":
-        return Decision(behavior="deny", source="tool", reason=tool_check.message or f"{tool.name} refused this call")
-    if hook_decision is not None and hook_decision[0] == "deny":
-        return Decision(behavior="deny", source="hook", reason=hook_decision[1] or "denied by a PreToolUse hook")
-    if mode == "plan" and not read_only:
-        return Decision(
-            behavior="deny",
-            source="mode",
-            reason="plan mode: only read-only tools run. Describe the change you would make instead of making it.",
-        )
-    if (r := rules.find("ask", tool, subject, cwd)) is not None:
-        return Decision(behavior="ask", source="rule", rule=r.text, reason=f"rule {r.text!r} asks for approval")
-    if tool_check.behavior == "ask" and tool_check.always:
-        # Before hooks, modes and allow rules: a write that changes what runs asks every time.
-        return Decision(behavior="ask", source="tool", reason=tool_check.message or f"{tool.name} asks for approval")
-    if hook_decision is not None and hook_decision[0] == "ask":
-        return Decision(behavior="ask", source="hook", reason=hook_decision[1] or "a PreToolUse hook asks for approval")
-    if hook_decision is not None and hook_decision[0] == "allow":
-        return Decision(behavior="allow", source="hook", reason=hook_decision[1] or "allowed by a PreToolUse hook")
-    if mode == "bypassPermissions":
-        return Decision(behavior="allow", source="mode", reason="bypassPermissions mode")
-    if mode == "acceptEdits" and tool.kind == "edit" and _subject_inside(subject, ctx):
-        return Decision(
-            behavior="allow", source="mode", reason="acceptEdits mode: an edit inside the working directories"
-        )
-    r = rules.find("allow", tool, subject, cwd) or rules.find_allow_for_parts(tool, subject, cwd)
-    if r is not None and target is not None and rules.find("allow", tool, target, cwd) is None:
-        r = None
-    if r is not None:
-        return Decision(behavior="allow", source="rule", rule=r.text, reason=f"allowed by rule {r.text!r} ({r.source})")
-    if tool_check.behavior == "allow":
-        return Decision(behavior="allow", source="tool", reason=tool_check.message or f"{tool.name} allows this call")
-    if tool_check.behavior == "ask":
-        # The tool's "ask" withholds the automatic pass (a read outside the working
-        # directories); a rule the person wrote, or a mode they chose, still decides first.
-        return Decision(behavior="ask", source="tool", reason=tool_check.message or f"{tool.name} asks for approval")
-    if read_only and (subject is None or subject.kind != "path" or ctx.is_readable_without_prompt(subject.value)):
-        return Decision(behavior="allow", source="default", reason="read-only")
-    why = "reads outside the working directories" if read_only else "can change things here"
+    call = _Call(
+        tool=tool,
+        inp=inp,
+        ctx=ctx,
+        rules=rules,
+        mode=mode,
+        check=tool_check,
+        hook=hook_decision,
+        subject=subject,
+        # A symlink is judged as itself and as its target: a deny rule on either denies, an allow
+        # rule must cover both (a link inside `src/` must not open `~/.ssh/id_rsa`).
+        target=_link_target(subject),
+        read_only=tool.is_read_only(inp),
+    )
+    for step in STEPS:
+        if (decision := step(call)) is not None:
+            return decision
+    why = "reads outside the working directories" if call.read_only else "can change things here"
     return Decision(behavior="ask", source="default", reason=f"{tool.name} {why}, and no rule or mode allows this call")
 
 
-def _rule_denial(
-    tool: Tool, subject: RuleSubject | None, target: RuleSubject | None, rules: PermissionRules, ctx: ToolContext
-) -> Decision | None:
-    cwd, dirs = ctx.cwd, ctx.all_dirs()
-    r = rules.find("deny", tool, subject, cwd, dirs) or (target and rules.find("deny", tool, target, cwd, dirs))
+def _deny_rule(c: _Call) -> Decision | None:
+    cwd, dirs = c.ctx.cwd, c.ctx.all_dirs()
+    r = c.rules.find("deny", c.tool, c.subject, cwd, dirs) or (
+        c.target and c.rules.find("deny", c.tool, c.target, cwd, dirs)
+    )
     if not r:
         return None
-    hidden = f": {subject.hidden}, so the rule could apply to it" if subject is not None and subject.hidden else ""
+    hidden = (
+        f": {c.subject.hidden}, so the rule could apply to it" if c.subject is not None and c.subject.hidden else ""
+    )
     why = f"denied by rule {r.text!r} ({r.source}){hidden}"
     if r.source == BUILTIN:
         why += (
             ": it keeps credentials from every tool. Do not look for another way to read it; if the person "
-            f"wants it read, they can add an allow rule naming the file, e.g. {r.tool}({_example(subject, r)})"
+            f"wants it read, they can add an allow rule naming the file, e.g. {r.tool}({_example(c.subject, r)})"
         )
     return Decision(behavior="deny", source="rule", rule=r.text, reason=why)
+
+
+def _example(subject: RuleSubject | None, rule: Rule) -> str:
+    """An allow rule specifier that would lift a built-in rule for this path."""
+    if subject is None or subject.kind != "path":
+        return rule.specifier or ""
+    home = os.path.expanduser("~").rstrip(os.sep)
+    value = os.path.normpath(subject.value)
+    if value.startswith(home + os.sep):
+        return "~/" + value[len(home) + 1 :]
+    return "/" + value
+
+
+def _under(path: str, directory: Path) -> bool:
+    base = os.path.normpath(str(directory))
+    path = os.path.normpath(path)
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def _tool_denies(c: _Call) -> Decision | None:
+    if c.check.behavior != "deny":
+        return None
+    return Decision(behavior="deny", source="tool", reason=c.check.message or f"{c.tool.name} refused this call")
+
+
+def _hook_denies(c: _Call) -> Decision | None:
+    if (why := c.hook_says("deny")) is None:
+        return None
+    return Decision(behavior="deny", source="hook", reason=why or "denied by a PreToolUse hook")
+
+
+def _plan_mode(c: _Call) -> Decision | None:
+    if c.mode != "plan" or c.read_only:
+        return None
+    return Decision(
+        behavior="deny",
+        source="mode",
+        reason="plan mode: only read-only tools run. Describe the change you would make instead of making it.",
+    )
+
+
+def _ask_rule(c: _Call) -> Decision | None:
+    if (r := c.find("ask")) is None:
+        return None
+    return Decision(behavior="ask", source="rule", rule=r.text, reason=f"rule {r.text!r} asks for approval")
+
+
+def _tool_always_asks(c: _Call) -> Decision | None:
+    # Before hooks, modes and allow rules: a write that changes what runs asks every time.
+    if c.check.behavior != "ask" or not c.check.always:
+        return None
+    return Decision(behavior="ask", source="tool", reason=c.check.message or f"{c.tool.name} asks for approval")
+
+
+def _hook_asks(c: _Call) -> Decision | None:
+    if (why := c.hook_says("ask")) is None:
+        return None
+    return Decision(behavior="ask", source="hook", reason=why or "a PreToolUse hook asks for approval")
+
+
+def _hook_allows(c: _Call) -> Decision | None:
+    if (why := c.hook_says("allow")) is None:
+        return None
+    return Decision(behavior="allow", source="hook", reason=why or "allowed by a PreToolUse hook")
+
+
+def _permissive_mode(c: _Call) -> Decision | None:
+    if c.mode == "bypassPermissions":
+        return Decision(behavior="allow", source="mode", reason="bypassPermissions mode")
+    if c.mode == "acceptEdits" and c.tool.kind == "edit" and _subject_inside(c.subject, c.ctx):
+        return Decision(
+            behavior="allow", source="mode", reason="acceptEdits mode: an edit inside the working directories"
+        )
+    return None
+
+
+def _allow_rule(c: _Call) -> Decision | None:
+    r = c.find("allow") or c.rules.find_allow_for_parts(c.tool, c.subject, c.ctx.cwd)
+    if r is None or (c.target is not None and c.rules.find("allow", c.tool, c.target, c.ctx.cwd) is None):
+        return None
+    return Decision(behavior="allow", source="rule", rule=r.text, reason=f"allowed by rule {r.text!r} ({r.source})")
+
+
+def _tool_opinion(c: _Call) -> Decision | None:
+    if c.check.behavior == "allow":
+        return Decision(behavior="allow", source="tool", reason=c.check.message or f"{c.tool.name} allows this call")
+    if c.check.behavior == "ask":
+        # The tool's "ask" withholds the automatic pass (a read outside the working
+        # directories); a rule the person wrote, or a mode they chose, still decides first.
+        return Decision(behavior="ask", source="tool", reason=c.check.message or f"{c.tool.name} asks for approval")
+    return None
+
+
+def _read_only_default(c: _Call) -> Decision | None:
+    s = c.subject
+    if c.read_only and (s is None or s.kind != "path" or c.ctx.is_readable_without_prompt(s.value)):
+        return Decision(behavior="allow", source="default", reason="read-only")
+    return None
+
+
+# The order is the policy (docs/ARCHITECTURE.md, "Deny wins"): deny rules > the tool's deny > a
+# hook's deny > plan mode > ask rules > the tool's "always ask" > a hook's ask > a hook's allow >
+# bypass and acceptEdits modes > allow rules > the tool's own opinion > read-only > ask.
+STEPS: tuple[Callable[[_Call], Decision | None], ...] = (
+    _deny_rule,
+    _tool_denies,
+    _hook_denies,
+    _plan_mode,
+    _ask_rule,
+    _tool_always_asks,
+    _hook_asks,
+    _hook_allows,
+    _permissive_mode,
+    _allow_rule,
+    _tool_opinion,
+    _read_only_default,
+)
 
 
 def _link_target(subject: RuleSubject | None) -> RuleSubject | None:
@@ -276,23 +421,6 @@ def _link_target(subject: RuleSubject | None) -> RuleSubject | None:
         return None
     real = os.path.realpath(subject.value)
     return RuleSubject(kind="path", value=real) if real != os.path.normpath(subject.value) else None
-
-
-def _example(subject: RuleSubject | None, rule: Rule) -> str:
-    """An allow rule specifier that would lift a built-in rule for this path."""
-    if subject is None or subject.kind != "path":
-        return rule.specifier or ""
-    home = os.path.expanduser("~")
-    value = os.path.normpath(subject.value)
-    if value.startswith(home.rstrip(os.sep) + os.sep):
-        return "~/" + value[len(home.rstrip(os.sep)) + 1 :]
-    return "/" + value
-
-
-def _under(path: str, directory: Path) -> bool:
-    base = os.path.normpath(str(directory))
-    path = os.path.normpath(path)
-    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def _subject_inside(subject: RuleSubject | None, ctx: ToolContext) -> bool:

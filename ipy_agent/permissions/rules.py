@@ -21,7 +21,7 @@ from typing import Literal
 from ipy_agent.base.gitignore import gitignore_match
 from ipy_agent.contract.tool import CommandPart, RuleSubject
 
-__all__ = ["Rule", "command_matches", "gitignore_match", "matches_subject", "parse_rule", "part_matches"]
+__all__ = ["Rule", "RuleKind", "RuleSpec", "command_matches", "matches_subject", "parse_rule", "part_matches"]
 
 RuleKind = Literal["allow", "ask", "deny"]
 
@@ -41,6 +41,15 @@ class Rule:
 
     def __str__(self) -> str:
         return self.text
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleSpec:
+    """One rule as configured: its kind, its text and where it was written."""
+
+    kind: RuleKind
+    text: str
+    source: str
 
 
 def parse_rule(text: str, source: str = "argument") -> Rule:

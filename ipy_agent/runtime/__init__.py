@@ -7,5 +7,6 @@ Modules import one way, each only from those above it in this list:
 - `registry`: which tools the model is offered this turn, and why others are hidden;
 - `run_env`: what a call needs from its turn, and the one path that settles a record;
 - `lifecycle`: the stages of one call, from parsing its input to its post-hooks;
-- `executor`: batches of concurrency-safe calls, ordered results, cancellation.
+- `executor`: batches of concurrency-safe calls, ordered results, cancellation;
+- `conversation`: the `Conversation` protocol, what the layers above need from a conversation.
 """

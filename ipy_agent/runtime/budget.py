@@ -18,8 +18,6 @@ from typing import Any
 
 __all__ = [
     "MAX_SPILL_BYTES",
-    "PREVIEW_CHARS",
-    "SELF_LIMITING",
     "ResultBudget",
     "capped_for_spill",
     "empty_placeholder",

@@ -2,7 +2,7 @@
 
 Start from the built-in and custom tools; remove those a deny rule names whole (`Bash`,
 `Bash(*)`), those whose `is_enabled(ctx)` is false (the live-notebook tools without a front
-end), and in simple mode everything but Bash, Read and Edit. Each removal keeps its reason, so
+end), and in simple mode the tools not `offered_in_simple_mode` (Bash, Read, Edit). Each removal keeps its reason, so
 `%agent_tools` can say why a tool is hidden.
 """
 
@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ipy_agent.contract.limits import SELF_LIMITING
-from ipy_agent.contract.tool import Tool, ToolContext
+from ipy_agent.contract.tool import Tool
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.permissions.decide import PermissionRules
 
-__all__ = ["SIMPLE_TOOLS", "Exposure", "ToolRegistry"]
-
-SIMPLE_TOOLS = ("Bash", "Read", "Edit")
+__all__ = ["Exposure", "ToolRegistry"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,8 +87,8 @@ class ToolRegistry:
         for tool in self._tools.values():
             if (rule := rules.denies_whole(tool)) is not None:
                 hidden[tool.name] = f"denied by rule {rule.text!r} ({rule.source})"
-            elif simple and tool.name not in SIMPLE_TOOLS:
-                hidden[tool.name] = "simple mode offers only Bash, Read and Edit"
+            elif simple and not tool.offered_in_simple_mode:
+                hidden[tool.name] = "simple mode offers only the everyday few (offered_in_simple_mode)"
             elif not tool.is_enabled(ctx):
                 hidden[tool.name] = "disabled here (is_enabled is false)"
             else:

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipy_agent.contract.hooks import Hooks
-from ipy_agent.contract.tool import Tool, ToolContext
-from ipy_agent.permissions.decide import PermissionRequest, PermissionRules
+from ipy_agent.contract.tool import Tool
+from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.permissions.decide import Approver, PermissionRules
 
 from .budget import ResultBudget
 from .trace import CallEvent, CallRecord, CallStatus, Stage, now
@@ -35,7 +36,7 @@ class RunEnv:
     budget: ResultBudget
     make_ctx: Callable[[str], ToolContext]
     mode: Callable[[], str]
-    approver: Callable[[PermissionRequest], Any] | None = None
+    approver: Approver | None = None
     emit: Callable[[Any], None] = lambda _e: None
     result_limit: Callable[[Tool], int] = lambda tool: tool.max_result_chars
     approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

@@ -12,6 +12,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ipy_agent.contract.tool import PermissionPreview
+from ipy_agent.models.base import Usage
+from ipy_agent.permissions.decide import Decision
+
 __all__ = [
     "AgentEvent",
     "CallEvent",
@@ -20,13 +24,19 @@ __all__ = [
     "ContextEvent",
     "NoticeEvent",
     "RunEndEvent",
+    "RunResult",
     "Stage",
+    "StopReason",
     "TextEvent",
     "ThinkingEvent",
     "TurnEvent",
+    "TurnRecord",
     "now",
 ]
 
+StopReason = Literal[
+    "end_turn", "max_turns", "interrupted", "stopped_by_hook", "blocked_by_hook", "error", "refusal", "max_tokens"
+]
 CallStatus = Literal["queued", "waiting", "running", "done", "error", "denied", "cancelled"]
 
 
@@ -61,7 +71,7 @@ class CallRecord:
     destructive: bool = False
     final_input: dict[str, Any] | None = None
     stages: list[Stage] = field(default_factory=list)
-    decision: Any = None  # permissions.Decision
+    decision: Decision | None = None
     result: dict[str, Any] | None = None  # the tool_result block the model received
     is_error: bool = False
     call_failed: bool = False  # the tool itself failed (not a denial or a bad input)
@@ -69,7 +79,7 @@ class CallRecord:
     summary_result: str = ""
     display_name: str = ""
     detail: str = ""  # what the person may expand: a diff, an output excerpt
-    preview: Any = None  # PermissionPreview shown at the prompt
+    preview: PermissionPreview | None = None  # shown at the prompt
     read_state_key: str | None = None
     spilled_to: str | None = None
     queued_at: float = field(default_factory=now)
@@ -84,6 +94,31 @@ class CallRecord:
         if self.start is None or self.end is None:
             return None
         return self.end - self.start
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """How a run ended: why, the model's last text, how many turns, what it cost, and any error."""
+
+    stop_reason: StopReason
+    text: str = ""
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    error_kind: str | None = None
+
+
+@dataclass(kw_only=True)
+class TurnRecord:
+    """One model request of a run: the tools offered and hidden, its usage and how it ended."""
+
+    turn: int
+    offered: list[str]
+    hidden: dict[str, str]
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str | None = None
+    start: float = field(default_factory=now)
+    end: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +145,7 @@ class CallEvent:
 class TurnEvent:
     turn: int
     phase: Literal["start", "end"]
-    usage: Any = None
+    usage: Usage | None = None
     stop_reason: str | None = None
     kind: Literal["turn"] = "turn"
 
@@ -124,7 +159,7 @@ class NoticeEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class RunEndEvent:
-    result: Any
+    result: RunResult
     kind: Literal["run_end"] = "run_end"
 
 

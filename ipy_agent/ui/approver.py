@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from typing import Any
 
 from ipy_agent.contract.tool import maybe_await
-from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
+from ipy_agent.permissions.decide import Approver, PermissionAnswer, PermissionRequest
 
 __all__ = ["NonInteractiveApprover", "allow_hint", "with_timeout"]
-
-Approver = Callable[[PermissionRequest], Any]
 
 
 def allow_hint(rule: str) -> str:

@@ -98,7 +98,7 @@ class CallRow:
     @property
     def html(self) -> str:
         """Everything the person sees of this row, as HTML (the line, then the detail below a prompt)."""
-        return self.line.value + (self.detail_html.value if self.detail_html is not None else "")
+        return str(self.line.value) + (str(self.detail_html.value) if self.detail_html is not None else "")
 
     def set_status(self, status: str) -> None:
         if status != self.status:
@@ -180,7 +180,7 @@ def _title_html(name: str, summary: str, result: str = "") -> str:
 def _detail_html(record: CallRecord) -> str:
     text = record.detail
     preview = record.preview
-    if not text and preview is not None and getattr(preview, "diff", None):
+    if not text and preview is not None and preview.diff:
         return diff_html(preview.diff, preview.added, preview.removed)
     if not text and preview is not None and getattr(preview, "command", None):
         # A denied or cancelled command never ran, so it has no detail of its own; the

@@ -14,8 +14,12 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from ipy_agent.contract.tool import Tool
+from ipy_agent.contract.read_state import ReadEntry
+from ipy_agent.contract.tool import Tool, ToolStatus
+from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.loop.agent import Agent
 from ipy_agent.permissions.builtin import BUILTIN, builtin_listing
+from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import CallRecord
 
 from .record import seen_lines
@@ -39,7 +43,7 @@ def flag_text(tool: Tool, flag: str) -> str:
         return "per input"
 
 
-def tools_text(agent: Any) -> str:
+def tools_text(agent: Agent) -> str:
     exposure = agent.exposure()
     rows: list[tuple[str, ...]] = [("tool", "offered", "read-only", "parallel", "destructive", "from")]
     for tool in agent.tools:
@@ -56,16 +60,10 @@ def tools_text(agent: Any) -> str:
         )
     lines = [f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):"]
     lines += _table(rows)
-    if any(t.name == "Bash" for t in agent.tools):
-        from ipy_agent.tools.bash.sandbox import availability_note
-
-        note = availability_note(agent.context())
-        lines += [
-            "",
-            note
-            or f"Bash sandbox: {agent.sandbox} (commands that run without asking are sandboxed: "
-            "read-only, no network; see the sandbox setting).",
-        ]
+    ctx = agent.tool_context()
+    statuses = [status.text for tool in agent.tools if (status := _status(tool, ctx)) is not None]
+    if statuses:
+        lines += ["", *statuses]
     if exposure.hidden:
         lines.append("")
         lines.append("Hidden tools, and why:")
@@ -93,6 +91,13 @@ def tools_text(agent: Any) -> str:
     return "\n".join(lines)
 
 
+def _status(tool: Tool, ctx: ToolContext) -> ToolStatus | None:
+    try:
+        return tool.status(ctx)
+    except Exception as e:  # a tool whose status fails still gets a line
+        return ToolStatus(text=f"{tool.name}: its status failed ({type(e).__name__}: {e})", warning=True)
+
+
 def tool_origin(tool: Tool) -> str:
     """Where a tool comes from: an MCP server (and its file), ipy_agent itself, or the caller."""
     if tool.origin:
@@ -105,7 +110,7 @@ def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def find_call(agent: Any, key: str | int | None = None) -> CallRecord:
+def find_call(agent: Conversation, key: str | int | None = None) -> CallRecord:
     """A call by number (1 = the first call of the conversation), by tool_use_id, or the last."""
     trace: list[CallRecord] = agent.trace
     if not trace:
@@ -142,13 +147,15 @@ def _content_text(result: dict[str, Any] | None) -> str:
     return "\n".join(parts)
 
 
-def _read_entry(agent: Any, rec: CallRecord) -> Any:
+def _read_entry(agent: Conversation, rec: CallRecord) -> ReadEntry | None:
     key = rec.read_state_key
     if key is None:
-        tool = agent.registry.get(rec.tool_name)
+        tool = agent.tool(rec.tool_name)
+        if tool is None:
+            return None
         try:
             inp = tool.input_model.model_validate(rec.final_input or rec.input)
-            subject = tool.rule_subject(inp, agent.context())
+            subject = tool.rule_subject(inp, agent.tool_context())
         except Exception:
             subject = None
         if subject is None or subject.kind != "path":
@@ -157,7 +164,7 @@ def _read_entry(agent: Any, rec: CallRecord) -> Any:
     return agent.read_state.get(key)
 
 
-def inspect_text(agent: Any, key: str | int | None = None) -> str:
+def inspect_text(agent: Conversation, key: str | int | None = None) -> str:
     rec = find_call(agent, key)
     result_text = _content_text(rec.result)
     d = rec.duration
@@ -225,7 +232,7 @@ def _wrap_stages(parts: list[str], width: int = TRACE_WIDTH) -> list[str]:
     return out
 
 
-def trace_text(agent: Any, turn: int | None = None) -> str:
+def trace_text(agent: Conversation, turn: int | None = None) -> str:
     """Each call of one turn with its stages, and a picture of its batches over time.
 
     `turn` is a turn number of the conversation; by default the last turn that called tools.
@@ -288,7 +295,7 @@ def _short(text: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def history_text(agent: Any) -> str:
+def history_text(agent: Conversation) -> str:
     """The conversation, one line per block, with the person's view of each tool result."""
     if not agent.messages:
         return "The conversation is empty."
@@ -302,11 +309,11 @@ def history_text(agent: Any) -> str:
             if kind == "text":
                 lines.append(f"[{i}] {who}: {_short(str(b.get('text', '')))}")
             elif kind == "tool_use":
-                rec = by_id.get(b.get("id"))
+                rec = by_id.get(str(b.get("id")))
                 what = rec.summary_use if rec and rec.summary_use else _short(json.dumps(b.get("input", {})), 60)
                 lines.append(f"[{i}] agent → {b.get('name')} {what}  ({b.get('id')})")
             elif kind == "tool_result":
-                rec = by_id.get(b.get("tool_use_id"))
+                rec = by_id.get(str(b.get("tool_use_id")))
                 if rec is not None:
                     seen = f"{status_look(rec.status).icon} {rec.summary_result}"
                 else:

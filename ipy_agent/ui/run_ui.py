@@ -17,21 +17,31 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Literal
+
+from ipy_agent.permissions.decide import Approver
+from ipy_agent.runtime.conversation import Conversation, Listener
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
+    from .widgets import RunView
 
 __all__ = ["RunUI", "choose_ui", "noninteractive_env"]
 
 
 @dataclass(kw_only=True)
 class RunUI:
-    listener: Callable[[Any], None]
-    approver: Callable[[Any], Any]
+    """How one run is shown and who answers its prompts."""
+
+    listener: Listener
+    approver: Approver
     show_error: Callable[[str], None]  # a warning or error line for the person
     show_crash: Callable[[BaseException], None]  # the run itself failed (a bug)
     close: Callable[[], None]
     background: bool
-    kind: str  # "widgets" | "text" (for tests and messages)
-    view: Any = None  # the RunView when kind is "widgets": its `prompts` can be answered from code
+    kind: Literal["widgets", "text"]  # for tests and messages
+    view: RunView | None = None  # with widgets: its `prompts` can be answered from code
 
 
 def noninteractive_env() -> bool:
@@ -39,13 +49,13 @@ def noninteractive_env() -> bool:
 
 
 def choose_ui(
-    agent: Any,
+    agent: Conversation,
     *,
     kernel: bool,
     background: bool,
     widgets: bool,
     approval_timeout: float | None = None,
-    handle: Any = None,
+    handle: DisplayHandle | None = None,
 ) -> RunUI:
     """`handle`: the display the cell already shows (the start line); the widget view replaces
     it, and the static record replaces the view when the run ends."""
@@ -82,7 +92,7 @@ def choose_ui(
     from .text import TextRenderer, make_console, terminal_approver
 
     console = make_console(kernel=kernel)
-    approver: Callable[[Any], Any]
+    approver: Approver
     if noninteractive_env():
         approver = NonInteractiveApprover("IPY_AGENT_NONINTERACTIVE is set")
     elif kernel:
@@ -101,7 +111,7 @@ def choose_ui(
     for note in notes:
         show_error(note)
     return RunUI(
-        listener=TextRenderer(console, model=getattr(agent, "model", None)),
+        listener=TextRenderer(console, model=agent.model),
         approver=approver,
         show_error=show_error,
         show_crash=show_crash,

@@ -9,6 +9,7 @@ sign showed as an empty box).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from ipy_agent.runtime.trace import CallStatus
 
@@ -35,7 +36,7 @@ STATUS: dict[CallStatus, StatusLook] = {
 
 
 def status_look(status: str) -> StatusLook:
-    return STATUS.get(status, StatusLook(icon="?", words=status, colour="inherit", style=""))  # type: ignore[call-overload]
+    return STATUS.get(cast(CallStatus, status)) or StatusLook(icon="?", words=status, colour="inherit", style="")
 
 
 def format_duration(seconds: float | None, *, precise: bool = False) -> str:

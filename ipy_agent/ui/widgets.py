@@ -30,6 +30,7 @@ import ipywidgets as W
 from ipy_agent.loop.agent import INTERRUPTED_NOTICE
 from ipy_agent.models.base import Usage
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
+from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import (
     CallEvent,
     CallRecord,
@@ -42,20 +43,16 @@ from ipy_agent.runtime.trace import (
 )
 
 from .announce import announce_answered, announce_waiting, cell_number
-from .approval_widget import ApprovalPrompt, what_will_happen
-from .call_row import BLOCK_SIZE, Blocks, CallRow, shared_html
+from .approval_widget import ApprovalPrompt
+from .call_row import Blocks, CallRow, shared_html
 from .comm_ack import idle_ack
 from .diff_html import pre_html
 from .progress import Progress
 from .record import LIVE_TEXT, Entry, record_bundle
 from .segments import Segment, markdown_html
-from .status import STATUS
 from .usage_line import model_name, turns_text, usage_parts
 
-__all__ = ["BLOCK_SIZE", "STATUS_TEXT", "ApprovalPrompt", "Blocks", "CallRow", "RunView", "what_will_happen"]
-
-# icon, words, colour per status (ui/status.py holds the one table every view reads).
-STATUS_TEXT: dict[str, tuple[str, str, str]] = {k: (v.icon, v.words, v.colour) for k, v in STATUS.items()}
+__all__ = ["RunView"]
 _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 # Streaming text re-sends the whole segment on every update; batch deltas to this interval.
 FLUSH_INTERVAL = 0.1
@@ -71,7 +68,11 @@ class RunView:
     """
 
     def __init__(
-        self, agent: Any, background: bool = False, on_stop: Callable[[], None] | None = None, handle: Any = None
+        self,
+        agent: Conversation,
+        background: bool = False,
+        on_stop: Callable[[], None] | None = None,
+        handle: Any = None,
     ) -> None:
         self.agent = agent
         self.background = background
@@ -98,7 +99,7 @@ class RunView:
         self._ack = None if background else idle_ack()
         self.body = Blocks()
         self.state = W.HTML(layout=W.Layout(flex="1 1 auto"))
-        self.progress = Progress(self.state, model=model_name(getattr(agent, "model", None)))
+        self.progress = Progress(self.state, model=model_name(agent.model))
         self.footer = W.HTML()
         bar: list[W.Widget] = [self.state]
         self.stop_button: W.Button | None = None
@@ -241,7 +242,7 @@ class RunView:
                 prompt.void("Closed before an answer", "The approval prompt was closed before the person answered.")
         self._retire_stop()
         announce_answered(self)
-        remove = getattr(self.agent, "remove_listener", None)
+        remove = self.agent.remove_listener
         if remove is not None:
             remove(self.listener)
         self.publish_record()
@@ -321,7 +322,7 @@ class RunView:
         if self.stop_button is not None:
             self.stop_button.disabled = True
         self.progress.stopping()
-        stop = self.on_stop or getattr(self.agent, "interrupt", None)
+        stop = self.on_stop or self.agent.interrupt
         if stop is None:
             return
         loop = self._loop
@@ -331,13 +332,12 @@ class RunView:
             stop()
 
     def _usage_parts(self) -> list[str]:
-        manager = getattr(self.agent, "context_manager", None)  # its window, when it manages one
         return usage_parts(
-            getattr(self.agent, "model", None),
+            self.agent.model,
             self.usage,
             self.context_tokens,
             answered=bool(self._turns),
-            window=getattr(manager, "window", None),
+            window=self.agent.context_window,
         )
 
     def _render_footer(self) -> None:

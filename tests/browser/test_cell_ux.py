@@ -53,8 +53,8 @@ def _open(server: JupyterServer, browser: Any, project: Path) -> tuple[NotebookP
 def _last_tool_result(nb: NotebookPage) -> str:
     """What the model received for the last tool call, read through a cell as a person would."""
     i = nb.run_and_wait(
-        "from ipy_agent.magics import current_magics\n"
-        "_m = current_magics().current.messages\n"
+        "from ipy_agent.magics import current_session\n"
+        "_m = current_session().agent.messages\n"
         "_r = [b for m in _m if m['role'] == 'user' and isinstance(m['content'], list) for b in m['content']"
         " if b.get('type') == 'tool_result']\n"
         "print('RESULT>>' + str(_r[-1]['content']) + '<<')"

@@ -192,8 +192,8 @@ def test_the_bridge_survives_a_page_reload_and_a_kernel_restart(lab_server, brow
 def test_listing_a_500_cell_notebook_round_trip(lab_server, browser, opened):
     timing = (
         "import time, statistics\n"
-        "from ipy_agent.magics import current_magics\n"
-        "b = current_magics().bridge\n"
+        "from ipy_agent.magics import current_session\n"
+        "b = current_session().bridge\n"
         "await b.ensure()\n"
         "ts = []\n"
         "for _ in range(7):\n"

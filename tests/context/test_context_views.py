@@ -64,7 +64,7 @@ def test_agent_context_magic_shows_what_fills_the_window(shell, magics, capsys, 
         context_window=20_000,
         max_turns=10,
     )
-    magics.current = agent
+    magics.session.agent = agent
     agent.run("go")
     capsys.readouterr()
     shell.run_line_magic("agent_context", "")
@@ -99,7 +99,7 @@ def test_agent_context_magic_shows_what_fills_the_window(shell, magics, capsys, 
 def test_agent_compact_magic_compacts_with_instructions(shell, magics, capsys, tmp_path):
     model = ScriptedModel(["first answer", "second answer"])
     agent = Agent(model, cwd=tmp_path)
-    magics.current = agent
+    magics.session.agent = agent
     agent.run("first question")
     agent.run("second question")
     capsys.readouterr()
@@ -121,14 +121,14 @@ def test_the_window_is_configurable_for_the_magics(shell, magics, tmp_path, caps
     transcript.write_text('{"turns": ["hi"]}')
     shell.run_line_magic("config", "AgentMagics.context_window = 30000")
     shell.run_line_magic("agent", f"--script {transcript} hello")
-    assert magics.current.context_manager.window == 30_000
+    assert magics.session.agent.context_manager.window == 30_000
     shell.run_line_magic("agent_context", "")
     assert "Context window: 30,000 tokens (set with context_window=)" in capsys.readouterr().out
 
 
 def test_agent_reset_starts_the_accounting_afresh(shell, magics, capsys, tmp_path):
     agent = long_agent(tmp_path, turns=30)
-    magics.current = agent
+    magics.session.agent = agent
     agent.run("go")
     assert agent.context_manager.cleared > 0
     shell.run_line_magic("agent_reset", "")

@@ -52,8 +52,8 @@ def test_agent_magic_with_the_anthropic_client_and_an_approval_click(tmp_path: P
             assert "Fixed the typo." in k.markdown() and k.shows("Edited")
             out = k.check(
                 "from ipy_agent.history.messages import history_problems\n"
-                "from ipy_agent.magics import current_magics\n"
-                "a = current_magics().current\n"
+                "from ipy_agent.magics import current_session\n"
+                "a = current_session().agent\n"
                 "print(type(a.model).__name__, a.model.name, history_problems(a.messages), a.trace[1].decision.source)"
             )
             assert out.split() == ["AnthropicModel", "claude-test-model", "[]", "person"]

@@ -16,7 +16,7 @@ from tests.kernel.kernel_harness import Kernel
 pytestmark = pytest.mark.kernel
 
 TOOLBOX = str(Path(__file__).resolve().parents[1] / "mcp" / "servers" / "toolbox.py")
-AGENT = "from ipy_agent.magics import current_magics\nm = current_magics()\n"
+AGENT = "from ipy_agent.magics import current_session\nm = current_session()\n"
 CHILDREN = "import psutil\nprint(len([p for p in psutil.Process().children(recursive=True) if 'toolbox.py' in ' '.join(p.cmdline())]))"
 
 
@@ -69,7 +69,7 @@ def test_trust_prompt_and_tool_prompt_in_the_cell(kernel: Kernel):
     kernel.click(allow)
     assert kernel.wait(cell).status == "ok"
     out = kernel.check(
-        AGENT + "r = {b['tool_use_id']: b for msg in m.current.messages if msg['role'] == 'user' "
+        AGENT + "r = {b['tool_use_id']: b for msg in m.agent.messages if msg['role'] == 'user' "
         "for b in msg['content'] if b.get('type') == 'tool_result'}\n"
         "print(r['l1']['content'][0]['text'], '|', r['a1']['content'][0]['text'])"
     )
@@ -80,7 +80,7 @@ def test_trust_prompt_and_tool_prompt_in_the_cell(kernel: Kernel):
     cell = kernel.execute("%agent --script second.json again")
     assert kernel.wait(cell).status == "ok"
     assert kernel.check(AGENT + "print(m.last_result.stop_reason)").strip() == "end_turn"
-    assert kernel.check(AGENT + "print(m.current.mcp.connection('tb').starts)").strip() == "1"
+    assert kernel.check(AGENT + "print(m.agent.mcp.connection('tb').starts)").strip() == "1"
     assert "up" in kernel.check("%agent_mcp")
 
     kernel.check("%agent_reset")

@@ -85,7 +85,7 @@ SLEEP = [
     [{"type": "tool_use", "id": "s1", "name": "Bash", "input": {"command": "sleep 30", "description": "Wait a while"}}],
     "Waited.",
 ]
-AGENT = "from ipy_agent.magics import current_magics\nm = current_magics()\n"
+AGENT = "from ipy_agent.magics import current_session\nm = current_session()\n"
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def stop_reason(k: Kernel) -> str:
 
 def history_problems_in(k: Kernel) -> str:
     return k.check(
-        AGENT + "from ipy_agent.history.messages import history_problems\nprint(history_problems(m.current.messages))"
+        AGENT + "from ipy_agent.history.messages import history_problems\nprint(history_problems(m.agent.messages))"
     ).strip()
 
 
@@ -144,7 +144,7 @@ def test_deny_with_a_reason_tells_the_model_and_leaves_the_file(loaded: Kernel, 
     assert ex.status == "ok", ex.text
     assert (project / "a.txt").read_text() == ORIGINAL
     told = loaded.check(
-        AGENT + "last = m.current.model.requests[-1]['messages'][-1]['content']\n"
+        AGENT + "last = m.agent.model.requests[-1]['messages'][-1]['content']\n"
         "print([b for b in last if b.get('type') == 'tool_result'])"
     )
     assert words in told and "'is_error': True" in told
@@ -167,7 +167,7 @@ def test_background_run_returns_at_once_and_agent_stop_cancels_it(loaded: Kernel
     ex = loaded.run("%agent --background --allow Bash(sleep:*) --script sleep.json wait for it")
     assert ex.status == "ok", ex.text  # the cell is finished while the agent works
     loaded.wait_for("the Bash call to run", lambda: tool_running(loaded, "Bash"))
-    assert loaded.check(AGENT + "print(m.current.running)").strip() == "True"
+    assert loaded.check(AGENT + "print(m.agent.running)").strip() == "True"
     assert loaded.find_button("Stop") is not None
 
     loaded.check("%agent_stop")

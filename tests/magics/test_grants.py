@@ -30,7 +30,7 @@ def test_grants_survive_new_and_reset_are_listed_and_can_be_revoked(
     answers(monkeypatch, "a")
     shell.run_cell(f"%agent --script {path} change it", store_history=True)  # a numbered cell, as typed
     assert (tmp_path / "a.txt").read_text() == "howdy\n"
-    granted = [r.text for r in magics.current.rules.allow if r.source == "granted"]
+    granted = [r.text for r in magics.session.agent.rules.allow if r.source == "granted"]
     assert len(granted) == 1
     rule = granted[0]
     capsys.readouterr()

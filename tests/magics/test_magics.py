@@ -16,7 +16,7 @@ from traitlets.config import Config
 
 import ipy_agent
 from ipy_agent.history.messages import history_problems
-from ipy_agent.magics import agent_transformer, run_agent_cell
+from ipy_agent.magics.cell_runner import agent_transformer, run_agent_cell
 from tests.magics._util import edit_script, results, text_of, use
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,55 +120,55 @@ def test_scripted_run_shows_rows_and_the_model_gets_results(shell, magics, scrip
     out = capsys.readouterr().out
     assert "Let me look." in out and "It says hello." in out
     assert "✓ Read a.txt — Read 1 line" in out
-    model = magics.current.model
+    model = magics.session.agent.model
     assert "hello" in text_of(results(model, 1)["t1"])
     assert model.requests[0]["messages"][0]["content"][0]["text"] == "what is in a.txt?"
-    assert magics.last_result.stop_reason == "end_turn"
+    assert magics.session.last_result.stop_reason == "end_turn"
 
 
 def test_conversation_continues_across_cells_and_new_starts_over(shell, magics, script):
     shell.run_line_magic("agent", f"--script {script('first answer')} first question")
-    agent = magics.current
+    agent = magics.session.agent
     shell.run_line_magic("agent", f"--script {script('second answer')} second question")
-    assert magics.current is agent
-    sent = magics.current.model.requests[0]["messages"]
+    assert magics.session.agent is agent
+    sent = magics.session.agent.model.requests[0]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[1]["content"][0]["text"] == "first answer"
     shell.run_line_magic("agent", f"--new --script {script('fresh')} third question")
-    assert magics.current is not agent
-    assert len(magics.current.model.requests[0]["messages"]) == 1
+    assert magics.session.agent is not agent
+    assert len(magics.session.agent.model.requests[0]["messages"]) == 1
 
 
 def test_model_factory_serves_runs_without_script_and_script_still_wins(shell, magics, script, capsys):
     factory_model = ipy_agent.ScriptedModel(["from the factory", "again from the factory"])
-    magics.model_factory = lambda: factory_model
+    magics.session.model_factory = lambda: factory_model
     shell.run_line_magic("agent", "first question")
     assert "from the factory" in capsys.readouterr().out
-    assert magics.current.model is factory_model
+    assert magics.session.agent.model is factory_model
     shell.run_line_magic("agent", f"--script {script('from the script')} second question")
     assert "from the script" in capsys.readouterr().out
     shell.run_line_magic("agent", "third question")  # the factory's model goes on where it stopped
     assert "again from the factory" in capsys.readouterr().out
-    assert len(factory_model.requests) == 2 and magics.view is None  # text output here: no widget view
+    assert len(factory_model.requests) == 2 and magics.session.view is None  # text output here: no widget view
 
 
 def test_cell_magic_body_is_the_prompt(shell, magics, script):
     shell.run_cell_magic("agent", f"--script {script('ok')}", "Rename load() to read_table().\nThen run the tests.\n")
-    first = magics.current.model.requests[0]["messages"][0]["content"][0]["text"]
+    first = magics.session.agent.model.requests[0]["messages"][0]["content"][0]["text"]
     assert first == "Rename load() to read_table().\nThen run the tests."
 
 
 def test_prompt_keeps_apostrophes_and_rule_values_need_no_quotes(shell, magics, script):
     shell.run_line_magic("agent", f'--allow Bash(git status:*) --script {script("ok")} don\'t touch "it"')
-    assert magics.current.model.requests[0]["messages"][0]["content"][0]["text"] == 'don\'t touch "it"'
+    assert magics.session.agent.model.requests[0]["messages"][0]["content"][0]["text"] == 'don\'t touch "it"'
 
 
 def test_mode_plan_denies_edits_and_says_why(shell, magics, script, tmp_path, monkeypatch):
     monkeypatch.setattr("builtins.input", no_input)
     shell.run_line_magic("agent", f"--mode plan --script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
-    assert "plan mode" in text_of(results(magics.current.model, 2)["e1"])
-    assert magics.current.permission_mode == "plan"
+    assert "plan mode" in text_of(results(magics.session.agent.model, 2)["e1"])
+    assert magics.session.agent.permission_mode == "plan"
 
 
 def test_mode_accept_edits_edits_without_asking(shell, script, tmp_path, monkeypatch):
@@ -188,7 +188,7 @@ def test_allow_rule_applies_to_its_run_only(shell, magics, script, tmp_path, mon
 
 def test_deny_rule_hides_the_tool_from_the_model(shell, magics, script):
     shell.run_line_magic("agent", f"--deny Bash --deny Write --script {script('ok')} hi")
-    offered = [t["name"] for t in magics.current.model.requests[0]["tools"]]
+    offered = [t["name"] for t in magics.session.agent.model.requests[0]["tools"]]
     assert "Bash" not in offered and "Write" not in offered and "Read" in offered
 
 
@@ -197,8 +197,8 @@ def test_max_turns_stops_the_run(shell, magics, script, tmp_path):
     shell.run_line_magic(
         "agent", f"--max-turns 1 --script {script([use('Read', 'r1', file_path='a.txt')], 'never')} go"
     )
-    assert magics.last_result.stop_reason == "max_turns"
-    assert len(magics.current.model.requests) == 1
+    assert magics.session.last_result.stop_reason == "max_turns"
+    assert len(magics.session.agent.model.requests) == 1
 
 
 def test_model_option_and_missing_key_is_one_clear_line(shell, magics, monkeypatch, capsys):
@@ -208,8 +208,8 @@ def test_model_option_and_missing_key_is_one_clear_line(shell, magics, monkeypat
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
     assert any(line.startswith("No Anthropic API key found") for line in captured.out.splitlines())
-    assert magics.current.model.name == "claude-test-model"
-    assert magics.last_result.error_kind == "missing_key"
+    assert magics.session.agent.model.name == "claude-test-model"
+    assert magics.session.last_result.error_kind == "missing_key"
 
 
 @pytest.mark.parametrize(
@@ -246,7 +246,7 @@ def test_background_without_a_kernel_runs_in_the_foreground(shell, magics, scrip
     shell.run_line_magic("agent", f"--background --script {script('done here')} hi")
     captured = capsys.readouterr()
     assert "done here" in captured.out and "--background needs a kernel" in captured.err
-    assert magics.last_result.stop_reason == "end_turn"
+    assert magics.session.last_result.stop_reason == "end_turn"
 
 
 def test_stop_reset_and_no_conversation_messages(shell, magics, script, capsys):
@@ -256,7 +256,7 @@ def test_stop_reset_and_no_conversation_messages(shell, magics, script, capsys):
         shell.run_line_magic("agent_history", "")
     shell.run_line_magic("agent", f"--script {script('ok')} hi")
     shell.run_line_magic("agent_reset", "")
-    assert magics.current.messages == [] and magics.current.trace == []
+    assert magics.session.agent.messages == [] and magics.session.agent.trace == []
     assert "Conversation cleared" in capsys.readouterr().out
 
 
@@ -280,7 +280,7 @@ def test_config_object_like_ipython_config_py(make_shell, script, capsys):
     magics = shell.magics_manager.registry["AgentMagics"]
     assert magics.max_turns == 3
     shell.run_line_magic("agent", f"--script {script('ok')} hi")
-    assert magics.current.max_turns == 3 and magics.current.budget.message_limit == 1234
+    assert magics.session.agent.max_turns == 3 and magics.session.agent.budget.message_limit == 1234
     shell.run_line_magic("agent_tools", "")
     out = capsys.readouterr().out
     assert "Bash: denied by rule 'Bash' (AgentMagics config)" in out
@@ -308,7 +308,7 @@ def test_save_and_resume_round_trip(shell, magics, script, tmp_path, monkeypatch
     shell.run_line_magic("agent_save", "conv.json")
     saved = json.loads((tmp_path / "conv.json").read_text())
     assert saved["granted"] == {"allow": ["Edit(./*.txt)"], "ask": [], "deny": []}
-    messages = magics.current.messages
+    messages = magics.session.agent.messages
 
     (tmp_path / "a.txt").write_text("hello\n")
     monkeypatch.setattr("builtins.input", no_input)
@@ -318,7 +318,7 @@ def test_save_and_resume_round_trip(shell, magics, script, tmp_path, monkeypatch
         "again",
     )
     shell.run_line_magic("agent", f"--resume conv.json --script {resumed} do it again")
-    agent = magics.current
+    agent = magics.session.agent
     assert agent.messages[: len(messages)] == messages
     assert [r.source for r in agent.rules.allow if r.text == "Edit(./*.txt)"] == ["granted"]
     assert (tmp_path / "a.txt").read_text() == "hi\n"  # the granted rule allowed it without a prompt
@@ -334,7 +334,7 @@ def test_resume_repairs_an_interrupted_history(shell, magics, tmp_path, capsys):
         json.dumps({"format": "ipy_agent.conversation", "version": 1, "messages": broken, "granted": {}})
     )
     shell.run_line_magic("agent", "--resume broken.json")
-    assert history_problems(magics.current.messages) == []
+    assert history_problems(magics.session.agent.messages) == []
     assert "repaired" in capsys.readouterr().out
 
 
@@ -446,34 +446,34 @@ async def test_awaited_cell_interrupt_ends_promptly_with_valid_history(shell, ma
     task = asyncio.ensure_future(cell())
     for _ in range(200):
         await asyncio.sleep(0.05)
-        if magics.current is not None and any(r.status == "running" for r in magics.current.trace):
+        if magics.session.agent is not None and any(r.status == "running" for r in magics.session.agent.trace):
             break
     task.cancel()  # what ipykernel does on a kernel interrupt
     assert "interrupted" in await asyncio.wait_for(task, timeout=20)
-    assert magics.last_result.stop_reason == "interrupted"
-    assert history_problems(magics.current.messages) == []
-    assert not magics.current.running
+    assert magics.session.last_result.stop_reason == "interrupted"
+    assert history_problems(magics.session.agent.messages) == []
+    assert not magics.session.agent.running
 
 
 async def test_awaited_cell_runs_to_the_end(shell, magics, script):
     await asyncio.wait_for(run_agent_cell(f"--script {script('fine')}", "a prompt in the body\n"), timeout=20)
-    assert magics.last_result.stop_reason == "end_turn"
-    assert magics.current.model.requests[0]["messages"][0]["content"][0]["text"] == "a prompt in the body"
+    assert magics.session.last_result.stop_reason == "end_turn"
+    assert magics.session.agent.model.requests[0]["messages"][0]["content"][0]["text"] == "a prompt in the body"
 
 
 async def test_background_run_returns_at_once_and_agent_stop_cancels_it(shell, magics, script, tmp_path, capsys):
     path = _slow_tool_script(script, tmp_path)
     shell.run_line_magic("agent", f"--allow Bash --script {path} wait")  # a loop is running: background
-    task = magics._background
+    task = magics.session.background
     assert task is not None and not task.done()
     for _ in range(200):
         await asyncio.sleep(0.05)
-        if any(r.status == "running" for r in magics.current.trace):
+        if any(r.status == "running" for r in magics.session.agent.trace):
             break
     shell.run_line_magic("agent_stop", "")
     await asyncio.wait_for(task, timeout=20)
-    assert magics.last_result.stop_reason == "interrupted"
-    assert history_problems(magics.current.messages) == []
+    assert magics.session.last_result.stop_reason == "interrupted"
+    assert history_problems(magics.session.agent.messages) == []
     assert "Stopping the agent" in capsys.readouterr().out
 
 
@@ -484,7 +484,7 @@ async def test_background_crash_is_shown_by_the_done_callback(shell, magics, scr
     monkeypatch.setattr(ipy_agent.Agent, "arun", boom)
     await run_agent_cell(f"--background --script {script('x')} hi")
     with pytest.raises(RuntimeError):
-        await magics._background
+        await magics.session.background
     await asyncio.sleep(0)
     err = capsys.readouterr().err
     assert "The agent crashed" in err and "boom in the loop" in err
@@ -503,7 +503,7 @@ def test_kernel_widget_prompt_times_out_into_a_denial(make_shell, script, tmp_pa
     sh.run_line_magic("config", "AgentMagics.approval_timeout = 0.2")
     sh.run_line_magic("agent", f"--script {edit_script(script, tmp_path)} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
-    sent = text_of(results(magics.current.model, 2)["e1"])
+    sent = text_of(results(magics.session.agent.model, 2)["e1"])
     assert "No one answered the approval prompt within 0.2 s" in sent and "'Edit(./*.txt)'" in sent
 
 
@@ -519,7 +519,7 @@ def test_kernel_without_widgets_denies_what_rules_do_not_allow(make_shell, scrip
         "agent", f"{'--no-widgets' if how == '--no-widgets' else ''} --script {edit_script(script, tmp_path)} go"
     )
     assert (tmp_path / "a.txt").read_text() == "hello\n"
-    assert "non-interactive run" in text_of(results(magics.current.model, 2)["e1"])
+    assert "non-interactive run" in text_of(results(magics.session.agent.model, 2)["e1"])
     out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # colours are on in a kernel
     assert "✓ Read a.txt" in out and "⊘ Edit a.txt — denied" in out  # text rows, not widgets
 
@@ -529,12 +529,12 @@ def test_the_result_limit_override_applies_and_can_be_undone(shell, magics, scri
     bash = {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "cat big.txt"}}
     shell.run_line_magic("config", "AgentMagics.max_result_chars = 1000")
     shell.run_line_magic("agent", f"--script {script([bash], 'ok')} --allow Bash(cat:*) show it")
-    first = magics.current.trace[-1].result["content"]
+    first = magics.session.agent.trace[-1].result["content"]
     assert "<persisted-output>" in first
     shell.run_line_magic("config", "AgentMagics.max_result_chars = None")
     bash2 = {**bash, "id": "b2"}
     shell.run_line_magic("agent", f"--script {script([bash2], 'ok')} --allow Bash(cat:*) again")
-    assert magics.current.trace[-1].result["content"] == "word\n" * 2999 + "word"
+    assert magics.session.agent.trace[-1].result["content"] == "word\n" * 2999 + "word"
 
 
 def test_the_result_limit_override_leaves_reads_alone(shell, magics, script, tmp_path):
@@ -542,7 +542,7 @@ def test_the_result_limit_override_leaves_reads_alone(shell, magics, script, tmp
     read = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "big.txt"}}
     shell.run_line_magic("config", "AgentMagics.max_result_chars = 1000")
     shell.run_line_magic("agent", f"--script {script([read], 'ok')} read it")
-    content = magics.current.trace[-1].result["content"]
+    content = magics.session.agent.trace[-1].result["content"]
     assert "<persisted-output>" not in content and "2000\tword" in content  # Read pages itself
 
 
@@ -553,7 +553,10 @@ def test_resume_restores_granted_rules_only_where_they_were_granted(shell, magic
     )
     shell.run_line_magic("agent", "--resume here.json")
     out = capsys.readouterr()
-    assert [r.text for r in magics.current.rules.allow if r.source == "granted"] == ["Bash(pytest:*)", "Edit(src/**)"]
+    assert [r.text for r in magics.session.agent.rules.allow if r.source == "granted"] == [
+        "Bash(pytest:*)",
+        "Edit(src/**)",
+    ]
     assert "are back: Bash(pytest:*), Edit(src/**)" in out.out
     assert "'Bash' would allow every Bash call" in out.err
 
@@ -562,13 +565,16 @@ def test_resume_restores_granted_rules_only_where_they_were_granted(shell, magic
     )
     shell.run_line_magic("agent", "--resume there.json")
     out = capsys.readouterr()
-    assert [r for r in magics.current.rules.allow if r.source == "granted"] == []
+    assert [r for r in magics.session.agent.rules.allow if r.source == "granted"] == []
     assert "were for '/some/other/project'" in out.err
 
 
 def test_a_question_mark_at_the_end_of_a_prompt_reaches_the_agent(shell, magics, script, capsys):
     shell.run_cell(f"%agent --script {script('It reads files.')} what does this do?")
-    assert magics.current is not None and magics.current.messages[0]["content"][0]["text"] == "what does this do?"
+    assert (
+        magics.session.agent is not None
+        and magics.session.agent.messages[0]["content"][0]["text"] == "what does this do?"
+    )
     assert "It reads files." in capsys.readouterr().out
     shell.run_cell("%agent?")  # help itself still works
     assert "Run the agent on a request" in capsys.readouterr().out
@@ -583,10 +589,10 @@ def test_a_second_agent_while_a_background_run_waits_to_start_is_refused(shell, 
         shell.run_line_magic("agent", f"--script {script('first done')} first")  # a loop runs: background
         with pytest.raises(UsageError, match="still running"):
             shell.run_line_magic("agent", f"--script {script('second done')} second")
-        await magics._background
+        await magics.session.background
 
     asyncio.run(both())
-    assert magics.current.messages[-1]["content"][0]["text"] == "first done"
+    assert magics.session.agent.messages[-1]["content"][0]["text"] == "first done"
 
 
 def test_trace_shows_a_call_cancelled_at_its_prompt_as_waiting_not_running(tmp_path):

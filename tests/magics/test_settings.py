@@ -75,7 +75,7 @@ def test_a_deny_rule_from_claude_settings_governs_the_run(shell, magics, script,
     shell.run_line_magic("agent", f"--script {path} change it")
     assert (tmp_path / "a.txt").read_text() == "hello\n"
     assert "denied by rule 'Edit(*.txt)' (.claude/settings.local.json)" in text_of(
-        results(magics.current.model, 2)["e1"]
+        results(magics.session.agent.model, 2)["e1"]
     )
 
 
@@ -107,10 +107,10 @@ def test_settings_changes_apply_at_the_next_run_and_granted_rules_stay(shell, ma
     write(tmp_path / ".ipy_agent" / "settings.json", {"deny": ["Bash"]})
     path = edit_script(script, tmp_path, "bye")
     shell.run_line_magic("agent", f"--script {path} change it")
-    assert "Bash" not in [t["name"] for t in magics.current.model.requests[0]["tools"]]
+    assert "Bash" not in [t["name"] for t in magics.session.agent.model.requests[0]["tools"]]
     write(tmp_path / ".ipy_agent" / "settings.json", {"deny": []})
     shell.run_line_magic("agent", f"--script {script('ok')} again")
-    rules = magics.current.rules
-    assert "Bash" in [t["name"] for t in magics.current.model.requests[0]["tools"]]
+    rules = magics.session.agent.rules
+    assert "Bash" in [t["name"] for t in magics.session.agent.model.requests[0]["tools"]]
     assert [(r.text, r.source) for r in rules.allow] == [("Edit(./*.txt)", "granted")]
     assert [r for r in rules.deny if r.source != "built-in"] == []

@@ -64,14 +64,14 @@ def test_always_adds_the_rule_and_is_not_asked_again(edit_run, magics, tmp_path)
     fake = edit_run("a", edits=2)
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
     assert len(fake.questions) == 1
-    assert [(r.text, r.source) for r in magics.current.rules.allow] == [("Edit(./*.txt)", "granted")]
+    assert [(r.text, r.source) for r in magics.session.agent.rules.allow] == [("Edit(./*.txt)", "granted")]
 
 
 def test_no_with_a_reason_reaches_the_model(edit_run, magics, tmp_path, capsys):
     fake = edit_run("n", "keep the lowercase, rename the file instead")
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
     assert fake.questions[1].startswith("Reason")
-    sent = text_of(results(magics.current.model, 2)["e1"])
+    sent = text_of(results(magics.session.agent.model, 2)["e1"])
     assert "keep the lowercase, rename the file instead" in sent
     assert "⊘ Edit a.txt — denied" in capsys.readouterr().out
 
@@ -80,7 +80,7 @@ def test_no_with_a_reason_reaches_the_model(edit_run, magics, tmp_path, capsys):
 def test_eof_or_empty_denies(edit_run, magics, tmp_path, answers):
     fake = edit_run(*answers)
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
-    assert results(magics.current.model, 2)["e1"]["is_error"] is True
+    assert results(magics.session.agent.model, 2)["e1"]["is_error"] is True
     assert len(fake.questions) == len(answers)
 
 
@@ -94,9 +94,9 @@ def test_unclear_answer_is_asked_again(edit_run, tmp_path, capsys):
 def test_ctrl_c_at_the_prompt_interrupts_with_a_valid_history(edit_run, magics, tmp_path):
     edit_run(KeyboardInterrupt)
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
-    assert magics.last_result.stop_reason == "interrupted"
-    assert history_problems(magics.current.messages) == []
-    assert len(magics.current.model.requests) == 2  # the model was not asked again
+    assert magics.session.last_result.stop_reason == "interrupted"
+    assert history_problems(magics.session.agent.messages) == []
+    assert len(magics.session.agent.model.requests) == 2  # the model was not asked again
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="needs the main thread")
@@ -108,9 +108,9 @@ def test_ctrl_c_during_a_tool_interrupts_with_a_valid_history(shell, magics, scr
         shell.run_line_magic("agent", f"--allow Bash --script {path} wait")
     finally:
         timer.cancel()
-    assert magics.last_result.stop_reason == "interrupted"
-    assert history_problems(magics.current.messages) == []
-    assert magics.current.trace[0].status == "cancelled"
+    assert magics.session.last_result.stop_reason == "interrupted"
+    assert history_problems(magics.session.agent.messages) == []
+    assert magics.session.agent.trace[0].status == "cancelled"
 
 
 def test_noninteractive_env_denies_and_names_the_rule(shell, magics, script, tmp_path, monkeypatch, capsys):
@@ -124,9 +124,9 @@ def test_noninteractive_env_denies_and_names_the_rule(shell, magics, script, tmp
     )
     shell.run_line_magic("agent", f"--script {path} edit")
     assert (tmp_path / "a.txt").read_text() == "one\n"
-    first = results(magics.current.model, 1)
+    first = results(magics.session.agent.model, 1)
     assert not first["r1"].get("is_error") and not first["g1"].get("is_error")  # read-only calls still run
-    sent = text_of(results(magics.current.model, 2)["e1"])
+    sent = text_of(results(magics.session.agent.model, 2)["e1"])
     assert "non-interactive run (IPY_AGENT_NONINTERACTIVE is set)" in sent
     assert "%agent --allow 'Edit(./*.txt)'" in sent
     assert "⊘ Edit a.txt — denied" in capsys.readouterr().out

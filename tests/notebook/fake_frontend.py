@@ -3,8 +3,9 @@
 `LiveKernel` is the test kernel (tests/kernel/kernel_harness.py) with notebook panels attached:
 each `Panel` holds a notebook model (a list of cell dicts, as the front end's shared model
 holds them) and answers the kernel's requests on the comm target `ipy_agent.notebook` exactly as
-labextension/src/index.ts does: hello on comm_open, requests addressed by path, replies under
-`result` with `reply_to`, compare-and-set on `expected_source`. Replies go to the kernel as
+labextension/src/handler.ts does: hello on comm_open, requests addressed by path, replies under
+`result` with `reply_to`, compare-and-set on `expected_source`. The target, the version and the
+ops come from ipy_agent/notebook/protocol.json, as the extension's do. Replies go to the kernel as
 `comm_msg`s on the shell channel, the way a browser sends them, while the test pumps iopub.
 """
 
@@ -17,10 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipy_agent.notebook.protocol import PROTOCOL, TARGET
 from tests.kernel.kernel_harness import Kernel
-
-TARGET = "ipy_agent.notebook"
-PROTOCOL = 1
 
 
 def cell(
@@ -92,44 +91,81 @@ class Panel:
         return s
 
     def handle(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        if op == "list_cells":
-            return {"path": self.path, "dirty": True, "cells": [self.summary(i, False) for i in range(len(self.cells))]}
-        if op == "read_cells":
-            ids = args.get("cell_ids")
-            idx = [self.find(i) for i in ids] if isinstance(ids, list) else range(len(self.cells))
-            return {"path": self.path, "cells": [self.summary(i, True) for i in idx]}
-        if op in ("replace_source", "delete_cell"):
-            i = self.find(args.get("cell_id"))
-            if isinstance(args.get("expected_source"), str) and self.cells[i]["source"] != args["expected_source"]:
-                raise Refused("stale", "the cell changed since the agent read it")
-            if op == "delete_cell":
-                gone = self.summary(i, False)
-                del self.cells[i]
-                return {"cell": gone, "cell_count": len(self.cells)}
-            old = self.cells[i]
-            wanted = args.get("cell_type") or old["cell_type"]
-            if wanted != old["cell_type"]:
-                self.cells[i] = cell(args.get("source", ""), wanted, cell_id=old["id"])
-            else:
-                old["source"] = args.get("source", "")
-                if old["cell_type"] == "code":
-                    old["outputs"], old["execution_count"] = [], None
-            return {"cell": self.summary(i, False)}
-        if op == "insert_cell":
-            i = self.find(args["after_id"]) + 1 if args.get("after_id") else 0
-            self.cells.insert(i, cell(args.get("source", ""), args.get("cell_type", "code")))
-            return {"cell": self.summary(i, False)}
-        if op == "set_outputs":
-            i = self.find(args.get("cell_id"))
-            self.cells[i]["outputs"] = list(args.get("outputs") or [])
-            if "execution_count" in args:
-                self.cells[i]["execution_count"] = args["execution_count"]
-            return {"cell": self.summary(i, False)}
-        if op == "scroll_to":
-            return {"index": self.find(args.get("cell_id"))}
-        if op == "notify":
-            return {"notification_id": "n1"}
-        raise Refused("unknown_op", f"unknown op {op!r}")
+        handler: Callable[[dict[str, Any]], dict[str, Any]] | None = getattr(self, f"op_{op}", None)
+        if handler is None:
+            raise Refused("unknown_op", f"unknown op {op!r}")
+        return handler(args)
+
+    # One method per op of protocol.json, named op_<op> (a test checks they are the same ops).
+    def op_list_cells(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"path": self.path, "dirty": True, "cells": [self.summary(i, False) for i in range(len(self.cells))]}
+
+    def op_read_cells(self, args: dict[str, Any]) -> dict[str, Any]:
+        ids = args.get("cell_ids")
+        idx = [self.find(i) for i in ids] if isinstance(ids, list) else range(len(self.cells))
+        return {"path": self.path, "cells": [self.summary(i, True) for i in idx]}
+
+    def check_source(self, i: int, args: dict[str, Any]) -> None:
+        if isinstance(args.get("expected_source"), str) and self.cells[i]["source"] != args["expected_source"]:
+            raise Refused("stale", "the cell changed since the agent read it")
+
+    def op_replace_source(self, args: dict[str, Any]) -> dict[str, Any]:
+        i = self.find(args.get("cell_id"))
+        self.check_source(i, args)
+        old = self.cells[i]
+        wanted = args.get("cell_type") or old["cell_type"]
+        if wanted != old["cell_type"]:
+            self.cells[i] = cell(args.get("source", ""), wanted, cell_id=old["id"])
+        else:
+            old["source"] = args.get("source", "")
+            if old["cell_type"] == "code":
+                old["outputs"], old["execution_count"] = [], None
+        return {"cell": self.summary(i, False)}
+
+    def op_delete_cell(self, args: dict[str, Any]) -> dict[str, Any]:
+        i = self.find(args.get("cell_id"))
+        self.check_source(i, args)
+        gone = self.summary(i, False)
+        del self.cells[i]
+        return {"cell": gone, "cell_count": len(self.cells)}
+
+    def op_insert_cell(self, args: dict[str, Any]) -> dict[str, Any]:
+        i = self.find(args["after_id"]) + 1 if args.get("after_id") else 0
+        self.cells.insert(i, cell(args.get("source", ""), args.get("cell_type", "code")))
+        return {"cell": self.summary(i, False)}
+
+    def op_set_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
+        i = self.find(args.get("cell_id"))
+        self.cells[i]["outputs"] = list(args.get("outputs") or [])
+        if "execution_count" in args:
+            self.cells[i]["execution_count"] = args["execution_count"]
+        return {"cell": self.summary(i, False)}
+
+    def op_scroll_to(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"index": self.find(args.get("cell_id"))}
+
+    def op_notify(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"notification_id": "n1"}
+
+    def answer(self, req: dict[str, Any]) -> dict[str, Any] | None:
+        """The reply to one message from the kernel; None for another panel's, or when silent."""
+        if (req.get("path") and req["path"] != self.path) or not req.get("request_id") or self.silent:
+            return None
+        self.requests.append(req)
+        base = {"protocol": self.protocol, "reply_to": req["request_id"]}
+        if req.get("protocol") != self.protocol:
+            return {
+                **base,
+                "ok": False,
+                "code": "version_mismatch",
+                "error": f"protocol mismatch: kernel {req.get('protocol')}, front end {self.protocol}",
+            }
+        if self.before is not None:
+            self.before(self, req)
+        try:
+            return {**base, "ok": True, "result": self.handle(req["op"], req.get("args") or {})}
+        except Refused as e:
+            return {**base, "ok": False, "code": e.code, "error": str(e)}
 
     def hello(self) -> dict[str, Any]:
         return {
@@ -163,28 +199,9 @@ class LiveKernel(Kernel):
                 self._answer(panel, content["comm_id"], data)
 
     def _answer(self, panel: Panel, comm_id: str, req: dict[str, Any]) -> None:
-        if (req.get("path") and req["path"] != panel.path) or not req.get("request_id") or panel.silent:
-            return
-        panel.requests.append(req)
-        base = {"protocol": panel.protocol, "reply_to": req["request_id"]}
-        if req.get("protocol") != panel.protocol:
-            self.send(
-                comm_id,
-                {
-                    **base,
-                    "ok": False,
-                    "code": "version_mismatch",
-                    "error": f"protocol mismatch: kernel {req.get('protocol')}, front end {panel.protocol}",
-                },
-            )
-            return
-        if panel.before is not None:
-            panel.before(panel, req)
-        try:
-            reply = {**base, "ok": True, "result": panel.handle(req["op"], req.get("args") or {})}
-        except Refused as e:
-            reply = {**base, "ok": False, "code": e.code, "error": str(e)}
-        self.send(comm_id, reply)
+        reply = panel.answer(req)
+        if reply is not None:
+            self.send(comm_id, reply)
 
     def send(self, comm_id: str, data: dict[str, Any]) -> None:
         self._send_comm(comm_id, data)

@@ -21,7 +21,7 @@ from tests.notebook.fake_frontend import LiveKernel, Panel, cell
 pytestmark = pytest.mark.kernel
 
 LOAD = "%load_ext ipy_agent\n"
-MAGICS = "__import__('ipy_agent.magics', fromlist=['x']).current_magics()"
+MAGICS = "__import__('ipy_agent.magics', fromlist=['x']).current_session()"
 
 
 def script(path: Path, turns: list[Any]) -> str:
@@ -37,7 +37,7 @@ def results(k: LiveKernel) -> dict[str, Any]:
     """tool_use id -> the tool_result the model received, from the kernel's agent."""
     text = k.check(
         "import json as _j\n"
-        f"_m = {MAGICS}.current.messages\n"
+        f"_m = {MAGICS}.agent.messages\n"
         "print(_j.dumps({b['tool_use_id']: b for m in _m if m['role'] == 'user' and isinstance(m['content'], list)"
         " for b in m['content'] if b.get('type') == 'tool_result'}))\n"
     )
@@ -171,7 +171,7 @@ def test_without_a_front_end_the_live_tools_are_hidden_and_the_ui_says_so_once(t
         k.check(LOAD)
         first = k.run(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
         second = k.run(f"%agent --mode bypassPermissions --no-widgets --script {name} again\n")
-        offered = k.check(f"print(sorted(t.name for t in {MAGICS}.current.exposure().offered))")
+        offered = k.check(f"print(sorted(t.name for t in {MAGICS}.agent.exposure().offered))")
     assert "NotebookRead" not in offered and "NotebookRun" not in offered and "Variables" in offered
     assert "ipy_agent extension answered" in first.text
     assert "ipy_agent extension answered" not in second.text
@@ -186,7 +186,7 @@ def test_background_run_executes_a_cell_without_deadlock(kernel: LiveKernel, pan
         "the background run's outputs in c2",
         lambda: panel.cells[2]["outputs"] and panel.cells[2]["outputs"][0].get("text") == "7\n",
     )
-    kernel.wait_for("the run to end", lambda: kernel.check(f"print({MAGICS}.current.running)").strip() == "False")
+    kernel.wait_for("the run to end", lambda: kernel.check(f"print({MAGICS}.agent.running)").strip() == "False")
     assert "7" in result_text(results(kernel)["n1"])
 
 

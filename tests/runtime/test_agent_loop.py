@@ -54,9 +54,9 @@ def test_system_prompt_tells_the_environment(tmp_path, rec):
 def test_what_the_model_was_offered_is_recorded_per_turn(tmp_path, rec):
     notebook_tool = rec.tool("NotebookCell", is_enabled=lambda ctx: ctx.notebook is not None)
     tools = [
-        rec.tool("Bash"),
-        rec.tool("Read", read_only=True),
-        rec.tool("Edit"),
+        rec.tool("Bash", offered_in_simple_mode=True),
+        rec.tool("Read", read_only=True, offered_in_simple_mode=True),
+        rec.tool("Edit", offered_in_simple_mode=True),
         rec.tool("Glob", read_only=True),
         notebook_tool,
     ]

@@ -16,7 +16,8 @@ from ipy_agent import (
     ScriptedModel,
     build_tool,
 )
-from ipy_agent.permissions.rules import gitignore_match, parse_rule
+from ipy_agent.base.gitignore import gitignore_match
+from ipy_agent.permissions.rules import parse_rule
 from ipy_agent.tools.bash.subject import command_subject
 from tests.helpers import results_of, use
 

@@ -268,7 +268,7 @@ class World:
         import asyncio
 
         from ipy_agent.contract.read_state import ReadState
-        from ipy_agent.contract.tool import ToolContext
+        from ipy_agent.contract.tool_context import ToolContext
         from ipy_agent.tools.bash import BashInput, BashTool
 
         saved = dict(os.environ)

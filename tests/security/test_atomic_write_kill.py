@@ -26,7 +26,7 @@ _CHILD = r"""
 import asyncio, sys
 from pathlib import Path
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.write import WriteTool, WriteInput
 
 target = Path(sys.argv[1])

@@ -144,7 +144,7 @@ def test_the_kernels_connection_files_are_denied(tmp_path, monkeypatch):
 
 def test_the_rule_listings_show_the_built_in_rules_and_what_lifts_them(home):
     agent = Agent(model=ScriptedModel(["x"]), cwd=home, allow=["Read(~/.ssh/config)"])
-    for text in (tools_text(agent), SessionGrants().listing(agent)):
+    for text in (tools_text(agent), SessionGrants().listing(agent.rules, agent.cwd)):
         assert "Built-in deny rules" in text
         for store in CREDENTIAL_STORES:
             assert f"Read({store})" in text

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from tests.security.fuzz_corpus import TARGET, Case, corpus
 from tests.security.fuzz_world import STRACE, World

@@ -105,7 +105,7 @@ async def _outcome(agent: Agent, tool_name: str, path: str, mode: str) -> str:
     tool = next(t for t in agent.tools if t.name == tool_name)
     inp = parse_input(tool, _input(tool_name, path))
     assert not isinstance(inp, str), inp
-    ctx = agent.context("t1")
+    ctx = agent.tool_context("t1")
     check = await tool.check_permissions(inp, ctx)
     return decide(
         tool=tool, inp=inp, ctx=ctx, rules=agent.rules, mode=mode, tool_check=check, hook_decision=None

@@ -15,7 +15,8 @@ from IPython.core.error import UsageError
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.config.conversation_file import load_conversation
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime import budget as budget_mod
 from ipy_agent.runtime.budget import ResultBudget

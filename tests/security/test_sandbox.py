@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+import ipy_agent.loop.offer as offer_mod
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash import sandbox as sandbox_mod
 from ipy_agent.tools.bash.sandbox import CORE_PROGRAMS, core_read_only
@@ -252,7 +253,7 @@ def test_leaving_the_sandbox_asks_the_person(project):
 @pytest.fixture
 def no_bwrap(monkeypatch):
     monkeypatch.setattr(sandbox_mod, "BWRAP", "no-such-bwrap-ipy-agent")
-    monkeypatch.setattr(sandbox_mod, "_NOTICED", [])
+    monkeypatch.setattr(offer_mod, "_SAID", set())  # what tools warned about, said once per kernel
     sandbox_mod.sandbox_status.cache_clear()
     yield
     sandbox_mod.sandbox_status.cache_clear()

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import RuleSubject, Tool, ToolContext
+from ipy_agent.contract.tool import RuleSubject, Tool
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.shared import fileio as _fileio
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, PermissionAnswer, ScriptedModel
-from ipy_agent.contract.tool import ToolContext, ToolError
-from ipy_agent.permissions.rules import gitignore_match
+from ipy_agent.base.gitignore import gitignore_match
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.edit import EditTool
 from ipy_agent.tools.files.read import ReadTool
 from tests.tools._edit_support import (

@@ -19,7 +19,8 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.edit import EditTool
 from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.files.read_text import estimate_tokens

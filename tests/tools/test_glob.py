@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.search.glob_tool import GlobTool
 from tests.helpers import call_direct, tool_ctx
 

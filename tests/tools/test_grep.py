@@ -11,7 +11,8 @@ import pydantic
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.search import ripgrep as _search
 from ipy_agent.tools.search.grep import GrepTool
 from tests.helpers import call_direct, tool_ctx

@@ -11,7 +11,8 @@ import pytest
 from nbformat import v4
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.notebook.edit import NotebookEditTool
 from tests.tools._edit_support import assert_edit_contract, fail_os, leftovers, make_ctx, read, run, tool_results

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 
 def _ctx(tmp_path: Path) -> ToolContext:

@@ -17,7 +17,8 @@ import nbformat
 import pytest
 
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import RuleSubject, ToolContext, ToolError
+from ipy_agent.contract.tool import RuleSubject, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.read import ReadTool
 
 

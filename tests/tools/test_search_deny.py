@@ -14,7 +14,7 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
 from ipy_agent.tools.search.ripgrep import deny_globs

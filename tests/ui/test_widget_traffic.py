@@ -14,7 +14,8 @@ import comm
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.runtime.trace import CallEvent
-from ipy_agent.ui.widgets import BLOCK_SIZE, RunView
+from ipy_agent.ui.call_row import BLOCK_SIZE
+from ipy_agent.ui.widgets import RunView
 from tests.ui.widget_support import PING, CountingComm
 
 

@@ -18,7 +18,8 @@ import ipywidgets as W
 from ipy_agent import Agent, PermissionPreview, PermissionRequest, ScriptedModel, Usage
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime.trace import TurnEvent
-from ipy_agent.ui.widgets import ApprovalPrompt, RunView
+from ipy_agent.ui.approval_widget import ApprovalPrompt
+from ipy_agent.ui.widgets import RunView
 
 TIMEOUT = 30
 
@@ -234,7 +235,7 @@ async def test_notebook_edit_prompt_says_outputs_will_be_cleared():
 
 
 def test_footer_shows_tokens_cost_estimate_and_context_share():
-    agent = SimpleNamespace(model=SimpleNamespace(name="claude-sonnet-4-5"))
+    agent = SimpleNamespace(model=SimpleNamespace(name="claude-sonnet-4-5"), context_window=200_000)
     view = RunView(agent)
     view.listener(
         TurnEvent(turn=1, phase="end", usage=Usage(input_tokens=1000, output_tokens=500, cache_read_input_tokens=49000))

@@ -7,7 +7,7 @@ Modules import one way, each only from those above it in this list:
 - `options`: the option grammar of GNU tools and git;
 - `wrappers`: programs that run another program (`env`, `timeout`, `xargs`...), looked through;
 - `subject`: what a command means for permission rules (its parts and their spellings);
-- `sed`, `awk`, `git`, `readonly`: the allow-list of argument shapes that only read;
+- `sed`, `awk`, `git`, `jq`, `readonly`: the allow-list of argument shapes that only read;
 - `verdict`: the read-only verdict on a whole line;
 - `destructive`: warnings for commands that lose work for good;
 - `deny`: Read deny rules applied to the paths a command names;

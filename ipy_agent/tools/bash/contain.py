@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 
 from .process import RunResult, run_command
 from .sandbox import (

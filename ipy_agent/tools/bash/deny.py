@@ -28,8 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from ipy_agent.base.gitignore import is_exception
-from ipy_agent.contract.tool import ToolContext
-from ipy_agent.contract.tool_context import realpath_via
+from ipy_agent.contract.tool_context import ToolContext, realpath_via
 
 from .options import PATTERN_FIRST, path_candidates, supplies_pattern
 from .syntax import SimpleCommand, Word, analyze
@@ -40,24 +39,7 @@ __all__ = ["NO_PATH_ARGS", "ReadCheck", "denied_read"]
 # Arguments of these are text, never files they read (`echo .env >> .gitignore` is fine).
 # Wrappers that run another command (env, command, nice, timeout, xargs) are not here on purpose.
 NO_PATH_ARGS = frozenset(
-    [
-        "echo",
-        "printf",
-        "which",
-        "type",
-        "true",
-        "false",
-        "sleep",
-        "seq",
-        "expr",
-        "uname",
-        "id",
-        "whoami",
-        "printenv",
-        "pwd",
-        "basename",
-        "dirname",
-    ]
+    "echo printf which type true false sleep seq expr uname id whoami printenv pwd basename dirname".split()
 )
 # `$X`, `${X...}`, `$(...)` (one level of nested parentheses), backticks, `$1`, `$@`...
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]")

@@ -10,42 +10,18 @@ remote (`fetch`, `ls-remote`, `remote show`) are not on the list. git accepts ab
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .options import Opt, flag_check, parse_options, unknown_problem
 from .syntax import Word
 
 __all__ = ["git_problem"]
 
 _READING = frozenset(
-    [
-        "status",
-        "diff",
-        "log",
-        "show",
-        "blame",
-        "annotate",
-        "ls-files",
-        "ls-tree",
-        "rev-parse",
-        "describe",
-        "shortlog",
-        "grep",
-        "cat-file",
-        "rev-list",
-        "merge-base",
-        "name-rev",
-        "whatchanged",
-        "show-ref",
-        "count-objects",
-        "diff-tree",
-        "diff-files",
-        "diff-index",
-        "for-each-ref",
-        "version",
-        "check-ignore",
-        "cherry",
-        "show-branch",
-        "range-diff",
-    ]
+    """status diff log show blame annotate ls-files ls-tree rev-parse describe shortlog grep
+    cat-file rev-list merge-base name-rev whatchanged show-ref count-objects diff-tree diff-files
+    diff-index for-each-ref version check-ignore cherry show-branch
+    range-diff""".split()
 )
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"})
 _WRITE_FLAGS = ("--output", "--open-files-in-pager")
@@ -185,20 +161,9 @@ def git_problem(args: list[Word]) -> str | None:
     """None when `git <args>` only reads; otherwise why not."""
     if problem := unknown_problem(args):
         return problem
-    i = 0
-    while i < len(args) and (args[i].text or "").startswith("-"):
-        flag = args[i].text or ""
-        if flag == "--version" and len(args) == 1:
-            return None
-        if flag == "-C" and i + 1 < len(args):
-            i += 2
-            continue
-        if flag in _GLOBAL_FLAGS:
-            i += 1
-            continue
-        if flag.startswith("-c") or flag.startswith("--config-env") or flag.startswith("--exec-path"):
-            return f"git {flag} sets configuration that can run commands (pager, aliases, diff drivers)"
-        return f"git option {flag} is not known to be read-only"
+    i, problem = _global_flags(args)
+    if i < 0 or problem:
+        return problem
     if i >= len(args):
         return "git without a subcommand"
     if signed := next((a.text for a in args if "%G" in (a.text or "")), None):
@@ -206,27 +171,48 @@ def git_problem(args: list[Word]) -> str | None:
     sub, rest = args[i].text or "", args[i + 1 :]
     if sub in _READING:
         return _grep("git grep", rest) if sub == "grep" else _generic(f"git {sub}", rest)
-    if sub == "branch":
-        return _listing(sub, rest, _BRANCH_LISTING, _BRANCH_IMPLIES_LIST)
-    if sub == "tag":
-        return _listing(sub, rest, _TAG_LISTING, {"-l", "--list"})
-    if sub == "config":
-        return _config(rest)
-    if sub == "remote":
-        if any(
-            isinstance(o, Opt) and o.name not in ("-v", "--verbose", "-n", "--push", "--all")
-            for o in parse_options(rest)
-        ):
-            return "git remote option is not known to be read-only"
-        if any(a.text == "show" for a in rest) and not any(a.text == "-n" for a in rest):
-            return "git remote show contacts the remote (only `git remote show -n` stays local)"
-        return _subcommand_only(sub, rest, (None, "get-url", "show"))
-    if sub == "stash":
-        return _subcommand_only(sub, rest, ("list", "show"))
-    if sub == "reflog":
-        return _subcommand_only(sub, rest, (None, "show", "exists"))
-    if sub == "worktree":
-        return _subcommand_only(sub, rest, ("list",))
-    if sub == "submodule":
-        return _subcommand_only(sub, rest, ("status",))
-    return f"git {sub} is not a read-only git subcommand"
+    check = _SUBCOMMANDS.get(sub)
+    return check(sub, rest) if check is not None else f"git {sub} is not a read-only git subcommand"
+
+
+def _global_flags(args: list[Word]) -> tuple[int, str | None]:
+    """Where the subcommand starts after git's own options, or (-1, None) for `git --version`
+    alone, or a reason when an option may run commands or is unknown."""
+    i = 0
+    while i < len(args) and (args[i].text or "").startswith("-"):
+        flag = args[i].text or ""
+        if flag == "--version" and len(args) == 1:
+            return -1, None
+        if flag == "-C" and i + 1 < len(args):
+            i += 2
+            continue
+        if flag in _GLOBAL_FLAGS:
+            i += 1
+            continue
+        if flag.startswith(("-c", "--config-env", "--exec-path")):
+            return i, f"git {flag} sets configuration that can run commands (pager, aliases, diff drivers)"
+        return i, f"git option {flag} is not known to be read-only"
+    return i, None
+
+
+def _remote(sub: str, rest: list[Word]) -> str | None:
+    if any(
+        isinstance(o, Opt) and o.name not in ("-v", "--verbose", "-n", "--push", "--all") for o in parse_options(rest)
+    ):
+        return "git remote option is not known to be read-only"
+    if any(a.text == "show" for a in rest) and not any(a.text == "-n" for a in rest):
+        return "git remote show contacts the remote (only `git remote show -n` stays local)"
+    return _subcommand_only(sub, rest, (None, "get-url", "show"))
+
+
+# Subcommands that read only in some of their forms, each with the check of its arguments.
+_SUBCOMMANDS: dict[str, Callable[[str, list[Word]], str | None]] = {
+    "branch": lambda sub, rest: _listing(sub, rest, _BRANCH_LISTING, _BRANCH_IMPLIES_LIST),
+    "tag": lambda sub, rest: _listing(sub, rest, _TAG_LISTING, {"-l", "--list"}),
+    "config": lambda sub, rest: _config(rest),
+    "remote": _remote,
+    "stash": lambda sub, rest: _subcommand_only(sub, rest, ("list", "show")),
+    "reflog": lambda sub, rest: _subcommand_only(sub, rest, (None, "show", "exists")),
+    "worktree": lambda sub, rest: _subcommand_only(sub, rest, ("list",)),
+    "submodule": lambda sub, rest: _subcommand_only(sub, rest, ("status",)),
+}

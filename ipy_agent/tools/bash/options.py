@@ -114,7 +114,7 @@ def path_candidates(text: str) -> list[str]:
 
 # Their first operand is a pattern or a program, unless `-e` / `-f` (alone or in a cluster such
 # as `-ie`) or one of these long flags supplies it; then every operand may be a file.
-PATTERN_FIRST = frozenset(["grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk", "mawk", "nawk", "jq"])
+PATTERN_FIRST = frozenset("grep egrep fgrep rg ag ack sed awk gawk mawk nawk jq".split())
 PATTERN_FLAGS = ("--regexp", "--file", "--expression", "--from-file")
 
 

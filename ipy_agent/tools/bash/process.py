@@ -91,7 +91,7 @@ class _Collector:
         if self._file is None:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
             path = self.spill_path
-            self._file = await asyncio.to_thread(lambda: open(path, "wb"))  # noqa: SIM115 (written chunk by chunk; closed in close())
+            self._file = await asyncio.to_thread(lambda: open(path, "wb"))
         room = budget.MAX_SPILL_BYTES - self._spilled
         self._spilled += len(data)
         if room > 0:

@@ -18,6 +18,7 @@ import re
 
 from .awk import awk_problem
 from .git import git_problem
+from .jq import jq_problem
 from .options import Check, Opt, flag_check, long_hit, parse_options, unknown_problem
 from .sed import sed_problem
 from .syntax import UNKNOWN, SimpleCommand, Word
@@ -28,100 +29,16 @@ HIDDEN_WORD = "is only known when the shell runs"
 # Programs whose arguments are only text they print or compute with: no file, no code, no flag
 # that writes. A word only the shell knows is harmless to them (`echo $HOME`).
 TEXT_ARGS = frozenset(
-    [
-        "echo",
-        "true",
-        "false",
-        ":",
-        "basename",
-        "dirname",
-        "seq",
-        "expr",
-        "sleep",
-        "pwd",
-        "uname",
-        "id",
-        "whoami",
-        "groups",
-        "nproc",
-        "arch",
-        "tty",
-    ]
+    "echo true false : basename dirname seq expr sleep pwd uname id whoami groups nproc arch tty".split()
 )
 
 # Programs none of whose flags write files or run other programs: any argument is fine.
 _ANY_ARGS = frozenset(
-    [
-        "cat",
-        "head",
-        "tail",
-        "wc",
-        "ls",
-        "pwd",
-        "echo",
-        "basename",
-        "dirname",
-        "realpath",
-        "readlink",
-        "stat",
-        "du",
-        "df",
-        "which",
-        "whereis",
-        "type",
-        "true",
-        "false",
-        "test",
-        "[",
-        "uname",
-        "id",
-        "whoami",
-        "groups",
-        "printenv",
-        "cmp",
-        "diff",
-        "nl",
-        "cut",
-        "tr",
-        "column",
-        "comm",
-        "od",
-        "hexdump",
-        "strings",
-        "seq",
-        "sleep",
-        "grep",
-        "egrep",
-        "fgrep",
-        "cd",
-        ":",
-        "md5sum",
-        "sha1sum",
-        "sha224sum",
-        "sha256sum",
-        "sha384sum",
-        "sha512sum",
-        "b2sum",
-        "cksum",
-        "base64",
-        "base32",
-        "tac",
-        "rev",
-        "paste",
-        "fold",
-        "expand",
-        "unexpand",
-        "pgrep",
-        "nproc",
-        "uptime",
-        "free",
-        "arch",
-        "tty",
-        "locale",
-        "lsb_release",
-        "expr",
-        "getconf",
-    ]
+    """cat head tail wc ls pwd echo basename dirname realpath readlink stat du df which whereis type
+    true false test [ uname id whoami groups printenv cmp diff nl cut tr column comm od hexdump
+    strings seq sleep grep egrep fgrep cd : md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
+    b2sum cksum base64 base32 tac rev paste fold expand unexpand pgrep nproc uptime free arch tty
+    locale lsb_release expr getconf""".split()
 )
 # Harmless variables in `LANG=C sort x`; anything else (PATH, LD_PRELOAD, GIT_EXTERNAL_DIFF,
 # PAGER...) can make a reading program run something else.
@@ -132,43 +49,12 @@ _SAFE_VARIABLES = frozenset({"LANG", "LANGUAGE", "TZ", "NO_COLOR", "COLUMNS", "L
 # terraform and docker's `version` contact a server.
 _VERSION_FLAGS: dict[str, frozenset[str]] = {
     **dict.fromkeys(
-        [
-            "node",
-            "npm",
-            "npx",
-            "uv",
-            "gcc",
-            "g++",
-            "clang",
-            "make",
-            "cmake",
-            "gh",
-            "conda",
-            "poetry",
-            "deno",
-            "bun",
-            "perl",
-            "php",
-            "tsc",
-            "bash",
-            "zsh",
-            "git",
-            "rg",
-            "jq",
-            "mypy",
-            "ruff",
-            "black",
-            "ruby",
-            "docker",
-            "pip",
-            "pip3",
-            "python",
-            "python3",
-        ],
+        """node npm npx uv gcc g++ clang make cmake gh conda poetry deno bun perl php tsc bash zsh
+        git rg jq mypy ruff black ruby docker pip pip3 python python3""".split(),
         frozenset({"--version"}),
     ),
-    **dict.fromkeys(["python", "python3", "pip", "pip3", "ruff", "perl"], frozenset({"--version", "-V"})),
-    **dict.fromkeys(["java", "javac"], frozenset({"-version", "--version"})),
+    **dict.fromkeys("python python3 pip pip3 ruff perl".split(), frozenset({"--version", "-V"})),
+    **dict.fromkeys("java javac".split(), frozenset({"-version", "--version"})),
     "node": frozenset({"--version", "-v"}),
 }
 
@@ -378,114 +264,13 @@ def _version_probe(name: str, args: list[Word]) -> str | None:
     return f"{name} runs code or changes things; only `{name} --version` is read-only"
 
 
-# jq options that shape output or pass text in; `--arg NAME VALUE` and friends take two words.
-_JQ_FLAGS = frozenset(
-    [
-        "-r",
-        "--raw-output",
-        "-j",
-        "--join-output",
-        "-a",
-        "--ascii-output",
-        "-c",
-        "--compact-output",
-        "-n",
-        "--null-input",
-        "-s",
-        "--slurp",
-        "-e",
-        "--exit-status",
-        "-S",
-        "--sort-keys",
-        "-C",
-        "--color-output",
-        "-M",
-        "--monochrome-output",
-        "--tab",
-        "--seq",
-        "--stream",
-        "--stream-errors",
-        "-R",
-        "--raw-input",
-        "--raw-output0",
-        "--unbuffered",
-        "-h",
-        "--help",
-        "--args",
-        "--jsonargs",
-        "--version",
-        "-V",
-    ]
-)
-_JQ_TWO_VALUES = frozenset({"--arg", "--argjson"})
-# Filters that read the environment (the API key lives there), name or load files, or show
-# where the program runs; a filter using them is not judged read-only.
-_JQ_FORBIDDEN = re.compile(
-    r"\b(env|input_filename|import|include|modulemeta|get_search_list|get_prog_origin|"
-    r"get_jq_origin)\b|\$(ENV|__loc__|__prog_args)\b"
-)
-
-
-def _jq(name: str, args: list[Word]) -> str | None:
-    if problem := unknown_problem(args):
-        return problem
-    i, program = 0, None
-    while i < len(args):
-        t = args[i].text or ""
-        if t == "--":
-            # Everything after is positional (the filter first, if not yet given).
-            for rest in args[i + 1 :]:
-                program = rest.text if program is None else program
-            break
-        if t.startswith("-") and t != "-":
-            flag = t.partition("=")[0]
-            if flag in _JQ_TWO_VALUES:
-                i += 3
-                continue
-            if flag == "--indent":
-                i += 2
-                continue
-            if flag not in _JQ_FLAGS and not (
-                len(flag) > 2 and not flag.startswith("--") and all(f"-{c}" in _JQ_FLAGS for c in flag[1:])
-            ):
-                return f"jq option {t} reads a filter or data file, or is not known to be read-only"
-            i += 1
-            continue
-        if program is None:
-            program = t
-        i += 1
-    if program is None:
-        return None  # `jq` alone is `jq .`
-    if m := _JQ_FORBIDDEN.search(program):
-        return f"the jq filter uses {m.group()!r}, which reads the environment or loads or names files"
-    return None
-
-
 _PIP_READS: dict[str, frozenset[str]] = {
     "list": frozenset(
-        [
-            "-l",
-            "--local",
-            "--user",
-            "-e",
-            "--editable",
-            "--exclude-editable",
-            "--include-editable",
-            "--not-required",
-            "--format",
-            "-v",
-            "--verbose",
-            "-q",
-            "--quiet",
-            "--no-color",
-            "--disable-pip-version-check",
-            "--exclude",
-        ]
+        """-l --local --user -e --editable --exclude-editable --include-editable --not-required
+        --format -v --verbose -q --quiet --no-color --disable-pip-version-check --exclude""".split()
     ),
-    "freeze": frozenset(
-        ["-l", "--local", "--user", "--all", "--exclude-editable", "--exclude", "-q", "--quiet", "--no-color"]
-    ),
-    "show": frozenset(["-f", "--files", "-v", "--verbose", "-q", "--quiet", "--no-color"]),
+    "freeze": frozenset("-l --local --user --all --exclude-editable --exclude -q --quiet --no-color".split()),
+    "show": frozenset("-f --files -v --verbose -q --quiet --no-color".split()),
     "check": frozenset({"-q", "--quiet", "--no-color"}),
 }
 
@@ -533,7 +318,7 @@ _CHECKS: dict[str, Check] = {
         ("--pre", "--pre-glob", "--search-zip", "--hostname-bin"),
         why="runs a preprocessor, a decompressor or another program",
     ),
-    "jq": _jq,
+    "jq": jq_problem,
     "pip": _pip,
     "pip3": _pip,
     "awk": awk_problem,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 __all__ = [
     "CORE_PROGRAMS",
@@ -40,7 +40,6 @@ __all__ = [
     "bwrap_argv",
     "core_read_only",
     "denied_mounts",
-    "notice_once",
     "sandbox_available",
     "sandbox_note",
     "sandbox_status",
@@ -56,57 +55,9 @@ Access = Literal["read-only", "write-workdirs"]
 # (a second operand is written), `file` (-C), `tree` (-o), `date` (-s), `find`, `sed`, `awk`,
 # `git`, `jq` and every interpreter are out on purpose.
 CORE_PROGRAMS: frozenset[str] = frozenset(
-    [
-        "cat",
-        "head",
-        "tail",
-        "wc",
-        "ls",
-        "pwd",
-        "echo",
-        "basename",
-        "dirname",
-        "realpath",
-        "readlink",
-        "stat",
-        "du",
-        "df",
-        "true",
-        "false",
-        "test",
-        "[",
-        "uname",
-        "id",
-        "whoami",
-        "groups",
-        "cmp",
-        "diff",
-        "nl",
-        "cut",
-        "tr",
-        "comm",
-        "od",
-        "hexdump",
-        "tac",
-        "rev",
-        "paste",
-        "fold",
-        "expand",
-        "unexpand",
-        "seq",
-        "nproc",
-        "md5sum",
-        "sha1sum",
-        "sha256sum",
-        "sha512sum",
-        "b2sum",
-        "cksum",
-        "base64",
-        "grep",
-        "egrep",
-        "fgrep",
-        "cd",
-    ]
+    """cat head tail wc ls pwd echo basename dirname realpath readlink stat du df true false test [
+    uname id whoami groups cmp diff nl cut tr comm od hexdump tac rev paste fold expand unexpand
+    seq nproc md5sum sha1sum sha256sum sha512sum b2sum cksum base64 grep egrep fgrep cd""".split()
 )
 # Written without any expansion: no `$`, backquotes, backslashes, `~`, process substitution,
 # here-documents or redirections (bar the two spellings of "discard errors").
@@ -415,15 +366,3 @@ def availability_note(ctx: ToolContext) -> str | None:
         f"Bash has no OS sandbox: {why}. Only a small core of plain commands runs without asking ({core}); "
         "everything else asks first."
     )
-
-
-_NOTICED: list[str] = []
-
-
-def notice_once(ctx: ToolContext) -> str | None:
-    """`availability_note` the first time it applies in this process; None after that."""
-    note = availability_note(ctx)
-    if note is None or note in _NOTICED:
-        return None
-    _NOTICED.append(note)
-    return note

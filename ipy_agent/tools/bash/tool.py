@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.permissions.builtin import BUILTIN_SPECS
 from ipy_agent.permissions.rules import part_matches
 from ipy_agent.runtime.budget import spill_file_name
@@ -54,29 +55,10 @@ _EXIT_ONE_MEANS = {
 }
 # Programs whose rule is more useful with their subcommand: `Bash(git diff:*)`, not `Bash(git:*)`.
 _WITH_SUBCOMMAND = frozenset(
-    [
-        "git",
-        "npm",
-        "pnpm",
-        "yarn",
-        "bun",
-        "npx",
-        "cargo",
-        "go",
-        "docker",
-        "kubectl",
-        "pip",
-        "pip3",
-        "uv",
-        "poetry",
-        "make",
-        "gh",
-        "conda",
-        "dotnet",
-    ]
+    "git npm pnpm yarn bun npx cargo go docker kubectl pip pip3 uv poetry make gh conda dotnet".split()
 )
 _DETAIL_LINES = 20  # of output under the person's compact line
-_INTERPRETERS = frozenset(["python", "python3", "node", "ruby", "perl", "bash", "sh"])
+_INTERPRETERS = frozenset("python python3 node ruby perl bash sh".split())
 # Never the first word of a suggested prefix rule: they run whatever follows them.
 _NEVER_PREFIX = frozenset({"env", "sudo", "doas", "xargs"})
 
@@ -186,12 +168,21 @@ class BashTool(Tool):
     input_model = BashInput
     max_result_chars = OUTPUT_LIMIT + 5_000  # room for "Exit code N" and notes around the capped output
     kind = "execute"
+    offered_in_simple_mode = True
 
     def description(self, ctx: ToolContext) -> str:
         if sandbox_usable(ctx):
             return DESCRIPTION
         # No sandbox here: do not promise one (and say what still runs unasked).
         return DESCRIPTION.replace(_SANDBOX_BULLET, _NO_SANDBOX_BULLET)
+
+    def status(self, ctx: ToolContext) -> ToolStatus:
+        if (note := availability_note(ctx)) is not None:
+            return ToolStatus(text=note, warning=True)
+        return ToolStatus(
+            text=f"Bash sandbox: {ctx.sandbox} (commands that run without asking are sandboxed: read-only, "
+            "no network; see the sandbox setting)."
+        )
 
     # --- runtime control ---------------------------------------------------------------------
     async def validate_input(self, inp: BashInput, ctx: ToolContext) -> str | None:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 from .deny import NO_PATH_ARGS
 from .options import PATTERN_FIRST, path_candidates, supplies_pattern

@@ -186,31 +186,8 @@ def hidden_reason(command: str) -> str:
 
 # Programs that run a command they are given in a form not looked through here.
 RUNNERS = frozenset(
-    [
-        "watch",
-        "su",
-        "runuser",
-        "script",
-        "parallel",
-        "flock",
-        "chroot",
-        "unshare",
-        "nsenter",
-        "systemd-run",
-        "strace",
-        "ltrace",
-        "busybox",
-        "toybox",
-        "pkexec",
-        "at",
-        "batch",
-        "setsid",
-        "ionice",
-        "taskset",
-        "chrt",
-        "fakeroot",
-        "firejail",
-    ]
+    """watch su runuser script parallel flock chroot unshare nsenter systemd-run strace ltrace
+    busybox toybox pkexec at batch setsid ionice taskset chrt fakeroot firejail""".split()
 )
 _FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 # git's global options that take a value as the next word.

@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.diff import Span, count_lines, numbered_snippet
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, quote, read_existing, require_fresh
 from ipy_agent.tools.shared.fileio import decode_text, encode_text, undecodable_reason
@@ -231,6 +232,7 @@ def _not_found(text: str, old: str, display: str) -> str:
 class EditTool(FileEditingTool):
     name = "Edit"
     input_model = EditInput
+    offered_in_simple_mode = True
 
     def description(self, ctx: ToolContext) -> str:
         return DESCRIPTION

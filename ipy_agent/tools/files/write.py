@@ -11,11 +11,14 @@ touch every line. A new file is written as UTF-8, exactly as given.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.contract.read_state import file_key
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.diff import count_lines
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh, require_whole_read
 from ipy_agent.tools.shared.fileio import decode_text, encode_text, undecodable_reason
@@ -68,6 +71,10 @@ class WriteTool(FileEditingTool):
 
     def _target(self, inp: WriteInput) -> str:
         return inp.file_path
+
+    def input_source(self, inp: dict[str, Any], cwd: Path) -> str | None:
+        # The input carries the whole new content: while the call is visible, so is the file.
+        return file_key(cwd, inp.get("file_path")) if isinstance(inp.get("content"), str) else None
 
     def _preview_title(self, plan: Plan) -> str:
         return f"{'Create' if plan.created else 'Overwrite'} {plan.display}"

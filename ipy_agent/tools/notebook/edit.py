@@ -29,11 +29,12 @@ from __future__ import annotations
 import codecs
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionPreview, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
 
 from .edit_live import apply_live, plan_live, preview_live
@@ -121,7 +122,7 @@ def _find_cell(ids: list[str | None], cell_id: str, display: str) -> int:
     matches = [i for i, cid in enumerate(ids) if cid == cell_id]
     if len(matches) > 1:
         where = ", ".join(f"cell-{i}" for i in matches[:10])
-        return _raise(
+        _raise(
             f"Cell id {cell_id!r} is used by {len(matches)} cells in {display!r} ({where}), so it does not say "
             "which one to change. Name the cell by its index instead, e.g. cell_id='cell-N'."
         )
@@ -132,7 +133,7 @@ def _find_cell(ids: list[str | None], cell_id: str, display: str) -> int:
     shown = ", ".join(f"{cid!r} (cell-{i})" if cid else f"'cell-{i}'" for i, cid in enumerate(ids[:10]))
     more = f", … ({len(ids)} cells in all)" if len(ids) > 10 else ""
     valid = f"Valid ids: {shown}{more}." if ids else "The notebook has no cells; use edit_mode insert without cell_id."
-    return _raise(
+    _raise(
         f"Cell {cell_id!r} not found in {display!r}. {valid} Use an id from Read's output, or cell-N "
         "for the cell at 0-based index N."
     )
@@ -149,9 +150,7 @@ def _replacement(old: dict[str, Any], old_type: str, cell_type: str, source: str
     """The cell that replaces `old`: its new source, outputs cleared for code; a type change
     makes a fresh cell of the new type with the old id and metadata."""
     if cell_type != old_type:
-        from nbformat.v4 import new_code_cell, new_markdown_cell
-
-        fresh = dict((new_code_cell if cell_type == "code" else new_markdown_cell)(source))
+        fresh = dict(new_cell(cell_type, source, set()))
         fresh["metadata"] = old.get("metadata", {})
         if "id" in old:
             fresh["id"] = old["id"]
@@ -199,7 +198,7 @@ def _as_lines(source: str) -> str:
     return source if not source or source.endswith("\n") else source + "\n"
 
 
-def _raise(message: str) -> Any:
+def _raise(message: str) -> NoReturn:
     raise ToolError(message)
 
 

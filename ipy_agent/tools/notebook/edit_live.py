@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ipy_agent.contract.tool import PermissionPreview, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionPreview, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.diff import make_diff
 
 from .live import bridge_call, fetch_cell, record_cells, require_fresh_cell, require_listed

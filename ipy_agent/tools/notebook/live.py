@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.contract.read_state import cell_key
-from ipy_agent.contract.tool import ToolContext, ToolError
+from ipy_agent.contract.tool import ToolError
+from ipy_agent.contract.tool_context import ToolContext
 
 __all__ = [
     "NOTEBOOK_MARK",
@@ -74,7 +75,8 @@ async def fetch_cell(nb: Any, cell_id: str) -> dict[str, Any]:
                 "wrong. Read the notebook again with NotebookRead to see its cells and their ids."
             ) from None
         raise ToolError(str(e)) from None
-    return cells[0]
+    cell: dict[str, Any] = cells[0]
+    return cell
 
 
 def _index_form(cell_id: str) -> int | None:

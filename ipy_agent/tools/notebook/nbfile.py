@@ -67,7 +67,7 @@ def new_cell(cell_type: str, source: str, taken: set[str]) -> Any:
 
 def upgrade_keeping_ids(nb: Any) -> Any:
     """nbformat 4.<5 -> 4.5, keeping every valid, unique id a cell already has."""
-    import nbformat
+    from nbformat.corpus.words import generate_corpus_id
     from nbformat.v4 import convert as v4convert
 
     old_ids = [cell.get("id") for cell in nb.cells]
@@ -85,7 +85,7 @@ def upgrade_keeping_ids(nb: Any) -> Any:
             cell.id = old_id
             continue
         while cell.id in taken:
-            cell.id = nbformat.v4.nbbase.random_cell_id()
+            cell.id = generate_corpus_id()
         taken.add(cell.id)
     return nb
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import Tool, ToolContext, ToolError
+from ipy_agent.contract.tool import Tool, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 
 from .live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_target, record_cells

@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import PermissionPreview, Tool, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionPreview, Tool, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 
 from .live import bridge_call, fetch_cell, live_bridge, live_target

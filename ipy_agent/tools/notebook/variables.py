@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import Tool, ToolContext, ToolError
+from ipy_agent.contract.tool import Tool, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 
 __all__ = ["VariablesInput", "VariablesResult", "VariablesTool"]
 

@@ -15,10 +15,11 @@ import glob as _glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 from .ripgrep import DenyFilter, SearchTool, display_prefix, plural, run_rg, vcs_globs
 
@@ -147,7 +148,7 @@ class GlobTool(SearchTool):
             hidden_note=hidden.note(),
         )
 
-    def map_result(self, output: GlobResult, tool_use_id: str) -> dict:
+    def map_result(self, output: GlobResult, tool_use_id: str) -> dict[str, Any]:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": render_glob(output)}
 
     def summarize_use(self, inp: GlobInput) -> str:

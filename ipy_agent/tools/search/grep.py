@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 from .grep_results import GrepResult, OutputMode, group_content, page, parse_counts, path_key, render_grep, strip_dot
 from .ripgrep import (
@@ -38,7 +38,7 @@ from .ripgrep import (
     vcs_globs,
 )
 
-__all__ = ["DEFAULT_HEAD_LIMIT", "MAX_LINE_COLUMNS", "GrepInput", "GrepResult", "GrepTool"]
+__all__ = ["DEFAULT_HEAD_LIMIT", "MAX_LINE_COLUMNS", "GrepInput", "GrepTool"]
 
 DEFAULT_HEAD_LIMIT = 250
 # Longer lines (minified JS, data files) are shown shortened: one can fill a whole budget.
@@ -212,7 +212,7 @@ class GrepTool(SearchTool):
         hidden.add(listed)
         return page(mode="content", items=lines, num_files=num_files, hidden_note=hidden.note(), **common)
 
-    def map_result(self, output: GrepResult, tool_use_id: str) -> dict:
+    def map_result(self, output: GrepResult, tool_use_id: str) -> dict[str, Any]:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": render_grep(output)}
 
     def summarize_use(self, inp: GrepInput) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .ripgrep import plural
 
@@ -121,7 +121,7 @@ def group_content(
     return lines, len(kept)
 
 
-def page(*, items: list[str], offset: int, head_limit: int, **fields) -> GrepResult:
+def page(*, items: list[str], offset: int, head_limit: int, **fields: Any) -> GrepResult:
     """One page of results. Context separators ("--") do not count as results: a page holds
     `head_limit` real lines, with the separators that fall between them."""
     positions = [i for i, item in enumerate(items) if item != "--"]

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.base.secrets import tool_environ
-from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 
 __all__ = [
     "MAX_OUTPUT_BYTES",

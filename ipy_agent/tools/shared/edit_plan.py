@@ -24,7 +24,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolContext, ToolError
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 
 from .diff import Diff, Span, diff_spans, make_diff
 from .fileio import atomic_write, real_path

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.permissions.decide import Decision, PermissionRules, decide
 from ipy_agent.tools.bash import BashInput, BashTool
 

@@ -14,7 +14,7 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from tests.helpers import write_tree
 

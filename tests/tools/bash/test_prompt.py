@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash.process import OUTPUT_LIMIT
 from ipy_agent.tools.bash.tool import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, BashInput, BashTool
 

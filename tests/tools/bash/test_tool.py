@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash.process import OUTPUT_LIMIT
 

@@ -1,0 +1,65 @@
+"""What the model is offered for one request: the tools in their API form, MCP servers' tools,
+and what a tool warns the person about before a run.
+
+The registry (runtime/registry.py) decides which tools are exposed this turn; this module turns
+them into the request's tool list, hiding a tool whose description fails rather than failing the
+request, and keeps MCP servers' tools in the registry up to date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ipy_agent.contract.tool import Tool
+from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.mcp import McpManager
+from ipy_agent.permissions.decide import Approver, PermissionRules
+from ipy_agent.runtime.registry import Exposure, ToolRegistry
+from ipy_agent.runtime.trace import AgentEvent, NoticeEvent
+
+__all__ = ["offer_tools", "sync_mcp", "warn_once"]
+
+Emit = Callable[[AgentEvent], None]
+
+_SAID: set[str] = set()  # warnings tools gave that were said in this process (the kernel)
+
+
+def offer_tools(
+    registry: ToolRegistry, rules: PermissionRules, ctx: ToolContext, *, simple: bool, emit: Emit | None
+) -> tuple[Exposure, list[dict[str, Any]]]:
+    """The tools for this request and their API form; a tool whose description fails is hidden
+    (and the person is told, when `emit` is given)."""
+    exposure = registry.exposed(ctx, rules, simple=simple)
+    offered, api, hidden = [], [], dict(exposure.hidden)
+    for tool in exposure.offered:
+        try:
+            api.append(tool.to_api(ctx))
+            offered.append(tool)
+        except Exception as e:
+            hidden[tool.name] = f"its description failed ({type(e).__name__}: {e})"
+            if emit is not None:
+                emit(NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning"))
+    return Exposure(offered=tuple(offered), hidden=hidden), api
+
+
+def warn_once(tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:
+    """What a tool warns about its state here (no OS sandbox, say), once per kernel."""
+    for tool in tools:
+        try:
+            status = tool.status(ctx)
+        except Exception:  # a status is a courtesy; a broken one is not the run's problem
+            continue
+        if status is not None and status.warning and status.text not in _SAID:
+            _SAID.add(status.text)
+            emit(NoticeEvent(text=status.text, level="warning"))
+
+
+async def sync_mcp(mcp: McpManager, registry: ToolRegistry, approver: Approver | None, emit: Emit) -> None:
+    """MCP servers: start them at the first request that needs them (asking about project
+    ones), pick up changed tool lists, tell the person what is down; then offer their tools."""
+    if mcp.idle:
+        return
+    for level, text in await mcp.sync(approver):
+        emit(NoticeEvent(text=text, level=level))
+    mcp.skipped.update(registry.set_group("mcp", mcp.tools()))

@@ -1,0 +1,264 @@
+/**
+ * The front end's half of the live-notebook protocol, without JupyterLab: one comm message from
+ * the kernel in, one reply out. `index.ts` gives it a notebook panel behind the small `Notebook`
+ * interface below; the unit tests give it a list of cells.
+ *
+ * The protocol (version, comm target, message keys, ops) is defined once, in
+ * ipy_agent/notebook/protocol.json, which the kernel side reads too. `handlers` must have exactly
+ * its ops: an op listed there without a handler here (or the other way round) does not compile.
+ *
+ *   kernel -> front end: {protocol, request_id, op, path, args}
+ *   front end -> kernel: {protocol, reply_to, ok, result | error, code}
+ *                        {protocol, event: "hello", path, server_root, extension_version}
+ * Results live under `result`, so a field of a cell (its `id`) never collides with protocol
+ * keys (`request_id`, `reply_to`).
+ */
+import type { ICellMetadata, IOutput } from '@jupyterlab/nbformat';
+import protocol from '../../ipy_agent/notebook/protocol.json';
+
+export const PROTOCOL: number = protocol.version;
+export const TARGET: string = protocol.target;
+export const VERSION = '0.1.0';
+
+export type Op = keyof typeof protocol.ops;
+export type ErrorCode = keyof typeof protocol.errors;
+export type CellType = 'code' | 'markdown' | 'raw';
+export type NotifyType = 'default' | 'info' | 'success' | 'warning' | 'error' | 'in-progress';
+export type Args = { readonly [key: string]: unknown };
+export type Result = { [key: string]: unknown };
+
+/** A cell as nbformat has it, its source as one string; only code cells have outputs. */
+export interface CellData {
+  id: string;
+  cell_type: CellType;
+  source: string;
+  metadata: Partial<ICellMetadata>;
+  execution_count: number | null;
+  outputs: IOutput[];
+}
+
+/** What the handler needs of a notebook: JupyterLab's model in index.ts, a list in the tests. */
+export interface Notebook {
+  readonly path: string;
+  readonly ready: boolean; // the model is loaded
+  readonly dirty: boolean;
+  cellIds(): string[];
+  cell(index: number): CellData;
+  /** Run the changes as one (one undo step, one sync to other clients). */
+  transact(changes: () => void): void;
+  insertCell(index: number, cell: Partial<CellData> & { cell_type: CellType }): void;
+  deleteCell(index: number): void;
+  setSource(index: number, source: string): void;
+  /** Replace a code cell's outputs; an `executionCount` of undefined leaves the count alone. */
+  setOutputs(index: number, outputs: IOutput[], executionCount?: number | null): void;
+  scrollTo(index: number): Promise<void>;
+  /** Show a notification; returns its id. */
+  notify(message: string, type: NotifyType, autoClose: number): string;
+}
+
+/** An error with a code the kernel side can act on. */
+export class BridgeError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+const NOTIFY_TYPES: readonly string[] = ['default', 'info', 'success', 'warning', 'error', 'in-progress'];
+
+function outputSize(output: IOutput): number {
+  return JSON.stringify(output).length;
+}
+
+function summariseOutput(output: IOutput): Result {
+  const summary: Result = { output_type: output.output_type, size: outputSize(output) };
+  if (output.output_type === 'stream') {
+    summary.name = output.name;
+  } else if (output.output_type === 'error') {
+    summary.ename = output.ename;
+  } else if ('data' in output) {
+    summary.mime_types = Object.keys(output.data || {});
+  }
+  return summary;
+}
+
+/** A cell as the kernel gets it: with its outputs (read_cells), or a summary of them. */
+function cellJSON(nb: Notebook, index: number, withOutputs: boolean): Result {
+  const cell = nb.cell(index);
+  const result: Result = {
+    id: cell.id,
+    index,
+    cell_type: cell.cell_type,
+    source: cell.source,
+    execution_count: cell.cell_type === 'code' ? cell.execution_count : null,
+    output_count: cell.outputs.length,
+    outputs_size: cell.outputs.reduce((n, o) => n + outputSize(o), 0)
+  };
+  if (withOutputs) {
+    result.outputs = cell.outputs;
+  } else {
+    result.output_summary = cell.outputs.map(summariseOutput);
+  }
+  return result;
+}
+
+function allIndices(nb: Notebook): number[] {
+  return nb.cellIds().map((_, i) => i);
+}
+
+function findIndex(nb: Notebook, cellId: unknown): number {
+  if (typeof cellId !== 'string' || !cellId) {
+    throw new BridgeError('bad_request', `cell_id must be a non-empty string, not ${JSON.stringify(cellId)}`);
+  }
+  const index = nb.cellIds().indexOf(cellId);
+  if (index < 0) {
+    throw new BridgeError('not_found', `no cell with id ${JSON.stringify(cellId)} in ${nb.path}`);
+  }
+  return index;
+}
+
+/** Compare-and-set: refuse when the cell's source is no longer what the kernel last saw. */
+function checkSource(nb: Notebook, index: number, expected: unknown): void {
+  if (typeof expected === 'string' && nb.cell(index).source !== expected) {
+    throw new BridgeError('stale', 'the cell changed since the agent read it');
+  }
+}
+
+function cellType(value: unknown): CellType {
+  if (value === 'code' || value === 'markdown' || value === 'raw') {
+    return value;
+  }
+  throw new BridgeError('bad_request', `cell_type must be code, markdown or raw, not ${JSON.stringify(value)}`);
+}
+
+type Handler = (nb: Notebook, args: Args) => Result | Promise<Result>;
+
+export const handlers: { readonly [op in Op]: Handler } = {
+  list_cells: nb => ({
+    path: nb.path,
+    dirty: nb.dirty,
+    cells: allIndices(nb).map(i => cellJSON(nb, i, false))
+  }),
+
+  read_cells: (nb, args) => {
+    const ids = args.cell_ids;
+    const indices = Array.isArray(ids) ? ids.map(id => findIndex(nb, id)) : allIndices(nb);
+    return { path: nb.path, cells: indices.map(i => cellJSON(nb, i, true)) };
+  },
+
+  replace_source: (nb, args) => {
+    const index = findIndex(nb, args.cell_id);
+    checkSource(nb, index, args.expected_source);
+    const old = nb.cell(index);
+    const wanted = args.cell_type ? cellType(args.cell_type) : old.cell_type;
+    const source = String(args.source ?? '');
+    nb.transact(() => {
+      if (wanted !== old.cell_type) {
+        // A cell cannot change type in place: replace it by one of the new type, same id.
+        nb.deleteCell(index);
+        nb.insertCell(index, { id: old.id, cell_type: wanted, source, metadata: old.metadata });
+      } else {
+        nb.setSource(index, source);
+        if (old.cell_type === 'code' && args.clear_outputs !== false) {
+          nb.setOutputs(index, [], null);
+        }
+      }
+    });
+    return { cell: cellJSON(nb, index, false) };
+  },
+
+  insert_cell: (nb, args) => {
+    const index = args.after_id ? findIndex(nb, args.after_id) + 1 : 0;
+    nb.insertCell(index, { cell_type: cellType(args.cell_type ?? 'code'), source: String(args.source ?? '') });
+    return { cell: cellJSON(nb, index, false) };
+  },
+
+  delete_cell: (nb, args) => {
+    const index = findIndex(nb, args.cell_id);
+    checkSource(nb, index, args.expected_source);
+    const gone = cellJSON(nb, index, false);
+    nb.deleteCell(index);
+    return { cell: gone, cell_count: nb.cellIds().length };
+  },
+
+  set_outputs: (nb, args) => {
+    const index = findIndex(nb, args.cell_id);
+    const type = nb.cell(index).cell_type;
+    if (type !== 'code') {
+      throw new BridgeError('bad_request', `cell ${args.cell_id} is a ${type} cell; only code cells have outputs`);
+    }
+    const outputs = Array.isArray(args.outputs) ? (args.outputs as IOutput[]) : [];
+    const count = 'execution_count' in args ? ((args.execution_count ?? null) as number | null) : undefined;
+    nb.setOutputs(index, outputs, count);
+    return { cell: cellJSON(nb, index, false) };
+  },
+
+  scroll_to: async (nb, args) => {
+    const index = findIndex(nb, args.cell_id);
+    await nb.scrollTo(index);
+    return { index };
+  },
+
+  notify: (nb, args) => {
+    const type = NOTIFY_TYPES.includes(args.type as string) ? (args.type as NotifyType) : 'info';
+    const autoClose = typeof args.auto_close === 'number' ? args.auto_close : 8000;
+    return { notification_id: nb.notify(String(args.message ?? ''), type, autoClose) };
+  }
+};
+
+function isOp(op: string): op is Op {
+  return Object.prototype.hasOwnProperty.call(handlers, op);
+}
+
+/** The result of one op, or a BridgeError saying why there is none. */
+export async function handle(nb: Notebook, op: string, args: Args): Promise<Result> {
+  if (!nb.ready) {
+    throw new BridgeError('not_ready', 'the notebook is not loaded yet');
+  }
+  if (!isOp(op)) {
+    throw new BridgeError('unknown_op', `unknown op ${JSON.stringify(op)}`);
+  }
+  return handlers[op](nb, args);
+}
+
+type Request = { protocol?: unknown; request_id?: unknown; op?: unknown; path?: unknown; args?: Args };
+
+/**
+ * The reply to one comm message from the kernel, or null when there is none to send: the
+ * message is for another notebook on the same kernel (a kernel may be shared), or no request.
+ */
+export async function reply(nb: Notebook, data: unknown): Promise<Result | null> {
+  const req: Request = typeof data === 'object' && data !== null ? data : {};
+  if ((req.path && req.path !== nb.path) || !req.request_id) {
+    return null;
+  }
+  const base = { protocol: PROTOCOL, reply_to: req.request_id };
+  if (req.protocol !== PROTOCOL) {
+    return {
+      ...base,
+      ok: false,
+      code: 'version_mismatch',
+      error:
+        `protocol mismatch: the kernel speaks version ${req.protocol}, this JupyterLab extension ` +
+        `(ipy-agent-notebook ${VERSION}) speaks version ${PROTOCOL}; install the same ipy_agent ` +
+        'version in the kernel and the server, then reload the page'
+    };
+  }
+  try {
+    return { ...base, ok: true, result: await handle(nb, String(req.op), req.args || {}) };
+  } catch (err) {
+    return {
+      ...base,
+      ok: false,
+      code: err instanceof BridgeError ? err.code : 'error',
+      error: String(err instanceof Error ? err.message : err)
+    };
+  }
+}
+
+/** What a panel says when a comm opens: which notebook it shows, and where the server's root is. */
+export function hello(nb: Notebook, serverRoot: string): Result {
+  return { protocol: PROTOCOL, event: 'hello', path: nb.path, server_root: serverRoot, extension_version: VERSION };
+}

@@ -1,0 +1,373 @@
+/**
+ * The message handler against an in-memory notebook: every op of the protocol, its reply's keys
+ * as ipy_agent/notebook/protocol.json lists them, and the requests it must refuse or ignore.
+ */
+import type { IOutput } from '@jupyterlab/nbformat';
+import { beforeEach, describe, expect, it } from 'vitest';
+import protocol from '../../ipy_agent/notebook/protocol.json';
+import {
+  CellData,
+  CellType,
+  Notebook,
+  NotifyType,
+  PROTOCOL,
+  Result,
+  VERSION,
+  handlers,
+  hello,
+  reply
+} from '../src/handler';
+
+const PATH = 'work/analysis.ipynb';
+
+/** A notebook as a list of cells, recording what the handler asked of it. */
+class ListNotebook implements Notebook {
+  path = PATH;
+  ready = true;
+  dirty = true;
+  transactions = 0;
+  scrolled: number[] = [];
+  notes: [string, NotifyType, number][] = [];
+  private made = 0;
+
+  constructor(public cells: CellData[]) {}
+
+  cellIds(): string[] {
+    return this.cells.map(c => c.id);
+  }
+  cell(index: number): CellData {
+    return this.cells[index];
+  }
+  transact(changes: () => void): void {
+    this.transactions++;
+    changes();
+  }
+  insertCell(index: number, cell: Partial<CellData> & { cell_type: CellType }): void {
+    this.cells.splice(index, 0, {
+      id: cell.id ?? `new${++this.made}`,
+      source: '',
+      metadata: {},
+      execution_count: null,
+      outputs: [],
+      ...cell
+    });
+  }
+  deleteCell(index: number): void {
+    this.cells.splice(index, 1);
+  }
+  setSource(index: number, source: string): void {
+    this.cells[index].source = source;
+  }
+  setOutputs(index: number, outputs: IOutput[], executionCount?: number | null): void {
+    this.cells[index].outputs = outputs;
+    if (executionCount !== undefined) {
+      this.cells[index].execution_count = executionCount;
+    }
+  }
+  async scrollTo(index: number): Promise<void> {
+    this.scrolled.push(index);
+  }
+  notify(message: string, type: NotifyType, autoClose: number): string {
+    this.notes.push([message, type, autoClose]);
+    return `note${this.notes.length}`;
+  }
+}
+
+const stream: IOutput = { output_type: 'stream', name: 'stdout', text: 'hi\n' };
+const error: IOutput = { output_type: 'error', ename: 'ValueError', evalue: 'bad', traceback: [] };
+const display: IOutput = {
+  output_type: 'display_data',
+  data: { 'text/plain': '1', 'image/png': 'iVBOR' },
+  metadata: {}
+};
+
+function code(id: string, source: string, outputs: IOutput[] = [], count: number | null = null): CellData {
+  return { id, cell_type: 'code', source, metadata: { tags: ['keep'] }, execution_count: count, outputs };
+}
+
+function markdown(id: string, source: string): CellData {
+  return { id, cell_type: 'markdown', source, metadata: {}, execution_count: null, outputs: [] };
+}
+
+let nb: ListNotebook;
+let requests = 0;
+
+beforeEach(() => {
+  nb = new ListNotebook([
+    code('a', 'import pandas as pd', [], 1),
+    markdown('b', '# Results'),
+    code('c', 'df.describe()', [stream, error, display], 2)
+  ]);
+});
+
+/** Send one request as the kernel does; returns the reply (or null when none is sent). */
+function send(op: string, args: object = {}, extra: object = {}): Promise<Result | null> {
+  return reply(nb, { protocol: PROTOCOL, request_id: `r${++requests}`, op, path: PATH, args, ...extra });
+}
+
+/** The result of a request that must succeed, after checking the reply's and result's keys. */
+async function ok(op: keyof typeof protocol.ops, args: object = {}): Promise<Result> {
+  const answer = await send(op, args);
+  expect(answer).toMatchObject({ protocol: PROTOCOL, reply_to: `r${requests}`, ok: true });
+  expect(Object.keys(answer!).sort()).toEqual(['ok', 'protocol', 'reply_to', 'result']);
+  const result = answer!.result as Result;
+  expect(Object.keys(result).sort()).toEqual([...protocol.ops[op].result].sort());
+  return result;
+}
+
+/** The code and message of a request that must be refused. */
+async function refused(op: string, args: object = {}, extra: object = {}): Promise<{ code: string; error: string }> {
+  const answer = await send(op, args, extra);
+  expect(answer).toMatchObject({ protocol: PROTOCOL, ok: false });
+  expect(Object.keys(answer!).sort()).toEqual(['code', 'error', 'ok', 'protocol', 'reply_to']);
+  expect(Object.keys(protocol.errors)).toContain(answer!.code);
+  return answer as unknown as { code: string; error: string };
+}
+
+const listedKeys = [...protocol.cell.keys, ...protocol.cell.listed].sort();
+const readKeys = [...protocol.cell.keys, ...protocol.cell.read].sort();
+
+describe('the protocol file', () => {
+  it('has a handler for exactly its ops', () => {
+    expect(Object.keys(handlers).sort()).toEqual(Object.keys(protocol.ops).sort());
+  });
+
+  it('lists the keys of every message the extension sends', () => {
+    expect(Object.keys(hello(nb, '/srv')).sort()).toEqual([...protocol.messages.hello].sort());
+    for (const key of ['reply_to', 'ok', 'result', 'error', 'code']) {
+      expect(protocol.messages.reply).toContain(key);
+    }
+  });
+});
+
+describe('hello', () => {
+  it('names the notebook, the server root and the extension', () => {
+    expect(hello(nb, '/srv')).toEqual({
+      protocol: 1,
+      event: 'hello',
+      path: PATH,
+      server_root: '/srv',
+      extension_version: VERSION
+    });
+  });
+});
+
+describe('list_cells', () => {
+  it('lists every cell with a summary of its outputs', async () => {
+    const result = await ok('list_cells');
+    expect(result.path).toBe(PATH);
+    expect(result.dirty).toBe(true);
+    const cells = result.cells as Result[];
+    expect(cells.map(c => c.id)).toEqual(['a', 'b', 'c']);
+    for (const c of cells) {
+      expect(Object.keys(c).sort()).toEqual(listedKeys);
+    }
+    expect(cells[1]).toMatchObject({ index: 1, cell_type: 'markdown', source: '# Results', execution_count: null });
+    const size = (o: IOutput) => JSON.stringify(o).length;
+    expect(cells[2]).toMatchObject({
+      index: 2,
+      execution_count: 2,
+      output_count: 3,
+      outputs_size: size(stream) + size(error) + size(display),
+      output_summary: [
+        { output_type: 'stream', name: 'stdout', size: size(stream) },
+        { output_type: 'error', ename: 'ValueError', size: size(error) },
+        { output_type: 'display_data', mime_types: ['text/plain', 'image/png'], size: size(display) }
+      ]
+    });
+  });
+});
+
+describe('read_cells', () => {
+  it('reads the cells asked for, in that order, with their outputs', async () => {
+    const cells = (await ok('read_cells', { cell_ids: ['c', 'a'] })).cells as Result[];
+    expect(cells.map(c => [c.id, c.index])).toEqual([
+      ['c', 2],
+      ['a', 0]
+    ]);
+    expect(Object.keys(cells[0]).sort()).toEqual(readKeys);
+    expect(cells[0].outputs).toEqual([stream, error, display]);
+  });
+
+  it('reads every cell without ids', async () => {
+    const cells = (await ok('read_cells')).cells as Result[];
+    expect(cells.map(c => c.id)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('refuses an id that is not there', async () => {
+    const answer = await refused('read_cells', { cell_ids: ['a', 'zz'] });
+    expect(answer.code).toBe('not_found');
+    expect(answer.error).toBe(`no cell with id "zz" in ${PATH}`);
+  });
+});
+
+describe('replace_source', () => {
+  it('replaces the source and clears a code cell outputs, in one transaction', async () => {
+    const result = await ok('replace_source', { cell_id: 'c', source: 'df.head()', expected_source: 'df.describe()' });
+    expect(result.cell).toMatchObject({
+      id: 'c',
+      index: 2,
+      source: 'df.head()',
+      output_count: 0,
+      execution_count: null
+    });
+    expect(nb.cells[2]).toMatchObject({ source: 'df.head()', outputs: [], execution_count: null });
+    expect(nb.transactions).toBe(1);
+  });
+
+  it('keeps the outputs when asked to', async () => {
+    await ok('replace_source', { cell_id: 'c', source: 'df.head()', clear_outputs: false });
+    expect(nb.cells[2]).toMatchObject({ source: 'df.head()', outputs: [stream, error, display], execution_count: 2 });
+  });
+
+  it('refuses when the cell changed since the kernel read it, and changes nothing', async () => {
+    const answer = await refused('replace_source', { cell_id: 'a', source: 'x = 1', expected_source: 'import numpy' });
+    expect(answer).toMatchObject({ code: 'stale', error: 'the cell changed since the agent read it' });
+    expect(nb.cells[0].source).toBe('import pandas as pd');
+  });
+
+  it('changes a cell type by a new cell with the same id and metadata', async () => {
+    const result = await ok('replace_source', { cell_id: 'a', source: 'Notes', cell_type: 'markdown' });
+    expect(result.cell).toMatchObject({ id: 'a', index: 0, cell_type: 'markdown', source: 'Notes' });
+    expect(nb.cells[0]).toMatchObject({ id: 'a', cell_type: 'markdown', metadata: { tags: ['keep'] } });
+    expect(nb.cells).toHaveLength(3);
+  });
+
+  it('refuses a cell type that is not one', async () => {
+    const answer = await refused('replace_source', { cell_id: 'a', source: 'x', cell_type: 'python' });
+    expect(answer).toMatchObject({
+      code: 'bad_request',
+      error: 'cell_type must be code, markdown or raw, not "python"'
+    });
+    expect(nb.cells[0].source).toBe('import pandas as pd');
+  });
+
+  it('refuses a request without a cell id', async () => {
+    const answer = await refused('replace_source', { source: 'x' });
+    expect(answer).toMatchObject({ code: 'bad_request', error: 'cell_id must be a non-empty string, not undefined' });
+  });
+});
+
+describe('insert_cell', () => {
+  it('inserts after a cell', async () => {
+    const result = await ok('insert_cell', { after_id: 'b', cell_type: 'markdown', source: '## More' });
+    expect(result.cell).toMatchObject({ id: 'new1', index: 2, cell_type: 'markdown', source: '## More' });
+    expect(nb.cellIds()).toEqual(['a', 'b', 'new1', 'c']);
+  });
+
+  it('inserts a code cell first without after_id', async () => {
+    const result = await ok('insert_cell', { after_id: null, source: 'import os' });
+    expect(result.cell).toMatchObject({ index: 0, cell_type: 'code', source: 'import os' });
+    expect(nb.cells).toHaveLength(4);
+  });
+
+  it('refuses an unknown cell type before inserting anything', async () => {
+    expect((await refused('insert_cell', { cell_type: 'sql', source: 'select 1' })).code).toBe('bad_request');
+    expect(nb.cells).toHaveLength(3);
+  });
+});
+
+describe('delete_cell', () => {
+  it('deletes the cell and says what it was', async () => {
+    const result = await ok('delete_cell', { cell_id: 'b', expected_source: '# Results' });
+    expect(result).toMatchObject({ cell: { id: 'b', index: 1, source: '# Results' }, cell_count: 2 });
+    expect(nb.cellIds()).toEqual(['a', 'c']);
+  });
+
+  it('refuses when the cell changed since the kernel read it', async () => {
+    expect((await refused('delete_cell', { cell_id: 'b', expected_source: '# Draft' })).code).toBe('stale');
+    expect(nb.cells).toHaveLength(3);
+  });
+});
+
+describe('set_outputs', () => {
+  it('sets the outputs and the execution count', async () => {
+    const result = await ok('set_outputs', { cell_id: 'a', outputs: [stream], execution_count: 7 });
+    expect(result.cell).toMatchObject({ id: 'a', output_count: 1, execution_count: 7 });
+    expect(nb.cells[0].outputs).toEqual([stream]);
+  });
+
+  it('leaves the execution count alone when the request has none', async () => {
+    await ok('set_outputs', { cell_id: 'c', outputs: [] });
+    expect(nb.cells[2]).toMatchObject({ outputs: [], execution_count: 2 });
+  });
+
+  it('clears the execution count when it is null', async () => {
+    await ok('set_outputs', { cell_id: 'c', outputs: [], execution_count: null });
+    expect(nb.cells[2].execution_count).toBeNull();
+  });
+
+  it('refuses a markdown cell', async () => {
+    const answer = await refused('set_outputs', { cell_id: 'b', outputs: [stream] });
+    expect(answer).toMatchObject({
+      code: 'bad_request',
+      error: 'cell b is a markdown cell; only code cells have outputs'
+    });
+  });
+});
+
+describe('scroll_to', () => {
+  it('scrolls to the cell', async () => {
+    expect(await ok('scroll_to', { cell_id: 'c' })).toEqual({ index: 2 });
+    expect(nb.scrolled).toEqual([2]);
+  });
+});
+
+describe('notify', () => {
+  it('shows the message as asked', async () => {
+    const result = await ok('notify', { message: 'Saved', type: 'success', auto_close: 3000 });
+    expect(result).toEqual({ notification_id: 'note1' });
+    expect(nb.notes).toEqual([['Saved', 'success', 3000]]);
+  });
+
+  it('falls back to an info note that closes after 8 s', async () => {
+    await ok('notify', { message: 'Hello', type: 'shout' });
+    expect(nb.notes).toEqual([['Hello', 'info', 8000]]);
+  });
+});
+
+describe('requests the handler refuses or ignores', () => {
+  it('refuses another protocol version, saying what to do, and runs nothing', async () => {
+    const answer = await refused('delete_cell', { cell_id: 'a' }, { protocol: PROTOCOL + 1 });
+    expect(answer.code).toBe('version_mismatch');
+    expect(answer.error).toContain(`the kernel speaks version ${PROTOCOL + 1}`);
+    expect(answer.error).toContain(`ipy-agent-notebook ${VERSION}) speaks version ${PROTOCOL}`);
+    expect(answer.error).toContain('install the same ipy_agent version in the kernel and the server');
+    expect(nb.cells).toHaveLength(3);
+  });
+
+  it('refuses an op it does not know', async () => {
+    const answer = await refused('run_all');
+    expect(answer).toMatchObject({ code: 'unknown_op', error: 'unknown op "run_all"' });
+    expect((await refused('toString')).code).toBe('unknown_op');
+  });
+
+  it('refuses every op while the notebook is not loaded', async () => {
+    nb.ready = false;
+    expect((await refused('list_cells')).code).toBe('not_ready');
+  });
+
+  it('does not answer a request for another notebook on the same kernel', async () => {
+    expect(await send('delete_cell', { cell_id: 'a' }, { path: 'other.ipynb' })).toBeNull();
+    expect(nb.cells).toHaveLength(3);
+  });
+
+  it('answers a request without a path', async () => {
+    expect(await send('list_cells', {}, { path: null })).toMatchObject({ ok: true });
+  });
+
+  it('does not answer a message that is not a request', async () => {
+    expect(await reply(nb, { protocol: PROTOCOL, event: 'connect', path: PATH })).toBeNull();
+    expect(await reply(nb, null)).toBeNull();
+  });
+
+  it('reports an unexpected failure as an error with its message', async () => {
+    nb.scrollTo = async () => {
+      throw new Error('the panel was disposed');
+    };
+    expect(await refused('scroll_to', { cell_id: 'a' })).toMatchObject({
+      code: 'error',
+      error: 'the panel was disposed'
+    });
+  });
+});
