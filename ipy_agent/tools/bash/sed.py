@@ -83,9 +83,33 @@ def sed_problem(name: str, args: list[Word]) -> str | None:
 def sed_script_problem(script: str) -> str | None:
     """None when a sed script has no `w`, `W`, `e`, `r` or `R` command and no `s///w` or
     `s///e` flag, and every command in it is one sed only reads or prints with."""
-    s, i, n = script, 0, len(script)
+    scan = _Script(script)
+    i, n = 0, len(script)
+    while i < n:
+        if script[i] in " \t\n;}{":
+            i += 1
+            continue
+        i = scan.skip_address(i)
+        if i < n and script[i] == ",":
+            i = scan.skip_address(i + 1)
+        while i < n and script[i] in " \t!":
+            i += 1
+        if i >= n:
+            break
+        i, problem = scan.command(i)
+        if problem:
+            return problem
+    return None
 
-    def skip_delimited(j: int, parts: int) -> int:
+
+class _Script:
+    """A sed script read one command at a time: where each part ends, and what a command does."""
+
+    def __init__(self, script: str) -> None:
+        self.s, self.n = script, len(script)
+
+    def skip_delimited(self, j: int, parts: int) -> int:
+        s, n = self.s, self.n
         delim = s[j]
         j += 1
         for _ in range(parts):
@@ -94,7 +118,8 @@ def sed_script_problem(script: str) -> str | None:
             j += 1
         return j
 
-    def skip_address(j: int) -> int:
+    def skip_address(self, j: int) -> int:
+        s, n = self.s, self.n
         if j < n and (s[j].isdigit() or s[j] in "+~"):
             j += 1
             while j < n and (s[j].isdigit() or s[j] == "~"):
@@ -102,45 +127,41 @@ def sed_script_problem(script: str) -> str | None:
         elif j < n and s[j] == "$":
             j += 1
         elif j < n and s[j] in "/\\":
-            j = skip_delimited(j + (s[j] == "\\"), 1)
+            j = self.skip_delimited(j + (s[j] == "\\"), 1)
             while j < n and s[j] in "IM":
                 j += 1
         return j
 
-    while i < n:
-        if s[i] in " \t\n;}{":
-            i += 1
-            continue
-        i = skip_address(i)
-        if i < n and s[i] == ",":
-            i = skip_address(i + 1)
-        while i < n and s[i] in " \t!":
-            i += 1
-        if i >= n:
-            break
-        c = s[i]
+    def command(self, i: int) -> tuple[int, str | None]:
+        """The command at `i`: where the next one may start, and why it is not read-only."""
+        s, n, c = self.s, self.n, self.s[i]
         if c in "wWe":
-            return f"sed command {c!r} writes a file or runs a command"
+            return i, f"sed command {c!r} writes a file or runs a command"
         if c in "rR":
-            return f"sed command {c!r} reads a file that the path checks do not see"
+            return i, f"sed command {c!r} reads a file that the path checks do not see"
         if c in "#aicrR:btTv":  # text, file to read, or label: the rest of the line
             # GNU sed ends a label (`:a;w f`) and a branch at `;` too: stop there, or a `w`
             # after it would be read as part of the label.
             while i < n and s[i] != "\n" and not (c in "btTv:" and s[i] == ";"):
                 i += 1
-        elif c in "pPdDnNgGhHxlLqQz=F{}":
+            return i, None
+        if c in "pPdDnNgGhHxlLqQz=F{}":
             i += 1
             while i < n and s[i].isdigit():
                 i += 1
-        elif c in "sy" and i + 1 < n:
-            i = skip_delimited(i + 1, 2)
-            if c == "s":
-                while i < n and s[i] not in ";\n}":
-                    if s[i] in "we":
-                        return f"sed s///{s[i]} writes a file or runs a command"
-                    if s[i] not in "gpiImM0123456789 \t":
-                        return f"sed flag {s[i]!r} is not known to be read-only"
-                    i += 1
-        else:
-            return f"sed command {c!r} is not known to be read-only"
-    return None
+            return i, None
+        if c in "sy" and i + 1 < n:
+            i = self.skip_delimited(i + 1, 2)
+            return self._s_flags(i) if c == "s" else (i, None)
+        return i, f"sed command {c!r} is not known to be read-only"
+
+    def _s_flags(self, i: int) -> tuple[int, str | None]:
+        """The flags after `s///`: `w` and `e` write or run; the rest are known to only read."""
+        s, n = self.s, self.n
+        while i < n and s[i] not in ";\n}":
+            if s[i] in "we":
+                return i, f"sed s///{s[i]} writes a file or runs a command"
+            if s[i] not in "gpiImM0123456789 \t":
+                return i, f"sed flag {s[i]!r} is not known to be read-only"
+            i += 1
+        return i, None

@@ -234,32 +234,7 @@ def _walk(node: Node, out: list[SimpleCommand], problems: list[str]) -> None:
         for c in node.named_children:
             _walk(c, out, problems)
     elif t == "redirected_statement":
-        body = node.child_by_field_name("body")
-        before = len(out)
-        if body is not None:
-            _walk(body, out, problems)
-        trailing = []
-        own_end = node.end_byte  # where this command's own text stops
-        for c in node.named_children:
-            if c == body:
-                continue
-            if c.type == "heredoc_redirect":
-                # `cat <<EOF | grep x`: the rest of the pipeline sits inside the heredoc node.
-                for cc in c.named_children:
-                    if cc.type in _GROUPING or cc.type in ("command", "redirected_statement"):
-                        own_end = min(own_end, cc.start_byte)
-                        _walk(cc, out, problems)
-                    elif cc.type == "heredoc_body":
-                        own_end = min(own_end, cc.start_byte)
-            trailing.append(_text(c).split("\n", 1)[0])
-        if len(out) == before:
-            out.append(SimpleCommand(text=_text(node), name=None, kind="redirect"))
-        elif body is not None and body.type == "command":
-            whole = node.text or b""
-            own = whole[: own_end - node.start_byte].decode("utf-8", "replace").split("\n", 1)[0]
-            out[before] = _retext(out[before], own.strip())
-        elif trailing:
-            out[-1] = _retext(out[-1], out[-1].text + " " + " ".join(trailing))
+        _walk_redirected(node, out, problems)
     elif t == "command":
         out.append(_simple(node, problems))
     elif t == "test_command":
@@ -267,10 +242,45 @@ def _walk(node: Node, out: list[SimpleCommand], problems: list[str]) -> None:
     elif t == "variable_assignment":
         name, value = _assignment(node)
         out.append(SimpleCommand(text=_text(node), name=None, assignments=((name, value),), kind="assignment"))
-    elif t == "comment":
-        pass
-    else:
+    elif t != "comment":
         problems.append(f"{t.replace('_', ' ')} is more than a list of simple commands")
+
+
+def _walk_redirected(node: Node, out: list[SimpleCommand], problems: list[str]) -> None:
+    """A command with redirections: its own text keeps them (the rules see `cmd > f`), and the
+    commands of a pipeline that tree-sitter nests in a heredoc are walked as the line's own."""
+    body = node.child_by_field_name("body")
+    before = len(out)
+    if body is not None:
+        _walk(body, out, problems)
+    trailing = []
+    own_end = node.end_byte  # where this command's own text stops
+    for c in node.named_children:
+        if c == body:
+            continue
+        if c.type == "heredoc_redirect":
+            own_end = _walk_heredoc(c, out, problems, own_end)
+        trailing.append(_text(c).split("\n", 1)[0])
+    if len(out) == before:
+        out.append(SimpleCommand(text=_text(node), name=None, kind="redirect"))
+    elif body is not None and body.type == "command":
+        whole = node.text or b""
+        own = whole[: own_end - node.start_byte].decode("utf-8", "replace").split("\n", 1)[0]
+        out[before] = _retext(out[before], own.strip())
+    elif trailing:
+        out[-1] = _retext(out[-1], out[-1].text + " " + " ".join(trailing))
+
+
+def _walk_heredoc(node: Node, out: list[SimpleCommand], problems: list[str], own_end: int) -> int:
+    """`cat <<EOF | grep x`: the rest of the pipeline sits inside the heredoc node. Walks it and
+    returns where the redirected command's own text ends (`own_end`, or earlier)."""
+    for cc in node.named_children:
+        if cc.type in _GROUPING or cc.type in ("command", "redirected_statement"):
+            own_end = min(own_end, cc.start_byte)
+            _walk(cc, out, problems)
+        elif cc.type == "heredoc_body":
+            own_end = min(own_end, cc.start_byte)
+    return own_end
 
 
 def _retext(cmd: SimpleCommand, text: str) -> SimpleCommand:

@@ -19,7 +19,7 @@ from ipy_agent.contract.tool_context import ToolContext
 
 from .deny import NO_PATH_ARGS
 from .options import PATTERN_FIRST, path_candidates, supplies_pattern
-from .syntax import SimpleCommand, analyze, simple_commands
+from .syntax import SimpleCommand, Word, analyze, simple_commands
 from .wrappers import program_name, unwrap
 
 __all__ = ["inside_working_dirs", "leaves_working_dirs", "start_cwd"]
@@ -56,65 +56,88 @@ def leaves_working_dirs(command: str, start: Path, ctx: ToolContext) -> str | No
     cmds = simple_commands(command)
     if cmds is None:
         return "the command could not be split into simple commands"
-    readable = (os.path.realpath(ctx.spill_dir),) if ctx.spill_dir else ()
     # With xargs in the line, the other commands' words (echo's too) become its operands.
     xargs = any("xargs" in unwrap([c.name, *c.args])[0] for c in cmds if c.name is not None)
     if xargs and (why := _xargs_names_unknown(cmds, command)):
         return why
-    cur = str(start)
-    visited = [cur]
+    walk = _Walk(ctx, start, xargs)
     for cmd in cmds:
+        if why := walk.command(cmd):
+            return why
+    for r in analyze(command).redirects:
+        if r.op in ("<", "<>") and r.target is not None and r.target.text:
+            # Judged from every directory the line visits: the redirect may come before a `cd`.
+            for d in walk.visited:
+                target = os.path.expanduser(r.target.text)
+                if not _harmless_device(target) and not walk.inside(Path(d) / target):
+                    return f"the command reads {r.target.text!r}, outside the working directories"
+    return None
+
+
+class _Walk:
+    """A line's commands in order, from the directory each runs in (`cd` moves it)."""
+
+    def __init__(self, ctx: ToolContext, start: Path, xargs: bool) -> None:
+        self.ctx, self.xargs = ctx, xargs
+        self.readable = (os.path.realpath(ctx.spill_dir),) if ctx.spill_dir else ()
+        self.cur = str(start)
+        self.visited = [self.cur]
+
+    def inside(self, path: Path) -> bool:
+        return inside_working_dirs(path, self.ctx, self.readable)
+
+    def command(self, cmd: SimpleCommand) -> str | None:
         # `command cat /etc/x`, `env cat /etc/x`: judge the program that runs, not the wrapper.
         _wrappers, words = unwrap([cmd.name, *cmd.args] if cmd.name else [])
         name = program_name(words[0]) if words else None
         args = words[1:]
         if name == "cd":
-            operands = [a for a in args if not (a.text or "").startswith("-") or "=" in (a.text or "")]
-            target = operands[0].text if operands else None
-            if target in (None, "-"):
-                return f"{cmd.text!r} goes to a directory only known when the shell runs"
-            cur = os.path.realpath(os.path.join(cur, os.path.expanduser(target)))
-            if not inside_working_dirs(Path(cur), ctx):
-                return f"{cmd.text!r} leaves the working directories"
-            visited.append(cur)
-            continue
-        if name in _NO_PATH_ARGS and not xargs:
-            continue
+            return self._cd(cmd, args)
+        if name in _NO_PATH_ARGS and not self.xargs:
+            return None
         # grep's pattern, sed's script, jq's filter: the first operand, unless an option gave it.
-        skip_pattern = not xargs and name in PATTERN_FIRST and not any(supplies_pattern(a.text or "") for a in args)
-        for a in cmd.args if xargs else args:
-            if a.glob and (matches := _glob_matches(a.source, cur)) is None:
-                return f"the pattern {a.source!r} may name files outside the working directories"
-            if a.glob and matches is not None:
-                outside = next((m for m in matches if not inside_working_dirs(Path(m), ctx, readable)), None)
-                if outside is not None:
-                    return f"{cmd.text!r} reads {outside!r} (from {a.source!r}), outside the working directories"
-                skip_pattern = False  # what a glob expands to is files, whatever comes first
-                if a.text is None:
-                    continue  # no match leaves the word as written: a name that starts with `*`
+        skip = not self.xargs and name in PATTERN_FIRST and not any(supplies_pattern(a.text or "") for a in args)
+        for a in cmd.args if self.xargs else args:
+            why, skip = self._operand(cmd, a, skip)
+            if why:
+                return why
+        return None
+
+    def _cd(self, cmd: SimpleCommand, args: list[Word]) -> str | None:
+        operands = [a for a in args if not (a.text or "").startswith("-") or "=" in (a.text or "")]
+        target = operands[0].text if operands else None
+        if target in (None, "-"):
+            return f"{cmd.text!r} goes to a directory only known when the shell runs"
+        self.cur = os.path.realpath(os.path.join(self.cur, os.path.expanduser(target)))
+        if not inside_working_dirs(Path(self.cur), self.ctx):
+            return f"{cmd.text!r} leaves the working directories"
+        self.visited.append(self.cur)
+        return None
+
+    def _operand(self, cmd: SimpleCommand, a: Word, skip_pattern: bool) -> tuple[str | None, bool]:
+        """Why operand `a` reads outside, if it does; and whether the pattern is still to come."""
+        if a.glob:
+            if (matches := _glob_matches(a.source, self.cur)) is None:
+                return f"the pattern {a.source!r} may name files outside the working directories", skip_pattern
+            outside = next((m for m in matches if not self.inside(Path(m))), None)
+            if outside is not None:
+                return f"{cmd.text!r} reads {outside!r} (from {a.source!r}), outside the working directories", False
+            skip_pattern = False  # what a glob expands to is files, whatever comes first
             if a.text is None:
-                return f"argument {a.source!r} is only known when the shell runs and may name any file"
-            if skip_pattern and not a.text.startswith("-"):
-                skip_pattern = False
-                # Taken for the pattern; but if an option took it as its value, it is a file.
-                taken = Path(cur) / os.path.expanduser(a.text)
-                if os.path.lexists(taken) and not inside_working_dirs(taken, ctx, readable):
-                    return f"{cmd.text!r} reads {a.text!r}, outside the working directories"
-                continue
-            for value in path_candidates(a.text):
-                # Every operand is resolved, symlinks included: `cat link` may read `/etc/x`.
-                if not _harmless_device(value) and not inside_working_dirs(
-                    Path(cur) / os.path.expanduser(value), ctx, readable
-                ):
-                    return f"{cmd.text!r} reads {value!r}, outside the working directories"
-    for r in analyze(command).redirects:
-        if r.op in ("<", "<>") and r.target is not None and r.target.text:
-            # Judged from every directory the line visits: the redirect may come before a `cd`.
-            for d in visited:
-                target = os.path.expanduser(r.target.text)
-                if not _harmless_device(target) and not inside_working_dirs(Path(d) / target, ctx, readable):
-                    return f"the command reads {r.target.text!r}, outside the working directories"
-    return None
+                return None, False  # no match leaves the word as written: a name that starts with `*`
+        if a.text is None:
+            return f"argument {a.source!r} is only known when the shell runs and may name any file", skip_pattern
+        if skip_pattern and not a.text.startswith("-"):
+            # Taken for the pattern; but if an option took it as its value, it is a file.
+            taken = Path(self.cur) / os.path.expanduser(a.text)
+            if os.path.lexists(taken) and not self.inside(taken):
+                return f"{cmd.text!r} reads {a.text!r}, outside the working directories", False
+            return None, False
+        for value in path_candidates(a.text):
+            # Every operand is resolved, symlinks included: `cat link` may read `/etc/x`.
+            if not _harmless_device(value) and not self.inside(Path(self.cur) / os.path.expanduser(value)):
+                return f"{cmd.text!r} reads {value!r}, outside the working directories", skip_pattern
+        return None, skip_pattern
 
 
 # With xargs, these may feed it names (what they print are paths under the directories named,
