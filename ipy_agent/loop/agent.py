@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ipy_agent.base.surfaces import refresh as refresh_surfaces
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.context import ContextManager
 from ipy_agent.contract.hooks import Hooks
@@ -47,7 +46,7 @@ from ipy_agent.runtime.trace import (
 
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_turns
-from .offer import offer_tools, sync_mcp, warn_once
+from .offer import begin_run, offer_tools, sync_mcp
 from .system_prompt import build_system_prompt
 from .turn import Turn, stream_reply, take_reply, usage_delta
 from .turn_end import after_reply, answer_tools, close_early, model_failed, prompt_blocks
@@ -102,7 +101,6 @@ class Agent:
             raise ValueError(f"cwd {str(self.cwd)!r} is not a directory")
         self.working_dirs = tuple(Path(d).expanduser().resolve() for d in working_dirs)
         self.permission_mode = permission_mode
-        # Built-in Read deny rules (credential stores: permissions/builtin.py) come first.
         self.rules = PermissionRules.with_builtin(list(allow or []), list(ask or []), list(deny or []))
         self.approver = approver
         if tools is None:
@@ -287,8 +285,7 @@ class Agent:
         # leave no trace, or its prompt would be merged into the next request.
         before = list(self.messages)  # append_user replaces a merged message, never edits it
         append_user(self.messages, blocks)
-        refresh_surfaces()  # sys.path, Jupyter's and git's paths may have changed since the last run
-        warn_once(self.tools, self.tool_context(), self.emit)
+        begin_run(self.tools, self.tool_context(), self.emit)
         self.mcp.begin_run()
 
         turns = 0

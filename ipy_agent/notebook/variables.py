@@ -88,10 +88,15 @@ def _withheld(value: Any, t: type, why: str) -> str:
     if base is None:
         return f"value not shown: {why}"
     unit = "characters" if base is str else "bytes" if _is(base, bytes, bytearray) else "items"
-    return f"{base.__len__(value):,} {unit}, value not shown: {why}"
+    return f"{_length(base, value):,} {unit}, value not shown: {why}"
 
 
 _SIZED = (str, bytes, bytearray, list, tuple, dict, set, frozenset)
+
+
+def _length(base: type, value: Any) -> int:
+    """`len(value)` by a builtin base type's own slot: a subclass's `__len__` is not called."""
+    return int(base.__dict__["__len__"](value))
 
 
 def _summary(value: Any, t: type) -> str:
@@ -104,14 +109,14 @@ def _summary(value: Any, t: type) -> str:
         more = f"… ({str.__len__(value):,} characters)" if str.__len__(value) > STRING_START else ""
         return text + more
     if _is(t, bytes, bytearray):
-        return f"{t.__len__(value):,} bytes"
+        return f"{_length(t, value):,} bytes"
     if _is(t, list, tuple, set, frozenset, dict):
-        return f"{t.__len__(value):,} items"
+        return f"{_length(t, value):,} items"
     if t is range:
         return range.__repr__(value)
     if issubclass(t, (list, tuple, set, frozenset, dict, str, bytes)):
         base = next(b for b in _MRO.__get__(t) if _is(b, list, tuple, set, frozenset, dict, str, bytes))
-        return f"subclass of {base.__name__}, {base.__len__(value):,} items (its own methods not called)"
+        return f"subclass of {base.__name__}, {_length(base, value):,} items (its own methods not called)"
     if _exact(t, "numpy", "ndarray"):
         return f"shape {value.shape}, dtype {value.dtype}"
     if _exact(t, "pandas", "DataFrame"):

@@ -40,9 +40,11 @@ __all__ = [
     "BUILTIN_SPECS",
     "CREDENTIAL_STORES",
     "ENV_FILES",
+    "allow_example",
     "builtin_listing",
     "builtin_read_denies",
     "env_lift",
+    "lifted",
     "lifts",
     "matches_everything",
     "read_deny_specs",
@@ -145,6 +147,35 @@ def lifts(allow: Rule, builtin: Rule, cwd: Path) -> bool:
         return False
     fixed = _fixed_part(allow.specifier or "", cwd)
     return fixed is not None and gitignore_match(builtin.specifier or "", fixed, cwd=cwd)
+
+
+def lifted(rule: Rule, path: str | None, allow: Iterable[Rule], cwd: Path, dirs: Iterable[Path]) -> bool:
+    """Whether built-in `rule` is lifted for `path`: an explicit allow rule covers it, or for
+    `.env*`, it is inside one of the working directories `dirs`."""
+    if path is None:
+        return False
+    if rule.specifier == ENV_FILES and any(_under(path, d) for d in dirs):
+        return True
+    return any(
+        lifts(a, rule, cwd) and gitignore_match(a.specifier or "", path, cwd=cwd) for a in allow if not a.whole_tool
+    )
+
+
+def allow_example(path: str | None, rule: Rule) -> str:
+    """A specifier for an allow rule that would lift `rule` for `path` (`~/` where it can)."""
+    if path is None:
+        return rule.specifier or ""
+    home = os.path.expanduser("~").rstrip(os.sep)
+    value = os.path.normpath(path)
+    if value.startswith(home + os.sep):
+        return "~/" + value[len(home) + 1 :]
+    return "/" + value
+
+
+def _under(path: str, directory: Path) -> bool:
+    base = os.path.normpath(str(directory))
+    path = os.path.normpath(path)
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def read_deny_specs(deny: Iterable[Rule], allow: Iterable[Rule], cwd: Path, dirs: Iterable[Path]) -> tuple[str, ...]:

@@ -27,8 +27,8 @@ from typing import Any, Literal, get_args
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool
 from ipy_agent.contract.tool_context import DecisionSource, ToolContext
 
-from .builtin import BUILTIN, ENV_FILES, builtin_read_denies, lifts, read_deny_specs
-from .rules import Rule, RuleSpec, gitignore_match, matches_subject, parse_rule
+from .builtin import BUILTIN, allow_example, builtin_read_denies, lifted, read_deny_specs
+from .rules import Rule, RuleSpec, matches_subject, parse_rule
 
 __all__ = [
     "PERMISSION_MODES",
@@ -184,8 +184,9 @@ class PermissionRules:
             if rule.tool not in names:
                 continue
             if rule.source == BUILTIN and kind == "deny":
-                if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind) and not self._lifted(
-                    rule, subject, cwd, dirs
+                path = subject.value if subject is not None and subject.kind == "path" else None
+                if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind) and not lifted(
+                    rule, path, self.allow, cwd, dirs
                 ):
                     return rule
                 continue
@@ -198,18 +199,6 @@ class PermissionRules:
             if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind):
                 return rule
         return None
-
-    def _lifted(self, rule: Rule, subject: RuleSubject | None, cwd: Path, dirs: tuple[Path, ...]) -> bool:
-        if subject is None or subject.kind != "path":
-            return False
-        path = subject.value
-        if rule.specifier == ENV_FILES and any(_under(path, d) for d in dirs):
-            return True
-        return any(
-            lifts(a, rule, cwd) and gitignore_match(a.specifier or "", path, cwd=cwd)
-            for a in self.allow
-            if not a.whole_tool
-        )
 
     def find_allow_for_parts(self, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
         """A compound command is allowed when each of its commands is allowed by some rule."""
@@ -293,26 +282,10 @@ def _deny_rule(c: _Call) -> Decision | None:
     if r.source == BUILTIN:
         why += (
             ": it keeps credentials from every tool. Do not look for another way to read it; if the person "
-            f"wants it read, they can add an allow rule naming the file, e.g. {r.tool}({_example(c.subject, r)})"
+            "wants it read, they can add an allow rule naming the file, e.g. "
+            f"{r.tool}({allow_example(c.subject.value if c.subject is not None else None, r)})"
         )
     return Decision(behavior="deny", source="rule", rule=r.text, reason=why)
-
-
-def _example(subject: RuleSubject | None, rule: Rule) -> str:
-    """An allow rule specifier that would lift a built-in rule for this path."""
-    if subject is None or subject.kind != "path":
-        return rule.specifier or ""
-    home = os.path.expanduser("~").rstrip(os.sep)
-    value = os.path.normpath(subject.value)
-    if value.startswith(home + os.sep):
-        return "~/" + value[len(home) + 1 :]
-    return "/" + value
-
-
-def _under(path: str, directory: Path) -> bool:
-    base = os.path.normpath(str(directory))
-    path = os.path.normpath(path)
-    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def _tool_denies(c: _Call) -> Decision | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.protected import protected_reason, write_checker
 
 from .options import path_candidates

@@ -23,9 +23,8 @@ import json
 import re
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from json.decoder import scanstring
 from typing import Any
 
 from ipy_agent.contract.tool import ToolError
@@ -132,6 +131,10 @@ def load_notebook(raw: bytes, display: str) -> Any:
 _WS = re.compile(r"[ \t\n\r]*")
 _AFTER_CELL = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+# The C scanners json itself uses (neither is in the type stubs): a string from its opening
+# quote, and one value at an index without raw_decode's wrapper.
+_SCANSTRING: Callable[[str, int], tuple[str, int]] = json.decoder.__dict__["scanstring"]
+_SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = _DECODER.__dict__["scan_once"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +176,8 @@ class NotebookText:
         """The cell at `index`, decoded from its own text (as written: sources may be lists)."""
         span = self.cells[index]
         value, _ = _DECODER.raw_decode(self.text, span.start)
+        if not isinstance(value, dict):  # the scan checked it; this is for the type checker
+            raise ToolError(f"cell-{index} is not a JSON object")
         return value
 
     def _render(self, cell: dict[str, Any]) -> str:
@@ -241,7 +246,7 @@ def _scan(text: str) -> tuple[dict[str, Any], list[CellSpan], int, int]:
         return top, cells, opened, closed
     while True:
         _expect(text, i, '"')
-        key, i = scanstring(text, i + 1)
+        key, i = _SCANSTRING(text, i + 1)
         i = _ws(text, i)
         _expect(text, i, ":")
         i = _ws(text, i + 1)
@@ -265,7 +270,7 @@ def _scan_cells(text: str, i: int) -> tuple[list[CellSpan], int, int, int]:
     i = _ws(text, i + 1)
     if text[i : i + 1] == "]":
         return cells, opened, i, i + 1
-    scan, after = _DECODER.scan_once, _AFTER_CELL.match
+    scan, after = _SCAN_ONCE, _AFTER_CELL.match
     while True:
         start = i
         try:

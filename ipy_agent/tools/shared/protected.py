@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 
 from ipy_agent.base.surfaces import surfaces
-from ipy_agent.contract.tool import ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 __all__ = [
     "PROTECTED_DIRS",
