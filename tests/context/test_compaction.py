@@ -209,3 +209,71 @@ def _file_tools():
     from ipy_agent.tools import builtin_tools
 
     return [t for t in builtin_tools() if t.name in ("Read", "Edit")]
+
+
+class _OpenNotebook:
+    """The bridge's part the live-notebook tools use, answering from a list of cells in memory."""
+
+    connected = True
+    shell = None
+
+    def __init__(self, path):
+        self.path = path
+        self.display_path = path.name
+        self.cells = [
+            {"id": f"c{i}", "cell_type": "code", "source": f"x = {i}", "outputs": [], "execution_count": None}
+            for i in range(3)
+        ]
+
+    def is_open_notebook(self, path) -> bool:
+        return str(path) == str(self.path)
+
+    async def request(self, op, timeout=30.0, **args):
+        listing = [{**c, "index": i} for i, c in enumerate(self.cells)]
+        if op in ("list_cells", "read_cells"):
+            wanted = args.get("cell_ids")
+            return {"cells": [c for c in listing if wanted is None or c["id"] in wanted], "dirty": False}
+        if op == "replace_source":
+            i = next(i for i, c in enumerate(self.cells) if c["id"] == args["cell_id"])
+            self.cells[i] = {**self.cells[i], "source": args["source"]}
+            return {"cell": {**self.cells[i], "index": i}}
+        return {}
+
+    async def list_cells(self):
+        return (await self.request("list_cells"))["cells"]
+
+    async def read_cells(self, cell_ids=None):
+        return (await self.request("read_cells", cell_ids=cell_ids))["cells"]
+
+    async def scroll_to(self, cell_id):
+        return None
+
+
+def test_clearing_a_notebookread_result_forgets_the_cells_it_read(tmp_path):
+    from ipy_agent.tools.notebook.edit import NotebookEditTool
+    from ipy_agent.tools.notebook.read import NotebookReadTool
+
+    nb = _OpenNotebook(tmp_path / "open.ipynb")
+    edit = {"cell_id": "c1", "new_source": "x = 10"}
+    turns: list[Any] = [[use("n1", "NotebookRead")]]
+    turns += [[fetch(i)] for i in range(8)]
+    turns += [[use("e1", "NotebookEdit", notebook_path="open.ipynb", **edit)]]
+    turns += [
+        [use("n2", "NotebookRead", cell_ids=["c1"])],
+        [use("e2", "NotebookEdit", notebook_path="open.ipynb", **edit)],
+    ]
+    model = ScriptedModel([*turns, "done"])
+    agent = Agent(
+        model,
+        cwd=tmp_path,
+        tools=[NotebookReadTool(), NotebookEditTool(), fetch_tool(6_000)],
+        context_window=14_000,
+        permission_mode="acceptEdits",
+        notebook=nb,
+        max_turns=20,
+    )
+    agent.run("go")
+    texts = {b["tool_use_id"]: (text(b), b.get("is_error")) for m in agent.messages for b in results(m)}
+    assert "Call NotebookRead again if you need what it showed" in texts["n1"][0]
+    assert texts["e1"][1] and "has not been read yet" in texts["e1"][0]  # its read was cleared away
+    assert not texts["e2"][1] and nb.cells[1]["source"] == "x = 10"  # read again: the edit goes
