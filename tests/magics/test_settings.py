@@ -114,3 +114,14 @@ def test_settings_changes_apply_at_the_next_run_and_granted_rules_stay(shell, ma
     assert "Bash" in [t["name"] for t in magics.session.agent.model.requests[0]["tools"]]
     assert [(r.text, r.source) for r in rules.allow] == [("Edit(./*.txt)", "granted")]
     assert [r for r in rules.deny if r.source != "built-in"] == []
+
+
+def test_allow_rules_that_match_everything_are_skipped_and_named(tmp_path):
+    write(
+        tmp_path / ".claude" / "settings.json",
+        {"permissions": {"allow": ["Bash(*)", "Read(**)", "Edit", "Bash(:*)", "Read(//**)", "Bash(git status:*)"]}},
+    )
+    rules, warnings = load_settings_rules(tmp_path)
+    assert [r.text for r in rules] == ["Bash(git status:*)"]
+    assert len(warnings) == 5 and all("would allow every" in w and ".claude/settings.json" in w for w in warnings)
+    assert "%agent --allow 'Bash(*)'" in warnings[0]
