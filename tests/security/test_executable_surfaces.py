@@ -132,7 +132,7 @@ def _calls(path: str, shells: int = 3) -> list[tuple[object, object]]:
 
 
 async def _decision(agent: Agent, tool, inp) -> str:
-    ctx = agent.context()
+    ctx = agent.tool_context()
     check = await tool.check_permissions(inp, ctx)
     d = decide(
         tool=tool, inp=inp, ctx=ctx, rules=agent.rules, mode=agent.permission_mode, tool_check=check, hook_decision=None

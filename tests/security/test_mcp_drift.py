@@ -121,7 +121,7 @@ def test_writing_a_file_a_server_runs_asks_in_every_mode(project, mode):
     tool = WriteTool()
     for rel in ("server.py", "srvdir/main.py", "srvdir/lib/new.py"):
         inp = WriteInput(file_path=rel, content="x")
-        ctx = agent.context()
+        ctx = agent.tool_context()
         check = asyncio.run(tool.check_permissions(inp, ctx))
         d = decide(tool=tool, inp=inp, ctx=ctx, rules=agent.rules, mode=mode, tool_check=check, hook_decision=None)
         assert d.behavior == "ask" and "MCP server 's'" in d.reason, (rel, d)
