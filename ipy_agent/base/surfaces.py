@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -63,13 +64,19 @@ class Surfaces:
     module_dirs: tuple[str, ...] = ()  # where a module's name is checked for shadowing
     modules: frozenset[str] = frozenset()  # top-level names importable from elsewhere
 
+    @functools.cached_property
+    def _under_dirs(self) -> re.Pattern[str] | None:
+        """One match for "inside one of `dirs`", longest first (the most specific reason)."""
+        if not self.dirs:
+            return None
+        return re.compile("|".join(f"({re.escape(d)})(?:/|$)" for d, _ in self.dirs))
+
     def reason(self, path: str) -> str | None:
         """Why writing `path` (absolute, normalised) changes what runs later, or None."""
         if why := self.files.get(path):
             return why
-        for directory, why in self.dirs:
-            if path == directory or path.startswith(directory + "/"):
-                return why
+        if self._under_dirs is not None and (m := self._under_dirs.match(path)):
+            return self.dirs[m.lastindex - 1][1] if m.lastindex else None
         for directory in self.module_dirs:
             if path.startswith(directory + "/"):
                 top = path[len(directory) + 1 :].split("/", 1)[0]
@@ -82,6 +89,7 @@ class Surfaces:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
 def _module_name(entry: str) -> str | None:
     """The top-level module an entry of a sys.path directory provides (`x.py`, `x.cpython-311-...so`,
     a package directory `x`), or None."""

@@ -50,7 +50,7 @@ def protected_write(command: str, ctx: ToolContext | None = None, start: str | N
     for w in words:
         texts = [w.text] if w.text is not None else [w.source]
         for text in texts:
-            for candidate in [text, *path_candidates(text)]:
+            for candidate in dict.fromkeys([text, *path_candidates(text)]):
                 reason = protected_reason(candidate)
                 if reason is None and check is not None and candidate and not candidate.startswith("-"):
                     reason = check(os.path.join(base, os.path.expanduser(candidate)))

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 
 from ipy_agent.base.surfaces import surfaces
-from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_context import ToolContext, realpath_via
 
 __all__ = [
     "PROTECTED_DIRS",
@@ -149,14 +149,28 @@ def write_reason(path: str, ctx: ToolContext) -> str | None:
 
 
 def write_checker(ctx: ToolContext) -> Callable[[str], str | None]:
-    """`write_reason` with the environment looked up once, for a caller checking many paths."""
+    """`write_reason` with the environment looked up once, for a caller checking many paths
+    (a long Bash command names hundreds): each directory is resolved once, each path costs an
+    lstat at most, a dictionary lookup and a scan of a few dozen prefixes."""
     found = surfaces(ctx.all_dirs())
     extra = dict(ctx.protected_files)
     extra_dirs = [(d.rstrip("/") + "/", why) for d, why in ctx.protected_files]
+    cwd = str(ctx.cwd)
+    real_dirs: dict[str, str] = {}
+
+    seen: dict[str, str | None] = {}
 
     def reason(path: str) -> str | None:
-        target = str(ctx.resolve(path))
-        candidates = list(dict.fromkeys([target, os.path.realpath(target)]))
+        if path in seen:
+            return seen[path]
+        seen[path] = found_reason = _reason(path)
+        return found_reason
+
+    def _reason(path: str) -> str | None:
+        target = os.path.normpath(os.path.join(cwd, os.path.expanduser(path) if path.startswith("~") else path))
+        candidates = [target]
+        if (real := realpath_via(target, real_dirs)) != target:
+            candidates.append(real)
         for p in candidates:
             if why := protected_reason(p):
                 return why
