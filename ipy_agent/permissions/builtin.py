@@ -37,12 +37,12 @@ from .rules import Rule, parse_rule
 
 __all__ = [
     "BUILTIN",
-    "BUILTIN_SPECS",
     "CREDENTIAL_STORES",
     "ENV_FILES",
     "allow_example",
     "builtin_listing",
     "builtin_read_denies",
+    "builtin_specs",
     "env_lift",
     "lifted",
     "lifts",
@@ -80,7 +80,10 @@ def _jupyter_runtime_dir() -> str | None:
         return None
 
 
-def _builtin_specs() -> frozenset[str]:
+@functools.lru_cache(maxsize=1)
+def builtin_specs() -> frozenset[str]:
+    """The built-in rules' specifiers, as `ToolContext.read_deny` holds them (found once: the
+    Jupyter runtime directory is looked up the first time, not at import)."""
     return frozenset(r.specifier or "" for r in builtin_read_denies())
 
 
@@ -91,10 +94,6 @@ def builtin_read_denies() -> list[Rule]:
     if runtime:
         specs.append("/" + runtime)  # `//abs/path`
     return [parse_rule(f"Read({s})", BUILTIN) for s in specs]
-
-
-# What the built-in rules are, as `ToolContext.read_deny` holds them.
-BUILTIN_SPECS: frozenset[str] = frozenset()
 
 
 def env_lift(directory: Path | str) -> str:
@@ -221,6 +220,3 @@ def _literal(spec: str) -> str:
     """A person's specifier that starts with `!` names a file: escape it so it is not an exception."""
     spec = spec.strip()
     return "\\" + spec if spec.startswith("!") else spec
-
-
-BUILTIN_SPECS = _builtin_specs()

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
-from ipy_agent.permissions.builtin import BUILTIN_SPECS
+from ipy_agent.permissions.builtin import builtin_specs
 from ipy_agent.permissions.rules import part_matches
 from ipy_agent.runtime.budget import spill_file_name
 
@@ -218,13 +218,13 @@ class BashTool(Tool):
         # deny comes before the mode is consulted, so bypassPermissions cannot lift it.
         # The built-in credential rules name their paths, which the sandbox masks: a command
         # that runs sandboxed needs no doubt about them (a word naming one is still denied).
-        masked = BUILTIN_SPECS if sandbox_usable(ctx) else frozenset()
+        masked = builtin_specs() if sandbox_usable(ctx) else frozenset()
         read = await asyncio.to_thread(denied_read, inp.command, str(start_cwd(ctx)), ctx, masked=masked)
         if read is not None and read.rule:
             who = (
                 "a built-in rule keeps credential stores from every tool (the person can lift it with an allow "
                 "rule naming the file)"
-                if read.rule[len("Read(") : -1] in BUILTIN_SPECS
+                if read.rule[len("Read(") : -1] in builtin_specs()
                 else "the person keeps that file from every tool"
             )
             return PermissionCheck(
