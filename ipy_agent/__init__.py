@@ -18,7 +18,7 @@ from ipy_agent.contract.build_tool import build_tool  # noqa: E402
 from ipy_agent.contract.hooks import HookEvent, HookOutcome  # noqa: E402
 from ipy_agent.contract.read_state import ReadState  # noqa: E402
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError  # noqa: E402
-from ipy_agent.contract.tool_context import ToolContext  # noqa: E402
+from ipy_agent.contract.tool_context import SandboxLimits, ToolContext  # noqa: E402
 from ipy_agent.loop.agent import Agent  # noqa: E402
 from ipy_agent.models.base import ModelError, Usage  # noqa: E402
 from ipy_agent.models.scripted import ScriptedModel  # noqa: E402
@@ -40,6 +40,7 @@ __all__ = [
     "ReadState",
     "RuleSubject",
     "RunResult",
+    "SandboxLimits",
     "ScriptedModel",
     "Tool",
     "ToolContext",

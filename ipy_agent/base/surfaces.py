@@ -130,6 +130,23 @@ def _site_dir(path: str, tree: str) -> bool:
     return "site-packages" in parts or "dist-packages" in parts or _venv_root(path, tree) is not None
 
 
+def _importable(entry: str) -> set[str]:
+    """The top-level modules a sys.path entry provides. In a site or standard library directory
+    every package counts (namespace packages too); elsewhere (a project root put on the path by an
+    editable install) a folder counts only as a regular package, with an `__init__.py`, or its
+    `docs/` and `examples/` would count as modules."""
+    names: set[str] = set()
+    site = _site_dir(entry, "/") or os.path.isfile(os.path.join(entry, "os.py"))
+    for e in _listing(entry):
+        name = _module_name(e)
+        if name is None:
+            continue
+        if name == e and not site and not os.path.isfile(os.path.join(entry, e, "__init__.py")):
+            continue  # a plain folder in a project root
+        names.add(name)
+    return names
+
+
 def _listing(directory: str) -> list[str]:
     try:
         return os.listdir(directory)
@@ -224,7 +241,7 @@ def _compute(trees: tuple[str, ...], path_entries: tuple[str, ...]) -> Surfaces:
     dirs += global_dirs
     modules = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
     for entry in elsewhere:
-        modules.update(n for e in _listing(entry) if (n := _module_name(e)))
+        modules.update(_importable(entry))
     # `__pycache__` is Python's own; a project's test folders are imported by no one by that
     # name (CPython's regression suite is `test`, and packages ship a stray `tests` by mistake).
     modules = {m for m in modules if not m.startswith("__")} - _NOT_IMPORTED

@@ -23,7 +23,15 @@ if TYPE_CHECKING:
 
     from .read_state import ReadState
 
-__all__ = ["APPROVALS", "SANDBOX_SETTINGS", "DecisionSource", "SandboxSetting", "ToolContext", "realpath_via"]
+__all__ = [
+    "APPROVALS",
+    "SANDBOX_SETTINGS",
+    "DecisionSource",
+    "SandboxLimits",
+    "SandboxSetting",
+    "ToolContext",
+    "realpath_via",
+]
 
 # Which step of the permission decision let a call run (see `permissions.decide`). "rule",
 # "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the
@@ -32,6 +40,26 @@ DecisionSource = Literal["rule", "mode", "hook", "person", "tool", "default", "a
 APPROVALS: frozenset[str] = frozenset({"rule", "mode", "hook", "person"})
 SandboxSetting = Literal["auto", "always", "off"]
 SANDBOX_SETTINGS: tuple[SandboxSetting, ...] = get_args(SandboxSetting)
+
+_GIB = 1024**3
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxLimits:
+    """What one sandboxed command may use (`Agent(sandbox_limits=...)`): memory in bytes for
+    all its processes together (per process where no cgroup can be made), processes at once,
+    bytes of each private temporary filesystem (/tmp, /dev/shm). Wall time is the call's
+    timeout."""
+
+    memory: int = 2 * _GIB
+    processes: int = 256
+    tmp: int = 1 * _GIB
+
+    def __post_init__(self) -> None:
+        for name, least in (("memory", 64 * 1024**2), ("processes", 8), ("tmp", 1024**2)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"sandbox limit {name} must be an integer of at least {least}, not {value!r}")
 
 
 @dataclass(kw_only=True)
@@ -69,6 +97,7 @@ class ToolContext:
     # approval, "always" also approved ones (writes limited to the working directories), "off"
     # sandboxes nothing and so lets only a small core of commands run without asking.
     sandbox: SandboxSetting = "auto"
+    sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
     def approved(self) -> bool:
@@ -149,7 +178,7 @@ class ToolContext:
         one only where its fixed part (before its first wildcard) leads. `//**/.env*` taken
         back out in every one of `dirs` (the built-in rule) covers nothing there. Without
         `named`, absolute specifiers without wildcards (`~/.ssh`) are left out: they name their
-        one path, so the sandbox masks them without walking the directories for them."""
+        one path."""
         roots = [os.path.normpath(d) for d in (dirs if dirs is not None else self.all_dirs())]
         exceptions = {s.strip() for s in self.read_deny if is_exception(s)}
         for spec in self.read_deny:
@@ -168,11 +197,6 @@ class ToolContext:
             if any(_overlaps(fixed, root) for root in roots):
                 return True
         return False
-
-    def read_deny_needs_walk(self) -> bool:
-        """Whether the working directories must be walked to find what Read deny rules cover
-        (see `read_deny_inside`: the built-in rules alone never need it)."""
-        return self.read_deny_inside(named=False)
 
     def display_path(self, path: str | Path) -> str:
         """A path as the person would like to read it: relative to cwd when it is inside."""

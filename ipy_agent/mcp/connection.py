@@ -176,7 +176,7 @@ class ServerConnection:
             from .stdio import stdio_transport
 
             if self._errlog is None:
-                self._errlog = tempfile.TemporaryFile()
+                self._errlog = tempfile.TemporaryFile()  # noqa: SIM115 (kept open across restarts; closed in close())
             self._err_from = os.fstat(self._errlog.fileno()).st_size
             # As Claude Code does: the person's environment, then the configured variables.
             params = StdioServerParameters(
