@@ -79,8 +79,9 @@ class Surfaces:
             return self.dirs[m.lastindex - 1][1] if m.lastindex else None
         for directory in self.module_dirs:
             if path.startswith(directory + "/"):
-                top = path[len(directory) + 1 :].split("/", 1)[0]
-                name = _module_name(top)
+                top, below, _ = path[len(directory) + 1 :].partition("/")
+                # A package is a folder (any file below it); a module, a file with a module's suffix.
+                name = (top if "." not in top else None) if below else _module_name(top)
                 if name and name in self.modules:
                     return (
                         f"{top} would shadow the installed module {name!r} (an import in this directory finds "
@@ -91,17 +92,14 @@ class Surfaces:
 
 @functools.lru_cache(maxsize=4096)
 def _module_name(entry: str) -> str | None:
-    """The top-level module an entry of a sys.path directory provides (`x.py`, `x.cpython-311-...so`,
-    a package directory `x`), or None."""
-    name = entry
+    """The top-level module a file provides by its name (`x.py`, `x.cpython-311-...so`), or None.
+    Not only identifiers: importlib imports any name (`sysconfig` loads
+    `_sysconfigdata__linux_x86_64-linux-gnu`, mypyc's runtime starts with a digit)."""
     for suffix in _SUFFIXES:
         if entry.endswith(suffix):
             name = entry[: -len(suffix)].split(".", 1)[0]
-            break
-    else:
-        if "." in entry:
-            return None
-    return name if name.isidentifier() else None
+            return name or None
+    return None
 
 
 def _norm(path: str) -> str:
@@ -131,19 +129,21 @@ def _site_dir(path: str, tree: str) -> bool:
 
 
 def _importable(entry: str) -> set[str]:
-    """The top-level modules a sys.path entry provides. In a site or standard library directory
-    every package counts (namespace packages too); elsewhere (a project root put on the path by an
-    editable install) a folder counts only as a regular package, with an `__init__.py`, or its
-    `docs/` and `examples/` would count as modules."""
+    """The top-level modules a sys.path entry provides: its module files, and its folders as
+    packages. In a site or standard library directory every folder counts (namespace packages
+    too); elsewhere (a project root put on the path by an editable install) only a regular
+    package, with an `__init__.py`, or its `docs/` and `examples/` would count as modules."""
     names: set[str] = set()
     site = _site_dir(entry, "/") or os.path.isfile(os.path.join(entry, "os.py"))
     for e in _listing(entry):
-        name = _module_name(e)
-        if name is None:
-            continue
-        if name == e and not site and not os.path.isfile(os.path.join(entry, e, "__init__.py")):
-            continue  # a plain folder in a project root
-        names.add(name)
+        if (name := _module_name(e)) is not None:
+            names.add(name)
+        elif (
+            "." not in e
+            and os.path.isdir(os.path.join(entry, e))
+            and (site or os.path.isfile(os.path.join(entry, e, "__init__.py")))
+        ):
+            names.add(e)
     return names
 
 

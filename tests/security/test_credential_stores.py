@@ -70,8 +70,8 @@ def test_searches_and_shell_reads_from_home_leave_the_stores_out(home, mode, nee
         use("Bash", "b1", command="cat ~/.ssh/id_rsa"),
         use("Bash", "b2", command=f"cat {home}/.aws/credentials"),
     ]
-    if mode == "default":
-        calls.append(use("Bash", "b3", command="grep -r CREDENTIAL ."))  # judged read-only: sandboxed, masked
+    # Judged read-only, or run by bypassPermissions: sandboxed either way, the stores masked.
+    calls.append(use("Bash", "b3", command="grep -r CREDENTIAL ."))
     results, sent = _run(home, calls, permission_mode=mode)
     assert SECRET not in sent
     listing = results["g3"]["content"].split("\n\n")[0]  # the paths, before the note naming the rules
@@ -79,14 +79,6 @@ def test_searches_and_shell_reads_from_home_leave_the_stores_out(home, mode, nee
     assert "10 files hidden by deny rules" in results["g3"]["content"]
     assert results["b1"].get("is_error") and "Read(~/.ssh)" in results["b1"]["content"]
     assert results["b2"].get("is_error") and "Read(~/.aws)" in results["b2"]["content"]
-
-
-@pytest.mark.xfail(
-    strict=True, reason="a command bypassPermissions runs is not masked yet: deny rules as mounts in every mode"
-)
-def test_a_command_run_by_bypass_mode_cannot_read_the_stores_either(home, need_bwrap):
-    _, sent = _run(home, [use("Bash", "b", command="grep -r CREDENTIAL .")], permission_mode="bypassPermissions")
-    assert SECRET not in sent
 
 
 def test_an_explicit_allow_rule_lifts_one_path_and_the_rest_stays_denied(home):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pkgutil
 import shlex
 import subprocess
 import sys
@@ -90,8 +91,8 @@ def _targets(project: Path) -> list[tuple[str, str]]:
     for entry in sys.path:
         entry = os.path.abspath(entry or os.getcwd())
         if entry != tree and os.path.isdir(entry) and not tree.startswith(entry.rstrip("/") + "/"):
-            names |= {n for n in os.listdir(entry) if n.isidentifier() and not n.startswith("__")}
-            names |= {n[:-3] for n in os.listdir(entry) if n.endswith(".py") and n[:-3].isidentifier()}
+            # What Python itself lists as importable there (modules, extension modules, packages).
+            names |= {m.name for m in pkgutil.iter_modules([entry])}
     for name in sorted(n for n in names if not n.startswith("__") and n not in ("test", "tests")):
         out.append(("shadowing module", str(project / f"{name}.py")))
         out.append(("shadowing package", str(project / name / "__init__.py")))
