@@ -199,28 +199,47 @@ class Redactor:
 
     def _wrapped(self, text: str) -> str:
         """Forms broken across lines (`base64` wraps at 76 columns, `xxd -p` at 60): only runs
-        of lines made of base64 or hex characters can hold one, so only those are joined and
-        searched, and a form found is replaced across the line breaks it spans."""
+        of whole lines made of base64 or hex characters can hold one, so only those are joined
+        and searched, and a form found is replaced across the line breaks it spans."""
         out: list[str] = []
         last = 0
-        for run in _WRAPPED_RUN.finditer(text):
-            block = run.group()
+        for start, end in _wrapped_runs(text):
+            block = text[start:end]
             joined = block.replace("\r", "").replace("\n", "")
             present = [f for f in self.encoded if f in joined]
             if not present:
                 continue
-            out += [text[last : run.start()], _rejoin(block, joined, present, self.labels)]
-            last = run.end()
+            out += [text[last:start], _rejoin(block, joined, present, self.labels)]
+            last = end
         if not out:
             return text
         out.append(text[last:])
         return "".join(out)
 
 
-# Two or more whole lines of base64 / hex characters, the first as long as wrapped output's
-# lines are (76 for base64, 64 for PEM, 60 for `xxd -p`); anchored at line starts, so ordinary
-# text costs one failed attempt per line.
-_WRAPPED_RUN = re.compile(r"(?m)^[A-Za-z0-9+/=_\-]{32,}\r?\n(?:[A-Za-z0-9+/=_\-]+\r?(?:\n|$))+")
+_B64_LINE = re.compile(r"[A-Za-z0-9+/=_\-]+\r?")
+
+
+def _wrapped_runs(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each run of two or more whole lines of base64 / hex characters whose first
+    line is as long as wrapped output's are (76 for base64, 64 for PEM, 60 for `xxd -p`). Lines
+    are split once and each is matched whole: ordinary text costs one failed match per line."""
+    runs: list[tuple[int, int]] = []
+    pos, start, count = 0, -1, 0
+    for line in text.split("\n"):
+        end = pos + len(line)
+        if _B64_LINE.fullmatch(line) and (count > 0 or len(line) >= 32):
+            if count == 0:
+                start = pos
+            count += 1
+        else:
+            if count >= 2:
+                runs.append((start, pos - 1))
+            count = 0
+        pos = end + 1
+    if count >= 2:
+        runs.append((start, len(text)))
+    return runs
 
 
 def _rejoin(block: str, joined: str, present: list[str], labels: dict[str, str]) -> str:
