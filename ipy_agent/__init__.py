@@ -8,18 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipy_agent.contract.build_tool import build_tool
-from ipy_agent.contract.hooks import HookEvent, HookOutcome
-from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
-from ipy_agent.contract.tool_context import SandboxLimits, ToolContext
-from ipy_agent.loop.agent import Agent
-from ipy_agent.models.base import ModelError, Usage
-from ipy_agent.models.scripted import ScriptedModel
-from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
-from ipy_agent.runtime.trace import RunResult
+from ipy_agent.base import imports as _imports
 
-from .tools import builtin_tools
+# First of all: what the agent imports from here on comes from where it is installed, not from
+# a module of the same name in the project (base/imports.py).
+_imports.install()
+
+from ipy_agent.contract.build_tool import build_tool  # noqa: E402
+from ipy_agent.contract.hooks import HookEvent, HookOutcome  # noqa: E402
+from ipy_agent.contract.read_state import ReadState  # noqa: E402
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError  # noqa: E402
+from ipy_agent.contract.tool_context import SandboxLimits, ToolContext  # noqa: E402
+from ipy_agent.loop.agent import Agent  # noqa: E402
+from ipy_agent.models.base import ModelError, Usage  # noqa: E402
+from ipy_agent.models.scripted import ScriptedModel  # noqa: E402
+from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest  # noqa: E402
+from ipy_agent.runtime.trace import RunResult  # noqa: E402
+
+from .tools import builtin_tools  # noqa: E402
 
 __all__ = [
     "Agent",

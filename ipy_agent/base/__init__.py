@@ -1,7 +1,9 @@
 """The base layer: plain helpers that every other layer may use, and that use nothing of ours.
 
+- `imports`: what the agent imports comes from where it is installed, not from the project;
 - `gitignore`: path patterns in gitignore syntax (what `Read(...)` and `Edit(...)` rules write);
 - `secrets`: credentials kept out of tools' processes and redacted from text;
+- `surfaces`: where a written file becomes code that runs later, from the live environment;
 - `images`: images as the Messages API accepts them (type by content, size limits);
 - `threads`: worker threads for blocking tool code, and a synchronous run from inside a loop.
 """

@@ -7,6 +7,12 @@ contract must not depend on the rule engine that depends on it.
 Patterns are relative to cwd; `//` starts an absolute path, `~/` the home directory, `./` or a
 leading `/` anchors at cwd; a bare name matches at any depth; a pattern naming a directory
 covers everything below it.
+
+A list of patterns (the Read deny rules in force, `ToolContext.read_deny`) is read as a
+.gitignore is: the last pattern that matches a path decides, and a pattern that starts with `!`
+takes the path back out. The permission layer orders the list so that this gives its
+precedence (built-in denies, then what explicit allow rules lift, then the person's denies,
+which nothing lifts). A backslash before a leading `!` makes it a literal `!`.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["first_matching", "gitignore_match", "literal_root", "rule_matcher"]
+__all__ = ["first_matching", "gitignore_match", "is_exception", "literal_root", "rule_matcher"]
 
 
 @functools.lru_cache(maxsize=256)  # one pattern is matched against every path a search finds
@@ -65,6 +71,8 @@ def _gitignore_regex(pattern: str) -> re.Pattern[str]:
 def _compiled(pattern: str, cwd: str, home: str | None) -> tuple[str, re.Pattern[str]]:
     """(the normalised directory the pattern is relative to, the regex for the rest)."""
     pattern = pattern.strip()
+    if pattern.startswith("\\!"):
+        pattern = pattern[1:]  # `\!name`: a literal `!` (a name, not an exception)
     if pattern.startswith("//"):
         base, pat = "/", pattern[2:]
     elif pattern.startswith("~/"):
@@ -128,48 +136,63 @@ def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: st
 
 
 def first_matching(patterns: tuple[str, ...], paths: list[str], *, cwd: str | Path) -> str | None:
-    """The first of `patterns` that matches one of `paths` (absolute and normalised), or None:
+    """The pattern of `patterns` that decides for one of `paths` (absolute and normalised), or
+    None: for each path the last pattern that matches it, None when that is a `!` exception.
     `gitignore_match` for a whole rule set, with every pattern compiled once per rule set."""
     home = os.path.expanduser("~") if _uses_home(patterns) else None
-    return _first(_compiled_set(patterns, str(cwd), home), paths, cwd=cwd, home=home)
+    return _deciding(_compiled_set(patterns, str(cwd), home), paths, cwd=cwd, home=home)
 
 
 def rule_matcher(patterns: tuple[str, ...], *, cwd: str | Path) -> Callable[[list[str]], str | None]:
     """`first_matching` with the rule set looked up once: for checking many paths in a row."""
     home = os.path.expanduser("~") if _uses_home(patterns) else None
-    return functools.partial(_first, _compiled_set(patterns, str(cwd), home), cwd=cwd, home=home)
+    return functools.partial(_deciding, _compiled_set(patterns, str(cwd), home), cwd=cwd, home=home)
 
 
-def _first(
-    compiled: tuple[tuple[str, str | None, re.Pattern[str]], ...],
-    paths: list[str],
-    *,
-    cwd: str | Path,
-    home: str | None,
-) -> str | None:
-    for pattern, head, regex in compiled:
-        for path in paths:
+def is_exception(pattern: str) -> bool:
+    """A `!pattern`: it takes back out what the patterns before it cover."""
+    return pattern.lstrip().startswith("!")
+
+
+_Compiled = tuple[tuple[str, str | None, re.Pattern[str], bool], ...]
+
+
+def _deciding(compiled: _Compiled, paths: list[str], *, cwd: str | Path, home: str | None) -> str | None:
+    for path in paths:
+        # The last match decides: scan from the end and stop at the first hit.
+        for pattern, head, regex, negated in reversed(compiled):
             if head is None:  # a relative base: the general path
-                if gitignore_match(pattern, path, cwd=cwd, home=home):
-                    return pattern
+                hit = gitignore_match(pattern, path, cwd=cwd, home=home)
             elif path.startswith(head):
                 rel = path[len(head) :]
-                if rel != "." and not rel.startswith("..") and regex.match(rel):
+                hit = rel != "." and not rel.startswith("..") and regex.match(rel) is not None
+            else:
+                hit = False
+            if hit:
+                if not negated:
                     return pattern
+                break  # taken back out: this path is not covered; try the next one
     return None
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_set(
-    patterns: tuple[str, ...], cwd: str, home: str | None
-) -> tuple[tuple[str, str | None, re.Pattern[str]], ...]:
+def _compiled_set(patterns: tuple[str, ...], cwd: str, home: str | None) -> _Compiled:
     out = []
     for pattern in patterns:
-        base, regex = _compiled(pattern, cwd, home)
-        out.append((pattern, base.rstrip(os.sep) + os.sep if os.path.isabs(base) else None, regex))
+        negated = is_exception(pattern)
+        body = pattern.lstrip()[1:] if negated else pattern
+        base, regex = _compiled(body, cwd, home)
+        out.append(
+            (
+                body if negated else pattern,
+                base.rstrip(os.sep) + os.sep if os.path.isabs(base) else None,
+                regex,
+                negated,
+            )
+        )
     return tuple(out)
 
 
 @functools.lru_cache(maxsize=64)
 def _uses_home(patterns: tuple[str, ...]) -> bool:
-    return any(p.lstrip().startswith("~/") for p in patterns)
+    return any(p.lstrip().lstrip("!").startswith("~/") for p in patterns)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ipy_agent.base.secrets import redact_data
 from ipy_agent.history.messages import history_problems, repair_history
+from ipy_agent.permissions.builtin import matches_everything
 from ipy_agent.permissions.rules import parse_rule
 from ipy_agent.runtime.conversation import Conversation
 
@@ -131,7 +132,7 @@ def _restore_granted(data: dict[str, Any], agent: Conversation) -> list[str]:
         except ValueError as e:
             skipped.append(str(e))
             continue
-        if rule.whole_tool:
+        if matches_everything(rule):  # `Bash`, `Bash(*)`, `Read(**)`, `Edit(//**)`...
             skipped.append(f"{rule.text!r} would allow every {rule.tool} call; grant it again if you mean it")
             continue
         agent.rules.add("allow", rule, source="granted")

@@ -9,6 +9,9 @@ grants, and say so; `%agent_rules` lists them with where each came from, and
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ipy_agent.permissions.builtin import builtin_listing
 from ipy_agent.permissions.decide import PermissionRules
 
 __all__ = ["SessionGrants"]
@@ -50,14 +53,17 @@ class SessionGrants:
             "(%agent_rules lists them; %agent_rules --revoke RULE takes one back)."
         )
 
-    def listing(self, rules: PermissionRules | None) -> str:
-        """The grants in force in `rules` (the current conversation's), with where each came from."""
+    def listing(self, rules: PermissionRules | None, cwd: Path | None = None) -> str:
+        """The grants in force in `rules` (the current conversation's), with where each came
+        from, and the built-in rules with what lifts them (allow rules relative to `cwd`)."""
+        builtin = builtin_listing(rules.deny, rules.allow, cwd or Path.cwd()) if rules is not None else []
         granted = [r.text for r in rules.allow if r.source == "granted"] if rules is not None else []
         if not granted:
-            return (
+            none = (
                 'No rules granted with "Always allow" in this kernel session. (%agent_tools lists every '
                 "permission rule, with the configured ones.)"
             )
+            return "\n".join([none, *(["", *builtin] if builtin else [])])
         width = max(len(t) for t in granted)
         lines = [
             'Rules granted with "Always allow" (they last for this kernel session, across %agent --new '
@@ -65,4 +71,6 @@ class SessionGrants:
         ]
         lines += [f"  {text.ljust(width)}  from {self.sources.get(text, 'this conversation')}" for text in granted]
         lines.append("Take one back with %agent_rules --revoke RULE.")
+        if builtin:
+            lines += ["", *builtin]
         return "\n".join(lines)

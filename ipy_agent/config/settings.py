@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ipy_agent.permissions.builtin import matches_everything
 from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
 
 __all__ = ["SETTINGS_FILES", "SettingsError", "load_settings_rules", "rules_from_lists"]
@@ -112,11 +113,19 @@ def _read_file(path: Path, label: str) -> tuple[list[RuleSpec], list[str]]:
             continue
         for text in texts:
             try:
-                parse_rule(text, label)
+                rule = parse_rule(text, label)
             except ValueError as e:
                 if kind != "allow":
                     raise SettingsError(f"{label}: permissions.{kind}: {e}{_UNTRUSTED}") from None
                 warnings.append(f"{label}: permissions.{kind}: {e}; skipped.")
+                continue
+            if kind == "allow" and matches_everything(rule):
+                # A file that comes with a project must not switch the prompts off wholesale.
+                warnings.append(
+                    f"{label}: permissions.allow: {rule.text!r} would allow every {rule.tool} call, so it was "
+                    f"skipped; if you mean it, give it yourself (%agent --allow '{rule.text}', or "
+                    "AgentMagics.allow)."
+                )
                 continue
             rules.append(RuleSpec(kind=kind, text=text.strip(), source=label))
     return rules, warnings

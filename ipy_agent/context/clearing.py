@@ -38,6 +38,8 @@ def clear_note(*, name: str, tool_input: dict[str, Any], chars: int, spilled_to:
     what = f"{CLEARED_PREFIX}: the {_size(chars)} output of {_call_text(name, tool_input)}."
     if spilled_to:
         how = f" The full output is still saved at {spilled_to}; Read it (with offset/limit) or Grep it if you need it."
+    elif reads_file and name != "Read":
+        how = f" Call {name} again if you need what it showed (and before editing it)."
     elif reads_file:
         how = " Read the file again if you need its content (and before editing it)."
     else:

@@ -22,10 +22,13 @@ from ipy_agent.history.messages import SettledPrefix
 from .clearing import is_cleared
 from .tokens import message_tokens
 
-__all__ = ["Ledger", "ResultEntry", "SourceRule"]
+__all__ = ["Ledger", "ResultEntry", "ResultRule", "SourceRule"]
 
 # (tool name, tool input) -> the read-state key whose content a call shows the model, or None.
 SourceRule = Callable[[str, dict[str, Any]], "str | None"]
+# (tool name, tool input, tool_use id) -> the read-state keys a result shows the model (the file
+# Read read; the cells NotebookRead showed).
+ResultRule = Callable[[str, dict[str, Any], str], "tuple[str, ...]"]
 
 
 @dataclass(kw_only=True)
@@ -35,7 +38,7 @@ class ResultEntry:
     tool_use_id: str
     name: str
     input: dict[str, Any]
-    source: str | None  # the file whose content this result shows, if any
+    sources: tuple[str, ...]  # the read-state keys whose content this result shows
 
 
 def _blocks(message: dict[str, Any]) -> list[Any]:
@@ -44,7 +47,7 @@ def _blocks(message: dict[str, Any]) -> list[Any]:
 
 
 class Ledger(SettledPrefix):
-    def __init__(self, result_source: SourceRule, use_source: SourceRule) -> None:
+    def __init__(self, result_source: ResultRule, use_source: SourceRule) -> None:
         super().__init__()
         self._result_source = result_source  # a result that shows a file (Read)
         self._use_source = use_source  # a call whose input shows a file (Write)
@@ -89,11 +92,11 @@ class Ledger(SettledPrefix):
                 continue
             tid = str(b.get("tool_use_id"))
             name, inp = self._uses.get(tid, ("a tool", {}))
-            source = None if b.get("is_error") else self._result_source(name, inp)
-            if source is not None:
-                self.sources[source] += 1
+            sources = () if b.get("is_error") else self._result_source(name, inp, tid)
+            for key in sources:
+                self.sources[key] += 1
             self.results.append(
-                ResultEntry(position=position, index=i, tool_use_id=tid, name=name, input=inp, source=source)
+                ResultEntry(position=position, index=i, tool_use_id=tid, name=name, input=inp, sources=sources)
             )
 
     def tail_sources(self, message: dict[str, Any] | None) -> set[str]:
@@ -107,9 +110,9 @@ class Ledger(SettledPrefix):
             if b.get("type") == "tool_use" and (k := self._use_source(str(b.get("name", "")), b.get("input") or {})):
                 found.add(k)
             elif b.get("type") == "tool_result" and not b.get("is_error") and not is_cleared(b):
-                name, inp = self._uses.get(str(b.get("tool_use_id")), ("", {}))
-                if (k := self._result_source(name, inp)) is not None:
-                    found.add(k)
+                tid = str(b.get("tool_use_id"))
+                name, inp = self._uses.get(tid, ("", {}))
+                found.update(self._result_source(name, inp, tid))
         return found
 
     def visible_sources(self, messages: list[dict[str, Any]]) -> set[str]:

@@ -228,9 +228,13 @@ class ContextManager:
         return int(real)
 
     # --- clearing ----------------------------------------------------------------------------
-    def _result_source(self, name: str, tool_input: dict[str, Any]) -> str | None:
+    def _result_source(self, name: str, tool_input: dict[str, Any], tool_use_id: str) -> tuple[str, ...]:
+        """What a result shows: the tool's answer from its input (Read's file), and the keys the
+        call noted as shown while it ran (NotebookRead's cells)."""
         tool = self.conversation.tool(name)
-        return tool.result_source(tool_input, self.conversation.cwd) if tool is not None else None
+        key = tool.result_source(tool_input, self.conversation.cwd) if tool is not None else None
+        shown = self.conversation.read_state.shown_by(tool_use_id)
+        return (key, *shown) if key is not None else shown
 
     def _use_source(self, name: str, tool_input: dict[str, Any]) -> str | None:
         tool = self.conversation.tool(name)
@@ -258,7 +262,7 @@ class ContextManager:
                 tool_input=entry.input,
                 chars=content_chars(block),
                 spilled_to=spilled.get(entry.tool_use_id),
-                reads_file=entry.source is not None,
+                reads_file=bool(entry.sources),
             )
             new = cleared_block(block, note)
             delta = message_tokens({"content": [block]}) - message_tokens({"content": [new]})
@@ -268,11 +272,11 @@ class ContextManager:
             ledger.tokens -= delta
             tokens -= math.ceil(delta * self.factor)
             count += 1
-            if entry.source is not None:
-                ledger.sources[entry.source] -= 1
-                if ledger.sources[entry.source] <= 0 and entry.source not in protected:
-                    del ledger.sources[entry.source]
-                    self.conversation.read_state.forget(entry.source)
+            for key in entry.sources:
+                ledger.sources[key] -= 1
+                if ledger.sources[key] <= 0 and key not in protected:
+                    del ledger.sources[key]
+                    self.conversation.read_state.forget(key)
         if not count:
             return False
         self.cleared += count

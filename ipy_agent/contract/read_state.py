@@ -58,6 +58,10 @@ class ReadState:
 
     def __init__(self) -> None:
         self._entries: dict[str, ReadEntry] = {}
+        # tool_use id -> the keys that call's result shows the model, noted by tools whose
+        # result shows more than its input says (NotebookRead: the cells it read). Clearing the
+        # result forgets them (context/manager.py).
+        self._shown: dict[str, tuple[str, ...]] = {}
 
     # --- recording ---------------------------------------------------------------------
     @staticmethod
@@ -143,6 +147,13 @@ class ReadState:
         """Drop what was recorded for `key`: its content is no longer in the model's view (it was
         cleared or compacted away), so an edit must read it again first. True if it was known."""
         return self._entries.pop(self._key(key), None) is not None
+
+    def note_shown(self, tool_use_id: str, keys: list[str] | tuple[str, ...]) -> None:
+        """The result of call `tool_use_id` shows the model what it read under `keys`."""
+        self._shown[tool_use_id] = tuple(self._key(k) for k in keys)
+
+    def shown_by(self, tool_use_id: str) -> tuple[str, ...]:
+        return self._shown.get(tool_use_id, ())
 
     def touch(self, key: str | Path, **changes: object) -> None:
         entry = self.get(key)

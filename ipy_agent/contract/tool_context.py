@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from ipy_agent.base.gitignore import first_matching, rule_matcher
+from ipy_agent.base.gitignore import first_matching, is_exception, rule_matcher
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
@@ -80,7 +80,16 @@ class ToolContext:
     simple: bool = False
     # Specifiers of the `Read(...)` deny rules in force (not whole-tool `Read`): the files they
     # name stay hidden from every tool, not only from Read (Grep, Glob, Bash check them too).
+    # Read as a .gitignore is (base/gitignore.py): the last matching specifier decides, and one
+    # starting with `!` takes a path back out. The agent orders them (permissions/builtin.py):
+    # the built-in credential-store denies, `!` exceptions (`.env*` inside the working
+    # directories, what explicit allow rules lift), then the person's own denies. A consumer
+    # that cannot express an exception (a mount that masks a whole directory) may ignore the
+    # `!` entries: it then hides more, never less.
     read_deny: tuple[str, ...] = ()
+    # Files (or directories) the run itself makes executable, with why: the scripts MCP servers
+    # run. Writing them asks in every mode, as for the files tools/shared/protected.py knows.
+    protected_files: tuple[tuple[str, str], ...] = ()
     # Who let this call run, set by the lifecycle once the permission decision is made. None
     # (a direct call, or a caller that did not say) counts as "not approved": fail closed.
     decided_by: DecisionSource | None = None
@@ -150,8 +159,7 @@ class ToolContext:
         already followed by the caller), or None: the matching half of `is_read_denied`."""
         if not self.read_deny:
             return None
-        spec = first_matching(self.read_deny, paths, cwd=self.cwd)
-        return None if spec is None else f"Read({spec})"
+        return _as_rule(first_matching(self.read_deny, paths, cwd=self.cwd))
 
     def read_deny_matcher(self) -> Callable[[list[str]], str | None]:
         """`read_denied_by` with the rules looked up once, for a caller checking many paths."""
@@ -160,10 +168,35 @@ class ToolContext:
         first = rule_matcher(self.read_deny, cwd=self.cwd)
 
         def rule(paths: list[str]) -> str | None:
-            spec = first(paths)
-            return None if spec is None else f"Read({spec})"
+            return _as_rule(first(paths))
 
         return rule
+
+    def read_deny_inside(self, dirs: list[str] | None = None, *, named: bool = True) -> bool:
+        """Whether a Read deny rule may cover a file under `dirs` (absolute and normalised;
+        default: the working directories). Relative specifiers may match anywhere; an absolute
+        one only where its fixed part (before its first wildcard) leads. `//**/.env*` taken
+        back out in every one of `dirs` (the built-in rule) covers nothing there. Without
+        `named`, absolute specifiers without wildcards (`~/.ssh`) are left out: they name their
+        one path."""
+        roots = [os.path.normpath(d) for d in (dirs if dirs is not None else self.all_dirs())]
+        exceptions = {s.strip() for s in self.read_deny if is_exception(s)}
+        for spec in self.read_deny:
+            spec = spec.strip()
+            if is_exception(spec):
+                continue
+            if not spec.startswith(("//", "~/")):
+                return True  # relative to cwd: anywhere under it, at any depth
+            plain = not set(spec) & set("*?[]{}\\")
+            if plain and not named:
+                continue
+            tail = spec[len("//**/") :] if spec.startswith("//**/") else None
+            if tail and all(f"!/{root}/**/{tail}" in exceptions for root in roots):
+                continue
+            fixed = _fixed_part(spec)
+            if any(_overlaps(fixed, root) for root in roots):
+                return True
+        return False
 
     def display_path(self, path: str | Path) -> str:
         """A path as the person would like to read it: relative to cwd when it is inside."""
@@ -172,6 +205,35 @@ class ToolContext:
             return str(p.relative_to(self.cwd))
         except ValueError:
             return str(p)
+
+
+def _fixed_part(spec: str) -> str:
+    """The absolute path an absolute specifier (`//...`, `~/...`) pins down before its first wildcard."""
+    base, rest = ("/", spec[2:]) if spec.startswith("//") else (os.path.expanduser("~"), spec[2:])
+    fixed: list[str] = []
+    for part in rest.split("/"):
+        if set(part) & set("*?[]{}\\"):
+            break
+        if part:
+            fixed.append(part)
+    return os.path.normpath(os.path.join(base, *fixed))
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """One path is the other or inside it."""
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+
+
+def _as_rule(spec: str | None) -> str | None:
+    """`Read(spec)` as the person wrote it (a literal leading `!` was escaped in `read_deny`)."""
+    if spec is None:
+        return None
+    if spec.startswith(_ESCAPED_BANG):
+        spec = spec[1:]
+    return f"Read({spec})"
+
+
+_ESCAPED_BANG = "\\!"
 
 
 def realpath_via(path: str, real_dirs: dict[str, str]) -> str:

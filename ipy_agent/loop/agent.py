@@ -46,7 +46,7 @@ from ipy_agent.runtime.trace import (
 
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
-from .offer import offer_tools, sync_mcp, warn_once
+from .offer import begin_run, offer_tools, sync_mcp
 from .system_prompt import build_system_prompt
 from .turn import Turn, stream_reply, take_reply, usage_delta
 from .turn_end import after_reply, answer_tools, close_early, model_failed, prompt_blocks
@@ -101,7 +101,7 @@ class Agent:
             raise ValueError(f"cwd {str(self.cwd)!r} is not a directory")
         self.working_dirs = tuple(Path(d).expanduser().resolve() for d in working_dirs)
         self.permission_mode = permission_mode
-        self.rules = PermissionRules.from_lists(list(allow or []), list(ask or []), list(deny or []))
+        self.rules = PermissionRules.with_builtin(list(allow or []), list(ask or []), list(deny or []))
         self.approver = approver
         if tools is None:
             from ipy_agent.tools import builtin_tools
@@ -214,8 +214,8 @@ class Agent:
             simple=self.simple,
             sandbox=self.sandbox,
             sandbox_limits=self.sandbox_limits,
-            # Rules come and go during a conversation (always-allow, %agent options): read them now.
-            read_deny=tuple(r.specifier or "" for r in self.rules.deny if r.tool == "Read" and not r.whole_tool),
+            read_deny=self.rules.read_deny(self.cwd, (self.cwd, *self.working_dirs)),  # rules change: read now
+            protected_files=self.mcp.protected_files(),
         )
 
     def exposure(self) -> Exposure:
@@ -285,7 +285,7 @@ class Agent:
         # leave no trace, or its prompt would be merged into the next request.
         before = list(self.messages)  # append_user replaces a merged message, never edits it
         append_user(self.messages, blocks)
-        warn_once(self.tools, self.tool_context(), self.emit)
+        begin_run(self.tools, self.tool_context(), self.emit)
         self.mcp.begin_run()
 
         turns = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ipy_agent.base.surfaces import refresh as refresh_surfaces
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.mcp import McpManager
@@ -18,7 +19,7 @@ from ipy_agent.permissions.decide import Approver, PermissionRules
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
 from ipy_agent.runtime.trace import AgentEvent, NoticeEvent
 
-__all__ = ["offer_tools", "sync_mcp", "warn_once"]
+__all__ = ["begin_run", "offer_tools", "sync_mcp", "warn_once"]
 
 Emit = Callable[[AgentEvent], None]
 
@@ -41,6 +42,13 @@ def offer_tools(
             if emit is not None:
                 emit(NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning"))
     return Exposure(offered=tuple(offered), hidden=hidden), api
+
+
+def begin_run(tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:
+    """What each run starts with: the executable surfaces looked at afresh (sys.path, Jupyter's
+    and git's paths may have changed: base/surfaces.py), and the tools' warnings."""
+    refresh_surfaces()
+    warn_once(tools, ctx, emit)
 
 
 def warn_once(tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:

@@ -131,7 +131,8 @@ class CompanionMagics(Magics):
         takes one back (the next call it covered asks again). %agent_tools lists every rule."""
         text = line.strip()
         if not text:
-            print(self.session.grants.listing(self.session.agent.rules if self.session.agent else None))
+            agent = self.session.agent
+            print(self.session.grants.listing(agent.rules if agent else None, agent.cwd if agent else None))
             return
         if not text.startswith("--revoke"):
             raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")

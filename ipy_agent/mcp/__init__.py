@@ -6,6 +6,7 @@ each only from those above it in this list:
 - `config`: the `.mcp.json` shape (stdio and streamable HTTP), from files and from code;
 - `trust`: project servers start only after the person approved them, remembered per project;
 - `loop`: the background event loop every session lives on, so servers outlive a run;
+- `stdio`: the stdio transport: a linear line reader with a limit on one message;
 - `connection`: one server's session, its faults and restarts;
 - `results`: an MCP tool result as tool_result blocks;
 - `tools`: a server tool as a `Tool`;

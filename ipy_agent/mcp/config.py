@@ -66,10 +66,12 @@ class ServerConfig:
     source: Source = "code"
     origin: str = "Agent(mcp_servers=...)"  # where it was written, for messages
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, project: Path | None = None) -> str:
         """A hash of what the server runs; an approval holds for exactly this (a changed command
-        asks again). Env and header values count too, without being stored anywhere."""
-        what = {
+        asks again). Env and header values count too, without being stored anywhere. With
+        `project`, so do the files in it that the command names (`python server.py`): an edit
+        of the script is a change of what runs, and asks again like a changed command."""
+        what: dict[str, Any] = {
             "transport": self.transport,
             "command": self.command,
             "args": list(self.args),
@@ -77,13 +79,76 @@ class ServerConfig:
             "url": self.url,
             "headers": dict(sorted(self.headers.items())),
         }
+        if project is not None:
+            what["scripts"] = {os.path.relpath(p, project): _digest(p) for p in self.script_files(project)}
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
+
+    def script_files(self, project: Path) -> tuple[str, ...]:
+        """The files and folders inside `project` (not the project itself) that the command
+        runs: the command or an argument naming one (`server.py`, `--directory=srv`), and the
+        module of `-m pkg.server`."""
+        if self.transport != "stdio":
+            return ()
+        root = os.path.realpath(project)
+        words = [self.command, *self.args]
+        found: list[str] = []
+        for i, word in enumerate(words):
+            values = [word, word.split("=", 1)[1]] if word.startswith("-") and "=" in word else [word]
+            if i > 0 and words[i - 1] == "-m":
+                base = os.path.join(root, *word.split("."))
+                values += [base + ".py", base]
+            for value in values:
+                if not value or value.startswith("-"):
+                    continue
+                path = os.path.realpath(os.path.join(root, os.path.expanduser(value)))
+                if path != root and path.startswith(root + os.sep) and os.path.exists(path):
+                    found.append(path)
+        return tuple(dict.fromkeys(found))
 
     def describe(self) -> str:
         """What the person approves: the command line or the URL (never header values)."""
         if self.transport == "stdio":
             return " ".join([self.command, *self.args])
         return self.url
+
+
+_DIGESTS: dict[str, tuple[tuple[int, ...], str]] = {}
+_MAX_FILES = 2000
+
+
+def _stamp(path: str) -> tuple[int, ...]:
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _digest(path: str) -> str:
+    """What a script is now: its content's hash (kept while its stat stamp holds), or for a
+    folder the names, sizes and change times of the files in it."""
+    try:
+        if os.path.isdir(path):
+            h = hashlib.sha256()
+            count = 0
+            for top, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(files):
+                    full = os.path.join(top, name)
+                    h.update(f"{os.path.relpath(full, path)}:{_stamp(full)[2:]}\n".encode())
+                    count += 1
+                    if count >= _MAX_FILES:
+                        return h.hexdigest()
+            return h.hexdigest()
+        stamp = _stamp(path)
+        known = _DIGESTS.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+        _DIGESTS[path] = (stamp, h.hexdigest())
+        return h.hexdigest()
+    except OSError as e:
+        return f"unreadable: {e.strerror}"
 
 
 def _expand(value: str, name: str, where: str) -> str:

@@ -65,6 +65,7 @@ class ServerConnection:
         self.instructions = ""
         self.tools_stale = False
         self.starts = 0
+        self.fault = ""  # why the transport refused the server's output (a message too large)
         self._session: Any = None
         self._runner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -89,6 +90,9 @@ class ServerConnection:
         kept = [ln.rstrip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
         return "\n".join(kept[-lines:])
 
+    def _fault(self, what: str) -> None:
+        self.fault = what
+
     def _why(self, what: str) -> str:
         tail = self.stderr_tail()
         return f"{what}. Its last stderr lines:\n{tail}" if tail else f"{what}."
@@ -110,7 +114,8 @@ class ServerConnection:
             try:
                 await ready
             except Exception as e:
-                self.status, self.reason = "down", self._why(f"failed to start: {_describe(e, self.config)}")
+                why = self.fault or _describe(e, self.config)
+                self.status, self.reason = "down", self._why(f"failed to start: {why}")
                 await self._shutdown()
                 raise ServerDown(self.reason) from None
 
@@ -166,7 +171,9 @@ class ServerConnection:
 
     def _transport(self) -> Any:
         if self.config.transport == "stdio":
-            from mcp import StdioServerParameters, stdio_client
+            from mcp import StdioServerParameters
+
+            from .stdio import stdio_transport
 
             if self._errlog is None:
                 self._errlog = tempfile.TemporaryFile()  # noqa: SIM115 (kept open across restarts; closed in close())
@@ -178,7 +185,8 @@ class ServerConnection:
                 env={**os.environ, **self.config.env},
                 cwd=self.cwd,
             )
-            return stdio_client(params, errlog=self._errlog)
+            self.fault = ""
+            return stdio_transport(params, self._errlog, on_fault=self._fault)
         return _http_transport(self.config)
 
     async def _list(self, session: Any) -> list[ToolInfo]:
@@ -245,7 +253,7 @@ class ServerConnection:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=self.config.timeout)
         except MCPError as e:
             if e.code == CONNECTION_CLOSED:
-                raise ServerDown(self._down("exited during the call (its connection closed)")) from None
+                raise ServerDown(self._down(self.fault or "exited during the call (its connection closed)")) from None
             if e.code == REQUEST_TIMEOUT:
                 raise ServerDown(
                     self._down(
@@ -253,11 +261,11 @@ class ServerConnection:
                         "the call was abandoned and the server stopped"
                     )
                 ) from None
-            raise CallFailed(f"the server answered with an error: {e.message} (code {e.code})") from None
+            raise CallFailed(f"the server answered with an error: {_cut(e.message)} (code {e.code})") from None
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as e:
-            raise CallFailed(f"its answer is not a valid MCP tool result ({_describe(e, self.config)})") from None
+            raise CallFailed(f"its answer is not a valid MCP tool result ({_cut(_describe(e, self.config))})") from None
         return CallOutcome(
             content=[c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content],
             structured=result.structured_content,
@@ -276,6 +284,15 @@ async def _http_transport(config: ServerConfig) -> Any:
         streamable_http_client(config.url, http_client=client) as streams,
     ):
         yield streams
+
+
+MAX_ERROR_CHARS = 2000  # of a server's error text in a message: an error is not a result to spill
+
+
+def _cut(text: str) -> str:
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}… ({len(text):,} characters in all)"
 
 
 def _leaf(e: BaseException) -> BaseException:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import os
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from ipy_agent.base.secrets import redact
 from ipy_agent.contract.tool import PermissionPreview, Tool, maybe_await
 from ipy_agent.permissions.decide import Approver, PermissionRequest, normalize_answer
 
@@ -49,6 +51,7 @@ class McpManager:
         self._reported: dict[str, str] = {}  # the last down reason told to the person
         self._built: dict[str, tuple[int, list[Tool], list[str]]] = {}
         self.skipped: dict[str, str] = {}  # tool -> why it is not offered (bad schema, name clash)
+        self._scripts: tuple[Any, tuple[tuple[str, str], ...]] | None = None
         _MANAGERS.add(self)
 
     # --- configuration ---------------------------------------------------------------------
@@ -71,12 +74,26 @@ class McpManager:
         or 'needs approval'."""
         if cfg.source != "project":
             return "trusted"
-        key = (cfg.name, cfg.fingerprint())
+        key = (cfg.name, cfg.fingerprint(self.cwd))
         if key in self._approved:
             return "approved"
         if self._trust.is_trusted(self.cwd, cfg):
             return "remembered"
         return "declined" if key in self._declined else "needs approval"
+
+    def protected_files(self) -> tuple[tuple[str, str], ...]:
+        """(path, why) of the files in the project that configured servers run: writing one
+        asks in every mode (`ToolContext.protected_files`), since the server runs it unasked."""
+        configs = self.configs
+        key = (id(self._files), id(self._code), tuple((n, c.command, c.args) for n, c in configs.items()))
+        if self._scripts is None or self._scripts[0] != key:
+            found = tuple(
+                (path, f"the MCP server {name!r} runs it, so its code runs without a prompt")
+                for name, cfg in configs.items()
+                for path in cfg.script_files(self.cwd)
+            )
+            self._scripts = (key, found)
+        return self._scripts[1]
 
     def connection(self, name: str) -> ServerConnection | None:
         return self._conns.get(name)
@@ -89,7 +106,13 @@ class McpManager:
     async def sync(self, approver: Approver | None) -> list[Notice]:
         notices: list[Notice] = []
         configs = self.configs
-        stale = [n for n, c in self._conns.items() if configs.get(n) != c.config]
+        # A changed configuration stops its server; so does a project server whose approval no
+        # longer holds (a script it runs was edited since): it asks again before it restarts.
+        stale = [
+            n
+            for n, c in self._conns.items()
+            if configs.get(n) != c.config or self.trust_state(c.config) in ("needs approval", "declined")
+        ]
         if stale:
             await self._loop.run(self._close(stale))
         wanted: list[ServerConfig] = []
@@ -111,7 +134,7 @@ class McpManager:
         for name, conn in self._conns.items():
             if conn.status == "down" and self._reported.get(name) != conn.reason:
                 self._reported[name] = conn.reason
-                notices.append(("error", f"MCP server {name!r} is down: it {conn.reason}"))
+                notices.append(("error", redact(f"MCP server {name!r} is down: it {conn.reason}")))
             elif conn.status == "up":
                 self._reported.pop(name, None)
         return notices
@@ -125,7 +148,7 @@ class McpManager:
         await asyncio.gather(*(c.refresh_tools() for c in self._conns.values() if c.tools_stale))
 
     async def _approve(self, cfg: ServerConfig, approver: Any, notices: list[Notice]) -> bool:
-        key = (cfg.name, cfg.fingerprint())
+        key = (cfg.name, cfg.fingerprint(self.cwd))
         if key in self._approved or self._trust.is_trusted(self.cwd, cfg):
             return True
         if key in self._declined:
@@ -133,7 +156,7 @@ class McpManager:
         answer = None
         if approver is not None:
             try:
-                answer = normalize_answer(await maybe_await(approver(_trust_request(cfg))))
+                answer = normalize_answer(await maybe_await(approver(_trust_request(cfg, self.cwd))))
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
             except Exception as e:
@@ -233,7 +256,9 @@ class McpManager:
                 lines.append(f"- {name}: running, {len(conn.tools)} tools")
                 if conn.instructions.strip():
                     lines.append(f"  Its instructions: {conn.instructions.strip()[:2000]}")
-        return "\n".join(lines)
+        # A server's error text (its stderr, a URL with a token in it) and instructions are the
+        # server's words: no credential of the environment reaches the model through them.
+        return redact("\n".join(lines))
 
     # --- closing ---------------------------------------------------------------------------
     async def _close(self, names: list[str]) -> None:
@@ -260,10 +285,12 @@ class McpManager:
         await asyncio.to_thread(self.close)
 
 
-def _trust_request(cfg: ServerConfig) -> PermissionRequest:
+def _trust_request(cfg: ServerConfig, project: Path) -> PermissionRequest:
     what: dict[str, Any] = {"server": cfg.name, "from": cfg.origin, "type": cfg.transport}
     if cfg.transport == "stdio":
         what.update(command=cfg.command, args=list(cfg.args))
+        if scripts := cfg.script_files(project):
+            what["runs"] = [os.path.relpath(p, project) for p in scripts]
         if cfg.env:
             what["env"] = sorted(cfg.env)  # names only: values may be secrets
     else:

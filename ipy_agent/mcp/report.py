@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipy_agent.base.secrets import redact
+
 from .manager import McpManager
 
 __all__ = ["status_text"]
@@ -69,4 +71,4 @@ def status_text(manager: McpManager, hidden: dict[str, str] | None = None) -> st
     if details:
         lines += ["", *details]
     lines += ["", "Rules: allow/ask/deny 'mcp__<server>' covers all of a server's tools, 'mcp__<server>__<tool>' one."]
-    return "\n".join(lines)
+    return redact("\n".join(lines))  # %agent_mcp's output is saved with the notebook

@@ -4,7 +4,9 @@ A `.mcp.json` arrives with a clone: starting its servers runs somebody else's co
 person. So a project server starts only once the person approved exactly that configuration;
 the approval is kept in the person's config directory (not in the project, where it could be
 committed along with the servers), keyed by the project's path and the server's fingerprint, so
-a changed command or URL asks again. A file that cannot be read counts as no approvals.
+a changed command or URL asks again, and so does a changed script the command runs (a file in
+the project that the command or its arguments name: see `ServerConfig.fingerprint`). A file
+that cannot be read counts as no approvals.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class TrustStore:
 
     def is_trusted(self, project: Path, server: ServerConfig) -> bool:
         entry = self._load().get("projects", {}).get(str(project), {})
-        return isinstance(entry, dict) and entry.get(server.name) == server.fingerprint()
+        return isinstance(entry, dict) and entry.get(server.name) == server.fingerprint(project)
 
     def remember(self, project: Path, server: ServerConfig) -> None:
         """Record the approval; an OSError (read-only home) is the caller's to report."""
@@ -51,7 +53,7 @@ class TrustStore:
             if not isinstance(projects, dict):
                 projects = data["projects"] = {}
             entry = projects.setdefault(str(project), {})
-            entry[server.name] = server.fingerprint()
+            entry[server.name] = server.fingerprint(project)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".mcp_trust.")
             try:

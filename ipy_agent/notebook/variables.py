@@ -6,7 +6,15 @@ at a variable must never do that. So a value is described from its type (found w
 which no class can override) by rules for types whose code is known: the builtins, through the
 builtin type's own slot (`list.__len__(v)`, not `len(v)`, so a subclass's override is not
 called), and exact numpy arrays and pandas DataFrames / Series, whose attributes are library
-code. Anything else gets its type's name and nothing more.
+code. Anything else gets its type's name and nothing more. Types are compared by identity
+(`==` could call a metaclass's `__eq__`) and read through `type`'s own descriptors (a
+metaclass may define `__getattribute__`); a bound method is looked at through
+`MethodType.__func__`, since its attribute lookup falls through to the function it wraps,
+which may be any object with a `__getattr__`.
+
+A value that looks like a credential (its name matches the secret patterns of
+ipy_agent.base.secrets, or its text holds a secret of the environment, a URL with a password,
+or a token of a known shape) is shown by its type and length only.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ import sys
 import types
 from dataclasses import dataclass
 from typing import Any
+
+from ipy_agent.base.secrets import is_secret_name, looks_like_credential
 
 __all__ = ["VariableInfo", "describe_namespace", "describe_value"]
 
@@ -45,47 +55,96 @@ def _exact(t: type, module: str, name: str) -> bool:
     return mod is not None and t is getattr(mod, name, None)
 
 
-def describe_value(value: Any) -> tuple[str, str]:
-    """(type name, summary) of a value, from its type alone."""
+def _is(t: type, *types_: type) -> bool:
+    """`t` is one of `types_`, by identity (`t in (...)` compares with `==`)."""
+    return any(t is x for x in types_)
+
+
+_MRO = type.__dict__["__mro__"]
+_QUALNAME = types.FunctionType.__dict__["__qualname__"]
+_FUNC = types.MethodType.__dict__["__func__"]
+
+
+def describe_value(value: Any, name: str = "") -> tuple[str, str]:
+    """(type name, summary) of a value, from its type alone; `name` is the variable's name."""
     t = type(value)
-    name = _type_name(t)
+    type_name = _type_name(t)
+    if name and is_secret_name(name):
+        return type_name, _withheld(value, t, "its name looks like a credential")
+    if t is str and looks_like_credential(value[: STRING_START + 200]):
+        return type_name, _withheld(value, t, "it looks like a credential")
+    if t is types.ModuleType:
+        return "module", str(object.__getattribute__(value, "__dict__").get("__name__", "?"))
+    if _is(t, types.FunctionType, types.BuiltinFunctionType, types.MethodType):
+        return "function", _function_name(value, t)
+    if issubclass(t, type):  # a class (issubclass reads the MRO; isinstance could call a `__class__` property)
+        return "class", _type_name(value)
+    return type_name, _summary(value, t)
+
+
+def _withheld(value: Any, t: type, why: str) -> str:
+    """Only the size, read through the builtin base type's own slot, and why."""
+    base = next((b for b in _MRO.__get__(t) if _is(b, *_SIZED)), None)
+    if base is None:
+        return f"value not shown: {why}"
+    unit = "characters" if base is str else "bytes" if _is(base, bytes, bytearray) else "items"
+    return f"{_length(base, value):,} {unit}, value not shown: {why}"
+
+
+_SIZED = (str, bytes, bytearray, list, tuple, dict, set, frozenset)
+
+
+def _length(base: type, value: Any) -> int:
+    """`len(value)` by a builtin base type's own slot: a subclass's `__len__` is not called."""
+    return int(base.__dict__["__len__"](value))
+
+
+def _summary(value: Any, t: type) -> str:
     if t is int and int.bit_length(value) > 128:  # repr of a huge int is slow, or refused past 4300 digits
-        return name, f"an integer of {int.bit_length(value):,} bits"
-    if t in (int, float, complex, bool) or value is None:
-        return name, repr(value)[:STRING_START]  # exact builtin types: their own repr
+        return f"an integer of {int.bit_length(value):,} bits"
+    if _is(t, int, float, complex, bool) or value is None:
+        return repr(value)[:STRING_START]  # exact builtin types: their own repr
     if t is str:
         text = str.__repr__(value[:STRING_START])
         more = f"… ({str.__len__(value):,} characters)" if str.__len__(value) > STRING_START else ""
-        return name, text + more
-    if t in (bytes, bytearray):
-        return name, f"{t.__len__(value):,} bytes"
-    if t in (list, tuple, set, frozenset, dict):
-        return name, f"{t.__len__(value):,} items"
+        return text + more
+    if _is(t, bytes, bytearray):
+        return f"{_length(t, value):,} bytes"
+    if _is(t, list, tuple, set, frozenset, dict):
+        return f"{_length(t, value):,} items"
     if t is range:
-        return name, range.__repr__(value)
+        return range.__repr__(value)
     if issubclass(t, (list, tuple, set, frozenset, dict, str, bytes)):
-        base = next(b for b in t.__mro__ if b in (list, tuple, set, frozenset, dict, str, bytes))
-        return name, f"subclass of {base.__name__}, {base.__len__(value):,} items (its own methods not called)"
-    if t is types.ModuleType:
-        return "module", str(object.__getattribute__(value, "__dict__").get("__name__", "?"))
-    if t in (types.FunctionType, types.BuiltinFunctionType, types.MethodType):
-        return "function", str(getattr(value, "__qualname__", "?"))
-    if issubclass(t, type):  # a class (issubclass reads the MRO; isinstance could call a `__class__` property)
-        return "class", _type_name(value)
+        base = next(b for b in _MRO.__get__(t) if _is(b, list, tuple, set, frozenset, dict, str, bytes))
+        return f"subclass of {base.__name__}, {_length(base, value):,} items (its own methods not called)"
     if _exact(t, "numpy", "ndarray"):
-        return name, f"shape {value.shape}, dtype {value.dtype}"
+        return f"shape {value.shape}, dtype {value.dtype}"
     if _exact(t, "pandas", "DataFrame"):
         cols = [f"{_label(c)}: {d}" for c, d in list(value.dtypes.items())[:MAX_COLUMNS]]
         more = f", … ({value.shape[1]} columns)" if value.shape[1] > MAX_COLUMNS else ""
-        return "pandas.DataFrame", f"shape {value.shape}, columns [{', '.join(cols)}{more}]"
+        return f"shape {value.shape}, columns [{', '.join(cols)}{more}]"
     if _exact(t, "pandas", "Series"):
-        return "pandas.Series", f"length {value.shape[0]:,}, dtype {value.dtype}, name {_label(value.name)}"
-    return name, "(not described: no code of this type is run to look at it)"
+        return f"length {value.shape[0]:,}, dtype {value.dtype}, name {_label(value.name)}"
+    return "(not described: no code of this type is run to look at it)"
+
+
+def _function_name(value: Any, t: type) -> str:
+    """A function's qualified name, read through the function type's own descriptor; a bound
+    method's through the function it wraps when that is a plain function (any other callable
+    would answer the attribute lookup with its own code)."""
+    if t is types.MethodType:
+        value = _FUNC.__get__(value)
+        t = type(value)
+    if t is types.FunctionType:
+        return str(_QUALNAME.__get__(value))
+    if t is types.BuiltinFunctionType:
+        return str(types.BuiltinFunctionType.__dict__["__qualname__"].__get__(value))
+    return f"a bound method of a {_type_name(t)} (not described)"
 
 
 def _label(label: Any) -> str:
     t = type(label)
-    if t in (str, int, float, bool) or label is None:
+    if _is(t, str, int, float, bool) or label is None:
         return repr(label)  # exact builtin types
     return f"<{_type_name(t)}>"
 
@@ -106,7 +165,7 @@ def describe_namespace(
                 continue
             if key.startswith("_") and not include_private:
                 continue
-        type_name, summary = describe_value(ns[key])
+        type_name, summary = describe_value(ns[key], key if type(key) is str else "")
         if names is None and type_name == "module":
             continue
         found.append(VariableInfo(name=key, type=type_name, summary=summary))

@@ -1,7 +1,8 @@
 """The permission decision for one tool call: rules, mode, the tool's and the hooks' opinions.
 
 Order (first that applies wins), modelled on Claude Code and stricter where it helps:
-1. a deny rule (whole tool or content) -> deny
+1. a deny rule (whole tool or content) -> deny; a built-in one (builtin.py: credential stores)
+   only where no explicit allow rule lifts it
 2. the tool's own deny (`check_permissions`) -> deny
 3. plan mode and the call is not read-only -> deny
 4. an ask rule, the tool's insistent ask (`PermissionCheck.always`), or a hook's ask -> ask
@@ -26,6 +27,7 @@ from typing import Any, Literal, get_args
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool
 from ipy_agent.contract.tool_context import DecisionSource, ToolContext
 
+from .builtin import BUILTIN, allow_example, builtin_read_denies, lifted, read_deny_specs
 from .rules import Rule, RuleSpec, matches_subject, parse_rule
 
 __all__ = [
@@ -133,6 +135,20 @@ class PermissionRules:
             bucket.append(r)
         return r
 
+    @classmethod
+    def with_builtin(
+        cls, allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None
+    ) -> PermissionRules:
+        """`from_lists` with the built-in Read deny rules (credential stores) in front."""
+        rules = cls.from_lists(allow, ask, deny)
+        rules.deny[:0] = builtin_read_denies()
+        return rules
+
+    def read_deny(self, cwd: Path, dirs: tuple[Path, ...]) -> tuple[str, ...]:
+        """The Read deny specifiers every tool honours (`ToolContext.read_deny`), in the order
+        that gives their precedence (see builtin.py)."""
+        return read_deny_specs(self.deny, self.allow, cwd, dirs)
+
     def of(self, kind: Behavior) -> list[Rule]:
         """The rules of one kind (the list itself: changing it changes the rules)."""
         bucket: list[Rule] = getattr(self, kind)
@@ -158,10 +174,21 @@ class PermissionRules:
         names = {tool.name, *tool.rule_groups}
         return next((r for r in self.deny if r.tool in names and r.whole_tool), None)
 
-    def find(self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
+    def find(
+        self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path, dirs: tuple[Path, ...] = ()
+    ) -> Rule | None:
+        """The first rule of `kind` covering the call. A built-in deny rule is skipped where an
+        explicit allow rule lifts it, or for `.env*`, inside the working directories `dirs`."""
         names = {tool.name, *tool.rule_names, *tool.rule_groups}
         for rule in self.of(kind):
             if rule.tool not in names:
+                continue
+            if rule.source == BUILTIN and kind == "deny":
+                path = subject.value if subject is not None and subject.kind == "path" else None
+                if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind) and not lifted(
+                    rule, path, self.allow, cwd, dirs
+                ):
+                    return rule
                 continue
             if rule.whole_tool:
                 # `Edit` whole-tool rules name Edit only; Write answers to Edit(...) content rules.
@@ -242,15 +269,23 @@ def decide(
 
 
 def _deny_rule(c: _Call) -> Decision | None:
-    r = c.find("deny") or (c.target and c.rules.find("deny", c.tool, c.target, c.ctx.cwd))
+    cwd, dirs = c.ctx.cwd, c.ctx.all_dirs()
+    r = c.rules.find("deny", c.tool, c.subject, cwd, dirs) or (
+        c.target and c.rules.find("deny", c.tool, c.target, cwd, dirs)
+    )
     if not r:
         return None
     hidden = (
         f": {c.subject.hidden}, so the rule could apply to it" if c.subject is not None and c.subject.hidden else ""
     )
-    return Decision(
-        behavior="deny", source="rule", rule=r.text, reason=f"denied by rule {r.text!r} ({r.source}){hidden}"
-    )
+    why = f"denied by rule {r.text!r} ({r.source}){hidden}"
+    if r.source == BUILTIN:
+        why += (
+            ": it keeps credentials from every tool. Do not look for another way to read it; if the person "
+            "wants it read, they can add an allow rule naming the file, e.g. "
+            f"{r.tool}({allow_example(c.subject.value if c.subject is not None else None, r)})"
+        )
+    return Decision(behavior="deny", source="rule", rule=r.text, reason=why)
 
 
 def _tool_denies(c: _Call) -> Decision | None:

@@ -18,6 +18,7 @@ from ipy_agent.contract.read_state import ReadEntry
 from ipy_agent.contract.tool import Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.loop.agent import Agent
+from ipy_agent.permissions.builtin import BUILTIN, builtin_listing
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import CallRecord
 
@@ -73,13 +74,20 @@ def tools_text(agent: Agent) -> str:
         lines.append(
             f"MCP servers not started yet (their tools appear after the next run; see %agent_mcp): {', '.join(waiting)}"
         )
-    rules = [(kind, r.text, r.source) for kind in ("allow", "ask", "deny") for r in getattr(agent.rules, kind)]
+    rules = [
+        (kind, r.text, r.source)
+        for kind in ("allow", "ask", "deny")
+        for r in getattr(agent.rules, kind)
+        if r.source != BUILTIN
+    ]
     lines.append("")
     if rules:
         lines.append("Permission rules (deny beats ask beats allow):")
         lines += _table([("kind", "rule", "from"), *rules])
     else:
-        lines.append("No permission rules: the mode decides (read-only calls run, others ask).")
+        lines.append("No permission rules of yours: the mode decides (read-only calls run, others ask).")
+    if builtin := builtin_listing(agent.rules.deny, agent.rules.allow, agent.cwd):
+        lines += ["", *builtin]
     return "\n".join(lines)
 
 

@@ -18,13 +18,13 @@ def write(path: Path, data: object) -> None:
 
 
 def test_all_three_files_are_read_with_their_sources(tmp_path):
-    write(tmp_path / ".ipy_agent" / "settings.json", {"allow": ["Read"], "deny": ["Bash(rm:*)"]})
+    write(tmp_path / ".ipy_agent" / "settings.json", {"allow": ["Read(src/**)"], "deny": ["Bash(rm:*)"]})
     write(tmp_path / ".claude" / "settings.json", {"permissions": {"ask": ["Write"]}, "model": "ignored"})
     write(tmp_path / ".claude" / "settings.local.json", {"permissions": {"allow": ["Bash(git status:*)"]}})
     rules, warnings = load_settings_rules(tmp_path)
     assert warnings == []
     assert [(r.kind, r.text, r.source) for r in rules] == [
-        ("allow", "Read", ".ipy_agent/settings.json"),
+        ("allow", "Read(src/**)", ".ipy_agent/settings.json"),
         ("deny", "Bash(rm:*)", ".ipy_agent/settings.json"),
         ("ask", "Write", ".claude/settings.json"),
         ("allow", "Bash(git status:*)", ".claude/settings.local.json"),
@@ -34,11 +34,11 @@ def test_all_three_files_are_read_with_their_sources(tmp_path):
 def test_broken_allow_rules_are_warnings_naming_the_file(tmp_path):
     write(
         tmp_path / ".claude" / "settings.local.json",
-        {"permissions": {"allow": ["Edit(", "Read"], "deny": ["Bash(rm:*)"]}},
+        {"permissions": {"allow": ["Edit(", "Read(docs/**)"], "deny": ["Bash(rm:*)"]}},
     )
     write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": "Bash"}})
     rules, warnings = load_settings_rules(tmp_path)
-    assert [r.text for r in rules] == ["Read", "Bash(rm:*)"]
+    assert [r.text for r in rules] == ["Read(docs/**)", "Bash(rm:*)"]
     text = "\n".join(warnings)
     assert ".claude/settings.local.json: permissions.allow: permission rule 'Edit(' is not valid" in text
     assert ".ipy_agent/settings.json: permissions.allow must be a list" in text
@@ -113,4 +113,15 @@ def test_settings_changes_apply_at_the_next_run_and_granted_rules_stay(shell, ma
     rules = magics.session.agent.rules
     assert "Bash" in [t["name"] for t in magics.session.agent.model.requests[0]["tools"]]
     assert [(r.text, r.source) for r in rules.allow] == [("Edit(./*.txt)", "granted")]
-    assert rules.deny == []
+    assert [r for r in rules.deny if r.source != "built-in"] == []
+
+
+def test_allow_rules_that_match_everything_are_skipped_and_named(tmp_path):
+    write(
+        tmp_path / ".claude" / "settings.json",
+        {"permissions": {"allow": ["Bash(*)", "Read(**)", "Edit", "Bash(:*)", "Read(//**)", "Bash(git status:*)"]}},
+    )
+    rules, warnings = load_settings_rules(tmp_path)
+    assert [r.text for r in rules] == ["Bash(git status:*)"]
+    assert len(warnings) == 5 and all("would allow every" in w and ".claude/settings.json" in w for w in warnings)
+    assert "%agent --allow 'Bash(*)'" in warnings[0]

@@ -12,7 +12,7 @@ from ipy_agent.history.messages import history_problems
 from ipy_agent.models.scripted import COMPACTION_SUMMARY
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
 from tests.support.context import fetch, fetch_tool
-from tests.support.transcript import first_result, result_text, results_of, use
+from tests.support.transcript import all_results, first_result, result_text, results_of, use
 
 NOT_READ = "has not been read yet. Read it first"
 
@@ -206,3 +206,71 @@ def _file_tools():
     from ipy_agent.tools import builtin_tools
 
     return [t for t in builtin_tools() if t.name in ("Read", "Edit")]
+
+
+class _OpenNotebook:
+    """The bridge's part the live-notebook tools use, answering from a list of cells in memory."""
+
+    connected = True
+    shell = None
+
+    def __init__(self, path):
+        self.path = path
+        self.display_path = path.name
+        self.cells = [
+            {"id": f"c{i}", "cell_type": "code", "source": f"x = {i}", "outputs": [], "execution_count": None}
+            for i in range(3)
+        ]
+
+    def is_open_notebook(self, path) -> bool:
+        return str(path) == str(self.path)
+
+    async def request(self, op, timeout=30.0, **args):
+        listing = [{**c, "index": i} for i, c in enumerate(self.cells)]
+        if op in ("list_cells", "read_cells"):
+            wanted = args.get("cell_ids")
+            return {"cells": [c for c in listing if wanted is None or c["id"] in wanted], "dirty": False}
+        if op == "replace_source":
+            i = next(i for i, c in enumerate(self.cells) if c["id"] == args["cell_id"])
+            self.cells[i] = {**self.cells[i], "source": args["source"]}
+            return {"cell": {**self.cells[i], "index": i}}
+        return {}
+
+    async def list_cells(self):
+        return (await self.request("list_cells"))["cells"]
+
+    async def read_cells(self, cell_ids=None):
+        return (await self.request("read_cells", cell_ids=cell_ids))["cells"]
+
+    async def scroll_to(self, cell_id):
+        return None
+
+
+def test_clearing_a_notebookread_result_forgets_the_cells_it_read(tmp_path):
+    from ipy_agent.tools.notebook.edit import NotebookEditTool
+    from ipy_agent.tools.notebook.read import NotebookReadTool
+
+    nb = _OpenNotebook(tmp_path / "open.ipynb")
+    edit = {"cell_id": "c1", "new_source": "x = 10"}
+    turns: list[Any] = [[use("NotebookRead", "n1")]]
+    turns += [[fetch(i)] for i in range(8)]
+    turns += [[use("NotebookEdit", "e1", notebook_path="open.ipynb", **edit)]]
+    turns += [
+        [use("NotebookRead", "n2", cell_ids=["c1"])],
+        [use("NotebookEdit", "e2", notebook_path="open.ipynb", **edit)],
+    ]
+    model = ScriptedModel([*turns, "done"])
+    agent = Agent(
+        model,
+        cwd=tmp_path,
+        tools=[NotebookReadTool(), NotebookEditTool(), fetch_tool(6_000)],
+        context_window=14_000,
+        permission_mode="acceptEdits",
+        notebook=nb,
+        max_turns=20,
+    )
+    agent.run("go")
+    texts = {i: (result_text(b), b.get("is_error")) for i, b in all_results(agent.messages).items()}
+    assert "Call NotebookRead again if you need what it showed" in texts["n1"][0]
+    assert texts["e1"][1] and "has not been read yet" in texts["e1"][0]  # its read was cleared away
+    assert not texts["e2"][1] and nb.cells[1]["source"] == "x = 10"  # read again: the edit goes

@@ -549,7 +549,13 @@ def test_the_result_limit_override_leaves_reads_alone(shell, magics, script, tmp
 def test_resume_restores_granted_rules_only_where_they_were_granted(shell, magics, tmp_path, capsys):
     base = {"format": "ipy_agent.conversation", "version": 1, "messages": [{"role": "user", "content": "hi"}]}
     (tmp_path / "here.json").write_text(
-        json.dumps({**base, "cwd": str(tmp_path), "granted": {"allow": ["Bash(pytest:*)", "Bash", "Edit(src/**)"]}})
+        json.dumps(
+            {
+                **base,
+                "cwd": str(tmp_path),
+                "granted": {"allow": ["Bash(pytest:*)", "Bash", "Bash(*)", "Read(**)", "Edit(//**)", "Edit(src/**)"]},
+            }
+        )
     )
     shell.run_line_magic("agent", "--resume here.json")
     out = capsys.readouterr()
@@ -558,7 +564,9 @@ def test_resume_restores_granted_rules_only_where_they_were_granted(shell, magic
         "Edit(src/**)",
     ]
     assert "are back: Bash(pytest:*), Edit(src/**)" in out.out
-    assert "'Bash' would allow every Bash call" in out.err
+    for everything in ("'Bash' would allow every Bash call", "'Bash(*)' would allow every Bash call"):
+        assert everything in out.err
+    assert "'Read(**)' would allow every Read call" in out.err and "'Edit(//**)' would allow every Edit" in out.err
 
     (tmp_path / "there.json").write_text(
         json.dumps({**base, "cwd": "/some/other/project", "granted": {"allow": ["Edit(src/**)"]}})

@@ -53,3 +53,71 @@ def test_known_types_get_a_structural_summary():
     assert describe_value(10**5000)[1] == "an integer of 16,610 bits"
     assert describe_value("x" * 100)[1].endswith("(100 characters)")
     assert describe_value({"a": 1}) == ("dict", "1 items")
+
+
+class Forwarder:
+    """A proxy: every attribute it does not have is answered by its own code."""
+
+    def __getattr__(self, name):
+        raise Trap(f"__getattr__({name!r}) ran")
+
+    def __call__(self, *args):
+        return None
+
+
+class EqMeta(type):
+    def __eq__(cls, other):
+        raise Trap("metaclass __eq__ ran")
+
+    __hash__ = type.__hash__
+
+    def __getattribute__(cls, name):
+        if name in ("__mro__", "__len__", "__name__"):
+            raise Trap(f"metaclass __getattribute__({name!r}) ran")
+        return super().__getattribute__(name)
+
+
+class Tricky(str, metaclass=EqMeta):
+    pass
+
+
+def test_only_type_level_lookups_for_methods_proxies_and_metaclasses():
+    import types
+    import weakref
+
+    bound = types.MethodType(Forwarder(), object())  # a "method" whose function is a proxy
+    assert describe_value(bound) == (
+        "function",
+        "a bound method of a tests.notebook.test_variables.Forwarder (not described)",
+    )
+
+    class Plain:
+        def go(self):
+            pass
+
+    assert describe_value(Plain().go)[1].endswith("Plain.go")
+    target = Forwarder()
+    assert describe_value(weakref.proxy(target))[1].startswith("(not described")
+    assert "subclass of str" in describe_value(Tricky("abc"))[1]
+    assert (
+        describe_value(Tricky("abc"), "API_TOKEN")[1]
+        == "3 characters, value not shown: its name looks like a credential"
+    )
+
+
+def test_credentials_show_only_their_type_and_length(monkeypatch):
+    monkeypatch.setenv("CORP_DEPLOY_TOKEN", "corp-0123456789-value")
+    cases = {
+        ("API_TOKEN", "not-a-token-shape-but-named-so"): "its name looks like a credential",
+        ("db_password", "hunter2hunter2"): "its name looks like a credential",
+        ("note", "ghp_" + "a" * 36): "it looks like a credential",
+        ("url", "postgres://app:s3cret-pass@db:5432/x"): "it looks like a credential",
+        ("blob", "prefix corp-0123456789-value suffix"): "it looks like a credential",
+        ("claims", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc"): "it looks like a credential",
+    }
+    for (name, value), why in cases.items():
+        kind, summary = describe_value(value, name)
+        assert kind == "str" and summary == f"{len(value)} characters, value not shown: {why}", (name, summary)
+        assert value not in summary
+    assert describe_value(1234, "PIN_PASS") == ("int", "value not shown: its name looks like a credential")
+    assert describe_value("hello world", "greeting") == ("str", "'hello world'")

@@ -109,6 +109,47 @@ async def test_notebook_edit_on_a_large_notebook_stays_within_a_few_times_its_si
     assert nbformat.read(path, as_version=4).cells[3].source == "print(1)"
 
 
+def _many_cells_notebook(path: Path, cells: int) -> None:
+    """nbformat's own layout, written directly (nbformat.write takes seconds at this size)."""
+    cell = '  {{\n   "cell_type": "code",\n   "execution_count": null,\n   "id": "c{i:07d}",\n   "metadata": {{}},\n   "outputs": [],\n   "source": [\n    "x = {i}"\n   ]\n  }}'
+    body = ",\n".join(cell.format(i=i) for i in range(cells))
+    meta = ' "metadata": {\n  "language_info": {\n   "name": "python"\n  }\n },\n "nbformat": 4,\n "nbformat_minor": 5\n}\n'
+    path.write_text('{\n "cells": [\n' + body + "\n ],\n" + meta)
+
+
+async def test_notebook_edit_of_150000_one_line_cells_stays_within_10x_its_size(tmp_path):
+    # The regression: the notebook was parsed into nbformat nodes, deep-copied to validate and
+    # again to write: about 40x its size and a minute. One parse, one cell spliced in, now.
+    path = tmp_path / "many.ipynb"
+    _many_cells_notebook(path, 150_000)
+    size = path.stat().st_size
+    ctx = _ctx(tmp_path, decided_by="person")
+    ctx.read_state.record(path, content=path.read_bytes())
+    fields = {"cell_id": "c0075000", "new_source": "print('edited')"}
+    tracemalloc.start()
+    try:
+        await NotebookEditTool().call(NotebookEditInput(notebook_path=str(path), **fields), ctx)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    print(
+        f"\n[resource bounds] NotebookEdit in {size / 1e6:.1f} MB, 150,000 cells: peak {peak / 1e6:.1f} MB ({peak / size:.1f}x)"
+    )
+    assert peak < 10 * size
+    nb = json.loads(path.read_text())
+    cells = nb["cells"]
+    assert len(cells) == 150_000 and cells[75_000]["source"] == ["print('edited')"]
+    assert cells[0] == {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": "c0000000",
+        "metadata": {},
+        "outputs": [],
+        "source": ["x = 0"],
+    }
+    nbformat.validate(nbformat.from_dict({**nb, "cells": cells[74_990:75_010]}))
+
+
 # --- tool_use ids from the model ------------------------------------------------------------------
 
 

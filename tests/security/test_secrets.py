@@ -40,6 +40,16 @@ def _agent(cwd: Path, turns: list, **kw) -> Agent:
         ("DB_PASSWORD", True),
         ("MY_SERVICE_SECRET", True),
         ("HF_TOKEN", True),
+        ("GH_PAT", True),
+        ("SUPABASE_JWT", True),
+        ("JWT_SIGNING", True),
+        ("DB_PASS", True),
+        ("SMTP_PASSWD", True),
+        ("GPG_PASSPHRASE", True),
+        ("KEY_PASSPHRASE_FILE", True),
+        ("SENTRY_DSN", True),
+        ("DATABASE_URL", True),
+        ("ANALYTICS_DATABASE_URL_RO", True),
         ("PATH", False),
         ("HOME", False),
         ("LANG", False),
@@ -115,3 +125,127 @@ def test_a_credential_set_during_the_session_is_redacted_from_the_next_result(tm
     agent.run("again")
     second = json.dumps(results_of(agent.messages[-2])["r2"])
     assert "corp-0123456789-late" not in second and "[redacted $CORP_DEPLOY_TOKEN]" in second
+
+
+def test_urls_with_a_password_are_credentials_whatever_their_name(monkeypatch):
+    from ipy_agent.base.secrets import is_secret, redact
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://alice:proxy-pass-123@proxy.corp:3128")
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.corp:3128")  # no credentials: the shell needs it
+    monkeypatch.setenv("PIP_INDEX_URL", "https://bob:pip-secret-456@pypi.corp/simple")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "https://pypi.org/simple")
+    monkeypatch.setenv("REDIS_URL", "redis://:redis-pass-789@cache:6379/0")
+    env = tool_environ()
+    assert "HTTP_PROXY" in env and "PIP_EXTRA_INDEX_URL" in env
+    assert not {"HTTPS_PROXY", "PIP_INDEX_URL", "REDIS_URL"} & set(env)
+    assert is_secret("ANYTHING", "ftp://u:p@h") and not is_secret("ANYTHING", "https://example.com/a@b")
+    text = redact("see https://carol:unknown-pw@git.corp/repo.git and proxy-pass-123 and https://example.com")
+    assert "unknown-pw" not in text and "proxy-pass-123" not in text
+    assert "https://[redacted credentials]@git.corp/repo.git" in text and "https://example.com" in text
+
+
+def _encodings(secret: str) -> list[tuple[str, str]]:
+    """(how, text) of a secret as programs print it, inside other text."""
+    import base64
+
+    data = secret.encode()
+    out = [("plain", secret), ("reversed", secret[::-1]), ("hex", data.hex()), ("HEX", data.hex().upper())]
+    for pad in range(6):  # every alignment twice, with other bytes before and after
+        blob = b"k" * pad + b"=" + data + b"\n#tail"
+        std = base64.b64encode(blob).decode()
+        out += [(f"base64 +{pad}", std), (f"base64url +{pad}", base64.urlsafe_b64encode(blob).decode())]
+        out.append((f"base64 wrapped at 76 +{pad}", "\n".join(std[i : i + 76] for i in range(0, len(std), 76))))
+    hexed = (b"x" + data).hex()
+    out.append(("hex wrapped at 60 (xxd -p)", "\r\n".join(hexed[i : i + 60] for i in range(0, len(hexed), 60))))
+    return [(how, f"output line\n{text}\nmore output") for how, text in out]
+
+
+def _recoverable(secret: str, text: str) -> bool:
+    """Whether the secret can be read back from `text`: as any of its forms, line breaks or not,
+    or by decoding what is left of a base64 run."""
+    import base64
+    import binascii
+    import re
+
+    from ipy_agent.base.secrets import encoded_forms
+
+    flat = text.replace("\r", "").replace("\n", "")
+    if any(form in text or form in flat for form, _ in encoded_forms(secret)):
+        return True
+    for run in re.findall(r"[A-Za-z0-9+/=_-]{12,}", flat):
+        for alphabet in (run, run.replace("-", "+").replace("_", "/")):
+            for cut in range(4):
+                piece = alphabet[cut:]
+                piece = piece[: len(piece) - len(piece) % 4]
+                try:
+                    if secret.encode() in base64.b64decode(piece):
+                        return True
+                except (binascii.Error, ValueError):
+                    pass
+    return False
+
+
+def test_every_encoding_of_every_secret_is_redacted(monkeypatch, capsys):
+    from ipy_agent.base.secrets import redact
+
+    secrets = {
+        "ANTHROPIC_API_KEY": KEY,
+        "GITHUB_TOKEN": TOKEN,
+        "AWS_SECRET_ACCESS_KEY": "aws-ipyagent-TEST-secret-value",
+        "SHORT_TOKEN": "s3cr3t!!",  # the shortest value redacted: 8 characters
+        "UNICODE_SECRET": "clé-sécrète-ünïcödé-42",
+        "DATABASE_URL": "postgres://svc:db-pass-0987654321@db.internal:5432/app",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    tried = held = 0
+    holes: list[str] = []
+    for name, value in secrets.items():
+        for how, text in _encodings(value):
+            tried += 1
+            out = redact(text)
+            if not _recoverable(value, out) and "[redacted $" in out:
+                held += 1
+            else:
+                holes.append(f"{name} {how}: {out[:120]!r}")
+    with capsys.disabled():
+        print(f"\n[encoded secrets] cases tried: {tried}; redacted: {held}")
+        for hole in holes[:10]:
+            print(f"  HOLE {hole}")
+    assert held == tried
+
+
+def test_encoded_secrets_from_real_programs_are_redacted(tmp_path):
+    write_tree(tmp_path, {"config.txt": f"api_key = {KEY}\ntoken = {TOKEN}\n"})
+    commands = {
+        "b64": "base64 config.txt",
+        "b64w0": "base64 -w0 config.txt",
+        "b64off": "printf 'xy' | cat - config.txt | base64",
+        "url": "basenc --base64url config.txt",
+        "hex": "xxd -p config.txt",
+        "rev": "rev config.txt",
+    }
+    turns = [[use("Bash", tid, command=c) for tid, c in commands.items()], "done"]
+    agent = _agent(tmp_path, turns, allow=["Bash"])
+    agent.run("encode it")
+    results = results_of(agent.messages[2])
+    for tid in commands:
+        content = results[tid]["content"]
+        assert not results[tid].get("is_error"), content
+        assert not _recoverable(KEY, content) and not _recoverable(TOKEN, content), (tid, content)
+        assert "[redacted $ANTHROPIC_API_KEY" in content, (tid, content)
+
+
+def test_what_mcp_servers_say_in_the_system_prompt_is_redacted(tmp_path):
+    from ipy_agent.mcp.connection import ServerConnection
+    from ipy_agent.mcp.manager import McpManager
+
+    manager = McpManager(tmp_path, {"svc": {"type": "http", "url": "https://mcp.example.com/x"}})
+    conn = ServerConnection(manager.configs["svc"], tmp_path)  # a server that went down, as sync leaves it
+    conn.status = "down"
+    conn.reason = f"could not reach https://user:not-in-env-pw@mcp.example.com/x (401 for key {KEY}, token {TOKEN})"
+    manager._conns["svc"] = conn
+    section = manager.prompt_section()
+    assert TOKEN not in section and KEY not in section and "not-in-env-pw" not in section
+    assert "https://[redacted credentials]@mcp.example.com" in section
+    assert "[redacted $ANTHROPIC_API_KEY]" in section and "[redacted $GITHUB_TOKEN]" in section

@@ -45,8 +45,11 @@ def decision(
     ask: list[str] | None = None,
     read_deny: tuple[str, ...] = (),
 ) -> Decision:
+    """As the agent decides: the built-in Read deny rules (credential stores) are in force, with
+    `read_deny` after them as the person's own."""
     tool, inp = BashTool(), BashInput(command=command)
-    ctx = tool_ctx(cwd, permission_mode=mode, read_deny=read_deny, spill_dir=cwd / ".spill")
+    rules = PermissionRules.with_builtin(allow, ask, deny)
+    in_force = (*rules.read_deny(cwd, (cwd,)), *read_deny)
+    ctx = tool_ctx(cwd, permission_mode=mode, read_deny=in_force, spill_dir=cwd / ".spill")
     check = asyncio.run(tool.check_permissions(inp, ctx))
-    rules = PermissionRules.from_lists(allow, ask, deny)
     return decide(tool=tool, inp=inp, ctx=ctx, rules=rules, mode=mode, tool_check=check, hook_decision=None)

@@ -25,8 +25,9 @@ import os
 import re
 import shlex
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ipy_agent.base.gitignore import is_exception
 from ipy_agent.contract.tool_context import ToolContext, realpath_via
 
 from .options import PATTERN_FIRST, path_candidates, supplies_pattern
@@ -59,9 +60,13 @@ class ReadCheck:
     unsure: str = ""
 
 
-def denied_read(command: str, start: str, ctx: ToolContext) -> ReadCheck | None:
+def denied_read(
+    command: str, start: str, ctx: ToolContext, *, masked: frozenset[str] = frozenset()
+) -> ReadCheck | None:
     """The first path in `command` a Read deny rule covers; else a doubt when an argument of a
-    program that reads files is only known when the shell runs; else None."""
+    program that reads files is only known when the shell runs and a rule could cover what it
+    names; else None. `masked`: specifiers the OS sandbox will mask for this command, which
+    need no doubt (a deny is still a deny)."""
     if not ctx.read_deny:
         return None
     try:
@@ -95,10 +100,28 @@ def denied_read(command: str, start: str, ctx: ToolContext) -> ReadCheck | None:
         found = _check_words(_loose_words(command), dirs, ctx)
     if found is not None:
         return ReadCheck(path=patterns.get(found[0], found[0]), rule=found[1])
-    if unknown:
+    return _doubt(unknown, xargs, dirs, ctx, masked)
+
+
+def _doubt(
+    unknown: list[Word], xargs: bool, dirs: list[str], ctx: ToolContext, masked: frozenset[str]
+) -> ReadCheck | None:
+    """Why a command that names no denied file may still read one, or None. A relative glob
+    (`*.py`, `src/*`) names only files under the command's directories, each already checked
+    as the glob expands now: it is a doubt only when a rule covers something there."""
+    rules = tuple(s for s in ctx.read_deny if s not in masked)
+    if not any(not is_exception(s) for s in rules):
+        return None
+    scoped = replace(ctx, read_deny=rules)
+    inside: bool | None = None
+    for w in unknown:
+        if _confined(w.source):
+            if inside is None:
+                inside = scoped.read_deny_inside(dirs)
+            if not inside:
+                continue
         return ReadCheck(
-            unsure=f"argument {unknown[0].source!r} is only known when the shell runs, "
-            "and it may name a file a Read rule denies"
+            unsure=f"argument {w.source!r} is only known when the shell runs, and it may name a file a Read rule denies"
         )
     if xargs:
         return ReadCheck(
@@ -106,6 +129,12 @@ def denied_read(command: str, start: str, ctx: ToolContext) -> ReadCheck | None:
             "and they may include a file a Read rule denies"
         )
     return None
+
+
+def _confined(source: str) -> bool:
+    """A glob with no expansion that stays under the directory it is resolved in."""
+    bare = source.replace('"', "").replace("'", "")
+    return not _EXPANSION.search(source) and "`" not in source and ".." not in bare and not bare.startswith(("/", "~"))
 
 
 def _directories(cmds: list[SimpleCommand], start: str) -> list[str]:

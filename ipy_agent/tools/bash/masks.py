@@ -35,8 +35,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ipy_agent.base.gitignore import literal_root, rule_matcher
+from ipy_agent.base.gitignore import is_exception, literal_root, rule_matcher
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.permissions.builtin import ENV_FILES
 
 __all__ = ["MAX_MASKS", "MAX_WALK", "NOTICE", "Mask", "mask_paths", "notice_file"]
 
@@ -83,7 +84,12 @@ def mask_paths(ctx: ToolContext, visible: Sequence[str] | None) -> list[Mask] | 
     home = os.path.expanduser("~")
     roots: dict[str, list[str]] = {}
     whole: list[str] = []
+    # `!` exceptions (what explicit allow rules lift; the working directories' own `.env*`) go
+    # with every walk, in their place in the list: the last match decides (base/gitignore.py).
+    exceptions = tuple(p for p in ctx.read_deny if is_exception(p))
     for pattern in ctx.read_deny:
+        if is_exception(pattern) or pattern.strip() == ENV_FILES:
+            continue  # `.env*` anywhere is looked for where such files are kept (_env_files)
         root = literal_root(pattern, cwd=ctx.cwd, home=home)
         if _covers_whole(pattern):
             whole.append(root)
@@ -100,9 +106,12 @@ def mask_paths(ctx: ToolContext, visible: Sequence[str] | None) -> list[Mask] | 
             # there), so a root below another one is not walked again.
             if any(other != root and _under(root, other) for other in roots):
                 continue
-            rules = tuple(p for other, ps in roots.items() if _under(other, root) for p in ps) + tuple(patterns)
+            group = {p for other, ps in roots.items() if _under(other, root) for p in ps} | set(patterns)
+            rules = tuple(p for p in ctx.read_deny if p in group or (p in exceptions and group))
             for start in walk.starts(root):
-                walk.walk(start, tuple(dict.fromkeys(rules)))
+                walk.walk(start, rules)
+        if any(p.strip() == ENV_FILES for p in ctx.read_deny):
+            _env_files(ctx, walk, home)
     except _Over:
         return None
     found = walk.found()
@@ -153,6 +162,30 @@ def _listing(top: str, known: _Listing | None, denied: Callable[[list[str]], str
         return None
     racy = time.time_ns() - st.st_mtime_ns < _RACY_NS
     return _Listing((0, 0, 0) if racy else stamp, tuple(bad), tuple(links), tuple(subdirs), entries)
+
+
+def _env_files(ctx: ToolContext, walk: _Walk, home: str) -> None:
+    """The built-in `.env*` rule matches anywhere outside the working directories; no walk can
+    cover a whole filesystem, so it is masked where such files are kept: the folders above each
+    working directory (a monorepo's root, the folder of projects) and the home directory. The
+    rule still holds everywhere for every path a tool or a command names."""
+    places = {os.path.realpath(home)}
+    for d in ctx.all_dirs():
+        cur = os.path.dirname(os.path.realpath(d))
+        while True:
+            places.add(cur)
+            if os.path.dirname(cur) == cur:
+                break
+            cur = os.path.dirname(cur)
+    for place in sorted(places):
+        try:
+            with os.scandir(place) as it:
+                names = [e.path for e in it if e.name.startswith(".env")]
+        except OSError:
+            continue
+        for path in names:
+            if ctx.is_read_denied(path, follow_links=False) is not None:
+                walk.mask(path)
 
 
 def _covers_whole(pattern: str) -> bool:

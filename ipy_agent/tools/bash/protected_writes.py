@@ -8,7 +8,10 @@ What a command writes without naming it (an archive unpacked, a patch applied) i
 
 from __future__ import annotations
 
-from ipy_agent.tools.shared.protected import protected_reason
+import os
+
+from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.tools.shared.protected import protected_reason, write_checker
 
 from .options import path_candidates
 from .syntax import analyze
@@ -32,19 +35,26 @@ _GIT_CONFIG_READS = frozenset(
 )
 
 
-def protected_write(command: str) -> str | None:
-    """Why a (not read-only) command may write a protected file, or None."""
+def protected_write(command: str, ctx: ToolContext | None = None, start: str | None = None) -> str | None:
+    """Why a (not read-only) command may write a protected file, or None. With `ctx`, paths
+    (relative to `start`, the shell's directory) are also judged by the live environment:
+    the kernel's sys.path, modules a file would shadow, git's hooks path (`write_reason`)."""
     try:
         a = analyze(command)
     except Exception:
         return "the command could not be parsed, so what it writes is unknown"
     words = [w for c in a.everything for w in ([c.name] if c.name else []) + list(c.args)]
     words += [r.target for r in a.redirects if r.target is not None]
+    check = write_checker(ctx) if ctx is not None else None
+    base = start or (str(ctx.cwd) if ctx is not None else "")
     for w in words:
         texts = [w.text] if w.text is not None else [w.source]
         for text in texts:
-            for candidate in [text, *path_candidates(text)]:
-                if reason := protected_reason(candidate):
+            for candidate in dict.fromkeys([text, *path_candidates(text)]):
+                reason = protected_reason(candidate)
+                if reason is None and check is not None and candidate and not candidate.startswith("-"):
+                    reason = check(os.path.join(base, os.path.expanduser(candidate)))
+                if reason:
                     return f"the command names {candidate!r}, and {reason}: it asks every time"
     for cmd in a.everything:
         _wrappers, real = unwrap([cmd.name, *cmd.args] if cmd.name else [])

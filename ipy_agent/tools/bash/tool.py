@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.permissions.builtin import builtin_specs
 from ipy_agent.permissions.rules import part_matches
 from ipy_agent.runtime.budget import spill_file_name
 
@@ -216,12 +217,21 @@ class BashTool(Tool):
     async def _check_permissions(self, inp: BashInput, ctx: ToolContext) -> PermissionCheck:
         # A file a Read deny rule covers stays unread whatever the command and the mode: this
         # deny comes before the mode is consulted, so bypassPermissions cannot lift it.
-        read = await asyncio.to_thread(denied_read, inp.command, str(start_cwd(ctx)), ctx)
+        # The built-in credential rules name their paths, which the sandbox masks: a command
+        # that runs sandboxed needs no doubt about them (a word naming one is still denied).
+        masked = builtin_specs() if sandbox_usable(ctx) else frozenset()
+        read = await asyncio.to_thread(denied_read, inp.command, str(start_cwd(ctx)), ctx, masked=masked)
         if read is not None and read.rule:
+            who = (
+                "a built-in rule keeps credential stores from every tool (the person can lift it with an allow "
+                "rule naming the file)"
+                if read.rule[len("Read(") : -1] in builtin_specs()
+                else "the person keeps that file from every tool"
+            )
             return PermissionCheck(
                 behavior="deny",
-                message=f"the command names {read.path!r}, which the rule {read.rule} denies: the person keeps that "
-                "file from every tool, so do not look for another way to read it; ask the person if you need it",
+                message=f"the command names {read.path!r}, which the rule {read.rule} denies: {who}, so do not look "
+                "for another way to read it; ask the person if you need it",
             )
         sandboxed = sandbox_usable(ctx)
         if read is not None:
@@ -241,7 +251,7 @@ class BashTool(Tool):
                 return PermissionCheck(behavior="ask", message=hidden)
             # Writing a git hook, a settings file or ~/.bashrc turns one approval into code that
             # runs later unasked: such commands ask in every mode and whatever the allow rules say.
-            if protected := protected_write(inp.command):
+            if protected := await asyncio.to_thread(protected_write, inp.command, ctx, str(start_cwd(ctx))):
                 return PermissionCheck(behavior="ask", always=True, message=protected)
             return PermissionCheck()
         if not sandboxed and not core_read_only(inp.command):

@@ -4,7 +4,8 @@ They work on the notebook the person has open through the live-notebook bridge
 (`ipy_agent/notebook/bridge.py`), and NotebookEdit on `.ipynb` files on disk too.
 Modules import one way, each only from those above it in this list:
 - `live`: reaching the open notebook, and the stale-cell checks the live tools share;
-- `nbfile`: notebook files through nbformat (imported only when a file is edited);
+- `nbfile`: notebook files: one parse, one cell spliced in, nbformat for new cells and upgrades;
+- `edit_file`: NotebookEdit's change to a file, planned as text;
 - `edit_live`: NotebookEdit applied to the live model in the browser;
 - `read`: `NotebookReadTool`; `edit`: `NotebookEditTool` (live or file, one schema);
 - `run`: `NotebookRunTool`, one cell run in this kernel; `variables`: `VariablesTool`.

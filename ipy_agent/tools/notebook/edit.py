@@ -18,27 +18,29 @@ Decisions:
   every id, and the ids the model has seen would stop working. Replace and delete leave the
   format version alone. nbformat 3 and older notebooks are refused rather than converted.
 - Cell ids are the ones in the file: nothing here repairs (renames) a duplicate or missing id,
-  which nbformat's `validate` and `reads` would do silently. Validation runs on a deep copy
-  with nbformat's warnings silenced (they would print into the person's cell output); a
-  problem the notebook already had is not blamed on the edit: the edit goes ahead and the
-  result says so. A problem the edit would introduce stops it.
+  which nbformat's `validate` and `reads` would do silently. Validation covers what an edit can
+  change (the top level, the new cell, cell ids) with nbformat's warnings silenced (they would
+  print into the person's cell output); a problem the notebook already had is not blamed on the
+  edit: the edit goes ahead and the result says so. A problem the edit would introduce stops it.
+- The file is parsed once and only the edited cell is written anew (edit_file.py, nbfile.py):
+  every other byte stays as it was, and a notebook of 150,000 cells edits in a few times its size.
 """
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
-from ipy_agent.tools.shared.fileio import encode_text
 
+from .edit_file import plan_file_edit
 from .edit_live import apply_live, plan_live, preview_live
 from .live import live_bridge, live_target
-from .nbfile import load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids
 
 __all__ = ["NotebookEditInput", "NotebookEditResult", "NotebookEditTool"]
 
@@ -75,7 +77,6 @@ reloaded from disk.
 
 EditMode = Literal["replace", "insert", "delete"]
 CellType = Literal["code", "markdown"]
-OUTPUTS_CLEARED = "outputs will be cleared"
 
 
 class NotebookEditInput(BaseModel):
@@ -113,40 +114,8 @@ class NotebookEditResult:
     live: bool = False  # edited in the open notebook's live model, not the file
 
 
-def _label(cell: Any, index: int) -> str:
-    return cell.get("id") or f"cell-{index}"
-
-
-def _find_cell(nb: Any, cell_id: str, display: str) -> int:
-    cells = nb.cells
-    matches = [i for i, cell in enumerate(cells) if cell.get("id") == cell_id]
-    if len(matches) > 1:
-        where = ", ".join(f"cell-{i}" for i in matches[:10])
-        _raise(
-            f"Cell id {cell_id!r} is used by {len(matches)} cells in {display!r} ({where}), so it does not say "
-            "which one to change. Name the cell by its index instead, e.g. cell_id='cell-N'."
-        )
-    if matches:
-        return matches[0]
-    if cell_id.startswith("cell-") and cell_id[5:].isdigit() and int(cell_id[5:]) < len(cells):
-        return int(cell_id[5:])
-    shown = ", ".join(f"{c['id']!r} (cell-{i})" if c.get("id") else f"'cell-{i}'" for i, c in enumerate(cells[:10]))
-    more = f", … ({len(cells)} cells in all)" if len(cells) > 10 else ""
-    valid = (
-        f"Valid ids: {shown}{more}." if cells else "The notebook has no cells; use edit_mode insert without cell_id."
-    )
-    _raise(
-        f"Cell {cell_id!r} not found in {display!r}. {valid} Use an id from Read's output, or cell-N "
-        "for the cell at 0-based index N."
-    )
-
-
 def _as_lines(source: str) -> str:
     return source if not source or source.endswith("\n") else source + "\n"
-
-
-def _raise(message: str) -> NoReturn:
-    raise ToolError(message)
 
 
 class NotebookEditTool(FileEditingTool):
@@ -189,11 +158,14 @@ class NotebookEditTool(FileEditingTool):
         if r["edit_mode"] == "insert":  # the new id is drawn anew at write time; don't show one
             where = f"after cell {r['after']}" if r["after"] else "at the top"
             return f"Insert {r['cell_type']} cell {where} in {plan.display}"
-        return f"{r['edit_mode'].capitalize()} cell {r['cell_id']} in {plan.display}"
+        change = (
+            f" ({r['old_type']} → {r['cell_type']})"
+            if r["edit_mode"] == "replace" and r.get("old_type") and r["old_type"] != r["cell_type"]
+            else ""
+        )
+        return f"{r['edit_mode'].capitalize()} cell {r['cell_id']}{change} in {plan.display}"
 
     def _plan(self, inp: NotebookEditInput, ctx: ToolContext) -> Plan:
-        import nbformat
-
         path, display = self._paths(inp.notebook_path, ctx)
         if path.suffix.lower() != ".ipynb":
             raise ToolError(f"{display!r} is not a .ipynb notebook. Use Edit or Write for other files.")
@@ -210,76 +182,58 @@ class NotebookEditTool(FileEditingTool):
                 "Write an nbformat 4 JSON file first."
             )
         require_fresh(ctx, path, raw, what="Notebook")
-        nb = load_notebook(raw, display)
-        upgraded = False
-        notes: list[str] = []
-        after: str | None = None
-        if inp.edit_mode == "insert":
-            if nb.nbformat_minor < 5:
-                nb = upgrade_keeping_ids(nb)
-                upgraded = True
-                notes.append("notebook upgraded to nbformat 4.5 so cells can have ids (cells without one get one)")
-            index = 0
-            if inp.cell_id:
-                index = _find_cell(nb, inp.cell_id, display) + 1
-                after = _label(nb.cells[index - 1], index - 1)
-            taken = {c.get("id") for c in nb.cells}
-            cell = new_cell(inp.cell_type or "code", inp.new_source, taken)
-            nb.cells.insert(index, cell)
-            old_source, new_source, cell_type, cleared = "", inp.new_source, cell.cell_type, False
-        else:
-            index = _find_cell(nb, inp.cell_id or "", display)
-            cell = nb.cells[index]
-            old_source = cell.get("source", "")
-            cleared = cell.cell_type == "code" and bool(cell.get("outputs") or cell.get("execution_count") is not None)
-            if inp.edit_mode == "delete":
-                del nb.cells[index]
-                new_source, cell_type = "", cell.cell_type
-                cleared = False
-            else:
-                new_source = inp.new_source
-                cell_type = inp.cell_type or cell.cell_type
-                if cell_type != cell.cell_type:
-                    # A type change makes a fresh cell of the new type; id and metadata stay.
-                    fresh = new_cell(cell_type, new_source, set())
-                    fresh.metadata = cell.metadata
-                    if "id" in cell:
-                        fresh.id = cell.id
-                    else:
-                        fresh.pop("id", None)
-                    nb.cells[index] = cell = fresh
-                else:
-                    cell.source = new_source
-                    if cell.cell_type == "code":
-                        cell.outputs = []
-                        cell.execution_count = None
-                if cleared:
-                    notes.append(OUTPUTS_CLEARED)
-        problems = schema_problems(nb)
-        if problems:
-            before = schema_problems(load_notebook(raw, display))
-            introduced = [p for p in problems if p not in before]
-            if introduced:
-                raise ToolError(
-                    f"The edited notebook would not be valid nbformat ({introduced[0]}); nothing was written. "
-                    "Read the notebook to check its structure."
-                )
-            notes.append(
-                f"the notebook already had problems nbformat reports, left as they were: {'; '.join(problems[:3])}"
-            )
-        label = _label(cell, index)
+        e = plan_file_edit(inp, raw, display)
+        return self._plan_of(
+            inp,
+            path=path,
+            display=display,
+            raw_text=e.text,
+            bom=e.bom,
+            old=(e.old_source, e.old_type),
+            new=(e.new_source, e.cell_type),
+            label=e.label,
+            index=e.index,
+            after=e.after,
+            total=e.total,
+            cleared=e.cleared,
+            upgraded=e.upgraded,
+            notes=e.notes,
+            problems=e.problems,
+        )
+
+    def _plan_of(
+        self,
+        inp: NotebookEditInput,
+        *,
+        path: Any,
+        display: str,
+        raw_text: str,
+        bom: bool,
+        old: tuple[str, str | None],
+        new: tuple[str, str],
+        label: str,
+        index: int,
+        after: str | None,
+        total: int,
+        cleared: bool,
+        upgraded: bool,
+        notes: list[str],
+        problems: list[str],
+    ) -> Plan:
+        (old_source, old_type), (new_source, cell_type) = old, new
+        old_text, new_text = _as_lines(old_source), _as_lines(new_source)
+        if inp.edit_mode == "replace" and old_type and old_type != cell_type:
+            # A type change shows in the diff even when the source stays the same.
+            old_text, new_text = f"[{old_type} cell]\n{old_text}", f"[{cell_type} cell]\n{new_text}"
         diff_label = f"{display} [new cell]" if inp.edit_mode == "insert" else f"{display} [cell {label}]"
-        with quiet():
-            text = nbformat.v4.writes(nb) + "\n"
-        newline = "\r\n" if b"\r\n" in raw else "\n"
         return Plan(
             # Cell sources rarely end in a newline; diff them as lines so the prompt is not
             # littered with "No newline at end of file" markers.
             path=path,
             display=display,
-            old_text=_as_lines(old_source),
-            new_text=_as_lines(new_source),
-            new_raw=encode_text(text, newline=newline),
+            old_text=old_text,
+            new_text=new_text,
+            new_raw=(codecs.BOM_UTF8 if bom else b"") + raw_text.encode("utf-8"),
             created=False,
             diff_label=diff_label,
             notes=tuple(notes),
@@ -287,9 +241,10 @@ class NotebookEditTool(FileEditingTool):
                 "edit_mode": inp.edit_mode,
                 "cell_id": label,
                 "cell_type": cell_type,
+                "old_type": old_type,
                 "index": index,
                 "after": after,
-                "total": len(nb.cells),
+                "total": total,
                 "cleared": cleared,
                 "upgraded": upgraded,
                 "problems": tuple(problems),

@@ -63,12 +63,28 @@ async def plan_live(inp: Any, ctx: ToolContext, nb: Any) -> LivePlan:
     )
 
 
+def _type_change(plan: LivePlan) -> str | None:
+    """The old type when a replace changes the cell's type."""
+    old = (plan.cell or {}).get("cell_type")
+    return old if plan.edit_mode == "replace" and old and old != plan.cell_type else None
+
+
+def _texts(plan: LivePlan) -> tuple[str, str]:
+    """What the diff compares: the sources, headed by the types when a replace changes it."""
+    old, new = _lines(plan.old_source), _lines(plan.new_source)
+    if (was := _type_change(plan)) is not None:
+        return f"[{was} cell]\n{old}", f"[{plan.cell_type} cell]\n{new}"
+    return old, new
+
+
 def _title(plan: LivePlan, nb: Any) -> str:
     where = f"the open notebook {nb.display_path}"
     if plan.edit_mode == "insert":
         anchor = f"after cell {plan.cell['id']}" if plan.cell else "at the top"
         return f"Insert {plan.cell_type} cell {anchor} in {where}"
-    return f"{plan.edit_mode.capitalize()} cell {plan.cell['id'] if plan.cell else '?'} in {where}"
+    was = _type_change(plan)
+    change = f" ({was} → {plan.cell_type})" if was else ""
+    return f"{plan.edit_mode.capitalize()} cell {plan.cell['id'] if plan.cell else '?'}{change} in {where}"
 
 
 async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview | None:
@@ -77,7 +93,7 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview
     except ToolError:
         return None
     label = f"{nb.display_path} [{'new cell' if plan.edit_mode == 'insert' else 'cell ' + plan.cell['id']}]"  # type: ignore[index]
-    d = make_diff(_lines(plan.old_source), _lines(plan.new_source), label=label)
+    d = make_diff(*_texts(plan), label=label)
     notes = (
         ("outputs will be cleared",)
         if plan.edit_mode == "replace" and plan.cell and plan.cell.get("output_count")
@@ -128,7 +144,7 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
         record_cells(ctx, nb, [cell], source="NotebookEdit")
         await nb.scroll_to(cell.get("id", ""))
     cells = await bridge_call(nb.list_cells())
-    d = make_diff(_lines(plan.old_source), _lines(plan.new_source), label=f"{nb.display_path} [cell {cell.get('id')}]")
+    d = make_diff(*_texts(plan), label=f"{nb.display_path} [cell {cell.get('id')}]")
     return result_type(
         path=str(nb.path),
         display=str(nb.display_path),

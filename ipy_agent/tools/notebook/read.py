@@ -107,6 +107,9 @@ class NotebookReadTool(Tool):
         cells = await bridge_call(nb.read_cells(inp.cell_ids))
         record_cells(ctx, nb, cells)
         ctx.read_state.record(key_for(nb, NOTEBOOK_MARK), content=" ".join(c["id"] for c in all_cells))
+        if ctx.tool_use_id:  # clearing this result from the context forgets these reads
+            shown = [key_for(nb, c["id"]) for c in cells] + [key_for(nb, NOTEBOOK_MARK)]
+            ctx.read_state.note_shown(ctx.tool_use_id, shown)
         # Cells are rendered with their notebook index, so `index` in the output is the live position.
         blocks: list[dict[str, Any]] = []
         for cell in cells:

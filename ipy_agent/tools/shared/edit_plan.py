@@ -29,7 +29,7 @@ from ipy_agent.contract.tool_context import ToolContext
 
 from .diff import Diff, Span, diff_spans, make_diff
 from .fileio import atomic_write, real_path
-from .protected import protected_paths_reason
+from .protected import write_reason
 
 __all__ = [
     "FileEditingTool",
@@ -209,7 +209,7 @@ class FileEditingTool(Tool):
         see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
         where they point."""
         path = str(ctx.resolve(self._target(inp)))
-        reason = await asyncio.to_thread(protected_paths_reason, path)
+        reason = await asyncio.to_thread(write_reason, path, ctx)
         if reason is None:
             return PermissionCheck()
         return PermissionCheck(

@@ -11,6 +11,11 @@ still sees these), and whatever allow rules say.
 Paths are judged by their components, case-insensitively (macOS and Windows file systems), and
 globs are matched as the shell would: `.g?t/hooks` is `.git/hooks`, while `*` does not match a
 name that starts with a dot.
+
+Names are only half of it. `write_reason` also asks the live environment (base/surfaces.py):
+the kernel's sys.path, modules the project would shadow, Jupyter's and IPython's directories,
+the hooks directory and config files git really uses; and the run itself (`ToolContext.
+protected_files`: the scripts MCP servers run).
 """
 
 from __future__ import annotations
@@ -19,8 +24,19 @@ import fnmatch
 import functools
 import os
 import re
+from collections.abc import Callable
 
-__all__ = ["PROTECTED_DIRS", "PROTECTED_FILES", "protected_paths_reason", "protected_reason"]
+from ipy_agent.base.surfaces import surfaces
+from ipy_agent.contract.tool_context import ToolContext, realpath_via
+
+__all__ = [
+    "PROTECTED_DIRS",
+    "PROTECTED_FILES",
+    "protected_paths_reason",
+    "protected_reason",
+    "write_checker",
+    "write_reason",
+]
 
 # A directory anywhere on the path: everything below it is protected.
 PROTECTED_DIRS = frozenset(
@@ -33,6 +49,7 @@ PROTECTED_DIRS = frozenset(
         ".ipython",
         ".jupyter",  # start-up scripts and configuration run by the next kernel
         ".ssh",  # `ProxyCommand`, authorized keys
+        ".husky",  # git hooks installed by husky
     }
 )
 # A file of this name anywhere.
@@ -61,6 +78,21 @@ PROTECTED_FILES = frozenset(
         "config.fish",
         "sitecustomize.py",
         "usercustomize.py",
+        # The configuration of git hook managers: the commands git runs at each commit.
+        ".pre-commit-config.yaml",
+        "lefthook.yml",
+        "lefthook.yaml",
+        ".lefthook.yml",
+        ".lefthook.yaml",
+        "lefthook-local.yml",
+        ".lefthook-local.yml",
+        ".overcommit.yml",
+        ".simple-git-hooks.json",
+        ".simple-git-hooks.js",
+        ".simple-git-hooks.cjs",
+        "simple-git-hooks.json",
+        "simple-git-hooks.js",
+        "simple-git-hooks.cjs",
     }
 )
 _GLOB = re.compile(r"[*?\[]")
@@ -107,3 +139,46 @@ def protected_paths_reason(*paths: str) -> str | None:
             if reason := protected_reason(candidate):
                 return reason
     return None
+
+
+def write_reason(path: str, ctx: ToolContext) -> str | None:
+    """Why writing `path` (relative to cwd, `~` expanded; as named and where it really is)
+    changes what runs later: by its name, by the live environment, or because the run names
+    it (an MCP server's script). None when nothing says so."""
+    return write_checker(ctx)(path)
+
+
+def write_checker(ctx: ToolContext) -> Callable[[str], str | None]:
+    """`write_reason` with the environment looked up once, for a caller checking many paths
+    (a long Bash command names hundreds): each directory is resolved once, each path costs an
+    lstat at most, a dictionary lookup and a scan of a few dozen prefixes."""
+    found = surfaces(ctx.all_dirs())
+    extra = dict(ctx.protected_files)
+    extra_dirs = [(d.rstrip("/") + "/", why) for d, why in ctx.protected_files]
+    cwd = str(ctx.cwd)
+    real_dirs: dict[str, str] = {}
+
+    seen: dict[str, str | None] = {}
+
+    def reason(path: str) -> str | None:
+        if path in seen:
+            return seen[path]
+        seen[path] = found_reason = _reason(path)
+        return found_reason
+
+    def _reason(path: str) -> str | None:
+        target = os.path.normpath(os.path.join(cwd, os.path.expanduser(path) if path.startswith("~") else path))
+        candidates = [target]
+        if (real := realpath_via(target, real_dirs)) != target:
+            candidates.append(real)
+        for p in candidates:
+            if why := protected_reason(p):
+                return why
+        for p in candidates:
+            if why := extra.get(p) or next((w for d, w in extra_dirs if p.startswith(d)), None):
+                return why
+            if why := found.reason(p):
+                return why
+        return None
+
+    return reason

@@ -277,3 +277,100 @@ def test_agent_notebook_edit_before_read_then_after(tmp_path):
     results = all_results(agent.messages)
     assert results["t1"].get("is_error") and "has not been read yet" in str(results["t1"]["content"])
     assert not results["t3"].get("is_error") and on_disk(p).cells[1].source == "# Results"
+
+
+# --- one cell spliced: the rest of the file stays as it was -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"cell_id": "cell-1", "new_source": "# New\nbody"},
+        {"cell_id": "cell-0", "new_source": "x = 9"},
+        {"cell_id": "cell-0", "new_source": "Prose", "cell_type": "markdown"},
+        {"edit_mode": "insert", "cell_type": "code", "new_source": "first = 1"},
+        {"edit_mode": "insert", "cell_id": "cell-2", "cell_type": "markdown", "new_source": "last"},
+        {"edit_mode": "delete", "cell_id": "cell-0"},
+        {"edit_mode": "delete", "cell_id": "cell-2"},
+    ],
+    ids=lambda f: "-".join(str(v) for v in f.values())[:40],
+)
+async def test_the_file_is_what_nbformat_would_write(ctx, nb_path, fields):
+    r = await nbedit(ctx, **fields)
+    assert r.error is None, r.error
+    text = nb_path.read_text()
+    assert text == nbformat.v4.writes(nbformat.reads(text, as_version=4)) + "\n"
+
+
+async def test_only_the_edited_cell_changes_in_a_file_jupyter_did_not_write(ctx, tmp_path):
+    path = tmp_path / "compact.ipynb"
+    cells = [
+        {
+            "cell_type": "code",
+            "execution_count": 1,
+            "id": f"c{i}",
+            "metadata": {"trusted": True},
+            "outputs": [],
+            "source": f"v = {i}",
+        }
+        for i in range(3)
+    ]
+    raw = json.dumps(
+        {"cells": cells, "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    )
+    path.write_bytes(b"\xef\xbb\xbf" + raw.replace(", ", ",\r\n").encode())  # a BOM, CRLF, compact
+    await read(ctx, path)
+    before = path.read_bytes()
+    assert (await nbedit(ctx, notebook_path=str(path), cell_id="c1", new_source="v = 10")).error is None
+    after = path.read_bytes()
+    assert after.startswith(b"\xef\xbb\xbf") and after.count(b"\r\n") > 0
+    data = json.loads(after.decode("utf-8-sig"))
+    assert [c["source"] for c in data["cells"]] == ["v = 0", ["v = 10"], "v = 2"]
+    assert data["cells"][1]["execution_count"] is None and "trusted" not in data["cells"][1]["metadata"]
+    # Everything before the edited cell and after it is byte for byte what it was.
+    start = before.index(b'{"cell_type": "code",\r\n"execution_count": 1,\r\n"id": "c1"')
+    assert after[:start] == before[:start]
+    tail = before[before.index(b'{"cell_type": "code",\r\n"execution_count": 1,\r\n"id": "c2"') :]
+    assert after.endswith(tail)
+
+
+async def test_edits_of_a_notebook_with_no_cells_and_of_its_only_cell(ctx, tmp_path):
+    path = tmp_path / "empty.ipynb"
+    nbformat.write(v4.new_notebook(), str(path))
+    await read(ctx, path)
+    assert (
+        await nbedit(ctx, notebook_path=str(path), edit_mode="insert", cell_type="code", new_source="a")
+    ).error is None
+    assert [c.source for c in on_disk(path).cells] == ["a"]
+    assert (await nbedit(ctx, notebook_path=str(path), edit_mode="delete", cell_id="cell-0")).error is None
+    assert on_disk(path).cells == []
+    text = path.read_text()
+    assert text == nbformat.v4.writes(nbformat.reads(text, as_version=4)) + "\n"
+
+
+async def test_a_type_change_shows_in_the_prompt_title_and_diff(ctx, nb_path):
+    tool = NotebookEditTool()
+    inp = tool.input_model(notebook_path="analysis.ipynb", cell_id="cell-2", new_source="y = 2", cell_type="markdown")
+    pv = await tool.preview(inp, ctx)
+    assert "(code → markdown)" in pv.title
+    assert "-[code cell]\n+[markdown cell]\n" in pv.diff and (pv.added, pv.removed) == (1, 1)
+
+
+async def test_a_type_change_shows_in_the_live_notebooks_prompt_too(ctx, tmp_path):
+    from ipy_agent.tools.notebook.edit_live import preview_live
+    from ipy_agent.tools.notebook.live import record_cells
+
+    class OpenNotebook:  # the bridge's part preview_live uses
+        path = tmp_path / "open.ipynb"
+        display_path = "open.ipynb"
+
+        async def read_cells(self, ids):
+            return [{"id": "a1", "cell_type": "markdown", "source": "same text", "index": 0}]
+
+    nb = OpenNotebook()
+    record_cells(ctx, nb, await nb.read_cells(["a1"]))
+    inp = NotebookEditTool().input_model(
+        notebook_path="open.ipynb", cell_id="a1", new_source="same text", cell_type="code"
+    )
+    pv = await preview_live(inp, ctx, nb)
+    assert "(markdown → code)" in pv.title and "-[markdown cell]\n+[code cell]\n" in pv.diff
