@@ -32,7 +32,7 @@ from ipy_agent.base.secrets import redact_data
 from .base import BlockComplete, MessageComplete, Model, ModelEvent, ModelRequest, model_label
 from .transcript import outcome_of, result_text
 
-__all__ = ["RECORD_ENV", "RecordingModel", "lesson_model", "redact_keys"]
+__all__ = ["RECORD_ENV", "RecordingModel", "lesson_model", "recording_into", "redact_keys", "swap_model"]
 
 RECORD_ENV = "IPY_AGENT_RECORD"
 # Shapes of credentials, redacted wherever they appear (even when no variable holds them).
@@ -76,6 +76,11 @@ class RecordingModel:
     @property
     def name(self) -> str:
         return self.model.name
+
+    def use(self, model: Model) -> None:
+        """Go on recording with another model (the provenance names the latest)."""
+        self.model = model
+        self.provenance["model"] = model_label(model)
 
     def __getattr__(self, attribute: str) -> Any:
         # provider, context_window, cost, count_tokens, discover, offline: the wrapped model's
@@ -146,6 +151,24 @@ class RecordingModel:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         os.replace(tmp, self.path)
+
+
+def recording_into(model: Model, path: str | Path, *, how: str = "") -> RecordingModel:
+    """`model` recording into `path`: a model already recording there goes on; one recording
+    elsewhere records here from now on."""
+    if isinstance(model, RecordingModel):
+        if model.path == Path(path):
+            return model
+        model = model.model
+    return RecordingModel(model, path, how=how)
+
+
+def swap_model(current: Model, new: Model) -> Model:
+    """The model to use after `new` is chosen: a recording goes on, with `new` inside."""
+    if isinstance(current, RecordingModel) and not isinstance(new, RecordingModel):
+        current.use(new)
+        return current
+    return new
 
 
 def lesson_model(path: str | Path, *, online: bool | None = None, model: Model | str | None = None) -> Model:
