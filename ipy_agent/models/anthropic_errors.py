@@ -104,7 +104,8 @@ def to_model_error(
             return ModelError(f"The client for {title} failed: {err}. Run the prompt again.", kind="other")
         return None
     status = err.status_code
-    detail = err.api_message or str(err)
+    body = err.body if isinstance(err.body, dict) else {}
+    detail = err.api_message or str(body.get("message") or "") or str(err)
     kind = _TYPE_KIND.get(_error_type(err).lower()) or _STATUS_KIND.get(status) or "other"
     if kind in ("invalid_request", "context_too_long") and (_CONTEXT_HINT.search(detail) or status == 413):
         kind = "context_too_long"
@@ -124,9 +125,9 @@ def to_model_error(
         "not_found": f"Model {model!r} was not found on {title} ({code}: {detail}). Choose a model you can use "
         "there: pass model=... or set IPY_AGENT_MODEL.",
         "overloaded": f"{_cap(title)} is overloaded ({code}{after}: {detail}). Wait a minute and run again.",
-        "rate_limit": f"Rate limit reached ({code}{after}: {detail}). Wait a minute and run again, "
+        "rate_limit": f"Rate limit reached on {title} ({code}{after}: {detail}). Wait a minute and run again, "
         "or lower the request rate.",
-        "context_too_long": f"The conversation is too long for {model!r} ({code}: {detail}). "
+        "context_too_long": f"The conversation is too long for {model!r} on {title} ({code}: {detail}). "
         "Start a new conversation, or remove large tool results from the history, and run again.",
         "invalid_request": f"{_cap(title)} rejected the request ({code}: {detail}). "
         "Check the model options (max_tokens, thinking) and the conversation.",
