@@ -184,7 +184,7 @@ def choose_branch(branches: dict[str, Any], calls: tuple[CallOutcome, ...], wher
     if outcome is not None and outcome in branches:
         chosen = branches[outcome]
         return [chosen] if isinstance(chosen, str) else list(chosen)
-    has = ", ".join(branches)
+    has = " or ".join(branches)
     if outcome is None:
         raise Divergence(f"{where} branches on how the previous tool calls ended ({has}), but there were no calls.")
     why = "; ".join(f"{c.name} {c.outcome}" + (f" ({c.reason})" if c.reason else "") for c in calls)
