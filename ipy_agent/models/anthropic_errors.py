@@ -81,7 +81,9 @@ def to_model_error(
     retries = getattr(client, "max_retries", 0)
     after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
     if _is_credential_failure(err):
-        return ModelError(f"No credentials for {title}: {err}. To use it, {info.credentials}.", kind="missing_key")
+        return ModelError(
+            f"No credentials for {title}: {str(err).rstrip('.')}. To use it, {info.credentials}.", kind="missing_key"
+        )
     if isinstance(err, (anthropic.APIConnectionError, httpx2.TransportError)):
         where = str(getattr(client, "base_url", title))
         if isinstance(err, (anthropic.APITimeoutError, httpx2.TimeoutException)):

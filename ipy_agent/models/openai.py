@@ -152,9 +152,12 @@ class OpenAIModel:
                     "then restart the kernel.",
                     kind="missing_key",
                 ) from None
-            self._client = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=key or "not-needed", **self._client_kwargs
-            )
+            try:
+                self._client = openai.AsyncOpenAI(
+                    base_url=self.base_url, api_key=key or "not-needed", **self._client_kwargs
+                )
+            except TypeError as e:
+                raise ModelError(f"The options for {self.provider} do not fit the openai client: {e}") from None
             self._client_loop = loop
         return self._client
 

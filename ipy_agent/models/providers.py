@@ -135,11 +135,11 @@ def model_from_spec(spec: str, options: Mapping[str, Mapping[str, Any]] | None =
     return _made(OpenAIModel, provider, name, **kwargs)
 
 
-def _made(cls: Any, provider: str, name: str | None, **kwargs: Any) -> Model:
+def _made(cls: Any, which: str, name: str | None, **kwargs: Any) -> Model:
     try:
         model: Model = cls(name, **kwargs)
     except TypeError as e:
-        raise ValueError(f"the options configured for {provider} do not fit {cls.__name__}: {e}") from None
+        raise ValueError(f"the options configured for {which} do not fit {cls.__name__}: {e}") from None
     return model
 
 
