@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import Model
-from .platforms import PLATFORMS, Platform
+from .platforms import PLATFORMS
 
 __all__ = ["PROVIDERS", "Provider", "model_from_spec", "parse_spec", "providers_text"]
 
@@ -124,8 +124,7 @@ def model_from_spec(spec: str, options: Mapping[str, Mapping[str, Any]] | None =
     if provider in PLATFORMS:
         from .anthropic import AnthropicModel
 
-        platform: Platform = provider  # type: ignore[assignment]
-        return _made(AnthropicModel, provider, name or None, platform=platform, **kwargs)
+        return _made(AnthropicModel, provider, name or None, platform=provider, **kwargs)
     from .openai import OpenAIModel
 
     if not name:
