@@ -105,6 +105,10 @@ async def test_read_edit_with_an_approval(wire, server, model, tmp_path):
     assert "notes.txt" in wire.tool_results(server.requests[2].body)[-1]
     assert history_problems(agent.messages) == []
     assert agent.messages[1]["content"][1]["name"] == "Read"  # the history is Anthropic-format on every wire
+    if wire.name != "openai":  # Claude on every platform gets the same prompt-cache breakpoints
+        body = server.requests[1].body
+        assert body["system"][-1]["cache_control"] == body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
 
 
 async def test_parallel_reads_start_while_the_reply_streams(wire, server, model, tmp_path):
