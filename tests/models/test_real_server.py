@@ -49,19 +49,7 @@ def llama_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("log") / "server.log"
     with log.open("w") as out:
         process = subprocess.Popen(
-            [
-                *SERVER,
-                "-m",
-                str(model),
-                "--port",
-                str(port),
-                "--ctx-size",
-                str(WINDOW),
-                "--",
-                "--jinja",
-                "--threads",
-                "2",
-            ],
+            [*server, "--model", str(model), "--port", str(port), "--ctx-size", str(WINDOW)],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
