@@ -1,7 +1,7 @@
 """ipy_agent: an LLM agent inside IPython and Jupyter, with a Claude Code style tool runtime.
 
 `import ipy_agent` only defines things: no directories, no network, no heavy imports. The
-Anthropic SDK is imported when the first request is made.
+model SDKs (anthropic, openai) are imported when the first request is made.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubj
 from ipy_agent.contract.tool_context import SandboxLimits, ToolContext  # noqa: E402
 from ipy_agent.loop.agent import Agent  # noqa: E402
 from ipy_agent.models.base import ModelError, Usage  # noqa: E402
+from ipy_agent.models.recording import RecordingModel, lesson_model  # noqa: E402
 from ipy_agent.models.scripted import ScriptedModel  # noqa: E402
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest  # noqa: E402
 from ipy_agent.runtime.trace import RunResult  # noqa: E402
@@ -33,11 +34,13 @@ __all__ = [
     "HookEvent",
     "HookOutcome",
     "ModelError",
+    "OpenAIModel",
     "PermissionAnswer",
     "PermissionCheck",
     "PermissionPreview",
     "PermissionRequest",
     "ReadState",
+    "RecordingModel",
     "RuleSubject",
     "RunResult",
     "SandboxLimits",
@@ -48,6 +51,7 @@ __all__ = [
     "Usage",
     "build_tool",
     "builtin_tools",
+    "lesson_model",
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
@@ -56,11 +60,15 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    # AnthropicModel's module imports nothing heavy itself, but keep the door shut anyway.
+    # The model modules import their SDKs only on the first request, but keep the door shut anyway.
     if name == "AnthropicModel":
         from ipy_agent.models.anthropic import AnthropicModel
 
         return AnthropicModel
+    if name == "OpenAIModel":
+        from ipy_agent.models.openai import OpenAIModel
+
+        return OpenAIModel
     raise AttributeError(f"module 'ipy_agent' has no attribute {name!r}")
 
 

@@ -55,12 +55,23 @@ AGENT_OPTIONS: tuple[AgentOption, ...] = (
         help='Start a fresh conversation (the old one is dropped; rules granted with "Always allow" stay).',
     ),
     AgentOption(flag="--mode", help="Permission mode for this run.", example="acceptEdits", choices=PERMISSION_MODES),
-    AgentOption(flag="--model", help="Anthropic model name for this run.", example="claude-sonnet-4-5"),
+    AgentOption(
+        flag="--model",
+        help="Model for this run: a Claude name, or PROVIDER:NAME (bedrock:, vertex:, foundry:, openai:, "
+        "ollama:, vllm:, llamacpp:, lmstudio:); '?' lists the providers and what each needs.",
+        example="ollama:llama3.2",
+    ),
     AgentOption(flag="--max-turns", help="Model requests before the run stops.", example="20", type=int),
     AgentOption(
         flag="--script",
         help='Replay a ScriptedModel transcript {"turns": [...]} (offline).',
         example="demo.json",
+        metavar="PATH",
+    ),
+    AgentOption(
+        flag="--record",
+        help="Record this conversation from here on into a transcript that --script replays.",
+        example="session.json",
         metavar="PATH",
     ),
     AgentOption(
@@ -139,6 +150,7 @@ class AgentLine:
     model: str | None = None
     max_turns: int | None = None
     script: str | None = None
+    record: str | None = None
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     background: bool = False

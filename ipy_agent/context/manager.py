@@ -28,7 +28,7 @@ from typing import Any, Literal
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.history.messages import history_problems
-from ipy_agent.models.base import CountsTokens, MessageComplete, ModelError, ModelEvent, ModelRequest
+from ipy_agent.models.base import CountsTokens, Discovers, MessageComplete, ModelError, ModelEvent, ModelRequest
 from ipy_agent.models.pricing import context_window
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
@@ -90,6 +90,8 @@ class ContextManager:
         self._spills: dict[str, str] = {}
         self._trace_seen = 0
         self.last_refusal = ""
+        self._no_count: set[int] = set()  # models whose count failed
+        self._discovered: set[int] = set()  # models asked about their server (Discovers)
 
     @property
     def name(self) -> str:
@@ -153,7 +155,7 @@ class ContextManager:
             try:
                 async for event in self.conversation.model.stream(request):
                     started = True
-                    if isinstance(event, MessageComplete) and self._calibrates():
+                    if isinstance(event, MessageComplete) and event.measured:
                         self._learn(event.usage.context_tokens, self._sent_raw)
                     yield event
                 return
@@ -181,6 +183,10 @@ class ContextManager:
 
     async def prepare(self, request: ModelRequest) -> ModelRequest:
         """Clear, then compact, until the request is under the threshold; the request to send."""
+        model = self.conversation.model
+        if isinstance(model, Discovers) and id(model) not in self._discovered:
+            self._discovered.add(id(model))
+            await model.discover()  # its window, before the first request is sized
         started = time.perf_counter()
         raw = self._raw(request.system, request.tools)
         tokens = self._scaled(raw)
@@ -206,12 +212,9 @@ class ContextManager:
         return replace(request, messages=list(self.conversation.messages)) if changed else request
 
     # --- counting ----------------------------------------------------------------------------
-    def _calibrates(self) -> bool:
-        # Only a model that can count reports real usage (ScriptedModel's is made up).
-        return isinstance(self.conversation.model, CountsTokens)
-
     def _can_count(self) -> bool:
-        return self.count_with_api and self._calibrates()
+        model = self.conversation.model
+        return self.count_with_api and isinstance(model, CountsTokens) and id(model) not in self._no_count
 
     async def _count(self, request: ModelRequest, raw: int) -> int:
         model = self.conversation.model
@@ -219,6 +222,7 @@ class ContextManager:
         try:
             real = await model.count_tokens(replace(request, messages=list(self.conversation.messages)))
         except Exception as e:  # counting is an optimisation; the local estimate stands
+            self._no_count.add(id(model))  # asked once per model: a platform that cannot count never will
             self.conversation.emit(
                 NoticeEvent(text=f"Token counting failed ({e}); using the local estimate.", level="info")
             )

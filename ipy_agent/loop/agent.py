@@ -28,6 +28,7 @@ from ipy_agent.history.messages import append_user, last_text
 from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from ipy_agent.mcp import McpManager
 from ipy_agent.models.base import Model, ModelError, ModelRequest, Usage
+from ipy_agent.models.recording import RecordingModel, recording_into, swap_model
 from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode, PermissionRules
 from ipy_agent.permissions.rules import Rule, RuleSpec
 from ipy_agent.runtime.budget import ResultBudget
@@ -48,7 +49,7 @@ from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
 from .offer import begin_run, offer_tools, sync_mcp
 from .system_prompt import build_system_prompt
-from .turn import Turn, stream_reply, take_reply, usage_delta
+from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
 from .turn_end import after_reply, answer_tools, close_early, model_failed, prompt_blocks
 
 if TYPE_CHECKING:
@@ -92,10 +93,11 @@ class Agent:
         sandbox: SandboxSetting = "auto",
         sandbox_limits: SandboxLimits | Mapping[str, int] | None = None,
         mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
+        record: str | Path | None = None,
     ) -> None:
         check_choice("permission_mode", permission_mode, PERMISSION_MODES)
         check_turns(max_turns)
-        self.model = model
+        self.model: Model = recording_into(model, record) if record else model
         self.cwd = Path(cwd or Path.cwd()).expanduser().resolve()
         if not self.cwd.is_dir():
             raise ValueError(f"cwd {str(self.cwd)!r} is not a directory")
@@ -121,10 +123,7 @@ class Agent:
         self.sandbox, self.sandbox_limits = check_sandbox(sandbox, sandbox_limits)
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
-        self._owns_spill_dir = not spill_dir
-        self.spill_dir = Path(spill_dir) if spill_dir else spill.conversation_dir(self.conversation_id)
-        if self._owns_spill_dir:
-            spill.own(self.spill_dir)
+        self.spill_dir, self._owns_spill_dir = spill.choose_dir(spill_dir, self.conversation_id)
         self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
         self.messages: list[dict[str, Any]] = []
         self._history_ids = HistoryIds()  # tool_use ids in the history, counted once each
@@ -142,7 +141,6 @@ class Agent:
         self.context_manager = ContextManager(self, window=context_window, threshold=context_threshold)
         self._configured_rules: list[Rule] = []  # what the last `configure(rules=...)` added
 
-    # --- public ----------------------------------------------------------------------------
     @property
     def tools(self) -> list[Tool]:
         return self.registry.all()
@@ -174,13 +172,9 @@ class Agent:
         notebook: NotebookBridge | Keep | None = KEEP,
         approver: Approver | Keep | None = KEEP,
     ) -> None:
-        """Change how the next run goes; what is not given stays. The magics call this before
-        each run with the options of its line and the configuration in force.
-
-        `rules` replace the rules the previous `configure` added (settings files, configuration,
-        options), never those given to the constructor or granted by the person. `result_limit`
-        caps every tool's result size (None: each tool's own). `notebook` is the live-notebook
-        bridge; the system prompt names the notebook it shows."""
+        """Change how the next run goes; what is not given stays (the magics call this before each
+        run). `rules` replace those the previous `configure` added, never the constructor's or the
+        person's grants; `result_limit` caps every tool's result (None: each tool's own)."""
         if self.running:
             raise RuntimeError("cannot configure the agent while it runs; wait for it or interrupt it")
         if permission_mode is not None:
@@ -188,7 +182,7 @@ class Agent:
         if max_turns is not None:
             self.max_turns = check_turns(max_turns)
         if model is not None:
-            self.model = model
+            self.model = swap_model(self.model, model)  # a recorded conversation goes on being recorded
         if rules is not None:
             self._configured_rules = self.rules.replace(self._configured_rules, rules)
         if message_budget is not None:
@@ -200,6 +194,11 @@ class Agent:
             self.notebook_path = notebook.display_path if notebook is not None else None
         if not isinstance(approver, Keep):
             self.approver = approver
+
+    def record(self, path: str | Path, *, how: str = "") -> RecordingModel:
+        """Record the conversation from here on into the transcript `path` (models/recording.py)."""
+        self.model = recorder = recording_into(self.model, path, how=how)
+        return recorder
 
     def tool_context(self, tool_use_id: str | None = None) -> ToolContext:
         return ToolContext(
@@ -360,11 +359,12 @@ class Agent:
         )
         # The history itself, not a copy: nothing changes it while the model answers, and a
         # model that keeps the request copies the list (see ModelRequest).
-        request = ModelRequest(system=self.system(exposure), messages=self.messages, tools=api_tools)
+        calls = previous_calls(self.trace, record.turn - 1, self.messages)  # what a replay branches on
+        places = (("<cwd>", str(self.cwd)), ("<spill>", str(self.spill_dir)))
+        request = ModelRequest(system=self.system(exposure), messages=self.messages, tools=api_tools, calls=calls)
         self.emit(TurnEvent(turn=record.turn, phase="start"))
-        return Turn(
-            record=record, env=env, executor=executor, ids=ToolUseIds(self._history_ids.synced(self.messages))
-        ), request
+        ids = ToolUseIds(self._history_ids.synced(self.messages))
+        return Turn(record=record, env=env, executor=executor, ids=ids), replace(request, places=places)
 
     def close(self) -> None:
         """Stop the MCP servers (their processes too); they start again at the next run."""

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["ROOT_NAME", "STALE_AFTER", "conversation_dir", "own", "release", "spill_root", "sweep_stale"]
+__all__ = ["ROOT_NAME", "STALE_AFTER", "choose_dir", "conversation_dir", "own", "release", "spill_root", "sweep_stale"]
 
 ROOT_NAME = "ipy-agent-results"
 STALE_AFTER = 3600.0  # seconds without change before a dead session's directory is removed
@@ -37,6 +37,16 @@ def spill_root() -> Path:
 def conversation_dir(conversation_id: str) -> Path:
     """This conversation's directory (not created here: the first spill creates it)."""
     return spill_root() / f"{os.getpid()}-{conversation_id}"
+
+
+def choose_dir(chosen: str | Path | None, conversation_id: str) -> tuple[Path, bool]:
+    """The conversation's spill directory and whether it is ours (removed with the conversation):
+    the one a person chose, else a new one that is ours."""
+    if chosen:
+        return Path(chosen), False
+    path = conversation_dir(conversation_id)
+    own(path)
+    return path, True
 
 
 def own(path: Path) -> None:

@@ -18,6 +18,7 @@ from ipy_agent.history.messages import append_assistant, clean_content
 from ipy_agent.history.tool_ids import ToolUseIds
 from ipy_agent.models.base import (
     BlockComplete,
+    CallOutcome,
     MessageComplete,
     Model,
     ModelError,
@@ -28,9 +29,11 @@ from ipy_agent.models.base import (
 )
 from ipy_agent.runtime.executor import ToolExecutor
 from ipy_agent.runtime.run_env import RunEnv
-from ipy_agent.runtime.trace import AgentEvent, TextEvent, ThinkingEvent, TurnEvent, TurnRecord, now
+from ipy_agent.runtime.trace import AgentEvent, CallRecord, TextEvent, ThinkingEvent, TurnEvent, TurnRecord, now
 
-__all__ = ["Turn", "stream_reply", "take_reply", "usage_delta"]
+__all__ = ["Turn", "previous_calls", "stream_reply", "take_reply", "usage_delta"]
+
+_ASKED = ("person", "approver")
 
 
 @dataclass(kw_only=True)
@@ -102,4 +105,35 @@ def usage_delta(total: Usage, start: Usage) -> Usage:
         output_tokens=total.output_tokens - start.output_tokens,
         cache_read_input_tokens=total.cache_read_input_tokens - start.cache_read_input_tokens,
         cache_creation_input_tokens=total.cache_creation_input_tokens - start.cache_creation_input_tokens,
+    )
+
+
+def previous_calls(trace: list[CallRecord], turn: int, messages: list[dict[str, Any]]) -> tuple[CallOutcome, ...]:
+    """How the tool calls of `turn` ended, when the latest message answers them (a replay
+    branches on it, a recording writes it down; see ModelRequest.calls)."""
+    last = messages[-1] if messages else {}
+    content = last.get("content") if last.get("role") == "user" else None
+    answered = {b.get("tool_use_id") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_result"}
+    records: list[CallRecord] = []
+    for record in reversed(trace):
+        if record.turn < turn:
+            break
+        if record.turn == turn and record.tool_use_id in answered:
+            records.append(record)
+    return tuple(_outcome(r) for r in reversed(records))
+
+
+def _outcome(record: CallRecord) -> CallOutcome:
+    decision = record.decision
+    asked = decision is not None and decision.source in _ASKED
+    if record.status == "denied":
+        reason = decision.reason if decision is not None else record.summary_result
+        return CallOutcome(
+            tool_use_id=record.tool_use_id, name=record.tool_name, outcome="denied", reason=reason, asked=asked
+        )
+    if record.status == "done" and not record.is_error:
+        return CallOutcome(tool_use_id=record.tool_use_id, name=record.tool_name, outcome="allowed", asked=asked)
+    reason = record.summary_result or record.status
+    return CallOutcome(
+        tool_use_id=record.tool_use_id, name=record.tool_name, outcome="error", reason=reason, asked=asked
     )

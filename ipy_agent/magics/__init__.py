@@ -10,7 +10,9 @@ Modules import one way, each only from those above it in this list:
   `%agent_reset`, `%agent_save`;
 - `run`: `AgentMagics`, the configuration (traitlets: `%config AgentMagics.permission_mode`,
   `c.AgentMagics.allow` in ipython_config.py), and `%agent` / `%%agent`;
-- `extension`: `%load_ext ipy_agent` and `%unload_ext ipy_agent`.
+- `extension`: `%load_ext ipy_agent` and `%unload_ext ipy_agent`;
+- `rerecord`: `python -m ipy_agent.magics.rerecord NOTEBOOK`, a teaching notebook's transcripts
+  recorded again with a real model.
 """
 
 from __future__ import annotations

@@ -46,9 +46,15 @@ class AgentMagics(Magics):
     """`%agent` and the configuration. The kernel's conversation lives in `session`, which the
     companion magics share."""
 
-    model = Unicode("", help="Model name for AnthropicModel; empty: IPY_AGENT_MODEL or the newest Sonnet.").tag(
-        config=True
-    )
+    model = Unicode(
+        "",
+        help="Model of each run: a Claude name or PROVIDER:NAME (bedrock:, vertex:, foundry:, openai:, ollama:, ...; "
+        "`%agent --model ?` lists them); empty: IPY_AGENT_MODEL or the newest Sonnet.",
+    ).tag(config=True)
+    providers = Dict(
+        help="Options per provider, passed to its model: e.g. {'ollama': {'base_url': 'http://gpu:11434/v1', "
+        "'context_window': 32768}, 'openai': {'prices': (0.15, 0.6)}, 'bedrock': {'aws_region': 'eu-west-1'}}.",
+    ).tag(config=True)
     permission_mode = Enum(list(PERMISSION_MODES), default_value="default", help="Permission mode of each run.").tag(
         config=True
     )
@@ -103,6 +109,7 @@ class AgentMagics(Magics):
             widgets=self.widgets,
             approval_timeout=self.approval_timeout,
             context_window=self.context_window,
+            providers=dict(self.providers),
         )
 
     # --- %agent ---------------------------------------------------------------------------

@@ -21,9 +21,9 @@ import asyncio
 import html
 import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
@@ -35,7 +35,7 @@ from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxSetting
 from ipy_agent.history.messages import repair_history
 from ipy_agent.loop.agent import Agent
-from ipy_agent.models.base import Model
+from ipy_agent.models.base import Model, model_label
 from ipy_agent.permissions.decide import PermissionMode
 from ipy_agent.permissions.rules import RuleSpec
 from ipy_agent.runtime.trace import RunResult
@@ -70,6 +70,8 @@ class SessionSettings:
     widgets: bool = True
     approval_timeout: float | None = None
     context_window: int | None = None
+    # Options per provider: {"ollama": {"base_url": ..., "context_window": ...}, "openai": {"prices": ...}}
+    providers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
@@ -142,6 +144,8 @@ class AgentSession:
             return None  # nothing will run (--new, --resume alone, or a missing request)
         if request.script:
             model = f"the scripted model {os.path.basename(request.script)} (offline)"
+        elif self.model_factory is not None and not request.model:
+            model = "the notebook's model"
         else:
             configured = request.model or self.settings().model or os.environ.get("IPY_AGENT_MODEL", "").strip()
             model = configured or "the default Claude model"
@@ -160,10 +164,18 @@ class AgentSession:
         if self.running:
             raise UsageError("The agent is still running. Wait for it, or stop it with %agent_stop.")
         settings = self.settings()
+        if request.model == "?":
+            from ipy_agent.models.providers import providers_text
+
+            current = model_label(self.agent.model) if self.agent is not None else settings.model
+            print(providers_text(current or os.environ.get("IPY_AGENT_MODEL", ""), settings.providers))
+            return None
         model = self._model_for(request, settings)
         agent = self._conversation_for(request, model)
+        if request.record:
+            agent.record(request.record, how=f"%agent --record {request.record}")
         if not request.prompt:
-            if request.resume or request.new:
+            if request.resume or request.new or request.record:
                 return None
             raise UsageError("%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.")
         warnings = self._configure(agent, settings, request.rules(), model=model, request=request)
@@ -294,15 +306,19 @@ class AgentSession:
                 raise UsageError(
                     f'--script: {e}. Give the path of a JSON transcript like {{"turns": ["Hello"]}}.'
                 ) from None
-        from ipy_agent.models.anthropic import AnthropicModel  # its module defers `import anthropic`
+        from ipy_agent.models.providers import model_from_spec  # each model defers its SDK's import
 
-        if request.model:
-            return AnthropicModel(model=request.model)
-        if self.model_factory is not None:
-            return self.model_factory()
-        # One client per configured name, so HTTP connections are reused across cells.
-        if self._default_model is None or self._default_model[0] != settings.model:
-            self._default_model = (settings.model, AnthropicModel(model=settings.model or None))
+        try:
+            if request.model:
+                return model_from_spec(request.model, settings.providers)
+            if self.model_factory is not None:
+                return self.model_factory()
+            # One client per configured name, so HTTP connections are reused across cells.
+            spec = settings.model or os.environ.get("IPY_AGENT_MODEL", "").strip()
+            if self._default_model is None or self._default_model[0] != spec:
+                self._default_model = (spec, model_from_spec(spec, settings.providers))
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--model: {e} (%agent --model ? lists the providers)") from None
         return self._default_model[1]
 
     def _new_agent(self, model: Model) -> Agent:

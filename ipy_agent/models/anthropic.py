@@ -1,5 +1,10 @@
 """AnthropicModel: the Messages API behind `%agent`, streamed through the official SDK.
 
+Claude is served by Anthropic's API and by the clouds (Amazon Bedrock, Google Vertex AI,
+Microsoft Foundry); the SDK has a client for each, all speaking this request and these events,
+so one model class serves them all: `AnthropicModel("...", platform="bedrock")`, or any SDK
+client passed as `client=` (models/platforms.py says what each needs).
+
 Why a module of its own: the agent loop speaks the small Model protocol (models/base.py), and
 everything specific to the API lives here. The raw stream events are folded into whole content
 blocks in request format, and each block is handed on at its `content_block_stop`, so a finished
@@ -25,7 +30,18 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .anthropic_errors import to_model_error
-from .base import BlockComplete, MessageComplete, ModelError, ModelEvent, ModelRequest, TextDelta, ThinkingDelta, Usage
+from .base import (
+    BlockComplete,
+    Cost,
+    MessageComplete,
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    ThinkingDelta,
+    Usage,
+)
+from .platforms import PLATFORMS, Platform, default_name, is_regional, make_client, platform_of, where
 
 __all__ = ["MISSING_KEY_MESSAGE", "AnthropicModel", "default_model"]
 
@@ -35,8 +51,6 @@ DEFAULT_MAX_TOKENS = 16_000
 _EPHEMERAL = {"type": "ephemeral"}
 # Blocks that cannot carry a cache breakpoint (the API rejects cache_control on them).
 _NO_CACHE_CONTROL = {"thinking", "redacted_thinking"}
-_CREDENTIAL_KWARGS = ("api_key", "auth_token", "credentials", "config", "profile")
-_CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
 
 MISSING_KEY_MESSAGE = (
     "No Anthropic API key found: ANTHROPIC_API_KEY is not set. Set it before running %agent, "
@@ -71,17 +85,23 @@ def default_model() -> str:
 
 
 class AnthropicModel:
-    """The Anthropic Messages API as a Model.
+    """The Anthropic Messages API as a Model, on Anthropic's API or a cloud.
 
-    `model`: a model name; default `IPY_AGENT_MODEL`, else the newest Sonnet the SDK lists.
+    `model`: a model name as the platform spells it ("us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    on Bedrock, "claude-sonnet-4-5@20250929" on Vertex); default `IPY_AGENT_MODEL`, else the
+    newest Sonnet the SDK lists.
+    `platform`: "anthropic" (default), "bedrock", "vertex" or "foundry"; taken from `client` when
+    one is given. Prompt caching, streaming and tool use work the same on all four; Bedrock
+    cannot count tokens (the context manager then estimates).
     `thinking`: passed through, e.g. `{"type": "enabled", "budget_tokens": 4000}`; thinking
     blocks come back with their signatures and must stay in the history verbatim.
     `betas`: `anthropic-beta` header values sent with every request, e.g.
     `[CONTEXT_1M_BETA]` (models/pricing.py) for the 1M-token window on models that offer it.
-    `client`: an `anthropic.AsyncAnthropic` to use as is. Otherwise one is made on the first
-    request from `client_kwargs` (e.g. `api_key=`, `base_url=`, `max_retries=` default 2); the
-    SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself and retries 429, 529 and
-    connection errors.
+    `client`: an SDK client (`anthropic.AsyncAnthropic`, `AsyncAnthropicBedrock`, ...) to use as
+    is. Otherwise one is made on the first request from `client_kwargs` (e.g. `api_key=`,
+    `base_url=`, `aws_region=`, `region=`, `project_id=`, `access_token=`, `max_retries=`
+    default 2); each client reads its platform's environment variables itself and retries 429,
+    529 and connection errors.
     """
 
     def __init__(
@@ -91,9 +111,13 @@ class AnthropicModel:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking: dict[str, Any] | None = None,
         betas: typing.Sequence[str] = (),
+        platform: Platform | None = None,
         client: Any = None,
         **client_kwargs: Any,
     ) -> None:
+        if platform is not None and platform not in PLATFORMS:
+            raise ValueError(f"platform must be one of {', '.join(PLATFORMS)}, not {platform!r}")
+        self.platform: Platform = platform or (platform_of(client) if client is not None else "anthropic")
         self._name = model or os.environ.get("IPY_AGENT_MODEL", "").strip() or None
         self.max_tokens = max_tokens
         self.thinking = dict(thinking) if thinking else None
@@ -106,11 +130,28 @@ class AnthropicModel:
     @property
     def name(self) -> str:
         if self._name is None:
-            self._name = newest_sonnet()
+            self._name = default_name(self.platform, newest_sonnet())
         return self._name
 
+    @property
+    def provider(self) -> str:
+        return self.platform
+
+    @property
+    def where(self) -> str:
+        """The platform, and its region or address when known (for `%agent_tools`)."""
+        return where(self.platform, self._client_kwargs)
+
     def __repr__(self) -> str:
-        return f"AnthropicModel({self.name!r})"
+        extra = f", platform={self.platform!r}" if self.platform != "anthropic" else ""
+        return f"AnthropicModel({self.name!r}{extra})"
+
+    def cost(self, usage: Usage) -> Cost:
+        """The estimated cost of `usage`: Anthropic's prices, +10% on a cloud's regional endpoint."""
+        from .pricing import claude_cost
+
+        target = self._client if self._client is not None else self._client_kwargs
+        return claude_cost(self.name, usage, regional=is_regional(self.platform, self.name, target))
 
     @property
     def context_window(self) -> int:
@@ -142,7 +183,9 @@ class AnthropicModel:
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """The API's own count of the request's input tokens (messages/count_tokens: no
-        generation, no charge). Raises ModelError like `stream`."""
+        generation, no charge). Raises ModelError like `stream`; Bedrock cannot count."""
+        if not PLATFORMS[self.platform].counts_tokens:
+            raise ModelError(f"{PLATFORMS[self.platform].title} cannot count tokens.", kind="invalid_request")
         client = self._get_client()
         params = self.request_params(request)
         params.pop("max_tokens", None)
@@ -159,11 +202,7 @@ class AnthropicModel:
         # A pooled connection belongs to the loop that opened it; terminal IPython runs each
         # %agent in a fresh asyncio.run, so a client from an earlier loop cannot be reused.
         if self._client is None or self._client_loop is not loop:
-            if not _has_credentials(self._client_kwargs):
-                raise ModelError(MISSING_KEY_MESSAGE, kind="missing_key")
-            import anthropic  # deferred: see the module docstring
-
-            self._client = anthropic.AsyncAnthropic(**self._client_kwargs)
+            self._client = make_client(self.platform, self._client_kwargs, missing_key_message=MISSING_KEY_MESSAGE)
             self._client_loop = loop
         return self._client
 
@@ -182,7 +221,7 @@ class AnthropicModel:
             response = await client.messages.create(**params, stream=True)
         except Exception as err:
             self._raise_model_error(err, client)
-        folder = _MessageFolder(self.name)
+        folder = _MessageFolder(self.name, PLATFORMS[self.platform].title)
         try:
             async for event in response:
                 for out in folder.feed(event):
@@ -198,7 +237,7 @@ class AnthropicModel:
         yield folder.finish()
 
     def _raise_model_error(self, err: Exception, client: Any) -> typing.NoReturn:
-        error = to_model_error(err, model=self.name, client=client)
+        error = to_model_error(err, model=self.name, client=client, platform=self.platform)
         if error is None:
             raise err  # not an API failure: a bug, keep its traceback
         raise error from err
@@ -207,8 +246,9 @@ class AnthropicModel:
 class _MessageFolder:
     """Folds raw stream events into whole blocks, in request format, for one message."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, title: str = "the Anthropic API") -> None:
         self.model = model
+        self.title = title
         self.open: dict[int, dict[str, Any]] = {}
         self.json_parts: dict[int, list[str]] = {}
         self.content: list[dict[str, Any]] = []
@@ -283,7 +323,7 @@ class _MessageFolder:
     def finish(self) -> MessageComplete:
         if not self.stopped:
             raise ModelError(
-                "The response stream from the Anthropic API ended before the message was complete "
+                f"The response stream from {self.title} ended before the message was complete "
                 "(no message_stop). Run the prompt again.",
                 kind="connection",
             )
@@ -321,9 +361,3 @@ def _messages_with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, 
             blocks[i] = {**block, "cache_control": dict(_EPHEMERAL)}
             break
     return [*messages[:-1], {**last, "content": blocks}]
-
-
-def _has_credentials(client_kwargs: dict[str, Any]) -> bool:
-    if any(client_kwargs.get(k) is not None for k in _CREDENTIAL_KWARGS):
-        return True
-    return any(os.environ.get(k) for k in _CREDENTIAL_ENV)

@@ -4,6 +4,15 @@ A model streams events for one assistant message. `BlockComplete` is emitted as 
 content block is whole, so the loop can hand a finished tool_use block to the executor while
 the rest of the message is still streaming (what Claude Code's streaming executor does). The
 message ends with exactly one `MessageComplete`, whose `content` is authoritative for history.
+
+The conversation is kept in the Anthropic Messages format whatever the provider: that is what
+the agent's history, its tools and its context management speak. A model for another wire format
+translates at its own edge (models/openai_wire.py), in both directions.
+
+Besides `name` and `stream`, a model may offer (each optional, looked up by the loop and the UI):
+`provider` (who serves it: "anthropic", "bedrock", "openai", "ollama", ...), `context_window`,
+`count_tokens` (`CountsTokens`), `cost(usage)` (`Priced`), `discover()` (`Discovers`: learn
+about its server before the first request) and `offline = True` (it runs without network).
 """
 
 from __future__ import annotations
@@ -14,16 +23,22 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "BlockComplete",
+    "CallOutcome",
+    "Cost",
     "CountsTokens",
+    "Discovers",
     "MessageComplete",
     "Model",
     "ModelError",
     "ModelEvent",
     "ModelRequest",
+    "Outcome",
+    "Priced",
     "RequestPurpose",
     "TextDelta",
     "ThinkingDelta",
     "Usage",
+    "model_label",
 ]
 
 
@@ -48,6 +63,21 @@ class Usage:
 
 
 RequestPurpose = Literal["turn", "compaction"]
+# How a tool call of the previous turn ended: it ran ("allowed"), it was denied (by a rule, a
+# hook or the person), or it failed (bad input, the tool raised, it was interrupted).
+Outcome = Literal["allowed", "denied", "error"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallOutcome:
+    """One tool call of the previous turn, as it ended. A real model reads the tool_result
+    blocks instead; a replay (ScriptedModel) chooses its branch by these."""
+
+    tool_use_id: str
+    name: str
+    outcome: Outcome
+    reason: str = ""  # why it was denied or failed, in the words the trace keeps
+    asked: bool = False  # a permission prompt was answered for it (by a person or an approver)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +94,11 @@ class ModelRequest:
     # of it. A real model answers it like any request; ScriptedModel answers it with a fixed
     # summary, so scripted transcripts stay as written.
     purpose: RequestPurpose = "turn"
+    # The previous turn's tool calls, in order (empty after a person's prompt).
+    calls: tuple[CallOutcome, ...] = ()
+    # (placeholder, path) pairs such as ("<cwd>", "/home/me/project"): where this run's files
+    # are, so a replay can compare tool results recorded in another directory.
+    places: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +128,9 @@ class MessageComplete:
     stop_reason: str
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    # The usage was reported by the provider (False: made up by an offline model; the context
+    # manager calibrates its estimates only on measured usage).
+    measured: bool = True
     type: Literal["message_complete"] = "message_complete"
 
 
@@ -103,7 +141,9 @@ class ModelError(Exception):
     """A model request failed for good (after the client's own retries).
 
     `kind` is a closed set the UI can explain: "authentication", "permission", "not_found", "overloaded",
-    "rate_limit", "context_too_long", "invalid_request", "connection", "missing_key", "other".
+    "rate_limit", "context_too_long", "invalid_request", "connection", "missing_key", "no_tools"
+    (the model cannot call tools), "replay_diverged" (a replay's world differs from its
+    recording), "other".
     """
 
     def __init__(self, message: str, *, kind: str = "other") -> None:
@@ -118,6 +158,32 @@ class CountsTokens(Protocol):
     async def count_tokens(self, request: ModelRequest) -> int: ...
 
 
+@dataclass(frozen=True, kw_only=True)
+class Cost:
+    """What a run's usage cost, as well as it can be told. `usd` None: nothing is charged (an
+    offline or local model). `note` says how sure the figure is ("estimate", "prices from
+    settings", "estimate, unknown model priced as Sonnet", "local model")."""
+
+    usd: float | None
+    note: str
+
+
+@runtime_checkable
+class Priced(Protocol):
+    """A model that knows what its usage costs (by its provider's price table or settings)."""
+
+    def cost(self, usage: Usage) -> Cost: ...
+
+
+@runtime_checkable
+class Discovers(Protocol):
+    """A model that asks its server about itself before the first request (its context window,
+    whether it calls tools). Called once by the context manager; it never raises: what it could
+    not learn keeps its default, and a problem it found is reported by the next request."""
+
+    async def discover(self) -> None: ...
+
+
 @runtime_checkable
 class Model(Protocol):
     @property
@@ -128,3 +194,16 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield the events of one assistant message; raise ModelError on final failure."""
         ...
+
+
+def model_label(model: object) -> str:
+    """`provider:name` as `%agent --model` takes it (the name alone when the model names no
+    provider, or its name already starts with it); "" when the name cannot be read."""
+    try:
+        name = str(getattr(model, "name", "") or "")
+        provider = str(getattr(model, "provider", "") or "")
+    except Exception:  # a model whose name needs a network call must not break a footer
+        return ""
+    if not provider or name.startswith(f"{provider}:"):
+        return name
+    return f"{provider}:{name}"

@@ -5,6 +5,11 @@ in the response. The UI shows both anyway (what a run cost, how full the context
 module keeps a small price table by family and version. Everything here is an ESTIMATE: prices
 change, and a model this table does not know is priced as a Sonnet. `price_for(model).known`
 says whether the table recognised the name, so the UI can say "estimate (unknown model)".
+
+The clouds name the same models their own way ("us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+on Bedrock, "claude-sonnet-4-5@20250929" on Vertex): `canonical_name` reads both. They charge
+Anthropic's prices; from the 4.5 models on, a regional endpoint (a Bedrock inference profile for
+one geography, a Vertex region other than "global") costs 10% more (`claude_cost`).
 """
 
 from __future__ import annotations
@@ -12,16 +17,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .base import Usage
+from .base import Cost, Usage
 
 __all__ = [
     "CONTEXT_1M_BETA",
     "DEFAULT_CONTEXT_WINDOW",
     "LONG_CONTEXT_WINDOW",
+    "REGIONAL_FACTOR",
     "Prices",
+    "canonical_name",
+    "claude_cost",
     "context_window",
     "estimate_cost",
     "price_for",
+    "usd_for",
 ]
 
 DEFAULT_CONTEXT_WINDOW = 200_000
@@ -34,6 +43,9 @@ CONTEXT_1M_BETA = "context-1m-2025-08-07"
 # reading from the cache 0.1x.
 CACHE_WRITE_FACTOR = 1.25
 CACHE_READ_FACTOR = 0.1
+# A regional endpoint's surcharge on the clouds, for models from 4.5 on.
+REGIONAL_FACTOR = 1.1
+REGIONAL_SINCE = (4, 5)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,8 +84,20 @@ _FAMILY = re.compile(r"\b(opus|sonnet|haiku)\b")
 _VERSION = re.compile(r"(?<![0-9])(\d{1,2})(?:[-.](\d{1,2}))?(?![0-9])")
 
 
+_CLOUD_PREFIX = re.compile(r"^(?:arn:[^/]*/)?(?:(?:global|us|eu|apac|jp|au|ca|us-gov)\.)?(?:anthropic\.)?")
+_CLOUD_SUFFIX = re.compile(r"(?:@\d{8}|-v\d+(?::\d+)?)+$")
+
+
+def canonical_name(model: str) -> str:
+    """The model's name as Anthropic's API spells it, from a cloud's spelling: Bedrock's region
+    and vendor prefixes and version suffix ("us.anthropic.claude-opus-4-5-20251101-v1:0"),
+    an inference profile's ARN, or Vertex's "@date" ("claude-sonnet-4-5@20250929")."""
+    name = _CLOUD_PREFIX.sub("", model.strip())
+    return _CLOUD_SUFFIX.sub("", name)
+
+
 def _family_and_version(model: str) -> tuple[str, tuple[int, int]] | None:
-    name = model.lower().replace("_", "-")
+    name = canonical_name(model).lower().replace("_", "-")
     found = _FAMILY.search(name)
     if found is None:
         return None
@@ -102,7 +126,11 @@ def price_for(model: str) -> Prices:
 
 def estimate_cost(model: str, usage: Usage) -> float:
     """Estimated USD for `usage` on `model` (fresh input, output, cache writes and reads)."""
-    p = price_for(model)
+    return usd_for(price_for(model), usage)
+
+
+def usd_for(p: Prices, usage: Usage) -> float:
+    """USD for `usage` at prices `p` (cache writes and reads priced from the input price)."""
     total = (
         usage.input_tokens * p.input
         + usage.output_tokens * p.output
@@ -110,6 +138,21 @@ def estimate_cost(model: str, usage: Usage) -> float:
         + usage.cache_read_input_tokens * p.cache_read
     )
     return total / 1_000_000
+
+
+def claude_cost(model: str, usage: Usage, *, regional: bool = False) -> Cost:
+    """The estimated cost of `usage` on a Claude model; `regional`: served from a cloud's
+    regional endpoint (10% more for models from 4.5 on)."""
+    prices = price_for(model)
+    usd = usd_for(prices, usage)
+    parsed = _family_and_version(model)
+    surcharge = regional and parsed is not None and parsed[1] >= REGIONAL_SINCE
+    if surcharge:
+        usd *= REGIONAL_FACTOR
+    note = "estimate" + (", regional endpoint +10%" if surcharge else "")
+    if not prices.known:
+        note += ", unknown model priced as Sonnet"
+    return Cost(usd=usd, note=note)
 
 
 # Context windows, by family and first version (newest matching row wins): "native" is the window
@@ -134,7 +177,7 @@ def context_window(model: str, *, betas: tuple[str, ...] | list[str] = ()) -> in
     model this table does not know gets the 200k every Claude model has at least; if that is
     too small the API's own "prompt is too long" still reaches the agent, which compacts then.
     """
-    name = model.lower()
+    name = canonical_name(model).lower()
     if name.endswith("[1m]") or _LONG_FAMILIES.search(name.replace("_", "-")):
         return LONG_CONTEXT_WINDOW
     parsed = _family_and_version(name)

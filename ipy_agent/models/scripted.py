@@ -2,8 +2,11 @@
 
 It speaks the same protocol as the Anthropic client, so everything the loop does with a real
 model (streaming text, handing each finished tool_use block to the executor early) can be shown
-and tested without network or key. Block timing can be simulated: a block may carry a
-`"_delay"` (seconds before it completes), which is removed before it enters the history.
+and tested without network or key. The turns come from a list or a transcript file
+(models/transcript.py: plain replies, recorded replies with their usage and timing, and
+branches on how the previous tool calls ended); a transcript recorded from a real session
+(models/recording.py) replays the same way, and stops with a clear message where the run no
+longer matches it.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from typing import Any
 
 from ipy_agent.history.tool_ids import HistoryIds, TakenIds
 
-from .base import BlockComplete, MessageComplete, ModelEvent, ModelRequest, TextDelta, Usage
+from .base import BlockComplete, MessageComplete, ModelError, ModelEvent, ModelRequest, TextDelta, Usage
+from .transcript import Divergence, Reply, as_reply, check_expected, check_turn, choose_branch, load_transcript
 
 __all__ = ["ScriptedModel"]
 
-Turn = str | list[dict[str, Any]] | Callable[[list[dict[str, Any]]], Any]
+Turn = str | list[dict[str, Any]] | dict[str, Any] | Callable[[list[dict[str, Any]]], Any]
 
 _FINAL_TEXT = "(The scripted model has no more turns.)"
 COMPACTION_SUMMARY = (
@@ -33,19 +37,35 @@ COMPACTION_SUMMARY = (
 class ScriptedModel:
     """Replays `turns` in order, one per request.
 
-    Each turn is a list of content blocks in Anthropic format, a plain string (one text block),
-    or a callable that receives the conversation so far and returns either. When the turns run
-    out, it ends the turn with a short text. The last `keep_requests` requests (system,
-    messages, tools; default 100, None keeps all) are kept in `requests` so tests can assert
-    what the model was shown: a copy of the request's list (the agent hands over its history
-    itself), sharing the messages, which the agent never changes in place. `keep_requests=0`
-    keeps none and copies nothing.
+    Each turn is one of the forms of a transcript (models/transcript.py):
 
-    A compaction request (`request.purpose == "compaction"`) is answered with
-    `compaction_summary` and kept in `compactions` instead: it uses no scripted turn.
+    - a plain string (one text block), or a list of content blocks in Anthropic format;
+    - a recorded reply `{"reply": ..., "stop_reason": ..., "usage": ..., "timing": ...,
+      "expect": [...]}`: its usage and stop reason are replayed, and `expect` is checked: when
+      the previous turn's tool results differ from the recording (a file changed, a call now
+      denied), the request fails with a ModelError (kind "replay_diverged") that says where,
+      with a diff of the results, instead of going on with replies that no longer fit;
+    - a branch `{"when": {"allowed": [...], "denied": [...], "error": [...]}}`: the turns to
+      play depend on how the previous turn's tool calls ended ("denied" when any was denied,
+      else "error" when any failed, else "allowed"); the chosen turns are played in place of
+      the branch, then the list goes on. An outcome the branch leaves out stops the replay
+      the same way, naming the answer the transcript expected;
+
+    or a callable that receives the conversation so far and returns a string or blocks. When
+    the turns run out, it ends the turn with a short text. `pace` replays recorded timing: 1.0
+    at the recorded speed, 0 (default) as fast as possible. The last `keep_requests` requests
+    (system, messages, tools; default 100, None keeps all) are kept in `requests` so tests can
+    assert what the model was shown: a copy of the request's list (the agent hands over its
+    history itself), sharing the messages, which the agent never changes in place.
+    `keep_requests=0` keeps none and copies nothing.
+
+    A compaction request (`request.purpose == "compaction"`) is answered with the transcript's
+    next `compactions` entry, else `compaction_summary`, and kept in `compactions` instead: it
+    uses no scripted turn.
     """
 
     offline = True  # costs nothing: the UI shows no price for it
+    provider = "scripted"
 
     def __init__(
         self,
@@ -56,71 +76,85 @@ class ScriptedModel:
         chunk_size: int = 40,
         keep_requests: int | None = 100,
         compaction_summary: str = COMPACTION_SUMMARY,
+        summaries: list[str] | None = None,
+        pace: float = 0.0,
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         if keep_requests is not None and keep_requests < 0:
             raise ValueError(f"keep_requests must be at least 0 or None, not {keep_requests!r}")
+        if pace < 0:
+            raise ValueError(f"pace must be 0 or more, not {pace!r}")
+        for i, turn in enumerate(turns or []):
+            check_turn(turn, f"scripted turn {i}")
         self.turns: list[Turn] = list(turns or [])
         self.compaction_summary = compaction_summary
+        self.summaries = list(summaries or [])  # recorded summaries, used before compaction_summary
         self.compactions: list[dict[str, Any]] = []
         self.name = name
         self.block_delay = block_delay
         self.chunk_size = chunk_size
         self.keep_requests = keep_requests
+        self.pace = pace
+        self.provenance = dict(provenance or {})
         self.requests: list[dict[str, Any]] = []
         self._sizes = _SizeCache()
         self._history_ids = HistoryIds()  # ids already in the conversation, counted once each
         # Per-block completion times (loop clock), for tests and the streaming bench.
         self.block_times: list[tuple[str, float]] = []
         self._next = 0
+        self._played = 0  # replies given, branches expanded
+        self._pending: list[Turn] = []  # the turns of a chosen branch, played before self.turns go on
         self._ids = 0
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedModel:
-        """Load `{"turns": [turn, ...]}` from JSON; each turn a string or a list of blocks."""
+        """Load a transcript (models/transcript.py: `{"turns": [...]}`, with optional
+        "compactions" and "provenance"); ValueError says what is wrong with it."""
         p = Path(path)
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise FileNotFoundError(f"transcript {str(p)!r} does not exist") from None
-        except json.JSONDecodeError as e:
-            raise ValueError(f"transcript {str(p)!r} is not valid JSON: {e}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
-            raise ValueError(f'transcript {str(p)!r} must be an object {{"turns": [...]}}')
-        for i, turn in enumerate(data["turns"]):
-            if not isinstance(turn, (str, list)):
-                raise ValueError(f"transcript {str(p)!r}: turn {i} must be a string or a list of blocks")
-        return cls(data["turns"], name=kwargs.pop("name", f"scripted:{p.name}"), **kwargs)
+        transcript = load_transcript(p)
+        kwargs.setdefault("summaries", transcript.compactions)
+        kwargs.setdefault("provenance", transcript.provenance)
+        return cls(transcript.turns, name=kwargs.pop("name", f"scripted:{p.name}"), **kwargs)
 
     @property
     def remaining(self) -> int:
-        return max(0, len(self.turns) - self._next)
+        return len(self._pending) + max(0, len(self.turns) - self._next)
 
-    def _take_turn(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        if self._next >= len(self.turns):
-            return [{"type": "text", "text": _FINAL_TEXT}]
-        turn = self.turns[self._next]
-        self._next += 1
-        if callable(turn):
-            turn = turn(copy.deepcopy(messages))
-        if isinstance(turn, str):
-            return [{"type": "text", "text": turn}]
-        if not isinstance(turn, list):
-            raise TypeError(
-                f"scripted turn {self._next - 1} must be a string or a list of blocks, not {type(turn).__name__}"
-            )
-        return [dict(b) for b in turn]
+    def _take_turn(self, request: ModelRequest) -> Reply:
+        while True:
+            if self._pending:
+                turn = self._pending.pop(0)
+            elif self._next < len(self.turns):
+                turn = self.turns[self._next]
+                self._next += 1
+            else:
+                return Reply(blocks=[{"type": "text", "text": _FINAL_TEXT}])
+            where = f"Reply {self._played + 1} of the transcript {self.name!r}"
+            if callable(turn):
+                turn = turn(copy.deepcopy(request.messages))
+                check_turn(turn, f"scripted turn {self._played}")
+            if isinstance(turn, dict) and "when" in turn:
+                self._pending[:0] = choose_branch(turn["when"], request.calls, where)
+                continue
+            self._played += 1
+            reply = as_reply(turn)
+            if reply.expect is not None:
+                check_expected(reply.expect, request.messages, request.calls, request.places, where)
+            return reply
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         if request.purpose == "compaction":
             self.compactions.append({"system": request.system, "messages": list(request.messages)})
             await asyncio.sleep(0)
-            summary: dict[str, Any] = {"type": "text", "text": self.compaction_summary}
+            text = self.summaries.pop(0) if self.summaries else self.compaction_summary
+            summary: dict[str, Any] = {"type": "text", "text": text}
             yield BlockComplete(block=dict(summary), index=0)
             yield MessageComplete(
                 content=[summary],
                 stop_reason="end_turn",
                 model=self.name,
-                usage=Usage(input_tokens=1, output_tokens=max(1, len(self.compaction_summary) // 4)),
+                usage=Usage(input_tokens=1, output_tokens=max(1, len(text) // 4)),
+                measured=False,
             )
             return
         if self.keep_requests != 0:
@@ -128,15 +162,21 @@ class ScriptedModel:
             self.requests.append({"system": request.system, "messages": list(request.messages), "tools": request.tools})
             if self.keep_requests is not None and len(self.requests) > self.keep_requests:
                 del self.requests[: len(self.requests) - self.keep_requests]
-        blocks = self._take_turn(request.messages)
+        try:
+            reply = self._take_turn(request)
+        except Divergence as e:
+            raise ModelError(f"The replay stopped. {e}", kind="replay_diverged") from None
         loop = asyncio.get_running_loop()
         content: list[dict[str, Any]] = []
         # A tool_use id is unique within a conversation (the API's ids are). A transcript replayed
         # twice in one conversation repeats its ids, and `%agent_history` / `%agent_inspect ID`
         # would then mix up the calls: a repeated id gets a suffix.
         used = TakenIds(self._history_ids.synced(request.messages))
-        for index, block in enumerate(blocks):
+        elapsed = 0.0
+        for index, block in enumerate(reply.blocks):
             delay = block.pop("_delay", self.block_delay)
+            if index < len(reply.timing) and self.pace:
+                delay, elapsed = max(0.0, reply.timing[index] - elapsed) * self.pace, reply.timing[index]
             if block.get("type") == "tool_use" and not block.get("id"):
                 self._ids += 1
                 block["id"] = f"toolu_scripted_{self._ids:04d}"
@@ -156,10 +196,13 @@ class ScriptedModel:
             content.append(block)
             self.block_times.append((str(block.get("id") or block.get("type")), loop.time()))
             yield BlockComplete(block=copy.deepcopy(block), index=index)
-        stop = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
+        stop = reply.stop_reason or ("tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn")
+        if reply.usage is not None:
+            yield MessageComplete(content=content, stop_reason=stop, usage=reply.usage, model=reply.model or self.name)
+            return
         chars = self._sizes.total(request.messages) + len(request.system)
         usage = Usage(input_tokens=chars // 4, output_tokens=max(1, len(json.dumps(content)) // 4))
-        yield MessageComplete(content=content, stop_reason=stop, usage=usage, model=self.name)
+        yield MessageComplete(content=content, stop_reason=stop, usage=usage, model=self.name, measured=False)
 
 
 class _SizeCache:

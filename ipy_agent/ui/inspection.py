@@ -18,6 +18,8 @@ from ipy_agent.contract.read_state import ReadEntry
 from ipy_agent.contract.tool import Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.loop.agent import Agent
+from ipy_agent.models.base import model_label
+from ipy_agent.models.recording import RecordingModel
 from ipy_agent.permissions.builtin import BUILTIN, builtin_listing
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import CallRecord
@@ -58,7 +60,10 @@ def tools_text(agent: Agent) -> str:
                 tool_origin(tool),
             )
         )
-    lines = [f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):"]
+    where = getattr(agent.model, "where", "") or ""
+    recording = f", recording into {agent.model.path}" if isinstance(agent.model, RecordingModel) else ""
+    lines = [f"Model: {model_label(agent.model)}" + (f" on {where}" if where else "") + recording, ""]
+    lines.append(f"Tools the model would be offered now (mode {agent.permission_mode}, cwd {agent.cwd}):")
     lines += _table(rows)
     ctx = agent.tool_context()
     statuses = [status.text for tool in agent.tools if (status := _status(tool, ctx)) is not None]

@@ -1,14 +1,17 @@
-"""One line of usage for a run: tokens, the cost estimate, the share of the context window.
+"""One line of usage for a run: the model, tokens, the cost estimate, the share of the context window.
 
 Shared by the widget footer, the static record and the terminal footer, so all three say the
 same. A model that runs offline (ScriptedModel: `offline = True`) costs nothing, so no dollar
-figure is shown for it; a real model the price table does not know is priced as a Sonnet and
-says so.
+figure is shown for it; a model that knows its prices (`cost(usage)`: Claude on each platform,
+an OpenAI-compatible model with prices set) says how sure the figure is; any other is priced as
+a Sonnet and says so. The line starts with `provider:model`, so a run's record names both.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ipy_agent.models.base import Priced, model_label
 
 __all__ = ["model_name", "turns_text", "usage_parts"]
 
@@ -30,7 +33,9 @@ def usage_parts(
     """The parts of the line, plain text. `answered`: the model has replied at least once (before
     that its name may not be resolved, and cost and context share need it). `window`: the
     context window the agent manages, when not the model's own."""
-    parts = [
+    label = model_label(model) if model is not None else ""
+    parts = [label] if label else []
+    parts += [
         f"tokens in {usage.input_tokens + usage.cache_creation_input_tokens:,}",
         f"out {usage.output_tokens:,}",
         f"cached {usage.cache_read_input_tokens:,}",
@@ -44,6 +49,9 @@ def usage_parts(
 
     if getattr(model, "offline", False):
         parts.append("no cost (offline model)")
+    elif isinstance(model, Priced):
+        cost = model.cost(usage)
+        parts.append(f"no cost ({cost.note})" if cost.usd is None else f"cost ≈ ${cost.usd:.4f} ({cost.note})")
     else:
         known = "" if price_for(name).known else ", unknown model priced as Sonnet"
         parts.append(f"cost ≈ ${estimate_cost(name, usage):.4f} (estimate{known})")

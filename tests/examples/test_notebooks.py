@@ -159,7 +159,7 @@ EXPECT: dict[str, list[str]] = {
         "front end: no JupyterLab front end with the ipy_agent extension answered",  # headless: says so
         "NotebookRead  hidden",
         "NotebookRun   hidden",
-        "Variables all — 14 variables",
+        "Variables all — 13 variables",
         "sales: list = 6 items",
         "prices: dict = 3 items",
         "title: str = 'Quarterly sales'",

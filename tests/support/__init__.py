@@ -13,6 +13,8 @@ Modules, in import order:
     run_view     the cell's widgets without a kernel, over a scripted agent
     widgets      a comm that counts the bytes widgets send, and a tool that answers at once
     sse_server   a local Messages API that replays scripted event streams
+    wire_servers the other clouds' wires (Bedrock's event stream, OpenAI's chat completions), served locally
+    wires        each provider's wire: its server, its model, its recorded replies and errors
     mcp          the MCP test servers (mcp_servers/) and readers of what an agent got from them
     kernel       a real IPython kernel driven as a notebook front end drives it
     frontend     the JupyterLab extension's side of the live notebook, over a real kernel

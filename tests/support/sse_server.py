@@ -17,6 +17,7 @@ import select
 import sys
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -156,9 +157,22 @@ def error_event(error_type: str, message: str) -> Event:
 
 
 class ReplayServer:
-    """Serves queued replies on 127.0.0.1 in a background thread; use as a context manager."""
+    """Serves queued replies on 127.0.0.1 in a background thread; use as a context manager.
+
+    Subclasses speak other wire formats by overriding `content_type`, `frame` (the bytes of one
+    event) and `end` (written after the last event). `pages` are fixed answers for a path
+    (GET or POST), served without taking a queued reply."""
+
+    content_type = "text/event-stream"
+
+    def frame(self, event: Event) -> bytes:
+        return f"event: {event.name}\ndata: {json.dumps(event.data)}\n\n".encode()
+
+    def end(self) -> bytes:
+        return b""
 
     def __init__(self) -> None:
+        self.pages: dict[str, tuple[int, dict[str, Any]]] = {}
         self.requests: list[Recorded] = []
         self.sent: list[tuple[int, str, float]] = []  # (request number, event name, time)
         self.disconnects: list[int] = []  # request numbers whose stream the client closed
@@ -230,27 +244,31 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         pass
 
+    def do_GET(self) -> None:
+        server: ReplayServer = self.server.replay  # type: ignore[attr-defined]
+        status, body = server.pages.get(self.path, (404, {"error": f"no page {self.path}"}))
+        self._json(Reply(status=status, body=body))
+
     def do_POST(self) -> None:
         server: ReplayServer = self.server.replay  # type: ignore[attr-defined]
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if self.path in server.pages:
+            status, body = server.pages[self.path]
+            self._json(Reply(status=status, body=body))
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:  # a form (an OAuth token request)
+            body = {k: v[0] for k, v in urllib.parse.parse_qs(raw.decode()).items()}
         recorded = Recorded(
-            path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()},
-            body=json.loads(raw or b"{}"),
-            time=time.monotonic(),
+            path=self.path, headers={k.lower(): v for k, v in self.headers.items()}, body=body, time=time.monotonic()
         )
         number, reply = server._take(recorded)
         if reply.events is None:
-            payload = json.dumps(reply.body or {}).encode()
-            self.send_response(reply.status)
-            for k, v in {"content-type": "application/json", **reply.headers}.items():
-                self.send_header(k, v)
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            self._json(reply)
             return
         self.send_response(reply.status)
-        for k, v in {"content-type": "text/event-stream", "cache-control": "no-cache", **reply.headers}.items():
+        for k, v in {"content-type": server.content_type, "cache-control": "no-cache", **reply.headers}.items():
             self.send_header(k, v)
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
@@ -258,7 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
             for event in reply.events:
                 if event.delay:
                     time.sleep(event.delay)
-                data = f"event: {event.name}\ndata: {json.dumps(event.data)}\n\n".encode()
+                data = server.frame(event)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
                 server._record_sent(number, event.name)
@@ -268,11 +286,22 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.hold_open:
                 self._wait_for_client_close(server, number)
                 return
+            if tail := server.end():
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(tail), tail))
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
             server._record_disconnect(number)
+
+    def _json(self, reply: Reply) -> None:
+        payload = json.dumps(reply.body or {}).encode()
+        self.send_response(reply.status)
+        for k, v in {"content-type": "application/json", **reply.headers}.items():
+            self.send_header(k, v)
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def _wait_for_client_close(self, server: ReplayServer, number: int) -> None:
         # The client sends nothing more on this connection, so readable + empty read = closed.
