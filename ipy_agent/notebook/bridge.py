@@ -279,6 +279,15 @@ class NotebookBridge:
         args: dict[str, Any] = {} if cell_ids is None else {"cell_ids": cell_ids}
         return list((await self.request("read_cells", **args)).get("cells") or [])
 
+    async def agent_metadata(self) -> dict[str, Any]:
+        """The open notebook's `ipy_agent` metadata, as the page has it (unsaved edits included)."""
+        value = (await self.request("get_agent_metadata")).get("metadata")
+        return value if isinstance(value, dict) else {}
+
+    async def set_agent_metadata(self, metadata: dict[str, Any]) -> None:
+        """Replace the open notebook's `ipy_agent` metadata (an empty dict removes it)."""
+        await self.request("set_agent_metadata", metadata=metadata)
+
     async def notify(self, message: str, type: str = "info") -> None:
         await self.request("notify", message=message, type=type)
 

@@ -62,6 +62,8 @@ class Panel:
     # A busy page (a long notebook still rendering) handles a comm the kernel opens this many
     # seconds late: the kernel waits, nothing answers in between.
     hello_delay: float = 0.0
+    # The notebook's metadata, as the page's model holds it (`ipy_agent` is the agent's key).
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def sources(self) -> list[str]:
         return [c["source"] for c in self.cells]
@@ -146,6 +148,19 @@ class Panel:
 
     def op_notify(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"notification_id": "n1"}
+
+    def op_get_agent_metadata(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": self.metadata.get("ipy_agent", {})}
+
+    def op_set_agent_metadata(self, args: dict[str, Any]) -> dict[str, Any]:
+        value = args.get("metadata")
+        if not isinstance(value, dict):
+            raise Refused("bad_request", f"metadata must be an object, not {json.dumps(value)}")
+        if value:
+            self.metadata["ipy_agent"] = value
+        else:
+            self.metadata.pop("ipy_agent", None)
+        return {"metadata": self.metadata.get("ipy_agent", {})}
 
     def answer(self, req: dict[str, Any]) -> dict[str, Any] | None:
         """The reply to one message from the kernel; None for another panel's, or when silent."""
