@@ -47,9 +47,9 @@ from ipy_agent.runtime.trace import (
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_turns
 from .offer import offer_tools, sync_mcp, warn_once
-from .system_prompt import build_system_prompt
+from .standing import Standing
 from .turn import Turn, stream_reply, take_reply, usage_delta
-from .turn_end import after_reply, answer_tools, close_early, model_failed, prompt_blocks
+from .turn_end import after_reply, answer_tools, close_early, forget_prompt, model_failed, prompt_blocks
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
@@ -91,6 +91,7 @@ class Agent:
         context_threshold: float = 0.8,
         sandbox: SandboxSetting = "auto",
         mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
+        instructions: bool = True,
     ) -> None:
         check_choice("sandbox", sandbox, SANDBOX_SETTINGS)
         check_choice("permission_mode", permission_mode, PERMISSION_MODES)
@@ -116,6 +117,9 @@ class Agent:
         self.streaming_tools = streaming_tools
         self.notebook = notebook
         self.notebook_path = notebook_path
+        # AGENTS.md, CLAUDE.md and the notebook's instructions; the skill list. Read once per prompt.
+        self.instructions = instructions
+        self.standing = Standing()
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
         self.mcp = McpManager(self.cwd, mcp_servers)
         self.sandbox = sandbox
@@ -173,6 +177,7 @@ class Agent:
         result_limit: int | Keep | None = KEEP,
         notebook: NotebookBridge | Keep | None = KEEP,
         approver: Approver | Keep | None = KEEP,
+        instructions: bool | None = None,
     ) -> None:
         """Change how the next run goes; what is not given stays. The magics call this before
         each run with the options of its line and the configuration in force.
@@ -180,7 +185,8 @@ class Agent:
         `rules` replace the rules the previous `configure` added (settings files, configuration,
         options), never those given to the constructor or granted by the person. `result_limit`
         caps every tool's result size (None: each tool's own). `notebook` is the live-notebook
-        bridge; the system prompt names the notebook it shows."""
+        bridge; the system prompt names the notebook it shows. `instructions`: whether the next
+        requests carry the standing instructions (config/instructions.py)."""
         if self.running:
             raise RuntimeError("cannot configure the agent while it runs; wait for it or interrupt it")
         if permission_mode is not None:
@@ -200,6 +206,8 @@ class Agent:
             self.notebook_path = notebook.display_path if notebook is not None else None
         if not isinstance(approver, Keep):
             self.approver = approver
+        if instructions is not None:
+            self.instructions = instructions
 
     def tool_context(self, tool_use_id: str | None = None) -> ToolContext:
         return ToolContext(
@@ -226,18 +234,13 @@ class Agent:
         return self.system(exposure), tools
 
     def system(self, exposure: Exposure | None = None) -> str:
-        """The system prompt: ours (or the one given to the constructor), then the added sections."""
-        if self.system_prompt is not None:
-            return "\n\n".join(s for s in (self.system_prompt, self.append_system_prompt) if s)
-        exposure = exposure or self.exposure()
-        return build_system_prompt(
-            cwd=self.cwd,
-            working_dirs=self.working_dirs,
-            tool_names=exposure.names,
-            permission_mode=self.permission_mode,
-            notebook=self.notebook_path,
-            sections=(self.mcp.prompt_section(), self.append_system_prompt or ""),
-        )
+        """The system prompt: ours (or the one given to the constructor), then its sections: the
+        standing instructions, the offered tools' own (the skills), MCP servers', the appended."""
+        return self.standing.system_prompt(self, (exposure or self.exposure()).names)
+
+    def instruction_text(self) -> str:
+        """The standing instructions' section of the system prompt ("" when there are none)."""
+        return self.standing.text(self).instructions.prompt_text()
 
     def interrupt(self) -> None:
         """Stop the current run as soon as possible; safe to call from any thread."""
@@ -283,7 +286,7 @@ class Agent:
         # The history as it was: a run the model never answered (no API key, network down) must
         # leave no trace, or its prompt would be merged into the next request.
         before = list(self.messages)  # append_user replaces a merged message, never edits it
-        append_user(self.messages, blocks)
+        append_user(self.messages, await self.standing.refresh(self, blocks, self.emit))
         warn_once(self.tools, self.tool_context(), self.emit)
         self.mcp.begin_run()
 
@@ -295,14 +298,8 @@ class Agent:
             turns += 1
             outcome = await self._turn()
             if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
-                self.messages[:] = before
-                self.emit(
-                    NoticeEvent(
-                        text="The model did not answer, so this request was not added to the "
-                        "conversation; run it again when the problem is fixed.",
-                        level="info",
-                    )
-                )
+                forget_prompt(self.messages, before, self.emit)
+                self.standing.undo()
             if outcome is not None:
                 return replace(outcome, turns=turns)
 
@@ -397,3 +394,4 @@ class Agent:
         self.session.clear()
         self._batches = [0]
         self.context_manager.reset()
+        self.standing.reset()
