@@ -16,7 +16,7 @@ def rec() -> Recorder:
 def _no_personal_files(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """The person's own ipy_agent directory (their AGENTS.md, skills, MCP settings) is an empty
     one: what a test sees does not depend on the machine it runs on. Tests that need one set
-    IPY_AGENT_CONFIG_DIR themselves; kernels a test starts inherit it."""
+    IPY_AGENT_CONFIG_DIR themselves (the test kernels get an empty one of their own)."""
     monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path_factory.mktemp("personal")))
 
 
