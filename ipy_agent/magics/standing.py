@@ -110,10 +110,11 @@ def instructions_report(agent: Agent, loaded: Instructions) -> str:
     root = repository_root(agent.cwd)
     top = f"{root} (the repository's root)" if root else "/ (no repository)"
     names = " and ".join(INSTRUCTION_FILES)
+    n = len(folders_down_to(agent.cwd))
     lines.append(
-        f"Looked for {home_relative(personal_dir() / 'AGENTS.md')}, then {names} in each of "
-        f"{len(folders_down_to(agent.cwd))} folders from {top} down to {agent.cwd}, then the "
-        "notebook's metadata (ipy_agent.instructions)."
+        f"Looked for {home_relative(personal_dir() / 'AGENTS.md')}, then {names} in {n} folder"
+        f"{'s' if n != 1 else ''} from {top} down to {agent.cwd}, then the notebook's metadata "
+        "(ipy_agent.instructions)."
     )
     lines.append("%agent_instructions --show prints them as the model reads them; %agent --no-instructions skips them.")
     return "\n".join(lines)
