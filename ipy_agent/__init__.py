@@ -12,7 +12,7 @@ from ipy_agent.contract.build_tool import build_tool
 from ipy_agent.contract.hooks import HookEvent, HookOutcome
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
-from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_context import SandboxLimits, ToolContext
 from ipy_agent.loop.agent import Agent
 from ipy_agent.models.base import ModelError, Usage
 from ipy_agent.models.scripted import ScriptedModel
@@ -34,6 +34,7 @@ __all__ = [
     "ReadState",
     "RuleSubject",
     "RunResult",
+    "SandboxLimits",
     "ScriptedModel",
     "Tool",
     "ToolContext",

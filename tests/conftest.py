@@ -20,6 +20,22 @@ def _no_personal_files(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path_factory.mktemp("personal")))
 
 
+@pytest.fixture
+def need_bwrap() -> None:
+    """Skip where bubblewrap cannot sandbox (a developer's Mac); in CI, fail and say why."""
+    import os
+
+    from ipy_agent.tools.bash.sandbox import sandbox_status
+
+    status = sandbox_status()
+    if status.available:
+        return
+    message = f"the OS sandbox is unavailable: {status.reason}. .ci/run installs bubblewrap; run it as root, or apt-get install bubblewrap"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # Widgets the tests made are closed while the interpreter is whole: left to `__del__` at
     # shutdown, each one prints a traceback (ipywidgets' registry is already gone by then).

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["first_matching", "gitignore_match", "rule_matcher"]
+__all__ = ["first_matching", "gitignore_match", "literal_root", "rule_matcher"]
 
 
 @functools.lru_cache(maxsize=256)  # one pattern is matched against every path a search finds
@@ -80,6 +80,28 @@ def _compiled(pattern: str, cwd: str, home: str | None) -> tuple[str, re.Pattern
     else:
         base, pat = cwd, pattern
     return os.path.normpath(base), _gitignore_regex(pat)
+
+
+def literal_root(pattern: str, *, cwd: str | Path, home: str | None = None) -> str:
+    """The deepest path every match of `pattern` is at or below: its base directory, followed by
+    the pattern's leading components that have no wildcard (a bare name matches at any depth, so
+    its root is the base itself). What a walk for the pattern's matches must start from."""
+    base, _regex = _compiled(pattern, str(cwd), home if home is not None else os.path.expanduser("~"))
+    text = pattern.strip()
+    for marker in ("//", "~/", "./", "/"):
+        if text.startswith(marker):
+            text = text[len(marker) :]
+            break
+    leading = pattern.strip()
+    anchored = "/" in text.rstrip("/") or (leading.startswith(("./", "/")) and not leading.startswith("//"))
+    if not anchored:
+        return base
+    literal: list[str] = []
+    for part in text.strip("/").split("/"):
+        if not part or any(c in part for c in "*?["):
+            break
+        literal.append(part)
+    return os.path.normpath(os.path.join(base, *literal))
 
 
 def gitignore_match(pattern: str, path: str | Path, *, cwd: str | Path, home: str | None = None) -> bool:

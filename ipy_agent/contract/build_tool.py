@@ -112,7 +112,7 @@ class _BuiltTool(Tool):
 
     async def call(self, inp: Any, ctx: ToolContext) -> Any:
         fn = self._call
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
             return await fn(inp, ctx)
         # Sync tools run in a worker thread so the kernel's event loop keeps serving widgets.
         result = await run_blocking(fn, inp, ctx)

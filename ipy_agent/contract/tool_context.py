@@ -23,7 +23,15 @@ if TYPE_CHECKING:
 
     from .read_state import ReadState
 
-__all__ = ["APPROVALS", "SANDBOX_SETTINGS", "DecisionSource", "SandboxSetting", "ToolContext", "realpath_via"]
+__all__ = [
+    "APPROVALS",
+    "SANDBOX_SETTINGS",
+    "DecisionSource",
+    "SandboxLimits",
+    "SandboxSetting",
+    "ToolContext",
+    "realpath_via",
+]
 
 # Which step of the permission decision let a call run (see `permissions.decide`). "rule",
 # "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the
@@ -32,6 +40,26 @@ DecisionSource = Literal["rule", "mode", "hook", "person", "tool", "default", "a
 APPROVALS: frozenset[str] = frozenset({"rule", "mode", "hook", "person"})
 SandboxSetting = Literal["auto", "always", "off"]
 SANDBOX_SETTINGS: tuple[SandboxSetting, ...] = get_args(SandboxSetting)
+
+_GIB = 1024**3
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxLimits:
+    """What one sandboxed command may use (`Agent(sandbox_limits=...)`): memory in bytes for
+    all its processes together (per process where no cgroup can be made), processes at once,
+    bytes of each private temporary filesystem (/tmp, /dev/shm). Wall time is the call's
+    timeout."""
+
+    memory: int = 2 * _GIB
+    processes: int = 256
+    tmp: int = 1 * _GIB
+
+    def __post_init__(self) -> None:
+        for name, least in (("memory", 64 * 1024**2), ("processes", 8), ("tmp", 1024**2)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"sandbox limit {name} must be an integer of at least {least}, not {value!r}")
 
 
 @dataclass(kw_only=True)
@@ -60,6 +88,7 @@ class ToolContext:
     # approval, "always" also approved ones (writes limited to the working directories), "off"
     # sandboxes nothing and so lets only a small core of commands run without asking.
     sandbox: SandboxSetting = "auto"
+    sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
     def approved(self) -> bool:

@@ -23,7 +23,7 @@ from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
-from ipy_agent.contract.tool_context import SANDBOX_SETTINGS, SandboxSetting, ToolContext
+from ipy_agent.contract.tool_context import SandboxLimits, SandboxSetting, ToolContext
 from ipy_agent.history.messages import append_user, last_text
 from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from ipy_agent.mcp import McpManager
@@ -45,7 +45,7 @@ from ipy_agent.runtime.trace import (
 )
 
 from . import spill
-from .arguments import KEEP, Keep, check_choice, check_turns
+from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
 from .offer import offer_tools, sync_mcp, warn_once
 from .standing import Standing
 from .turn import Turn, stream_reply, take_reply, usage_delta
@@ -90,10 +90,10 @@ class Agent:
         context_window: int | None = None,
         context_threshold: float = 0.8,
         sandbox: SandboxSetting = "auto",
+        sandbox_limits: SandboxLimits | Mapping[str, int] | None = None,
         mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
         instructions: bool = True,
     ) -> None:
-        check_choice("sandbox", sandbox, SANDBOX_SETTINGS)
         check_choice("permission_mode", permission_mode, PERMISSION_MODES)
         check_turns(max_turns)
         self.model = model
@@ -122,7 +122,7 @@ class Agent:
         self.standing = Standing()
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
         self.mcp = McpManager(self.cwd, mcp_servers)
-        self.sandbox = sandbox
+        self.sandbox, self.sandbox_limits = check_sandbox(sandbox, sandbox_limits)
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
         self._owns_spill_dir = not spill_dir
@@ -221,6 +221,7 @@ class Agent:
             notebook=self.notebook,
             simple=self.simple,
             sandbox=self.sandbox,
+            sandbox_limits=self.sandbox_limits,
             # Rules come and go during a conversation (always-allow, %agent options): read them now.
             read_deny=tuple(r.specifier or "" for r in self.rules.deny if r.tool == "Read" and not r.whole_tool),
         )

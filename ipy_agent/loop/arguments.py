@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
-__all__ = ["KEEP", "Keep", "check_choice", "check_turns"]
+from ipy_agent.contract.tool_context import SANDBOX_SETTINGS, SandboxLimits, SandboxSetting
+
+__all__ = ["KEEP", "Keep", "check_choice", "check_sandbox", "check_turns"]
 
 _V = TypeVar("_V")
 
@@ -30,3 +32,19 @@ def check_turns(max_turns: int) -> int:
     if max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, not {max_turns!r}")
     return max_turns
+
+
+def check_sandbox(
+    sandbox: SandboxSetting, limits: SandboxLimits | Mapping[str, int] | None
+) -> tuple[SandboxSetting, SandboxLimits]:
+    """Bash's sandbox setting, and what one sandboxed command may use: `SandboxLimits`, a dict of
+    some of its fields (memory and tmp in bytes, processes), or None for the defaults."""
+    check_choice("sandbox", sandbox, SANDBOX_SETTINGS)
+    if limits is None or isinstance(limits, SandboxLimits):
+        return sandbox, limits or SandboxLimits()
+    unknown = set(limits) - {"memory", "processes", "tmp"}
+    if unknown:
+        raise ValueError(
+            f"sandbox_limits has no {', '.join(sorted(unknown))}: give memory (bytes), processes or tmp (bytes)"
+        )
+    return sandbox, SandboxLimits(**dict(limits))

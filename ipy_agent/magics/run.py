@@ -17,7 +17,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from traitlets import Bool, Enum, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode
 
 from ipy_agent.config.options import AGENT_OPTIONS
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
@@ -58,6 +58,11 @@ class AgentMagics(Magics):
         help="Bash sandbox: 'auto' sandboxes commands no one approved, 'always' approved ones too "
         "(writes limited to the working directories), 'off' none (then only core commands run unasked).",
     ).tag(config=True)
+    sandbox_limits = Dict(
+        value_trait=Int(),
+        help="What one sandboxed Bash command may use: {'memory': bytes, 'processes': n, 'tmp': bytes}; "
+        "unset keys keep their defaults (2 GiB, 256, 1 GiB).",
+    ).tag(config=True)
     allow = List(Unicode(), help="Allow rules, e.g. ['Bash(git status:*)'].").tag(config=True)
     ask = List(Unicode(), help="Ask rules: always prompt for these.").tag(config=True)
     deny = List(Unicode(), help="Deny rules, e.g. ['Read(**/.env)'].").tag(config=True)
@@ -87,6 +92,7 @@ class AgentMagics(Magics):
             model=self.model,
             permission_mode=self.permission_mode,
             sandbox=self.sandbox,
+            sandbox_limits=tuple(sorted(self.sandbox_limits.items())),
             allow=tuple(self.allow),
             ask=tuple(self.ask),
             deny=tuple(self.deny),

@@ -60,6 +60,7 @@ class SessionSettings:
     model: str = ""
     permission_mode: PermissionMode = "default"
     sandbox: SandboxSetting = "auto"
+    sandbox_limits: tuple[tuple[str, int], ...] = ()  # (name, value) given; the rest default
     allow: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
@@ -317,6 +318,7 @@ class AgentSession:
             tools=tools,
             context_window=settings.context_window,
             sandbox=settings.sandbox,
+            sandbox_limits=dict(settings.sandbox_limits),
         )
 
     def _use(self, agent: Agent) -> None:

@@ -169,7 +169,7 @@ class ServerConnection:
             from mcp import StdioServerParameters, stdio_client
 
             if self._errlog is None:
-                self._errlog = tempfile.TemporaryFile()
+                self._errlog = tempfile.TemporaryFile()  # noqa: SIM115 (kept open across restarts; closed in close())
             self._err_from = os.fstat(self._errlog.fileno()).st_size
             # As Claude Code does: the person's environment, then the configured variables.
             params = StdioServerParameters(

@@ -63,11 +63,22 @@ class Execution:
 class Kernel:
     """One kernel process in `cwd`, with a clean IPython profile dir."""
 
-    def __init__(self, cwd: Path, *, python: str = sys.executable, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        *,
+        python: str = sys.executable,
+        env: dict[str, str] | None = None,
+        ip: str | None = None,
+        connection_file: str | None = None,
+        launcher: tuple[str, ...] = (),
+    ) -> None:
+        """`ip`: where the IPC sockets go (default: a private temp dir); `launcher`: argv put
+        before the interpreter in the kernelspec (to run the kernel as another user)."""
         self._tmp = tempfile.TemporaryDirectory(prefix="ipy_agent_kernel_")
         spec_dir = Path(self._tmp.name) / "kernels" / KERNEL_NAME
         spec_dir.mkdir(parents=True)
-        argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        argv = [*launcher, python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         (spec_dir / "kernel.json").write_text(
             json.dumps({"argv": argv, "display_name": "ipy_agent test", "language": "python"})
         )
@@ -83,7 +94,8 @@ class Kernel:
         self.km = KernelManager(
             kernel_name=KERNEL_NAME,
             transport="ipc",
-            ip=str(Path(self._tmp.name) / "kernel-ipc"),
+            ip=ip or str(Path(self._tmp.name) / "kernel-ipc"),
+            **({"connection_file": connection_file} if connection_file else {}),
             kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec_dir.parent)], ensure_native_kernel=False),
         )
         self.km.start_kernel(cwd=str(cwd), env=kernel_env)

@@ -27,16 +27,23 @@ class Case:
 
 
 def payloads(canary: str, port: int, sleep: str) -> dict[str, str]:
-    """Shell snippets, each with one observable effect (by kind: write, home, outside, net, proc).
-    `sleep` is the run's own duration for the process left behind, so runs side by side on one
-    machine never take each other's processes for their own."""
+    """Shell snippets, each with one observable effect (by kind: write, home, outside, net, proc,
+    unix). `sleep` is the run's own duration for the process left behind, so runs side by side on
+    one machine never take each other's processes for their own. `unix.py` (in the scratch
+    directory) connects to the world's Unix socket."""
     return {
         "write": "touch PWN",
         "home": "touch ~/PWN",
         "outside": f"touch {canary}/PWN",
         "net": f"exec 3<>/dev/tcp/127.0.0.1/{port}",
         "proc": f"nohup sleep {sleep} >/dev/null 2>&1 &",
+        "unix": "python3 unix.py",
     }
+
+
+# Families whose every command must be judged not read-only, whatever it does when run: what
+# they are is the problem (many commands at once), not an effect the world can see.
+MUST_REFUSE = ("fanout:",)
 
 
 # Where a shell snippet X can hide inside a command that otherwise only reads.
@@ -327,6 +334,26 @@ FORMS: dict[str, list[str]] = {
         "timeout 5 env touch {OUT}",
         "xargs -a list.txt timeout 5 touch",
     ],
+    "unix": [
+        "curl -s --max-time 2 --unix-socket {SOCK} http://x/",
+        "curl -s --max-time 2 --abstract-unix-socket {ABSTRACT} http://x/",
+        "python3 unix.py",
+        "nc -U {SOCK} < /dev/null",
+        "socat - UNIX-CONNECT:{SOCK}",
+        "SSH_AUTH_SOCK={SOCK} ssh-add -l",
+        "docker -H unix://{SOCK} ps",
+        "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => \"{SOCK}\")'",
+        'node -e \'require("net").connect("{SOCK}")\'',
+        "git -c http.proxy= ls-remote http://x/ --upload-pack='nc -U {SOCK}'",
+    ],
+    "fanout": [
+        "ls | xargs -P 4 -n1 cat",
+        "ls | xargs -P0 -n1 wc -l",
+        "ls | xargs -0P4 cat",
+        "ls | xargs --max-procs=8 -n1 head -1",
+        "find . -name '*.txt' | xargs -n 1 -P 16 grep a",
+        "printf '%s\\n' f.txt g.txt | xargs -P2 -I{{}} cat {{}}",
+    ],
     "version": ["{PROG} {FLAG}"],
     "interp": [
         'python3 -c \'open("{OUT}", "w")\'',
@@ -461,8 +488,21 @@ _JOIN = (" ; ", " && ", " || ", " | ", "\n", " & ")
 _READERS = ("ls", "cat f.txt", "echo ok", "pwd", "grep a f.txt", "head -1 f.txt", "wc -c f.txt", "true")
 
 
-def _fill(form: str, target: str, port: int) -> str:
-    return form.replace("{OUT}", target).replace("{PORT}", str(port)).replace("{{", "{").replace("}}", "}")
+def fill_form(form: str, target: str, port: int) -> str:
+    return (
+        form.replace("{OUT}", target)
+        .replace("{PORT}", str(port))
+        .replace("{SOCK}", UNIX_SOCKET)
+        .replace("{ABSTRACT}", f"{ABSTRACT_SOCKET}-{port}")
+        .replace("{{", "{")
+        .replace("}}", "}")
+    )
+
+
+# The world's Unix sockets: in the scratch directory (a path), and by name (abstract; the
+# listener's port makes it this run's own).
+UNIX_SOCKET = "u.sock"
+ABSTRACT_SOCKET = "ipy-agent-fuzz"
 
 
 def base_cases(canary: str, port: int, sleep: str) -> list[Case]:
@@ -479,9 +519,9 @@ def base_cases(canary: str, port: int, sleep: str) -> list[Case]:
                 continue
             fam = f"{family}:{form}"
             if "{OUT}" in form:
-                out += [Case(command=_fill(form, t, port), family=fam) for t in targets]
+                out += [Case(command=fill_form(form, t, port), family=fam) for t in targets]
             else:
-                out.append(Case(command=_fill(form, "PWN", port), family=fam))
+                out.append(Case(command=fill_form(form, "PWN", port), family=fam))
     return out
 
 

@@ -24,6 +24,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.security.containment import UnixListener
+
 STRACE = shutil.which("strace")
 
 POLYGLOT = '""":"\ntouch PWN\nexit\n":"""\nopen("PWN", "w").close()\n'
@@ -46,6 +48,7 @@ FILES = {
     "conftest.py": 'open("PWN", "w").close()\n',
     "package.json": '{"name": "scratch", "version": "1.0.0", "scripts": {"version": "touch PWN"}}\n',
     "sub/deep.txt": "deep\n",
+    "unix.py": "import socket\nsocket.socket(socket.AF_UNIX).connect('u.sock')\n",
 }
 
 
@@ -86,10 +89,11 @@ class Outcome:
     connections: int = 0
     connects: list[str] = field(default_factory=list)  # from strace
     lingering: list[int] = field(default_factory=list)
+    unix: int = 0  # connections to the world's Unix sockets
 
     @property
     def harmful(self) -> bool:
-        return bool(self.changed or self.connections or self.connects or self.lingering)
+        return bool(self.changed or self.connections or self.connects or self.lingering or self.unix)
 
     def describe(self) -> str:
         parts = []
@@ -99,6 +103,8 @@ class Outcome:
             parts.append(f"network ({self.connections} to the listener; {len(self.connects)} connect calls)")
         if self.lingering:
             parts.append(f"{len(self.lingering)} process(es) left running")
+        if self.unix:
+            parts.append(f"{self.unix} connection(s) to a Unix socket")
         return "; ".join(parts)
 
 
@@ -109,6 +115,11 @@ class World:
         self.home = base / "home"
         self.canary = base / "canary"
         self.listener = Listener()
+        # The Unix sockets: one at a path in the scratch directory (made again whenever the
+        # scratch directory is), one abstract, named after the TCP listener's port.
+        self.abstract = UnixListener(f"\0ipy-agent-fuzz-{self.listener.port}")
+        self.unix: UnixListener | None = None
+        self._unix_before = 0
         self.mark = uuid.uuid4().hex
         # The payload's sleep, found by its command line even if the env was cleared; this run's own.
         self.sleep = f"9{uuid.uuid4().int % 10**6}.{uuid.uuid4().int % 97 + 1}"
@@ -159,6 +170,9 @@ class World:
             ["commit", "-qm", "init"],
         ):
             subprocess.run([*git, *args], cwd=self.scratch, env=env, check=True, capture_output=True)
+        if self.unix is not None:
+            self._unix_before += self.unix.close()
+        self.unix = UnixListener(str(self.scratch / "u.sock"))  # after the commit: git adds no socket
 
     def env(self) -> dict[str, str]:
         proxy = f"http://127.0.0.1:{self.listener.port}"
@@ -215,12 +229,15 @@ class World:
                         out[p] = f"unreadable:{e.errno}"
         return out
 
+    def unix_count(self) -> int:
+        return self._unix_before + (self.unix.count if self.unix else 0) + self.abstract.count
+
     # --- one command -------------------------------------------------------------------------
-    def run(self, command: str, timeout: float = 6.0, sandboxed: bool = False) -> Outcome:
-        count = self.listener.count
+    def run(self, command: str, timeout: float = 6.0, sandboxed: bool = False, decided_by: str = "tool") -> Outcome:
+        count = (self.listener.count, self.unix_count())
         since = _ticks_now()
         if sandboxed:
-            return self._finish(self._run_in_sandbox(command, timeout), since, count)
+            return self._finish(self._run_in_sandbox(command, timeout, decided_by), since, count)
         fd, name = tempfile.mkstemp(prefix="fuzz-strace-", dir=self.base)
         os.close(fd)  # strace opens the file by name
         trace = Path(name)
@@ -263,8 +280,9 @@ class World:
         trace.unlink()
         return self._finish(out, since, count)
 
-    def _run_in_sandbox(self, command: str, timeout: float) -> Outcome:
-        """Through the Bash tool as a read-only-judged call: bubblewrap, our environment."""
+    def _run_in_sandbox(self, command: str, timeout: float, decided_by: str) -> Outcome:
+        """Through the Bash tool as a call `decided_by` let run ("tool": judged read-only;
+        "mode": the write-workdirs sandbox): bubblewrap, our environment."""
         import asyncio
 
         from ipy_agent.contract.read_state import ReadState
@@ -275,14 +293,14 @@ class World:
         os.environ.clear()
         os.environ.update(self.env())
         try:
-            ctx = ToolContext(cwd=self.scratch, read_state=ReadState(), decided_by="tool")
+            ctx = ToolContext(cwd=self.scratch, read_state=ReadState(), decided_by=decided_by)  # type: ignore[arg-type]
             asyncio.run(BashTool().call(BashInput(command=command, timeout=int(timeout * 1000)), ctx))
         finally:
             os.environ.clear()
             os.environ.update(saved)
         return Outcome()
 
-    def _finish(self, out: Outcome, since: int, count: int) -> Outcome:
+    def _finish(self, out: Outcome, since: int, count: tuple[int, int]) -> Outcome:
         if not out.lingering:
             _, out.lingering = self._new_processes(since, b"\0no tracer\0")
             for pid in out.lingering:
@@ -290,7 +308,8 @@ class World:
         after = self.snapshot()
         out.changed = sorted(k for k in set(after) | set(self.before) if after.get(k) != self.before.get(k))
         threading.Event().wait(0.01)  # let the listener thread count a connection just made
-        out.connections = self.listener.count - count
+        out.connections = self.listener.count - count[0]
+        out.unix = self.unix_count() - count[1]
         if out.changed:
             self.build()
             self.before = self.snapshot()
@@ -322,6 +341,9 @@ class World:
 
     def close(self) -> None:
         self.listener.close()
+        self.abstract.close()
+        if self.unix is not None:
+            self.unix.close()
 
 
 _HZ = os.sysconf("SC_CLK_TCK")

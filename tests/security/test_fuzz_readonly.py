@@ -28,7 +28,7 @@ import pytest
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
-from tests.security.fuzz_corpus import TARGET, Case, corpus
+from tests.security.fuzz_corpus import FORMS, MUST_REFUSE, TARGET, Case, corpus, fill_form
 from tests.security.fuzz_world import STRACE, World
 
 _TOOL = BashTool()
@@ -117,6 +117,12 @@ def test_what_the_classifier_calls_read_only_only_reads(world):
             verdicts["not read-only"] += 1
             continue
         verdicts["read-only"] += 1
+        if case.family.startswith(MUST_REFUSE):
+            # Judged read-only is the hole here: a fan-out is a resource question, not a read.
+            holes[case.family].append(
+                (case, "judged read-only", asyncio.run(_auto_allowed(case.command, world.scratch)))
+            )
+            continue
         ran += 1
         outcome = world.run(case.command)
         if outcome.harmful:
@@ -181,6 +187,24 @@ def test_the_sandbox_contains_every_known_hole(world, family):
     assert not outcome.harmful, f"{command!r} escaped the sandbox: {outcome.describe()}"
 
 
+@pytest.mark.usefixtures("need_bwrap")
+@pytest.mark.parametrize("decided_by", ["tool", "mode"])
+def test_the_sandbox_stops_every_unix_socket_form(world, decided_by):
+    """Judged read-only or not, a command in either sandbox reaches none of the world's Unix
+    sockets (the pathname one is inside the working directory, so mounts alone would not stop it)."""
+    tried = held = 0
+    for form in FORMS["unix"]:
+        command = fill_form(form, "PWN", world.listener.port)
+        if command.split()[0].isidentifier() and shutil.which(command.split()[0], path=world_path()) is None:
+            continue
+        tried += 1
+        outcome = world.run(command, sandboxed=True, decided_by=decided_by)
+        held += not outcome.unix
+        assert not outcome.unix, f"{command!r} reached a Unix socket from the sandbox ({decided_by})"
+    print(f"\n[fuzz/unix in the sandbox, {decided_by}] forms tried: {tried}; held: {held}")
+    assert tried >= 3
+
+
 def test_the_world_detects_what_it_must(world):
     """The detectors themselves, on commands that do act: a check that cannot fail proves nothing."""
     assert world.run("touch PWN").changed
@@ -188,6 +212,8 @@ def test_the_world_detects_what_it_must(world):
     assert world.run(f"touch {world.canary}/PWN").changed
     assert world.run(f"exec 3<>/dev/tcp/127.0.0.1/{world.listener.port}").connections == 1
     assert world.run(f"nohup sleep {world.sleep} >/dev/null 2>&1 &").lingering
+    assert world.run("python3 unix.py").unix == 1
+    assert world.run(f"curl -s --max-time 2 --abstract-unix-socket ipy-agent-fuzz-{world.listener.port} x").unix == 1
     assert not world.run("cat f.txt; ls -la; git status").harmful
 
 

@@ -20,7 +20,7 @@ from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash import sandbox as sandbox_mod
-from ipy_agent.tools.bash.sandbox import CORE_PROGRAMS, core_read_only
+from ipy_agent.tools.bash.core import CORE_PROGRAMS, core_read_only
 from tests.helpers import results_of, use, write_tree
 from tests.security.fuzz_world import Listener
 
@@ -76,6 +76,18 @@ def project(tmp_path: Path) -> Path:
             "src/a.py": "print(1)\n",
         },
     )
+
+
+@pytest.fixture
+def outside():
+    """A directory outside the working directories and outside /tmp (the sandbox has its own
+    /tmp, so a write there would vanish rather than fail)."""
+    import shutil
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="ipy_agent_outside_", dir="/var/tmp"))
+    yield d
+    shutil.rmtree(d)
 
 
 @pytest.fixture
@@ -163,16 +175,31 @@ async def test_a_background_process_does_not_outlive_a_sandboxed_call(project):
     assert not _processes_with(tag)
 
 
-async def test_an_approved_write_still_works_and_may_keep_a_background_process(project):
+async def test_a_person_approved_write_still_works_and_may_keep_a_background_process(project):
     block = await _bash(_ctx(project, decided_by="person"), "echo new > made.txt && cat made.txt")
     assert block["content"] == "new" and (project / "made.txt").read_text() == "new\n"
     tag = "27.1828"
-    await _bash(_ctx(project, decided_by="rule"), f"sleep {tag} > /dev/null 2>&1 &")
+    await _bash(_ctx(project, decided_by="person"), f"sleep {tag} > /dev/null 2>&1 &")
     try:
-        assert _processes_with(tag), "an approved background run keeps running, as the description promises"
+        assert _processes_with(tag), "a background run a person approved keeps running, as the description promises"
     finally:
         for pid in _processes_with(tag):
             os.kill(pid, 9)
+
+
+@pytest.mark.parametrize("decided_by", ["rule", "mode", "hook"])
+async def test_a_rule_or_mode_approved_command_writes_the_working_dirs_only_and_leaves_nothing(
+    project, outside, decided_by
+):
+    canary = outside / "canary"
+    tag = "26.1828"
+    block = await _bash(
+        _ctx(project, decided_by=decided_by),
+        f"echo new > made.txt && cat made.txt && (sleep {tag} > /dev/null 2>&1 &) && echo bad > {canary}",
+    )
+    assert (project / "made.txt").read_text() == "new\n" and not canary.exists()
+    assert block.get("is_error") and "dangerouslyDisableSandbox" in block["content"], block
+    assert not _processes_with(tag), "nothing a sandboxed command starts outlives the call"
 
 
 async def test_sandbox_always_limits_approved_writes_to_the_working_dirs(project):
@@ -180,7 +207,8 @@ async def test_sandbox_always_limits_approved_writes_to_the_working_dirs(project
     block = await _bash(ctx, f"echo ok > inside.txt && echo bad > {Path.home()}/.ipy_agent_always_canary")
     assert (project / "inside.txt").read_text() == "ok\n"
     assert not (Path.home() / ".ipy_agent_always_canary").exists()
-    assert "Read-only file system" in block["content"]
+    # HOME is read-only there; this test's HOME is under /tmp, which the sandbox has its own of.
+    assert "Read-only file system" in block["content"] or "No such file" in block["content"]
 
 
 async def test_an_unknown_decision_is_sandboxed(project):
@@ -391,3 +419,20 @@ async def test_git_works_sandboxed_in_a_subdirectory_and_a_worktree(tmp_path):
 async def test_an_ordinary_failure_gets_no_sandbox_note(project):
     block = await _bash(_ctx(project), "ls no-such-file")
     assert block.get("is_error") and "No such file" in block["content"] and STOPPED not in block["content"]
+
+
+@pytest.mark.parametrize("decided_by", ["tool", "mode"])
+async def test_a_denied_file_that_appears_between_commands_is_masked_in_the_next(project, decided_by):
+    """Walks are reused while directories are unchanged: a new file changes its directory."""
+    import time
+
+    deep = project / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    ctx = _ctx(project, decided_by=decided_by, read_deny=("**/.env", "**/*.pem"))
+    assert (await _bash(ctx, "cat a/b/c/x 2>&1; true"))["content"].endswith("No such file or directory")
+    time.sleep(2.1)  # past the window in which a directory's listing is never reused
+    assert (await _bash(ctx, "ls a/b/c | wc -l"))["content"] == "0"  # the walk above is now reusable
+    (deep / ".env").write_text("NEW=s3cr3t-late\n")
+    (deep / "late.pem").write_text("LATE PRIVATE\n")
+    block = await _bash(ctx, "cat a/b/c/.env a/b/c/late.pem; grep -r s3cr3t-late .; grep -r 'LATE PRIVATE' .")
+    assert "s3cr3t-late" not in block["content"] and "LATE PRIVATE" not in block["content"], block

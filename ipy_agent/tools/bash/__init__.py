@@ -9,13 +9,18 @@ Modules import one way, each only from those above it in this list:
 - `subject`: what a command means for permission rules (its parts and their spellings);
 - `sed`, `awk`, `git`, `jq`, `readonly`: the allow-list of argument shapes that only read;
 - `verdict`: the read-only verdict on a whole line;
+- `core`: the few plain commands that run unasked where no sandbox can be made;
 - `destructive`: warnings for commands that lose work for good;
 - `deny`: Read deny rules applied to the paths a command names;
 - `workdirs`: where a read-only line reads (inside the working directories, or it asks);
 - `protected_writes`: commands that may write files deciding what runs (they always ask);
-- `process`: running the command (process group, timeout, capped output);
+- `process`: running the command (process group, timeout, capped output, final directory);
+- `seccomp`: the seccomp filter of the sandbox (no Unix sockets, io_uring or kernel keyring);
+- `resources`: memory and process limits (a cgroup, or limits in the user namespace);
+- `masks`: the paths Read deny rules cover on the live filesystem, for the sandbox to mask;
 - `sandbox`: the bubblewrap sandbox: whether one can be made here, and its command line;
-- `contain`: running a command inside the sandbox when no person approved it;
+- `notes`: what the model and the person are told about it (failures, no sandbox, HOME, status);
+- `contain`: which sandbox a command gets, by who approved it, and running it there;
 - `tool`: the `BashTool` the runtime sees.
 """
 

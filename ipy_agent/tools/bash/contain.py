@@ -1,12 +1,20 @@
-"""Which containment one Bash call gets, decided by why it runs.
+"""Which containment one Bash call gets, decided by who let it run.
 
-- No one approved it (it was judged read-only, or the caller did not say): the read-only
-  sandbox, and nothing it starts outlives the call. Without a sandbox only `core_read_only`
-  commands run (the permission check already asked for anything else; this is the last line
-  for callers that skipped it), and their process group is killed at the end.
-- Approved (a person, an allow rule, a mode, a hook): as before, unsandboxed, and a background
-  `cmd &` the person approved keeps running after the call, as the tool's description promises.
-  With `Agent(sandbox="always")` the sandbox may write the working directories only.
+- No one approved it (the classifier judged it read-only, or the caller did not say): the
+  read-only sandbox.
+- A rule, a hook or a mode (bypassPermissions, acceptEdits) approved it, but no person looked
+  at this call: the write-workdirs sandbox (writes to the working directories only, the host's
+  network). A rule's prefix says nothing about the rest of the line, and a mode approves
+  everything, so the OS keeps what the rules say: denied files are masked, Unix sockets refused.
+- A person approved this very call: as before, unsandboxed, and a background `cmd &` keeps
+  running after the call, as the tool's description promises. With `Agent(sandbox="always")`
+  the write-workdirs sandbox, unless the person approved leaving it
+  (`dangerouslyDisableSandbox`).
+
+Every sandbox gets the masks, the seccomp filter and the limits; nothing it starts outlives the
+call. Where no sandbox can be made (or the setting is "off"), what no one approved runs only if
+it is `core_read_only` (the permission check already asked for anything else; this is the last
+line for callers that skipped it), and what someone approved runs unsandboxed.
 """
 
 from __future__ import annotations
@@ -17,19 +25,24 @@ from pathlib import Path
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
 
-from .process import RunResult, run_command
-from .sandbox import (
-    availability_note,
-    bwrap_argv,
-    core_read_only,
-    denied_mounts,
-    sandbox_available,
-    sandbox_note,
-    sandbox_usable,
-    stopped_by_sandbox,
-)
+from .core import core_read_only
+from .masks import mask_paths
+from .notes import availability_note, sandbox_note, stopped_by_sandbox
+from .process import Launch, RunResult, run_command
+from .resources import Cgroup, make_cgroup, shell_limits
+from .sandbox import Access, bwrap_argv, sandbox_usable, visible_roots
+from .seccomp import seccomp_fd
 
-__all__ = ["contained_run"]
+__all__ = ["contained_run", "containment"]
+
+
+def containment(ctx: ToolContext, *, unsandboxed: bool = False) -> Access | None:
+    """The sandbox a call gets by who approved it (None: none), where one can be made."""
+    if ctx.decided_by == "person":
+        return "write-workdirs" if ctx.sandbox == "always" and not unsandboxed else None
+    if ctx.approved:
+        return "write-workdirs"  # a rule, a hook or a mode: no person saw this call
+    return "read-only"
 
 
 async def contained_run(
@@ -42,44 +55,71 @@ async def contained_run(
     unsandboxed: bool = False,
 ) -> tuple[RunResult, list[str]]:
     """Run `command` contained as its approval requires; (result, notes for the model)."""
-    notes: list[str] = []
-    if not ctx.approved:
-        if not sandbox_usable(ctx):
-            if not core_read_only(command):
-                raise ToolError(
-                    "Not run: no one approved this command and it cannot be sandboxed here. "
-                    f"{availability_note(ctx)} Ask the person, or use Read, Grep and Glob instead."
-                )
-            return await run_command(command, str(cwd), timeout_s, spill, end_group=True), notes
-        found = await asyncio.to_thread(denied_mounts, ctx)
-        if found is None:
+    access = containment(ctx, unsandboxed=unsandboxed)
+    if access is None or not sandbox_usable(ctx):
+        if ctx.approved:
+            return await run_command(command, str(cwd), timeout_s, spill), []
+        if not core_read_only(command):
             raise ToolError(
-                "Not run: the working directories hold too many files to mask the ones your Read deny rules cover, "
-                "so this command cannot be sandboxed. Call Bash again with `dangerouslyDisableSandbox: true` "
-                "to ask the person, or use Read, Grep and Glob instead."
+                "Not run: no one approved this command and it cannot be sandboxed here. "
+                f"{availability_note(ctx)} Ask the person, or use Read, Grep and Glob instead."
             )
-        run = await run_command(
-            command,
-            str(cwd),
-            timeout_s,
-            spill,
-            end_group=True,
-            wrap=lambda side: bwrap_argv(ctx=ctx, cwd=str(cwd), access="read-only", side_files=[side], masks=found),
+        return await run_command(command, str(cwd), timeout_s, spill, end_group=True), []
+    masks = await asyncio.to_thread(mask_paths, ctx, visible_roots(ctx, access))
+    if masks is None:
+        raise ToolError(
+            "Not run: your Read deny rules cover more files than the sandbox can mask (or it would have to "
+            "walk too many to find them), so this command cannot be sandboxed. Call Bash again with "
+            "`dangerouslyDisableSandbox: true` to ask the person, or use Read, Grep and Glob instead."
         )
-        if (what := stopped_by_sandbox(run.output, run.exit_code)) is not None:
-            notes.append(sandbox_note(what))
-        return run, notes
-    if ctx.sandbox == "always" and not unsandboxed and sandbox_available():
-        masks = await asyncio.to_thread(denied_mounts, ctx)
-        if masks is not None:
-            hidden = masks
-            return await run_command(
-                command,
-                str(cwd),
-                timeout_s,
-                spill,
-                wrap=lambda side: bwrap_argv(
-                    ctx=ctx, cwd=str(cwd), access="write-workdirs", side_files=[side], masks=hidden
-                ),
-            ), notes
-    return await run_command(command, str(cwd), timeout_s, spill), notes
+    try:
+        cgroup = await asyncio.to_thread(make_cgroup, ctx.sandbox_limits)
+    except OSError as e:
+        raise ToolError(
+            f"Not run: the sandbox's cgroup (its memory and process limits) could not be made ({e}). "
+            "Call Bash again with `dangerouslyDisableSandbox: true` to ask the person."
+        ) from e
+    try:
+        # A bubblewrap command line first: the filter's pipe is opened only once nothing is left to fail.
+        sandbox_argv = bwrap_argv(ctx=ctx, cwd=str(cwd), access=access, masks=masks, seccomp=-1)
+        fd = seccomp_fd()
+        assert fd is not None, "sandbox_usable implies a seccomp filter"
+        sandbox_argv[sandbox_argv.index("--seccomp") + 1] = str(fd)
+        launch = Launch(
+            argv=[*(cgroup.join_argv() if cgroup else []), *sandbox_argv],
+            script_prefix=shell_limits(ctx.sandbox_limits, cgroup=cgroup is not None),
+            pass_fds=(fd,),
+        )
+        run = await run_command(command, str(cwd), timeout_s, spill, launch=launch, end_group=True)
+    finally:
+        limit = await asyncio.to_thread(_finish, cgroup)
+    notes = []
+    if limit is not None:
+        notes.append(_limit_note(limit, ctx))
+    elif (what := stopped_by_sandbox(run.output, run.exit_code, access)) is not None:
+        notes.append(sandbox_note(what, access))
+    return run, notes
+
+
+def _finish(cgroup: Cgroup | None) -> str | None:
+    """Which cgroup limit stopped something, and the cgroup removed."""
+    if cgroup is None:
+        return None
+    try:
+        return cgroup.stopped_by()
+    finally:
+        cgroup.remove()
+
+
+def _limit_note(limit: str, ctx: ToolContext) -> str:
+    limits = ctx.sandbox_limits
+    amount = (
+        f"{limits.memory / 1024**3:g} GiB of memory for all its processes"
+        if limit == "memory"
+        else f"{limits.processes} processes at once"
+    )
+    return (
+        f"[sandbox] The command reached the sandbox's limit of {amount}; a process was refused or stopped. "
+        "Make it use less (smaller inputs, fewer parallel jobs); the person can raise the limit with "
+        "`Agent(sandbox_limits=...)`."
+    )

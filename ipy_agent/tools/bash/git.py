@@ -143,9 +143,28 @@ def _config(args: list[Word]) -> str | None:
         return None
     if positional and positional[0].text in ("set", "unset", "rename-section", "remove-section", "edit"):
         return f"git config {positional[0].text} changes configuration"  # whatever flags come with it
-    if not names & _CONFIG_GETTERS or not names <= _CONFIG_HARMLESS:
-        return "git config without --get or --list can change configuration"
+    # git config reads options only up to its first operand: in `git config user.email --get`,
+    # `--get` is the value user.email is set to.
+    if not _config_leading_options(args) & _CONFIG_GETTERS or not names <= _CONFIG_HARMLESS:
+        return "git config without --get or --list before the name can change configuration"
     return None
+
+
+_CONFIG_VALUED = {"--type", "--default", "-f", "--file", "--blob"}
+
+
+def _config_leading_options(args: list[Word]) -> set[str]:
+    """The option names before git config's first operand (values of `--file x` skipped)."""
+    names: set[str] = set()
+    i = 0
+    while i < len(args):
+        t = args[i].text or ""
+        if not t.startswith("-") or t in ("-", "--"):
+            break
+        name = t.partition("=")[0]
+        names.add(name)
+        i += 2 if name in _CONFIG_VALUED and "=" not in t else 1
+    return names
 
 
 def _subcommand_only(sub: str, args: list[Word], allowed: tuple[str | None, ...]) -> str | None:

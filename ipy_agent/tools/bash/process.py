@@ -9,10 +9,11 @@ Kept apart from the tool so the mechanics can be read (and tested) on their own:
   background child that inherited them may never do.
 - Output is kept whole while small; past that only its head and tail stay in memory and the
   whole stream goes to a spill file, so a command printing gigabytes costs disk, not memory.
-- An EXIT trap writes the shell's final `pwd -P` to a side file, so `cd` can carry over.
-- The environment has no credentials (`runtime.secrets`); `wrap` puts the shell inside the OS
-  sandbox (`bash.sandbox`), and `end_group` stops whatever the command left running in the
-  background once it exits (for commands no one approved). Spill files stop at MAX_SPILL_BYTES.
+- An EXIT trap writes the shell's final `pwd -P` to an inherited pipe, so `cd` can carry over;
+  at most 4 KB of it is read, once the shell is gone (no file the command could fill is read).
+- The environment has no credentials (`runtime.secrets`); a `Launch` puts the shell inside the
+  OS sandbox (`bash.sandbox`), and `end_group` stops whatever the command left running in the
+  background once it exits (for sandboxed commands). Spill files stop at MAX_SPILL_BYTES.
 """
 
 from __future__ import annotations
@@ -21,10 +22,7 @@ import asyncio
 import codecs
 import contextlib
 import os
-import shlex
 import signal
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -32,13 +30,25 @@ from typing import BinaryIO
 from ipy_agent.base.secrets import tool_environ
 from ipy_agent.runtime import budget
 
-__all__ = ["OUTPUT_LIMIT", "RunResult", "elide_middle", "run_command"]
+__all__ = ["OUTPUT_LIMIT", "Launch", "RunResult", "elide_middle", "run_command"]
 
 OUTPUT_LIMIT = 30_000  # characters the model gets, note included
 _KEEP = 64 * 1024  # bytes of head and of tail kept in memory once output is large
 _KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 _DRAIN_GRACE = 0.5  # seconds to collect output still in the pipe after the shell exits
 _GONE_WAIT = 10.0  # seconds at most to wait for a killed group to disappear
+_CWD_BYTES = 4096  # read from the final-cwd pipe, at most
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How the shell starts inside something else (the sandbox): `argv` runs `/bin/bash -c
+    script`, which starts with `script_prefix` (resource limits); `pass_fds` are inherited by
+    the child (the seccomp filter) and closed here once it started."""
+
+    argv: list[str]
+    script_prefix: str = ""
+    pass_fds: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,7 +101,7 @@ class _Collector:
         if self._file is None:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
             path = self.spill_path
-            self._file = await asyncio.to_thread(lambda: open(path, "wb"))
+            self._file = await asyncio.to_thread(lambda: open(path, "wb"))  # noqa: SIM115 (closed in close())
         room = budget.MAX_SPILL_BYTES - self._spilled
         self._spilled += len(data)
         if room > 0:
@@ -200,17 +210,18 @@ async def run_command(
     timeout_s: float,
     spill_path: Path | None,
     *,
-    wrap: Callable[[str], list[str]] | None = None,
+    launch: Launch | None = None,
     end_group: bool = False,
 ) -> RunResult:
     """Run `command`; on timeout stop its group and return; on cancellation stop it and re-raise.
 
-    `wrap(side_file)` gives the argv to run the shell under (the sandbox), which must let the
-    shell write `side_file`; with `end_group` the group is killed once the shell exits."""
-    fd, cwd_file = tempfile.mkstemp(prefix="ipy_agent_cwd_")
-    os.close(fd)
+    `launch` runs the shell inside the sandbox; with `end_group` the group is killed once the
+    shell exits."""
+    cwd_read, cwd_write = os.pipe()
     # Same line as the command, so bash's "line N" in error messages matches what the model wrote.
-    script = f"trap 'pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null' EXIT; {command}"
+    # A NUL before the path: whatever the command itself wrote to the pipe comes before it.
+    trap = f"trap 'printf \\\\0 >&{cwd_write} 2>/dev/null; pwd -P >&{cwd_write} 2>/dev/null' EXIT; "
+    script = (launch.script_prefix if launch else "") + trap + command
     # pip checks PyPI for a newer pip once a week, even in `pip list`: a network call the
     # classifier calls read-only must not make.
     env = {
@@ -222,10 +233,10 @@ async def run_command(
     }
     collector = _Collector(spill_path)
     rfd, wfd = os.pipe()
+    passed = launch.pass_fds if launch else ()
     try:
-        prefix = wrap(cwd_file) if wrap is not None else []
         proc = await asyncio.create_subprocess_exec(
-            *prefix,
+            *(launch.argv if launch else []),
             "/bin/bash",
             "-c",
             script,
@@ -235,13 +246,16 @@ async def run_command(
             stdout=wfd,
             stderr=wfd,
             start_new_session=True,
+            pass_fds=(cwd_write, *passed),
         )
     except BaseException:
         os.close(rfd)
-        os.unlink(cwd_file)
+        os.close(cwd_read)
         raise
     finally:
-        os.close(wfd)
+        for fd in (wfd, cwd_write, *passed):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     reader = asyncio.StreamReader(limit=2**20)
     pipe = os.fdopen(rfd, "rb", 0)
@@ -279,7 +293,7 @@ async def run_command(
             transport.close()
         else:
             pipe.close()
-        final_cwd = await asyncio.to_thread(_take_cwd, cwd_file)
+        final_cwd = _take_cwd(cwd_read)
     text, path = await collector.finish()
     return RunResult(
         output=text,
@@ -292,10 +306,22 @@ async def run_command(
     )
 
 
-def _take_cwd(path: str) -> str | None:
+def _take_cwd(fd: int) -> str | None:
+    """The path after the last NUL of what the pipe holds now (at most _CWD_BYTES), or None.
+    The shell is gone; a process it left may still hold the pipe, so nothing here waits."""
+    data = b""
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            text = f.read().rstrip("\n")
-        return text or None
+        os.set_blocking(fd, False)
+        while len(data) < _CWD_BYTES:
+            chunk = os.read(fd, _CWD_BYTES - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except BlockingIOError:
+        pass
     finally:
-        os.unlink(path)
+        os.close(fd)
+    if b"\0" not in data:
+        return None
+    path = data.rpartition(b"\0")[2].removesuffix(b"\n").decode("utf-8", "surrogateescape")
+    return path if path.startswith("/") else None

@@ -117,18 +117,20 @@ def _xargs(name: str, args: list[Word]) -> str | None:
             break
         if not t.startswith("-") or t == "-":
             break
-        items = list(parse_options([args[i]], short_value="adEILnPseil"))
-        opt = items[0]
-        assert isinstance(opt, Opt)
-        if opt.name not in known_flags:
-            return f"xargs option {opt.name} is not known to be read-only"
-        value = opt.value
-        if opt.name in required and value is None:
-            i += 1
-            value = args[i].text if i < len(args) else None
-        if opt.name in ("-I", "-i", "--replace"):
-            replace = value or "{}"
         i += 1
+        # Every letter of a cluster (`-0P4`): only the last may take its value from the next word.
+        for opt in parse_options([args[i - 1]], short_value="adEILnPseil"):
+            assert isinstance(opt, Opt)
+            if opt.name not in known_flags:
+                return f"xargs option {opt.name} is not known to be read-only"
+            if opt.name in ("-P", "--max-procs"):
+                return f"xargs {opt.name} runs many commands at once (a fan-out), which is not a read"
+            value = opt.value
+            if opt.name in required and value is None:
+                value = args[i].text if i < len(args) else None
+                i += 1
+            if opt.name in ("-I", "-i", "--replace"):
+                replace = value or "{}"
     inner = args[i:]
     if not inner:
         return None  # runs echo

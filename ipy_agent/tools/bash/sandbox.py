@@ -1,28 +1,37 @@
-"""The OS sandbox for shell commands that run without anyone approving them.
+"""The OS sandbox for shell commands that no person approved.
 
-Bash runs a command without asking when its classifier judges it read-only. A classifier always
-has one more hole (a program whose arguments are code, a substitution the parser did not
-report), so on Linux such a command also runs under bubblewrap, where the judgement no longer
-matters: the working directories, the system's program and library directories, the Python
-prefix and the git repository they are in are mounted read-only, /tmp is private and empty, HOME is empty and read-only, there is no network (a new
-network namespace has only its own loopback), no capabilities, a new pid namespace (whatever
-the command leaves in the background dies with it) and the files covered by Read deny rules are
-masked (an empty file or an empty directory in their place).
+Bash runs a command without asking when its classifier judges it read-only; a permission rule,
+a hook or a mode (bypassPermissions) runs others without asking either. A classifier always has
+one more hole, a rule's prefix says nothing about what the rest of the line does, and a mode
+approves everything, so on Linux all of these run under bubblewrap, where what the OS allows is
+what the rules say:
 
-Approved commands (a person, an allow rule, a mode, a hook) run as before, unsandboxed, unless
-the setting is "always": then they run in a sandbox too, one that may write the working
-directories and use the network, and nothing else.
+- "read-only" (judged read-only by the classifier): the working directories, the system's
+  program and library directories, the Python prefix and the git repository they are in,
+  mounted read-only; HOME empty and read-only; no network (a new network namespace has only
+  its own loopback).
+- "write-workdirs" (approved by a rule, a hook or a mode; and every approved command with the
+  setting "always"): the whole filesystem read-only, the working directories (and their git
+  repository, hooks and config excepted) writable, the host's network.
 
-Where no sandbox can be made (no bubblewrap, namespaces forbidden, macOS, or the setting "off"),
-`sandbox_status()` says why, and auto-allow shrinks to `core_read_only`: a few programs whose
-every argument form is known to only read and print, written without any shell expansion.
+Both: the files and directories Read deny rules cover are masked (`masks`: an empty file or an
+empty read-only directory in their place, whatever name the command reaches them by); /tmp and
+/dev/shm are private size-limited tmpfs; /dev is read-only; no capabilities; new user, pid, IPC
+and UTS namespaces (whatever the command leaves in the background dies with it); a seccomp
+filter refuses AF_UNIX sockets, io_uring and the kernel keyring (`seccomp`); memory and process
+limits (`resources`); wall time is the call's timeout.
+
+Where no sandbox can be made (no bubblewrap, namespaces forbidden, macOS, an architecture with no
+seccomp filter written, root without a cgroup, or the setting "off"), `sandbox_status()` says why,
+and auto-allow shrinks to `core_read_only`: a few programs whose every argument form is known to
+only read and print, written without any shell expansion.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import re
+import platform
 import shutil
 import subprocess
 import sys
@@ -33,36 +42,23 @@ from typing import Literal
 
 from ipy_agent.contract.tool_context import ToolContext
 
+from .masks import Mask, notice_file
+from .resources import limits_status
+from .seccomp import filter_spec, seccomp_fd
+
 __all__ = [
-    "CORE_PROGRAMS",
+    "Access",
     "SandboxStatus",
-    "availability_note",
     "bwrap_argv",
-    "core_read_only",
-    "denied_mounts",
+    "covered",
+    "git_dirs",
     "sandbox_available",
-    "sandbox_note",
     "sandbox_status",
     "sandbox_usable",
-    "stopped_by_sandbox",
+    "visible_roots",
 ]
 
 Access = Literal["read-only", "write-workdirs"]
-
-# Programs none of whose argument forms writes a file, runs a program or opens a connection,
-# for every spelling of their options (GNU coreutils, grep, diff): what may still run without
-# asking when there is no sandbox to catch a mistake. `sort` (-o, --compress-program), `uniq`
-# (a second operand is written), `file` (-C), `tree` (-o), `date` (-s), `find`, `sed`, `awk`,
-# `git`, `jq` and every interpreter are out on purpose.
-CORE_PROGRAMS: frozenset[str] = frozenset(
-    """cat head tail wc ls pwd echo basename dirname realpath readlink stat du df true false test [
-    uname id whoami groups cmp diff nl cut tr comm od hexdump tac rev paste fold expand unexpand
-    seq nproc md5sum sha1sum sha256sum sha512sum b2sum cksum base64 grep egrep fgrep cd""".split()
-)
-# Written without any expansion: no `$`, backquotes, backslashes, `~`, process substitution,
-# here-documents or redirections (bar the two spellings of "discard errors").
-_CORE_TEXT = re.compile(r"^[A-Za-z0-9 _\-./=:,+@%^*?\[\]'\"|&;]*$")
-_DISCARD = re.compile(r"(?<!\S)[12]?>\s*/dev/null(?!\S)")
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt/conda")
 # Under /etc, readable by root yet nobody's business: masked even in a read-only sandbox.
@@ -76,7 +72,7 @@ _SYSTEM_MASKS = (
     "/etc/ssh",
     "/etc/ssl/private",
 )
-_MAX_WALK = 200_000  # entries walked to find denied files; past it the sandbox is not built
+_PRIVATE = ("/tmp", "/dev", "/proc")  # the sandbox's own, not the host's
 BWRAP = "bwrap"  # looked up on PATH, then /usr/bin and /bin
 
 
@@ -85,25 +81,52 @@ class SandboxStatus:
     available: bool
     reason: str  # why not, in words for the person ("" when available)
     program: str | None = None
+    limits: str = ""  # how memory and process limits are enforced (`resources.LimitsStatus.how`)
 
 
 @functools.cache
 def sandbox_status() -> SandboxStatus:
-    """Whether bubblewrap can make the sandbox here, probed once per process by making one."""
+    """Whether bubblewrap can make the sandbox here, probed once per process by making one
+    (with the seccomp filter and a size-limited tmpfs), and whether its limits can hold."""
     if not sys.platform.startswith("linux"):
         return SandboxStatus(available=False, reason=f"no OS sandbox on {sys.platform} yet (bubblewrap is Linux only)")
     program = shutil.which(BWRAP, path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/bin", "/bin"]))
     if program is None:
         return SandboxStatus(available=False, reason="bubblewrap is not installed (apt-get install bubblewrap)")
-    probe = [program, *_namespace_args(network=False, pid=True), "--ro-bind", "/", "/", "--", "/bin/true"]
+    if filter_spec() is None:
+        return SandboxStatus(
+            available=False, reason=f"no seccomp filter is written for this architecture ({platform.machine()})"
+        )
+    limits = limits_status()
+    if not limits.ok:
+        return SandboxStatus(available=False, reason=limits.reason)
+    fd = seccomp_fd()
+    assert fd is not None
+    probe = [
+        program,
+        *_namespace_args(network=False),
+        "--ro-bind",
+        "/",
+        "/",
+        "--size",
+        str(1024**2),
+        "--tmpfs",
+        "/tmp",
+        "--seccomp",
+        str(fd),
+        "--",
+        "/bin/true",
+    ]
     try:
-        done = subprocess.run(probe, capture_output=True, timeout=20, text=True)
+        done = subprocess.run(probe, capture_output=True, timeout=20, text=True, pass_fds=(fd,))
     except (OSError, subprocess.TimeoutExpired) as e:
         return SandboxStatus(available=False, reason=f"bubblewrap could not start ({type(e).__name__}: {e})")
+    finally:
+        os.close(fd)
     if done.returncode != 0:
         why = (done.stderr or "").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-        return SandboxStatus(available=False, reason=f"bubblewrap cannot create namespaces here ({why[0]})")
-    return SandboxStatus(available=True, reason="", program=program)
+        return SandboxStatus(available=False, reason=f"bubblewrap cannot make the sandbox here ({why[0]})")
+    return SandboxStatus(available=True, reason="", program=program, limits=limits.how)
 
 
 def sandbox_available() -> bool:
@@ -115,41 +138,18 @@ def sandbox_usable(ctx: ToolContext) -> bool:
     return ctx.sandbox != "off" and sandbox_available()
 
 
-def core_read_only(command: str) -> bool:
-    """The predicate auto-allow falls back to without a sandbox: only CORE_PROGRAMS, written
-    without expansions, and read-only by the classifier's judgement too."""
-    from .syntax import analyze  # the parser loads tree-sitter
-    from .verdict import is_read_only_command
-
-    if not _CORE_TEXT.match(_DISCARD.sub(" ", command)) or not is_read_only_command(command):
-        return False
-    try:
-        a = analyze(command)
-    except Exception:
-        return False
-    if a.line_problem or not a.everything:
-        return False
-    for cmd in a.everything:
-        if cmd.name is None or cmd.name.text not in CORE_PROGRAMS or cmd.assignments:
-            return False
-        if any(w.text is None for w in cmd.args):
-            return False
-    return True
-
-
-def _namespace_args(*, network: bool, pid: bool) -> list[str]:
+def _namespace_args(*, network: bool) -> list[str]:
     args = [
         "--unshare-user",
         "--unshare-ipc",
         "--unshare-uts",
+        "--unshare-pid",
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--new-session",
         "--cap-drop",
         "ALL",
     ]
-    if pid:
-        args.append("--unshare-pid")
     if not network:
         args.append("--unshare-net")
     return args
@@ -179,8 +179,20 @@ def _program_dirs() -> list[str]:
     return out
 
 
-def _covered(path: str, mounted: Iterable[str]) -> bool:
+def covered(path: str, mounted: Iterable[str]) -> bool:
     return any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounted)
+
+
+def visible_roots(ctx: ToolContext, access: Access) -> list[str] | None:
+    """The host directories the sandbox shows (what masks are looked for in); None: all."""
+    if access == "write-workdirs":
+        return None
+    roots = [d for d in _SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    roots += _program_dirs() + git_dirs(ctx)
+    roots += [os.path.realpath(p) for p in ctx.all_dirs() if os.path.isdir(p)]
+    if ctx.spill_dir is not None and os.path.isdir(ctx.spill_dir):
+        roots.append(os.path.realpath(ctx.spill_dir))
+    return list(dict.fromkeys(roots))
 
 
 def bwrap_argv(
@@ -188,63 +200,114 @@ def bwrap_argv(
     ctx: ToolContext,
     cwd: str,
     access: Access,
-    side_files: Iterable[str] = (),
-    masks: Iterable[tuple[str, bool]] = (),
+    masks: Iterable[Mask] = (),
+    seccomp: int,
     env: dict[str, str] | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs a command (appended after it) inside the sandbox.
 
-    `side_files` are files the caller reads back (the shell's final cwd), bound writable;
-    `masks` are (path, is_dir) to hide. With "read-only" nothing outside the private /tmp can
-    be written and there is no network; with "write-workdirs" the working directories (and a
-    private TMPDIR) are writable and the network is the host's."""
+    `masks` are what to hide (`masks.mask_paths`); `seccomp` is the file descriptor
+    of the filter (`seccomp.seccomp_fd`), which the caller passes to the child. With
+    "read-only" nothing outside the private /tmp can be written and there is no network; with
+    "write-workdirs" the working directories are writable and the network is the host's."""
     status = sandbox_status()
     assert status.program is not None, "bwrap_argv needs an available sandbox"
     read_only = access == "read-only"
-    args = [status.program, *_namespace_args(network=not read_only, pid=read_only)]
+    tmp_size = str(ctx.sandbox_limits.tmp)
+    args = [status.program, *_namespace_args(network=not read_only)]
     if not read_only:
         # An approved command sees the whole system as it is, and may write only the working dirs.
         args += ["--ro-bind", "/", "/"]
-    # Read-only: a private, empty /tmp. Approved: the host's /tmp stays visible (read-only, like
-    # everything outside the working directories) and TMPDIR is a private /var/tmp.
-    tmp = "/tmp" if read_only else "/var/tmp"
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", tmp]
+    args += ["--dev", "/dev", "--size", tmp_size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc"]
+    args += ["--size", tmp_size, "--tmpfs", "/tmp"]
     # HOME is there, empty and read-only, so `~/x` fails loudly instead of vanishing; program
     # directories and working directories inside it are mounted on top.
     home = os.path.realpath(os.path.expanduser("~"))
-    private_home = read_only and home not in ("/", "/tmp") and not _covered(home, _SYSTEM_DIRS)
+    private_home = read_only and home not in ("/", "/tmp") and not covered(home, _SYSTEM_DIRS)
     if private_home:
         args += ["--tmpfs", home]
     mounted: set[str] = set() if read_only else {"/"}
     if read_only:
         _mount_system(args, mounted)
     for d in _program_dirs():
-        if not _covered(d, mounted):
+        if not covered(d, mounted):
             args += ["--ro-bind", d, d]
             mounted.add(d)
-    bind = "--ro-bind" if read_only else "--bind"
-    if read_only:
-        # git finds its repository above cwd (a subdirectory, a worktree): that, read-only.
-        for d in git_dirs(ctx):
-            if not _covered(d, mounted):
-                args += ["--ro-bind", d, d]
-    for d in dict.fromkeys(os.path.realpath(p) for p in ctx.all_dirs()):
-        if os.path.isdir(d):
-            args += [bind, d, d]
+    args += _workdir_mounts(ctx, read_only, mounted)
     if ctx.spill_dir is not None and os.path.isdir(ctx.spill_dir):
         spill = os.path.realpath(ctx.spill_dir)
         args += ["--ro-bind", spill, spill]
-    for f in side_files:
-        args += ["--bind", f, f]
-    for path, is_dir in [*((p, os.path.isdir(p)) for p in _SYSTEM_MASKS if os.path.lexists(p)), *masks]:
-        args += ["--tmpfs", path, "--remount-ro", path] if is_dir else ["--ro-bind", "/dev/null", path]
+    shown = [os.path.realpath(p) for p in ctx.all_dirs()]
+    system = [Mask(p, "dir" if os.path.isdir(p) else "sealed") for p in _SYSTEM_MASKS if os.path.lexists(p)]
+    for mask in [*system, *masks]:
+        if covered(mask.path, _PRIVATE) and not covered(mask.path, shown):
+            continue  # the sandbox has its own /tmp, /dev and /proc: the host's file is not there
+        if mask.kind == "dir":
+            args += ["--tmpfs", mask.path, "--remount-ro", mask.path]
+        else:
+            args += ["--ro-bind", notice_file() if mask.kind == "file" else "/dev/null", mask.path]
     if private_home:
         args += ["--remount-ro", home]
-    args += ["--remount-ro", "/"]
+    args += ["--remount-ro", "/", "--seccomp", str(seccomp)]
     for key, value in (env or {}).items():
         args += ["--setenv", key, value]
-    args += ["--setenv", "HOME", home, "--setenv", "TMPDIR", tmp, "--chdir", cwd, "--"]
+    args += ["--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp", "--chdir", cwd, "--"]
     return args
+
+
+def _repository(start: str) -> tuple[str | None, list[str]]:
+    """The work tree top at or above `start` and its git directories (`.git`, or a worktree's
+    git dir and common dir); (None, []) outside any repository."""
+    top = start
+    while not os.path.lexists(os.path.join(top, ".git")):
+        parent = os.path.dirname(top)
+        if parent == top:
+            return None, []
+        top = parent
+    dot_git = os.path.join(top, ".git")
+    gits = [dot_git] if os.path.isdir(dot_git) else git_dirs_of(top)
+    return top, [os.path.realpath(g) for g in gits if os.path.isdir(g)]
+
+
+def _workdir_mounts(ctx: ToolContext, read_only: bool, mounted: set[str]) -> list[str]:
+    args: list[str] = []
+    workdirs = [d for d in dict.fromkeys(os.path.realpath(p) for p in ctx.all_dirs()) if os.path.isdir(d)]
+    if read_only:
+        # git finds its repository above cwd (a subdirectory, a worktree): that, read-only.
+        for d in git_dirs(ctx):
+            if not covered(d, mounted):
+                args += ["--ro-bind", d, d]
+        for d in workdirs:
+            args += ["--ro-bind", d, d]
+        return args
+    # Their repositories' metadata too (above a subdirectory, or a worktree's git dir
+    # elsewhere), but not what git runs or is told to run: hooks and config stay read-only.
+    metadata = list(dict.fromkeys(g for d in workdirs for g in _repository(d)[1]))
+    for d in [*workdirs, *(g for g in metadata if not covered(g, workdirs))]:
+        args += ["--bind", d, d]
+    for g in metadata:
+        for name in ("hooks", "config", "config.worktree"):
+            if os.path.lexists(p := os.path.join(g, name)):
+                args += ["--ro-bind", p, p]
+    return args
+
+
+def git_dirs_of(top: str) -> list[str]:
+    """A worktree's git dir and its common dir, read from `top/.git` (a file), or []."""
+    try:
+        line = Path(top, ".git").read_text(encoding="utf-8").strip()
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    gitdir = os.path.realpath(os.path.join(top, line.removeprefix("gitdir:").strip()))
+    out = [gitdir]
+    try:
+        common = Path(gitdir, "commondir").read_text(encoding="utf-8").strip()
+        out.append(os.path.realpath(os.path.join(gitdir, common)))
+    except OSError:
+        pass
+    return out
 
 
 def git_dirs(ctx: ToolContext) -> list[str]:
@@ -252,115 +315,11 @@ def git_dirs(ctx: ToolContext) -> list[str]:
     the work tree's top above a working directory, and a worktree's git dir and common dir."""
     out: list[str] = []
     for start in dict.fromkeys(os.path.realpath(d) for d in ctx.all_dirs()):
-        top = start
-        while not os.path.lexists(os.path.join(top, ".git")):
-            parent = os.path.dirname(top)
-            if parent == top:
-                break
-            top = parent
-        dot_git = os.path.join(top, ".git")
-        if not os.path.lexists(dot_git):
+        top, gits = _repository(start)
+        if top is None:
             continue
         if top != start and top != "/":
             out.append(top)
-        if os.path.isfile(dot_git):
-            try:
-                line = Path(dot_git).read_text(encoding="utf-8").strip()
-            except OSError:
-                continue
-            if line.startswith("gitdir:"):
-                gitdir = os.path.realpath(os.path.join(top, line.removeprefix("gitdir:").strip()))
-                out.append(gitdir)
-                try:
-                    common = Path(gitdir, "commondir").read_text(encoding="utf-8").strip()
-                    out.append(os.path.realpath(os.path.join(gitdir, common)))
-                except OSError:
-                    pass
+        if os.path.isfile(os.path.join(top, ".git")):
+            out += gits
     return [d for d in dict.fromkeys(out) if os.path.isdir(d)]
-
-
-def denied_mounts(ctx: ToolContext) -> list[tuple[str, bool]] | None:
-    """(path, is_dir) of what Read deny rules cover under the working directories: masked in
-    the sandbox. None when there are too many entries to walk (the caller then asks)."""
-    if not ctx.read_deny:
-        return []
-    out: list[tuple[str, bool]] = []
-    seen = 0
-    tops = [
-        d for d in git_dirs(ctx) if os.path.isdir(os.path.join(d, ".git")) or os.path.isfile(os.path.join(d, ".git"))
-    ]
-    for root in dict.fromkeys([*(os.path.realpath(d) for d in ctx.all_dirs()), *tops]):
-        stack = [root]
-        while stack:
-            top = stack.pop()
-            try:
-                entries = list(os.scandir(top))
-            except OSError:
-                continue
-            for entry in entries:
-                seen += 1
-                if seen > _MAX_WALK:
-                    return None
-                is_dir = entry.is_dir(follow_symlinks=False)
-                if ctx.is_read_denied(entry.path, follow_links=not is_dir) is not None:
-                    out.append((entry.path, entry.is_dir()))
-                elif is_dir:
-                    stack.append(entry.path)
-    # Absolute rules name files anywhere (`Read(//etc/app/key)`, `Read(~/.aws/**)`): mask what exists.
-    for spec in ctx.read_deny:
-        plain = spec.rstrip("/").removesuffix("/**")
-        if set(plain) & set("*?[]{}!\\"):
-            continue
-        path = (
-            os.path.expanduser(plain[1:] if plain.startswith("//") else plain)
-            if plain.startswith(("//", "~"))
-            else None
-        )
-        if path and os.path.lexists(path):
-            out.append((path, os.path.isdir(path)))
-    return out
-
-
-# What a command prints when the sandbox, not the command, was the obstacle.
-_STOPPED = (
-    ("Read-only file system", "writing a file (in the sandbox everything but a private /tmp is read-only)"),
-    ("Network is unreachable", "a network connection (the sandbox has no network)"),
-    ("Temporary failure in name resolution", "a network connection (the sandbox has no network)"),
-    ("Could not resolve host", "a network connection (the sandbox has no network)"),
-    ("Name or service not known", "a network connection (the sandbox has no network)"),
-    ("Connection refused", "a network connection (the sandbox has no network: even 127.0.0.1 is its own)"),
-    ("Operation not permitted", "an operation the sandbox forbids"),
-    ("Permission denied", "a file the sandbox hides or keeps read-only"),
-)
-
-
-def stopped_by_sandbox(output: str, exit_code: int | None) -> str | None:
-    """What the sandbox seems to have stopped, for a failed sandboxed command; None otherwise."""
-    if exit_code in (0, None):
-        return None
-    for marker, what in _STOPPED:
-        if marker in output:
-            return what
-    return None
-
-
-def sandbox_note(what: str) -> str:
-    return (
-        f"[sandbox] This command ran without asking because it looked read-only, so it ran in the read-only "
-        f"sandbox: no writes, no network, an empty private /tmp, an empty read-only HOME, only the working directories and "
-        f"system directories visible, denied files masked. It seems to have failed on {what}. If it really "
-        f"needs that, call Bash again with `dangerouslyDisableSandbox: true`: the person is then asked to "
-        f"approve running it unsandboxed. Otherwise change the command so it only reads."
-    )
-
-
-def availability_note(ctx: ToolContext) -> str | None:
-    """One line for the person when commands that no one approved cannot be sandboxed."""
-    if sandbox_usable(ctx):
-        return None
-    why = "the sandbox setting is 'off'" if ctx.sandbox == "off" else sandbox_status().reason
-    core = ", ".join(sorted(CORE_PROGRAMS - {"[", "true", "false"}))
-    return (
-        f"Bash has no OS sandbox: {why}. Only a small core of plain commands runs without asking ({core}); "
-        "everything else asks first."
-    )

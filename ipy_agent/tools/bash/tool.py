@@ -23,11 +23,13 @@ from ipy_agent.permissions.rules import part_matches
 from ipy_agent.runtime.budget import spill_file_name
 
 from .contain import contained_run
+from .core import core_read_only
 from .deny import denied_read
 from .destructive import destructive_reasons
+from .notes import availability_note, status_text
 from .process import OUTPUT_LIMIT
 from .protected_writes import protected_write
-from .sandbox import availability_note, core_read_only, sandbox_usable
+from .sandbox import sandbox_usable
 from .subject import command_part, command_subject
 from .syntax import simple_commands
 from .verdict import is_read_only_command, only_hidden_words
@@ -112,9 +114,12 @@ class BashOutput:
 
 _SANDBOX_BULLET = """\
 - A command that runs without asking runs in a read-only sandbox: no writes outside a private \
-/tmp, no network, an empty HOME, nothing it starts in the background outlives the call. If it \
-fails because of that, the result says so; call it again with `dangerouslyDisableSandbox: true` \
-only when it really must write or connect: the person is then asked first.
+/tmp, no network, an empty HOME, nothing it starts in the background outlives the call. A command \
+a permission rule or the mode allows (not the person) runs in a sandbox too, where only the working \
+directories are writable. In both, files the person denied are hidden, Unix sockets cannot be \
+opened, and memory and processes are limited. If a command fails because of that, the result says \
+so; call it again with `dangerouslyDisableSandbox: true` only when it really must write elsewhere \
+or connect: the person is then asked first.
 """
 _NO_SANDBOX_BULLET = """\
 - There is no OS sandbox here, so only plain reading commands (cat, head, ls, grep, wc, diff ...) \
@@ -176,12 +181,8 @@ class BashTool(Tool):
         return DESCRIPTION.replace(_SANDBOX_BULLET, _NO_SANDBOX_BULLET)
 
     def status(self, ctx: ToolContext) -> ToolStatus:
-        if (note := availability_note(ctx)) is not None:
-            return ToolStatus(text=note, warning=True)
-        return ToolStatus(
-            text=f"Bash sandbox: {ctx.sandbox} (commands that run without asking are sandboxed: read-only, "
-            "no network; see the sandbox setting)."
-        )
+        text, warning = status_text(ctx)
+        return ToolStatus(text=text, warning=warning)
 
     # --- runtime control ---------------------------------------------------------------------
     async def validate_input(self, inp: BashInput, ctx: ToolContext) -> str | None:
@@ -222,8 +223,18 @@ class BashTool(Tool):
                 message=f"the command names {read.path!r}, which the rule {read.rule} denies: the person keeps that "
                 "file from every tool, so do not look for another way to read it; ask the person if you need it",
             )
+        sandboxed = sandbox_usable(ctx)
         if read is not None:
-            return PermissionCheck(behavior="ask", message=read.unsure)
+            # With a sandbox, the denied files are masked for whatever runs without a person
+            # (a rule, a mode); without one, only a person may let such a command run.
+            return PermissionCheck(behavior="ask", always=not sandboxed, message=read.unsure)
+        if inp.dangerouslyDisableSandbox and sandboxed:
+            # Leaving the sandbox is for a person to allow: no rule, hook or mode does it.
+            return PermissionCheck(
+                behavior="ask",
+                always=True,
+                message="the command asks to run outside the sandbox (dangerouslyDisableSandbox)",
+            )
         if not self.is_read_only(inp):
             # A reading command with a word only the shell knows (`cat $F`): say so.
             if hidden := only_hidden_words(inp.command):
@@ -233,7 +244,7 @@ class BashTool(Tool):
             if protected := protected_write(inp.command):
                 return PermissionCheck(behavior="ask", always=True, message=protected)
             return PermissionCheck()
-        if not sandbox_usable(ctx) and not core_read_only(inp.command):
+        if not sandboxed and not core_read_only(inp.command):
             # Nothing would catch a classifier mistake: only the core runs without asking.
             return PermissionCheck(behavior="ask", message=availability_note(ctx) or "no OS sandbox")
         reason = leaves_working_dirs(inp.command, start_cwd(ctx), ctx)

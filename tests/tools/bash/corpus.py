@@ -302,6 +302,15 @@ WRITES: list[str] = [
     "find . | xargs rm -f",
     "xargs -I {} mv {} {}.bak",
     "find . -print | xargs sed -i s/a/b/",
+    # git config reads options up to its first operand: this sets user.email to "--get"
+    "git config user.email --get",
+    "git config --file x user.name --list",
+    # fan-out: many commands at once is a resource question, not a read
+    "find . -name '*.py' | xargs -P 8 wc -l",
+    "ls | xargs -P0 -n1 cat",
+    "ls | xargs -0P4 cat",
+    "ls | xargs --max-procs=4 cat",
+    "ls | xargs -n 1 -P 64 grep x",
     "command rm x",
     "builtin eval ls",
     "eval ls",

@@ -7,6 +7,10 @@ share and the commands that asked, so a change that makes the classifier stricte
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from tests.tools.bash._decide import decision, project
 from tests.tools.bash.corpus import WRITES
 from tests.tools.bash.usability_corpus import EVERYDAY
@@ -36,3 +40,57 @@ def test_everyday_read_only_commands_run_without_asking(tmp_path, capsys):
         for line in asked:
             print(f"  asks: {line}")
     assert share >= TARGET, "\n".join(asked)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("need_bwrap")
+def test_everyday_commands_work_the_same_in_the_sandbox(tmp_path, capsys):
+    """Masks, the seccomp filter and the limits must not break what runs unasked: each everyday
+    command that runs without asking ends the same way (exit status) in the read-only sandbox,
+    with Read deny rules in force so masks are made, as outside it. Output may differ where it
+    shows the machine (process lists, sizes, times); how many outputs are the same is printed."""
+    import subprocess
+
+    cwd = project(tmp_path / "p")
+    (cwd / ".env").write_text("SECRET=1\n")
+    (cwd / ".gitignore").write_text(".env\n")
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"]):
+        subprocess.run([*git, *args], cwd=cwd, check=True, capture_output=True)
+    rules = ("**/.env", "~/.ssh/**", "~/.aws/**")
+    same_status, same_output, differ = 0, 0, []
+    ran = [c for c in EVERYDAY if decision(c, cwd, read_deny=rules).behavior == "allow"]
+    for command in ran:
+        outside = asyncio.run(_run(command, cwd, "person", rules))
+        inside = asyncio.run(_run(command, cwd, "tool", rules))
+        same_output += outside.output == inside.output
+        if outside.exit_code == inside.exit_code and not any("[sandbox]" in n for n in inside.notes):
+            same_status += 1
+        else:
+            differ.append(
+                f"{command!r}: outside {outside.exit_code} {outside.output[:80]!r}, "
+                f"inside {inside.exit_code} {inside.output[:120]!r}"
+            )
+    with capsys.disabled():
+        print(
+            f"\nusability in the sandbox: {same_status}/{len(ran)} everyday commands end the same sandboxed "
+            f"({same_status / len(ran):.1%}; target {TARGET:.0%}); same output: {same_output}/{len(ran)}"
+        )
+        for line in differ:
+            print(f"  differs: {line}")
+    assert same_status / len(ran) >= TARGET, "\n".join(differ)
+
+
+async def _run(command: str, cwd, decided_by: str, rules: tuple[str, ...]):
+    from ipy_agent.contract.read_state import ReadState
+    from ipy_agent.contract.tool_context import ToolContext
+    from ipy_agent.tools.bash import BashInput, BashTool
+
+    ctx = ToolContext(
+        cwd=cwd,
+        read_state=ReadState(),
+        decided_by=decided_by,  # type: ignore[arg-type]
+        read_deny=rules,
+        spill_dir=cwd.parent / "spill",
+    )
+    return await BashTool().call(BashInput(command=command, timeout=20_000), ctx)

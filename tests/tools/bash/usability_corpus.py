@@ -55,7 +55,7 @@ EVERYDAY = [
     "git stash show -p",
     "git config --get user.name",
     "git config --list",
-    "git config user.email --get",
+    "git config --get user.email",
     "git reflog -10",
     "git merge-base HEAD main",
     "git rev-list --count HEAD",
