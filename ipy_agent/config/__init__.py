@@ -1,4 +1,4 @@
-"""What a person configures and keeps: settings files, `%agent` options, grants, saved conversations.
+"""What a person configures and keeps: settings, `%agent` options, grants, instructions, saved conversations.
 
 Modules import one way, each only from those above it in this list:
 - `settings`: permission rules from settings files, each labelled with where it came from;
