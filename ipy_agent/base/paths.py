@@ -30,7 +30,7 @@ def personal_dir() -> Path:
 def repository_root(cwd: Path) -> Path | None:
     """The nearest folder at or above `cwd` with a `.git`, or None."""
     for folder in (cwd, *cwd.parents):
-        if (folder / ".git").exists():
+        if os.path.exists(folder / ".git"):  # never raises: an unreadable folder is not a root
             return folder
     return None
 

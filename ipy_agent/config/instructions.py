@@ -166,11 +166,18 @@ def load_instructions(
 
 def _candidates(cwd: Path, personal: Path) -> list[tuple[InstructionKind, Path]]:
     out: list[tuple[InstructionKind, Path]] = []
-    if (personal / "AGENTS.md").is_file():
+    if _is_file(personal / "AGENTS.md"):
         out.append(("personal", personal / "AGENTS.md"))
     for folder in folders_down_to(cwd):
-        out += [("project", folder / name) for name in INSTRUCTION_FILES if (folder / name).is_file()]
+        out += [("project", folder / name) for name in INSTRUCTION_FILES if _is_file(folder / name)]
     return out
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a folder we may not look into: nothing to read there
+        return False
 
 
 def _read(path: Path) -> tuple[str, int] | str:

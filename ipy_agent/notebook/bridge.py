@@ -46,6 +46,7 @@ HELLO_WAIT = 2.0  # how long the first run waits for a hello after the comm was 
 # main thread is free, which in JupyterLab with a 500-cell notebook still rendering took up to
 # 3.9 s (measured); only a closed page uses the whole wait, once, and is then taken for gone.
 PROBE_WAIT = 10.0
+METADATA_TIMEOUT = 5.0  # the notebook's metadata, read before each prompt from a page that just answered a probe
 TICK = 0.05
 
 
@@ -281,7 +282,7 @@ class NotebookBridge:
 
     async def agent_metadata(self) -> dict[str, Any]:
         """The open notebook's `ipy_agent` metadata, as the page has it (unsaved edits included)."""
-        value = (await self.request("get_agent_metadata")).get("metadata")
+        value = (await self.request("get_agent_metadata", timeout=METADATA_TIMEOUT)).get("metadata")
         return value if isinstance(value, dict) else {}
 
     async def set_agent_metadata(self, metadata: dict[str, Any]) -> None:

@@ -75,7 +75,12 @@ async def read_instructions(bridge: NotebookBridge | None, file: Path | None) ->
             meta = await bridge.agent_metadata()
         except BridgeError as e:
             if file is None:
-                return NotebookInstructions(notebook=name, problem=f"the page did not answer ({e})")
+                why = (
+                    "the JupyterLab extension is older than this ipy_agent (install the same version in the server)"
+                    if e.code == "unknown_op"
+                    else f"the page did not answer ({e})"
+                )
+                return NotebookInstructions(notebook=name, problem=why)
         else:
             return _from_metadata(name, meta, live=True)
     if file is None:
@@ -97,11 +102,32 @@ def _from_metadata(name: str, meta: Any, *, live: bool) -> NotebookInstructions:
 
 
 def instructions_on_disk(file: Path) -> NotebookInstructions:
-    """The instructions in the `.ipynb` file itself (what was last saved)."""
+    """The instructions in the `.ipynb` file itself (what was last saved). A notebook with its
+    outputs can be large: it is parsed again only when its size or modification time changed."""
     name = str(file)
     try:
-        if file.stat().st_size > _MAX_NOTEBOOK_BYTES:
-            return NotebookInstructions(notebook=name, problem="the notebook is too large to read its metadata")
+        st = file.stat()
+    except FileNotFoundError:
+        return NotebookInstructions(notebook=name)
+    except OSError as e:
+        return NotebookInstructions(notebook=name, problem=f"could not be read ({type(e).__name__}: {e})")
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+    cached = _PARSED.get(name)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    found = _parse(file, name, st.st_size)
+    _PARSED.clear()  # one notebook per kernel, in practice: keep the last one only
+    _PARSED[name] = (stamp, found)
+    return found
+
+
+_PARSED: dict[str, tuple[tuple[int, int, int], NotebookInstructions]] = {}
+
+
+def _parse(file: Path, name: str, size: int) -> NotebookInstructions:
+    if size > _MAX_NOTEBOOK_BYTES:
+        return NotebookInstructions(notebook=name, problem="the notebook is too large to read its metadata")
+    try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return NotebookInstructions(notebook=name)

@@ -226,3 +226,20 @@ def test_the_live_notebooks_instructions_are_read_from_the_page(project: Path):
     agent.run("go")
     assert "what the page says" in systems(model)[0] and "what the file says" not in systems(model)[0]
     assert [r["op"] for r in panel.requests] == ["get_agent_metadata"]
+
+
+class OldPanel(Panel):
+    """A page whose extension predates the metadata ops."""
+
+    op_get_agent_metadata = None  # type: ignore[assignment]
+
+
+def test_a_page_too_old_to_be_asked_leaves_the_file_on_disk_to_speak(project: Path):
+    notebook_file(project / "q3.ipynb", "what the file says")
+    panel = OldPanel(path="q3.ipynb", cells=[cell("x = 1")])
+    bridge = NotebookBridge(session_name=str(project / "q3.ipynb"), cwd=project)
+    bridge._on_data(Loopback(bridge, panel), {**panel.hello(), "server_root": str(project)})
+    model = ScriptedModel(["ok"])
+    Agent(model=model, cwd=project, notebook=bridge, notebook_path=bridge.display_path).run("go")
+    assert "what the file says" in systems(model)[0]
+    assert bridge.connected  # an unknown op is an answer: the page is still there
