@@ -24,6 +24,7 @@ Decisions:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -103,6 +104,10 @@ class Instructions:
 
     def prompt_text(self) -> str:
         """The section of the system prompt: a header, then one block per source ("" for none)."""
+        return self._text
+
+    @functools.cached_property
+    def _text(self) -> str:  # every turn of a run asks: rendered once per prompt
         if not self.enabled or not self.blocks:
             return ""
         return "\n\n".join([_HEADER, *(b.rendered() for b in self.blocks)])
