@@ -84,17 +84,22 @@ def project(tmp_path: Path) -> Path:
     p = tmp_path / "proj"
     p.mkdir()
     (p / "fork.py").write_text(
+        # Every child lives until the parent ends (it reads a pipe only the parent holds open),
+        # so all of them are alive at once however slowly a loaded machine forks them.
         "import os, sys, time\n"
+        "r, w = os.pipe()\n"
         "n = 0\n"
         "try:\n"
         "    for _ in range(int(sys.argv[1])):\n"
         "        if os.fork() == 0:\n"
-        "            time.sleep(5)\n"
+        "            os.close(w)\n"
+        "            os.read(r, 1)\n"
         "            os._exit(0)\n"
         "        n += 1\n"
         "except OSError as e:\n"
         "    print('refused after', n, e.strerror)\n"
-        "print('started', n)\n"
+        "print('started', n, flush=True)\n"
+        "time.sleep(3)\n"
     )
     (p / "hog.py").write_text(
         "import sys\n"
