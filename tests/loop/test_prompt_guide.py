@@ -10,20 +10,17 @@ declare fails here. docs/system-prompt.md shows the same table to a reader.
 from __future__ import annotations
 
 import ast
-import asyncio
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ipy_agent import Agent, ScriptedModel, builtin_tools
 from ipy_agent.loop.system_prompt import GUIDE, MODE_RULES, build_system_prompt, guide_text
-from ipy_agent.notebook.bridge import NotebookBridge
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS
 from tests.helpers import use
-from tests.notebook.fake_frontend import Panel, cell
+from tests.notebook.fake_frontend import Panel, cell, connected_bridge
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,24 +121,11 @@ def test_the_guide_page_lists_every_rule_with_its_proof():
             assert proof.split("::")[1] in row, f"docs/system-prompt.md: {rule}'s row does not name {proof}"
 
 
-class Loopback:
-    """A comm whose other end is a fake panel answering at once: the bridge without a kernel."""
-
-    def __init__(self, bridge: NotebookBridge, panel: Panel) -> None:
-        self.bridge, self.panel = bridge, panel
-
-    def send(self, data: dict[str, Any]) -> None:
-        answer = self.panel.answer(data)
-        if answer is not None:
-            asyncio.get_running_loop().call_soon(self.bridge._on_data, self, answer)
-
-
 def test_notebook_run_asks_unless_the_person_allowed_it(tmp_path: Path):
     """The rule `notebook_run_asks`: in the default mode a run asks, and a denied run runs nothing;
     an allow rule lets it run without asking."""
     panel = Panel(path="n.ipynb", cells=[cell("ran = True", cell_id="c1")])
-    bridge = NotebookBridge(shell=object(), session_name=str(tmp_path / "n.ipynb"), cwd=tmp_path)
-    bridge._on_data(Loopback(bridge, panel), {**panel.hello(), "server_root": str(tmp_path)})
+    bridge = connected_bridge(panel, tmp_path, shell=object())
     ran: list[str] = []
     bridge.run_code = lambda code, timeout: ran.append(code)  # type: ignore[method-assign]
     asked: list[str] = []

@@ -4,7 +4,6 @@ and skipped when turned off."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -13,10 +12,9 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.models.base import ModelError
-from ipy_agent.notebook.bridge import NotebookBridge
 from ipy_agent.runtime.trace import NoticeEvent
 from tests.helpers import use
-from tests.notebook.fake_frontend import Panel, cell
+from tests.notebook.fake_frontend import Panel, cell, connected_bridge
 
 INSTRUCTIONS_HEADER = "# Instructions from the person's files"
 
@@ -200,26 +198,13 @@ def test_the_notebooks_instructions_come_last_from_its_file(project: Path):
     assert f'<instructions from="notebook" source="{project / "q3.ipynb"}">' in system
 
 
-class Loopback:
-    """A comm whose other end is a fake panel answering at once: the bridge without a kernel."""
-
-    def __init__(self, bridge: NotebookBridge, panel: Panel) -> None:
-        self.bridge, self.panel = bridge, panel
-
-    def send(self, data: dict[str, Any]) -> None:
-        answer = self.panel.answer(data)
-        if answer is not None:
-            asyncio.get_running_loop().call_soon(self.bridge._on_data, self, answer)
-
-
 def test_the_live_notebooks_instructions_are_read_from_the_page(project: Path):
     """The page's model, unsaved edits included, wins over the file on disk."""
     notebook_file(project / "q3.ipynb", "what the file says")
     panel = Panel(
         path="q3.ipynb", cells=[cell("x = 1")], metadata={"ipy_agent": {"instructions": "what the page says"}}
     )
-    bridge = NotebookBridge(session_name=str(project / "q3.ipynb"), cwd=project)
-    bridge._on_data(Loopback(bridge, panel), {**panel.hello(), "server_root": str(project)})
+    bridge = connected_bridge(panel, project)
     model = ScriptedModel(["ok"])
     agent = Agent(model=model, cwd=project, notebook=bridge, notebook_path=bridge.display_path)
     assert "what the file says" in agent.system()  # before a run the page cannot be asked: the file
@@ -237,8 +222,7 @@ class OldPanel(Panel):
 def test_a_page_too_old_to_be_asked_leaves_the_file_on_disk_to_speak(project: Path):
     notebook_file(project / "q3.ipynb", "what the file says")
     panel = OldPanel(path="q3.ipynb", cells=[cell("x = 1")])
-    bridge = NotebookBridge(session_name=str(project / "q3.ipynb"), cwd=project)
-    bridge._on_data(Loopback(bridge, panel), {**panel.hello(), "server_root": str(project)})
+    bridge = connected_bridge(panel, project)
     model = ScriptedModel(["ok"])
     Agent(model=model, cwd=project, notebook=bridge, notebook_path=bridge.display_path).run("go")
     assert "what the file says" in systems(model)[0]

@@ -173,3 +173,13 @@ def test_denying_the_skill_tool_leaves_the_skills_out_of_the_prompt(tmp_path: Pa
     without = Agent(model=ScriptedModel([]), cwd=tmp_path, deny=["Skill"]).system()
     assert "# Skills" in with_skills and "- explore-dataframe:" in with_skills
     assert "# Skills" not in without and "explore-dataframe" not in without
+
+
+def test_the_skill_description_routes_files_to_read_and_promises_only_what_holds(tmp_path: Path):
+    tool = SkillTool()
+    text = tool.description(tool_ctx(tmp_path))
+    assert 'under "# Skills" in the system prompt' in text and "before you start the work" in text
+    assert "read it with Read" in text  # the files beside SKILL.md
+    assert "needs no approval" in text and tool.is_read_only(None)  # the promise, and why it holds
+    example = text.split('e.g. "')[1].split('"')[0]
+    assert discover_skills(tmp_path).get(example) is not None  # the example names a real skill
