@@ -118,8 +118,7 @@ class Agent:
         self.notebook = notebook
         self.notebook_path = notebook_path
         # AGENTS.md, CLAUDE.md and the notebook's instructions; the skill list. Read once per prompt.
-        self.instructions = instructions
-        self.standing = Standing()
+        self.instructions, self.standing = instructions, Standing()
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
         self.mcp = McpManager(self.cwd, mcp_servers)
         self.sandbox, self.sandbox_limits = check_sandbox(sandbox, sandbox_limits)
@@ -278,6 +277,8 @@ class Agent:
     async def _run(self, prompt: str | list[dict[str, Any]]) -> RunResult:
         try:
             blocks = await prompt_blocks(prompt, self.hooks, self.emit)
+            if not isinstance(blocks, RunResult):  # the standing text, read once for this prompt
+                blocks = await self.standing.refresh(self, blocks, self.emit)
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:
                 task.uncancel()
@@ -287,7 +288,7 @@ class Agent:
         # The history as it was: a run the model never answered (no API key, network down) must
         # leave no trace, or its prompt would be merged into the next request.
         before = list(self.messages)  # append_user replaces a merged message, never edits it
-        append_user(self.messages, await self.standing.refresh(self, blocks, self.emit))
+        append_user(self.messages, blocks)
         warn_once(self.tools, self.tool_context(), self.emit)
         self.mcp.begin_run()
 

@@ -4,6 +4,7 @@ and skipped when turned off."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -227,3 +228,22 @@ def test_a_page_too_old_to_be_asked_leaves_the_file_on_disk_to_speak(project: Pa
     Agent(model=model, cwd=project, notebook=bridge, notebook_path=bridge.display_path).run("go")
     assert "what the file says" in systems(model)[0]
     assert bridge.connected  # an unknown op is an answer: the page is still there
+
+
+async def test_an_interrupt_while_the_instructions_are_read_ends_the_run_cleanly(project: Path):
+    """Reading the live notebook's instructions waits for the page; the Stop button must not."""
+    model = ScriptedModel(["never asked"])
+    agent = Agent(model=model, cwd=project)
+    started = asyncio.Event()
+
+    async def slow_page(source: Any, blocks: list[dict[str, Any]], emit: Any) -> list[dict[str, Any]]:
+        started.set()
+        await asyncio.sleep(60)
+        return blocks
+
+    agent.standing.refresh = slow_page  # type: ignore[method-assign]
+    task = asyncio.create_task(agent.arun("go"))
+    await started.wait()
+    agent.interrupt()
+    result = await asyncio.wait_for(task, 10)
+    assert result.stop_reason == "interrupted" and agent.messages == [] and model.requests == []
