@@ -52,6 +52,14 @@ def fast_only(config: pytest.Config) -> bool:
     )
 
 
+@pytest.fixture(autouse=True)
+def _no_personal_files(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The person's own ipy_agent directory (their AGENTS.md, skills, MCP settings) is an empty
+    one: what a test sees does not depend on the machine it runs on. Tests that need one set
+    IPY_AGENT_CONFIG_DIR themselves (the test kernels get an empty one of their own)."""
+    monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path_factory.mktemp("personal")))
+
+
 def suite_timeout(item: pytest.Item) -> int | None:
     timeouts = [SUITE_TIMEOUTS[m] for m in HEAVY if item.get_closest_marker(m)]
     return max(timeouts) if timeouts else None

@@ -5,5 +5,6 @@
 - `secrets`: credentials kept out of tools' processes and redacted from text;
 - `surfaces`: where a written file becomes code that runs later, from the live environment;
 - `images`: images as the Messages API accepts them (type by content, size limits);
-- `threads`: worker threads for blocking tool code, and a synchronous run from inside a loop.
+- `threads`: worker threads for blocking tool code, and a synchronous run from inside a loop;
+- `paths`: where the person's own ipy_agent files live, and where a project's root is.
 """

@@ -91,6 +91,10 @@ AGENT_OPTIONS: tuple[AgentOption, ...] = (
     AgentOption(flag="--background", help="Kernel: start the run and return at once."),
     AgentOption(flag="--no-widgets", help="Text output; only what rules and mode allow runs."),
     AgentOption(
+        flag="--no-instructions",
+        help="This run's requests carry no AGENTS.md, CLAUDE.md or notebook instructions (%%agent_instructions).",
+    ),
+    AgentOption(
         flag="--resume",
         help="Continue a conversation saved with %%agent_save.",
         example="conversation.json",
@@ -155,6 +159,7 @@ class AgentLine:
     deny: tuple[str, ...] = ()
     background: bool = False
     no_widgets: bool = False
+    no_instructions: bool = False
     resume: str | None = None
 
     def rules(self) -> list[RuleSpec]:

@@ -1,7 +1,8 @@
 """What fills the context window, as text: the view behind `%agent_context`.
 
 A person deciding whether to compact (or wondering why the agent forgot something) needs to see
-what the next request carries: the system prompt, the tool definitions, the conversation's own
+what the next request carries: the system prompt (and in it the standing instructions, AGENTS.md
+and the like, shown apart), the tool definitions, the conversation's own
 text and calls, the tool results still in full, and the notes of results already cleared,
 against the window and the threshold at which clearing starts. One letter per share in a bar
 makes the proportions visible at a glance; the table gives the numbers.
@@ -20,6 +21,7 @@ __all__ = ["BAR_WIDTH", "context_breakdown", "context_report"]
 BAR_WIDTH = 60
 _PARTS = (
     ("system", "s", "system prompt"),
+    ("instructions", "i", "instructions"),
     ("tools", "t", "tool definitions"),
     ("messages", "m", "messages"),
     ("results", "r", "tool results"),
@@ -31,7 +33,17 @@ def context_breakdown(manager: ContextManager) -> dict[str, int]:
     """Estimated tokens of the next request by part (a full scan: for display, not per turn)."""
     conversation = manager.conversation
     system, tools = conversation.request_parts()
-    parts = {"system": text_tokens(system), "tools": tools_tokens(tools), "messages": 0, "results": 0, "cleared": 0}
+    # The instructions are a slice of the system prompt: AGENTS.md and the like, apart from ours.
+    standing = conversation.instruction_text()
+    instructions = text_tokens(standing) if standing else 0
+    parts = {
+        "system": max(0, text_tokens(system) - instructions),
+        "instructions": instructions,
+        "tools": tools_tokens(tools),
+        "messages": 0,
+        "results": 0,
+        "cleared": 0,
+    }
     results = 0
     for m in conversation.messages:
         parts["messages"] += MESSAGE_OVERHEAD

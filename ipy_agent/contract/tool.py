@@ -184,6 +184,12 @@ class Tool:
             cached = self.__dict__["_schema"] = (self.input_model, schema)
         return cached[1]
 
+    def prompt_section(self, ctx: ToolContext) -> str:
+        """Text this tool adds to the system prompt after the base prompt while it is offered
+        (the Skill tool lists the skills there); "" for none. Read once per prompt, so it stays
+        the same for a whole run and the cached prefix with it."""
+        return ""
+
     def to_api(self, ctx: ToolContext) -> dict[str, Any]:
         return {"name": self.name, "description": self.description(ctx), "input_schema": self.input_schema()}
 

@@ -4,6 +4,7 @@ Modules import one way, each only from those above it in this list:
 - `arguments`: checks of the agent's arguments, and `KEEP` for what `configure` leaves alone;
 - `spill`: where spilled results live for one conversation, and how they go away;
 - `system_prompt`: the model's environment and how to work with the tools here;
+- `standing`: what follows the base prompt (instructions, the tools' sections), read once per prompt;
 - `offer`: the tools of one request in their API form, MCP servers' tools, tools' warnings;
 - `turn`: one turn's records, the state an early end needs, and reading the model's stream;
 - `turn_end`: each way a turn can end, leaving the history valid;

@@ -48,9 +48,9 @@ from ipy_agent.runtime.trace import (
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
 from .offer import begin_run, offer_tools, sync_mcp
-from .system_prompt import build_system_prompt
+from .standing import Standing
 from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
-from .turn_end import after_reply, answer_tools, close_early, model_failed, prompt_blocks
+from .turn_end import after_reply, answer_tools, close_early, forget_prompt, model_failed, prompt_blocks
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
@@ -94,6 +94,7 @@ class Agent:
         sandbox_limits: SandboxLimits | Mapping[str, int] | None = None,
         mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
         record: str | Path | None = None,
+        instructions: bool = True,
     ) -> None:
         check_choice("permission_mode", permission_mode, PERMISSION_MODES)
         check_turns(max_turns)
@@ -118,6 +119,8 @@ class Agent:
         self.streaming_tools = streaming_tools
         self.notebook = notebook
         self.notebook_path = notebook_path
+        # AGENTS.md, CLAUDE.md and the notebook's instructions; the skill list. Read once per prompt.
+        self.instructions, self.standing = instructions, Standing()
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
         self.mcp = McpManager(self.cwd, mcp_servers)
         self.sandbox, self.sandbox_limits = check_sandbox(sandbox, sandbox_limits)
@@ -171,10 +174,12 @@ class Agent:
         result_limit: int | Keep | None = KEEP,
         notebook: NotebookBridge | Keep | None = KEEP,
         approver: Approver | Keep | None = KEEP,
+        instructions: bool | None = None,
     ) -> None:
         """Change how the next run goes; what is not given stays (the magics call this before each
         run). `rules` replace those the previous `configure` added, never the constructor's or the
-        person's grants; `result_limit` caps every tool's result (None: each tool's own)."""
+        person's grants; `result_limit` caps every tool's result (None: each tool's own);
+        `instructions`: whether requests carry the standing instructions (config/instructions.py)."""
         if self.running:
             raise RuntimeError("cannot configure the agent while it runs; wait for it or interrupt it")
         if permission_mode is not None:
@@ -194,6 +199,8 @@ class Agent:
             self.notebook_path = notebook.display_path if notebook is not None else None
         if not isinstance(approver, Keep):
             self.approver = approver
+        if instructions is not None:
+            self.instructions = instructions
 
     def record(self, path: str | Path, *, how: str = "") -> RecordingModel:
         """Record the conversation from here on into the transcript `path` (models/recording.py)."""
@@ -226,18 +233,13 @@ class Agent:
         return self.system(exposure), tools
 
     def system(self, exposure: Exposure | None = None) -> str:
-        """The system prompt: ours (or the one given to the constructor), then the added sections."""
-        if self.system_prompt is not None:
-            return "\n\n".join(s for s in (self.system_prompt, self.append_system_prompt) if s)
-        exposure = exposure or self.exposure()
-        return build_system_prompt(
-            cwd=self.cwd,
-            working_dirs=self.working_dirs,
-            tool_names=exposure.names,
-            permission_mode=self.permission_mode,
-            notebook=self.notebook_path,
-            sections=(self.mcp.prompt_section(), self.append_system_prompt or ""),
-        )
+        """The system prompt: ours (or the one given to the constructor), then its sections: the
+        standing instructions, the offered tools' own (the skills), MCP servers', the appended."""
+        return self.standing.system_prompt(self, (exposure or self.exposure()).names)
+
+    def instruction_text(self) -> str:
+        """The standing instructions' section of the system prompt ("" when there are none)."""
+        return self.standing.text(self).instructions.prompt_text()
 
     def interrupt(self) -> None:
         """Stop the current run as soon as possible; safe to call from any thread."""
@@ -274,6 +276,8 @@ class Agent:
     async def _run(self, prompt: str | list[dict[str, Any]]) -> RunResult:
         try:
             blocks = await prompt_blocks(prompt, self.hooks, self.emit)
+            if not isinstance(blocks, RunResult):  # the standing text, read once for this prompt
+                blocks = await self.standing.refresh(self, blocks, self.emit)
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:
                 task.uncancel()
@@ -295,14 +299,8 @@ class Agent:
             turns += 1
             outcome = await self._turn()
             if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
-                self.messages[:] = before
-                self.emit(
-                    NoticeEvent(
-                        text="The model did not answer, so this request was not added to the "
-                        "conversation; run it again when the problem is fixed.",
-                        level="info",
-                    )
-                )
+                forget_prompt(self.messages, before, self.emit)
+                self.standing.undo()
             if outcome is not None:
                 return replace(outcome, turns=turns)
 
@@ -398,3 +396,4 @@ class Agent:
         self.session.clear()
         self._batches = [0]
         self.context_manager.reset()
+        self.standing.reset()

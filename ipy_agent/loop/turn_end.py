@@ -11,7 +11,8 @@ valid conversation and tells the person what happened through `emit`. A turn end
   and their results are kept;
 - early (`close_early`): an interrupt or an internal error answers every tool_use once.
 
-Before the first turn, a UserPromptSubmit hook may end the run (`prompt_blocks`).
+Before the first turn, a UserPromptSubmit hook may end the run (`prompt_blocks`). A prompt the
+model never answered (no key, network down) is taken out of the history (`forget_prompt`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, RunResult, now
 
 from .turn import Turn
 
-__all__ = ["after_reply", "answer_tools", "close_early", "model_failed", "prompt_blocks"]
+__all__ = ["after_reply", "answer_tools", "close_early", "forget_prompt", "model_failed", "prompt_blocks"]
 
 Messages = list[dict[str, Any]]
 Emit = Callable[[AgentEvent], None]
@@ -128,3 +129,16 @@ async def prompt_blocks(
         emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
         return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
     return blocks + [{"type": "text", "text": c} for c in hr.additional_context]
+
+
+def forget_prompt(messages: Messages, before: Messages, emit: Emit) -> None:
+    """The model never answered: put the history back as it was before the prompt, or the prompt
+    would be merged into the next request."""
+    messages[:] = before
+    emit(
+        NoticeEvent(
+            text="The model did not answer, so this request was not added to the "
+            "conversation; run it again when the problem is fixed.",
+            level="info",
+        )
+    )

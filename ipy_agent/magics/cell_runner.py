@@ -3,7 +3,9 @@
 - kernel: an input transformer turns `%agent ...` / `%%agent` into `await run_agent_cell(...)`,
   which waits with a 0.25 s tick so a kernel interrupt ends the run promptly (a plain await
   would not wake up) and widget clicks are delivered meanwhile. `--background` instead starts
-  a task on the kernel's loop and returns at once.
+  a task on the kernel's loop and returns at once. `%agent_instructions` is awaited the same way
+  (`run_instructions_cell`): it asks the notebook's page for the notebook's instructions, and
+  the page's answer reaches the kernel only while the cell awaits.
 - terminal IPython: a transformer hands `%agent ...` lines to the magic before IPython's help
   syntax sees a trailing `?`.
 The session the magics share is found through the shell (`current_session`).
@@ -22,29 +24,42 @@ if TYPE_CHECKING:
 
     from .session import AgentSession
 
-__all__ = ["TICK", "agent_transformer", "current_session", "run_agent_cell", "terminal_transformer"]
+__all__ = [
+    "TICK",
+    "agent_transformer",
+    "current_session",
+    "run_agent_cell",
+    "run_instructions_cell",
+    "terminal_transformer",
+]
 
 TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
 
-_CALL = '__import__("ipy_agent.magics.cell_runner", fromlist=["run_agent_cell"]).run_agent_cell'
+_MODULE = '__import__("ipy_agent.magics.cell_runner", fromlist=["run_agent_cell"])'
 _LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
-_CELL_RE = re.compile(r"^%%agent(?:[ \t]|$)")
+# The magics a kernel cell awaits, and the function it awaits for each.
+_AWAITED = {"agent": "run_agent_cell", "agent_instructions": "run_instructions_cell"}
+_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions)(?:[ \t]|$)")
 
 
 def agent_transformer(lines: list[str]) -> list[str]:
-    """Rewrite `%%agent` cells and unindented `%agent` lines into an awaited call.
+    """Rewrite `%%agent` cells and unindented `%agent` lines (and `%agent_instructions` ones)
+    into an awaited call.
 
-    A line magic cannot await, and only an awaiting cell lets ipykernel deliver widget clicks
-    and interrupts while the agent runs. `%agent?` (help) is left alone.
+    A line magic cannot await, and only an awaiting cell lets ipykernel deliver widget clicks,
+    comm replies and interrupts while the agent runs. `%agent?` (help) is left alone.
     """
-    if lines and _CELL_RE.match(lines[0]):
-        return [f"await {_CALL}({lines[0][len('%%agent') :].strip()!r}, {''.join(lines[1:])!r})\n"]
-    return [
-        f"await {_CALL}({ln[len('%agent') :].strip()!r})\n"
-        if _LINE_RE.match(ln) and not ln.rstrip().endswith("\\")
-        else ln
-        for ln in lines
-    ]
+    if lines and (m := _MAGIC_RE.match(lines[0])) and m.group(1) == "%%":
+        call = f"{_MODULE}.{_AWAITED[m.group(2)]}"
+        return [f"await {call}({lines[0][m.end(2) :].strip()!r}, {''.join(lines[1:])!r})\n"]
+    out = []
+    for ln in lines:
+        m = _MAGIC_RE.match(ln)
+        if m is None or m.group(1) != "%" or ln.rstrip().endswith("\\"):
+            out.append(ln)
+        else:
+            out.append(f"await {_MODULE}.{_AWAITED[m.group(2)]}({ln[m.end(2) :].strip()!r})\n")
+    return out
 
 
 async def run_agent_cell(line: str, cell: str | None = None) -> None:
@@ -88,6 +103,17 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
             "the agent run was interrupted; the conversation is intact, continue it with %agent"
         ) from None
     task.result()
+
+
+async def run_instructions_cell(line: str, cell: str | None = None) -> None:
+    """What a transformed `%agent_instructions` cell awaits: the command, with the notebook's
+    page asked for (and told) the notebook's instructions."""
+    from .standing import instructions_command
+
+    session = current_session()
+    if session.bridge is not None:
+        await session.bridge.ensure()
+    print(await instructions_command(session, line, cell, live=True))
 
 
 def terminal_transformer(lines: list[str]) -> list[str]:

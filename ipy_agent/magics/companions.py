@@ -3,9 +3,10 @@
 `%agent` (run.py) runs requests; these show what happened and what is in force without running
 the model: one call in full (`%agent_inspect`), a turn's stages over time (`%agent_trace`), the
 history (`%agent_history`), the context window (`%agent_context`), the tools and rules
-(`%agent_tools`, `%agent_rules`) and MCP servers (`%agent_mcp`); and they act on the
-conversation: stop a run, compact, reset, save. The text they print is built elsewhere
-(ui/inspection.py, context/report.py, mcp/report.py); these parse the line and print it.
+(`%agent_tools`, `%agent_rules`), MCP servers (`%agent_mcp`), the standing instructions and the
+skills (`%agent_instructions`, `%agent_skills`); and they act on the conversation: stop a run,
+compact, reset, save. The text they print is built elsewhere (ui/inspection.py,
+context/report.py, mcp/report.py, standing.py); these parse the line and print it.
 They hold the same `AgentSession` (session.py) as `%agent`.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from ipy_agent.config.conversation_file import save_conversation
 from ipy_agent.runtime.trace import AgentEvent, ContextEvent
@@ -155,6 +156,34 @@ class CompanionMagics(Magics):
 
         agent = self.session.configured_agent()
         print(status_text(agent.mcp, agent.exposure().hidden))
+
+    @line_cell_magic
+    def agent_instructions(self, line: str = "", cell: str | None = None) -> None:
+        """%agent_instructions [--show]: the instructions every request carries, where each came
+        from and its size; --show prints them as the model reads them.
+
+        They come from your own ~/.config/ipy_agent/AGENTS.md, the project's AGENTS.md and
+        CLAUDE.md (from the repository's root down to the working directory) and the notebook's
+        own: `%agent_instructions --notebook TEXT` sets those (saved in the notebook's metadata),
+        `--notebook` alone shows them, `--notebook --clear` removes them; `%%agent_instructions
+        --notebook` takes them from the cell. `%agent --no-instructions` skips them for one run."""
+        from ipy_agent.base.threads import run_to_end
+
+        from .standing import instructions_command
+
+        # In a kernel the cell awaits the command instead (cell_runner.py), which asks the live
+        # notebook; here (terminal IPython, or called from code) the notebook's file is used.
+        print(run_to_end(lambda: instructions_command(self.session, line, cell, live=False), interrupt=lambda: None))
+
+    @line_magic
+    def agent_skills(self, line: str = "") -> None:
+        """The skills the model may load with the Skill tool: each one's name, where it was found
+        and what it is for; skills another of the same name hides; malformed ones, with why."""
+        from .standing import skills_report
+
+        if line.strip():
+            raise UsageError(f"%agent_skills takes no argument, not {line.strip()!r}")
+        print(skills_report(self.session.configured_agent()))
 
     @line_magic
     def agent_save(self, line: str = "") -> None:

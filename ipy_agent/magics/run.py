@@ -127,8 +127,11 @@ class AgentMagics(Magics):
         you granted with "Always allow" stay for the kernel session: see %agent_rules). Rules
         are Claude Code's syntax (`Tool` or `Tool(specifier)`) and also come from
         AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
+        Every request also carries the standing instructions (AGENTS.md, CLAUDE.md, the notebook's;
+        see %agent_instructions) and the list of skills (%agent_skills).
         See also %agent_stop, %agent_tools, %agent_rules, %agent_inspect, %agent_trace,
-        %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save.
+        %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save,
+        %agent_instructions, %agent_skills.
         """
         session = self.session
         request = session.parse(line, cell)

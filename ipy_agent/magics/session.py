@@ -7,7 +7,8 @@ cell runner (cell_runner.py) drives it in a kernel. A request goes through two s
 
 - `prepare(line)`: the parsed line (parsed once, `config/options.py: parse_line`) finds or makes
   the agent, configures it for this run (`Agent.configure`: model, mode, turns, rules from the
-  configuration, settings files and the line, budgets and limits, the notebook) and picks how
+  configuration, settings files and the line, budgets and limits, the notebook, whether the
+  standing instructions are read) and picks how
   the run is shown and who answers its prompts (`ui/run_ui.py: choose_ui`);
 - `execute(run)`: runs it, with the view listening and the grants collected at the end.
 
@@ -293,6 +294,7 @@ class AgentSession:
             message_budget=settings.message_budget,
             result_limit=settings.max_result_chars,
             notebook=self.bridge,
+            instructions=not request.no_instructions if request else None,
         )
         return warnings
 

@@ -46,6 +46,7 @@ HELLO_WAIT = 2.0  # how long the first run waits for a hello after the comm was 
 # main thread is free, which in JupyterLab with a 500-cell notebook still rendering took up to
 # 3.9 s (measured); only a closed page uses the whole wait, once, and is then taken for gone.
 PROBE_WAIT = 10.0
+METADATA_TIMEOUT = 5.0  # the notebook's metadata, read before each prompt from a page that just answered a probe
 TICK = 0.05
 
 
@@ -278,6 +279,15 @@ class NotebookBridge:
     async def read_cells(self, cell_ids: list[str] | None = None) -> list[dict[str, Any]]:
         args: dict[str, Any] = {} if cell_ids is None else {"cell_ids": cell_ids}
         return list((await self.request("read_cells", **args)).get("cells") or [])
+
+    async def agent_metadata(self) -> dict[str, Any]:
+        """The open notebook's `ipy_agent` metadata, as the page has it (unsaved edits included)."""
+        value = (await self.request("get_agent_metadata", timeout=METADATA_TIMEOUT)).get("metadata")
+        return value if isinstance(value, dict) else {}
+
+    async def set_agent_metadata(self, metadata: dict[str, Any]) -> None:
+        """Replace the open notebook's `ipy_agent` metadata (an empty dict removes it)."""
+        await self.request("set_agent_metadata", metadata=metadata)
 
     async def notify(self, message: str, type: str = "info") -> None:
         await self.request("notify", message=message, type=type)

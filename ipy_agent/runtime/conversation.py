@@ -74,6 +74,11 @@ class Conversation(Protocol):
         """The system prompt and the tool list the next request would carry."""
         ...
 
+    def instruction_text(self) -> str:
+        """The part of that system prompt that holds the standing instructions (AGENTS.md,
+        CLAUDE.md, the notebook's); "" when there are none."""
+        ...
+
     def emit(self, event: AgentEvent) -> None:
         """Tell every listener; a listener that fails does not stop the others."""
         ...

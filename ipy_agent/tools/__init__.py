@@ -4,7 +4,8 @@
 - `files/`: Read, Edit, Write;
 - `search/`: Glob, Grep (ripgrep);
 - `notebook/`: NotebookRead, NotebookEdit, NotebookRun, Variables;
-- `bash/`: Bash, its classifier and its sandbox.
+- `bash/`: Bash, its classifier and its sandbox;
+- `skills/`: Skill, and the skills it finds (with the built-in notebook skills).
 
 A family imports `shared/` and the layers below `tools/`, never another family.
 """
@@ -28,6 +29,7 @@ def builtin_tools() -> list[Tool]:
     from .notebook.variables import VariablesTool
     from .search.glob_tool import GlobTool
     from .search.grep import GrepTool
+    from .skills.tool import SkillTool
 
     return [
         ReadTool(),
@@ -40,4 +42,5 @@ def builtin_tools() -> list[Tool]:
         NotebookReadTool(),
         NotebookRunTool(),
         VariablesTool(),
+        SkillTool(),
     ]

@@ -54,6 +54,10 @@ export interface Notebook {
   scrollTo(index: number): Promise<void>;
   /** Show a notification; returns its id. */
   notify(message: string, type: NotifyType, autoClose: number): string;
+  /** The notebook's metadata under `key`, or undefined. */
+  getMetadata(key: string): unknown;
+  /** Set the notebook's metadata under `key` (the notebook becomes dirty); undefined deletes it. */
+  setMetadata(key: string, value: Result | undefined): void;
 }
 
 /** An error with a code the kernel side can act on. */
@@ -67,6 +71,17 @@ export class BridgeError extends Error {
 }
 
 const NOTIFY_TYPES: readonly string[] = ['default', 'info', 'success', 'warning', 'error', 'in-progress'];
+/** The one metadata key the kernel may read and write: its own (its instructions live there). */
+export const AGENT_METADATA_KEY = 'ipy_agent';
+
+function isObject(value: unknown): value is Result {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function agentMetadata(nb: Notebook): Result {
+  const value = nb.getMetadata(AGENT_METADATA_KEY);
+  return isObject(value) ? value : {};
+}
 
 function outputSize(output: IOutput): number {
   return JSON.stringify(output).length;
@@ -205,6 +220,17 @@ export const handlers: { readonly [op in Op]: Handler } = {
     const type = NOTIFY_TYPES.includes(args.type as string) ? (args.type as NotifyType) : 'info';
     const autoClose = typeof args.auto_close === 'number' ? args.auto_close : 8000;
     return { notification_id: nb.notify(String(args.message ?? ''), type, autoClose) };
+  },
+
+  get_agent_metadata: nb => ({ metadata: agentMetadata(nb) }),
+
+  set_agent_metadata: (nb, args) => {
+    const value = args.metadata;
+    if (!isObject(value)) {
+      throw new BridgeError('bad_request', `metadata must be an object, not ${JSON.stringify(value)}`);
+    }
+    nb.setMetadata(AGENT_METADATA_KEY, Object.keys(value).length > 0 ? value : undefined);
+    return { metadata: agentMetadata(nb) };
   }
 };
 

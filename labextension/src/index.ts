@@ -63,7 +63,15 @@ function panelNotebook(panel: NotebookPanel): Notebook {
       panel.content.activeCellIndex = index;
       await panel.content.scrollToItem(index, 'smart');
     },
-    notify: (message, type, autoClose) => Notification.emit(message, type, { autoClose })
+    notify: (message, type, autoClose) => Notification.emit(message, type, { autoClose }),
+    getMetadata: key => model().getMetadata(key),
+    setMetadata: (key, value) => {
+      if (value === undefined) {
+        model().deleteMetadata(key);
+      } else {
+        model().setMetadata(key, value);
+      }
+    }
   };
 }
 

@@ -28,6 +28,7 @@ class ListNotebook implements Notebook {
   transactions = 0;
   scrolled: number[] = [];
   notes: [string, NotifyType, number][] = [];
+  metadata: { [key: string]: unknown } = { kernelspec: { name: 'python3' } };
   private made = 0;
 
   constructor(public cells: CellData[]) {}
@@ -70,6 +71,16 @@ class ListNotebook implements Notebook {
   notify(message: string, type: NotifyType, autoClose: number): string {
     this.notes.push([message, type, autoClose]);
     return `note${this.notes.length}`;
+  }
+  getMetadata(key: string): unknown {
+    return this.metadata[key];
+  }
+  setMetadata(key: string, value: Result | undefined): void {
+    if (value === undefined) {
+      delete this.metadata[key];
+    } else {
+      this.metadata[key] = value;
+    }
   }
 }
 
@@ -323,6 +334,40 @@ describe('notify', () => {
   it('falls back to an info note that closes after 8 s', async () => {
     await ok('notify', { message: 'Hello', type: 'shout' });
     expect(nb.notes).toEqual([['Hello', 'info', 8000]]);
+  });
+});
+
+describe('the agent metadata', () => {
+  it('reads an empty object when the notebook has none', async () => {
+    expect(await ok('get_agent_metadata')).toEqual({ metadata: {} });
+  });
+
+  it('writes the ipy_agent key and reads it back, leaving the rest of the metadata alone', async () => {
+    const written = await ok('set_agent_metadata', { metadata: { instructions: 'Use polars, not pandas.' } });
+    expect(written).toEqual({ metadata: { instructions: 'Use polars, not pandas.' } });
+    expect(nb.metadata).toEqual({
+      kernelspec: { name: 'python3' },
+      ipy_agent: { instructions: 'Use polars, not pandas.' }
+    });
+    expect(await ok('get_agent_metadata')).toEqual({ metadata: { instructions: 'Use polars, not pandas.' } });
+  });
+
+  it('removes the key when given an empty object', async () => {
+    nb.metadata.ipy_agent = { instructions: 'old' };
+    expect(await ok('set_agent_metadata', { metadata: {} })).toEqual({ metadata: {} });
+    expect(Object.keys(nb.metadata)).toEqual(['kernelspec']);
+  });
+
+  it('refuses metadata that is not an object, and changes nothing', async () => {
+    nb.metadata.ipy_agent = { instructions: 'keep' };
+    const answer = await refused('set_agent_metadata', { metadata: 'Use polars' });
+    expect(answer).toMatchObject({ code: 'bad_request', error: 'metadata must be an object, not "Use polars"' });
+    expect(nb.metadata.ipy_agent).toEqual({ instructions: 'keep' });
+  });
+
+  it('reads a value that is not an object as none', async () => {
+    nb.metadata.ipy_agent = 'garbage';
+    expect(await ok('get_agent_metadata')).toEqual({ metadata: {} });
   });
 });
 

@@ -221,3 +221,37 @@ def test_listing_a_500_cell_notebook_round_trip(lab_server, browser, opened):
         f"\nlist_cells round trip, 500-cell notebook: {ms:.1f} ms (median of 7; target < 100 ms); "
         f"a one-cell read_cells: {one:.1f} ms"
     )
+
+
+def test_the_notebooks_instructions_live_in_its_metadata_on_the_page(lab_server, browser, opened):
+    """`%agent_instructions --notebook` writes the page's model (unsaved, then saved with it), and
+    the next request reads the page's text, a person's unsaved edit included."""
+    script = "instructions.json"
+    (lab_server.root / script).write_text(json.dumps({"turns": ["One.", "Two."]}))
+    lab_server.notebook_file(
+        "instructions.ipynb",
+        [
+            "%load_ext ipy_agent",
+            '%agent_instructions --notebook "Use polars, not pandas."',
+            f"%agent --script {script} go",
+            "from ipy_agent.magics import current_session\nprint(current_session().agent.model.requests[-1]['system'])",
+        ],
+        ids=["load", "set", "agent", "show"],
+    )
+    page = lab_server.open(browser, "instructions.ipynb")
+    opened.append(page)
+    for i in range(2):
+        page.run(i)
+        page.wait_done(i)
+    page.wait_text(1, "Set the instructions of instructions.ipynb in the open notebook")
+    assert page.js("return P().content.model.getMetadata('ipy_agent');") == {"instructions": "Use polars, not pandas."}
+    assert page.dirty()
+    # The person edits them in the page, without saving; the next request reads the page.
+    page.js("P().content.model.setMetadata('ipy_agent', {instructions: 'Use pandas after all.'}); return true;")
+    for i in (2, 3):
+        page.run(i)
+        page.wait_done(i)
+    page.wait_text(3, "Use pandas after all.")
+    assert "Use polars" not in page.text(3)
+    page.save()
+    assert lab_server.saved("instructions.ipynb")["metadata"]["ipy_agent"] == {"instructions": "Use pandas after all."}

@@ -50,7 +50,7 @@ EXPECT: dict[str, list[str]] = {
     "03_registry_permissions": [
         "Bash          hidden",
         "Bash: denied by rule 'Bash' (argument)",
-        "offered in turn 1: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit']",
+        "offered in turn 1: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit', 'Skill']",
         "Permission to use Read was denied (denied by rule 'Read(**/.env)' (argument))",
         "(1 file hidden by deny rules: Read(**/.env))",
         "No such tool available: 'Bash'.",
@@ -122,9 +122,9 @@ EXPECT: dict[str, list[str]] = {
         "ClearQueue's result: '(ClearQueue completed with no output)'",
     ],
     "07_tool_prompts": [
-        "- Tools available now: Read, Edit, Write, Glob, Grep, Bash, NotebookEdit",
-        "deny=['Bash']   - Tools available now: Read, Edit, Write, Glob, Grep, NotebookEdit   "
-        "| tools sent: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit']",
+        "- Tools available now: Read, Edit, Write, Glob, Grep, Bash, NotebookEdit, Skill",
+        "deny=['Bash']   - Tools available now: Read, Edit, Write, Glob, Grep, NotebookEdit, Skill   "
+        "| tools sent: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit', 'Skill']",
         "Grep: Do not run `grep`, `rg`, `ack` or `git grep` through Bash",
         'route: Grep("TODO") -> Read(src/app.py)',
         "=== mode default",
@@ -216,6 +216,35 @@ EXPECT: dict[str, list[str]] = {
         "denied by rule 'mcp__notes' (argument)",
         "mcp__notes__add_note -> allowed by rule 'mcp__notes' (argument) | Added note 2.",
         'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
+    ],
+    "16_instructions_and_skills": [
+        "=== no guidance: Read(sales.csv) -> Write(summary.md)",
+        "- north: 1610.40",
+        "=== AGENTS.md: Read(sales.csv) -> Write(reports/by_region.csv)",
+        "region,total\nnorth,1610\nsouth,950",
+        "=== a skill: Skill(sales-report) -> Read(",
+        "template.md) -> Read(sales.csv) -> Write(reports/sales.md)",
+        "| north | 1,610 | 39% |",
+        "Source: sales.csv. Totals in whole euros.",
+        '<instructions from="project" source="<project>/AGENTS.md">',
+        "- sales-report: Write the team's sales report",
+        "the same bytes without AGENTS.md: True",
+        "request 1: the system prompt says cents: False | the message: 'one'",
+        "request 2: the system prompt says cents: True  | the message: '[ipy_agent: the standing instructions "
+        "changed since the last request: <project>/AGENTS.md (edited).",
+        "request 3: the system prompt says cents: True  | the message: 'three'",
+        "system prompts of requests 2 and 3 identical: True",
+        "[approval prompt] Bash {'command': 'rm sales.csv'",
+        "mode: default | allow rules: []",
+        "decision: deny by person | sales.csv still there: True",
+        "token in the prompt: False | Connect to the warehouse with [redacted $WAREHOUSE_TOKEN].",
+        "Instructions the next request carries, in the order the model reads them:",
+        "  sales-report       .ipy_agent/skills",
+        "malformed, not offered:",
+        "SKILL.md does not start with YAML front matter",
+        "project  - Round money to whole euros.",
+        "notebook In this notebook, totals keep their cents.",
+        "skipped with instructions=False: True",
     ],
 }
 

@@ -48,7 +48,7 @@ def test_system_prompt_tells_the_environment(tmp_path, rec):
     system = model.requests[0]["system"]
     assert str(tmp_path) in system and platform.system() in system
     assert "analysis.ipynb" in system and "Tools available now: R" in system
-    assert "Read a file (or notebook) before you edit it" in system
+    assert "Before you edit a file (or notebook), read it." in system
 
 
 def test_what_the_model_was_offered_is_recorded_per_turn(tmp_path, rec):

@@ -33,6 +33,8 @@ MAGICS = [
     "agent_context",
     "agent_compact",
     "agent_mcp",
+    "agent_instructions",
+    "agent_skills",
 ]
 
 

@@ -34,6 +34,8 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "set_outputs": {"cell_id": "a", "outputs": [], "execution_count": 3},
     "scroll_to": {"cell_id": "a"},
     "notify": {"message": "done", "type": "success", "auto_close": 1000},
+    "get_agent_metadata": {},
+    "set_agent_metadata": {"metadata": {"instructions": "Use polars."}},
 }
 
 

@@ -11,6 +11,7 @@ ops come from ipy_agent/notebook/protocol.json, as the extension's do. Replies g
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipy_agent.notebook.bridge import NotebookBridge
 from ipy_agent.notebook.protocol import PROTOCOL, TARGET
 
 from .kernel import Kernel
@@ -63,6 +65,8 @@ class Panel:
     # A busy page (a long notebook still rendering) handles a comm the kernel opens this many
     # seconds late: the kernel waits, nothing answers in between.
     hello_delay: float = 0.0
+    # The notebook's metadata, as the page's model holds it (`ipy_agent` is the agent's key).
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def sources(self) -> list[str]:
         return [c["source"] for c in self.cells]
@@ -148,6 +152,19 @@ class Panel:
     def op_notify(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"notification_id": "n1"}
 
+    def op_get_agent_metadata(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": self.metadata.get("ipy_agent", {})}
+
+    def op_set_agent_metadata(self, args: dict[str, Any]) -> dict[str, Any]:
+        value = args.get("metadata")
+        if not isinstance(value, dict):
+            raise Refused("bad_request", f"metadata must be an object, not {json.dumps(value)}")
+        if value:
+            self.metadata["ipy_agent"] = value
+        else:
+            self.metadata.pop("ipy_agent", None)
+        return {"metadata": self.metadata.get("ipy_agent", {})}
+
     def answer(self, req: dict[str, Any]) -> dict[str, Any] | None:
         """The reply to one message from the kernel; None for another panel's, or when silent."""
         if (req.get("path") and req["path"] != self.path) or not req.get("request_id") or self.silent:
@@ -214,3 +231,23 @@ class LiveKernel(Kernel):
         msg = self.kc.session.msg("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": panel.hello()})
         self.kc.shell_channel.send(msg)
         return comm_id
+
+
+class Loopback:
+    """A comm whose other end is a panel answering at once, in this process: the bridge without
+    a kernel, for tests of what the kernel side does with the answers."""
+
+    def __init__(self, bridge: NotebookBridge, panel: Panel) -> None:
+        self.bridge, self.panel = bridge, panel
+
+    def send(self, data: dict[str, Any]) -> None:
+        answer = self.panel.answer(data)
+        if answer is not None:
+            asyncio.get_running_loop().call_soon(self.bridge._on_data, self, answer)
+
+
+def connected_bridge(panel: Panel, cwd: Any, *, shell: Any = None) -> NotebookBridge:
+    """A kernel-side bridge whose page is `panel` (its file is `cwd / panel.path`)."""
+    bridge = NotebookBridge(shell=shell, session_name=str(cwd / panel.path), cwd=cwd)
+    bridge._on_data(Loopback(bridge, panel), {**panel.hello(), "server_root": str(cwd)})
+    return bridge

@@ -94,6 +94,8 @@ class Kernel:
         kernel_env.update(
             IPYTHONDIR=str(Path(self._tmp.name) / "ipython"), PYTHONPATH=python_path, PYTHONUNBUFFERED="1"
         )
+        # The person's own ipy_agent directory (AGENTS.md, skills, MCP settings): an empty one.
+        kernel_env["IPY_AGENT_CONFIG_DIR"] = str(Path(self._tmp.name) / "personal")
         kernel_env.update(env or {})
         # IPC sockets in our temp dir: no TCP ports to collide with on a shared machine.
         self.km = KernelManager(

@@ -1,0 +1,52 @@
+"""Where the person's own ipy_agent files live, and where a project's root is.
+
+The person's directory holds what they keep for every project: their `AGENTS.md` and their
+skills. It is `$IPY_AGENT_CONFIG_DIR` when that is set (tests and people who keep it elsewhere),
+otherwise `ipy_agent` under `$XDG_CONFIG_HOME` (`~/.config` by default). It is read late, at each
+use, so a change of the variable applies to the next prompt.
+
+A project's root is the nearest folder at or above the working directory that holds `.git` (a
+folder, or a file in a worktree or submodule); without one the walk goes to the filesystem root.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["folders_down_to", "home_relative", "personal_dir", "repository_root"]
+
+
+def personal_dir() -> Path:
+    """The person's own ipy_agent directory (it need not exist)."""
+    env = os.environ.get("IPY_AGENT_CONFIG_DIR", "").strip()
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) else Path.home() / ".config"
+    return base / "ipy_agent"
+
+
+def repository_root(cwd: Path) -> Path | None:
+    """The nearest folder at or above `cwd` with a `.git`, or None."""
+    for folder in (cwd, *cwd.parents):
+        if os.path.exists(folder / ".git"):  # never raises: an unreadable folder is not a root
+            return folder
+    return None
+
+
+def folders_down_to(cwd: Path) -> list[Path]:
+    """The folders from the project's root (or the filesystem root) down to `cwd`, root first."""
+    root = repository_root(cwd)
+    chain = [cwd]
+    for folder in cwd.parents:
+        if root is not None and chain[-1] == root:
+            break
+        chain.append(folder)
+    return chain[::-1]
+
+
+def home_relative(path: str | Path) -> str:
+    """`path` as a person writes it: `~/...` inside their home folder, as it is elsewhere."""
+    text, home = str(path), str(Path.home())
+    return "~" + text[len(home) :] if text == home or text.startswith(home + os.sep) else text
