@@ -143,6 +143,12 @@ class JupyterServer:
         dirs = {name: self.home / name for name in ("config", "data", "runtime", "ipython", "workspaces")}
         for d in dirs.values():
             d.mkdir(parents=True, exist_ok=True)
+        built = PROJECT_ROOT / "ipy_agent" / "labextension"
+        if (built / "package.json").exists():
+            # This checkout's own build of the extension (`jlpm build`) wins over the installed one,
+            # so a change to the TypeScript is tested in the checkout that made it.
+            (dirs["data"] / "labextensions").mkdir()
+            (dirs["data"] / "labextensions" / EXTENSION).symlink_to(built, target_is_directory=True)
         spec = dirs["data"] / "kernels" / "python3"
         spec.mkdir(parents=True)
         (spec / "kernel.json").write_text(
