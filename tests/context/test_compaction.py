@@ -245,6 +245,9 @@ class _OpenNotebook:
     async def scroll_to(self, cell_id):
         return None
 
+    async def agent_metadata(self):
+        return {}
+
 
 def test_clearing_a_notebookread_result_forgets_the_cells_it_read(tmp_path):
     from ipy_agent.tools.notebook.edit import NotebookEditTool

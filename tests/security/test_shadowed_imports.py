@@ -91,9 +91,14 @@ def test_the_tools_import_installed_modules_not_the_projects(hostile):
 
 
 def test_the_persons_own_imports_are_left_as_python_does_them(hostile):
+    # A shadowed name the agent has not imported at start-up: the person's import of it is theirs.
     run = _python(
         hostile,
-        "import sys; sys.path.insert(0, ''); import ipy_agent\ntry:\n import difflib\nexcept ImportError as e:\n print(e)",
+        "import sys; sys.path.insert(0, ''); import ipy_agent\n"
+        f"name = next(n for n in {SHADOWS!r} if n not in sys.modules)\n"
+        "print('NAME', name)\n"
+        "try:\n __import__(name)\nexcept ImportError as e:\n print(e)",
     )
-    assert "project difflib" in run.stdout
-    assert (hostile / "HIJACKED-difflib").exists()
+    name = run.stdout.split("NAME ", 1)[1].split()[0]
+    assert f"project {name}" in run.stdout
+    assert (hostile / f"HIJACKED-{name}").exists()
