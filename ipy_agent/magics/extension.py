@@ -33,6 +33,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         from ipy_agent.notebook.bridge import NotebookBridge
 
         bridge = NotebookBridge(shell)
+        bridge.runs.watch(shell)
         try:
             bridge.attach(kernel)
         except Exception as e:  # no comm support in this kernel: the live notebook stays off
@@ -53,6 +54,8 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
             for magic in table:
                 shell.magics_manager.magics[kind].pop(magic, None)
         if isinstance(magics, AgentMagics):
+            if magics.session.bridge is not None:
+                magics.session.bridge.runs.unwatch()
             magics.session.close()  # no run and no MCP server outlives the extension
         if magics in getattr(shell, "configurables", []):
             shell.configurables.remove(magics)

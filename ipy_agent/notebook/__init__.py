@@ -4,7 +4,12 @@ Plain Python (the bridge opens a comm with the `comm` package, never through IPy
 Modules import one way, each only from those above it in this list:
 - `protocol`: the live-notebook protocol, read from `protocol.json` (the extension reads it too);
 - `render`: notebook cells as the model reads them (id, type, source, outputs), never raw JSON;
+- `effects`: what running a cell's code can change, found with `ast` (nothing runs);
+- `policy`: the person's cell policies (`agent:never-run`, ...), from tags and notebook metadata;
+- `errors`: a failing run's error as the model needs it to fix it: the cell's line, the frames
+  in the person's code, names and columns nearby;
 - `execute`: a cell's code run in this kernel, capturing what it shows (NotebookRun);
+- `runlog`: which cells ran in this kernel, with their source and timing;
 - `variables`: the kernel's variables, described without running the person's code;
 - `bridge`: `NotebookBridge`, requests to the JupyterLab extension over a comm;
 - `metadata`: the notebook's own `ipy_agent` metadata (its instructions), live or on disk.

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .protocol import PROTOCOL, TARGET
+from .runlog import RunLog
 
 __all__ = ["BridgeError", "FrontEnd", "NotConnected", "NotebookBridge"]
 
@@ -100,6 +101,7 @@ class NotebookBridge:
         self._waited = False
         self._kernel: Any = None
         self.told_missing = False  # the UI said once that there is no front end
+        self.runs = RunLog()  # which cells ran in this kernel (staleness, the prompt's "last run")
 
     # --- state ------------------------------------------------------------------------------
     @property

@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import summarize_error
+
 __all__ = ["RunOutcome", "run_code"]
 
 
@@ -43,6 +45,7 @@ class RunOutcome:
     outputs: list[dict[str, Any]] = field(default_factory=list)  # nbformat v4 outputs
     execution_count: int | None = None
     error: str | None = None  # "Name: value" of an error the code raised
+    summary: str | None = None  # the error told for the fix (errors.py): the cell's line, the person's frames
     timed_out: bool = False
     interrupted: bool = False  # by the person (kernel interrupt)
     seconds: float = 0.0
@@ -168,6 +171,8 @@ async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
             outcome.interrupted = not fired
         if error is not None:
             outcome.error = f"{type(error).__name__}: {error}"
+            if not isinstance(error, KeyboardInterrupt):
+                outcome.summary = _summary(error, code, shell)
     finally:
         if main and old_sigint is not None:
             signal.signal(signal.SIGINT, old_sigint)
@@ -185,6 +190,13 @@ async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
         # The person pressed stop: let the kernel's own handler stop the agent's cell as well.
         old_sigint(signal.SIGINT, None)
     return outcome
+
+
+def _summary(error: BaseException, code: str, shell: Any) -> str | None:
+    try:
+        return summarize_error(error, code, shell.user_ns).text
+    except Exception:  # the traceback in the outputs still says what happened
+        return None
 
 
 def _transform(shell: Any, code: str) -> tuple[str, Any]:

@@ -32,12 +32,13 @@ def cell(
     cell_id: str | None = None,
     outputs: list[Any] | None = None,
     execution_count: int | None = None,
+    tags: list[str] | None = None,
 ) -> dict[str, Any]:
     c: dict[str, Any] = {
         "id": cell_id or uuid.uuid4().hex[:8],
         "cell_type": cell_type,
         "source": source,
-        "metadata": {},
+        "metadata": {"tags": list(tags)} if tags else {},
     }
     if cell_type == "code":
         c["outputs"] = outputs or []
@@ -88,6 +89,7 @@ class Panel:
             "execution_count": c.get("execution_count"),
             "output_count": len(outs),
             "outputs_size": sum(len(json.dumps(o)) for o in outs),
+            "tags": [t for t in c.get("metadata", {}).get("tags", []) if isinstance(t, str)],
         }
         if outputs:
             s["outputs"] = outs
