@@ -10,6 +10,7 @@ Modules import one way, each only from those above it in this list:
   in the person's code, names and columns nearby;
 - `execute`: a cell's code run in this kernel, capturing what it shows (NotebookRun);
 - `runlog`: which cells ran in this kernel, with their source and timing;
+- `staleness`: cells whose outputs may be stale, from definitions, uses and the run order;
 - `variables`: the kernel's variables, described without running the person's code;
 - `bridge`: `NotebookBridge`, requests to the JupyterLab extension over a comm;
 - `metadata`: the notebook's own `ipy_agent` metadata (its instructions), live or on disk.

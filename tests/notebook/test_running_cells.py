@@ -182,3 +182,31 @@ def test_a_list_of_cells_runs_in_order_and_stops_at_the_first_error(kernel: Live
     [asked] = got["asked"]
     assert asked["title"] == "Run cells s1, s2, s3 of work/analysis.ipynb in this kernel"
     assert "s3: defines step" in asked["notes"] or "s3: overwrites step: int 2" in asked["notes"]
+
+
+def test_staleness_marks_follow_the_persons_edits_and_reruns(kernel: LiveKernel, panel: Panel, tmp_path: Path):
+    panel.cells += [
+        cell("rate = 0.1", cell_id="rate"),
+        cell("price = 100 * (1 + rate)", cell_id="price"),
+        cell("print(price)", cell_id="show"),
+        cell("unused = 1", cell_id="later"),
+    ]
+    for cell_id in ("load", "rate", "price", "show"):
+        kernel.run_cell(panel, cell_id)
+
+    def marks() -> str:
+        text = result_text(run_agent(kernel, tmp_path, [[use("NotebookRead", "r")]])["results"]["r"])
+        return text.split("Run state in this kernel", 1)[1].split("<cell", 1)[0] if "Run state" in text else ""
+
+    assert marks().strip().splitlines()[1:] == ["- cell later: never run in this kernel"]
+    kernel.run_cell(panel, "rate")  # rerun after the cells that use it
+    got = marks()
+    assert "- cell price: may be stale: uses rate, which cell rate redefined after it ran" in got
+    assert "- cell show: may be stale: uses price from cell price" in got
+    panel.cells[panel.find("price")]["source"] = "price = 200 * (1 + rate)"  # the person edits a cell
+    kernel.run_cell(panel, "later")
+    got = marks()
+    assert "- cell price: edited since it last ran" in got and "later" not in got
+    for cell_id in ("price", "show"):  # the smallest rerun clears the marks
+        kernel.run_cell(panel, cell_id)
+    assert marks() == ""

@@ -226,6 +226,19 @@ class LiveKernel(Kernel):
     def send(self, comm_id: str, data: dict[str, Any]) -> None:
         self._send_comm(comm_id, data)
 
+    def run_cell(self, panel: Panel, cell_id: str) -> None:
+        """What the person's Shift+Enter does: an execute_request carrying the cell's id in its
+        metadata (JupyterLab's `cellId`), then the count and outputs written into the cell."""
+        c = panel.cells[panel.find(cell_id)]
+        content = {"code": c["source"], "silent": False, "store_history": True, "user_expressions": {}}
+        msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        self.kc.shell_channel.send(msg)
+        self.cells += 1
+        ex = self.wait(msg["header"]["msg_id"])
+        assert ex.status == "ok", f"cell {cell_id} failed: {ex.reply.get('ename')}: {ex.reply.get('evalue')}"
+        c["execution_count"] = ex.reply.get("execution_count")
+        c["outputs"] = [{"output_type": m["msg_type"], **m["content"]} for m in ex.outputs]
+
     def open_from_page(self, panel: Panel) -> str:
         """What a reloaded page does: open a comm of its own to the kernel's target, with hello."""
         comm_id = uuid.uuid4().hex

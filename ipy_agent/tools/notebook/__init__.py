@@ -7,7 +7,8 @@ Modules import one way, each only from those above it in this list:
 - `nbfile`: notebook files: one parse, one cell spliced in, nbformat for new cells and upgrades;
 - `edit_file`: NotebookEdit's change to a file, planned as text;
 - `edit_live`: NotebookEdit applied to the live model in the browser;
+- `run_notes`: what a run can change and how the cell last ran (NotebookRun's prompt and result),
+  the cells' policies and staleness (NotebookRead);
 - `read`: `NotebookReadTool`; `edit`: `NotebookEditTool` (live or file, one schema);
-- `run_notes`: what a run can change and how the cell last ran, for NotebookRun's prompt and result;
 - `run`: `NotebookRunTool`, cells run in this kernel; `variables`: `VariablesTool`.
 """

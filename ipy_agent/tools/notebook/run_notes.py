@@ -1,4 +1,5 @@
-"""What NotebookRun says before a run: the cell's effect on the namespace, and its last run.
+"""What the notebook tools say about running cells: a run's effect on the namespace, the cell's
+last run (NotebookRun's prompt and result), and the cells' policies and staleness (NotebookRead).
 
 The effects come from `ipy_agent.notebook.effects` (a parse; nothing runs); each name that
 exists now gets its summary from Variables (type-level lookups only), so the person approving a
@@ -14,10 +15,11 @@ import sys
 from typing import Any
 
 from ipy_agent.notebook.effects import cell_effects, effect_lines
-from ipy_agent.notebook.policy import CellPolicy
+from ipy_agent.notebook.policy import CellPolicy, cell_policy
 from ipy_agent.notebook.runlog import describe_run
+from ipy_agent.notebook.staleness import stale_marks
 
-__all__ = ["effect_notes", "policy_note"]
+__all__ = ["effect_notes", "notebook_notes", "policy_note"]
 
 _SHAPE = re.compile(r"^shape \((\d+), (\d+)\)")
 _SHORT = 100
@@ -62,3 +64,33 @@ def policy_note(policy: CellPolicy) -> str | None:
     if policy.timeout is not None:
         return f"timeout {policy.timeout:g} s from the cell's policy"
     return None
+
+
+async def notebook_notes(nb: Any, cells: list[dict[str, Any]], shown: set[str]) -> str:
+    """NotebookRead's section on the cells it shows: the person's policies, and which cells may be
+    stale or never ran in this kernel (from sources and this kernel's run order)."""
+    from ipy_agent.notebook.bridge import BridgeError  # as live.py: loaded with the bridge
+
+    try:
+        meta = await nb.agent_metadata()
+    except BridgeError:
+        meta = {}
+    lines: list[str] = []
+    for c in cells:
+        policy = cell_policy(c, meta if isinstance(meta, dict) else {})
+        if policy and c.get("id") in shown:
+            lines.append(f"- cell {c['id']}: {', '.join(policy.tags)} ({policy.where or 'its tag'})")
+    out = ""
+    if lines:
+        out += "Cell policies the person set (agent:never-run: do not run; agent:read-only: do not edit):\n"
+        out += "\n".join(lines) + "\n"
+    runs = getattr(nb, "runs", None)
+    if runs is not None:
+        marks = [m for m in stale_marks(cells, runs) if m.cell_id in shown]
+        if marks:
+            out += (
+                "Run state in this kernel (from the cells' definitions and uses and the order they ran; rerun the "
+                "fewest cells that fix it, in notebook order):\n"
+            )
+            out += "\n".join(f"- cell {m.cell_id}: {m.text}" for m in marks) + "\n"
+    return out
