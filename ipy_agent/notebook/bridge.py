@@ -196,6 +196,13 @@ class NotebookBridge:
             at=time.monotonic(),
         )
 
+    def connect_local(self, page: Any) -> None:
+        """Connect a page that answers in this process instead of a browser: `page.hello()` is
+        its hello message and `page.answer(request)` its reply (None: no reply), both in the
+        protocol's format. A stand-in for JupyterLab where there is none (a teaching notebook run
+        headless, a test); the tools cannot tell the difference."""
+        self._on_data(_LocalComm(self, page), page.hello())
+
     async def ensure(self, timeout: float = HELLO_WAIT, probe_wait: float = PROBE_WAIT) -> bool:
         """Before a run: is a page connected, and is it still the page that is open?
 
@@ -312,3 +319,16 @@ class NotebookBridge:
         if self.shell is None:
             raise NotConnected("There is no IPython kernel whose variables could be listed.")
         return describe_namespace(self.shell, **kwargs)
+
+
+class _LocalComm:
+    """The comm to a page in this process: a request is answered on the loop's next turn, as a
+    reply over a real comm arrives after the request was sent."""
+
+    def __init__(self, bridge: NotebookBridge, page: Any) -> None:
+        self.bridge, self.page = bridge, page
+
+    def send(self, data: dict[str, Any]) -> None:
+        answer = self.page.answer(data)
+        if answer is not None:
+            asyncio.get_running_loop().call_soon(self.bridge._on_data, self, answer)

@@ -11,7 +11,6 @@ ops come from ipy_agent/notebook/protocol.json, as the extension's do. Replies g
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
@@ -248,21 +247,9 @@ class LiveKernel(Kernel):
         return comm_id
 
 
-class Loopback:
-    """A comm whose other end is a panel answering at once, in this process: the bridge without
-    a kernel, for tests of what the kernel side does with the answers."""
-
-    def __init__(self, bridge: NotebookBridge, panel: Panel) -> None:
-        self.bridge, self.panel = bridge, panel
-
-    def send(self, data: dict[str, Any]) -> None:
-        answer = self.panel.answer(data)
-        if answer is not None:
-            asyncio.get_running_loop().call_soon(self.bridge._on_data, self, answer)
-
-
 def connected_bridge(panel: Panel, cwd: Any, *, shell: Any = None) -> NotebookBridge:
     """A kernel-side bridge whose page is `panel` (its file is `cwd / panel.path`)."""
     bridge = NotebookBridge(shell=shell, session_name=str(cwd / panel.path), cwd=cwd)
-    bridge._on_data(Loopback(bridge, panel), {**panel.hello(), "server_root": str(cwd)})
+    panel.server_root = str(cwd)
+    bridge.connect_local(panel)
     return bridge
