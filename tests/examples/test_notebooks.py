@@ -217,6 +217,29 @@ EXPECT: dict[str, list[str]] = {
         "mcp__notes__add_note -> allowed by rule 'mcp__notes' (argument) | Added note 2.",
         'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
     ],
+    "14_running_cells": [
+        "front end: connected to 'analysis.ipynb' (ipy-agent-notebook stand-in)",
+        "'revenue': int64, 0 null, range 0 to 499",  # Variables by name: the library's own summary
+        "[approval prompt] Run cell clean of analysis.ipynb in this kernel\n"
+        "    overwrites sales: DataFrame 1,000 × 2\n"  # noqa: RUF001
+        "    may modify sales (item assignment)",
+        "What it could change: overwrites sales: DataFrame 1,000 × 2",  # noqa: RUF001
+        "Cell 'train' must not be run by the agent (its tag agent:never-run)",
+        "model defined: False",
+        "bypassPermissions toolu_run_train  -> Permission to use NotebookRun was denied (Cell 'train' must not",
+        "raised KeyError: 'revenu'",
+        "-> 1 | by_region = sales['revenu'].groupby(sales['region']).sum()",
+        "DataFrame sales's columns: 'region', 'revenue', 'revenue_k' (close to 'revenu': 'revenue'",
+        "The report cell now: by_region = sales['revenue'].groupby(sales['region']).sum()",
+        "[approval prompt] Run cells clean, report of analysis.ipynb in this kernel",
+        "clean: overwrites sales: DataFrame 2,000 × 2",  # noqa: RUF001
+        "- cell clean: may be stale: uses sales, which cell load redefined after it ran",
+        "- cell report: may be stale: uses sales, which cell load redefined after it ran",
+        "NotebookRead after the rerun, the run state:\n"
+        "(from the cells' definitions and uses and the order they ran; rerun the fewest cells that fix it, in "
+        "notebook order):\n- cell train: never run in this kernel",
+        "rows in sales now: 1996",
+    ],
     "16_instructions_and_skills": [
         "=== no guidance: Read(sales.csv) -> Write(summary.md)",
         "- north: 1610.40",
