@@ -281,6 +281,21 @@ class NotebookBridge:
         result = reply.get("result")
         return result if isinstance(result, dict) else {}
 
+    def post(self, op: str, **args: Any) -> bool:
+        """Send one op without waiting for its reply (which is dropped when it comes); safe from
+        any thread, so a cell that blocks the event loop can still show its outputs as they come.
+        False when no page is connected or the send failed."""
+        front = self.front_end
+        if front is None:
+            return False
+        try:
+            front.comm.send(
+                {"protocol": PROTOCOL, "request_id": uuid.uuid4().hex, "op": op, "path": front.path, "args": args}
+            )
+        except Exception:  # best effort: the final outputs are sent with `request` after the run
+            return False
+        return True
+
     # --- conveniences the tools use ----------------------------------------------------------
     async def list_cells(self) -> list[dict[str, Any]]:
         return list((await self.request("list_cells")).get("cells") or [])
@@ -306,12 +321,12 @@ class NotebookBridge:
         with contextlib.suppress(BridgeError):
             await self.request("scroll_to", timeout=5.0, cell_id=cell_id)
 
-    async def run_code(self, code: str, *, timeout: float) -> Any:
+    async def run_code(self, code: str, *, timeout: float, on_progress: Any = None) -> Any:
         from .execute import run_code
 
         if self.shell is None:
             raise NotConnected("There is no IPython kernel to run code in.")
-        return await run_code(self.shell, code, timeout=timeout)
+        return await run_code(self.shell, code, timeout=timeout, on_progress=on_progress)
 
     def variables(self, **kwargs: Any) -> Any:
         from .variables import describe_namespace
@@ -330,5 +345,9 @@ class _LocalComm:
 
     def send(self, data: dict[str, Any]) -> None:
         answer = self.page.answer(data)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # sent from a thread (`post`): nobody waits for the reply
+            return
         if answer is not None:
-            asyncio.get_running_loop().call_soon(self.bridge._on_data, self, answer)
+            loop.call_soon(self.bridge._on_data, self, answer)

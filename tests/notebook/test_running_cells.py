@@ -210,3 +210,16 @@ def test_staleness_marks_follow_the_persons_edits_and_reruns(kernel: LiveKernel,
     for cell_id in ("price", "show"):  # the smallest rerun clears the marks
         kernel.run_cell(panel, cell_id)
     assert marks() == ""
+
+
+def test_outputs_reach_the_cell_while_it_runs(kernel: LiveKernel, panel: Panel, tmp_path: Path):
+    # The cell blocks the kernel's event loop (time.sleep): its first line still reaches the page
+    # before it ends, from the thread that watches the outputs.
+    panel.cells.append(cell("import time\nprint('first', flush=True)\ntime.sleep(3)\nprint('second')", cell_id="slow"))
+    got = run_agent(kernel, tmp_path, [[use("NotebookRun", "n1", cell_id="slow")]], mode="bypassPermissions")
+    assert "first\nsecond" in result_text(got["results"]["n1"])
+    shown = [r["args"]["outputs"] for r in panel.requests if r["op"] == "set_outputs"]
+    assert shown[0] == []  # cleared when the run starts
+    partial = [o for o in shown[1:-1] if o]
+    assert partial and partial[0] == [{"output_type": "stream", "name": "stdout", "text": "first\n"}], shown
+    assert shown[-1] == [{"output_type": "stream", "name": "stdout", "text": "first\nsecond\n"}]

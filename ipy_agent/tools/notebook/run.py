@@ -235,7 +235,12 @@ class NotebookRunTool(Tool):
         effects = tuple(effect_notes(nb, cell))
         await nb.scroll_to(cell["id"])
         await bridge_call(nb.request("set_outputs", cell_id=cell["id"], outputs=[], execution_count=None))
-        outcome = await nb.run_code(code, timeout=timeout)
+        cell_id = cell["id"]
+
+        def show(outputs: list[dict[str, Any]]) -> None:  # from a thread, while the code runs
+            nb.post("set_outputs", cell_id=cell_id, outputs=outputs, execution_count=None)
+
+        outcome = await nb.run_code(code, timeout=timeout, on_progress=show if hasattr(nb, "post") else None)
         await bridge_call(
             nb.request(
                 "set_outputs", cell_id=cell["id"], outputs=outcome.outputs, execution_count=outcome.execution_count
