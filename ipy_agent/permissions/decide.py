@@ -84,6 +84,8 @@ class PermissionAnswer:
     # True when no person answered (a non-interactive run, a prompt that timed out): the model
     # is then told the call was not approved, not that someone declined it.
     automatic: bool = False
+    # For "deny": the label of the preview's PromptAction the person chose ("Never run this cell").
+    action: str | None = None
 
 
 # What an approver may answer: a PermissionAnswer, "allow" / "always" / "deny", or a bool

@@ -41,19 +41,21 @@ def kernel(tmp_path: Path, panel: Panel) -> Iterator[LiveKernel]:
         k.shutdown()
 
 
-def run_agent(k: LiveKernel, tmp_path: Path, turns: list[Any], mode: str = "default") -> dict[str, Any]:
+def run_agent(
+    k: LiveKernel, tmp_path: Path, turns: list[Any], mode: str = "default", answer: str = "'allow'"
+) -> dict[str, Any]:
     """Run a scripted agent in the kernel; returns {"asked": [prompt, ...], "results": {id: tool_result}}."""
     script = tmp_path / "t.json"
     script.write_text(json.dumps({"turns": [*turns, "Done."]}))
     out = k.check(
         "import json as _j\n"
-        "from ipy_agent import Agent, ScriptedModel\n"
+        "from ipy_agent import Agent, PermissionAnswer, ScriptedModel\n"
         "_asked = []\n"
         "def _approve(req):\n"
         "    p = req.preview\n"
         "    _asked.append({'tool': req.tool_name, 'reason': req.reason, 'title': p.title if p else '',"
         " 'notes': list(p.notes) if p else []})\n"
-        "    return 'allow'\n"
+        f"    return {answer}\n"
         f"_a = Agent(model=ScriptedModel.from_file({str(script)!r}), approver=_approve,"
         f" notebook={MAGICS}.bridge, permission_mode={mode!r})\n"
         "await _a.arun('go')\n"
@@ -223,3 +225,15 @@ def test_outputs_reach_the_cell_while_it_runs(kernel: LiveKernel, panel: Panel, 
     partial = [o for o in shown[1:-1] if o]
     assert partial and partial[0] == [{"output_type": "stream", "name": "stdout", "text": "first\n"}], shown
     assert shown[-1] == [{"output_type": "stream", "name": "stdout", "text": "first\nsecond\n"}]
+
+
+def test_never_run_this_cell_from_the_prompt_sticks(kernel: LiveKernel, panel: Panel, tmp_path: Path):
+    panel.cells.append(cell("costly = True", cell_id="costly"))
+    turns = [[use("NotebookRun", "n1", cell_id="costly")], [use("NotebookRun", "n2", cell_id="costly")]]
+    got = run_agent(kernel, tmp_path, turns, answer="PermissionAnswer(behavior='deny', action='Never run this cell')")
+    assert len(got["asked"]) == 1  # the second call is refused by the policy, without a prompt
+    first, second = (result_text(got["results"][k]) for k in ("n1", "n2"))
+    assert "The person marked cell 'costly' agent:never-run" in first
+    assert "must not be run by the agent (the notebook's policy for this cell agent:never-run)" in second
+    assert panel.metadata["ipy_agent"] == {"cell_policies": {"costly": ["agent:never-run"]}}
+    assert kernel.check("print('costly' in globals())").strip() == "False"

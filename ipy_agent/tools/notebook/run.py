@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, ToolError
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, PromptAction, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.policy import NEVER_RUN, with_cell_tag
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.notebook.runlog import CellRun
 
@@ -207,11 +208,13 @@ class NotebookRunTool(Tool):
             if policy:
                 notes.append(prefix + policy)
         ids = ", ".join(c["id"] for c in cells)
+        actions = (_never_run_action(nb, cells[0]["id"]),) if len(cells) == 1 else ()
         return PermissionPreview(
             title=f"Run cell{'s' if len(cells) > 1 else ''} {ids} of {nb.display_path} in this kernel",
             command="\n\n".join(c.get("source") or "" for c in cells),
             description="Runs in the notebook's kernel: it can change the person's variables.",
             notes=tuple(notes),
+            actions=actions,
         )
 
     async def call(self, inp: NotebookRunInput, ctx: ToolContext) -> NotebookRunResult | NotebookRunsResult:
@@ -314,6 +317,22 @@ class NotebookRunTool(Tool):
                 parts.append(o.error_summary)
             parts.append("".join(b.get("text", "") for b in getattr(o, "blocks", [])))
         return "\n".join(p for p in parts if p)[:2000]
+
+
+def _never_run_action(nb: Any, cell_id: str) -> PromptAction:
+    """The prompt's "Never run this cell": the person's policy, kept in the notebook's metadata."""
+
+    async def apply() -> None:
+        await bridge_call(nb.set_agent_metadata(with_cell_tag(await nb.agent_metadata(), cell_id, NEVER_RUN)))
+
+    return PromptAction(
+        label="Never run this cell",
+        message=(
+            f"The person marked cell {cell_id!r} agent:never-run: the agent must not run it, now or later. Do not run "
+            "its code another way; ask the person to run it, or go on without it."
+        ),
+        apply=apply,
+    )
 
 
 def _one_line(o: NotebookRunResult) -> str:
