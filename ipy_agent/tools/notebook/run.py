@@ -310,12 +310,12 @@ class NotebookRunTool(Tool):
         return _one_line(output)
 
     def detail_for_person(self, inp: Any, output: Any) -> str:
-        runs = output.runs if isinstance(output, NotebookRunsResult) else [output]
-        parts = []
+        runs: list[NotebookRunResult] = output.runs if isinstance(output, NotebookRunsResult) else [output]
+        parts: list[str] = []
         for o in runs:
-            if getattr(o, "error_summary", None):
-                parts.append(o.error_summary)
-            parts.append("".join(b.get("text", "") for b in getattr(o, "blocks", [])))
+            parts.append(f"{o.cell_id}: " + "; ".join(o.effects) if o.effects else "")
+            parts.append(o.error_summary or "")
+            parts.append("".join(b.get("text", "") for b in o.blocks))
         return "\n".join(p for p in parts if p)[:2000]
 
 
