@@ -34,6 +34,7 @@ import itertools
 import json
 import math
 import threading
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,7 +226,7 @@ class CachingServer(ReplayServer):
 
     def _take(self, recorded: Recorded) -> tuple[int, Reply]:
         number, reply = super()._take(recorded)
-        if not recorded.path.endswith("/messages") or reply.events is None:
+        if urllib.parse.urlsplit(recorded.path).path != "/v1/messages" or reply.events is None:
             return number, reply
         with self._account_lock:
             try:
