@@ -236,16 +236,19 @@ class CachingServer(ReplayServer):
             self.usages.append(usage)
         return number, Reply(
             status=reply.status,
-            events=[_with_usage(e, usage) for e in reply.events],
+            events=[_with_usage(e, usage, f"msg_{number:04d}") for e in reply.events],
             headers=reply.headers,
             hold_open=reply.hold_open,
             cut=reply.cut,
         )
 
 
-def _with_usage(event: Event, usage: dict[str, Any]) -> Event:
+def _with_usage(event: Event, usage: dict[str, Any], message_id: str) -> Event:
+    """`event` with the accounted usage, and an id of its own for each message (clients that
+    merge the pieces of one message by id, as Claude Code does, would join replies that share one)."""
     if event.name != "message_start":
         return event
     data = copy.deepcopy(event.data)
     data["message"]["usage"] = {**data["message"].get("usage", {}), **usage}
+    data["message"]["id"] = message_id
     return Event(name=event.name, data=data, delay=event.delay)
