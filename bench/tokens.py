@@ -622,3 +622,42 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+# --- the rows `python -m bench` reports (from the sessions' JSON, in the parent process) ---------
+
+
+def _turns(data: dict[str, Any]) -> list[Turn]:
+    return [
+        Turn(
+            number=t["number"],
+            kind=t["kind"],
+            usage=t["usage"],
+            events=t["events"],
+            system_tokens=t["system_tokens"],
+            tools_tokens=t["tools_tokens"],
+        )
+        for t in data["turns"]
+    ]
+
+
+def steady(turns: list[Turn]) -> list[Turn]:
+    """Model turns from the third on that follow no event (clearing, compaction, a tool change)."""
+    model_turns = [t for t in turns if t.kind == "turn"]
+    return [t for t in model_turns[2:] if not t.events]
+
+
+def share_of(turns: list[Turn]) -> float:
+    """Cached share of all input tokens of `turns` (weighted by tokens)."""
+    total = sum(t.total for t in turns)
+    return sum(t.usage["cache_read_input_tokens"] for t in turns) / total if total else 0.0
+
+
+def shared_prefix(ours: dict[str, Any], peer: dict[str, Any]) -> tuple[int, int, list[str]]:
+    """Tokens of the system prompt plus the definitions of the tools both offer: ours, the peer's."""
+    both = sorted(set(ours["tools"]) & set(peer["tools"]))
+    return (
+        ours["system"] + sum(ours["tools"][n] for n in both),
+        peer["system"] + sum(peer["tools"][n] for n in both),
+        both,
+    )
