@@ -2,9 +2,10 @@
 
 The notebook has 500 code cells, each with a 100 KB text output. Read (a notebook on disk comes
 back as cells; NotebookRead is the open notebook's, through the page) answers with the cells'
-sources and outputs cut to their budget, so what it must not do is hold the whole
-file several times over or take long to say so. Each side runs in a fresh process (the time of the call alone, after the imports; its peak
-Python memory from tracemalloc, on a second call), alternating.
+sources and outputs cut to their budget, so what it must not do is hold the whole file several
+times over or take long to say so. Each side runs in a fresh process (the time of the call
+alone, after the imports; its peak Python memory from tracemalloc, on a second call),
+alternating.
 
     python -m bench.notebook_read ours|page|json PATH   # one sample, as JSON
 """
