@@ -77,7 +77,9 @@ class Report:
     def _repr_html_(self) -> str:
         colour = "#2ea043" if self.passed else "#d08700"
         items = "".join(
-            f'<li style="list-style:none">{"✅" if ok else "❌"} {html.escape(words)}</li>' for ok, words in self.points
+            f'<li style="list-style:none"><b style="color:{"#2ea043" if ok else "#cf222e"}">{"✓" if ok else "✗"}</b> '
+            f"{html.escape(words)}</li>"
+            for ok, words in self.points
         )
         return (
             f'<div class="exercise-check" style="border-left:4px solid {colour};padding-left:0.6em">'

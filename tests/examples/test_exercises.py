@@ -84,7 +84,7 @@ def test_check_passes_on_the_solution(start: str, check: str, solution: str):
     assert solution.rstrip().endswith(check.strip()), "the solution cell ends with the exercise's check"
     report = run_cells(start, solution)
     assert report.passed, f"the solution does not pass:\n{report!r}"
-    assert "all" in report.summary() and "❌" not in report._repr_html_()
+    assert "all" in report.summary() and "✗" not in report._repr_html_()
 
 
 def test_a_check_reports_a_crash_in_the_learners_code_instead_of_raising():
