@@ -190,14 +190,35 @@ def run_yourself(chapter: Chapter) -> str:
     )
 
 
-def export(nb: nbformat.NotebookNode, chapter: Chapter, prev: Chapter | None, nxt: Chapter | None) -> str:
+def _exporter() -> Any:
+    """nbconvert's HTML exporter with the course template, linking the stylesheets of JupyterLab's
+    look (written once into the site by `write_styles`) instead of inlining them in every page."""
+    import markupsafe
     from nbconvert import HTMLExporter
 
+    class CourseExporter(HTMLExporter):  # type: ignore[misc]
+        def _init_resources(self, resources: dict[str, Any]) -> dict[str, Any]:
+            resources = super()._init_resources(resources)
+            resources["include_css"] = lambda name: markupsafe.Markup(
+                f'<link rel="stylesheet" href="{html.escape(Path(name).name)}">'
+            )
+            return resources
+
+    return CourseExporter(template_name="course", extra_template_basedirs=[str(TEMPLATES)])
+
+
+def write_styles(site: Path) -> None:
+    """The stylesheets the pages link (`static/*.css` of the template they extend)."""
+    env = _exporter().environment
+    for name in ("index.css", "theme-light.css"):
+        (site / name).write_text(env.loader.get_source(env, f"static/{name}")[0], encoding="utf-8")
+
+
+def export(nb: nbformat.NotebookNode, chapter: Chapter, prev: Chapter | None, nxt: Chapter | None) -> str:
     nb.cells.insert(1, nbformat.v4.new_markdown_cell(run_yourself(chapter)))
     nb.metadata["title"] = chapter.title
-    exporter = HTMLExporter(template_name="course", extra_template_basedirs=[str(TEMPLATES)])
     link = lambda c: {"href": c.href, "title": c.title} if c else None  # noqa: E731
-    body, _ = exporter.from_notebook_node(nb, resources={"course": {"prev": link(prev), "next": link(nxt)}})
+    body, _ = _exporter().from_notebook_node(nb, resources={"course": {"prev": link(prev), "next": link(nxt)}})
     return str(body)
 
 
@@ -267,6 +288,7 @@ def build(out: Path = DEFAULT_OUT, only: list[str] | None = None, *, jobs: int =
                 (staged / href).write_text(page, encoding="utf-8")
                 log(f"{href:40s} {seconds:5.1f} s")
         (staged / "index.html").write_text(index_html(chapters), encoding="utf-8")
+        write_styles(staged)
         if out.exists():
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)
