@@ -152,7 +152,8 @@ def execute(path: Path, config_dir: Path) -> nbformat.NotebookNode:
             nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
         ).execute()
     except Exception as e:
-        raise BuildError(f"{path.name}: a cell failed while building the course:\n{e}") from e
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(e))  # the traceback's colours
+        raise BuildError(f"{path.name}: a cell failed while building the course:\n{plain}") from e
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -262,14 +263,21 @@ def _chapter_page(args: tuple[Chapter, Chapter | None, Chapter | None, Path]) ->
     return chapter.href, export(nb, chapter, prev, nxt), time.monotonic() - started
 
 
-def build(out: Path = DEFAULT_OUT, only: list[str] | None = None, *, jobs: int = 2, log: Any = print) -> list[Path]:
+def build(
+    out: Path = DEFAULT_OUT,
+    only: list[str] | None = None,
+    *,
+    jobs: int = 2,
+    log: Any = print,
+    examples: Path = EXAMPLES,
+) -> list[Path]:
     """Execute and render the chapters into `out` (replaced only by a complete build); the pages.
 
     `jobs` notebooks run at once, each in its own process and kernel: most of a notebook's time is
     spent waiting (on subprocesses, sleeps standing in for a person), so two overlap well."""
-    chapters = discover(only=only)
+    chapters = discover(examples, only=only)
     if not chapters:
-        raise BuildError(f"no teaching notebooks (NN_name.ipynb) in {EXAMPLES}")
+        raise BuildError(f"no teaching notebooks (NN_name.ipynb) in {examples}")
     with tempfile.TemporaryDirectory(prefix="ipy_agent_course_") as tmp:
         staged = Path(tmp) / "site"
         staged.mkdir()
