@@ -218,9 +218,14 @@ def write_styles(site: Path) -> None:
 def export(nb: nbformat.NotebookNode, chapter: Chapter, prev: Chapter | None, nxt: Chapter | None) -> str:
     nb.cells.insert(1, nbformat.v4.new_markdown_cell(run_yourself(chapter)))
     nb.metadata["title"] = chapter.title
-    link = lambda c: {"href": c.href, "title": c.title} if c else None  # noqa: E731
+    link = lambda c: {"href": c.href, "title": c.title.replace("`", "")} if c else None  # noqa: E731
     body, _ = _exporter().from_notebook_node(nb, resources={"course": {"prev": link(prev), "next": link(nxt)}})
     return str(body)
+
+
+def _inline_code(text: str) -> str:
+    """Escaped text, with `code` spans as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def index_html(chapters: list[Chapter]) -> str:
@@ -228,7 +233,7 @@ def index_html(chapters: list[Chapter]) -> str:
     for c in chapters:
         concepts = ", ".join(html.escape(x) for x in c.concepts)
         items.append(
-            f'<li><a href="{c.href}">{html.escape(c.title)}</a>'
+            f'<li><a href="{c.href}">{_inline_code(c.title)}</a>'
             + (f'<div class="concepts">{concepts}</div>' if concepts else "")
             + (f'<div class="question">{html.escape(c.question)}</div>' if c.question else "")
             + "</li>"

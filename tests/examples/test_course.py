@@ -85,3 +85,8 @@ def test_an_error_in_any_cell_fails_the_build_naming_the_notebook_and_keeps_the_
     assert "03_broken.ipynb: a cell failed while building the course" in str(e.value)
     assert "ValueError: the data file is missing" in str(e.value)
     assert (out / "index.html").read_text() == "the last good build"
+
+
+def test_code_in_a_title_is_shown_as_code_in_the_index():
+    chapter = course.Chapter(Path("01_tour.ipynb"), "01", "01 · What happens when you type `%agent`?", "")
+    assert "<code>%agent</code>?</a>" in course.index_html([chapter])
