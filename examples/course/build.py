@@ -152,7 +152,8 @@ def execute(path: Path, config_dir: Path) -> nbformat.NotebookNode:
             nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
         ).execute()
     except Exception as e:
-        raise BuildError(f"{path.name}: a cell failed while building the course:\n{e}") from e
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(e))  # the traceback's colours
+        raise BuildError(f"{path.name}: a cell failed while building the course:\n{plain}") from e
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -217,9 +218,14 @@ def write_styles(site: Path) -> None:
 def export(nb: nbformat.NotebookNode, chapter: Chapter, prev: Chapter | None, nxt: Chapter | None) -> str:
     nb.cells.insert(1, nbformat.v4.new_markdown_cell(run_yourself(chapter)))
     nb.metadata["title"] = chapter.title
-    link = lambda c: {"href": c.href, "title": c.title} if c else None  # noqa: E731
+    link = lambda c: {"href": c.href, "title": c.title.replace("`", "")} if c else None  # noqa: E731
     body, _ = _exporter().from_notebook_node(nb, resources={"course": {"prev": link(prev), "next": link(nxt)}})
     return str(body)
+
+
+def _inline_code(text: str) -> str:
+    """Escaped text, with `code` spans as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def index_html(chapters: list[Chapter]) -> str:
@@ -227,7 +233,7 @@ def index_html(chapters: list[Chapter]) -> str:
     for c in chapters:
         concepts = ", ".join(html.escape(x) for x in c.concepts)
         items.append(
-            f'<li><a href="{c.href}">{html.escape(c.title)}</a>'
+            f'<li><a href="{c.href}">{_inline_code(c.title)}</a>'
             + (f'<div class="concepts">{concepts}</div>' if concepts else "")
             + (f'<div class="question">{html.escape(c.question)}</div>' if c.question else "")
             + "</li>"
@@ -262,14 +268,21 @@ def _chapter_page(args: tuple[Chapter, Chapter | None, Chapter | None, Path]) ->
     return chapter.href, export(nb, chapter, prev, nxt), time.monotonic() - started
 
 
-def build(out: Path = DEFAULT_OUT, only: list[str] | None = None, *, jobs: int = 2, log: Any = print) -> list[Path]:
+def build(
+    out: Path = DEFAULT_OUT,
+    only: list[str] | None = None,
+    *,
+    jobs: int = 2,
+    log: Any = print,
+    examples: Path = EXAMPLES,
+) -> list[Path]:
     """Execute and render the chapters into `out` (replaced only by a complete build); the pages.
 
     `jobs` notebooks run at once, each in its own process and kernel: most of a notebook's time is
     spent waiting (on subprocesses, sleeps standing in for a person), so two overlap well."""
-    chapters = discover(only=only)
+    chapters = discover(examples, only=only)
     if not chapters:
-        raise BuildError(f"no teaching notebooks (NN_name.ipynb) in {EXAMPLES}")
+        raise BuildError(f"no teaching notebooks (NN_name.ipynb) in {examples}")
     with tempfile.TemporaryDirectory(prefix="ipy_agent_course_") as tmp:
         staged = Path(tmp) / "site"
         staged.mkdir()

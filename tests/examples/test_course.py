@@ -69,3 +69,24 @@ def test_each_page_says_how_to_run_it_yourself():
     chapter = course.discover(only=["02"])[0]
     header = course.run_yourself(chapter)
     assert "jupyter lab examples/02_tool_contract.ipynb" in header and "pip install -e '.[examples]'" in header
+
+
+@pytest.mark.kernel
+def test_an_error_in_any_cell_fails_the_build_naming_the_notebook_and_keeps_the_last_site(tmp_path: Path):
+    examples, out = tmp_path / "examples", tmp_path / "site"
+    examples.mkdir()
+    out.mkdir()
+    (out / "index.html").write_text("the last good build")
+    nb = notebook()
+    nb.cells[1] = nbformat.v4.new_code_cell("print('fine')\nraise ValueError('the data file is missing')")
+    nbformat.write(nb, examples / "03_broken.ipynb")
+    with pytest.raises(course.BuildError) as e:
+        course.build(out, examples=examples, jobs=1, log=lambda line: None)
+    assert "03_broken.ipynb: a cell failed while building the course" in str(e.value)
+    assert "ValueError: the data file is missing" in str(e.value)
+    assert (out / "index.html").read_text() == "the last good build"
+
+
+def test_code_in_a_title_is_shown_as_code_in_the_index():
+    chapter = course.Chapter(Path("01_tour.ipynb"), "01", "01 · What happens when you type `%agent`?", "")
+    assert "<code>%agent</code>?</a>" in course.index_html([chapter])
