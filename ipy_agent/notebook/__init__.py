@@ -3,6 +3,7 @@
 Plain Python (the bridge opens a comm with the `comm` package, never through IPython).
 Modules import one way, each only from those above it in this list:
 - `protocol`: the live-notebook protocol, read from `protocol.json` (the extension reads it too);
+- `naming`: a cell as a person names it (`cell 4 · df = load(...)`);
 - `render`: notebook cells as the model reads them (id, type, source, outputs), never raw JSON;
 - `execute`: a cell's code run in this kernel, capturing what it shows (NotebookRun);
 - `variables`: the kernel's variables, described without running the person's code;

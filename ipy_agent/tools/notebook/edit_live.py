@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ipy_agent.contract.checkpoints import CellChange
 from ipy_agent.contract.tool import PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.diff import make_diff
@@ -108,6 +109,25 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview
     )
 
 
+def _change(plan: LivePlan, nb: Any, cell: dict[str, Any], cells: list[dict[str, Any]]) -> CellChange:
+    """What a rewind needs to undo this edit of the open notebook."""
+    before = plan.cell or {}
+    index = int(cell.get("index", before.get("index", 0)) or 0)
+    after_id = None
+    if plan.edit_mode == "delete" and index > 0 and index - 1 < len(cells):
+        after_id = cells[index - 1].get("id")
+    return CellChange(
+        notebook=str(nb.path),
+        action=plan.edit_mode,  # type: ignore[arg-type]
+        cell_id=str(cell.get("id") or before.get("id")),
+        index=index,
+        before_source=plan.old_source,
+        before_type=str(before.get("cell_type") or plan.cell_type),
+        after_source=plan.new_source,
+        after_id=after_id,
+    )
+
+
 async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> Any:
     plan = await plan_live(inp, ctx, nb)
     from ipy_agent.notebook.bridge import BridgeError
@@ -144,6 +164,8 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
         record_cells(ctx, nb, [cell], source="NotebookEdit")
         await nb.scroll_to(cell.get("id", ""))
     cells = await bridge_call(nb.list_cells())
+    if ctx.checkpoints is not None:  # kept for a rewind
+        ctx.checkpoints.cell_changed(_change(plan, nb, cell, cells))
     d = make_diff(*_texts(plan), label=f"{nb.display_path} [cell {cell.get('id')}]")
     return result_type(
         path=str(nb.path),

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 
 from .live import bridge_call, fetch_cell, live_bridge, live_target
@@ -71,6 +72,20 @@ class NotebookRunResult:
     interrupted: bool
     seconds: float
     output_count: int
+
+
+def _keep_variables(ctx: ToolContext, nb: Any, cell: dict[str, Any], code: str) -> None:
+    """Keep the variables the cell can rebind, for a rewind (contract/checkpoints.py). Its
+    magics are turned into Python first, as the kernel will run it."""
+    shell = getattr(nb, "shell", None)
+    namespace = getattr(shell, "user_ns", None)
+    if ctx.checkpoints is None or not isinstance(namespace, dict):
+        return
+    try:
+        python = shell.transform_cell(code)  # type: ignore[union-attr]
+    except Exception:
+        python = code
+    ctx.checkpoints.save_variables(python, namespace, cell=cell_label(cell.get("index"), code))
 
 
 class NotebookRunTool(Tool):
@@ -136,6 +151,7 @@ class NotebookRunTool(Tool):
         code = cell.get("source") or ""
         await nb.scroll_to(cell["id"])
         await bridge_call(nb.request("set_outputs", cell_id=cell["id"], outputs=[], execution_count=None))
+        _keep_variables(ctx, nb, cell, code)
         outcome = await nb.run_code(code, timeout=inp.timeout or DEFAULT_TIMEOUT)
         await bridge_call(
             nb.request(
