@@ -405,7 +405,7 @@ def test_history_is_compact(shell, script, tmp_path, capsys):
     capsys.readouterr()
     shell.run_line_magic("agent_history", "")
     out = capsys.readouterr().out
-    assert "[1] you: read both, then edit" in out
+    assert "[1] you (prompt 1): read both, then edit" in out  # the number %agent_rewind takes
     assert "agent → Read a.txt  (r1)" in out
     assert "result for r2: ✓ Read 2 lines" in out and "beta" not in out
 
