@@ -279,3 +279,33 @@ def test_the_names_a_cell_can_assign():
     )
     assert assigned_names(code) == {"pd", "os", "df", "i", "total", "f", "g", "C", "n", "old", "fh"}
     assert assigned_names("%%time\nx = 1") is None
+
+
+def test_the_prompt_names_cells_as_the_person_sees_them_and_says_rewind_puts_it_back(tmp_path: Path):
+    panel = Panel(
+        path="nb.ipynb", cells=[cell("# Sales", "markdown", cell_id="m0"), cell('df = load("sales.csv")', cell_id="c1")]
+    )
+    (tmp_path / "nb.ipynb").write_text("{}")
+    asked: list[object] = []
+
+    def person(request: object) -> str:
+        asked.append(request)
+        return "allow"
+
+    async def main() -> None:
+        bridge = connected_bridge(panel, tmp_path)
+        model = ScriptedModel(
+            [
+                [use("NotebookRead", "r1", notebook_path="nb.ipynb")],
+                [use("NotebookEdit", "e1", notebook_path="nb.ipynb", cell_id="c1", new_source="df = load()")],
+                "Done.",
+            ]
+        )
+        agent = Agent(model=model, cwd=tmp_path, notebook=bridge, approver=person)
+        await agent.arun("simplify")
+
+    asyncio.run(main())
+    preview = asked[0].preview  # type: ignore[attr-defined]
+    assert preview.title == 'Replace cell 2 · df = load("sales.csv") in the open notebook nb.ipynb'
+    assert "nb.ipynb [cell 2]" in preview.diff
+    assert any("%agent_rewind puts it back" in note for note in preview.notes)
