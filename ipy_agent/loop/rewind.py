@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -264,7 +264,8 @@ def _files(store: Checkpoints, spent: list[Checkpoint], report: RewindReport, *,
         except OSError as e:
             report.not_restored.append(f"{shown}: {e.strerror or e}")
             continue
-        store.agent_hash.pop(path, None)
+        # What is there now is where an earlier checkpoint's rewind starts from.
+        store.agent_hash[path] = file_digest(path) if save.blob is not None else None
 
 
 async def _cells(
@@ -273,15 +274,23 @@ async def _cells(
     changes = [c for cp in spent for c in cp.cells]
     if not changes:
         return
+    renamed: dict[str, str] = {}  # a deleted cell put back has a new id; older changes follow it
     for change in reversed(changes):  # newest first: each undo finds the notebook as that edit left it
+        change = replace(
+            change,
+            cell_id=renamed.get(change.cell_id, change.cell_id),
+            after_id=renamed.get(change.after_id or "", change.after_id),
+        )
         page = bridge if bridge is not None and bridge.is_open_notebook(change.notebook) else None
         label = cell_label(change.index, change.before_source or change.after_source)
         where = "" if page is not None else f" in {_display(change.notebook, cwd)} on disk"
         try:
-            done = await _undo_live(page, change, force) if page is not None else _undo_on_disk(change, force)
+            done, new_id = await _undo_live(page, change, force) if page is not None else _undo_on_disk(change, force)
         except Exception as e:
             report.not_restored.append(f"{label}{where}: {e}")
             continue
+        if new_id is not None:
+            renamed[change.cell_id] = new_id
         if done:
             report.cells_restored.append(f"{label}{where} ({_undone(change)})")
         else:
@@ -294,10 +303,12 @@ def _undone(change: CellChange) -> str:
     ]
 
 
-async def _undo_live(page: Any, change: CellChange, force: bool) -> bool:
+async def _undo_live(page: Any, change: CellChange, force: bool) -> tuple[bool, str | None]:
+    """Whether the page undid the change, and the id of a deleted cell it put back."""
     from ipy_agent.notebook.bridge import BridgeError
 
     expected = None if force else change.after_source
+    reply: dict[str, Any] = {}
     try:
         if change.action == "replace":
             await page.request(
@@ -312,23 +323,24 @@ async def _undo_live(page: Any, change: CellChange, force: bool) -> bool:
         else:
             after = change.after_id
             try:
-                await page.request(
+                reply = await page.request(
                     "insert_cell", after_id=after, cell_type=change.before_type, source=change.before_source
                 )
             except BridgeError as e:
                 if e.code != "not_found":
                     raise
-                await page.request(
+                reply = await page.request(
                     "insert_cell", after_id=None, cell_type=change.before_type, source=change.before_source
                 )
     except BridgeError as e:
         if e.code in ("stale", "not_found"):
-            return False
+            return False, None
         raise
-    return True
+    new_id = (reply.get("cell") or {}).get("id")
+    return True, str(new_id) if new_id else None
 
 
-def _undo_on_disk(change: CellChange, force: bool) -> bool:
+def _undo_on_disk(change: CellChange, force: bool) -> tuple[bool, str | None]:
     """The same undo in the `.ipynb` file (no page answers for it)."""
     import warnings
 
@@ -340,22 +352,25 @@ def _undo_on_disk(change: CellChange, force: bool) -> bool:
         warnings.simplefilter("ignore")
         nb = nbformat.read(path, as_version=4)
     ids = [c.get("id") for c in nb.cells]
+    new_id = None
     if change.action == "delete":
         at = ids.index(change.after_id) + 1 if change.after_id in ids else min(change.index, len(nb.cells))
         code = change.before_type == "code"
-        nb.cells.insert(at, new_code_cell(change.before_source) if code else new_markdown_cell(change.before_source))
+        cell = new_code_cell(change.before_source) if code else new_markdown_cell(change.before_source)
+        nb.cells.insert(at, cell)
+        new_id = str(cell.get("id"))
     else:
         if change.cell_id not in ids:
-            return False
+            return False, None
         i = ids.index(change.cell_id)
         if not force and nb.cells[i].get("source", "") != change.after_source:
-            return False
+            return False, None
         if change.action == "insert":
             del nb.cells[i]
         else:
             nb.cells[i]["source"] = change.before_source
     atomic_write(path, (nbformat.writes(nb) + "\n").encode("utf-8"))
-    return True
+    return True, new_id
 
 
 def _variables(store: Checkpoints, spent: list[Checkpoint], report: RewindReport) -> None:

@@ -309,3 +309,51 @@ def test_the_prompt_names_cells_as_the_person_sees_them_and_says_rewind_puts_it_
     assert preview.title == 'Replace cell 2 · df = load("sales.csv") in the open notebook nb.ipynb'
     assert "nb.ipynb [cell 2]" in preview.diff
     assert any("%agent_rewind puts it back" in note for note in preview.notes)
+
+
+def test_rewinding_one_prompt_after_another_walks_back_without_calling_the_agents_own_writes_the_persons(
+    tmp_path: Path,
+):
+    (tmp_path / "a.txt").write_text("one\n")
+    agent, _ = agent_for(
+        tmp_path,
+        [
+            [use("Read", "r1", file_path="a.txt")],
+            [use("Edit", "e1", file_path="a.txt", old_string="one", new_string="two")],
+            "Two.",
+            [use("Edit", "e2", file_path="a.txt", old_string="two", new_string="three")],
+            "Three.",
+        ],
+    )
+    agent.run("two")
+    agent.run("three")
+    assert agent.rewind().files_restored == ["a.txt"] and (tmp_path / "a.txt").read_text() == "two\n"
+    report = agent.rewind()
+    assert report.files_restored == ["a.txt"] and not report.kept and (tmp_path / "a.txt").read_text() == "one\n"
+
+
+def test_a_cell_replaced_then_deleted_comes_back_as_it_was_first(tmp_path: Path):
+    panel = Panel(
+        path="nb.ipynb", cells=[cell("a = 1", cell_id="c0"), cell("b = 2", cell_id="c1"), cell("c = 3", cell_id="c2")]
+    )
+    (tmp_path / "nb.ipynb").write_text("{}")
+
+    async def main() -> None:
+        bridge = connected_bridge(panel, tmp_path)
+        model = ScriptedModel(
+            [
+                [use("NotebookRead", "r1", notebook_path="nb.ipynb")],
+                [use("NotebookEdit", "e1", notebook_path="nb.ipynb", cell_id="c1", new_source="b = 20")],
+                "Replaced.",
+                [use("NotebookEdit", "e2", notebook_path="nb.ipynb", cell_id="c1", edit_mode="delete")],
+                "Deleted.",
+            ]
+        )
+        agent = Agent(model=model, cwd=tmp_path, permission_mode="bypassPermissions", notebook=bridge)
+        await agent.arun("replace")
+        await agent.arun("delete")
+        assert panel.sources() == ["a = 1", "c = 3"]
+        report = await agent.arewind(1)
+        assert panel.sources() == ["a = 1", "b = 2", "c = 3"] and len(report.cells_restored) == 2 and not report.kept
+
+    asyncio.run(main())
