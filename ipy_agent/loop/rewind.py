@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,86 +29,14 @@ from ipy_agent.contract.read_state import file_digest
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.fileio import atomic_write
 
+from .rewind_report import RewindReport, short
+
 if TYPE_CHECKING:
     from ipy_agent.contract.read_state import ReadState
     from ipy_agent.notebook.bridge import NotebookBridge
     from ipy_agent.runtime.trace import AgentEvent
 
-__all__ = ["RewindReport", "Rewindable", "Rewinding", "prompt_text", "rewind_conversation", "rewind_to"]
-
-
-@dataclass(kw_only=True)
-class RewindReport:
-    """What a rewind did, in words a person (and the model) can read."""
-
-    prompt: int  # back to just before this prompt (1-based)
-    text: str = ""  # that prompt, as the person typed it
-    forced: bool = False
-    files_restored: list[str] = field(default_factory=list)
-    files_removed: list[str] = field(default_factory=list)
-    cells_restored: list[str] = field(default_factory=list)
-    variables_restored: list[str] = field(default_factory=list)
-    variables_removed: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)  # changed by someone else since: left as they are
-    not_restored: list[str] = field(default_factory=list)  # each with why, and what to do
-    bash: list[str] = field(default_factory=list)  # files approved Bash commands changed
-    dropped: list[str] = field(default_factory=list)  # lost to the size cap
-    messages_removed: int = 0
-
-    @property
-    def restored(self) -> int:
-        return (
-            len(self.files_restored)
-            + len(self.files_removed)
-            + len(self.cells_restored)
-            + len(self.variables_restored)
-            + len(self.variables_removed)
-        )
-
-    def sections(self) -> list[tuple[str, list[str]]]:
-        """(heading, items) of each part with something in it, in the order a person reads them."""
-        parts = [
-            ("Files restored", self.files_restored),
-            ("Files removed (the agent created them)", self.files_removed),
-            ("Cells restored", self.cells_restored),
-            ("Variables restored", self.variables_restored),
-            ("Variables removed (the run created them)", self.variables_removed),
-            ("Kept: changed since the agent's last change" + ("" if self.forced else " (force overrides)"), self.kept),
-            ("Not restored", self.not_restored),
-            ("Changed by approved shell commands, not restored", self.bash),
-            ("Lost to the checkpoints' size cap", self.dropped),
-        ]
-        return [(h, items) for h, items in parts if items]
-
-    def headline(self) -> str:
-        said = f" ({_short(self.text)})" if self.text else ""
-        removed = self.messages_removed
-        return (
-            f"Rewound to before prompt {self.prompt}{said}: {self.restored} change"
-            f"{'s' if self.restored != 1 else ''} undone, {removed} message{'s' if removed != 1 else ''} "
-            "removed from the conversation."
-        )
-
-    def __str__(self) -> str:
-        lines = [self.headline()]
-        for heading, items in self.sections():
-            lines.append(f"{heading}:")
-            lines.extend(f"  - {item}" for item in items)
-        return "\n".join(lines)
-
-    def note_for_model(self) -> str:
-        """What the model is told before the next prompt."""
-        body = "\n".join(f"{h}: {'; '.join(items)}" for h, items in self.sections() if not h.startswith("Lost"))
-        return (
-            f"[The person rewound the conversation to before their prompt {self.prompt}. The messages after "
-            "that point were removed, and what your tool calls changed since was put back as listed below. "
-            "Files and cells may differ from what you saw earlier: read them again before editing.]\n" + body
-        ).strip()
-
-
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+__all__ = ["Rewindable", "Rewinding", "prompt_text", "rewind_conversation", "rewind_to"]
 
 
 # --- the rewind ---------------------------------------------------------------------------
@@ -219,7 +147,7 @@ async def rewind_to(
     await _cells(spent, report, force=force, bridge=bridge if live else None, cwd=cwd)
     _variables(store, spent, report)
     for cp in spent:
-        report.bash.extend(_display(p, cwd) + f" (by `{_short(c, 50)}`)" for p, c in cp.bash.items() if p != "…")
+        report.bash.extend(_display(p, cwd) + f" (by `{short(c, 50)}`)" for p, c in cp.bash.items() if p != "…")
         if "…" in cp.bash:
             report.bash.append(cp.bash["…"])
     return report, target

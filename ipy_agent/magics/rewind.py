@@ -8,7 +8,7 @@ from __future__ import annotations
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from ipy_agent.loop.rewind import RewindReport
+from ipy_agent.loop.rewind_report import RewindReport
 from ipy_agent.ui.rewind_view import rewind_bundle
 
 from .session import AgentSession

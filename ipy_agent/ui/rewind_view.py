@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ipy_agent.loop.rewind import RewindReport
+from ipy_agent.loop.rewind_report import RewindReport
 
 __all__ = ["rewind_bundle", "rewind_html"]
 
