@@ -3,7 +3,7 @@
 - kernel: an input transformer turns `%agent ...` / `%%agent` into `await run_agent_cell(...)`,
   which waits with a 0.25 s tick so a kernel interrupt ends the run promptly (a plain await
   would not wake up) and widget clicks are delivered meanwhile. `--background` instead starts
-  a task on the kernel's loop and returns at once. `%agent_instructions` is awaited the same way
+  a task on the kernel's loop and returns at once. `%agent_instructions` (and `%agent_rewind`) is awaited the same way
   (`run_instructions_cell`): it asks the notebook's page for the notebook's instructions, and
   the page's answer reaches the kernel only while the cell awaits.
 - terminal IPython: a transformer hands `%agent ...` lines to the magic before IPython's help
@@ -38,8 +38,8 @@ TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel in
 _MODULE = '__import__("ipy_agent.magics.cell_runner", fromlist=["run_agent_cell"])'
 _LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
 # The magics a kernel cell awaits, and the function it awaits for each.
-_AWAITED = {"agent": "run_agent_cell", "agent_instructions": "run_instructions_cell"}
-_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions)(?:[ \t]|$)")
+_AWAITED = {"agent": "run_agent_cell", "agent_instructions": "run_instructions_cell", "agent_rewind": "run_rewind_cell"}
+_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions|agent_rewind)(?:[ \t]|$)")
 
 
 def agent_transformer(lines: list[str]) -> list[str]:
@@ -114,6 +114,16 @@ async def run_instructions_cell(line: str, cell: str | None = None) -> None:
     if session.bridge is not None:
         await session.bridge.ensure()
     print(await instructions_command(session, line, cell, live=True))
+
+
+async def run_rewind_cell(line: str, cell: str | None = None) -> None:
+    """What a transformed `%agent_rewind` cell awaits: the open notebook's page puts its cells back."""
+    from .rewind import rewind_command, show_rewind
+
+    session = current_session()
+    if session.bridge is not None:
+        await session.bridge.ensure()
+    show_rewind(await rewind_command(session, line, live=True))
 
 
 def terminal_transformer(lines: list[str]) -> list[str]:

@@ -3,6 +3,7 @@
 Plain Python (the bridge opens a comm with the `comm` package, never through IPython).
 Modules import one way, each only from those above it in this list:
 - `protocol`: the live-notebook protocol, read from `protocol.json` (the extension reads it too);
+- `naming`: a cell as a person names it (`cell 4 · df = load(...)`);
 - `render`: notebook cells as the model reads them (id, type, source, outputs), never raw JSON;
 - `effects`: what running a cell's code can change, found with `ast` (nothing runs);
 - `policy`: the person's cell policies (`agent:never-run`, ...), from tags and notebook metadata;

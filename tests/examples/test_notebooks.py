@@ -217,6 +217,22 @@ EXPECT: dict[str, list[str]] = {
         "mcp__notes__add_note -> allowed by rule 'mcp__notes' (argument) | Added note 2.",
         'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
     ],
+    "13_review_and_rewind": [
+        "[approval prompt] Edit report.py  ->  Allow",
+        "files now: NOTES.md, report.py, sales.csv",
+        "report.py line 1: # Sales by region (whole euros)",
+        "files kept: ['report.py', 'NOTES.md (did not exist)']",
+        "files kept: ['report.py']; shell changes seen: ['old_totals.csv']",
+        "[5] you (prompt 2): Round the totals",
+        "Rewound to before prompt 2",
+        "Files restored:\n  - report.py",
+        "Kept: changed since the agent's last change (force overrides):\n  - NOTES.md",
+        "Changed by approved shell commands, not restored:\n  - old_totals.csv (by `rm old_totals.csv`)",
+        'report.py prints: print(f"{region}: {total:.2f}")',
+        "NOTES.md is yours: True",
+        "messages left: 4 | prompts left: [1]",
+        "the model was told: [The person rewound the conversation to before their prompt 2.",
+    ],
     "14_running_cells": [
         "front end: connected to 'analysis.ipynb' (ipy-agent-notebook stand-in)",
         "'revenue': int64, 0 null, range 0 to 499",  # Variables by name: the library's own summary

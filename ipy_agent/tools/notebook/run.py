@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, PromptAction, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import NEVER_RUN, with_cell_tag
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.notebook.runlog import CellRun
@@ -113,6 +114,20 @@ class NotebookRunsResult:
 
     runs: list[NotebookRunResult]
     not_run: list[str]
+
+
+def _keep_variables(ctx: ToolContext, nb: Any, cell: dict[str, Any], code: str) -> None:
+    """Keep the variables the cell can rebind, for a rewind (contract/checkpoints.py). Its
+    magics are turned into Python first, as the kernel will run it."""
+    shell = getattr(nb, "shell", None)
+    namespace = getattr(shell, "user_ns", None)
+    if ctx.checkpoints is None or not isinstance(namespace, dict):
+        return
+    try:
+        python = shell.transform_cell(code)  # type: ignore[union-attr]
+    except Exception:
+        python = code
+    ctx.checkpoints.save_variables(python, namespace, cell=cell_label(cell.get("index"), code))
 
 
 class NotebookRunTool(Tool):
@@ -225,7 +240,7 @@ class NotebookRunTool(Tool):
             if policy.never_run:  # set while the prompt was open
                 raise ToolError(f"Cell {cell['id']!r} must not be run by the agent ({policy.where}).")
             timeout = inp.timeout or policy.timeout or DEFAULT_TIMEOUT
-            run = await self._run_one(nb, cell, min(timeout, MAX_TIMEOUT))
+            run = await self._run_one(nb, cell, min(timeout, MAX_TIMEOUT), ctx)
             runs.append(run)
             if run.failed:
                 break
@@ -233,7 +248,7 @@ class NotebookRunTool(Tool):
             return runs[0]
         return NotebookRunsResult(runs=runs, not_run=[c["id"] for c in cells[len(runs) :]])
 
-    async def _run_one(self, nb: Any, cell: dict[str, Any], timeout: float) -> NotebookRunResult:
+    async def _run_one(self, nb: Any, cell: dict[str, Any], timeout: float, ctx: ToolContext) -> NotebookRunResult:
         code = cell.get("source") or ""
         effects = tuple(effect_notes(nb, cell))
         await nb.scroll_to(cell["id"])
@@ -243,6 +258,7 @@ class NotebookRunTool(Tool):
         def show(outputs: list[dict[str, Any]]) -> None:  # from a thread, while the code runs
             nb.post("set_outputs", cell_id=cell_id, outputs=outputs, execution_count=None)
 
+        _keep_variables(ctx, nb, cell, code)
         outcome = await nb.run_code(code, timeout=timeout, on_progress=show if hasattr(nb, "post") else None)
         await bridge_call(
             nb.request(
