@@ -35,8 +35,10 @@ __all__ = [
     "check_classifier_prediction",
     "check_context_window",
     "check_deny_hook",
+    "check_never_run",
     "check_offered_tools",
     "check_read_first",
+    "check_rewind_prediction",
     "check_rules",
     "check_skill",
     "check_spill_budget",
@@ -617,6 +619,255 @@ def check_annotations(annotations: dict[str, dict[str, Any]]) -> Report:
         "mcp__notes__delete_all_notes asks, and its prompt warns that it destroys data",
         "delete_all_notes is not marked destructive (or is read-only): give it {'destructiveHint': True} "
         "and no readOnlyHint.",
+    )
+    return report
+
+
+# --- 13 · review and rewind -------------------------------------------------------------------
+
+REWIND_FILES = ("config.ini", "draft.md", "old.log", "plan.md")
+
+
+def _rewind_story() -> tuple[Path, Any]:
+    """Three prompts through a real Agent (scripted model), your edit of draft.md, then rewind(2)."""
+    work = _scratch({"config.ini": "port = 8000\n", "old.log": "yesterday's run\n"})
+    turns: list[Any] = [
+        [_use("toolu_plan", "Write", file_path="plan.md", content="# Plan\n- move to port 8080\n")],
+        "Wrote plan.md.",
+        [_use("toolu_read", "Read", file_path="config.ini")],
+        [
+            _use("toolu_port", "Edit", file_path="config.ini", old_string="port = 8000", new_string="port = 8080"),
+            _use("toolu_draft", "Write", file_path="draft.md", content="# Draft\nThe service moved to 8080.\n"),
+        ],
+        "Port 8080, and a draft.",
+        [
+            _use("toolu_rm", "Bash", command="rm old.log", description="Remove the old log"),
+            _use("toolu_again", "Edit", file_path="config.ini", old_string="port = 8080", new_string="port = 9090"),
+        ],
+        "Removed old.log; port 9090.",
+    ]
+    agent = Agent(model=ScriptedModel(turns), cwd=work, approver=lambda req: "allow")
+    agent.run("Write a plan for the move.")
+    agent.run("Move the service to port 8080 and draft the announcement.")
+    with open(work / "draft.md", "a") as f:  # you, between prompts 2 and 3
+        f.write("Ask ops before Friday.\n")
+    agent.run("Clean up the old log and use port 9090 instead.")
+    return work, agent.rewind(2)
+
+
+def _names(value: Any) -> set[str]:
+    """A set of file names from what the learner wrote: a set, a list, one name, or None."""
+    if value is None:
+        return set()
+    if isinstance(value, str):
+        return {value}
+    try:
+        return {str(name) for name in value}
+    except TypeError:
+        return {str(value)}
+
+
+def check_rewind_prediction(port_after: Any, files_after: Any, kept: Any) -> Report:
+    """13: after three prompts and your own edit of draft.md, what `agent.rewind(2)` puts back and keeps."""
+    report = Report("Predicting a rewind")
+    try:
+        work, rewound = _rewind_story()
+    except Exception as e:
+        return _crashed(report, "The three prompts and the rewind", e)
+    real_port = int((work / "config.ini").read_text().split("=")[1])
+    real_files = {name for name in REWIND_FILES if (work / name).exists()}
+    real_kept = {name for name in REWIND_FILES if any(item.startswith(name) for item in rewound.kept)}
+    report.ok(
+        port_after == real_port,
+        f"config.ini says port = {real_port} again: both prompts' edits undone in one step",
+        f"you said port {port_after!r}; config.ini says port = {real_port}. Hint: rewind(2) goes back to just "
+        "before prompt 2, so every change of prompts 2 and 3 is undone.",
+    )
+    predicted = _names(files_after)
+    report.ok(
+        predicted == real_files,
+        f"the files after the rewind: {sorted(real_files)}",
+        f"you said {sorted(predicted)} exist after the rewind; it is {sorted(real_files)}. Hint: what prompt 1 did "
+        "stays; a file you changed after the agent wrote it is never thrown away; what a shell command did is "
+        "only listed, not put back.",
+    )
+    said_kept = _names(kept)
+    report.ok(
+        said_kept == real_kept,
+        f"kept and named as yours: {sorted(real_kept)} ({'; '.join(rewound.kept)})",
+        f"you said the rewind keeps {sorted(said_kept)}; it keeps {sorted(real_kept)}. Hint: a file is kept when "
+        "someone else changed it after the agent's last write.",
+    )
+    return report
+
+
+# --- 14 · running cells -----------------------------------------------------------------------
+
+
+class _Page:
+    """A notebook open in a stand-in for JupyterLab, as in notebook 14: cells with ids, sources,
+    tags and outputs, answering the live-notebook protocol."""
+
+    def __init__(self, root: Path, cells: list[dict[str, Any]]) -> None:
+        self.root, self.cells = root, cells
+
+    def hello(self) -> dict[str, Any]:
+        from ipy_agent.notebook.protocol import PROTOCOL
+
+        return {
+            "protocol": PROTOCOL,
+            "event": "hello",
+            "path": "pipeline.ipynb",
+            "server_root": str(self.root),
+            "extension_version": "stand-in",
+        }
+
+    def cell(self, cell_id: str) -> dict[str, Any]:
+        return {c["id"]: c for c in self.cells}[cell_id]
+
+    def summary(self, c: dict[str, Any], outputs: bool) -> dict[str, Any]:
+        outs = c.setdefault("outputs", [])
+        s = {
+            "id": c["id"],
+            "index": self.cells.index(c),
+            "cell_type": "code",
+            "source": c["source"],
+            "execution_count": c.get("execution_count"),
+            "output_count": len(outs),
+            "outputs_size": len(str(outs)),
+            "tags": c.get("tags", []),
+        }
+        s.update({"outputs": outs} if outputs else {"output_summary": []})
+        return s
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        from ipy_agent.notebook.protocol import PROTOCOL
+
+        base = {"protocol": PROTOCOL, "reply_to": request["request_id"]}
+        try:
+            result = getattr(self, "op_" + request["op"])(request.get("args") or {})
+        except KeyError as e:
+            return {**base, "ok": False, "code": "not_found", "error": f"no cell with id {e}"}
+        return {**base, "ok": True, "result": result}
+
+    def op_list_cells(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"path": "pipeline.ipynb", "dirty": True, "cells": [self.summary(c, False) for c in self.cells]}
+
+    def op_read_cells(self, args: dict[str, Any]) -> dict[str, Any]:
+        ids = args.get("cell_ids") or [c["id"] for c in self.cells]
+        return {"path": "pipeline.ipynb", "cells": [self.summary(self.cell(i), True) for i in ids]}
+
+    def op_set_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
+        c = self.cell(args["cell_id"])
+        c["outputs"], c["execution_count"] = args["outputs"], args.get("execution_count")
+        return {"cell": self.summary(c, False)}
+
+    def op_scroll_to(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"index": self.cells.index(self.cell(args["cell_id"]))}
+
+    def op_get_agent_metadata(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {}}
+
+
+def _run_cells_in_a_kernel(cells: list[dict[str, Any]], turns: list[Any], mode: str) -> tuple[Any, list[str]]:
+    """Run a scripted Agent against `cells` open in a stand-in page; this kernel's shell runs
+    the cells (outside a kernel, a fresh IPython shell does, removed afterwards)."""
+    from IPython import get_ipython
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    from ipy_agent.notebook.bridge import NotebookBridge
+
+    shell, made = get_ipython(), False
+    if shell is None:
+        cfg = Config()
+        cfg.HistoryManager.enabled = False
+        shell, made = InteractiveShell.instance(config=cfg), True
+    try:
+        work = _scratch({})
+        bridge = NotebookBridge(shell, cwd=work)
+        bridge.connect_local(_Page(work, cells))
+        asked: list[str] = []
+        agent = Agent(
+            model=ScriptedModel(turns),
+            cwd=work,
+            notebook=bridge,
+            permission_mode=mode,
+            approver=lambda req: asked.append(req.tool_use_id) or "deny",
+        )
+        agent.run("Refresh the summary and deploy the model.")
+        return agent, asked
+    finally:
+        if made:
+            import atexit
+
+            atexit.unregister(shell.atexit_operations)
+            InteractiveShell.clear_instance()
+
+
+def _outputs_text(cell: dict[str, Any]) -> str:
+    return "".join(str(o.get("text", "")) for o in cell.get("outputs", []))
+
+
+def check_never_run(cells: Any) -> Report:
+    """14: tag the deploy cell so that the agent can never run it, even in bypassPermissions, and
+    leave the summary cell runnable."""
+    import copy
+
+    report = Report("A cell the agent must never run")
+    try:
+        ours = copy.deepcopy(list(cells))
+        ids = [c["id"] for c in ours]
+        for c in ours:
+            c["tags"] = list(c.get("tags") or [])
+    except Exception as e:
+        return _crashed(report, "Reading CELLS (a list of dicts with 'id', 'source' and 'tags')", e)
+    if not report.ok(
+        {"summary", "deploy"} <= set(ids),
+        "the notebook has its summary and deploy cells",
+        f"CELLS has the cells {ids}; keep the cells 'summary' and 'deploy' (change only their tags).",
+    ):
+        return report
+    turns = [
+        [_use("toolu_deploy", "NotebookRun", cell_id="deploy")],
+        [_use("toolu_summary", "NotebookRun", cell_id="summary")],
+        "Done.",
+    ]
+    try:
+        agent, asked = _run_cells_in_a_kernel(ours, turns, "bypassPermissions")
+    except Exception as e:
+        return _crashed(report, "Running the agent against your cells", e)
+    by_id = {r.tool_use_id: r for r in agent.trace}
+    deploy, summary = (next(c for c in ours if c["id"] == name) for name in ("deploy", "summary"))
+    told = str(by_id["toolu_deploy"].result["content"]) if "toolu_deploy" in by_id else ""
+    ran = bool(deploy.get("outputs"))
+    if "toolu_deploy" in asked:
+        wrong = (
+            "deploy went to the person's approval (agent:ask): one click and it runs. Use the tag that refuses "
+            "the run in every mode: agent:never-run."
+        )
+    elif ran:
+        wrong = (
+            f"in bypassPermissions the agent ran deploy (it printed {_outputs_text(deploy).strip()!r}). Give the "
+            "deploy cell the tag agent:never-run."
+        )
+    else:
+        wrong = f"deploy was not refused by a cell policy; the model was told {told[:120]!r}. Tag it agent:never-run."
+    if report.ok(
+        "must not be run" in told and not ran and "toolu_deploy" not in asked,
+        "deploy was refused in bypassPermissions, before any prompt: the tag is the person's word",
+        wrong,
+    ):
+        report.ok(
+            "ask the person" in told,
+            f"the model was told why and what to do instead: {told[:100]!r}...",
+            f"the model was told {told[:120]!r}",
+        )
+    report.ok(
+        "north" in _outputs_text(summary),
+        f"summary still runs: {_outputs_text(summary).strip()!r}",
+        f"summary did not run (the model was told {str(by_id['toolu_summary'].result['content'])[:120]!r}). "
+        "Tag only the deploy cell: the agent may still run the others.",
     )
     return report
 
