@@ -12,7 +12,7 @@ a `ToolContext` (tool_context.py).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +23,7 @@ from .limits import TOOL_RESULT_CHARS
 from .tool_context import ToolContext
 
 __all__ = [
+    "BackgroundTask",
     "CommandPart",
     "PermissionCheck",
     "PermissionPreview",
@@ -106,6 +107,19 @@ class ToolStatus:
 
     text: str
     warning: bool = False
+
+
+@dataclass(frozen=True)
+class BackgroundTask:
+    """Something a tool started that outlives its call: its id, what it runs, its state
+    ("running", "exit 0", "killed"...), its start and end (`time.time()`; end None while it runs)."""
+
+    id: str
+    kind: str
+    description: str
+    state: str
+    started: float
+    ended: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,6 +272,16 @@ class Tool:
         """A line about this tool's state here, for `%agent_tools`; a warning is also said once
         per kernel before a run that offers the tool. None: nothing to say."""
         return None
+
+    def background_tasks(self, ctx: ToolContext) -> Sequence[BackgroundTask]:
+        """What this tool left running in this conversation (Bash's background commands), for
+        `%agent_tasks`; empty for most tools."""
+        return ()
+
+    def take_reminders(self, ctx: ToolContext) -> list[str]:
+        """News the model should read at its next turn (a background command finished), each
+        said once: the loop adds them to the next request and shows them to the person."""
+        return []
 
     # --- what the context window may forget ---------------------------------------------------
     def result_source(self, inp: dict[str, Any], cwd: Path) -> str | None:

@@ -72,7 +72,8 @@ class ToolContext:
     spill_dir: Path | None = None
     permission_mode: str = "default"  # a permissions.decide.PermissionMode
     tool_use_id: str | None = None
-    # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd here).
+    # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd and its
+    # background commands here); a value with a `close()` is closed when the conversation is reset.
     session: dict[str, Any] = field(default_factory=dict)
     # The kernel's notebook bridge (ipy_agent.notebook.bridge) when running in a kernel, None
     # otherwise; its `connected` says whether a JupyterLab front end with the extension answers.

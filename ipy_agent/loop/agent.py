@@ -47,7 +47,7 @@ from ipy_agent.runtime.trace import (
 
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
-from .offer import begin_run, offer_tools, sync_mcp
+from .offer import begin_run, end_session, offer_tools, remind, sync_mcp
 from .standing import Standing
 from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
 from .turn_end import after_reply, answer_tools, close_early, forget_prompt, model_failed, prompt_blocks
@@ -339,6 +339,7 @@ class Agent:
         exposure, api_tools = offer_tools(
             self.registry, self.rules, self.tool_context(), simple=self.simple, emit=self.emit
         )
+        remind(self.messages, self.tools, self.tool_context(), self.emit)  # a background command ended...
         record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
         self.turns.append(record)
         env = RunEnv(
@@ -386,6 +387,7 @@ class Agent:
         """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""
         if self.running:
             raise RuntimeError("cannot reset while the agent is running; interrupt it first")
+        end_session(self.session)  # background commands stop before their logs go
         if self._owns_spill_dir:
             spill.release(self.spill_dir)
         self.messages.clear()
@@ -393,7 +395,6 @@ class Agent:
         self.trace.clear()
         self.turns.clear()
         self.usage = Usage()
-        self.session.clear()
         self._batches = [0]
         self.context_manager.reset()
         self.standing.reset()

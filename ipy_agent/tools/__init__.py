@@ -4,7 +4,7 @@
 - `files/`: Read, Edit, Write;
 - `search/`: Glob, Grep (ripgrep);
 - `notebook/`: NotebookRead, NotebookEdit, NotebookRun, Variables;
-- `bash/`: Bash, its classifier and its sandbox;
+- `bash/`: Bash, its classifier and its sandbox; BashOutput and KillShell for background commands;
 - `skills/`: Skill, and the skills it finds (with the built-in notebook skills).
 
 A family imports `shared/` and the layers below `tools/`, never another family.
@@ -19,7 +19,7 @@ __all__ = ["builtin_tools"]
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of every built-in tool (instances keep no state between agents)."""
-    from .bash import BashTool
+    from .bash import BashOutputTool, BashTool, KillShellTool
     from .files.edit import EditTool
     from .files.read import ReadTool
     from .files.write import WriteTool
@@ -38,6 +38,8 @@ def builtin_tools() -> list[Tool]:
         GlobTool(),
         GrepTool(),
         BashTool(),
+        BashOutputTool(),
+        KillShellTool(),
         NotebookEditTool(),
         NotebookReadTool(),
         NotebookRunTool(),

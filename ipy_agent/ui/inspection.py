@@ -27,7 +27,7 @@ from ipy_agent.runtime.trace import CallRecord
 from .record import seen_lines
 from .status import format_duration, status_look
 
-__all__ = ["find_call", "flag_text", "history_text", "inspect_text", "tools_text", "trace_text"]
+__all__ = ["find_call", "flag_text", "history_text", "inspect_text", "tasks_text", "tools_text", "trace_text"]
 
 PICTURE_WIDTH = 48
 TRACE_WIDTH = 100  # characters per line of %agent_trace's stage lines
@@ -329,3 +329,21 @@ def history_text(agent: Conversation) -> str:
             else:
                 lines.append(f"[{i}] {who}: [{kind} block]")
     return "\n".join(lines)
+
+
+def tasks_text(agent: Conversation, *, now: float | None = None) -> str:
+    """What the conversation's tools left running in the background (`%agent_tasks`): one line
+    each with its id, state, runtime and what it runs."""
+    import time
+
+    ctx = agent.tool_context()
+    now = time.time() if now is None else now
+    lines = []
+    for tool in agent.tools:
+        for task in tool.background_tasks(ctx):
+            took = (task.ended or now) - task.started
+            what = task.description.splitlines()[0][:80] if task.description else ""
+            lines.append(f"  {task.id:<10} {task.state:<10} {format_duration(took):>8}  {what}")
+    if not lines:
+        return "Nothing runs in the background. Bash starts a command there with `run_in_background: true`."
+    return "\n".join(["Background tasks (id, state, runtime, command):", *lines])
