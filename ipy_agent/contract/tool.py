@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .limits import TOOL_RESULT_CHARS
+from .questions import Question
 from .tool_context import ToolContext
 
 __all__ = [
@@ -133,6 +134,9 @@ class PermissionPreview:
     command: str | None = None
     description: str | None = None
     notes: tuple[str, ...] = ()
+    # Questions for the person (AskUserQuestion): the prompt shows their options instead of
+    # Allow / Deny, and the answers come back on the `PermissionAnswer`.
+    questions: tuple[Question, ...] = ()
 
 
 MaybeAwaitable = Any

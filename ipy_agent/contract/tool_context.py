@@ -99,6 +99,9 @@ class ToolContext:
     # sandboxes nothing and so lets only a small core of commands run without asking.
     sandbox: SandboxSetting = "auto"
     sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
+    # The person's answers to the questions this call asked (AskUserQuestion), question ->
+    # answer, set by the lifecycle with `decided_by`; None when no person answered.
+    answers: dict[str, str] | None = None
 
     @property
     def approved(self) -> bool:

@@ -5,7 +5,8 @@
 - `search/`: Glob, Grep (ripgrep);
 - `notebook/`: NotebookRead, NotebookEdit, NotebookRun, Variables;
 - `bash/`: Bash, its classifier and its sandbox; BashOutput and KillShell for background commands;
-- `skills/`: Skill, and the skills it finds (with the built-in notebook skills).
+- `skills/`: Skill, and the skills it finds (with the built-in notebook skills);
+- `ask/`: AskUserQuestion, questions for the person.
 
 A family imports `shared/` and the layers below `tools/`, never another family.
 """
@@ -19,6 +20,7 @@ __all__ = ["builtin_tools"]
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of every built-in tool (instances keep no state between agents)."""
+    from .ask import AskUserQuestionTool
     from .bash import BashOutputTool, BashTool, KillShellTool
     from .files.edit import EditTool
     from .files.read import ReadTool
@@ -45,4 +47,5 @@ def builtin_tools() -> list[Tool]:
         NotebookRunTool(),
         VariablesTool(),
         SkillTool(),
+        AskUserQuestionTool(),
     ]
