@@ -49,6 +49,7 @@ from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
 from .offer import begin_run, end_session, offer_tools, remind, sync_mcp
 from .standing import Standing
+from .subagent import current_agent, default_tools
 from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
 from .turn_end import after_reply, answer_tools, close_early, forget_prompt, model_failed, prompt_blocks
 
@@ -106,11 +107,7 @@ class Agent:
         self.permission_mode = permission_mode
         self.rules = PermissionRules.with_builtin(list(allow or []), list(ask or []), list(deny or []))
         self.approver = approver
-        if tools is None:
-            from ipy_agent.tools import builtin_tools
-
-            tools = builtin_tools()
-        self.registry = ToolRegistry(list(tools))
+        self.registry = ToolRegistry(list(default_tools() if tools is None else tools))  # Task among them
         self.max_turns = max_turns
         self.system_prompt = system_prompt
         self.append_system_prompt = append_system_prompt
@@ -264,10 +261,12 @@ class Agent:
         self._task = asyncio.current_task()
         self._loop = asyncio.get_running_loop()
         start_usage = copy.copy(self.usage)
+        token = current_agent.set(self)  # a Task's call finds the agent that runs it (loop/subagent.py)
         try:
             result = await self._run(prompt)
         finally:
             self._task = None
+            current_agent.reset(token)
         result = replace(result, usage=usage_delta(self.usage, start_usage))
         self.emit(RunEndEvent(result=result))
         return result

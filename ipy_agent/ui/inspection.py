@@ -22,7 +22,7 @@ from ipy_agent.models.base import model_label
 from ipy_agent.models.recording import RecordingModel
 from ipy_agent.permissions.builtin import BUILTIN, builtin_listing
 from ipy_agent.runtime.conversation import Conversation
-from ipy_agent.runtime.trace import CallRecord
+from ipy_agent.runtime.trace import CallRecord, nested_calls
 
 from .record import seen_lines
 from .status import format_duration, status_look
@@ -133,6 +133,10 @@ def find_call(agent: Conversation, key: str | int | None = None) -> CallRecord:
     for rec in reversed(trace):
         if rec.tool_use_id == text:
             return rec
+    for calls in _nested(agent).values():  # a subagent's call (a Task's)
+        for rec in reversed(calls):
+            if rec.tool_use_id == text:
+                return rec
     raise LookupError(f"no call has tool_use_id {text!r}; %agent_trace lists the calls and their ids")
 
 
@@ -258,8 +262,16 @@ def trace_text(agent: Conversation, turn: int | None = None) -> str:
             f"#{r.index + 1} {r.tool_name} {r.summary_use}  [batch {r.batch}, {r.status}, {d}]  {r.tool_use_id}"
         )
         lines += _wrap_stages(_stage_parts(r))
+        for n in _nested(agent).get(r.tool_use_id, []):  # what its subagent did
+            d = format_duration(n.duration, precise=True) or "-"
+            lines.append(f"    ↳ {n.tool_name} {n.summary_use}  [{n.status}, {d}]  {n.tool_use_id}")
     lines += ["", *batch_picture(calls)]
     return "\n".join(lines)
+
+
+def _nested(agent: Conversation) -> dict[str, list[CallRecord]]:
+    session = getattr(agent, "session", None)
+    return nested_calls(session) if isinstance(session, dict) else {}
 
 
 def batch_picture(calls: list[CallRecord], width: int = PICTURE_WIDTH) -> list[str]:

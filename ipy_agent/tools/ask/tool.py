@@ -100,7 +100,6 @@ class AskUserQuestionTool(Tool):
     name = "AskUserQuestion"
     input_model = AskUserQuestionInput
     kind = "other"
-    offered_in_simple_mode = True
 
     def description(self, ctx: ToolContext) -> str:
         return DESCRIPTION

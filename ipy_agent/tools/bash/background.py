@@ -46,6 +46,7 @@ __all__ = [
     "finished_note",
     "shells_of",
     "start_background",
+    "started_any",
     "stop_group",
 ]
 
@@ -284,6 +285,12 @@ class BackgroundShells:
         if self._log_dir is None:
             self._log_dir = Path(tempfile.mkdtemp(prefix="ipy-agent-background-"))
         return self._log_dir
+
+
+def started_any(session: dict[str, Any]) -> bool:
+    """Whether this conversation has started a background command (without making the registry)."""
+    shells = session.get(_SESSION_KEY)
+    return isinstance(shells, BackgroundShells) and bool(shells.tasks())
 
 
 def shells_of(session: dict[str, Any]) -> BackgroundShells:

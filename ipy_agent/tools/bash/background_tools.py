@@ -1,6 +1,8 @@
 """BashOutput and KillShell: the model's handles on the commands Bash started in the background.
 
-BashOutput only reads what this conversation's own command wrote (its log, not a file the model
+Both are offered only once the conversation has started a background command (before that they
+could only fail, and a Bash the person denied leaves nothing for them to do). BashOutput only
+reads what this conversation's own command wrote (its log, not a file the model
 names), so it is read-only and needs no person; KillShell stops a command this conversation
 started and nothing else, so it needs no person either (plan mode, which allows only reading,
 still refuses it).
@@ -17,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.contract.tool import PermissionCheck, Tool
 from ipy_agent.contract.tool_context import ToolContext
 
-from .background import BackgroundShell, shells_of
+from .background import BackgroundShell, shells_of, started_any
 from .logs import Read
 from .process import OUTPUT_LIMIT
 
@@ -55,6 +57,9 @@ class BashOutputTool(Tool):
             f"is cut in the middle at {OUTPUT_LIMIT:,} characters; the whole log's path is given, to Read "
             "with offset/limit or Grep."
         )
+
+    def _enabled(self, ctx: ToolContext) -> bool:
+        return started_any(ctx.session)
 
     def _read_only(self, inp: BashOutputInput) -> bool:
         return True
@@ -102,6 +107,9 @@ class KillShellTool(Tool):
             "Stop a background command started by Bash with `run_in_background: true`, and every process it "
             "started (its whole process group). Its output so far stays readable with BashOutput."
         )
+
+    def _enabled(self, ctx: ToolContext) -> bool:
+        return started_any(ctx.session)
 
     async def check_permissions(self, inp: KillShellInput, ctx: ToolContext) -> PermissionCheck:
         return PermissionCheck(behavior="allow", message="stops a command this conversation started")
