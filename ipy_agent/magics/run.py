@@ -131,7 +131,7 @@ class AgentMagics(Magics):
         see %agent_instructions) and the list of skills (%agent_skills).
         See also %agent_stop, %agent_tools, %agent_rules, %agent_inspect, %agent_trace,
         %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save,
-        %agent_instructions, %agent_skills.
+        %agent_instructions, %agent_skills, %agent_tasks.
         """
         session = self.session
         request = session.parse(line, cell)

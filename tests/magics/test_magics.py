@@ -35,6 +35,7 @@ MAGICS = [
     "agent_mcp",
     "agent_instructions",
     "agent_skills",
+    "agent_tasks",
 ]
 
 
@@ -260,6 +261,21 @@ def test_stop_reset_and_no_conversation_messages(shell, magics, script, capsys):
     shell.run_line_magic("agent_reset", "")
     assert magics.session.agent.messages == [] and magics.session.agent.trace == []
     assert "Conversation cleared" in capsys.readouterr().out
+
+
+def test_agent_tasks_lists_background_commands_and_reset_stops_them(shell, magics, script, capsys):
+    shell.run_line_magic("agent_tasks", "")
+    assert "Nothing runs in the background" in capsys.readouterr().out
+    start = [use("Bash", "b1", command="sleep 300", description="Wait a long time", run_in_background=True)]
+    shell.run_line_magic("agent", f"--allow Bash(sleep:*) --script {script(start, 'started')} wait")
+    capsys.readouterr()
+    shell.run_line_magic("agent_tasks", "")
+    listing = capsys.readouterr().out
+    assert "bash_1" in listing and "running" in listing and "Wait a long time" in listing
+    shell.run_line_magic("agent_reset", "")
+    capsys.readouterr()
+    shell.run_line_magic("agent_tasks", "")
+    assert "Nothing runs in the background" in capsys.readouterr().out
 
 
 # --- configuration ----------------------------------------------------------------------------
