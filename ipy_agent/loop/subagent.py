@@ -36,6 +36,8 @@ from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionM
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import AgentEvent, CallEvent, CallRecord, RunResult, nested_calls
 
+from .offer import end_session
+
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
 
@@ -208,6 +210,7 @@ class TaskTool(Tool):
             result = await child.arun(inp.prompt)
         finally:
             parent.usage += child.usage  # what it spent is the parent's too, interrupted or not
+            end_session(child.session)  # its conversation is over: what it left in the background stops
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise asyncio.CancelledError  # the parent was interrupted: go on up, the subagent is closed

@@ -213,3 +213,27 @@ def test_trace_and_inspect_show_the_nested_calls(tmp_path):
     assert "Task finder: find the port" in text
     assert "↳ Grep" in text and "↳ Read" in text
     assert find_call(agent, "c2").tool_name == "Read"
+
+
+def test_what_a_subagent_left_in_the_background_stops_with_its_task(tmp_path):
+    pid_file = tmp_path / "bg.pid"
+    starter = SubagentType(
+        name="starter",
+        description="d",
+        system_prompt="s",
+        tools=("Bash",),
+        model=ScriptedModel(
+            [
+                [use("Bash", "b1", command=f"echo $$ > {pid_file}; sleep 300", run_in_background=True)],
+                [use("Bash", "b2", command=f"while [ ! -s {pid_file} ]; do sleep 0.05; done")],  # it runs
+                "Started.",
+            ]
+        ),
+    )
+    task = use("Task", "t1", description="start a server", prompt="start it", subagent_type="starter")
+    agent, _ = _agent(tmp_path, [[task], "ok"], [starter], allow=["Bash"], sandbox="off")
+    agent.run("go")
+    assert "Started." in result_text(all_results(agent.messages)["t1"])
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
