@@ -51,8 +51,10 @@ __all__ = [
     "current_agent",
     "default_tools",
     "make_child",
+    "set_subagent_types",
     "stricter",
     "subagent_types",
+    "types_from_settings",
 ]
 
 
@@ -298,6 +300,53 @@ def subagent_types(types: Mapping[str, SubagentType] | None = None) -> list[Suba
     out = {EXPLORE.name: EXPLORE}
     out.update(types or {})
     return list(out.values())
+
+
+_SETTING_KEYS = frozenset({"description", "prompt", "tools", "max_turns", "permission_mode", "may_delegate", "model"})
+
+
+def types_from_settings(settings: Mapping[str, Mapping[str, Any]]) -> list[SubagentType]:
+    """Subagent types from settings (`AgentMagics.subagents`): name -> {"description", "prompt",
+    "tools": [...], "max_turns", "permission_mode", "may_delegate", "model": "PROVIDER:NAME"}.
+    A type in plan mode is read-only (its Tasks run unasked and in parallel). Raises ValueError
+    naming the type and what is wrong."""
+    from ipy_agent.models.providers import model_from_spec
+
+    out = []
+    for name, spec in settings.items():
+        where = f"subagent type {name!r}"
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"{where}: expected a dict of its settings, not {type(spec).__name__}")
+        if unknown := set(spec) - _SETTING_KEYS:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(_SETTING_KEYS)}")
+        tools = spec.get("tools")
+        if not isinstance(tools, list | tuple) or not tools or not all(isinstance(t, str) for t in tools):
+            raise ValueError(f"{where}: 'tools' must be a non-empty list of tool names")
+        if not isinstance(spec.get("prompt"), str) or not spec["prompt"].strip():
+            raise ValueError(f"{where}: 'prompt' (its system prompt) is required")
+        mode = spec.get("permission_mode")
+        model = spec.get("model")
+        out.append(
+            SubagentType(
+                name=name,
+                description=str(spec.get("description", "")),
+                system_prompt=spec["prompt"],
+                tools=tuple(tools),
+                model=model_from_spec(model) if isinstance(model, str) and model else None,
+                max_turns=int(spec.get("max_turns", 20)),
+                permission_mode=mode,
+                may_delegate=bool(spec.get("may_delegate", False)),
+                read_only=mode == "plan",
+            )
+        )
+    return out
+
+
+def set_subagent_types(tools: Sequence[Tool], types: Sequence[SubagentType]) -> None:
+    """Give every Task among `tools` the built-in types and `types` (which win by name)."""
+    for tool in tools:
+        if isinstance(tool, TaskTool):
+            tool.types = {t.name: t for t in subagent_types({t.name: t for t in types})}
 
 
 def default_tools() -> list[Tool]:

@@ -278,6 +278,30 @@ def test_agent_tasks_lists_background_commands_and_reset_stops_them(shell, magic
     assert "Nothing runs in the background" in capsys.readouterr().out
 
 
+def test_subagent_types_come_from_settings(shell, magics, script, tmp_path):
+    (tmp_path / "a.txt").write_text("hello\n")
+    shell.run_line_magic(
+        "config",
+        'AgentMagics.subagents = {"reader": {"description": "reads files", "prompt": "You only read a.txt.", '
+        '"tools": ["Read", "Edit"], "permission_mode": "plan"}}',
+    )
+    turns = [
+        [use("Task", "t1", description="read it", prompt="read a.txt", subagent_type="reader")],
+        [use("Read", "r1", file_path="a.txt")],
+        [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string="bye")],
+        "It says hello.",
+        "Done.",
+    ]
+    shell.run_line_magic("agent", f"--mode bypassPermissions --script {script(*turns)} go")
+    agent = magics.session.agent
+    assert agent.model.requests[1]["system"].startswith("You only read a.txt.")  # the type's prompt
+    assert "It says hello." in result_text(results_sent(agent.model, 4)["t1"])
+    assert (tmp_path / "a.txt").read_text() == "hello\n"  # plan mode: never looser, whatever the run's mode
+    shell.run_line_magic("config", 'AgentMagics.subagents = {"bad": {"tools": []}}')
+    with pytest.raises(UsageError, match="subagent type 'bad': 'tools' must be a non-empty list"):
+        shell.run_line_magic("agent", f"--script {script('x')} go")
+
+
 # --- configuration ----------------------------------------------------------------------------
 
 
