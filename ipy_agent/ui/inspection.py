@@ -107,7 +107,7 @@ def tool_origin(tool: Tool) -> str:
     """Where a tool comes from: an MCP server (and its file), ipy_agent itself, or the caller."""
     if tool.origin:
         return tool.origin
-    return "built-in" if type(tool).__module__.startswith("ipy_agent.tools") else "custom"
+    return "built-in" if type(tool).__module__.startswith(("ipy_agent.tools", "ipy_agent.loop")) else "custom"
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:

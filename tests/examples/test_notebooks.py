@@ -48,7 +48,7 @@ EXPECT: dict[str, list[str]] = {
         "No such tool available: 'CountWords'. The tools you can call are: WordCount.",
     ],
     "03_registry_permissions": [
-        "Bash          hidden",
+        "Bash             hidden",
         "Bash: denied by rule 'Bash' (argument)",
         "offered in turn 1: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit', 'Skill', 'AskUserQuestion', 'Task']",
         "Permission to use Read was denied (denied by rule 'Read(**/.env)' (argument))",
