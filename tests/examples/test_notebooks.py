@@ -220,10 +220,10 @@ EXPECT: dict[str, list[str]] = {
     "15_delegation": [
         "explore's tools: Read, Glob, Grep, Bash, NotebookRead, Variables",
         "  user      tool_result  The learning rate is set in train/config.py, line 3",
-        "the subagent's own calls (kept apart): ['Grep \"LEARNING_RATE\"', 'Read train/config.py']",
+        "the subagent's own calls (kept apart): ['Grep \"training\"', 'Grep \"LEARNING_RATE\"', 'Read train/config.py']",
         "the config file's text is in the parent's history: False",
         "the parent has read train/config.py itself: False",
-        "the Task's row says: explore: find the learning rate — 3 turns, 2 calls,",
+        "the Task's row says: explore: find the learning rate — 4 turns, 3 calls,",
         "#1 Task explore: find the learning rate  [batch 1, done,",
         '    ↳ Grep "LEARNING_RATE"  [done,',
         "    ↳ Read train/config.py  [done,",
