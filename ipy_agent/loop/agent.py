@@ -1,9 +1,8 @@
 """Agent: the conversation and the loop. run -> turn -> stream the model -> execute tools.
 
-The loop reads in one screen; the complexity lives in `runtime/`, one turn's records and the model's
-stream in turn.py, each way a turn can end in turn_end.py, checkpoints and rewind in rewind.py.
-Whatever happens (a tool or hook raises, the model errors, the person interrupts) the loop ends with
-`self.messages` a valid Messages API conversation, so the next `run()` can go on from it."""
+The loop reads in one screen; the complexity lives in `runtime/`, a turn in turn.py, its ends in
+turn_end.py, rewind in rewind.py. Whatever happens (a tool or hook raises, the model errors, the person
+interrupts) the loop ends with `self.messages` a valid conversation, so the next `run()` goes on."""
 
 from __future__ import annotations
 
@@ -46,9 +45,10 @@ from ipy_agent.runtime.trace import (
 
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
-from .offer import begin_run, offer_tools, sync_mcp
+from .offer import begin_run, end_session, offer_tools, remind, sync_mcp
 from .rewind import Rewinding
 from .standing import Standing
+from .subagent import current_agent, default_tools
 from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
 from .turn_end import after_reply, answer_tools, close_early, forget_prompt, model_failed, prompt_blocks
 
@@ -106,11 +106,7 @@ class Agent(Rewinding):
         self.permission_mode = permission_mode
         self.rules = PermissionRules.with_builtin(list(allow or []), list(ask or []), list(deny or []))
         self.approver = approver
-        if tools is None:
-            from ipy_agent.tools import builtin_tools
-
-            tools = builtin_tools()
-        self.registry = ToolRegistry(list(tools))
+        self.registry = ToolRegistry(list(default_tools() if tools is None else tools))  # Task among them
         self.max_turns = max_turns
         self.system_prompt = system_prompt
         self.append_system_prompt = append_system_prompt
@@ -265,10 +261,12 @@ class Agent(Rewinding):
         self._task = asyncio.current_task()
         self._loop = asyncio.get_running_loop()
         start_usage = copy.copy(self.usage)
+        token = current_agent.set(self)  # a Task's call finds the agent that runs it (loop/subagent.py)
         try:
             result = await self._run(prompt)
         finally:
             self._task = None
+            current_agent.reset(token)
         result = replace(result, usage=usage_delta(self.usage, start_usage))
         self.emit(RunEndEvent(result=result))
         return result
@@ -342,6 +340,7 @@ class Agent(Rewinding):
         exposure, api_tools = offer_tools(
             self.registry, self.rules, self.tool_context(), simple=self.simple, emit=self.emit
         )
+        remind(self.messages, self.tools, self.tool_context(), self.emit)  # a background command ended...
         record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
         self.turns.append(record)
         env = RunEnv(
@@ -389,6 +388,7 @@ class Agent(Rewinding):
         """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""
         if self.running:
             raise RuntimeError("cannot reset while the agent is running; interrupt it first")
+        end_session(self.session)  # background commands stop before their logs go
         if self._owns_spill_dir:
             spill.release(self.spill_dir)
         self.messages.clear()

@@ -3,7 +3,7 @@
 `%agent` (run.py) runs requests; these show what happened and what is in force without running
 the model: one call in full (`%agent_inspect`), a turn's stages over time (`%agent_trace`), the
 history (`%agent_history`), the context window (`%agent_context`), the tools and rules
-(`%agent_tools`, `%agent_rules`), MCP servers (`%agent_mcp`), the standing instructions and the
+(`%agent_tools`, `%agent_rules`), MCP servers (`%agent_mcp`), background commands (`%agent_tasks`), the standing instructions and the
 skills (`%agent_instructions`, `%agent_skills`); and they act on the conversation: stop a run,
 compact, reset, save. The text they print is built elsewhere (ui/inspection.py,
 context/report.py, mcp/report.py, standing.py); these parse the line and print it.
@@ -127,8 +127,16 @@ class CompanionMagics(Magics):
         show_rewind(run_to_end(lambda: rewind_command(self.session, line, live=False), interrupt=lambda: None))
 
     @line_magic
+    def agent_tasks(self, line: str = "") -> None:
+        """The commands the agent started in the background: id, state, runtime, command."""
+        from ipy_agent.ui.inspection import tasks_text
+
+        print(tasks_text(self.session.configured_agent()))
+
+    @line_magic
     def agent_reset(self, line: str = "") -> None:
-        """Forget the conversation, read state and trace. Configuration stays, and so do the rules
+        """Forget the conversation, read state and trace, and stop its background commands.
+        Configuration stays, and so do the rules
         you granted with "Always allow" (for the kernel session; %agent_rules lists them)."""
         agent = self.session.need_agent()
         if agent.running:

@@ -36,6 +36,7 @@ from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxSetting
 from ipy_agent.history.messages import repair_history
 from ipy_agent.loop.agent import Agent
+from ipy_agent.loop.subagent import set_subagent_types, types_from_settings
 from ipy_agent.models.base import Model, model_label
 from ipy_agent.permissions.decide import PermissionMode
 from ipy_agent.permissions.rules import RuleSpec
@@ -73,6 +74,7 @@ class SessionSettings:
     context_window: int | None = None
     # Options per provider: {"ollama": {"base_url": ..., "context_window": ...}, "openai": {"prices": ...}}
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    subagents: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # Task's types, by name
 
 
 @dataclass(kw_only=True)
@@ -286,6 +288,10 @@ class AgentSession:
         except SettingsError as e:
             raise UsageError(str(e)) from None
         warnings += _apply_mcp_files(agent)
+        try:
+            set_subagent_types(agent.tools, types_from_settings(settings.subagents))
+        except (ValueError, TypeError) as e:
+            raise UsageError(f"AgentMagics.subagents: {e}") from None
         agent.configure(
             model=model,
             permission_mode=(request.mode if request else None) or settings.permission_mode,

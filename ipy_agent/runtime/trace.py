@@ -31,6 +31,7 @@ __all__ = [
     "ThinkingEvent",
     "TurnEvent",
     "TurnRecord",
+    "nested_calls",
     "now",
 ]
 
@@ -199,3 +200,12 @@ def _k(tokens: int) -> str:
 
 
 AgentEvent = TextEvent | ThinkingEvent | CallEvent | TurnEvent | NoticeEvent | RunEndEvent | ContextEvent
+
+
+def nested_calls(session: dict[str, Any]) -> dict[str, list[CallRecord]]:
+    """The calls made on behalf of a call (a Task's subagent), by that call's tool_use_id: kept in
+    the conversation's session for `%agent_trace` and `%agent_inspect`."""
+    calls = session.get("nested_calls")
+    if not isinstance(calls, dict):
+        calls = session["nested_calls"] = {}
+    return calls

@@ -44,10 +44,12 @@ from ipy_agent.runtime.trace import (
 
 from .announce import announce_answered, announce_waiting, cell_number
 from .approval_widget import ApprovalPrompt
+from .approver import no_person
 from .call_row import Blocks, CallRow, shared_html
 from .comm_ack import idle_ack
 from .diff_html import pre_html
 from .progress import Progress
+from .question_widget import QuestionPrompt
 from .record import LIVE_TEXT, Entry, record_bundle
 from .segments import Segment, markdown_html
 from .usage_line import model_name, turns_text, usage_parts
@@ -175,8 +177,11 @@ class RunView:
     async def approver(self, request: PermissionRequest) -> PermissionAnswer:
         loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[PermissionAnswer] = loop.create_future()
+        asks = request.preview is not None and bool(request.preview.questions)
+        if asks and self.background:
+            return no_person("a --background run: the person is working elsewhere")  # never waits
         row = self.row(request.tool_use_id, request.display_name or request.tool_name)
-        prompt = ApprovalPrompt(request, loop, future, ack=self._ack)
+        prompt = (QuestionPrompt if asks else ApprovalPrompt)(request, loop, future, ack=self._ack)
         self.prompts[request.tool_use_id] = prompt
         shown = row.widget
         self.body.replace(shown, row.show_prompt(prompt))

@@ -35,6 +35,7 @@ MAGICS = [
     "agent_mcp",
     "agent_instructions",
     "agent_skills",
+    "agent_tasks",
 ]
 
 
@@ -260,6 +261,45 @@ def test_stop_reset_and_no_conversation_messages(shell, magics, script, capsys):
     shell.run_line_magic("agent_reset", "")
     assert magics.session.agent.messages == [] and magics.session.agent.trace == []
     assert "Conversation cleared" in capsys.readouterr().out
+
+
+def test_agent_tasks_lists_background_commands_and_reset_stops_them(shell, magics, script, capsys):
+    shell.run_line_magic("agent_tasks", "")
+    assert "Nothing runs in the background" in capsys.readouterr().out
+    start = [use("Bash", "b1", command="sleep 300", description="Wait a long time", run_in_background=True)]
+    shell.run_line_magic("agent", f"--allow Bash(sleep:*) --script {script(start, 'started')} wait")
+    capsys.readouterr()
+    shell.run_line_magic("agent_tasks", "")
+    listing = capsys.readouterr().out
+    assert "bash_1" in listing and "running" in listing and "Wait a long time" in listing
+    shell.run_line_magic("agent_reset", "")
+    capsys.readouterr()
+    shell.run_line_magic("agent_tasks", "")
+    assert "Nothing runs in the background" in capsys.readouterr().out
+
+
+def test_subagent_types_come_from_settings(shell, magics, script, tmp_path):
+    (tmp_path / "a.txt").write_text("hello\n")
+    shell.run_line_magic(
+        "config",
+        'AgentMagics.subagents = {"reader": {"description": "reads files", "prompt": "You only read a.txt.", '
+        '"tools": ["Read", "Edit"], "permission_mode": "plan"}}',
+    )
+    turns = [
+        [use("Task", "t1", description="read it", prompt="read a.txt", subagent_type="reader")],
+        [use("Read", "r1", file_path="a.txt")],
+        [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string="bye")],
+        "It says hello.",
+        "Done.",
+    ]
+    shell.run_line_magic("agent", f"--mode bypassPermissions --script {script(*turns)} go")
+    agent = magics.session.agent
+    assert agent.model.requests[1]["system"].startswith("You only read a.txt.")  # the type's prompt
+    assert "It says hello." in result_text(results_sent(agent.model, 4)["t1"])
+    assert (tmp_path / "a.txt").read_text() == "hello\n"  # plan mode: never looser, whatever the run's mode
+    shell.run_line_magic("config", 'AgentMagics.subagents = {"bad": {"tools": []}}')
+    with pytest.raises(UsageError, match="subagent type 'bad': 'tools' must be a non-empty list"):
+        shell.run_line_magic("agent", f"--script {script('x')} go")
 
 
 # --- configuration ----------------------------------------------------------------------------

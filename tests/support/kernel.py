@@ -312,3 +312,12 @@ class Kernel:
     def set_value(self, comm_id: str, value: Any) -> str:
         """Typing into a Text field, as @jupyter-widgets sends it; returns the comm message's id."""
         return self._send_comm(comm_id, {"method": "update", "state": {"value": value}, "buffer_paths": []})
+
+    def set_state(self, comm_id: str, state: dict[str, Any]) -> str:
+        """Any widget state change a front end sends (a ToggleButtons' `index`, a Checkbox's `value`)."""
+        return self._send_comm(comm_id, {"method": "update", "state": state, "buffer_paths": []})
+
+    def parent(self, comm_id: str) -> str | None:
+        """The box that holds widget `comm_id`, once the front end knows it."""
+        ref = f"IPY_MODEL_{comm_id}"
+        return next((cid for cid, s in list(self.models.items()) if ref in (s.get("children") or [])), None)
