@@ -3,9 +3,8 @@
 What the runtime learns before running (all from parsing in this package, never by regex):
 read-only commands run without a prompt and in parallel with other reads; destructive ones are
 flagged in the approval prompt; compound commands are split so a permission rule must cover every
-part. What the model gets back: the merged output (capped, the middle cut with the full text in a
-file), "Exit code N" on failure, and a note when the shell's directory was reset.
-"""
+part. The model gets the merged output (capped, the full text in a file), "Exit code N" on failure,
+and a note when the shell's directory was reset."""
 
 from __future__ import annotations
 
