@@ -153,7 +153,15 @@ def test_background_asks_like_any_command_and_its_end_reaches_the_model(tmp_path
     asked: list[str] = []
     model = ScriptedModel(
         [
-            [use("Bash", "t1", command="touch made-by-it; echo done-now", run_in_background=True)],
+            # It waits for `go`, made after the first run: its end cannot reach that run's last turn.
+            [
+                use(
+                    "Bash",
+                    "t1",
+                    command="until [ -e go ]; do sleep 0.05; done; touch made-by-it; echo done-now",
+                    run_in_background=True,
+                )
+            ],
             "started",
             "noted",
         ]
@@ -168,6 +176,7 @@ def test_background_asks_like_any_command_and_its_end_reaches_the_model(tmp_path
     assert asked == ["Bash"]  # it writes: the person is asked, as in the foreground
     assert "bash_1" in result_text(all_results(agent.messages)["t1"])
     shell = shells_of(agent.session).get("bash_1")
+    (tmp_path / "go").touch()
     assert shell.wait(20)
     assert "bash_1" in tasks_text(agent) and "exit 0" in tasks_text(agent)
     notices: list[str] = []
