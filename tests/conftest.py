@@ -58,6 +58,7 @@ def _no_personal_files(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     one: what a test sees does not depend on the machine it runs on. Tests that need one set
     IPY_AGENT_CONFIG_DIR themselves (the test kernels get an empty one of their own)."""
     monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path_factory.mktemp("personal")))
+    monkeypatch.delenv("IPY_AGENT_MANAGED_SETTINGS", raising=False)  # tests that need a policy name one
 
 
 def suite_timeout(item: pytest.Item) -> int | None:

@@ -102,6 +102,22 @@ class Policy:
     def label(self) -> str:
         return "managed policy " + ", ".join(self.files) if self.files else "no managed policy"
 
+    def describe(self) -> list[str]:
+        """Lines for `%agent_rules`: what the policy sets, and in which file ([] without one)."""
+        if not self.files:
+            return []
+        lines = [f"Set by the {self.label} (a person cannot loosen these):"]
+        lines += [f"  {r.kind:<5} {r.text}" for r in self.rules]
+        if self.disallowed_modes:
+            lines.append(f"  modes not allowed: {', '.join(sorted(self.disallowed_modes))}")
+        if self.sandbox_required:
+            lines.append("  the sandbox is required")
+        lines += [f"  models allowed: {', '.join(m)}" for m in self.models]
+        if self.mcp_allowed or self.mcp_denied:
+            lines.append("  MCP servers: limited by allowedMcpServers / deniedMcpServers")
+        lines += [f"  budget {k.replace('_', ' ')}: ${v:.2f}" for k, v in self.budget.items()]
+        return lines
+
     def _refuse(self, what: str) -> PolicyViolation:
         return PolicyViolation(
             f"{what} is not allowed by the managed policy ({', '.join(self.files)}); ask its administrator."

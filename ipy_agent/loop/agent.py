@@ -272,7 +272,7 @@ class Agent(Listeners):
             result = await self._run(prompt)
         finally:
             self._task = None
-        result = replace(result, usage=usage_delta(self.usage, start_usage))
+        result = replace(result, usage=usage_delta(self.usage, start_usage), budget=self.managed.describe(self))
         self.emit(RunEndEvent(result=result))
         return result
 

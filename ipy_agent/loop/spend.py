@@ -22,6 +22,7 @@ from ipy_agent.models.base import Model, Priced, Usage, model_label
 from ipy_agent.models.pricing import estimate_cost
 from ipy_agent.permissions.decide import PermissionRules
 from ipy_agent.permissions.rules import Rule
+from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import RunResult
 
 from .turn import usage_delta
@@ -135,6 +136,11 @@ class Managed:
     def begin_run(self, usage: Usage) -> None:
         self.run_start = copy.copy(usage)
         self.budget = Budget.of(self.max_budget_usd, self.policy)
+
+    def describe(self, conversation: Conversation) -> str:
+        """Spending against the limits in force ('' when there are none)."""
+        budget = Budget.of(self.max_budget_usd, self.policy) if not self.budget.limits else self.budget
+        return budget.describe(self.run_cost(conversation.model, conversation.usage))
 
     def run_cost(self, model: Model, usage: Usage) -> float:
         """What the run in progress (or the last one) has cost so far, in US dollars (estimated)."""

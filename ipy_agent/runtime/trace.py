@@ -117,6 +117,7 @@ class RunResult:
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     error_kind: str | None = None
+    budget: str = ""  # spending against the budgets in force, e.g. "$0.0123 of $0.50 this run"
 
 
 @dataclass(kw_only=True)
