@@ -13,6 +13,10 @@ import argparse
 import asyncio
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .server import Gateway
 
 __all__ = ["main"]
 
@@ -61,10 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-async def _serve(gateway: object, host: str, port: int) -> None:
-    from .server import Gateway
-
-    assert isinstance(gateway, Gateway)
+async def _serve(gateway: Gateway, host: str, port: int) -> None:
     gateway.app().listen(port, address=host)
     print(f"ipy_agent.gateway: serving on http://{host}:{port}", file=sys.stderr, flush=True)
     await asyncio.Event().wait()

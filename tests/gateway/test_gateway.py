@@ -143,3 +143,55 @@ def test_the_command_line_needs_the_key_and_reports_usage(tmp_path, served, api_
         [*run, "--tokens", str(tmp_path / "tokens.json")], capture_output=True, text=True, timeout=60, env=env
     )
     assert out.returncode == 2 and "ANTHROPIC_API_KEY" in out.stderr
+
+
+def test_as_a_hub_service_it_asks_the_hub_whose_token_it_is(api_server, tmp_path):
+    """JupyterHub answers `GET /hub/api/user` with the token's owner; the gateway asks it once
+    per token and minute, and a token the Hub refuses is refused."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from ipy_agent.gateway.auth import HubAuth
+
+    asked: list[str] = []
+
+    class FakeHub(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            token = self.headers.get("Authorization", "").removeprefix("token ")
+            asked.append(token)
+            known = {"hub-tok-dana": {"kind": "user", "name": "dana"}}
+            body = json.dumps(known.get(token, {"status": 403, "message": "Forbidden"})).encode()
+            self.send_response(200 if self.path == "/hub/api/user" and token in known else 403)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    hub = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    db = UsageDB(tmp_path / "usage.sqlite")
+    gw = Gateway(
+        api_key=REAL_KEY,
+        auth=HubAuth(f"http://127.0.0.1:{hub.server_address[1]}/hub/api"),
+        db=db,
+        upstream=api_server.url,
+    )
+    url, thread, loop = gw.start_in_thread()
+    try:
+        api_server.add(message_events([{"type": "text", "text": "a"}]), message_events([{"type": "text", "text": "b"}]))
+        agent = Agent(
+            AnthropicModel("claude-sonnet-4-5", api_key="hub-tok-dana", base_url=url, max_retries=0), cwd=tmp_path
+        )
+        assert [agent.run("one").text, agent.run("two").text] == ["a", "b"]
+        assert asked == ["hub-tok-dana"]  # asked once, then remembered
+        assert [r.user for r in db.report()] == ["dana"]
+        other = Agent(AnthropicModel("claude-sonnet-4-5", api_key="stolen", base_url=url, max_retries=0), cwd=tmp_path)
+        assert other.run("hi").error_kind == "authentication"
+        assert len(api_server.requests) == 2
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        hub.shutdown()
