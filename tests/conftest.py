@@ -59,6 +59,7 @@ def _no_personal_files(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     IPY_AGENT_CONFIG_DIR themselves (the test kernels get an empty one of their own)."""
     monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path_factory.mktemp("personal")))
     monkeypatch.delenv("IPY_AGENT_MANAGED_SETTINGS", raising=False)  # tests that need a policy name one
+    monkeypatch.delenv("IPY_AGENT_GATEWAY_URL", raising=False)  # models talk to the API they are given
 
 
 def suite_timeout(item: pytest.Item) -> int | None:
