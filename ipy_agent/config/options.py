@@ -63,6 +63,13 @@ AGENT_OPTIONS: tuple[AgentOption, ...] = (
     ),
     AgentOption(flag="--max-turns", help="Model requests before the run stops.", example="20", type=int),
     AgentOption(
+        flag="--max-budget-usd",
+        help="What this run may spend (estimated, US dollars); it stops before the next model request.",
+        example="0.50",
+        metavar="USD",
+        type=float,
+    ),
+    AgentOption(
         flag="--script",
         help='Replay a ScriptedModel transcript {"turns": [...]} (offline).',
         example="demo.json",
@@ -153,6 +160,7 @@ class AgentLine:
     mode: PermissionMode | None = None
     model: str | None = None
     max_turns: int | None = None
+    max_budget_usd: float | None = None
     script: str | None = None
     record: str | None = None
     allow: tuple[str, ...] = ()
@@ -194,6 +202,8 @@ def parse_line(line: str, cell: str | None = None) -> AgentLine:
     parsed = AgentLine(prompt=prompt, **fields)
     if parsed.max_turns is not None and parsed.max_turns < 1:
         raise ValueError(f"--max-turns must be at least 1, not {parsed.max_turns!r}")
+    if parsed.max_budget_usd is not None and not parsed.max_budget_usd > 0:
+        raise ValueError(f"--max-budget-usd must be more than 0, not {parsed.max_budget_usd!r}")
     parsed.rules()  # a bad rule is reported now, where it was typed
     return parsed
 

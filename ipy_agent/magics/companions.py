@@ -90,7 +90,10 @@ class CompanionMagics(Magics):
         with a bar picture and the share used. See also %agent_compact."""
         from ipy_agent.context.report import context_report
 
-        print(context_report(self.session.need_agent().context_manager))
+        agent = self.session.need_agent()
+        print(context_report(agent.context_manager))
+        if budget := agent.managed.describe(agent):
+            print(f"Budget: {budget} (spent so far; the run stops before a request at a limit).")
 
     @line_magic
     def agent_compact(self, line: str = "") -> None:
@@ -155,6 +158,8 @@ class CompanionMagics(Magics):
         if not text:
             agent = self.session.agent
             print(self.session.grants.listing(agent.rules if agent else None, agent.cwd if agent else None))
+            if agent is not None and (lines := agent.managed.policy.describe()):
+                print("\n".join(lines))
             return
         if not text.startswith("--revoke"):
             raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")

@@ -160,7 +160,12 @@ class TextRenderer:
             self._mid_line = False
 
 
-_ENDED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
+_ENDED = {
+    "end_turn": "Finished",
+    "interrupted": "Interrupted",
+    "max_turns": "Stopped at max_turns",
+    "budget_exceeded": "Stopped at the budget",
+}
 
 
 def footer(result: Any, model: Any = None, context_tokens: int = 0) -> str:
@@ -171,6 +176,8 @@ def footer(result: Any, model: Any = None, context_tokens: int = 0) -> str:
     u = getattr(result, "usage", None)
     if u is not None:
         parts += usage_parts(model, u, context_tokens, answered=turns > 0 and model is not None)
+    if budget := getattr(result, "budget", ""):
+        parts.append(f"budget: {budget}")
     return " · ".join(parts)
 
 

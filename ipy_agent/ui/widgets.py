@@ -59,7 +59,12 @@ _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 # Streaming text re-sends the whole segment on every update; batch deltas to this interval
 # (short enough that a delta reaches the cell within 50 ms, long enough for a batch of several).
 FLUSH_INTERVAL = 0.04
-_FINISHED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
+_FINISHED = {
+    "end_turn": "Finished",
+    "interrupted": "Interrupted",
+    "max_turns": "Stopped at max_turns",
+    "budget_exceeded": "Stopped at the budget",
+}
 
 
 class RunView:
@@ -208,6 +213,7 @@ class RunView:
         """The run ended: flush the text, void open prompts, say how it ended."""
         self.result = result
         self._end_segment()
+        self._render_footer()  # the budget line, now the run's spending is known
         for prompt in self.prompts.values():
             if prompt.pending:
                 prompt.cancel()
@@ -338,13 +344,16 @@ class RunView:
             stop()
 
     def _usage_parts(self) -> list[str]:
-        return usage_parts(
+        parts = usage_parts(
             self.agent.model,
             self.usage,
             self.context_tokens,
             answered=bool(self._turns),
             window=self.agent.context_window,
         )
+        if budget := getattr(self.result, "budget", ""):
+            parts.append(f"budget: {budget}")
+        return parts
 
     def _render_footer(self) -> None:
         text = html.escape(" · ".join(self._usage_parts()))

@@ -124,11 +124,31 @@ def launch_browser(playwright: Any, *, headless: bool = True) -> Any:
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=headless)
 
 
+def write_kernel_spec(data_dir: Path, env: dict[str, str] | None = None) -> None:
+    """The `python3` kernel spec of the tests, in a JUPYTER_DATA_DIR: this Python, ipykernel;
+    `env`: variables the kernel gets whatever its launcher passes on (a kernel gateway passes none)."""
+    spec = data_dir / "kernels" / "python3"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (ipy_agent test)",
+                "language": "python",
+                **({"env": env} if env else {}),
+            }
+        )
+    )
+
+
 class JupyterServer:
     """One `jupyter lab` or `jupyter notebook` (7) process serving `root`; stop() ends it by PID."""
 
-    def __init__(self, kind: Kind, root: Path, *, token: str = "ipy-agent-test") -> None:
+    def __init__(
+        self, kind: Kind, root: Path, *, token: str = "ipy-agent-test", extra_args: Sequence[str] = ()
+    ) -> None:
         self.kind = kind
+        self.extra_args = tuple(extra_args)  # e.g. --gateway-url=... for kernels behind a gateway
         self.root = Path(root)
         self.token = token
         self.proc: subprocess.Popen[bytes] | None = None
@@ -143,23 +163,13 @@ class JupyterServer:
         dirs = {name: self.home / name for name in ("config", "data", "runtime", "ipython", "workspaces")}
         for d in dirs.values():
             d.mkdir(parents=True, exist_ok=True)
+        write_kernel_spec(dirs["data"])
         built = PROJECT_ROOT / "ipy_agent" / "labextension"
         if (built / "package.json").exists():
             # This checkout's own build of the extension (`jlpm build`) wins over the installed one,
             # so a change to the TypeScript is tested in the checkout that made it.
             (dirs["data"] / "labextensions").mkdir()
             (dirs["data"] / "labextensions" / EXTENSION).symlink_to(built, target_is_directory=True)
-        spec = dirs["data"] / "kernels" / "python3"
-        spec.mkdir(parents=True)
-        (spec / "kernel.json").write_text(
-            json.dumps(
-                {
-                    "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                    "display_name": "Python 3 (ipy_agent test)",
-                    "language": "python",
-                }
-            )
-        )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_", "JUPYTER_"))}
         env.update(
             JUPYTER_CONFIG_DIR=str(dirs["config"]),
@@ -189,6 +199,7 @@ class JupyterServer:
             "--ServerApp.open_browser=False",
             "--LanguageServerManager.autodetect=False",
             "--MappingKernelManager.default_kernel_name=python3",
+            *self.extra_args,
         ]
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(

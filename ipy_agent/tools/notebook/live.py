@@ -46,6 +46,11 @@ def live_target(ctx: ToolContext, notebook_path: str | None) -> Any:
         return None
     if notebook_path is None or nb.is_open_notebook(ctx.resolve(notebook_path)):
         return nb
+    # A remote kernel (behind a kernel gateway) runs elsewhere than the Jupyter server that holds
+    # the file: the open notebook is the one named as the front end names it, when no file of
+    # that name is on the kernel's host.
+    if notebook_path == nb.display_path and not ctx.resolve(notebook_path).exists():
+        return nb
     return None
 
 
