@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from .session import AgentSession
 
 __all__ = [
+    "INTERRUPTED",
     "TICK",
+    "RunInterrupted",
     "agent_transformer",
     "current_session",
     "run_agent_cell",
@@ -34,6 +36,17 @@ __all__ = [
 ]
 
 TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
+
+INTERRUPTED = "the agent run was interrupted; the conversation is intact, continue it with %agent"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """An interrupted `%agent` cell: IPython shows its one line (`_render_traceback_`), not the
+    frames of the awaited call the transformer wrote into the cell."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[31mKeyboardInterrupt\x1b[0m: {self}"]
+
 
 _MODULE = '__import__("ipy_agent.magics.cell_runner", fromlist=["run_agent_cell"])'
 _LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
@@ -99,9 +112,7 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
         await asyncio.wait([task], timeout=30)
         # What a person expects from the stop button (ipykernel would show a CancelledError);
         # IPython reports it like any interrupted cell, so Run All stops here too.
-        raise KeyboardInterrupt(
-            "the agent run was interrupted; the conversation is intact, continue it with %agent"
-        ) from None
+        raise RunInterrupted(INTERRUPTED) from None
     task.result()
 
 

@@ -53,6 +53,9 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
             for magic in table:
                 shell.magics_manager.magics[kind].pop(magic, None)
         if isinstance(magics, AgentMagics):
+            bridge = magics.session.bridge
+            if bridge is not None and bridge.guard is not None:
+                bridge.guard.uninstall(shell)  # comm_close takes ipykernel's own path again
             magics.session.close()  # no run and no MCP server outlives the extension
         if magics in getattr(shell, "configurables", []):
             shell.configurables.remove(magics)

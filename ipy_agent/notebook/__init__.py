@@ -6,6 +6,8 @@ Modules import one way, each only from those above it in this list:
 - `render`: notebook cells as the model reads them (id, type, source, outputs), never raw JSON;
 - `execute`: a cell's code run in this kernel, capturing what it shows (NotebookRun);
 - `variables`: the kernel's variables, described without running the person's code;
+- `comm_guard`: `CommGuard`, keeps the page's comms open when another page of the kernel closes them
+  (Notebook 7's file browser tab);
 - `bridge`: `NotebookBridge`, requests to the JupyterLab extension over a comm;
 - `metadata`: the notebook's own `ipy_agent` metadata (its instructions), live or on disk.
 """
