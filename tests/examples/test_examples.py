@@ -27,6 +27,18 @@ def test_read_and_edit_transcript_fixes_the_typo(tmp_path):
     assert asked == ["Edit"] and result.stop_reason == "end_turn" and history_problems(agent.messages) == []
 
 
+def test_read_and_edit_transcript_tells_the_truth_after_a_deny(tmp_path):
+    (tmp_path / "notes.txt").write_text("teh plan\nline two\n")
+    agent = Agent(
+        model=ScriptedModel.from_file(EXAMPLES / "read_and_edit.json"),
+        cwd=tmp_path,
+        approver=lambda req: "deny",
+    )
+    result = agent.run("tidy up notes.txt")
+    assert (tmp_path / "notes.txt").read_text() == "teh plan\nline two\n"
+    assert result.stop_reason == "end_turn" and "still says" in result.text and "now says" not in result.text
+
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 

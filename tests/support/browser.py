@@ -279,6 +279,25 @@ class JupyterServer:
         nb.wait_ready()
         return nb
 
+    def new_from_tree(self, browser: Any, folder: str) -> tuple[Any, NotebookPage]:
+        """Notebook 7 as a person starts: the file browser at `folder`, New > the kernel's entry;
+        the notebook opens in a new tab and the file browser's tab stays open (and connected to
+        the new kernel). Returns (the file browser's page, the notebook's page)."""
+        assert self.kind == "notebook", "New > Notebook from the file browser is Notebook 7's flow"
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        tree = context.new_page()
+        tree.goto(self.url(f"tree/{folder}"))
+        with waiting_for(f"the file browser at {folder!r} to offer New > Python 3"):
+            tree.locator(".jp-ToolbarButtonComponent:has-text('New')").first.click(timeout=TIMEOUT * 1000)
+            entry = tree.locator(".lm-Menu-item:has-text('Python 3')").first
+            with context.expect_page(timeout=TIMEOUT * 1000) as opened:
+                entry.click(timeout=TIMEOUT * 1000)
+        page = opened.value
+        existing = sorted(p.name for p in (self.root / folder).glob("Untitled*.ipynb"))
+        nb = NotebookPage(self, page, f"{folder}/{existing[-1] if existing else 'Untitled.ipynb'}")
+        nb.wait_ready()
+        return tree, nb
+
 
 # JavaScript run in the page. `P()` is the notebook panel; both front ends expose the app as
 # window.jupyterapp with --expose_app_in_browser, and in both the current widget is the panel.
