@@ -288,7 +288,7 @@ class JupyterServer:
         tree = context.new_page()
         tree.goto(self.url(f"tree/{folder}"))
         with waiting_for(f"the file browser at {folder!r} to offer New > Python 3"):
-            tree.locator(".jp-ToolbarButtonComponent:has-text('New')").first.click(timeout=TIMEOUT * 1000)
+            tree.get_by_text("New", exact=True).first.click(timeout=TIMEOUT * 1000)
             entry = tree.locator(".lm-Menu-item:has-text('Python 3')").first
             with context.expect_page(timeout=TIMEOUT * 1000) as opened:
                 entry.click(timeout=TIMEOUT * 1000)
