@@ -32,6 +32,7 @@ __all__ = [
     "current_session",
     "run_agent_cell",
     "run_instructions_cell",
+    "run_tools_cell",
     "terminal_transformer",
 ]
 
@@ -51,8 +52,8 @@ class RunInterrupted(KeyboardInterrupt):
 _MODULE = '__import__("ipy_agent.magics.cell_runner", fromlist=["run_agent_cell"])'
 _LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
 # The magics a kernel cell awaits, and the function it awaits for each.
-_AWAITED = {"agent": "run_agent_cell", "agent_instructions": "run_instructions_cell"}
-_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions)(?:[ \t]|$)")
+_AWAITED = {"agent": "run_agent_cell", "agent_instructions": "run_instructions_cell", "agent_tools": "run_tools_cell"}
+_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions|agent_tools)(?:[ \t]|$)")
 
 
 def agent_transformer(lines: list[str]) -> list[str]:
@@ -125,6 +126,17 @@ async def run_instructions_cell(line: str, cell: str | None = None) -> None:
     if session.bridge is not None:
         await session.bridge.ensure()
     print(await instructions_command(session, line, cell, live=True))
+
+
+async def run_tools_cell(line: str, cell: str | None = None) -> None:
+    """What a transformed `%agent_tools` line awaits: the table, once the page had its chance to
+    answer (see notebook/bridge.py: `ensure`)."""
+    from ipy_agent.ui.inspection import tools_text
+
+    session = current_session()
+    if session.bridge is not None:
+        await session.bridge.ensure()
+    print(tools_text(session.configured_agent()))
 
 
 def terminal_transformer(lines: list[str]) -> list[str]:

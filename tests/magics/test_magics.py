@@ -78,7 +78,8 @@ def test_transformer_only_in_a_kernel_and_removed_on_unload(make_shell):
     cell = sh.transform_cell("%%agent --mode plan\nline one\nline 'two'\n")
     assert "run_agent_cell('--mode plan', \"line one\\nline 'two'\\n\")" in cell
     assert "await" not in sh.transform_cell("%agent?\n")
-    assert "await" not in sh.transform_cell("%agent_tools\n")
+    assert "await" not in sh.transform_cell("%agent_rules\n")
+    assert "run_tools_cell('')" in sh.transform_cell("%agent_tools\n")  # it waits for the page's answer
     sh.run_line_magic("unload_ext", "ipy_agent")
     assert agent_transformer not in sh.input_transformers_cleanup
 

@@ -22,7 +22,7 @@ from ipy_agent.contract.tool import PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 
-from .live import bridge_call, fetch_cell, live_bridge, live_target
+from .live import bridge_call, fetch_cell, live_bridge, live_missing, live_target
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "NotebookRunInput", "NotebookRunResult", "NotebookRunTool"]
 
@@ -87,6 +87,9 @@ class NotebookRunTool(Tool):
             default=DEFAULT_TIMEOUT,
             most=MAX_TIMEOUT,
         )
+
+    def disabled_reason(self, ctx: ToolContext) -> str:
+        return live_missing(ctx)
 
     def _enabled(self, ctx: ToolContext) -> bool:
         nb = live_bridge(ctx)
