@@ -10,6 +10,7 @@ Screenshots go to a temporary folder (tests/support/browser.py: SCREENSHOTS).
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import uuid
@@ -37,9 +38,10 @@ REASON = "it is a quote"
 
 
 def fresh_clone(server: JupyterServer) -> Path:
-    """A folder under the server's root holding what a clone's root holds for the README."""
+    """A folder under the server's root holding what a clone's root holds for the README: the
+    examples (teaching notebooks as committed, their transcripts and servers)."""
     root = server.root / f"clone{uuid.uuid4().hex[:6]}"
-    shutil.copytree(PROJECT_ROOT / "examples" / "transcripts", root / "examples" / "transcripts")
+    shutil.copytree(PROJECT_ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
 
@@ -50,7 +52,7 @@ def type_and_run(nb: NotebookPage, source: str) -> int:
     return i
 
 
-def walk_the_readme(nb: NotebookPage, clone: Path, shot: str) -> None:
+def walk_the_readme(nb: NotebookPage, clone: Path, shot: str) -> int:
     """The README's two cells, Allow; then the same request again, Deny with a typed reason."""
     i = type_and_run(nb, SETUP)
     nb.wait_done(i)
@@ -74,6 +76,7 @@ def walk_the_readme(nb: NotebookPage, clone: Path, shot: str) -> None:
     assert f"Denied: {REASON}" in text and "now says" not in text
     assert (clone / "notes.txt").read_text() == "Meeting notes: teh plan is ready.\n"
     nb.screenshot(nb.cell(i), SCREENSHOTS / f"{shot}_denied.png")
+    return i
 
 
 def test_notebook7_new_from_the_file_browser_with_its_tab_left_open(notebook_server: JupyterServer, browser: Any):
@@ -87,3 +90,41 @@ def test_notebook7_new_from_the_file_browser_with_its_tab_left_open(notebook_ser
         assert not tree.is_closed()  # the file browser's tab was there all along
     finally:
         tree.context.close()
+
+
+def test_jupyterlab_new_from_the_launcher(lab_server: JupyterServer, browser: Any):
+    clone = fresh_clone(lab_server)
+    nb = lab_server.new_from_launcher(browser, clone.name)
+    walk_the_readme(nb, clone, "lab_from_launcher")
+    i = type_and_run(nb, "%agent_tools")
+    nb.wait_done(i)
+    tools = nb.text(i)
+    assert re.search(r"NotebookRead\s+yes", tools) and re.search(r"NotebookRun\s+yes", tools), tools
+    nb.close()
+
+
+def test_the_readme_by_url_then_the_tour_with_run_all(server: JupyterServer, browser: Any):
+    """JupyterLab and Notebook 7, each notebook opened by its URL: the README's cells, saved and
+    reopened without the kernel; then the tour with Run All, saved."""
+    clone = fresh_clone(server)
+    name = f"{clone.name}/first_hour.ipynb"
+    nb = server.open(browser, name)
+    denied = walk_the_readme(nb, clone, f"{server.kind}_by_url")
+    nb.save()
+    nb.close()
+    server.stop_kernels()
+    again = server.open(browser, name)
+    shown = again.wait_text(denied, "still says")
+    assert f"Denied: {REASON}" in shown and "model not found" not in shown.lower()
+    again.close()
+
+    tour = server.open(browser, f"{clone.name}/examples/01_tour.ipynb")
+    tour.js("void window.jupyterapp.commands.execute('notebook:run-all-cells'); return true;")
+    last = max(i for i, c in enumerate(tour.cells()) if c["cell_type"] == "code")
+    tour.wait_done(last, timeout=240)
+    cells = tour.cells()
+    errors = [i for i, c in enumerate(cells) for o in c["outputs"] if o.get("output_type") == "error"]
+    assert errors == [], f"cells {errors} of the tour failed: {[cells[i]['outputs'] for i in errors]}"
+    assert any("run ended: end_turn" in json.dumps(c["outputs"]) for c in cells)
+    tour.save()
+    tour.close()

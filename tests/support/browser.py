@@ -298,6 +298,19 @@ class JupyterServer:
         nb.wait_ready()
         return tree, nb
 
+    def new_from_launcher(self, browser: Any, folder: str) -> NotebookPage:
+        """JupyterLab as a person starts: the file browser at `folder`, the Launcher's Notebook
+        card (the kernel's entry); the notebook opens in the same page."""
+        assert self.kind == "lab", "the Launcher is JupyterLab's"
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(self.url(f"lab/tree/{folder}?reset"))
+        card = page.locator(".jp-Launcher-section:has-text('Notebook') .jp-LauncherCard").first
+        with waiting_for(f"the Launcher in {folder!r} to offer a Notebook card"):
+            card.click(timeout=TIMEOUT * 1000)
+        nb = NotebookPage(self, page, f"{folder}/Untitled.ipynb")
+        nb.wait_ready()
+        return nb
+
 
 # JavaScript run in the page. `P()` is the notebook panel; both front ends expose the app as
 # window.jupyterapp with --expose_app_in_browser, and in both the current widget is the panel.
