@@ -128,3 +128,31 @@ def test_the_readme_by_url_then_the_tour_with_run_all(server: JupyterServer, bro
     assert any("run ended: end_turn" in json.dumps(c["outputs"]) for c in cells)
     tour.save()
     tour.close()
+
+
+SLEEP = {
+    "provenance": {"kind": "hand-written", "note": "a long command to interrupt"},
+    "turns": [
+        [{"type": "tool_use", "id": "s1", "name": "Bash", "input": {"command": "sleep 60", "description": "Wait"}}],
+        "Waited.",
+    ],
+}
+
+
+def test_the_toolbar_interrupt_stops_a_foreground_run_with_one_line(lab_server: JupyterServer, browser: Any):
+    clone = fresh_clone(lab_server)
+    (clone / "sleep.json").write_text(json.dumps(SLEEP))
+    nb = lab_server.open(browser, f"{clone.name}/interrupt.ipynb")
+    i = type_and_run(nb, "%load_ext ipy_agent")
+    nb.wait_done(i)
+    i = type_and_run(nb, "%agent --allow Bash(sleep:*) --script sleep.json wait a minute")
+    nb.wait_text(i, "sleep 60")
+    nb.page.locator(".jp-NotebookPanel-toolbar [data-command='notebook:interrupt-kernel']").first.click()
+    nb.wait_done(i)
+    text = nb.text(i)
+    assert "KeyboardInterrupt: the agent run was interrupted" in text
+    assert "run_agent_cell" not in text and "__import__" not in text and "Traceback" not in text
+    i = type_and_run(nb, "print(6 * 7)")
+    nb.wait_done(i)
+    assert "42" in nb.text(i)
+    nb.close()
