@@ -103,6 +103,7 @@ def test_jupyterlab_new_from_the_launcher(lab_server: JupyterServer, browser: An
     nb.close()
 
 
+@pytest.mark.timeout(600)  # two notebooks, a reopen and the whole tour: longer than one browser test
 def test_the_readme_by_url_then_the_tour_with_run_all(server: JupyterServer, browser: Any):
     """JupyterLab and Notebook 7, each notebook opened by its URL: the README's cells, saved and
     reopened without the kernel; then the tour with Run All, saved."""
@@ -133,7 +134,7 @@ def test_the_readme_by_url_then_the_tour_with_run_all(server: JupyterServer, bro
 SLEEP = {
     "provenance": {"kind": "hand-written", "note": "a long command to interrupt"},
     "turns": [
-        [{"type": "tool_use", "id": "s1", "name": "Bash", "input": {"command": "sleep 60", "description": "Wait"}}],
+        [{"type": "tool_use", "id": "s1", "name": "Bash", "input": {"command": "sleep 600", "description": "Wait"}}],
         "Waited.",
     ],
 }
@@ -146,7 +147,7 @@ def test_the_toolbar_interrupt_stops_a_foreground_run_with_one_line(lab_server: 
     i = type_and_run(nb, "%load_ext ipy_agent")
     nb.wait_done(i)
     i = type_and_run(nb, "%agent --allow Bash(sleep:*) --script sleep.json wait a minute")
-    nb.wait_text(i, "sleep 60")
+    nb.wait_text(i, "running tools")
     nb.page.locator(".jp-NotebookPanel-toolbar [data-command='notebook:interrupt-kernel']").first.click()
     nb.wait_done(i)
     text = nb.text(i)
