@@ -11,6 +11,8 @@ How to use it (tests/browser/conftest.py wires it into fixtures):
     server.start()                                     # 127.0.0.1, a free port, token auth
     browser = launch_browser(playwright)               # /usr/bin/chromium, never a download
     nb = server.open(browser, "t.ipynb")               # creates the file when missing, `?reset`
+    tree, nb = server.new_from_tree(browser, "d")      # Notebook 7: New > Python 3 in the file browser
+    nb = server.new_from_launcher(browser, "d")        # JupyterLab: the Launcher's Notebook card
     i = nb.add_cell("%load_ext ipy_agent")             # returns the cell's index
     nb.run(i); nb.wait_done(i)
     i = nb.add_cell("%agent --script s.json fix it"); nb.run(i)
