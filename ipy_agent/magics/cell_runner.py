@@ -49,6 +49,11 @@ class RunInterrupted(KeyboardInterrupt):
         return [f"\x1b[31mKeyboardInterrupt\x1b[0m: {self}"]
 
 
+# The kernel's reply names the exception by its class's name: front ends and nbclient know
+# "KeyboardInterrupt" (an interrupted cell), so that is the name it keeps.
+RunInterrupted.__name__ = RunInterrupted.__qualname__ = "KeyboardInterrupt"
+
+
 _MODULE = '__import__("ipy_agent.magics.cell_runner", fromlist=["run_agent_cell"])'
 _LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
 # The magics a kernel cell awaits, and the function it awaits for each.
