@@ -107,7 +107,9 @@ def render_text(rows: list[Row]) -> str:
     return "\n".join(lines + (["", *notes] if notes else []))
 
 
-def render_markdown(rows: list[Row], machine_line: str, command: str, seconds: float) -> str:
+def render_markdown(
+    rows: list[Row], machine_line: str, command: str, seconds: float, sections: list[str] | None = None
+) -> str:
     out = [
         "# Benchmark results",
         "",
@@ -126,4 +128,6 @@ def render_markdown(rows: list[Row], machine_line: str, command: str, seconds: f
     out += ["", "## How each row is measured", ""]
     for r in rows:
         out.append(f"- **{r.metric}**: {r.how}" + (f" {r.note}" if r.note else ""))
+    for section in sections or ():
+        out += ["", section.rstrip("\n")]
     return "\n".join(out) + "\n"

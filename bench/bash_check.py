@@ -15,7 +15,7 @@ import time
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.tools import builtin_tools
 
-__all__ = ["COMMAND", "check_seconds", "deny_check_seconds"]
+__all__ = ["COMMAND", "check_seconds", "deny_check_seconds", "parse_seconds"]
 
 _parts = [f"touch build/out_{i:04d}.txt src/mod_{i:04d}.py" for i in range(250)]
 COMMAND = " && ".join(_parts)[:10_240]
@@ -24,9 +24,28 @@ CWD = tempfile.mkdtemp(prefix="ipy-agent-bench-")
 BASH = [t for t in builtin_tools() if t.name == "Bash"]
 
 
-def check_seconds(with_deny_rules: bool, calls: int = 5) -> float:
-    """Seconds per Bash call that is classified, checked against the rules, asked and denied."""
-    turns = [[{"type": "tool_use", "id": f"b{i}", "name": "Bash", "input": {"command": COMMAND}}] for i in range(calls)]
+_FRESH = iter(range(10**9))
+
+
+def fresh_command() -> str:
+    """COMMAND with a last part no earlier call had: the parse is not cached."""
+    return f"{COMMAND} && touch build/fresh_{next(_FRESH):09d}.txt"
+
+
+def check_seconds(with_deny_rules: bool, calls: int = 5, *, fresh: bool = False) -> float:
+    """Seconds per Bash call that is classified, checked against the rules, asked and denied;
+    `fresh`: each call a command never parsed before."""
+    turns = [
+        [
+            {
+                "type": "tool_use",
+                "id": f"b{i}",
+                "name": "Bash",
+                "input": {"command": fresh_command() if fresh else COMMAND},
+            }
+        ]
+        for i in range(calls)
+    ]
     deny = ["Read(**/.env)", "Read(secrets/**)"] if with_deny_rules else []
     agent = Agent(
         model=ScriptedModel([*turns, "done"]),
@@ -62,3 +81,19 @@ def deny_check_seconds(reps: int = 30) -> tuple[float, int]:
         denied_read(COMMAND, CWD, ctx)
         times.append(time.perf_counter() - start)
     return statistics.median(times), 2 * (COMMAND.count(" && ") + 1)  # two file names per `touch`
+
+
+def parse_seconds(reps: int = 5) -> float:
+    """Median seconds to parse a fresh COMMAND once (the parser's cache bypassed)."""
+    import statistics
+
+    from ipy_agent.tools.bash.syntax import analyze
+
+    parse = analyze.__wrapped__
+    times = []
+    for _ in range(reps):
+        command = fresh_command()
+        start = time.perf_counter()
+        parse(command)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)

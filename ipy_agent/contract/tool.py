@@ -12,7 +12,7 @@ a `ToolContext` (tool_context.py).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +26,7 @@ __all__ = [
     "CommandPart",
     "PermissionCheck",
     "PermissionPreview",
+    "PromptAction",
     "RuleSubject",
     "Tool",
     "ToolError",
@@ -109,6 +110,17 @@ class ToolStatus:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PromptAction:
+    """A way for the person to deny a call with a lasting effect the tool carries out, offered
+    beside Allow and Deny (NotebookRun's "Never run this cell"). The call is denied; `apply` runs
+    once, after the answer; the model is told `message`."""
+
+    label: str
+    message: str
+    apply: Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, kw_only=True)
 class PermissionPreview:
     """What the approval prompt shows before anything happens: a diff, a command, a warning."""
 
@@ -119,6 +131,7 @@ class PermissionPreview:
     command: str | None = None
     description: str | None = None
     notes: tuple[str, ...] = ()
+    actions: tuple[PromptAction, ...] = ()
 
 
 MaybeAwaitable = Any

@@ -21,6 +21,7 @@ from ipy_agent.base.gitignore import first_matching, is_exception, rule_matcher
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
 
+    from .checkpoints import Checkpoints
     from .read_state import ReadState
 
 __all__ = [
@@ -98,6 +99,9 @@ class ToolContext:
     # sandboxes nothing and so lets only a small core of commands run without asking.
     sandbox: SandboxSetting = "auto"
     sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
+    # Where what the agent changes is kept before it changes (contract/checkpoints.py), so that
+    # `Agent.rewind` can put it back; None: nothing is kept (a tool called directly).
+    checkpoints: Checkpoints | None = None
 
     @property
     def approved(self) -> bool:

@@ -8,5 +8,7 @@ Modules import one way, each only from those above it in this list:
 - `offer`: the tools of one request in their API form, MCP servers' tools, tools' warnings;
 - `turn`: one turn's records, the state an early end needs, and reading the model's stream;
 - `turn_end`: each way a turn can end, leaving the history valid;
+- `rewind_report`: what a rewind did, in words for the person and for the model;
+- `rewind`: back to the state just before a prompt, from its checkpoints;
 - `agent`: `Agent`, the conversation and the loop that puts model, runtime and tools together.
 """

@@ -1,10 +1,9 @@
 """Agent: the conversation and the loop. run -> turn -> stream the model -> execute tools.
 
-The loop reads in one screen; the complexity lives in `runtime/`, one turn's records and the
-model's stream in loop/turn.py, and each way a turn can end in loop/turn_end.py. Whatever happens (a tool
-raises, a hook raises, the model errors, the person interrupts) the loop ends with
-`self.messages` a valid Messages API conversation, so the next `run()` can go on from it.
-"""
+The loop reads in one screen; the complexity lives in `runtime/`, one turn's records and the model's
+stream in turn.py, each way a turn can end in turn_end.py, checkpoints and rewind in rewind.py.
+Whatever happens (a tool or hook raises, the model errors, the person interrupts) the loop ends with
+`self.messages` a valid Messages API conversation, so the next `run()` can go on from it."""
 
 from __future__ import annotations
 
@@ -48,6 +47,7 @@ from ipy_agent.runtime.trace import (
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
 from .offer import begin_run, offer_tools, sync_mcp
+from .rewind import Rewinding
 from .standing import Standing
 from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
 from .turn_end import after_reply, answer_tools, close_early, forget_prompt, model_failed, prompt_blocks
@@ -62,9 +62,9 @@ INTERRUPT_NOTE = "[The person interrupted this request.]"
 INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
 
 
-class Agent:
-    """One conversation with a model through tools: `run(prompt)` (or `await arun(prompt)`) goes
-    on from the history so far. See docs/ARCHITECTURE.md for what each argument governs."""
+class Agent(Rewinding):
+    """One conversation with a model through tools: `run(prompt)` (or `await arun(prompt)`) goes on
+    from the history, `rewind(n)` back to before prompt n. docs/ARCHITECTURE.md explains the arguments."""
 
     def __init__(
         self,
@@ -222,6 +222,7 @@ class Agent:
             sandbox_limits=self.sandbox_limits,
             read_deny=self.rules.read_deny(self.cwd, (self.cwd, *self.working_dirs)),  # rules change: read now
             protected_files=self.mcp.protected_files(),
+            checkpoints=self.checkpoints,
         )
 
     def exposure(self) -> Exposure:
@@ -284,9 +285,10 @@ class Agent:
             return self._interrupted(0)
         if isinstance(blocks, RunResult):
             return blocks  # a UserPromptSubmit hook blocked it
-        # The history as it was: a run the model never answered (no API key, network down) must
-        # leave no trace, or its prompt would be merged into the next request.
-        before = list(self.messages)  # append_user replaces a merged message, never edits it
+        # The history as it was: a run the model never answered (no API key, network down) leaves no
+        # trace, or its prompt would merge into the next request. append_user never edits a message.
+        before = list(self.messages)
+        blocks = self.checkpoint(prompt, blocks)  # loop/rewind.py: what a rewind returns to
         append_user(self.messages, blocks)
         begin_run(self.tools, self.tool_context(), self.emit)
         self.mcp.begin_run()
@@ -301,6 +303,7 @@ class Agent:
             if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
                 forget_prompt(self.messages, before, self.emit)
                 self.standing.undo()
+                self.forget_checkpoint()
             if outcome is not None:
                 return replace(outcome, turns=turns)
 
@@ -390,10 +393,8 @@ class Agent:
             spill.release(self.spill_dir)
         self.messages.clear()
         self.read_state = ReadState()
-        self.trace.clear()
-        self.turns.clear()
-        self.usage = Usage()
-        self.session.clear()
-        self._batches = [0]
+        for clear in (self.trace.clear, self.turns.clear, self.session.clear, self.checkpoints.close):
+            clear()
+        self.usage, self._batches = Usage(), [0]
         self.context_manager.reset()
         self.standing.reset()

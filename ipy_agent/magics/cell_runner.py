@@ -3,9 +3,12 @@
 - kernel: an input transformer turns `%agent ...` / `%%agent` into `await run_agent_cell(...)`,
   which waits with a 0.25 s tick so a kernel interrupt ends the run promptly (a plain await
   would not wake up) and widget clicks are delivered meanwhile. `--background` instead starts
-  a task on the kernel's loop and returns at once. `%agent_instructions` is awaited the same way
+  a task on the kernel's loop and returns at once. `%agent_instructions` (and `%agent_rewind`) is awaited the same way
   (`run_instructions_cell`): it asks the notebook's page for the notebook's instructions, and
-  the page's answer reaches the kernel only while the cell awaits.
+  the page's answer reaches the kernel only while the cell awaits. `%agent_tools` too
+  (`run_tools_cell`): with Run All, the page's hello after `%load_ext` queues behind the cells
+  already sent, and reaches the kernel only while a cell awaits; the table then says what the
+  page answered, not what had arrived before it could.
 - terminal IPython: a transformer hands `%agent ...` lines to the magic before IPython's help
   syntax sees a trailing `?`.
 The session the magics share is found through the shell (`current_session`).
@@ -57,8 +60,13 @@ RunInterrupted.__name__ = RunInterrupted.__qualname__ = "KeyboardInterrupt"
 _MODULE = '__import__("ipy_agent.magics.cell_runner", fromlist=["run_agent_cell"])'
 _LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
 # The magics a kernel cell awaits, and the function it awaits for each.
-_AWAITED = {"agent": "run_agent_cell", "agent_instructions": "run_instructions_cell", "agent_tools": "run_tools_cell"}
-_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions|agent_tools)(?:[ \t]|$)")
+_AWAITED = {
+    "agent": "run_agent_cell",
+    "agent_instructions": "run_instructions_cell",
+    "agent_rewind": "run_rewind_cell",
+    "agent_tools": "run_tools_cell",
+}
+_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions|agent_rewind|agent_tools)(?:[ \t]|$)")
 
 
 def agent_transformer(lines: list[str]) -> list[str]:
@@ -142,6 +150,16 @@ async def run_tools_cell(line: str, cell: str | None = None) -> None:
     if session.bridge is not None:
         await session.bridge.ensure()
     print(tools_text(session.configured_agent()))
+
+
+async def run_rewind_cell(line: str, cell: str | None = None) -> None:
+    """What a transformed `%agent_rewind` cell awaits: the open notebook's page puts its cells back."""
+    from .rewind import rewind_command, show_rewind
+
+    session = current_session()
+    if session.bridge is not None:
+        await session.bridge.ensure()
+    show_rewind(await rewind_command(session, line, live=True))
 
 
 def terminal_transformer(lines: list[str]) -> list[str]:

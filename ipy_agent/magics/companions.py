@@ -120,6 +120,19 @@ class CompanionMagics(Magics):
         print(f"{event.text[:1].upper()}{event.text[1:]}.")
 
     @line_magic
+    def agent_rewind(self, line: str = "") -> None:
+        """%agent_rewind [N] [--force]: back to just before prompt N (its number in
+        %agent_history; default: the last). Files the agent edited, created or deleted, the open
+        notebook's cells, variables its cell runs rebound, the conversation and what it had read
+        go back; what you changed since is kept and named (--force overrides); files shell
+        commands changed are listed. In a notebook the cell awaits it, so the page can answer."""
+        from ipy_agent.base.threads import run_to_end
+
+        from .rewind import rewind_command, show_rewind
+
+        show_rewind(run_to_end(lambda: rewind_command(self.session, line, live=False), interrupt=lambda: None))
+
+    @line_magic
     def agent_reset(self, line: str = "") -> None:
         """Forget the conversation, read state and trace. Configuration stays, and so do the rules
         you granted with "Always allow" (for the kernel session; %agent_rules lists them)."""

@@ -9,8 +9,8 @@ Why a module of its own: the agent loop speaks the small Model protocol (models/
 everything specific to the API lives here. The raw stream events are folded into whole content
 blocks in request format, and each block is handed on at its `content_block_stop`, so a finished
 tool_use reaches the executor while the rest of the message is still streaming. The request gets
-prompt-cache breakpoints (tool list, system prompt, latest message) so later turns read the
-prefix from cache. SDK exceptions become `ModelError` with a closed `kind` and a message that
+prompt-cache breakpoints (tool list, system prompt, the latest message and the user message
+before it) so later turns read the prefix from cache. SDK exceptions become `ModelError` with a closed `kind` and a message that
 says what to do next, because the person sees that message, not a traceback
 (anthropic_errors.py).
 
@@ -164,7 +164,8 @@ class AnthropicModel:
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for `messages.create`, with cache breakpoints on the tool
-        list, the system prompt and the latest message. `request` is never modified."""
+        list, the system prompt, the latest message and the user message before it (four, the
+        API's most). `request` is never modified."""
         params: dict[str, Any] = {
             "model": self.name,
             "max_tokens": self.max_tokens,
@@ -341,23 +342,39 @@ class _MessageFolder:
 
 
 def _messages_with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`messages` with a cache breakpoint on the last block of the latest message.
+    """`messages` with a cache breakpoint on the last block of the latest message, and one on
+    the last block of the user message before it.
 
-    Only the list, the latest message and the block that gets the breakpoint are copied: the
-    rest is the agent's history, shared and left as it is, so a turn costs the same however
-    long the conversation is."""
+    The second is where the previous request had its breakpoint: the API looks for a cached
+    prefix only up to 20 blocks before a breakpoint, and a turn with ten parallel calls adds
+    more than that (ten tool_use blocks, ten tool_result blocks, the text), so with the latest
+    breakpoint alone the whole conversation would be written to the cache again. Breakpoints
+    cost nothing by themselves: only the tokens written or read are billed.
+
+    Only the list and the messages that get a breakpoint are copied: the rest is the agent's
+    history, shared and left as it is, so a turn costs the same however long the conversation is."""
     if not messages:
         return list(messages)
-    last = messages[-1]
-    content = last.get("content")
+    out = list(messages)
+    out[-1] = _with_breakpoint(out[-1])
+    for i in range(len(out) - 2, -1, -1):
+        if out[i].get("role") == "user":
+            out[i] = _with_breakpoint(out[i])
+            break
+    return out
+
+
+def _with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `message` whose last block that may carry one has a cache breakpoint."""
+    content = message.get("content")
     if isinstance(content, str):
         if not content:
-            return list(messages)
+            return message
         content = [{"type": "text", "text": content}]
     blocks = list(content or [])
     for i in range(len(blocks) - 1, -1, -1):
         block = blocks[i]
         if isinstance(block, dict) and block.get("type") not in _NO_CACHE_CONTROL:
             blocks[i] = {**block, "cache_control": dict(_EPHEMERAL)}
-            break
-    return [*messages[:-1], {**last, "content": blocks}]
+            return {**message, "content": blocks}
+    return message

@@ -79,11 +79,11 @@ class PermissionRequest:
 class PermissionAnswer:
     behavior: Literal["allow", "always", "deny"]
     message: str = ""
-    # For "always": the rule to add; defaults to the request's suggested rule.
-    rule: str | None = None
-    # True when no person answered (a non-interactive run, a prompt that timed out): the model
-    # is then told the call was not approved, not that someone declined it.
+    rule: str | None = None  # for "always": the rule to add; defaults to the request's suggested rule
+    # True when no person answered (a non-interactive run, a prompt that timed out): the model is
+    # told the call was not approved, not that someone declined it.
     automatic: bool = False
+    action: str | None = None  # "deny" by the preview's PromptAction of this label ("Never run this cell")
 
 
 # What an approver may answer: a PermissionAnswer, "allow" / "always" / "deny", or a bool

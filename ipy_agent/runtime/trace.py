@@ -95,6 +95,15 @@ class CallRecord:
             return None
         return self.end - self.start
 
+    @property
+    def waited(self) -> float:
+        """Seconds the call waited for an answer to its approval prompt (0 when nobody was asked)."""
+        stage = self.stage("permission")
+        asked = getattr(self.decision, "source", "") in ("person", "approver") or (
+            self.decision is None and stage is not None and stage.outcome == "cancelled"
+        )
+        return stage.duration if asked and stage is not None else 0.0
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunResult:

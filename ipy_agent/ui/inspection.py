@@ -305,9 +305,13 @@ def history_text(agent: Conversation) -> str:
     if not agent.messages:
         return "The conversation is empty."
     by_id = {r.tool_use_id: r for r in agent.trace}
+    # The message each prompt began (`%agent_rewind N` goes back to before prompt N).
+    prompts = {len(cp.messages): cp.prompt for cp in agent.checkpoints.list}
     lines: list[str] = []
     for i, m in enumerate(agent.messages, 1):
         who = "you" if m["role"] == "user" else "agent"
+        if i - 1 in prompts and m["role"] == "user":
+            who = f"you (prompt {prompts[i - 1]})"
         content = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
         for b in content:
             kind = b.get("type")

@@ -32,7 +32,7 @@ from ipy_agent.runtime.trace import (
     TurnEvent,
 )
 
-from .status import STATUS, format_duration, status_look
+from .status import STATUS, call_time, status_look
 from .usage_line import turns_text, usage_parts
 
 __all__ = ["STATUS_MARK", "TextRenderer", "call_row", "make_console", "render_diff", "terminal_approver"]
@@ -86,7 +86,7 @@ def call_row(rec: CallRecord) -> Text:
         row.append(f" — denied{': ' + reason if reason else ''}", style="yellow")
     elif rec.summary_result:
         row.append(f" — {rec.summary_result}", style="red" if rec.status == "error" else "")
-    if d := format_duration(rec.duration):
+    if d := call_time(rec):
         row.append(f"  ({d})", style="dim")
     return row
 

@@ -54,8 +54,9 @@ from .usage_line import model_name, turns_text, usage_parts
 
 __all__ = ["RunView"]
 _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
-# Streaming text re-sends the whole segment on every update; batch deltas to this interval.
-FLUSH_INTERVAL = 0.1
+# Streaming text re-sends the whole segment on every update; batch deltas to this interval
+# (short enough that a delta reaches the cell within 50 ms, long enough for a batch of several).
+FLUSH_INTERVAL = 0.04
 _FINISHED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
 
 

@@ -218,6 +218,45 @@ EXPECT: dict[str, list[str]] = {
         "mcp__notes__add_note -> allowed by rule 'mcp__notes' (argument) | Added note 2.",
         'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
     ],
+    "13_review_and_rewind": [
+        "[approval prompt] Edit report.py  ->  Allow",
+        "files now: NOTES.md, report.py, sales.csv",
+        "report.py line 1: # Sales by region (whole euros)",
+        "files kept: ['report.py', 'NOTES.md (did not exist)']",
+        "files kept: ['report.py']; shell changes seen: ['old_totals.csv']",
+        "[5] you (prompt 2): Round the totals",
+        "Rewound to before prompt 2",
+        "Files restored:\n  - report.py",
+        "Kept: changed since the agent's last change (force overrides):\n  - NOTES.md",
+        "Changed by approved shell commands, not restored:\n  - old_totals.csv (by `rm old_totals.csv`)",
+        'report.py prints: print(f"{region}: {total:.2f}")',
+        "NOTES.md is yours: True",
+        "messages left: 4 | prompts left: [1]",
+        "the model was told: [The person rewound the conversation to before their prompt 2.",
+    ],
+    "14_running_cells": [
+        "front end: connected to 'analysis.ipynb' (ipy-agent-notebook stand-in)",
+        "'revenue': int64, 0 null, range 0 to 499",  # Variables by name: the library's own summary
+        "[approval prompt] Run cell clean of analysis.ipynb in this kernel\n"
+        "    overwrites sales: DataFrame 1,000 × 2\n"  # noqa: RUF001
+        "    may modify sales (item assignment)",
+        "What it could change: overwrites sales: DataFrame 1,000 × 2",  # noqa: RUF001
+        "Cell 'train' must not be run by the agent (its tag agent:never-run)",
+        "model defined: False",
+        "bypassPermissions toolu_run_train  -> Permission to use NotebookRun was denied (Cell 'train' must not",
+        "raised KeyError: 'revenu'",
+        "-> 1 | by_region = sales['revenu'].groupby(sales['region']).sum()",
+        "DataFrame sales's columns: 'region', 'revenue', 'revenue_k' (close to 'revenu': 'revenue'",
+        "The report cell now: by_region = sales['revenue'].groupby(sales['region']).sum()",
+        "[approval prompt] Run cells clean, report of analysis.ipynb in this kernel",
+        "clean: overwrites sales: DataFrame 2,000 × 2",  # noqa: RUF001
+        "- cell clean: may be stale: uses sales, which cell load redefined after it ran",
+        "- cell report: may be stale: uses sales, which cell load redefined after it ran",
+        "NotebookRead after the rerun, the run state:\n"
+        "(from the cells' definitions and uses and the order they ran; rerun the fewest cells that fix it, in "
+        "notebook order):\n- cell train: never run in this kernel",
+        "rows in sales now: 1996",
+    ],
     "16_instructions_and_skills": [
         "=== no guidance: Read(sales.csv) -> Write(summary.md)",
         "- north: 1610.40",
@@ -341,11 +380,14 @@ def test_committed_notebook_has_no_outputs(path: Path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_opens_with_its_question_and_ends_with_what_to_notice(path: Path):
+def test_notebook_opens_with_its_question_and_says_what_to_notice(path: Path):
+    # Then come the exercises (tests/examples/test_exercises.py).
     nb = nbformat.read(path, as_version=4)
-    first, last = nb.cells[0], nb.cells[-1]
+    first = nb.cells[0]
     assert first.cell_type == "markdown" and "**The question:**" in first.source, path.name
-    assert last.cell_type == "markdown" and re.search(r"^## What to notice", last.source, re.M), path.name
+    assert any(c.cell_type == "markdown" and re.search(r"^## What to notice", c.source, re.M) for c in nb.cells), (
+        path.name
+    )
     source = "\n".join(c.source for c in nb.cells)
     assert "ANTHROPIC_API_KEY" in source, f"{path.name} should say how it runs with a real model"
     assert not re.search(r"https?://|\.\./", source), f"{path.name} points outside the repository"

@@ -430,7 +430,7 @@ def test_history_is_compact(shell, script, tmp_path, capsys):
     capsys.readouterr()
     shell.run_line_magic("agent_history", "")
     out = capsys.readouterr().out
-    assert "[1] you: read both, then edit" in out
+    assert "[1] you (prompt 1): read both, then edit" in out  # the number %agent_rewind takes
     assert "agent → Read a.txt  (r1)" in out
     assert "result for r2: ✓ Read 2 lines" in out and "beta" not in out
 
@@ -657,3 +657,17 @@ def test_trace_shows_a_call_cancelled_at_its_prompt_as_waiting_not_running(tmp_p
     row = next(line for line in trace_text(agent, None).splitlines() if "#1 Write" in line and "|" in line)
     bar = row.split("|")[1]
     assert bar.count("░") > bar.count("█")
+
+
+def test_agent_rewind_puts_the_file_back_and_says_what_it_did(shell, script, tmp_path, capsys):
+    _two_reads(shell, script, tmp_path)
+    assert (tmp_path / "a.txt").read_text() == "ALPHA\n"
+    capsys.readouterr()
+    shell.run_line_magic("agent_rewind", "")
+    out = capsys.readouterr().out
+    assert (tmp_path / "a.txt").read_text() == "alpha\n"
+    assert "Rewound to before prompt 1 (read both, then edit)" in out and "Files restored:\n  - a.txt" in out
+    with pytest.raises(UsageError, match="nothing to rewind"):
+        shell.run_line_magic("agent_rewind", "")
+    with pytest.raises(UsageError, match="'two' is not understood"):
+        shell.run_line_magic("agent_rewind", "two")

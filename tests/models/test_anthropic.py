@@ -87,8 +87,13 @@ async def test_text_streams_in_deltas_and_request_carries_cache_breakpoints(api_
     assert body["model"] == "claude-test-model" and body["stream"] is True
     assert body["system"] == [{"type": "text", "text": "You are a test.", "cache_control": EPHEMERAL}]
     assert body["tools"] == [TOOLS[0], {**TOOLS[1], "cache_control": EPHEMERAL}]
-    # Only the last block of the latest message is a breakpoint; earlier turns are sent as they are.
-    assert body["messages"][:2] == messages[:2]
+    # The last block of the latest message is a breakpoint, and the last block of the user message
+    # before it (where the previous request had its breakpoint); the rest is sent as it is.
+    assert body["messages"][0] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "first", "cache_control": EPHEMERAL}],
+    }
+    assert body["messages"][1] == messages[1]
     assert body["messages"][2]["content"] == [
         {"type": "text", "text": "a"},
         {"type": "text", "text": "second", "cache_control": EPHEMERAL},

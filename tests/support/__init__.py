@@ -13,6 +13,7 @@ Modules, in import order:
     run_view     the cell's widgets without a kernel, over a scripted agent
     widgets      a comm that counts the bytes widgets send, and a tool that answers at once
     sse_server   a local Messages API that replays scripted event streams
+    prompt_cache the Messages API's prompt-cache accounting, simulated, and a replay server that bills by it
     wire_servers the other clouds' wires (Bedrock's event stream, OpenAI's chat completions), served locally
     wires        each provider's wire: its server, its model, its recorded replies and errors
     mcp          the MCP test servers (mcp_servers/) and readers of what an agent got from them

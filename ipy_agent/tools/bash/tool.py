@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ipy_agent.contract.checkpoints import watching
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.permissions.builtin import builtin_specs
@@ -310,9 +311,10 @@ class BashTool(Tool):
         spill = None
         if ctx.spill_dir is not None:
             spill = Path(ctx.spill_dir) / spill_file_name(ctx.tool_use_id or uuid.uuid4().hex, prefix="bash-")
-        run, notes = await contained_run(
-            inp.command, cwd, inp.timeout / 1000, spill, ctx, unsandboxed=inp.dangerouslyDisableSandbox
-        )
+        async with watching(ctx.checkpoints if ctx.approved else None, ctx.all_dirs(), inp.command):
+            run, notes = await contained_run(
+                inp.command, cwd, inp.timeout / 1000, spill, ctx, unsandboxed=inp.dangerouslyDisableSandbox
+            )
         if run.final_cwd is not None and inside_working_dirs(Path(run.final_cwd), ctx):
             ctx.session["bash_cwd"] = run.final_cwd
         elif run.final_cwd is not None:

@@ -15,14 +15,17 @@ from typing import Any
 from ipy_agent.contract.read_state import cell_key
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.policy import CellPolicy, cell_policy
 
 __all__ = [
     "NOTEBOOK_MARK",
     "bridge_call",
+    "cell_policy_of",
     "fetch_cell",
     "live_bridge",
     "live_missing",
     "live_target",
+    "read_only_refusal",
     "record_cells",
     "require_fresh_cell",
 ]
@@ -127,3 +130,30 @@ def require_listed(ctx: ToolContext, nb: Any) -> None:
             "The open notebook has not been read yet in this conversation. Read it with NotebookRead first, so "
             "the new cell goes where you mean it to."
         )
+
+
+async def cell_policy_of(nb: Any, cell: dict[str, Any]) -> CellPolicy:
+    """The person's policy for `cell`: its tags and the notebook's metadata (read live; a page that
+    cannot answer the metadata leaves the cell's own tags)."""
+    from ipy_agent.notebook.bridge import BridgeError
+
+    try:
+        meta = await nb.agent_metadata()
+    except BridgeError:
+        meta = {}
+    return cell_policy(cell, meta if isinstance(meta, dict) else {})
+
+
+async def read_only_refusal(nb: Any, cell_id: str) -> str | None:
+    """Why the cell must not be edited (`agent:read-only`), or None."""
+    try:
+        cell = await fetch_cell(nb, cell_id)
+    except ToolError:
+        return None  # validation says what is wrong with the id
+    policy = await cell_policy_of(nb, cell)
+    if not policy.read_only:
+        return None
+    return (
+        f"Cell {cell['id']!r} is read-only for the agent ({policy.where}): the person set this. Do not change it "
+        "another way; put new code in a new cell (NotebookEdit with edit_mode insert), or ask the person."
+    )
