@@ -89,6 +89,13 @@ AGENT_OPTIONS: tuple[AgentOption, ...] = (
         repeatable=True,
     ),
     AgentOption(
+        flag="--ask",
+        help="Ask rule for this run: always prompt for these calls, even where a rule or the mode allows (repeatable).",
+        example="'Bash(git push:*)'",
+        metavar="RULE",
+        repeatable=True,
+    ),
+    AgentOption(
         flag="--deny",
         help="Deny rule for this run (repeatable).",
         example="'Read(**/.env)'",
@@ -164,6 +171,7 @@ class AgentLine:
     script: str | None = None
     record: str | None = None
     allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     background: bool = False
     no_widgets: bool = False
@@ -171,8 +179,8 @@ class AgentLine:
     resume: str | None = None
 
     def rules(self) -> list[RuleSpec]:
-        """The rules given with --allow and --deny; ValueError names the option and the bad rule."""
-        return option_rules(allow=self.allow, deny=self.deny)
+        """The rules given with --allow, --ask and --deny; ValueError names the option and the bad rule."""
+        return option_rules(allow=self.allow, ask=self.ask, deny=self.deny)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -208,10 +216,10 @@ def parse_line(line: str, cell: str | None = None) -> AgentLine:
     return parsed
 
 
-def option_rules(*, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> list[RuleSpec]:
-    """Rules given with --allow / --deny; ValueError names the option and the bad rule."""
+def option_rules(*, allow: Iterable[str] = (), ask: Iterable[str] = (), deny: Iterable[str] = ()) -> list[RuleSpec]:
+    """Rules given with --allow / --ask / --deny; ValueError names the option and the bad rule."""
     out: list[RuleSpec] = []
-    for kind, texts in (("allow", allow), ("deny", deny)):
+    for kind, texts in (("allow", allow), ("ask", ask), ("deny", deny)):
         try:
             out += rules_from_lists(f"%agent --{kind}", **{kind: texts})
         except ValueError as e:

@@ -269,6 +269,10 @@ class Tool:
         except Exception:
             return False
 
+    def disabled_reason(self, ctx: ToolContext) -> str:
+        """Why `is_enabled` is false here, in words a person acts on (`%agent_tools` shows it)."""
+        return "not available here (the tool says it is disabled in this setting)"
+
     def cancels_siblings_on_error(self, inp: Any) -> bool:
         """Whether an error from this call cancels the calls after it in the same message."""
         return False

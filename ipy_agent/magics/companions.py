@@ -35,9 +35,15 @@ class CompanionMagics(Magics):
 
     @line_magic
     def agent_stop(self, line: str = "") -> None:
-        """Stop the running agent (foreground or --background); the history stays valid."""
+        """Stop a --background run; the history stays valid.
+
+        A run in the foreground holds its cell, so this magic would only run after it: stop
+        that one with the Stop button in its cell or the kernel's interrupt (the ■ button)."""
         if not self.session.stop():
-            print("No agent run is in progress.")
+            print(
+                "No agent run is in progress. (A run in the foreground is stopped with the Stop button in its "
+                "cell or the kernel's interrupt; %agent_stop stops --background runs.)"
+            )
             return
         print("Stopping the agent…")
 

@@ -79,7 +79,8 @@ def test_transformer_only_in_a_kernel_and_removed_on_unload(make_shell):
     cell = sh.transform_cell("%%agent --mode plan\nline one\nline 'two'\n")
     assert "run_agent_cell('--mode plan', \"line one\\nline 'two'\\n\")" in cell
     assert "await" not in sh.transform_cell("%agent?\n")
-    assert "await" not in sh.transform_cell("%agent_tools\n")
+    assert "await" not in sh.transform_cell("%agent_rules\n")
+    assert "run_tools_cell('')" in sh.transform_cell("%agent_tools\n")  # it waits for the page's answer
     sh.run_line_magic("unload_ext", "ipy_agent")
     assert agent_transformer not in sh.input_transformers_cleanup
 
@@ -111,6 +112,30 @@ def test_help_comes_from_the_docstrings(shell):
         assert option in doc
     assert "conversation continues" in doc
     assert "tool_result" in shell.magics_manager.magics["line"]["agent_inspect"].__doc__
+
+
+def test_the_readme_and_agent_help_name_only_options_and_magics_that_exist(shell):
+    """Every `%agent` option the README names is one the parser takes; every magic the README
+    and `%agent?`'s "See also" name is registered, and "See also" names every companion magic."""
+    from ipy_agent.config.options import AGENT_OPTIONS
+
+    flags = {o.flag for o in AGENT_OPTIONS}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    named: set[str] = set()
+    for line in readme.splitlines():
+        if re.search(r"%agent(?!_)", line) or "--allow/" in line:
+            named |= set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", line))
+    named |= {f"--{w}" for w in re.findall(r"--allow/--(\w+)/--(\w+)", readme) for w in w}
+    jupyter_options = {"--full", "--allow-root", "--tool-call-parser", "--enable-auto-tool-choice", "--jinja"}
+    assert sorted(named - flags - jupyter_options) == []
+    registered = set(shell.magics_manager.magics["line"])
+    in_readme = set(re.findall(r"%(agent\w*)", readme))
+    assert sorted(in_readme - registered) == []
+    doc = shell.magics_manager.magics["line"]["agent"].__doc__
+    see_also = set(re.findall(r"%(agent\w+)", doc[doc.index("See also") :]))
+    assert sorted(see_also - registered) == []
+    assert sorted({m for m in registered if m.startswith("agent_")} - see_also) == []
+    assert all(o.flag in doc for o in AGENT_OPTIONS)
 
 
 # --- running ----------------------------------------------------------------------------------

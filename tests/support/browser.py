@@ -11,6 +11,8 @@ How to use it (tests/browser/conftest.py wires it into fixtures):
     server.start()                                     # 127.0.0.1, a free port, token auth
     browser = launch_browser(playwright)               # /usr/bin/chromium, never a download
     nb = server.open(browser, "t.ipynb")               # creates the file when missing, `?reset`
+    tree, nb = server.new_from_tree(browser, "d")      # Notebook 7: New > Python 3 in the file browser
+    nb = server.new_from_launcher(browser, "d")        # JupyterLab: the Launcher's Notebook card
     i = nb.add_cell("%load_ext ipy_agent")             # returns the cell's index
     nb.run(i); nb.wait_done(i)
     i = nb.add_cell("%agent --script s.json fix it"); nb.run(i)
@@ -287,6 +289,38 @@ class JupyterServer:
         page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         nb = NotebookPage(self, page, name)
         page.goto(self.url(f"lab/tree/{name}?reset" if self.kind == "lab" else f"notebooks/{name}"))
+        nb.wait_ready()
+        return nb
+
+    def new_from_tree(self, browser: Any, folder: str) -> tuple[Any, NotebookPage]:
+        """Notebook 7 as a person starts: the file browser at `folder`, New > the kernel's entry;
+        the notebook opens in a new tab and the file browser's tab stays open (and connected to
+        the new kernel). Returns (the file browser's page, the notebook's page)."""
+        assert self.kind == "notebook", "New > Notebook from the file browser is Notebook 7's flow"
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        tree = context.new_page()
+        tree.goto(self.url(f"tree/{folder}"))
+        with waiting_for(f"the file browser at {folder!r} to offer New > Python 3"):
+            tree.get_by_text("New", exact=True).first.click(timeout=TIMEOUT * 1000)
+            entry = tree.locator(".lm-Menu-item:has-text('Python 3')").first
+            with context.expect_page(timeout=TIMEOUT * 1000) as opened:
+                entry.click(timeout=TIMEOUT * 1000)
+        page = opened.value
+        existing = sorted(p.name for p in (self.root / folder).glob("Untitled*.ipynb"))
+        nb = NotebookPage(self, page, f"{folder}/{existing[-1] if existing else 'Untitled.ipynb'}")
+        nb.wait_ready()
+        return tree, nb
+
+    def new_from_launcher(self, browser: Any, folder: str) -> NotebookPage:
+        """JupyterLab as a person starts: the file browser at `folder`, the Launcher's Notebook
+        card (the kernel's entry); the notebook opens in the same page."""
+        assert self.kind == "lab", "the Launcher is JupyterLab's"
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(self.url(f"lab/tree/{folder}?reset"))
+        card = page.locator(".jp-Launcher-section:has-text('Notebook') .jp-LauncherCard").first
+        with waiting_for(f"the Launcher in {folder!r} to offer a Notebook card"):
+            card.click(timeout=TIMEOUT * 1000)
+        nb = NotebookPage(self, page, f"{folder}/Untitled.ipynb")
         nb.wait_ready()
         return nb
 

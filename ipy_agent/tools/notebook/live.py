@@ -23,6 +23,7 @@ __all__ = [
     "cell_policy_of",
     "fetch_cell",
     "live_bridge",
+    "live_missing",
     "live_target",
     "read_only_refusal",
     "record_cells",
@@ -37,6 +38,20 @@ def live_bridge(ctx: ToolContext) -> Any:
     """The bridge when a front end is connected, else None."""
     nb = ctx.notebook
     return nb if nb is not None and getattr(nb, "connected", False) else None
+
+
+def live_missing(ctx: ToolContext) -> str:
+    """Why the live tools are hidden, in a person's words: no kernel, or no page that answered."""
+    nb = ctx.notebook
+    if nb is None or getattr(nb, "shell", None) is None:
+        return "needs a Jupyter kernel: this is not one (plain Python or terminal IPython)"
+    problem = getattr(nb, "problem", None)
+    if problem:
+        return f"needs the JupyterLab extension: {problem}"
+    return (
+        "needs the JupyterLab extension: not connected in this page (no page with ipy-agent-notebook answered; "
+        "reload the page, or see the README's Known limits)"
+    )
 
 
 def live_target(ctx: ToolContext, notebook_path: str | None) -> Any:
