@@ -10,7 +10,7 @@ Modules import one way, each only from those above it in this list:
   0.25 s tick, so interrupts and widget clicks arrive), and how the line reaches the magic;
 - `companions`: `%agent_inspect`, `%agent_trace`, `%agent_history`, `%agent_context`,
   `%agent_tools`, `%agent_rules`, `%agent_mcp`, `%agent_instructions`, `%agent_skills`,
-  `%agent_stop`, `%agent_compact`, `%agent_reset`, `%agent_save`, `%agent_rewind`;
+  `%agent_tasks`, `%agent_stop`, `%agent_compact`, `%agent_reset`, `%agent_save`, `%agent_rewind`;
 - `run`: `AgentMagics`, the configuration (traitlets: `%config AgentMagics.permission_mode`,
   `c.AgentMagics.allow` in ipython_config.py), and `%agent` / `%%agent`;
 - `extension`: `%load_ext ipy_agent` and `%unload_ext ipy_agent`;

@@ -54,8 +54,11 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
             for magic in table:
                 shell.magics_manager.magics[kind].pop(magic, None)
         if isinstance(magics, AgentMagics):
-            if magics.session.bridge is not None:
-                magics.session.bridge.runs.unwatch()
+            bridge = magics.session.bridge
+            if bridge is not None:
+                bridge.runs.unwatch()
+                if bridge.guard is not None:
+                    bridge.guard.uninstall(shell)  # comm_close takes ipykernel's own path again
             magics.session.close()  # no run and no MCP server outlives the extension
         if magics in getattr(shell, "configurables", []):
             shell.configurables.remove(magics)

@@ -13,6 +13,8 @@ Modules import one way, each only from those above it in this list:
 - `runlog`: which cells ran in this kernel, with their source and timing;
 - `staleness`: cells whose outputs may be stale, from definitions, uses and the run order;
 - `variables`: the kernel's variables, described without running the person's code;
+- `comm_guard`: `CommGuard`, keeps the page's comms open when another page of the kernel closes them
+  (Notebook 7's file browser tab);
 - `bridge`: `NotebookBridge`, requests to the JupyterLab extension over a comm;
 - `metadata`: the notebook's own `ipy_agent` metadata (its instructions), live or on disk.
 """

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .comm_guard import CommGuard
 from .protocol import PROTOCOL, TARGET
 from .runlog import RunLog
 
@@ -101,6 +102,7 @@ class NotebookBridge:
         self._waited = False
         self._kernel: Any = None
         self.told_missing = False  # the UI said once that there is no front end
+        self.guard: CommGuard | None = None  # keeps widget and bridge comms open (comm_guard.py)
         self.runs = RunLog()  # which cells ran in this kernel (staleness, the prompt's "last run")
 
     # --- state ------------------------------------------------------------------------------
@@ -135,6 +137,9 @@ class NotebookBridge:
         """Accept comms the front end opens (page reloads), and open one so panels say hello."""
         kernel.comm_manager.register_target(TARGET, self._on_comm_open)
         self._kernel = kernel
+        if self.shell is not None and self.guard is None:
+            self.guard = CommGuard(kernel)
+            self.guard.install(self.shell)
         self.probe()
 
     def probe(self) -> Any:

@@ -130,6 +130,8 @@ async def _ask(
     if answer.behavior == "always":
         rule = rules.add("allow", answer.rule or suggested, source="granted")
         return Decision(behavior="allow", source="person", rule=rule.text, reason=f"always allowed: {rule.text}")
+    if answer.answers is not None:
+        return Decision(behavior="allow", source="person", reason="answered", answers=dict(answer.answers))
     return Decision(behavior="allow", source="person", reason="allowed once")
 
 

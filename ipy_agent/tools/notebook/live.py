@@ -23,6 +23,7 @@ __all__ = [
     "cell_policy_of",
     "fetch_cell",
     "live_bridge",
+    "live_missing",
     "live_target",
     "read_only_refusal",
     "record_cells",
@@ -39,12 +40,31 @@ def live_bridge(ctx: ToolContext) -> Any:
     return nb if nb is not None and getattr(nb, "connected", False) else None
 
 
+def live_missing(ctx: ToolContext) -> str:
+    """Why the live tools are hidden, in a person's words: no kernel, or no page that answered."""
+    nb = ctx.notebook
+    if nb is None or getattr(nb, "shell", None) is None:
+        return "needs a Jupyter kernel: this is not one (plain Python or terminal IPython)"
+    problem = getattr(nb, "problem", None)
+    if problem:
+        return f"needs the JupyterLab extension: {problem}"
+    return (
+        "needs the JupyterLab extension: not connected in this page (no page with ipy-agent-notebook answered; "
+        "reload the page, or see the README's Known limits)"
+    )
+
+
 def live_target(ctx: ToolContext, notebook_path: str | None) -> Any:
     """The bridge when `notebook_path` (None: the open notebook) is the notebook open in the front end."""
     nb = live_bridge(ctx)
     if nb is None:
         return None
     if notebook_path is None or nb.is_open_notebook(ctx.resolve(notebook_path)):
+        return nb
+    # A remote kernel (behind a kernel gateway) runs elsewhere than the Jupyter server that holds
+    # the file: the open notebook is the one named as the front end names it, when no file of
+    # that name is on the kernel's host.
+    if notebook_path == nb.display_path and not ctx.resolve(notebook_path).exists():
         return nb
     return None
 

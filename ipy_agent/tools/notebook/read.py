@@ -19,7 +19,7 @@ from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 
-from .live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_target, record_cells
+from .live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_missing, live_target, record_cells
 from .run_notes import notebook_notes
 
 __all__ = ["NotebookReadInput", "NotebookReadResult", "NotebookReadTool"]
@@ -71,6 +71,9 @@ class NotebookReadTool(Tool):
     def description(self, ctx: ToolContext) -> str:
         nb = live_bridge(ctx)
         return DESCRIPTION.format(path=nb.display_path if nb is not None else None, budget=OUTPUT_BUDGET_CHARS)
+
+    def disabled_reason(self, ctx: ToolContext) -> str:
+        return live_missing(ctx)
 
     def _enabled(self, ctx: ToolContext) -> bool:
         return live_bridge(ctx) is not None

@@ -30,7 +30,7 @@ from ipy_agent.notebook.policy import NEVER_RUN, with_cell_tag
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.notebook.runlog import CellRun
 
-from .live import bridge_call, cell_policy_of, fetch_cell, live_bridge, live_target
+from .live import bridge_call, cell_policy_of, fetch_cell, live_bridge, live_missing, live_target
 from .run_notes import effect_notes, policy_note
 
 __all__ = [
@@ -144,6 +144,9 @@ class NotebookRunTool(Tool):
             default=DEFAULT_TIMEOUT,
             most=MAX_TIMEOUT,
         )
+
+    def disabled_reason(self, ctx: ToolContext) -> str:
+        return live_missing(ctx)
 
     def _enabled(self, ctx: ToolContext) -> bool:
         nb = live_bridge(ctx)

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 
+from .live import live_missing
+
 __all__ = ["VariablesInput", "VariablesResult", "VariablesTool"]
 
 DESCRIPTION = """\
@@ -56,6 +58,9 @@ class VariablesTool(Tool):
 
     def description(self, ctx: ToolContext) -> str:
         return DESCRIPTION
+
+    def disabled_reason(self, ctx: ToolContext) -> str:
+        return live_missing(ctx)
 
     def _enabled(self, ctx: ToolContext) -> bool:
         return ctx.notebook is not None and getattr(ctx.notebook, "shell", None) is not None
