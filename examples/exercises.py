@@ -34,6 +34,7 @@ __all__ = [
     "check_batches",
     "check_classifier_prediction",
     "check_context_window",
+    "check_delegation_prediction",
     "check_deny_hook",
     "check_never_run",
     "check_offered_tools",
@@ -868,6 +869,57 @@ def check_never_run(cells: Any) -> Report:
         f"summary still runs: {_outputs_text(summary).strip()!r}",
         f"summary did not run (the model was told {str(by_id['toolu_summary'].result['content'])[:120]!r}). "
         "Tag only the deploy cell: the agent may still run the others.",
+    )
+    return report
+
+
+# --- 15 · delegation --------------------------------------------------------------------------
+
+
+def _bool_said(value: Any) -> str:
+    return repr(value) if isinstance(value, bool) else f"{value!r} (True or False?)"
+
+
+def check_delegation_prediction(
+    config_text_in_parent: Any, parent_has_read_config: Any, explore_can_edit: Any
+) -> Report:
+    """15: after one Task to an explore subagent, what the parent's context holds, and what the subagent could do."""
+    import json
+
+    report = Report("What a subagent keeps apart")
+    work = _scratch(
+        {
+            "train/config.py": "# Training settings\nEPOCHS = 4\nLEARNING_RATE = 0.003\nBATCH_SIZE = 64\n",
+            "train/train.py": "from config import LEARNING_RATE\n",
+        }
+        | {f"notes_{i:02d}.md": f"# Notes {i}\n" + "Nothing about training here.\n" * 40 for i in range(10)}
+    )
+    transcript = Path(__file__).resolve().parent / "transcripts" / "15_delegate.json"
+    agent = Agent(model=ScriptedModel.from_file(transcript), cwd=work)
+    try:
+        agent.run("What learning rate does the training script use?")
+    except Exception as e:
+        return _crashed(report, "The delegated search", e)
+    in_parent = "BATCH_SIZE" in json.dumps(agent.messages)
+    report.ok(
+        config_text_in_parent is in_parent,
+        "the config file's text stayed in the subagent: the parent holds only the one-line report",
+        f"you said the file's text is in the parent's history: {_bool_said(config_text_in_parent)}; it "
+        f"{'is' if in_parent else 'is not'}. Hint: only the subagent's final report comes back as the Task's result.",
+    )
+    has_read = agent.read_state.get(str(work / "train/config.py")) is not None
+    report.ok(
+        parent_has_read_config is has_read,
+        "the parent has not read train/config.py: to edit it, it must Read it itself",
+        f"you said the parent has read train/config.py: {_bool_said(parent_has_read_config)}; it "
+        f"{'has' if has_read else 'has not'}. Hint: a subagent's read state is its own, like its history.",
+    )
+    can_edit = "Edit" in agent.tool("Task").types["explore"].tools
+    report.ok(
+        explore_can_edit is can_edit,
+        f"explore's tools are {', '.join(agent.tool('Task').types['explore'].tools)}: nothing that edits",
+        f"you said an explore subagent can Edit: {_bool_said(explore_can_edit)}; it "
+        f"{'can' if can_edit else 'cannot'}. Hint: explore gets the read-only tools, in plan mode.",
     )
     return report
 
