@@ -20,6 +20,7 @@ from ipy_agent.contract.read_state import ReadState  # noqa: E402
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError  # noqa: E402
 from ipy_agent.contract.tool_context import SandboxLimits, ToolContext  # noqa: E402
 from ipy_agent.loop.agent import Agent  # noqa: E402
+from ipy_agent.loop.rewind_report import RewindReport  # noqa: E402
 from ipy_agent.models.base import ModelError, Usage  # noqa: E402
 from ipy_agent.models.recording import RecordingModel, lesson_model  # noqa: E402
 from ipy_agent.models.scripted import ScriptedModel  # noqa: E402
@@ -41,6 +42,7 @@ __all__ = [
     "PermissionRequest",
     "ReadState",
     "RecordingModel",
+    "RewindReport",
     "RuleSubject",
     "RunResult",
     "SandboxLimits",

@@ -2,8 +2,8 @@
 the end of the session.
 
 `python -m pytest -q` runs the fast suites: every test not marked `kernel` (starts a real
-kernel), `browser` (Chromium against a real Jupyter server) or `slow` (fuzzers, corpora, the
-teaching notebooks). `python -m pytest -q --full` runs everything; CI (`.ci/run`) runs that.
+kernel), `browser` (Chromium against a real Jupyter server), `hub` (JupyterHub or a kernel
+gateway, with Chromium) or `slow` (fuzzers, corpora, the teaching notebooks). `python -m pytest -q --full` runs everything; CI (`.ci/run`) runs that.
 Naming paths or a `-m` expression selects as pytest always does (`python -m pytest tests/kernel`
 runs the kernel tests there).
 
@@ -27,10 +27,10 @@ from tests.support import waits
 
 pytest_plugins = ["tests.support.fixtures"]
 
-HEAVY = ("kernel", "browser", "slow")
+HEAVY = ("kernel", "browser", "hub", "slow")
 # Seconds for a whole test (setup and teardown included) in each heavy suite; the rest get the
 # `timeout` of pyproject.toml. A test's own `@pytest.mark.timeout(n)` wins over both.
-SUITE_TIMEOUTS = {"kernel": 300, "browser": 300, "slow": 900}
+SUITE_TIMEOUTS = {"kernel": 300, "browser": 300, "hub": 600, "slow": 900}
 LEFT_OUT = pytest.StashKey[int]()
 COLLECTED = pytest.StashKey[list[pytest.Item]]()  # every item collected, the left-out ones too
 
@@ -39,7 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--full",
         action="store_true",
-        help="run every suite: the kernel, browser and slow tests too (what CI runs)",
+        help="run every suite: the kernel, browser, hub and slow tests too (what CI runs)",
     )
 
 
@@ -58,6 +58,8 @@ def _no_personal_files(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     one: what a test sees does not depend on the machine it runs on. Tests that need one set
     IPY_AGENT_CONFIG_DIR themselves (the test kernels get an empty one of their own)."""
     monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path_factory.mktemp("personal")))
+    monkeypatch.delenv("IPY_AGENT_MANAGED_SETTINGS", raising=False)  # tests that need a policy name one
+    monkeypatch.delenv("IPY_AGENT_GATEWAY_URL", raising=False)  # models talk to the API they are given
 
 
 def suite_timeout(item: pytest.Item) -> int | None:
@@ -85,7 +87,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     left_out = config.stash.get(LEFT_OUT, 0)
     if left_out:
         terminalreporter.write_line(
-            f"fast suites only: {left_out} kernel, browser and slow tests were left out; "
+            f"fast suites only: {left_out} kernel, browser, hub and slow tests were left out; "
             "`python -m pytest -q --full` runs everything"
         )
 

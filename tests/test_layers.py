@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "loop": 6,
     "ui": 7,
     "magics": 7,
+    "gateway": 8,
 }
 TOP = 8  # ipy_agent/__init__.py: the public API
 # Below these layers the package is plain Python: it runs and is tested without IPython.

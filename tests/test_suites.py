@@ -109,7 +109,9 @@ def test_the_default_run_is_the_fast_suites_and_its_failures_say_what_they_waite
     assert out.returncode == 1  # the hanging and unmarked tests fail, as they should
     assert passed(out) == {"test_fast"}
     assert "3 deselected" in out.stdout
-    assert "fast suites only: 3 kernel, browser and slow tests were left out" in out.stdout and "--full" in out.stdout
+    assert (
+        "fast suites only: 3 kernel, browser, hub and slow tests were left out" in out.stdout and "--full" in out.stdout
+    )
     assert "TIMEOUT fast None" in out.stdout  # the ini's default applies
     assert (
         "test_hang.py::test_hangs_in_a_wait did not finish within its 1 s timeout (pytest-timeout, the last "

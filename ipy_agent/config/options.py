@@ -63,6 +63,13 @@ AGENT_OPTIONS: tuple[AgentOption, ...] = (
     ),
     AgentOption(flag="--max-turns", help="Model requests before the run stops.", example="20", type=int),
     AgentOption(
+        flag="--max-budget-usd",
+        help="What this run may spend (estimated, US dollars); it stops before the next model request.",
+        example="0.50",
+        metavar="USD",
+        type=float,
+    ),
+    AgentOption(
         flag="--script",
         help='Replay a ScriptedModel transcript {"turns": [...]} (offline).',
         example="demo.json",
@@ -78,6 +85,13 @@ AGENT_OPTIONS: tuple[AgentOption, ...] = (
         flag="--allow",
         help="Allow rule for this run (repeatable).",
         example="'Bash(git status:*)'",
+        metavar="RULE",
+        repeatable=True,
+    ),
+    AgentOption(
+        flag="--ask",
+        help="Ask rule for this run: always prompt for these calls, even where a rule or the mode allows (repeatable).",
+        example="'Bash(git push:*)'",
         metavar="RULE",
         repeatable=True,
     ),
@@ -153,9 +167,11 @@ class AgentLine:
     mode: PermissionMode | None = None
     model: str | None = None
     max_turns: int | None = None
+    max_budget_usd: float | None = None
     script: str | None = None
     record: str | None = None
     allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     background: bool = False
     no_widgets: bool = False
@@ -163,8 +179,8 @@ class AgentLine:
     resume: str | None = None
 
     def rules(self) -> list[RuleSpec]:
-        """The rules given with --allow and --deny; ValueError names the option and the bad rule."""
-        return option_rules(allow=self.allow, deny=self.deny)
+        """The rules given with --allow, --ask and --deny; ValueError names the option and the bad rule."""
+        return option_rules(allow=self.allow, ask=self.ask, deny=self.deny)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -194,14 +210,16 @@ def parse_line(line: str, cell: str | None = None) -> AgentLine:
     parsed = AgentLine(prompt=prompt, **fields)
     if parsed.max_turns is not None and parsed.max_turns < 1:
         raise ValueError(f"--max-turns must be at least 1, not {parsed.max_turns!r}")
+    if parsed.max_budget_usd is not None and not parsed.max_budget_usd > 0:
+        raise ValueError(f"--max-budget-usd must be more than 0, not {parsed.max_budget_usd!r}")
     parsed.rules()  # a bad rule is reported now, where it was typed
     return parsed
 
 
-def option_rules(*, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> list[RuleSpec]:
-    """Rules given with --allow / --deny; ValueError names the option and the bad rule."""
+def option_rules(*, allow: Iterable[str] = (), ask: Iterable[str] = (), deny: Iterable[str] = ()) -> list[RuleSpec]:
+    """Rules given with --allow / --ask / --deny; ValueError names the option and the bad rule."""
     out: list[RuleSpec] = []
-    for kind, texts in (("allow", allow), ("deny", deny)):
+    for kind, texts in (("allow", allow), ("ask", ask), ("deny", deny)):
         try:
             out += rules_from_lists(f"%agent --{kind}", **{kind: texts})
         except ValueError as e:

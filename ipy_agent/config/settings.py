@@ -1,12 +1,14 @@
 """Permission rules from settings files, each labelled with where it came from.
 
-A person keeps one set of rules for ipy_agent and Claude Code: besides `.ipy_agent/settings.json`
-we read the `permissions` section of `.claude/settings.json` and `.claude/settings.local.json`
+A person keeps one set of rules for ipy_agent and Claude Code: besides their own
+`~/.ipy_agent/settings.json` (or `$IPY_AGENT_CONFIG_DIR/settings.json`) and the project's
+`.ipy_agent/settings.json` we read the `permissions` section of `.claude/settings.json` and `.claude/settings.local.json`
 (`{"permissions": {"allow": [...], "ask": [...], "deny": [...]}}`). Every rule keeps its source,
 so `%agent_tools` can say why a call is allowed. A broken file must not stop the agent: it
 becomes a warning that names the file and what is wrong, and its rules are skipped.
 
-The options of the `%agent` line are the last source of rules (config/options.py reads them). This
+An administrator's managed policy (policy.py) adds its rules on top; deny beats ask beats
+allow whatever the source, so none of these files loosens it. The options of the `%agent` line are the last source of rules (config/options.py reads them). This
 module is plain Python (no IPython): errors are ValueErrors with a message for the person, which
 the magics turn into UsageError.
 """
@@ -18,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ipy_agent.mcp.config import user_config_dir
 from ipy_agent.permissions.builtin import matches_everything
 from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
 
@@ -60,11 +63,12 @@ def load_settings_rules(cwd: str | Path) -> tuple[list[RuleSpec], list[str]]:
     base = Path(cwd)
     rules: list[RuleSpec] = []
     warnings: list[str] = []
-    for rel in SETTINGS_FILES:
-        path = base / rel
-        if not path.is_file():
-            continue
-        found, problems = _read_file(path, rel)
+    user = user_config_dir() / "settings.json"
+    files = [(user, str(user))] + [(base / rel, rel) for rel in SETTINGS_FILES]
+    for n, (path, label) in enumerate(files):
+        if not path.is_file() or (n > 0 and user.is_file() and path.resolve() == user.resolve()):
+            continue  # the home directory as a project: its file is the user's own, read once
+        found, problems = _read_file(path, label)
         rules.extend(found)
         warnings.extend(problems)
     return rules, warnings
@@ -91,7 +95,7 @@ def _read_file(path: Path, label: str) -> tuple[list[RuleSpec], list[str]]:
             f"found {type(data).__name__}{_UNTRUSTED}"
         )
     section: Any = data.get("permissions")
-    if section is None and label.startswith(".ipy_agent"):
+    if section is None and ".ipy_agent" in label:
         # Our own file may also put the lists at the top level.
         section = {k: data[k] for k in KINDS if k in data}
     if section is None:

@@ -1,6 +1,7 @@
 """Hooks: Python callables the runtime calls at fixed points of a run.
 
-Events: PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, PreCompact (before
+Events: PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStart and
+SubagentStop (a Task's subagent, with its `agent_type`, its `prompt` or `last_message`), PreCompact (before
 the conversation is summarised; `trigger` is "auto" or "manual", and the hook may add
 instructions for the summary with `additional_context` or block it with "deny"). A hook receives a
 `HookEvent` and returns None (no opinion) or a `HookOutcome`. Several hooks on one event combine
@@ -28,6 +29,8 @@ HOOK_EVENTS: tuple[str, ...] = (
     "UserPromptSubmit",
     "Stop",
     "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
 )
 _PRECEDENCE = {"deny": 3, "ask": 2, "allow": 1}
 
@@ -45,6 +48,7 @@ class HookEvent:
     last_message: str | None = None
     trigger: Literal["auto", "manual"] | None = None  # PreCompact: why the conversation is compacted
     instructions: str | None = None  # PreCompact: what the person asked the summary to keep
+    agent_type: str | None = None  # SubagentStart, SubagentStop: the Task's subagent type
 
     def __getitem__(self, key: str) -> Any:
         # Hooks written for dict-shaped events (`event["tool_name"]`) work too.

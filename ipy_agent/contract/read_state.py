@@ -155,6 +155,13 @@ class ReadState:
     def shown_by(self, tool_use_id: str) -> tuple[str, ...]:
         return self._shown.get(tool_use_id, ())
 
+    def copy(self) -> ReadState:
+        """An independent copy (entries are immutable, so sharing them is safe)."""
+        other = ReadState()
+        other._entries = dict(self._entries)
+        other._shown = dict(self._shown)
+        return other
+
     def touch(self, key: str | Path, **changes: object) -> None:
         entry = self.get(key)
         if entry is not None:

@@ -12,7 +12,7 @@ a `ToolContext` (tool_context.py).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,12 +20,15 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .limits import TOOL_RESULT_CHARS
+from .questions import Question
 from .tool_context import ToolContext
 
 __all__ = [
+    "BackgroundTask",
     "CommandPart",
     "PermissionCheck",
     "PermissionPreview",
+    "PromptAction",
     "RuleSubject",
     "Tool",
     "ToolError",
@@ -108,6 +111,30 @@ class ToolStatus:
     warning: bool = False
 
 
+@dataclass(frozen=True)
+class BackgroundTask:
+    """Something a tool started that outlives its call: its id, what it runs, its state
+    ("running", "exit 0", "killed"...), its start and end (`time.time()`; end None while it runs)."""
+
+    id: str
+    kind: str
+    description: str
+    state: str
+    started: float
+    ended: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromptAction:
+    """A way for the person to deny a call with a lasting effect the tool carries out, offered
+    beside Allow and Deny (NotebookRun's "Never run this cell"). The call is denied; `apply` runs
+    once, after the answer; the model is told `message`."""
+
+    label: str
+    message: str
+    apply: Callable[[], Awaitable[None]]
+
+
 @dataclass(frozen=True, kw_only=True)
 class PermissionPreview:
     """What the approval prompt shows before anything happens: a diff, a command, a warning."""
@@ -119,6 +146,10 @@ class PermissionPreview:
     command: str | None = None
     description: str | None = None
     notes: tuple[str, ...] = ()
+    actions: tuple[PromptAction, ...] = ()
+    # Questions for the person (AskUserQuestion): the prompt shows their options instead of
+    # Allow / Deny, and the answers come back on the `PermissionAnswer`.
+    questions: tuple[Question, ...] = ()
 
 
 MaybeAwaitable = Any
@@ -238,6 +269,10 @@ class Tool:
         except Exception:
             return False
 
+    def disabled_reason(self, ctx: ToolContext) -> str:
+        """Why `is_enabled` is false here, in words a person acts on (`%agent_tools` shows it)."""
+        return "not available here (the tool says it is disabled in this setting)"
+
     def cancels_siblings_on_error(self, inp: Any) -> bool:
         """Whether an error from this call cancels the calls after it in the same message."""
         return False
@@ -258,6 +293,16 @@ class Tool:
         """A line about this tool's state here, for `%agent_tools`; a warning is also said once
         per kernel before a run that offers the tool. None: nothing to say."""
         return None
+
+    def background_tasks(self, ctx: ToolContext) -> Sequence[BackgroundTask]:
+        """What this tool left running in this conversation (Bash's background commands), for
+        `%agent_tasks`; empty for most tools."""
+        return ()
+
+    def take_reminders(self, ctx: ToolContext) -> list[str]:
+        """News the model should read at its next turn (a background command finished), each
+        said once: the loop adds them to the next request and shows them to the person."""
+        return []
 
     # --- what the context window may forget ---------------------------------------------------
     def result_source(self, inp: dict[str, Any], cwd: Path) -> str | None:

@@ -21,6 +21,7 @@ from ipy_agent.base.gitignore import first_matching, is_exception, rule_matcher
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
 
+    from .checkpoints import Checkpoints
     from .read_state import ReadState
 
 __all__ = [
@@ -72,7 +73,8 @@ class ToolContext:
     spill_dir: Path | None = None
     permission_mode: str = "default"  # a permissions.decide.PermissionMode
     tool_use_id: str | None = None
-    # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd here).
+    # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd and its
+    # background commands here); a value with a `close()` is closed when the conversation is reset.
     session: dict[str, Any] = field(default_factory=dict)
     # The kernel's notebook bridge (ipy_agent.notebook.bridge) when running in a kernel, None
     # otherwise; its `connected` says whether a JupyterLab front end with the extension answers.
@@ -98,6 +100,12 @@ class ToolContext:
     # sandboxes nothing and so lets only a small core of commands run without asking.
     sandbox: SandboxSetting = "auto"
     sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
+    # Where what the agent changes is kept before it changes (contract/checkpoints.py), so that
+    # `Agent.rewind` can put it back; None: nothing is kept (a tool called directly).
+    checkpoints: Checkpoints | None = None
+    # The person's answers to the questions this call asked (AskUserQuestion), question ->
+    # answer, set by the lifecycle with `decided_by`; None when no person answered.
+    answers: dict[str, str] | None = None
 
     @property
     def approved(self) -> bool:

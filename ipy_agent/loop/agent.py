@@ -1,23 +1,21 @@
 """Agent: the conversation and the loop. run -> turn -> stream the model -> execute tools.
 
-The loop reads in one screen; the complexity lives in `runtime/`, one turn's records and the
-model's stream in loop/turn.py, and each way a turn can end in loop/turn_end.py. Whatever happens (a tool
-raises, a hook raises, the model errors, the person interrupts) the loop ends with
-`self.messages` a valid Messages API conversation, so the next `run()` can go on from it.
-"""
+The loop reads in one screen; the complexity lives in `runtime/`, a turn in turn.py, its ends in
+turn_end.py, rewind in rewind.py. Whatever happens (a tool or hook raises, the model errors, the person
+interrupts) the loop ends with `self.messages` a valid conversation, so the next `run()` goes on."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipy_agent.base.threads import run_to_end
+from ipy_agent.config.policy import Policy
 from ipy_agent.context import ContextManager
 from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
@@ -36,8 +34,8 @@ from ipy_agent.runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
 from ipy_agent.runtime.run_env import RunEnv
 from ipy_agent.runtime.trace import (
-    AgentEvent,
     CallRecord,
+    Listeners,
     NoticeEvent,
     RunEndEvent,
     RunResult,
@@ -47,10 +45,13 @@ from ipy_agent.runtime.trace import (
 
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
-from .offer import begin_run, offer_tools, sync_mcp
+from .offer import begin_run, end_session, offer_tools, remind, sync_mcp
+from .rewind import Rewinding
+from .spend import Managed, usd_of
 from .standing import Standing
+from .subagent import current_agent, default_tools
 from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
-from .turn_end import after_reply, answer_tools, close_early, forget_prompt, model_failed, prompt_blocks
+from .turn_end import after_reply, answer_tools, close_early, forget_unanswered, model_failed, prompt_blocks
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
@@ -62,9 +63,9 @@ INTERRUPT_NOTE = "[The person interrupted this request.]"
 INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
 
 
-class Agent:
-    """One conversation with a model through tools: `run(prompt)` (or `await arun(prompt)`) goes
-    on from the history so far. See docs/ARCHITECTURE.md for what each argument governs."""
+class Agent(Rewinding, Listeners):
+    """One conversation with a model through tools: `run(prompt)` (or `await arun(prompt)`) goes on
+    from the history, `rewind(n)` back to before prompt n. docs/ARCHITECTURE.md explains the arguments."""
 
     def __init__(
         self,
@@ -95,9 +96,13 @@ class Agent:
         mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
         record: str | Path | None = None,
         instructions: bool = True,
+        max_budget_usd: float | None = None,
+        policy: Policy | None = None,
     ) -> None:
         check_choice("permission_mode", permission_mode, PERMISSION_MODES)
         check_turns(max_turns)
+        # The managed policy, read from the system paths unless given, and the budgets (spend.py).
+        self.managed = Managed(policy, max_budget_usd, permission_mode)
         self.model: Model = recording_into(model, record) if record else model
         self.cwd = Path(cwd or Path.cwd()).expanduser().resolve()
         if not self.cwd.is_dir():
@@ -106,11 +111,7 @@ class Agent:
         self.permission_mode = permission_mode
         self.rules = PermissionRules.with_builtin(list(allow or []), list(ask or []), list(deny or []))
         self.approver = approver
-        if tools is None:
-            from ipy_agent.tools import builtin_tools
-
-            tools = builtin_tools()
-        self.registry = ToolRegistry(list(tools))
+        self.registry = ToolRegistry(list(default_tools() if tools is None else tools))  # Task among them
         self.max_turns = max_turns
         self.system_prompt = system_prompt
         self.append_system_prompt = append_system_prompt
@@ -124,6 +125,7 @@ class Agent:
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
         self.mcp = McpManager(self.cwd, mcp_servers)
         self.sandbox, self.sandbox_limits = check_sandbox(sandbox, sandbox_limits)
+        self.sandbox = self.managed.apply(self.rules, self.sandbox, self.mcp)
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
         self.spill_dir, self._owns_spill_dir = spill.choose_dir(spill_dir, self.conversation_id)
@@ -136,7 +138,7 @@ class Agent:
         self.hooks = Hooks()
         self.usage = Usage()
         self.session: dict[str, Any] = {}
-        self._listeners: list[Callable[[AgentEvent], None]] = []
+        Listeners.__init__(self)  # on_event, remove_listener, emit
         self._batches = [0]
         self._task: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -147,14 +149,6 @@ class Agent:
     @property
     def tools(self) -> list[Tool]:
         return self.registry.all()
-
-    def on_event(self, listener: Callable[[AgentEvent], None]) -> Callable[[AgentEvent], None]:
-        self._listeners.append(listener)
-        return listener
-
-    def remove_listener(self, listener: Callable[[AgentEvent], None]) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
 
     def tool(self, name: str) -> Tool | None:
         return self.registry.get(name)
@@ -202,6 +196,10 @@ class Agent:
         if instructions is not None:
             self.instructions = instructions
 
+    def check_policy(self) -> None:
+        """Re-read the managed policy and check the next run (PolicyError, PolicyViolation: spend.py)."""
+        self.sandbox = self.managed.enforce(self.rules, self.sandbox, self.mcp, self.permission_mode, self.model)
+
     def record(self, path: str | Path, *, how: str = "") -> RecordingModel:
         """Record the conversation from here on into the transcript `path` (models/recording.py)."""
         self.model = recorder = recording_into(self.model, path, how=how)
@@ -222,6 +220,7 @@ class Agent:
             sandbox_limits=self.sandbox_limits,
             read_deny=self.rules.read_deny(self.cwd, (self.cwd, *self.working_dirs)),  # rules change: read now
             protected_files=self.mcp.protected_files(),
+            checkpoints=self.checkpoints,
         )
 
     def exposure(self) -> Exposure:
@@ -261,14 +260,18 @@ class Agent:
     async def arun(self, prompt: str | list[dict[str, Any]]) -> RunResult:
         if self.running:
             raise RuntimeError("this agent is already running; wait for it, or call agent.interrupt() first")
+        self.check_policy()  # before anything runs: a broken or violated policy stops it here
         self._task = asyncio.current_task()
         self._loop = asyncio.get_running_loop()
         start_usage = copy.copy(self.usage)
+        token = current_agent.set(self)  # a Task's call finds the agent that runs it (loop/subagent.py)
+        self.managed.begin_run(self.usage)
         try:
             result = await self._run(prompt)
         finally:
             self._task = None
-        result = replace(result, usage=usage_delta(self.usage, start_usage))
+            current_agent.reset(token)
+        result = replace(result, usage=usage_delta(self.usage, start_usage), budget=self.managed.describe(self))
         self.emit(RunEndEvent(result=result))
         return result
 
@@ -284,9 +287,10 @@ class Agent:
             return self._interrupted(0)
         if isinstance(blocks, RunResult):
             return blocks  # a UserPromptSubmit hook blocked it
-        # The history as it was: a run the model never answered (no API key, network down) must
-        # leave no trace, or its prompt would be merged into the next request.
-        before = list(self.messages)  # append_user replaces a merged message, never edits it
+        # The history as it was: a run the model never answered (no API key, network down) leaves no
+        # trace, or its prompt would merge into the next request. append_user never edits a message.
+        before = list(self.messages)
+        blocks = self.checkpoint(prompt, blocks)  # loop/rewind.py: what a rewind returns to
         append_user(self.messages, blocks)
         begin_run(self.tools, self.tool_context(), self.emit)
         self.mcp.begin_run()
@@ -296,11 +300,15 @@ class Agent:
             if turns >= self.max_turns:
                 self.emit(NoticeEvent(text=f"Stopped after {self.max_turns} turns (max_turns).", level="warning"))
                 return RunResult(stop_reason="max_turns", text=last_text(self.messages), turns=turns)
-            turns += 1
-            outcome = await self._turn()
-            if outcome is not None and outcome.stop_reason == "error" and not self._answered_since(before):
-                forget_prompt(self.messages, before, self.emit)
+            if (outcome := self.managed.stop(self.model, self.usage, turns)) is not None:
+                self.emit(NoticeEvent(text=outcome.text, level="warning"))
+            else:
+                turns += 1
+                outcome = await self._turn()
+            failed = outcome is not None and outcome.stop_reason in ("error", "budget_exceeded")
+            if failed and forget_unanswered(self.messages, before, self.emit):
                 self.standing.undo()
+                self.forget_checkpoint()
             if outcome is not None:
                 return replace(outcome, turns=turns)
 
@@ -320,6 +328,7 @@ class Agent:
             except ModelError as e:
                 return await model_failed(e, turn, self.messages, self.emit)
             self.usage += reply.usage
+            self.managed.budget.record(usd_of(self.model, reply.usage))
             take_reply(turn, reply, self.messages, self.emit)
             if turn.tool_uses:
                 return await answer_tools(turn, self.messages, self.emit)
@@ -339,6 +348,7 @@ class Agent:
         exposure, api_tools = offer_tools(
             self.registry, self.rules, self.tool_context(), simple=self.simple, emit=self.emit
         )
+        remind(self.messages, self.tools, self.tool_context(), self.emit)  # a background command ended...
         record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
         self.turns.append(record)
         env = RunEnv(
@@ -373,27 +383,17 @@ class Agent:
         self.emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))
         return RunResult(stop_reason="interrupted", text=last_text(self.messages), turns=turns)
 
-    def emit(self, event: AgentEvent) -> None:
-        for listener in list(self._listeners):
-            with contextlib.suppress(Exception):  # a broken renderer must not break the run
-                listener(event)
-
-    def _answered_since(self, before: list[dict[str, Any]]) -> bool:
-        """Whether the model's reply reached the history after it looked like `before`."""
-        return any(m["role"] == "assistant" for m in self.messages[len(before) :])
-
     def reset(self) -> None:
         """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""
         if self.running:
             raise RuntimeError("cannot reset while the agent is running; interrupt it first")
+        end_session(self.session)  # background commands stop before their logs go
         if self._owns_spill_dir:
             spill.release(self.spill_dir)
         self.messages.clear()
         self.read_state = ReadState()
-        self.trace.clear()
-        self.turns.clear()
-        self.usage = Usage()
-        self.session.clear()
-        self._batches = [0]
+        for clear in (self.trace.clear, self.turns.clear, self.session.clear, self.checkpoints.close):
+            clear()
+        self.usage, self._batches = Usage(), [0]
         self.context_manager.reset()
         self.standing.reset()

@@ -1,5 +1,6 @@
 """What the model is offered for one request: the tools in their API form, MCP servers' tools,
-and what a tool warns the person about before a run.
+what a tool warns the person about before a run, and the news tools give the model at its next
+turn (a background command ended).
 
 The registry (runtime/registry.py) decides which tools are exposed this turn; this module turns
 them into the request's tool list, hiding a tool whose description fails rather than failing the
@@ -8,18 +9,20 @@ request, and keeps MCP servers' tools in the registry up to date.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ipy_agent.base.surfaces import refresh as refresh_surfaces
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.messages import append_user
 from ipy_agent.mcp import McpManager
 from ipy_agent.permissions.decide import Approver, PermissionRules
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
 from ipy_agent.runtime.trace import AgentEvent, NoticeEvent
 
-__all__ = ["begin_run", "offer_tools", "sync_mcp", "warn_once"]
+__all__ = ["begin_run", "end_session", "offer_tools", "remind", "sync_mcp", "warn_once"]
 
 Emit = Callable[[AgentEvent], None]
 
@@ -71,3 +74,31 @@ async def sync_mcp(mcp: McpManager, registry: ToolRegistry, approver: Approver |
     for level, text in await mcp.sync(approver):
         emit(NoticeEvent(text=text, level=level))
     mcp.skipped.update(registry.set_group("mcp", mcp.tools()))
+
+
+def remind(messages: list[dict[str, Any]], tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:
+    """What tools have to tell the model since its last turn (`Tool.take_reminders`): added to
+    the person's last message, which ends the history when a turn begins, and shown in the cell."""
+    notes: list[str] = []
+    for tool in tools:
+        try:
+            notes += tool.take_reminders(ctx)
+        except Exception:  # news is a courtesy; a broken tool must not stop the turn
+            continue
+    if not notes or not messages or messages[-1]["role"] != "user":
+        return
+    for note in notes:
+        emit(NoticeEvent(text=note, level="info"))
+    text = "\n".join(notes)
+    append_user(messages, [{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}])
+
+
+def end_session(session: dict[str, Any]) -> None:
+    """Forget what tools kept for the conversation, closing what can be closed first (Bash's
+    background commands are stopped)."""
+    for value in list(session.values()):
+        close = getattr(value, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
+    session.clear()

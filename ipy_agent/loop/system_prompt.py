@@ -172,6 +172,7 @@ def _base_prompt(
 
 # Environment
 - Working directory: {cwd}{dirs}
+- Host: {platform.node() or "unknown"} (the kernel's machine: files and commands are on it, which with a remote kernel is not the person's computer)
 - Platform: {platform.system()} {platform.release()}, Python {platform.python_version()}
 - Today's date: {today.isoformat()}
 - {where}

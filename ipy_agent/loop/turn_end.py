@@ -24,11 +24,19 @@ from typing import Any
 from ipy_agent.contract.hooks import HookEvent, Hooks
 from ipy_agent.history.messages import append_user, clean_content, close_turn, last_text
 from ipy_agent.models.base import MessageComplete, ModelError
-from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, RunResult, now
+from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, RunResult, StopReason, now
 
 from .turn import Turn
 
-__all__ = ["after_reply", "answer_tools", "close_early", "forget_prompt", "model_failed", "prompt_blocks"]
+__all__ = [
+    "after_reply",
+    "answer_tools",
+    "close_early",
+    "forget_prompt",
+    "forget_unanswered",
+    "model_failed",
+    "prompt_blocks",
+]
 
 Messages = list[dict[str, Any]]
 Emit = Callable[[AgentEvent], None]
@@ -91,7 +99,9 @@ async def model_failed(err: ModelError, turn: Turn, messages: Messages, emit: Em
             note=None,
         )
     emit(NoticeEvent(text=str(err), level="error"))
-    return RunResult(stop_reason="error", text=str(err), error=str(err), error_kind=getattr(err, "kind", "other"))
+    kind = getattr(err, "kind", "other")
+    stop: StopReason = "budget_exceeded" if kind == "budget_exceeded" else "error"
+    return RunResult(stop_reason=stop, text=str(err), error=str(err), error_kind=kind)
 
 
 async def close_early(turn: Turn | None, messages: Messages, reason: str, note: str | None) -> None:
@@ -129,6 +139,15 @@ async def prompt_blocks(
         emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
         return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
     return blocks + [{"type": "text", "text": c} for c in hr.additional_context]
+
+
+def forget_unanswered(messages: Messages, before: Messages, emit: Emit) -> bool:
+    """`forget_prompt` when no reply of the model reached the history since it looked like
+    `before`; whether it did."""
+    if any(m["role"] == "assistant" for m in messages[len(before) :]):
+        return False
+    forget_prompt(messages, before, emit)
+    return True
 
 
 def forget_prompt(messages: Messages, before: Messages, emit: Emit) -> None:

@@ -5,11 +5,12 @@ Modules import one way, each only from those above it in this list:
   bridge, the run in progress) and how a request is prepared (`Agent.configure`) and run;
 - `standing`: what `%agent_instructions` and `%agent_skills` print, and setting the notebook's
   instructions;
+- `rewind`: `%agent_rewind`, back to just before a prompt, and its report;
 - `cell_runner`: how a `%agent` cell awaits its run in a kernel (an input transformer and a
   0.25 s tick, so interrupts and widget clicks arrive), and how the line reaches the magic;
 - `companions`: `%agent_inspect`, `%agent_trace`, `%agent_history`, `%agent_context`,
   `%agent_tools`, `%agent_rules`, `%agent_mcp`, `%agent_instructions`, `%agent_skills`,
-  `%agent_stop`, `%agent_compact`, `%agent_reset`, `%agent_save`;
+  `%agent_tasks`, `%agent_stop`, `%agent_compact`, `%agent_reset`, `%agent_save`, `%agent_rewind`;
 - `run`: `AgentMagics`, the configuration (traitlets: `%config AgentMagics.permission_mode`,
   `c.AgentMagics.allow` in ipython_config.py), and `%agent` / `%%agent`;
 - `extension`: `%load_ext ipy_agent` and `%unload_ext ipy_agent`;

@@ -3,9 +3,12 @@
 - kernel: an input transformer turns `%agent ...` / `%%agent` into `await run_agent_cell(...)`,
   which waits with a 0.25 s tick so a kernel interrupt ends the run promptly (a plain await
   would not wake up) and widget clicks are delivered meanwhile. `--background` instead starts
-  a task on the kernel's loop and returns at once. `%agent_instructions` is awaited the same way
+  a task on the kernel's loop and returns at once. `%agent_instructions` (and `%agent_rewind`) is awaited the same way
   (`run_instructions_cell`): it asks the notebook's page for the notebook's instructions, and
-  the page's answer reaches the kernel only while the cell awaits.
+  the page's answer reaches the kernel only while the cell awaits. `%agent_tools` too
+  (`run_tools_cell`): with Run All, the page's hello after `%load_ext` queues behind the cells
+  already sent, and reaches the kernel only while a cell awaits; the table then says what the
+  page answered, not what had arrived before it could.
 - terminal IPython: a transformer hands `%agent ...` lines to the magic before IPython's help
   syntax sees a trailing `?`.
 The session the magics share is found through the shell (`current_session`).
@@ -25,21 +28,45 @@ if TYPE_CHECKING:
     from .session import AgentSession
 
 __all__ = [
+    "INTERRUPTED",
     "TICK",
+    "RunInterrupted",
     "agent_transformer",
     "current_session",
     "run_agent_cell",
     "run_instructions_cell",
+    "run_tools_cell",
     "terminal_transformer",
 ]
 
 TICK = 0.25  # seconds between wake-ups while a cell awaits the agent (kernel interrupts need them)
 
+INTERRUPTED = "the agent run was interrupted; the conversation is intact, continue it with %agent"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """An interrupted `%agent` cell: IPython shows its one line (`_render_traceback_`), not the
+    frames of the awaited call the transformer wrote into the cell."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[31mKeyboardInterrupt\x1b[0m: {self}"]
+
+
+# The kernel's reply names the exception by its class's name: front ends and nbclient know
+# "KeyboardInterrupt" (an interrupted cell), so that is the name it keeps.
+RunInterrupted.__name__ = RunInterrupted.__qualname__ = "KeyboardInterrupt"
+
+
 _MODULE = '__import__("ipy_agent.magics.cell_runner", fromlist=["run_agent_cell"])'
 _LINE_RE = re.compile(r"^%agent(?:[ \t]|$)")
 # The magics a kernel cell awaits, and the function it awaits for each.
-_AWAITED = {"agent": "run_agent_cell", "agent_instructions": "run_instructions_cell"}
-_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions)(?:[ \t]|$)")
+_AWAITED = {
+    "agent": "run_agent_cell",
+    "agent_instructions": "run_instructions_cell",
+    "agent_rewind": "run_rewind_cell",
+    "agent_tools": "run_tools_cell",
+}
+_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions|agent_rewind|agent_tools)(?:[ \t]|$)")
 
 
 def agent_transformer(lines: list[str]) -> list[str]:
@@ -99,9 +126,7 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
         await asyncio.wait([task], timeout=30)
         # What a person expects from the stop button (ipykernel would show a CancelledError);
         # IPython reports it like any interrupted cell, so Run All stops here too.
-        raise KeyboardInterrupt(
-            "the agent run was interrupted; the conversation is intact, continue it with %agent"
-        ) from None
+        raise RunInterrupted(INTERRUPTED) from None
     task.result()
 
 
@@ -114,6 +139,27 @@ async def run_instructions_cell(line: str, cell: str | None = None) -> None:
     if session.bridge is not None:
         await session.bridge.ensure()
     print(await instructions_command(session, line, cell, live=True))
+
+
+async def run_tools_cell(line: str, cell: str | None = None) -> None:
+    """What a transformed `%agent_tools` line awaits: the table, once the page had its chance to
+    answer (see notebook/bridge.py: `ensure`)."""
+    from ipy_agent.ui.inspection import tools_text
+
+    session = current_session()
+    if session.bridge is not None:
+        await session.bridge.ensure()
+    print(tools_text(session.configured_agent()))
+
+
+async def run_rewind_cell(line: str, cell: str | None = None) -> None:
+    """What a transformed `%agent_rewind` cell awaits: the open notebook's page puts its cells back."""
+    from .rewind import rewind_command, show_rewind
+
+    session = current_session()
+    if session.bridge is not None:
+        await session.bridge.ensure()
+    show_rewind(await rewind_command(session, line, live=True))
 
 
 def terminal_transformer(lines: list[str]) -> list[str]:

@@ -3,7 +3,7 @@
 `%agent` (run.py) runs requests; these show what happened and what is in force without running
 the model: one call in full (`%agent_inspect`), a turn's stages over time (`%agent_trace`), the
 history (`%agent_history`), the context window (`%agent_context`), the tools and rules
-(`%agent_tools`, `%agent_rules`), MCP servers (`%agent_mcp`), the standing instructions and the
+(`%agent_tools`, `%agent_rules`), MCP servers (`%agent_mcp`), background commands (`%agent_tasks`), the standing instructions and the
 skills (`%agent_instructions`, `%agent_skills`); and they act on the conversation: stop a run,
 compact, reset, save. The text they print is built elsewhere (ui/inspection.py,
 context/report.py, mcp/report.py, standing.py); these parse the line and print it.
@@ -35,9 +35,15 @@ class CompanionMagics(Magics):
 
     @line_magic
     def agent_stop(self, line: str = "") -> None:
-        """Stop the running agent (foreground or --background); the history stays valid."""
+        """Stop a --background run; the history stays valid.
+
+        A run in the foreground holds its cell, so this magic would only run after it: stop
+        that one with the Stop button in its cell or the kernel's interrupt (the ■ button)."""
         if not self.session.stop():
-            print("No agent run is in progress.")
+            print(
+                "No agent run is in progress. (A run in the foreground is stopped with the Stop button in its "
+                "cell or the kernel's interrupt; %agent_stop stops --background runs.)"
+            )
             return
         print("Stopping the agent…")
 
@@ -90,7 +96,10 @@ class CompanionMagics(Magics):
         with a bar picture and the share used. See also %agent_compact."""
         from ipy_agent.context.report import context_report
 
-        print(context_report(self.session.need_agent().context_manager))
+        agent = self.session.need_agent()
+        print(context_report(agent.context_manager))
+        if budget := agent.managed.describe(agent):
+            print(f"Budget: {budget} (spent so far; the run stops before a request at a limit).")
 
     @line_magic
     def agent_compact(self, line: str = "") -> None:
@@ -114,8 +123,29 @@ class CompanionMagics(Magics):
         print(f"{event.text[:1].upper()}{event.text[1:]}.")
 
     @line_magic
+    def agent_rewind(self, line: str = "") -> None:
+        """%agent_rewind [N] [--force]: back to just before prompt N (its number in
+        %agent_history; default: the last). Files the agent edited, created or deleted, the open
+        notebook's cells, variables its cell runs rebound, the conversation and what it had read
+        go back; what you changed since is kept and named (--force overrides); files shell
+        commands changed are listed. In a notebook the cell awaits it, so the page can answer."""
+        from ipy_agent.base.threads import run_to_end
+
+        from .rewind import rewind_command, show_rewind
+
+        show_rewind(run_to_end(lambda: rewind_command(self.session, line, live=False), interrupt=lambda: None))
+
+    @line_magic
+    def agent_tasks(self, line: str = "") -> None:
+        """The commands the agent started in the background: id, state, runtime, command."""
+        from ipy_agent.ui.inspection import tasks_text
+
+        print(tasks_text(self.session.configured_agent()))
+
+    @line_magic
     def agent_reset(self, line: str = "") -> None:
-        """Forget the conversation, read state and trace. Configuration stays, and so do the rules
+        """Forget the conversation, read state and trace, and stop its background commands.
+        Configuration stays, and so do the rules
         you granted with "Always allow" (for the kernel session; %agent_rules lists them)."""
         agent = self.session.need_agent()
         if agent.running:
@@ -134,6 +164,8 @@ class CompanionMagics(Magics):
         if not text:
             agent = self.session.agent
             print(self.session.grants.listing(agent.rules if agent else None, agent.cwd if agent else None))
+            if agent is not None and (lines := agent.managed.policy.describe()):
+                print("\n".join(lines))
             return
         if not text.startswith("--revoke"):
             raise UsageError(f"%agent_rules takes no argument or --revoke RULE, not {text!r}")

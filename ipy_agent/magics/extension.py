@@ -33,6 +33,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         from ipy_agent.notebook.bridge import NotebookBridge
 
         bridge = NotebookBridge(shell)
+        bridge.runs.watch(shell)
         try:
             bridge.attach(kernel)
         except Exception as e:  # no comm support in this kernel: the live notebook stays off
@@ -53,6 +54,11 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
             for magic in table:
                 shell.magics_manager.magics[kind].pop(magic, None)
         if isinstance(magics, AgentMagics):
+            bridge = magics.session.bridge
+            if bridge is not None:
+                bridge.runs.unwatch()
+                if bridge.guard is not None:
+                    bridge.guard.uninstall(shell)  # comm_close takes ipykernel's own path again
             magics.session.close()  # no run and no MCP server outlives the extension
         if magics in getattr(shell, "configurables", []):
             shell.configurables.remove(magics)

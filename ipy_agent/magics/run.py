@@ -87,6 +87,11 @@ class AgentMagics(Magics):
     context_window = Int(
         None, allow_none=True, help="Tokens of context for new conversations; None: the model's own window."
     ).tag(config=True)
+    subagents = Dict(
+        help="Subagent types for Task, beside the built-in 'explore': {name: {'description': ..., 'prompt': "
+        "..., 'tools': [...], 'max_turns': 20, 'permission_mode': 'plan', 'may_delegate': False, 'model': "
+        "'PROVIDER:NAME'}}. Tools are a subset of the agent's; the mode is never looser than the run's."
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -110,6 +115,7 @@ class AgentMagics(Magics):
             approval_timeout=self.approval_timeout,
             context_window=self.context_window,
             providers=dict(self.providers),
+            subagents=dict(self.subagents),
         )
 
     # --- %agent ---------------------------------------------------------------------------
@@ -129,9 +135,11 @@ class AgentMagics(Magics):
         AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
         Every request also carries the standing instructions (AGENTS.md, CLAUDE.md, the notebook's;
         see %agent_instructions) and the list of skills (%agent_skills).
+        A run in the foreground is stopped with its Stop button or the kernel's interrupt;
+        %agent_stop stops a --background run.
         See also %agent_stop, %agent_tools, %agent_rules, %agent_inspect, %agent_trace,
         %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save,
-        %agent_instructions, %agent_skills.
+        %agent_mcp, %agent_instructions, %agent_skills, %agent_rewind, %agent_tasks.
         """
         session = self.session
         request = session.parse(line, cell)

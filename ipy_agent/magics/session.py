@@ -31,11 +31,13 @@ from IPython.core.error import UsageError
 from ipy_agent.config.conversation_file import load_conversation
 from ipy_agent.config.grants import SessionGrants
 from ipy_agent.config.options import AgentLine, parse_line
+from ipy_agent.config.policy import PolicyError, PolicyViolation
 from ipy_agent.config.settings import SettingsError, load_settings_rules, rules_from_lists
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxSetting
 from ipy_agent.history.messages import repair_history
 from ipy_agent.loop.agent import Agent
+from ipy_agent.loop.subagent import set_subagent_types, types_from_settings
 from ipy_agent.models.base import Model, model_label
 from ipy_agent.permissions.decide import PermissionMode
 from ipy_agent.permissions.rules import RuleSpec
@@ -73,6 +75,7 @@ class SessionSettings:
     context_window: int | None = None
     # Options per provider: {"ollama": {"base_url": ..., "context_window": ...}, "openai": {"prices": ...}}
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    subagents: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # Task's types, by name
 
 
 @dataclass(kw_only=True)
@@ -180,6 +183,11 @@ class AgentSession:
                 return None
             raise UsageError("%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.")
         warnings = self._configure(agent, settings, request.rules(), model=model, request=request)
+        try:
+            agent.managed.max_budget_usd = agent.managed.check_budget(request.max_budget_usd)
+            agent.check_policy()  # a broken policy, or a mode or model it forbids, stops here
+        except ValueError as e:  # PolicyError, PolicyViolation, a bad budget
+            raise UsageError(str(e)) from None
         wanted = request.background or settings.background
         ui = choose_ui(
             agent,
@@ -286,6 +294,16 @@ class AgentSession:
         except SettingsError as e:
             raise UsageError(str(e)) from None
         warnings += _apply_mcp_files(agent)
+        try:
+            set_subagent_types(agent.tools, types_from_settings(settings.subagents))
+        except (ValueError, TypeError) as e:
+            raise UsageError(f"AgentMagics.subagents: {e}") from None
+        try:
+            agent.managed.policy.check_mode(
+                (request.mode if request else None) or settings.permission_mode, "%agent --mode / AgentMagics"
+            )
+        except PolicyViolation as e:
+            raise UsageError(str(e)) from None
         agent.configure(
             model=model,
             permission_mode=(request.mode if request else None) or settings.permission_mode,
@@ -326,6 +344,13 @@ class AgentSession:
     def _new_agent(self, model: Model) -> Agent:
         settings = self.settings()
         tools = self.tools_factory() if self.tools_factory is not None else None
+        try:
+            return self._make_agent(model, settings, tools)
+        except (PolicyError, PolicyViolation) as e:
+            raise UsageError(str(e)) from None
+
+    @staticmethod
+    def _make_agent(model: Model, settings: SessionSettings, tools: list[Tool] | None) -> Agent:
         return Agent(
             model=model,
             cwd=os.getcwd(),

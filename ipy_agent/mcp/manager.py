@@ -16,7 +16,7 @@ import atexit
 import contextlib
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,12 +52,21 @@ class McpManager:
         self._built: dict[str, tuple[int, list[Tool], list[str]]] = {}
         self.skipped: dict[str, str] = {}  # tool -> why it is not offered (bad schema, name clash)
         self._scripts: tuple[Any, tuple[tuple[str, str], ...]] | None = None
+        # Why an administrator's policy keeps a server from starting (config/policy.py), or None.
+        self.blocked: Callable[[ServerConfig], str | None] = _never_blocked
         _MANAGERS.add(self)
 
     # --- configuration ---------------------------------------------------------------------
     @property
     def configs(self) -> dict[str, ServerConfig]:
-        return {**self._files, **self._code}
+        """The servers configured and not blocked by the managed policy."""
+        every = {**self._files, **self._code}
+        return {n: c for n, c in every.items() if self.blocked(c) is None}
+
+    def policy_blocked(self) -> dict[str, str]:
+        """Servers configured but kept from starting by the managed policy, with why."""
+        every = {**self._files, **self._code}
+        return {n: why for n, c in every.items() if (why := self.blocked(c)) is not None}
 
     def set_file_servers(self, servers: Mapping[str, ServerConfig]) -> None:
         """Servers from settings files (load_mcp_files), replacing the previous ones; servers
@@ -106,6 +115,10 @@ class McpManager:
     async def sync(self, approver: Approver | None) -> list[Notice]:
         notices: list[Notice] = []
         configs = self.configs
+        for name, why in self.policy_blocked().items():
+            if self._reported.get(name) != why:
+                self._reported[name] = why
+                notices.append(("warning", f"{why}; it was not started."))
         # A changed configuration stops its server; so does a project server whose approval no
         # longer holds (a script it runs was edited since): it asks again before it restarts.
         stale = [
@@ -325,3 +338,7 @@ def close_all() -> None:
 
 
 atexit.register(close_all)
+
+
+def _never_blocked(cfg: ServerConfig) -> str | None:
+    return None

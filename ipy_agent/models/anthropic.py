@@ -41,7 +41,16 @@ from .base import (
     ThinkingDelta,
     Usage,
 )
-from .platforms import PLATFORMS, Platform, default_name, is_regional, make_client, platform_of, where
+from .platforms import (
+    PLATFORMS,
+    Platform,
+    default_name,
+    is_regional,
+    make_client,
+    platform_of,
+    through_gateway,
+    where,
+)
 
 __all__ = ["MISSING_KEY_MESSAGE", "AnthropicModel", "default_model"]
 
@@ -126,6 +135,8 @@ class AnthropicModel:
         self._client_is_ours = client is None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._client_kwargs = {"max_retries": 2, **client_kwargs}
+        if self.platform == "anthropic" and client is None:
+            self._client_kwargs = through_gateway(self._client_kwargs)
 
     @property
     def name(self) -> str:

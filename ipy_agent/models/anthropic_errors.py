@@ -35,6 +35,8 @@ _TYPE_KIND = {
     "rate_limit_error": "rate_limit",
     "request_too_large": "context_too_long",
     "invalid_request_error": "invalid_request",
+    # ipy_agent's key gateway (python -m ipy_agent.gateway) refusing a request over budget
+    "budget_exceeded_error": "budget_exceeded",
     # Bedrock's exception names (HTTP x-amzn-errortype, or an exception frame in the stream)
     "throttlingexception": "rate_limit",
     "servicequotaexceededexception": "rate_limit",
@@ -133,6 +135,7 @@ def to_model_error(
         "Start a new conversation, or remove large tool results from the history, and run again.",
         "invalid_request": f"{_cap(title)} rejected the request ({code}: {detail}). "
         "Check the model options (max_tokens, thinking) and the conversation.",
+        "budget_exceeded": f"The key gateway refused the request: {detail}",
         "other": f"{_cap(title)} failed ({code}{after}: {detail}). Run the prompt again"
         + ("; if it keeps failing, see https://status.anthropic.com." if platform == "anthropic" else "."),
     }

@@ -143,7 +143,7 @@ class ModelError(Exception):
     `kind` is a closed set the UI can explain: "authentication", "permission", "not_found", "overloaded",
     "rate_limit", "context_too_long", "invalid_request", "connection", "missing_key", "no_tools"
     (the model cannot call tools), "replay_diverged" (a replay's world differs from its
-    recording), "other".
+    recording), "budget_exceeded" (a key gateway refused: over budget), "other".
     """
 
     def __init__(self, message: str, *, kind: str = "other") -> None:

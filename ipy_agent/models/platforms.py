@@ -104,6 +104,21 @@ _ANTHROPIC_CREDENTIALS = ("api_key", "auth_token", "credentials", "config", "pro
 _ANTHROPIC_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
 
 
+GATEWAY_ENV = "IPY_AGENT_GATEWAY_URL"
+
+
+def through_gateway(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """`kwargs` for Anthropic's API, sent through the key gateway when `IPY_AGENT_GATEWAY_URL` is
+    set (a JupyterHub deployment sets it for every server) and no address or key was given: the
+    gateway holds the key, and the person's token is `IPY_AGENT_GATEWAY_TOKEN`, else
+    `JUPYTERHUB_API_TOKEN`. ANTHROPIC_API_KEY is then never read."""
+    url = os.environ.get(GATEWAY_ENV, "").strip()
+    if not url or "base_url" in kwargs or any(k in kwargs for k in _ANTHROPIC_CREDENTIALS):
+        return dict(kwargs)
+    token = os.environ.get("IPY_AGENT_GATEWAY_TOKEN", "").strip() or os.environ.get("JUPYTERHUB_API_TOKEN", "").strip()
+    return {**kwargs, "base_url": url, "api_key": token or None, "_gateway": True}
+
+
 def platform_of(client: object) -> Platform:
     """The platform an SDK client talks to, from its class (a subclass counts as its base)."""
     names = {k.__name__ for k in type(client).__mro__}
@@ -117,7 +132,15 @@ def make_client(platform: Platform, kwargs: Mapping[str, Any], *, missing_key_me
     """A new async client for `platform` from `kwargs`; ModelError (kind "missing_key") with
     what to install or set when the client cannot be made."""
     info = PLATFORMS[platform]
-    if platform == "anthropic" and not _has_anthropic_credentials(kwargs):
+    if kwargs.get("_gateway"):
+        if not kwargs.get("api_key"):
+            raise ModelError(
+                f"{GATEWAY_ENV} sends requests through the key gateway at {kwargs['base_url']}, which needs your "
+                "token: JUPYTERHUB_API_TOKEN (set in every JupyterHub server) or IPY_AGENT_GATEWAY_TOKEN.",
+                kind="missing_key",
+            )
+        kwargs = {k: v for k, v in kwargs.items() if k != "_gateway"}
+    elif platform == "anthropic" and not _has_anthropic_credentials(kwargs):
         raise ModelError(missing_key_message, kind="missing_key")
     if info.needs and importlib.util.find_spec(info.needs.split(".")[0]) is None and not _token_given(platform, kwargs):
         raise ModelError(
@@ -170,7 +193,8 @@ def where(platform: Platform, kwargs: Mapping[str, Any]) -> str:
         detail = str(kwargs.get("resource") or os.environ.get("ANTHROPIC_FOUNDRY_RESOURCE") or "")
     base_url = kwargs.get("base_url")
     if base_url:
-        detail = ", ".join(p for p in (detail, f"at {base_url}") if p)
+        at = f"through the key gateway at {base_url}" if kwargs.get("_gateway") else f"at {base_url}"
+        detail = ", ".join(p for p in (detail, at) if p)
     title = info.title[4:] if info.title.startswith("the ") else info.title
     return f"{title} ({detail})" if detail else title
 

@@ -3,9 +3,18 @@
 Plain Python (the bridge opens a comm with the `comm` package, never through IPython).
 Modules import one way, each only from those above it in this list:
 - `protocol`: the live-notebook protocol, read from `protocol.json` (the extension reads it too);
+- `naming`: a cell as a person names it (`cell 4 · df = load(...)`);
 - `render`: notebook cells as the model reads them (id, type, source, outputs), never raw JSON;
+- `effects`: what running a cell's code can change, found with `ast` (nothing runs);
+- `policy`: the person's cell policies (`agent:never-run`, ...), from tags and notebook metadata;
+- `errors`: a failing run's error as the model needs it to fix it: the cell's line, the frames
+  in the person's code, names and columns nearby;
 - `execute`: a cell's code run in this kernel, capturing what it shows (NotebookRun);
+- `runlog`: which cells ran in this kernel, with their source and timing;
+- `staleness`: cells whose outputs may be stale, from definitions, uses and the run order;
 - `variables`: the kernel's variables, described without running the person's code;
+- `comm_guard`: `CommGuard`, keeps the page's comms open when another page of the kernel closes them
+  (Notebook 7's file browser tab);
 - `bridge`: `NotebookBridge`, requests to the JupyterLab extension over a comm;
 - `metadata`: the notebook's own `ipy_agent` metadata (its instructions), live or on disk.
 """

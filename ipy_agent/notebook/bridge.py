@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .comm_guard import CommGuard
 from .protocol import PROTOCOL, TARGET
+from .runlog import RunLog
 
 __all__ = ["BridgeError", "FrontEnd", "NotConnected", "NotebookBridge"]
 
@@ -100,6 +102,8 @@ class NotebookBridge:
         self._waited = False
         self._kernel: Any = None
         self.told_missing = False  # the UI said once that there is no front end
+        self.guard: CommGuard | None = None  # keeps widget and bridge comms open (comm_guard.py)
+        self.runs = RunLog()  # which cells ran in this kernel (staleness, the prompt's "last run")
 
     # --- state ------------------------------------------------------------------------------
     @property
@@ -133,6 +137,9 @@ class NotebookBridge:
         """Accept comms the front end opens (page reloads), and open one so panels say hello."""
         kernel.comm_manager.register_target(TARGET, self._on_comm_open)
         self._kernel = kernel
+        if self.shell is not None and self.guard is None:
+            self.guard = CommGuard(kernel)
+            self.guard.install(self.shell)
         self.probe()
 
     def probe(self) -> Any:
@@ -193,6 +200,13 @@ class NotebookBridge:
             comm=comm,
             at=time.monotonic(),
         )
+
+    def connect_local(self, page: Any) -> None:
+        """Connect a page that answers in this process instead of a browser: `page.hello()` is
+        its hello message and `page.answer(request)` its reply (None: no reply), both in the
+        protocol's format. A stand-in for JupyterLab where there is none (a teaching notebook run
+        headless, a test); the tools cannot tell the difference."""
+        self._on_data(_LocalComm(self, page), page.hello())
 
     async def ensure(self, timeout: float = HELLO_WAIT, probe_wait: float = PROBE_WAIT) -> bool:
         """Before a run: is a page connected, and is it still the page that is open?
@@ -272,6 +286,21 @@ class NotebookBridge:
         result = reply.get("result")
         return result if isinstance(result, dict) else {}
 
+    def post(self, op: str, **args: Any) -> bool:
+        """Send one op without waiting for its reply (which is dropped when it comes); safe from
+        any thread, so a cell that blocks the event loop can still show its outputs as they come.
+        False when no page is connected or the send failed."""
+        front = self.front_end
+        if front is None:
+            return False
+        try:
+            front.comm.send(
+                {"protocol": PROTOCOL, "request_id": uuid.uuid4().hex, "op": op, "path": front.path, "args": args}
+            )
+        except Exception:  # best effort: the final outputs are sent with `request` after the run
+            return False
+        return True
+
     # --- conveniences the tools use ----------------------------------------------------------
     async def list_cells(self) -> list[dict[str, Any]]:
         return list((await self.request("list_cells")).get("cells") or [])
@@ -297,12 +326,12 @@ class NotebookBridge:
         with contextlib.suppress(BridgeError):
             await self.request("scroll_to", timeout=5.0, cell_id=cell_id)
 
-    async def run_code(self, code: str, *, timeout: float) -> Any:
+    async def run_code(self, code: str, *, timeout: float, on_progress: Any = None) -> Any:
         from .execute import run_code
 
         if self.shell is None:
             raise NotConnected("There is no IPython kernel to run code in.")
-        return await run_code(self.shell, code, timeout=timeout)
+        return await run_code(self.shell, code, timeout=timeout, on_progress=on_progress)
 
     def variables(self, **kwargs: Any) -> Any:
         from .variables import describe_namespace
@@ -310,3 +339,20 @@ class NotebookBridge:
         if self.shell is None:
             raise NotConnected("There is no IPython kernel whose variables could be listed.")
         return describe_namespace(self.shell, **kwargs)
+
+
+class _LocalComm:
+    """The comm to a page in this process: a request is answered on the loop's next turn, as a
+    reply over a real comm arrives after the request was sent."""
+
+    def __init__(self, bridge: NotebookBridge, page: Any) -> None:
+        self.bridge, self.page = bridge, page
+
+    def send(self, data: dict[str, Any]) -> None:
+        answer = self.page.answer(data)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # sent from a thread (`post`): nobody waits for the reply
+            return
+        if answer is not None:
+            loop.call_soon(self.bridge._on_data, self, answer)

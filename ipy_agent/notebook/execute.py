@@ -31,9 +31,11 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from .errors import summarize_error
 
 __all__ = ["RunOutcome", "run_code"]
 
@@ -43,6 +45,7 @@ class RunOutcome:
     outputs: list[dict[str, Any]] = field(default_factory=list)  # nbformat v4 outputs
     execution_count: int | None = None
     error: str | None = None  # "Name: value" of an error the code raised
+    summary: str | None = None  # the error told for the fix (errors.py): the cell's line, the person's frames
     timed_out: bool = False
     interrupted: bool = False  # by the person (kernel interrupt)
     seconds: float = 0.0
@@ -143,8 +146,13 @@ class _DisplayHook:
             )
 
 
-async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
-    """Run `code` as a cell in `shell`; outputs are captured, not sent to any front end."""
+async def run_code(
+    shell: Any, code: str, *, timeout: float, on_progress: Callable[[list[dict[str, Any]]], Any] | None = None
+) -> RunOutcome:
+    """Run `code` as a cell in `shell`; outputs are captured, not sent to any front end.
+    `on_progress`, when given, is called from a thread with a copy of the outputs so far each
+    time they changed (at most every PROGRESS_EVERY seconds), so they can reach the cell while
+    the code runs, even code that blocks the event loop."""
     outcome = RunOutcome()
     transformed, exc_tuple = _transform(shell, code)
     is_async = exc_tuple is None and bool(
@@ -155,8 +163,9 @@ async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
     old_sigint = signal.getsignal(signal.SIGINT) if main else None
     deadline = _Deadline(timeout) if main and not is_async else None
     start = time.monotonic()
+    progress = _Progress(outcome.outputs, on_progress) if on_progress is not None else None
     try:
-        with _captured(shell, outcome.outputs):
+        with _captured(shell, outcome.outputs, progress):
             if main and not is_async:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
             result = await _run(shell, code, run_args, timeout, is_async, deadline, outcome)
@@ -168,7 +177,11 @@ async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
             outcome.interrupted = not fired
         if error is not None:
             outcome.error = f"{type(error).__name__}: {error}"
+            if not isinstance(error, KeyboardInterrupt):
+                outcome.summary = _summary(error, code, shell)
     finally:
+        if progress is not None:
+            progress.stop()
         if main and old_sigint is not None:
             signal.signal(signal.SIGINT, old_sigint)
         outcome.seconds = time.monotonic() - start
@@ -185,6 +198,13 @@ async def run_code(shell: Any, code: str, *, timeout: float) -> RunOutcome:
         # The person pressed stop: let the kernel's own handler stop the agent's cell as well.
         old_sigint(signal.SIGINT, None)
     return outcome
+
+
+def _summary(error: BaseException, code: str, shell: Any) -> str | None:
+    try:
+        return summarize_error(error, code, shell.user_ns).text
+    except Exception:  # the traceback in the outputs still says what happened
+        return None
 
 
 def _transform(shell: Any, code: str) -> tuple[str, Any]:
@@ -250,11 +270,43 @@ class _Deadline:
             _drain_sigint()
 
 
+PROGRESS_EVERY = 0.5
+
+
+class _Progress:
+    """A thread that hands a copy of the outputs to a callback when they changed."""
+
+    def __init__(self, outputs: list[dict[str, Any]], callback: Callable[[list[dict[str, Any]]], Any]) -> None:
+        self.lock = threading.Lock()
+        self._outputs, self._callback = outputs, callback
+        self._seen: tuple[int, int, int] = (0, 0, 0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ipy_agent-cell-progress", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(PROGRESS_EVERY):
+            with self.lock:
+                outs = self._outputs
+                last = outs[-1] if outs else {}
+                mark = (len(outs), len(last.get("text", "")), id(last))  # streams grow their last output
+                if mark == self._seen:
+                    continue
+                self._seen = mark
+                snapshot = [dict(o) for o in outs]
+            with contextlib.suppress(Exception):  # showing progress never fails the run
+                self._callback(snapshot)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+
 @contextlib.contextmanager
-def _captured(shell: Any, outputs: list[dict[str, Any]]) -> Iterator[None]:
+def _captured(shell: Any, outputs: list[dict[str, Any]], progress: _Progress | None = None) -> Iterator[None]:
     """stdout, stderr, the display hook, the display publisher and the traceback hook send what
     the cell shows into `outputs` for the run; all are restored after it, whatever happens."""
-    lock = threading.Lock()
+    lock = progress.lock if progress is not None else threading.Lock()
 
     def show_traceback(etype: Any, evalue: Any, stb: list[str]) -> None:
         with lock:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ipy_agent.base.secrets import is_secret_name, looks_like_credential
 
-__all__ = ["VariableInfo", "describe_namespace", "describe_value"]
+__all__ = ["VariableInfo", "describe_detail", "describe_namespace", "describe_value"]
 
 STRING_START = 80
 MAX_COLUMNS = 20
@@ -40,6 +40,7 @@ class VariableInfo:
     name: str
     type: str
     summary: str
+    detail: str | None = None  # `describe_detail`, when asked for by name
 
 
 def _type_name(t: type) -> str:
@@ -168,7 +169,93 @@ def describe_namespace(
         type_name, summary = describe_value(ns[key], key if type(key) is str else "")
         if names is None and type_name == "module":
             continue
-        found.append(VariableInfo(name=key, type=type_name, summary=summary))
+        detail = _detail(ns[key], key) if names is not None else None
+        found.append(VariableInfo(name=key, type=type_name, summary=summary, detail=detail))
         if len(found) >= MAX_ITEMS:
             break
     return found
+
+
+def _detail(value: Any, name: str) -> str | None:
+    if type(name) is str and is_secret_name(name):
+        return None
+    try:
+        return describe_detail(value)
+    except Exception as e:  # the library's own code failed on its data: say so, never fail the tool
+        return f"(no detail: {type(e).__name__} from the library)"
+
+
+def describe_detail(value: Any) -> str | None:
+    """More about a value of a common data type, from the library's own code on its own data:
+    columns, dtypes, null counts and numeric ranges (pandas, polars), dtype, shape and range
+    (numpy), dims and coords (xarray). None for other types. Element reprs of object columns are
+    never called: only null checks and the min and max of numeric columns are computed."""
+    t = type(value)
+    if _exact(t, "pandas", "DataFrame"):
+        return _pandas_detail(value)
+    if _exact(t, "pandas", "Series"):
+        return _pandas_detail(value.to_frame(name=value.name if _label(value.name)[0] != "<" else "value"))
+    if _exact(t, "numpy", "ndarray"):
+        return _numpy_detail(value)
+    if _exact(t, "polars", "DataFrame"):
+        return _polars_detail(value)
+    if _exact(t, "xarray", "DataArray") or _exact(t, "xarray", "Dataset"):
+        dims = ", ".join(f"{_label(k)}: {int(v):,}" for k, v in dict(value.sizes).items())
+        coords = ", ".join(_label(k) for k in list(value.coords)[:MAX_COLUMNS])
+        extra = ""
+        if _exact(t, "xarray", "Dataset"):
+            extra = f"; data variables: {', '.join(_label(k) for k in list(value.data_vars)[:MAX_COLUMNS])}"
+        return f"dims ({dims}); coords: {coords or 'none'}{extra}"
+    return None
+
+
+def _pandas_detail(frame: Any) -> str:
+    import pandas as pd
+
+    rows = [f"{frame.shape[0]:,} rows × {frame.shape[1]:,} columns"]  # noqa: RUF001
+    nulls = frame.isna().sum()
+    for i, (col, dtype) in enumerate(frame.dtypes.items()):
+        if i >= MAX_COLUMNS:
+            rows.append(f"… {frame.shape[1] - MAX_COLUMNS} more columns")
+            break
+        line = f"{_label(col)}: {dtype}, {int(nulls.iloc[i]):,} null"
+        if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) and frame.shape[0]:
+            column = frame.iloc[:, i]
+            line += f", range {_number(column.min())} to {_number(column.max())}"
+        rows.append(line)
+    return "\n".join(rows)
+
+
+def _numpy_detail(array: Any) -> str:
+    import numpy as np
+
+    text = f"dtype {array.dtype}, shape {tuple(int(n) for n in array.shape)}"
+    if array.size and np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating):
+        text += f", min {_number(np.nanmin(array))}, max {_number(np.nanmax(array))}"
+        if np.issubdtype(array.dtype, np.floating):
+            text += f", {int(np.isnan(array).sum()):,} NaN"
+    return text
+
+
+def _polars_detail(frame: Any) -> str:
+    rows = [f"{frame.height:,} rows × {frame.width:,} columns"]  # noqa: RUF001
+    nulls = frame.null_count().row(0)
+    for i, (col, dtype) in enumerate(frame.schema.items()):
+        if i >= MAX_COLUMNS:
+            rows.append(f"… {frame.width - MAX_COLUMNS} more columns")
+            break
+        line = f"{_label(col)}: {dtype}, {int(nulls[i]):,} null"
+        if dtype.is_numeric() and frame.height:
+            column = frame.get_column(col)
+            line += f", range {_number(column.min())} to {_number(column.max())}"
+        rows.append(line)
+    return "\n".join(rows)
+
+
+def _number(x: Any) -> str:
+    """A library's scalar as text: its float or int value, never its own repr."""
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return "?"
+    return f"{int(f):,}" if f.is_integer() and abs(f) < 1e15 else f"{f:.6g}"

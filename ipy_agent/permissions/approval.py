@@ -125,11 +125,26 @@ async def _ask(
     except Exception as e:
         answer = PermissionAnswer(behavior="deny", message=f"the approval prompt failed ({type(e).__name__}: {e})")
     if answer.behavior == "deny":
-        return Decision(behavior="deny", source="approver" if answer.automatic else "person", reason=answer.message)
+        reason = await _apply_action(preview, answer) if answer.action else answer.message
+        return Decision(behavior="deny", source="approver" if answer.automatic else "person", reason=reason)
     if answer.behavior == "always":
         rule = rules.add("allow", answer.rule or suggested, source="granted")
         return Decision(behavior="allow", source="person", rule=rule.text, reason=f"always allowed: {rule.text}")
+    if answer.answers is not None:
+        return Decision(behavior="allow", source="person", reason="answered", answers=dict(answer.answers))
     return Decision(behavior="allow", source="person", reason="allowed once")
+
+
+async def _apply_action(preview: PermissionPreview | None, answer: PermissionAnswer) -> str:
+    """Carry out the PromptAction the person chose with their denial; what the model is told."""
+    action = next((a for a in (preview.actions if preview is not None else ()) if a.label == answer.action), None)
+    if action is None:
+        return answer.message or f"the person chose {answer.action!r}"
+    try:
+        await action.apply()
+    except Exception as e:  # the call is denied either way; say what did not stick
+        return f"{action.message} (but recording it failed: {type(e).__name__}: {e})"
+    return action.message + (f" {answer.message}" if answer.message else "")
 
 
 def _safe_rule(tool: Tool, inp: BaseModel, ctx: ToolContext) -> str:

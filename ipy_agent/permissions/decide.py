@@ -1,8 +1,7 @@
 """The permission decision for one tool call: rules, mode, the tool's and the hooks' opinions.
 
 Order (first that applies wins), modelled on Claude Code and stricter where it helps:
-1. a deny rule (whole tool or content) -> deny; a built-in one (builtin.py: credential stores)
-   only where no explicit allow rule lifts it
+1. a deny rule (tool or content) -> deny; a built-in one (builtin.py) unless an allow rule lifts it
 2. the tool's own deny (`check_permissions`) -> deny
 3. plan mode and the call is not read-only -> deny
 4. an ask rule, the tool's insistent ask (`PermissionCheck.always`), or a hook's ask -> ask
@@ -12,8 +11,7 @@ Order (first that applies wins), modelled on Claude Code and stricter where it h
 8. an allow rule, or the tool's allow -> allow
 9. the tool's ask (e.g. a read outside the working directories) -> ask
 10. read-only, and inside the working directories when it names a path -> allow
-11. anything else -> ask
-The decision records which of these made it, for the trace and `%agent_inspect`.
+11. anything else -> ask (the decision records which step made it, for the trace and `%agent_inspect`)
 """
 
 from __future__ import annotations
@@ -56,6 +54,7 @@ class Decision:
     source: Source
     reason: str
     rule: str | None = None
+    answers: dict[str, str] | None = None  # the person's answers to the call's questions
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,11 +78,12 @@ class PermissionRequest:
 class PermissionAnswer:
     behavior: Literal["allow", "always", "deny"]
     message: str = ""
-    # For "always": the rule to add; defaults to the request's suggested rule.
-    rule: str | None = None
-    # True when no person answered (a non-interactive run, a prompt that timed out): the model
-    # is then told the call was not approved, not that someone declined it.
+    rule: str | None = None  # for "always": the rule to add; defaults to the request's suggested rule
+    # True when no person answered (a non-interactive run, a prompt that timed out): the model is
+    # told the call was not approved, not that someone declined it.
     automatic: bool = False
+    action: str | None = None  # "deny" by the preview's PromptAction of this label ("Never run this cell")
+    answers: dict[str, str] | None = None  # to the questions the request showed (`preview.questions`)
 
 
 # What an approver may answer: a PermissionAnswer, "allow" / "always" / "deny", or a bool

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from ipy_agent.contract.checkpoints import Checkpoints
 from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
@@ -46,6 +47,11 @@ class Conversation(Protocol):
     @property
     def running(self) -> bool:
         """Whether a run is in progress (nothing may change the history meanwhile)."""
+        ...
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        """What each prompt's run changed, kept for a rewind; its prompts are numbered from 1."""
         ...
 
     @property

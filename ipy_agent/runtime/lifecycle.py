@@ -218,6 +218,7 @@ async def _permission(call: Call) -> GoOn | Finished:
     )
     record.decision = decision
     call.ctx.decided_by = decision.source  # the tool may contain what no one approved (Bash's sandbox)
+    call.ctx.answers = decision.answers  # what the person answered to the call's questions
     detail = f"{decision.source}: {decision.reason}"
     if decision.behavior == "deny":
         block = error_result(record.tool_use_id, denial_text(tool, decision))

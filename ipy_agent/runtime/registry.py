@@ -90,7 +90,7 @@ class ToolRegistry:
             elif simple and not tool.offered_in_simple_mode:
                 hidden[tool.name] = "simple mode offers only the everyday few (offered_in_simple_mode)"
             elif not tool.is_enabled(ctx):
-                hidden[tool.name] = "disabled here (is_enabled is false)"
+                hidden[tool.name] = tool.disabled_reason(ctx)
             else:
                 offered.append(tool)
         return Exposure(offered=tuple(offered), hidden=hidden)

@@ -8,7 +8,9 @@ tool_result the model received, and the compact lines the person saw. `%agent_tr
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,6 +24,7 @@ __all__ = [
     "CallRecord",
     "CallStatus",
     "ContextEvent",
+    "Listeners",
     "NoticeEvent",
     "RunEndEvent",
     "RunResult",
@@ -31,11 +34,20 @@ __all__ = [
     "ThinkingEvent",
     "TurnEvent",
     "TurnRecord",
+    "nested_calls",
     "now",
 ]
 
 StopReason = Literal[
-    "end_turn", "max_turns", "interrupted", "stopped_by_hook", "blocked_by_hook", "error", "refusal", "max_tokens"
+    "end_turn",
+    "max_turns",
+    "interrupted",
+    "stopped_by_hook",
+    "blocked_by_hook",
+    "error",
+    "refusal",
+    "max_tokens",
+    "budget_exceeded",
 ]
 CallStatus = Literal["queued", "waiting", "running", "done", "error", "denied", "cancelled"]
 
@@ -95,6 +107,15 @@ class CallRecord:
             return None
         return self.end - self.start
 
+    @property
+    def waited(self) -> float:
+        """Seconds the call waited for an answer to its approval prompt (0 when nobody was asked)."""
+        stage = self.stage("permission")
+        asked = getattr(self.decision, "source", "") in ("person", "approver") or (
+            self.decision is None and stage is not None and stage.outcome == "cancelled"
+        )
+        return stage.duration if asked and stage is not None else 0.0
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunResult:
@@ -106,6 +127,7 @@ class RunResult:
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     error_kind: str | None = None
+    budget: str = ""  # spending against the budgets in force, e.g. "$0.0123 of $0.50 this run"
 
 
 @dataclass(kw_only=True)
@@ -190,3 +212,34 @@ def _k(tokens: int) -> str:
 
 
 AgentEvent = TextEvent | ThinkingEvent | CallEvent | TurnEvent | NoticeEvent | RunEndEvent | ContextEvent
+
+
+def nested_calls(session: dict[str, Any]) -> dict[str, list[CallRecord]]:
+    """The calls made on behalf of a call (a Task's subagent), by that call's tool_use_id: kept in
+    the conversation's session for `%agent_trace` and `%agent_inspect`."""
+    calls = session.get("nested_calls")
+    if not isinstance(calls, dict):
+        calls = session["nested_calls"] = {}
+    return calls
+
+
+class Listeners:
+    """Who follows a conversation's events: `on_event(f)`, `remove_listener(f)`, `emit(event)`.
+
+    A listener that raises is ignored: a broken renderer must not break the run."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[AgentEvent], None]] = []
+
+    def on_event(self, listener: Callable[[AgentEvent], None]) -> Callable[[AgentEvent], None]:
+        self._listeners.append(listener)
+        return listener
+
+    def remove_listener(self, listener: Callable[[AgentEvent], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def emit(self, event: AgentEvent) -> None:
+        for listener in list(self._listeners):
+            with contextlib.suppress(Exception):
+                listener(event)

@@ -4,8 +4,9 @@
 - `files/`: Read, Edit, Write;
 - `search/`: Glob, Grep (ripgrep);
 - `notebook/`: NotebookRead, NotebookEdit, NotebookRun, Variables;
-- `bash/`: Bash, its classifier and its sandbox;
-- `skills/`: Skill, and the skills it finds (with the built-in notebook skills).
+- `bash/`: Bash, its classifier and its sandbox; BashOutput and KillShell for background commands;
+- `skills/`: Skill, and the skills it finds (with the built-in notebook skills);
+- `ask/`: AskUserQuestion, questions for the person.
 
 A family imports `shared/` and the layers below `tools/`, never another family.
 """
@@ -19,7 +20,8 @@ __all__ = ["builtin_tools"]
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of every built-in tool (instances keep no state between agents)."""
-    from .bash import BashTool
+    from .ask import AskUserQuestionTool
+    from .bash import BashOutputTool, BashTool, KillShellTool
     from .files.edit import EditTool
     from .files.read import ReadTool
     from .files.write import WriteTool
@@ -38,9 +40,12 @@ def builtin_tools() -> list[Tool]:
         GlobTool(),
         GrepTool(),
         BashTool(),
+        BashOutputTool(),
+        KillShellTool(),
         NotebookEditTool(),
         NotebookReadTool(),
         NotebookRunTool(),
         VariablesTool(),
         SkillTool(),
+        AskUserQuestionTool(),
     ]

@@ -7,6 +7,7 @@ Modules import one way, each only from those above it in this list:
 - `segments`: streamed assistant text and thinking in the widgets;
 - `comm_ack`: acknowledging a widget's updates while its cell still awaits;
 - `approval_widget`: the approval prompt of a row (Allow / Always / Deny with a reason);
+- `question_widget`: the prompt of an AskUserQuestion row (options, "Other", Answer / Skip);
 - `call_row`: one row per tool call, kept in bounded blocks;
 - `progress`: the state line under a running agent;
 - `announce`: telling the person, outside the cell, that a background run waits for them;
@@ -15,5 +16,6 @@ Modules import one way, each only from those above it in this list:
 - `text`: a run as text, for terminal IPython and kernels without widgets;
 - `widgets`: `RunView`, the notebook view of one run;
 - `run_ui`: how a run is shown and who answers its prompts, chosen once per run;
+- `rewind_view`: a rewind's report, a compact box with its text twin;
 - `inspection`: text views of what the runtime did (`%agent_tools`, `%agent_inspect`, ...).
 """

@@ -98,6 +98,13 @@ class ApprovalPrompt:
             placeholder="Reason for denying (optional, sent to the model)",
             layout=W.Layout(flex="1 1 auto", min_width="14em"),
         )
+        # A tool's lasting denials ("Never run this cell"), beside Deny.
+        actions = request.preview.actions if request.preview is not None else ()
+        self.action_buttons = [
+            W.Button(description=a.label, tooltip=a.message, button_style="warning", layout=auto) for a in actions
+        ]
+        for button, action in zip(self.action_buttons, actions, strict=True):
+            button.on_click(lambda _b, label=action.label: self._act(label))
         self.outcome = W.HTML()
         self.allow_button.on_click(lambda _b: self._click("allow"))
         self.always_button.on_click(lambda _b: self._click("always"))
@@ -106,7 +113,7 @@ class ApprovalPrompt:
             [
                 W.HTML(what_will_happen(request)),
                 W.HBox(
-                    [self.allow_button, self.always_button, self.deny_button, self.reason],
+                    [self.allow_button, self.always_button, self.deny_button, *self.action_buttons, self.reason],
                     layout=W.Layout(flex_flow="row wrap"),
                 ),
                 self.outcome,
@@ -140,6 +147,9 @@ class ApprovalPrompt:
         rule = self.rule if behavior == "always" else None
         self.resolve(PermissionAnswer(behavior=behavior, message=message, rule=rule))  # type: ignore[arg-type]
 
+    def _act(self, label: str) -> None:
+        self.resolve(PermissionAnswer(behavior="deny", message=self.reason.value.strip(), action=label))
+
     def resolve(self, answer: PermissionAnswer) -> bool:
         """Answer from any thread; the first answer wins. False when it came too late."""
         with self._lock:
@@ -158,6 +168,8 @@ class ApprovalPrompt:
         self.answer = answer
         self._future.set_result(answer)
         words = {"allow": "Allowed once", "always": f"Allowed; rule added: {self.rule}", "deny": "Denied"}
+        if answer.action:
+            words["deny"] = f"Denied: {answer.action}"
         note = self._void_note or words[answer.behavior]
         if answer.behavior == "deny" and answer.message and not self._void_note:
             note += f": {answer.message}"
@@ -177,7 +189,7 @@ class ApprovalPrompt:
         """`note`: plain text, what the person sees on the answered prompt (and the record keeps)."""
         self.reason.stop_acking()
         self.outcome_text = note
-        for w in (self.allow_button, self.always_button, self.deny_button, self.reason):
+        for w in (self.allow_button, self.always_button, self.deny_button, *self.action_buttons, self.reason):
             w.disabled = True
         self.outcome.value = f'<i style="opacity:0.8">{html.escape(note)}</i>'
         # Answered: shrink to the outcome line. Left open, every answered prompt kept its diff and

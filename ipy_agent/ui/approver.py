@@ -17,7 +17,7 @@ from typing import Any
 from ipy_agent.contract.tool import maybe_await
 from ipy_agent.permissions.decide import Approver, PermissionAnswer, PermissionRequest
 
-__all__ = ["NonInteractiveApprover", "allow_hint", "with_timeout"]
+__all__ = ["NonInteractiveApprover", "allow_hint", "no_person", "with_timeout"]
 
 
 def allow_hint(rule: str) -> str:
@@ -34,6 +34,17 @@ def _unanswered(message: str) -> PermissionAnswer:
     return PermissionAnswer(behavior="deny", automatic=True, message=message)
 
 
+def no_person(why: str) -> PermissionAnswer:
+    """The answer to a question (AskUserQuestion) nobody can answer: said at once, never waited for."""
+    return _unanswered(
+        f"There is no person to ask ({why}). Choose yourself, say in your reply which assumption you made, and go on."
+    )
+
+
+def _asks_questions(request: PermissionRequest) -> bool:
+    return request.preview is not None and bool(request.preview.questions)
+
+
 class NonInteractiveApprover:
     """Denies every call that reached the prompt, naming the rule that would have allowed it.
 
@@ -46,6 +57,8 @@ class NonInteractiveApprover:
 
     def __call__(self, request: PermissionRequest) -> PermissionAnswer:
         self.denied.append(request)
+        if _asks_questions(request):
+            return no_person(f"this run is non-interactive: {self.why}")
         rule = request.suggested_rule or request.tool_name
         return _unanswered(
             f"No one can answer approval prompts in this non-interactive run ({self.why}), so this "
@@ -66,6 +79,8 @@ def with_timeout(approver: Approver, seconds: float | None) -> Approver:
         try:
             return await asyncio.wait_for(maybe_await(approver(request)), timeout=seconds)
         except TimeoutError:
+            if _asks_questions(request):
+                return no_person(f"no one answered within {seconds:g} s")
             rule = request.suggested_rule or request.tool_name
             return _unanswered(
                 f"No one answered the approval prompt within {seconds:g} s "

@@ -23,7 +23,7 @@ from ipy_agent.runtime.trace import CallRecord
 from .approval_widget import ApprovalPrompt
 from .diff_html import diff_html, looks_like_diff, pre_html
 from .record import row_result_text
-from .status import format_duration, status_look
+from .status import call_time, status_look
 
 __all__ = ["BLOCK_SIZE", "Blocks", "CallRow", "shared_html"]
 
@@ -125,7 +125,7 @@ class CallRow:
 
     @staticmethod
     def duration_text(record: CallRecord) -> str:
-        return format_duration(record.duration)
+        return call_time(record)
 
     @staticmethod
     def detail_text(record: CallRecord) -> str:
@@ -143,7 +143,7 @@ class CallRow:
         self.record = record
         self.status = record.status
         self._title = _title_html(record.display_name or record.tool_name, record.summary_use, row_result_text(record))
-        if duration := format_duration(record.duration):
+        if duration := call_time(record):
             self._duration = duration
         detail = _detail_html(record)
         # While the prompt is open it shows the same diff or command; Details would repeat it.

@@ -22,12 +22,12 @@ from ipy_agent.models.base import model_label
 from ipy_agent.models.recording import RecordingModel
 from ipy_agent.permissions.builtin import BUILTIN, builtin_listing
 from ipy_agent.runtime.conversation import Conversation
-from ipy_agent.runtime.trace import CallRecord
+from ipy_agent.runtime.trace import CallRecord, nested_calls
 
 from .record import seen_lines
 from .status import format_duration, status_look
 
-__all__ = ["find_call", "flag_text", "history_text", "inspect_text", "tools_text", "trace_text"]
+__all__ = ["find_call", "flag_text", "history_text", "inspect_text", "tasks_text", "tools_text", "trace_text"]
 
 PICTURE_WIDTH = 48
 TRACE_WIDTH = 100  # characters per line of %agent_trace's stage lines
@@ -107,7 +107,7 @@ def tool_origin(tool: Tool) -> str:
     """Where a tool comes from: an MCP server (and its file), ipy_agent itself, or the caller."""
     if tool.origin:
         return tool.origin
-    return "built-in" if type(tool).__module__.startswith("ipy_agent.tools") else "custom"
+    return "built-in" if type(tool).__module__.startswith(("ipy_agent.tools", "ipy_agent.loop")) else "custom"
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
@@ -133,6 +133,10 @@ def find_call(agent: Conversation, key: str | int | None = None) -> CallRecord:
     for rec in reversed(trace):
         if rec.tool_use_id == text:
             return rec
+    for calls in _nested(agent).values():  # a subagent's call (a Task's)
+        for rec in reversed(calls):
+            if rec.tool_use_id == text:
+                return rec
     raise LookupError(f"no call has tool_use_id {text!r}; %agent_trace lists the calls and their ids")
 
 
@@ -258,8 +262,16 @@ def trace_text(agent: Conversation, turn: int | None = None) -> str:
             f"#{r.index + 1} {r.tool_name} {r.summary_use}  [batch {r.batch}, {r.status}, {d}]  {r.tool_use_id}"
         )
         lines += _wrap_stages(_stage_parts(r))
+        for n in _nested(agent).get(r.tool_use_id, []):  # what its subagent did
+            d = format_duration(n.duration, precise=True) or "-"
+            lines.append(f"    ↳ {n.tool_name} {n.summary_use}  [{n.status}, {d}]  {n.tool_use_id}")
     lines += ["", *batch_picture(calls)]
     return "\n".join(lines)
+
+
+def _nested(agent: Conversation) -> dict[str, list[CallRecord]]:
+    session = getattr(agent, "session", None)
+    return nested_calls(session) if isinstance(session, dict) else {}
 
 
 def batch_picture(calls: list[CallRecord], width: int = PICTURE_WIDTH) -> list[str]:
@@ -305,9 +317,13 @@ def history_text(agent: Conversation) -> str:
     if not agent.messages:
         return "The conversation is empty."
     by_id = {r.tool_use_id: r for r in agent.trace}
+    # The message each prompt began (`%agent_rewind N` goes back to before prompt N).
+    prompts = {len(cp.messages): cp.prompt for cp in agent.checkpoints.list}
     lines: list[str] = []
     for i, m in enumerate(agent.messages, 1):
         who = "you" if m["role"] == "user" else "agent"
+        if i - 1 in prompts and m["role"] == "user":
+            who = f"you (prompt {prompts[i - 1]})"
         content = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
         for b in content:
             kind = b.get("type")
@@ -329,3 +345,21 @@ def history_text(agent: Conversation) -> str:
             else:
                 lines.append(f"[{i}] {who}: [{kind} block]")
     return "\n".join(lines)
+
+
+def tasks_text(agent: Conversation, *, now: float | None = None) -> str:
+    """What the conversation's tools left running in the background (`%agent_tasks`): one line
+    each with its id, state, runtime and what it runs."""
+    import time
+
+    ctx = agent.tool_context()
+    now = time.time() if now is None else now
+    lines = []
+    for tool in agent.tools:
+        for task in tool.background_tasks(ctx):
+            took = (task.ended or now) - task.started
+            what = task.description.splitlines()[0][:80] if task.description else ""
+            lines.append(f"  {task.id:<10} {task.state:<10} {format_duration(took):>8}  {what}")
+    if not lines:
+        return "Nothing runs in the background. Bash starts a command there with `run_in_background: true`."
+    return "\n".join(["Background tasks (id, state, runtime, command):", *lines])

@@ -1,4 +1,4 @@
-"""How a call's status and duration look to the person: one table for every view.
+"""How a call's status and time look to the person: one table for every view.
 
 The widget rows, the terminal rows and `%agent_inspect` show the same icon and words for a
 status, so a person who learnt one view reads the others. Words are what a person (and a screen
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from ipy_agent.runtime.trace import CallStatus
+from ipy_agent.runtime.trace import CallRecord, CallStatus
 
-__all__ = ["STATUS", "StatusLook", "format_duration", "status_look"]
+__all__ = ["STATUS", "StatusLook", "call_time", "format_duration", "status_look"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,3 +46,17 @@ def format_duration(seconds: float | None, *, precise: bool = False) -> str:
     if precise:
         return f"{seconds * 1000:.1f} ms"
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def call_time(record: CallRecord) -> str:
+    """A row's time: the call's own, with the time it waited for the person said apart
+    ("120 ms · you answered after 4.7 s"), so minutes at a prompt never read as a slow tool."""
+    total = record.duration
+    if total is None:
+        return ""
+    waited = record.waited
+    if waited <= 0:
+        return format_duration(total)
+    own = format_duration(max(0.0, total - waited))
+    answered = record.decision is not None
+    return f"{own} · {'you answered after' if answered else 'waited for you'} {format_duration(waited)}"

@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from ipy_agent.contract.questions import Question
 from ipy_agent.loop.agent import INTERRUPTED_NOTICE
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.runtime.trace import (
@@ -32,10 +33,18 @@ from ipy_agent.runtime.trace import (
     TurnEvent,
 )
 
-from .status import STATUS, format_duration, status_look
+from .status import STATUS, call_time, status_look
 from .usage_line import turns_text, usage_parts
 
-__all__ = ["STATUS_MARK", "TextRenderer", "call_row", "make_console", "render_diff", "terminal_approver"]
+__all__ = [
+    "STATUS_MARK",
+    "TextRenderer",
+    "ask_in_terminal",
+    "call_row",
+    "make_console",
+    "render_diff",
+    "terminal_approver",
+]
 
 # The icon per status (ui/status.py holds the one table every view reads).
 STATUS_MARK = {k: v.icon for k, v in STATUS.items()}
@@ -86,7 +95,7 @@ def call_row(rec: CallRecord) -> Text:
         row.append(f" — denied{': ' + reason if reason else ''}", style="yellow")
     elif rec.summary_result:
         row.append(f" — {rec.summary_result}", style="red" if rec.status == "error" else "")
-    if d := format_duration(rec.duration):
+    if d := call_time(rec):
         row.append(f"  ({d})", style="dim")
     return row
 
@@ -151,7 +160,12 @@ class TextRenderer:
             self._mid_line = False
 
 
-_ENDED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
+_ENDED = {
+    "end_turn": "Finished",
+    "interrupted": "Interrupted",
+    "max_turns": "Stopped at max_turns",
+    "budget_exceeded": "Stopped at the budget",
+}
 
 
 def footer(result: Any, model: Any = None, context_tokens: int = 0) -> str:
@@ -162,6 +176,8 @@ def footer(result: Any, model: Any = None, context_tokens: int = 0) -> str:
     u = getattr(result, "usage", None)
     if u is not None:
         parts += usage_parts(model, u, context_tokens, answered=turns > 0 and model is not None)
+    if budget := getattr(result, "budget", ""):
+        parts.append(f"budget: {budget}")
     return " · ".join(parts)
 
 
@@ -213,6 +229,16 @@ def terminal_approver(
     con = console or make_console()
 
     def approve(request: PermissionRequest) -> PermissionAnswer:
+        if request.preview is not None and request.preview.questions:
+            try:
+                with _sigint_raises():
+                    return ask_in_terminal(request.preview.questions, con)
+            except EOFError:
+                return PermissionAnswer(behavior="deny", message="The person gave no answer (end of input).")
+            except KeyboardInterrupt:
+                if on_interrupt is not None:
+                    on_interrupt()
+                return PermissionAnswer(behavior="deny", message="The person interrupted the run at this question.")
         con.print(describe_request(request), end="")
         rule = request.suggested_rule or request.tool_name
         question = f"Allow? [y]es / [a]lways allow {rule} / [n]o: "
@@ -237,6 +263,24 @@ def terminal_approver(
         return PermissionAnswer(behavior="deny", message=reason)
 
     return approve
+
+
+def ask_in_terminal(questions: tuple[Question, ...], con: Console) -> PermissionAnswer:
+    """Each question with numbered options; the person types numbers (several, with commas,
+    where allowed) or an answer of their own."""
+    answers: dict[str, str] = {}
+    for q in questions:
+        con.print(Text(f"\n? {q.question}", style="bold"))
+        for i, o in enumerate(q.options, 1):
+            con.print(f"  {i}. {o.label}" + (f" - {o.description}" if o.description else ""))
+        hint = "numbers separated by commas" if q.multi_select else "a number"
+        typed = input(f"Answer ({hint}, or type your own): ").strip()
+        picks = [p.strip() for p in typed.split(",")] if q.multi_select else [typed]
+        if typed and all(p.isdigit() and 1 <= int(p) <= len(q.options) for p in picks):
+            answers[q.question] = ", ".join(q.options[int(p) - 1].label for p in picks)
+        else:
+            answers[q.question] = typed
+    return PermissionAnswer(behavior="allow", answers=answers)
 
 
 class _sigint_raises:

@@ -44,10 +44,12 @@ from ipy_agent.runtime.trace import (
 
 from .announce import announce_answered, announce_waiting, cell_number
 from .approval_widget import ApprovalPrompt
+from .approver import no_person
 from .call_row import Blocks, CallRow, shared_html
 from .comm_ack import idle_ack
 from .diff_html import pre_html
 from .progress import Progress
+from .question_widget import QuestionPrompt
 from .record import LIVE_TEXT, Entry, record_bundle
 from .segments import Segment, markdown_html
 from .usage_line import model_name, turns_text, usage_parts
@@ -57,7 +59,12 @@ _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 # Streaming text re-sends the whole segment on every update; batch deltas to this interval
 # (short enough that a delta reaches the cell within 50 ms, long enough for a batch of several).
 FLUSH_INTERVAL = 0.04
-_FINISHED = {"end_turn": "Finished", "interrupted": "Interrupted", "max_turns": "Stopped at max_turns"}
+_FINISHED = {
+    "end_turn": "Finished",
+    "interrupted": "Interrupted",
+    "max_turns": "Stopped at max_turns",
+    "budget_exceeded": "Stopped at the budget",
+}
 
 
 class RunView:
@@ -175,8 +182,11 @@ class RunView:
     async def approver(self, request: PermissionRequest) -> PermissionAnswer:
         loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[PermissionAnswer] = loop.create_future()
+        asks = request.preview is not None and bool(request.preview.questions)
+        if asks and self.background:
+            return no_person("a --background run: the person is working elsewhere")  # never waits
         row = self.row(request.tool_use_id, request.display_name or request.tool_name)
-        prompt = ApprovalPrompt(request, loop, future, ack=self._ack)
+        prompt = (QuestionPrompt if asks else ApprovalPrompt)(request, loop, future, ack=self._ack)
         self.prompts[request.tool_use_id] = prompt
         shown = row.widget
         self.body.replace(shown, row.show_prompt(prompt))
@@ -203,6 +213,7 @@ class RunView:
         """The run ended: flush the text, void open prompts, say how it ended."""
         self.result = result
         self._end_segment()
+        self._render_footer()  # the budget line, now the run's spending is known
         for prompt in self.prompts.values():
             if prompt.pending:
                 prompt.cancel()
@@ -333,13 +344,16 @@ class RunView:
             stop()
 
     def _usage_parts(self) -> list[str]:
-        return usage_parts(
+        parts = usage_parts(
             self.agent.model,
             self.usage,
             self.context_tokens,
             answered=bool(self._turns),
             window=self.agent.context_window,
         )
+        if budget := getattr(self.result, "budget", ""):
+            parts.append(f"budget: {budget}")
+        return parts
 
     def _render_footer(self) -> None:
         text = html.escape(" · ".join(self._usage_parts()))

@@ -99,6 +99,12 @@ function summariseOutput(output: IOutput): Result {
   return summary;
 }
 
+/** The cell's tags (its policy for the agent, `agent:never-run`, is one), strings only. */
+function cellTags(cell: CellData): string[] {
+  const tags: unknown = cell.metadata.tags;
+  return Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [];
+}
+
 /** A cell as the kernel gets it: with its outputs (read_cells), or a summary of them. */
 function cellJSON(nb: Notebook, index: number, withOutputs: boolean): Result {
   const cell = nb.cell(index);
@@ -109,7 +115,8 @@ function cellJSON(nb: Notebook, index: number, withOutputs: boolean): Result {
     source: cell.source,
     execution_count: cell.cell_type === 'code' ? cell.execution_count : null,
     output_count: cell.outputs.length,
-    outputs_size: cell.outputs.reduce((n, o) => n + outputSize(o), 0)
+    outputs_size: cell.outputs.reduce((n, o) => n + outputSize(o), 0),
+    tags: cellTags(cell)
   };
   if (withOutputs) {
     result.outputs = cell.outputs;

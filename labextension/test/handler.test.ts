@@ -189,6 +189,14 @@ describe('list_cells', () => {
   });
 });
 
+describe('tags', () => {
+  it('sends the string tags of each cell (its policy for the agent among them), [] without any', async () => {
+    nb.cells[0].metadata = { tags: ['agent:never-run', 7, 'slow'] } as unknown as CellData['metadata'];
+    const cells = (await ok('list_cells')).cells as Result[];
+    expect(cells.map(c => c.tags)).toEqual([['agent:never-run', 'slow'], [], ['keep']]);
+  });
+});
+
 describe('read_cells', () => {
   it('reads the cells asked for, in that order, with their outputs', async () => {
     const cells = (await ok('read_cells', { cell_ids: ['c', 'a'] })).cells as Result[];

@@ -72,6 +72,13 @@ def lab_server(tmp_path_factory: Any) -> Iterator[JupyterServer]:
     yield from _serve("lab", tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def notebook_server(tmp_path_factory: Any) -> Iterator[JupyterServer]:
+    """Notebook 7 alone, for what only happens there (New > Notebook from the file browser)."""
+    _need_browser()
+    yield from _serve("notebook", tmp_path_factory)
+
+
 @pytest.fixture
 def project(server: JupyterServer) -> Path:
     """A fresh directory under the server's root for one test (the notebook lives there)."""

@@ -27,6 +27,28 @@ def test_read_and_edit_transcript_fixes_the_typo(tmp_path):
     assert asked == ["Edit"] and result.stop_reason == "end_turn" and history_problems(agent.messages) == []
 
 
+def test_read_and_edit_transcript_tells_the_truth_after_a_deny(tmp_path):
+    (tmp_path / "notes.txt").write_text("teh plan\nline two\n")
+    agent = Agent(
+        model=ScriptedModel.from_file(EXAMPLES / "read_and_edit.json"),
+        cwd=tmp_path,
+        approver=lambda req: "deny",
+    )
+    result = agent.run("tidy up notes.txt")
+    assert (tmp_path / "notes.txt").read_text() == "teh plan\nline two\n"
+    assert result.stop_reason == "end_turn" and "still says" in result.text and "now says" not in result.text
+
+
+@pytest.mark.parametrize("answer", ["allow", "deny"])
+def test_the_tour_transcript_says_what_happened_to_the_file(tmp_path, answer):
+    (tmp_path / "notes.txt").write_text("Meeting notes\nWe agreed on teh plan.\n")
+    agent = Agent(model=ScriptedModel.from_file(EXAMPLES / "tour.json"), cwd=tmp_path, approver=lambda req: answer)
+    result = agent.run("fix the typo in notes.txt")
+    fixed = (tmp_path / "notes.txt").read_text() == "Meeting notes\nWe agreed on the plan.\n"
+    assert fixed == (answer == "allow")
+    assert ("now reads" in result.text) == fixed and ("still reads" in result.text) == (not fixed)
+
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 

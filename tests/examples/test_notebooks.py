@@ -9,6 +9,7 @@ no outputs, so their diffs show only what someone wrote.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -48,9 +49,9 @@ EXPECT: dict[str, list[str]] = {
         "No such tool available: 'CountWords'. The tools you can call are: WordCount.",
     ],
     "03_registry_permissions": [
-        "Bash          hidden",
+        "Bash             hidden",
         "Bash: denied by rule 'Bash' (argument)",
-        "offered in turn 1: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit', 'Skill']",
+        "offered in turn 1: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit', 'Skill', 'AskUserQuestion', 'Task']",
         "Permission to use Read was denied (denied by rule 'Read(**/.env)' (argument))",
         "(1 file hidden by deny rules: Read(**/.env))",
         "No such tool available: 'Bash'.",
@@ -122,9 +123,9 @@ EXPECT: dict[str, list[str]] = {
         "ClearQueue's result: '(ClearQueue completed with no output)'",
     ],
     "07_tool_prompts": [
-        "- Tools available now: Read, Edit, Write, Glob, Grep, Bash, NotebookEdit, Skill",
-        "deny=['Bash']   - Tools available now: Read, Edit, Write, Glob, Grep, NotebookEdit, Skill   "
-        "| tools sent: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit', 'Skill']",
+        "- Tools available now: Read, Edit, Write, Glob, Grep, Bash, NotebookEdit, Skill, AskUserQuestion, Task",
+        "deny=['Bash']   - Tools available now: Read, Edit, Write, Glob, Grep, NotebookEdit, Skill, AskUserQuestion, "
+        "Task   | tools sent: ['Read', 'Edit', 'Write', 'Glob', 'Grep', 'NotebookEdit', 'Skill', 'AskUserQuestion', 'Task']",
         "Grep: Do not run `grep`, `rg`, `ack` or `git grep` through Bash",
         'route: Grep("TODO") -> Read(src/app.py)',
         "=== mode default",
@@ -217,6 +218,67 @@ EXPECT: dict[str, list[str]] = {
         "mcp__notes__add_note -> allowed by rule 'mcp__notes' (argument) | Added note 2.",
         'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
     ],
+    "13_review_and_rewind": [
+        "[approval prompt] Edit report.py  ->  Allow",
+        "files now: NOTES.md, report.py, sales.csv",
+        "report.py line 1: # Sales by region (whole euros)",
+        "files kept: ['report.py', 'NOTES.md (did not exist)']",
+        "files kept: ['report.py']; shell changes seen: ['old_totals.csv']",
+        "[5] you (prompt 2): Round the totals",
+        "Rewound to before prompt 2",
+        "Files restored:\n  - report.py",
+        "Kept: changed since the agent's last change (force overrides):\n  - NOTES.md",
+        "Changed by approved shell commands, not restored:\n  - old_totals.csv (by `rm old_totals.csv`)",
+        'report.py prints: print(f"{region}: {total:.2f}")',
+        "NOTES.md is yours: True",
+        "messages left: 4 | prompts left: [1]",
+        "the model was told: [The person rewound the conversation to before their prompt 2.",
+    ],
+    "14_running_cells": [
+        "front end: connected to 'analysis.ipynb' (ipy-agent-notebook stand-in)",
+        "'revenue': int64, 0 null, range 0 to 499",  # Variables by name: the library's own summary
+        "[approval prompt] Run cell clean of analysis.ipynb in this kernel\n"
+        "    overwrites sales: DataFrame 1,000 × 2\n"  # noqa: RUF001
+        "    may modify sales (item assignment)",
+        "What it could change: overwrites sales: DataFrame 1,000 × 2",  # noqa: RUF001
+        "Cell 'train' must not be run by the agent (its tag agent:never-run)",
+        "model defined: False",
+        "bypassPermissions toolu_run_train  -> Permission to use NotebookRun was denied (Cell 'train' must not",
+        "raised KeyError: 'revenu'",
+        "-> 1 | by_region = sales['revenu'].groupby(sales['region']).sum()",
+        "DataFrame sales's columns: 'region', 'revenue', 'revenue_k' (close to 'revenu': 'revenue'",
+        "The report cell now: by_region = sales['revenue'].groupby(sales['region']).sum()",
+        "[approval prompt] Run cells clean, report of analysis.ipynb in this kernel",
+        "clean: overwrites sales: DataFrame 2,000 × 2",  # noqa: RUF001
+        "- cell clean: may be stale: uses sales, which cell load redefined after it ran",
+        "- cell report: may be stale: uses sales, which cell load redefined after it ran",
+        "NotebookRead after the rerun, the run state:\n"
+        "(from the cells' definitions and uses and the order they ran; rerun the fewest cells that fix it, in "
+        "notebook order):\n- cell train: never run in this kernel",
+        "rows in sales now: 1996",
+    ],
+    "15_delegation": [
+        "explore's tools: Read, Glob, Grep, Bash, NotebookRead, Variables",
+        "  user      tool_result  The learning rate is set in train/config.py, line 3",
+        "the subagent's own calls (kept apart): ['Grep \"training\"', 'Grep \"LEARNING_RATE\"', 'Read train/config.py']",
+        "the config file's text is in the parent's history: False",
+        "the parent has read train/config.py itself: False",
+        "the Task's row says: explore: find the learning rate — 4 turns, 3 calls,",
+        "#1 Task explore: find the learning rate  [batch 1, done,",
+        '    ↳ Grep "LEARNING_RATE"  [done,',
+        "    ↳ Read train/config.py  [done,",
+        "[question in the cell] How should I tune the learning rate?",
+        '"How should I tune the learning rate?" = "Schedule"',
+        "There is no person to ask (this run is non-interactive: a headless run).",
+        "[prompt in the cell] Bash: Train the model  ->  allow",
+        "Training started in the background as bash_1.",
+        "  bash_1     running",
+        "2 of 4 new lines matched the filter\nepoch 1 loss 0.90\nepoch 2 loss 0.70",
+        "the request carried: Background command bash_1 (Train the model) exited with code 0 after",
+        "2 of 4 new lines matched the filter\nepoch 3 loss 0.50\nepoch 4 loss 0.40",
+        "  bash_1     exit 0",
+        "after %agent_reset: Nothing runs in the background.",
+    ],
     "16_instructions_and_skills": [
         "=== no guidance: Read(sales.csv) -> Write(summary.md)",
         "- north: 1610.40",
@@ -307,9 +369,28 @@ def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: p
         assert failure not in text, f"{path.name}: {failure!r} in the outputs"
 
 
+def committed(path: Path) -> str:
+    """The notebook as the last commit has it (the working copy outside a git checkout).
+
+    A person who runs the tour and saves it has outputs in the working copy; that is use, not
+    a change to commit, and must not fail their test run."""
+    try:
+        done = subprocess.run(
+            ["git", "show", f"HEAD:./{path.name}"],
+            cwd=path.parent,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except OSError:  # no git here
+        return path.read_text(encoding="utf-8")
+    return done.stdout if done.returncode == 0 else path.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_committed_notebook_has_no_outputs(path: Path):
-    nb = nbformat.read(path, as_version=4)
+    nb = nbformat.reads(committed(path), as_version=4)
     nbformat.validate(nb)
     dirty = [
         i
@@ -321,11 +402,14 @@ def test_committed_notebook_has_no_outputs(path: Path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_opens_with_its_question_and_ends_with_what_to_notice(path: Path):
+def test_notebook_opens_with_its_question_and_says_what_to_notice(path: Path):
+    # Then come the exercises (tests/examples/test_exercises.py).
     nb = nbformat.read(path, as_version=4)
-    first, last = nb.cells[0], nb.cells[-1]
+    first = nb.cells[0]
     assert first.cell_type == "markdown" and "**The question:**" in first.source, path.name
-    assert last.cell_type == "markdown" and re.search(r"^## What to notice", last.source, re.M), path.name
+    assert any(c.cell_type == "markdown" and re.search(r"^## What to notice", c.source, re.M) for c in nb.cells), (
+        path.name
+    )
     source = "\n".join(c.source for c in nb.cells)
     assert "ANTHROPIC_API_KEY" in source, f"{path.name} should say how it runs with a real model"
     assert not re.search(r"https?://|\.\./", source), f"{path.name} points outside the repository"

@@ -128,6 +128,22 @@ def test_allow_click_in_the_cell_applies_the_edit(loaded: Kernel, project: Path)
     assert stop_reason(loaded) == "end_turn"
 
 
+def test_a_click_works_after_another_page_of_the_kernel_closed_the_prompts_comms(loaded: Kernel, project: Path):
+    """Notebook 7, "New > Notebook" from the file browser: that tab stays connected to the
+    kernel and closes every comm the kernel opens. The notebook's own tab must still answer."""
+    cell = loaded.execute("%agent --script edit.json greet differently")
+    allow = loaded.wait_for("the Allow button", lambda: loaded.find_button("Allow"))
+    for comm_id in [*loaded.siblings(allow), allow]:
+        loaded.close_from_another_page(comm_id)
+
+    loaded.click(allow)
+    ex = loaded.wait(cell)
+
+    assert ex.status == "ok", ex.text
+    assert (project / "a.txt").read_text() == "goodbye world\nsecond line\n"
+    assert "Changed the greeting." in loaded.markdown()
+
+
 def test_deny_with_a_reason_tells_the_model_and_leaves_the_file(loaded: Kernel, project: Path):
     cell = loaded.execute("%agent --script edit.json greet differently")
     allow = loaded.wait_for("the Allow button", lambda: loaded.find_button("Allow"))
@@ -161,6 +177,20 @@ def test_kernel_interrupt_during_a_long_tool_ends_the_run_cleanly(loaded: Kernel
     assert history_problems_in(loaded) == "[]"
     assert loaded.shows("cancelled") and loaded.shows("Interrupted")
     assert loaded.check("print(6 * 7)").strip() == "42"  # the kernel still runs cells
+
+
+def test_an_interrupted_run_shows_one_line_not_the_runners_internals(loaded: Kernel):
+    cell = loaded.execute("%agent --allow Bash(sleep:*) --script sleep.json wait for it")
+    loaded.wait_for("the Bash call to run", lambda: tool_running(loaded, "Bash"))
+    loaded.interrupt()
+    ex = loaded.wait(cell)
+
+    errors = [m["content"] for m in ex.outputs if m["msg_type"] == "error"]
+    assert ex.status == "error" and len(errors) == 1, ex.text  # Run All stops at this cell
+    shown = "\n".join(errors[0]["traceback"])
+    assert "interrupted" in shown and "%agent" in shown
+    assert "__import__" not in shown and "run_agent_cell" not in shown
+    assert len([ln for ln in shown.splitlines() if ln.strip()]) == 1
 
 
 def test_background_run_returns_at_once_and_agent_stop_cancels_it(loaded: Kernel):

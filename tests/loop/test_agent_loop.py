@@ -70,7 +70,7 @@ def test_what_the_model_was_offered_is_recorded_per_turn(tmp_path, rec):
     model.turns.append("b")
     agent.run("again")
     assert agent.turns[1].offered == ["Bash", "Read", "Edit", "Glob"]
-    assert agent.turns[1].hidden == {"NotebookCell": "disabled here (is_enabled is false)"}
+    assert list(agent.turns[1].hidden) == ["NotebookCell"]
 
 
 class FailingModel:

@@ -35,6 +35,7 @@ MAGICS = [
     "agent_mcp",
     "agent_instructions",
     "agent_skills",
+    "agent_tasks",
 ]
 
 
@@ -78,7 +79,8 @@ def test_transformer_only_in_a_kernel_and_removed_on_unload(make_shell):
     cell = sh.transform_cell("%%agent --mode plan\nline one\nline 'two'\n")
     assert "run_agent_cell('--mode plan', \"line one\\nline 'two'\\n\")" in cell
     assert "await" not in sh.transform_cell("%agent?\n")
-    assert "await" not in sh.transform_cell("%agent_tools\n")
+    assert "await" not in sh.transform_cell("%agent_rules\n")
+    assert "run_tools_cell('')" in sh.transform_cell("%agent_tools\n")  # it waits for the page's answer
     sh.run_line_magic("unload_ext", "ipy_agent")
     assert agent_transformer not in sh.input_transformers_cleanup
 
@@ -110,6 +112,30 @@ def test_help_comes_from_the_docstrings(shell):
         assert option in doc
     assert "conversation continues" in doc
     assert "tool_result" in shell.magics_manager.magics["line"]["agent_inspect"].__doc__
+
+
+def test_the_readme_and_agent_help_name_only_options_and_magics_that_exist(shell):
+    """Every `%agent` option the README names is one the parser takes; every magic the README
+    and `%agent?`'s "See also" name is registered, and "See also" names every companion magic."""
+    from ipy_agent.config.options import AGENT_OPTIONS
+
+    flags = {o.flag for o in AGENT_OPTIONS}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    named: set[str] = set()
+    for line in readme.splitlines():
+        if re.search(r"%agent(?!_)", line) or "--allow/" in line:
+            named |= set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", line))
+    named |= {f"--{w}" for w in re.findall(r"--allow/--(\w+)/--(\w+)", readme) for w in w}
+    jupyter_options = {"--full", "--allow-root", "--tool-call-parser", "--enable-auto-tool-choice", "--jinja"}
+    assert sorted(named - flags - jupyter_options) == []
+    registered = set(shell.magics_manager.magics["line"])
+    in_readme = set(re.findall(r"%(agent\w*)", readme))
+    assert sorted(in_readme - registered) == []
+    doc = shell.magics_manager.magics["line"]["agent"].__doc__
+    see_also = set(re.findall(r"%(agent\w+)", doc[doc.index("See also") :]))
+    assert sorted(see_also - registered) == []
+    assert sorted({m for m in registered if m.startswith("agent_")} - see_also) == []
+    assert all(o.flag in doc for o in AGENT_OPTIONS)
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -262,6 +288,45 @@ def test_stop_reset_and_no_conversation_messages(shell, magics, script, capsys):
     assert "Conversation cleared" in capsys.readouterr().out
 
 
+def test_agent_tasks_lists_background_commands_and_reset_stops_them(shell, magics, script, capsys):
+    shell.run_line_magic("agent_tasks", "")
+    assert "Nothing runs in the background" in capsys.readouterr().out
+    start = [use("Bash", "b1", command="sleep 300", description="Wait a long time", run_in_background=True)]
+    shell.run_line_magic("agent", f"--allow Bash(sleep:*) --script {script(start, 'started')} wait")
+    capsys.readouterr()
+    shell.run_line_magic("agent_tasks", "")
+    listing = capsys.readouterr().out
+    assert "bash_1" in listing and "running" in listing and "Wait a long time" in listing
+    shell.run_line_magic("agent_reset", "")
+    capsys.readouterr()
+    shell.run_line_magic("agent_tasks", "")
+    assert "Nothing runs in the background" in capsys.readouterr().out
+
+
+def test_subagent_types_come_from_settings(shell, magics, script, tmp_path):
+    (tmp_path / "a.txt").write_text("hello\n")
+    shell.run_line_magic(
+        "config",
+        'AgentMagics.subagents = {"reader": {"description": "reads files", "prompt": "You only read a.txt.", '
+        '"tools": ["Read", "Edit"], "permission_mode": "plan"}}',
+    )
+    turns = [
+        [use("Task", "t1", description="read it", prompt="read a.txt", subagent_type="reader")],
+        [use("Read", "r1", file_path="a.txt")],
+        [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string="bye")],
+        "It says hello.",
+        "Done.",
+    ]
+    shell.run_line_magic("agent", f"--mode bypassPermissions --script {script(*turns)} go")
+    agent = magics.session.agent
+    assert agent.model.requests[1]["system"].startswith("You only read a.txt.")  # the type's prompt
+    assert "It says hello." in result_text(results_sent(agent.model, 4)["t1"])
+    assert (tmp_path / "a.txt").read_text() == "hello\n"  # plan mode: never looser, whatever the run's mode
+    shell.run_line_magic("config", 'AgentMagics.subagents = {"bad": {"tools": []}}')
+    with pytest.raises(UsageError, match="subagent type 'bad': 'tools' must be a non-empty list"):
+        shell.run_line_magic("agent", f"--script {script('x')} go")
+
+
 # --- configuration ----------------------------------------------------------------------------
 
 
@@ -405,7 +470,7 @@ def test_history_is_compact(shell, script, tmp_path, capsys):
     capsys.readouterr()
     shell.run_line_magic("agent_history", "")
     out = capsys.readouterr().out
-    assert "[1] you: read both, then edit" in out
+    assert "[1] you (prompt 1): read both, then edit" in out  # the number %agent_rewind takes
     assert "agent → Read a.txt  (r1)" in out
     assert "result for r2: ✓ Read 2 lines" in out and "beta" not in out
 
@@ -632,3 +697,17 @@ def test_trace_shows_a_call_cancelled_at_its_prompt_as_waiting_not_running(tmp_p
     row = next(line for line in trace_text(agent, None).splitlines() if "#1 Write" in line and "|" in line)
     bar = row.split("|")[1]
     assert bar.count("░") > bar.count("█")
+
+
+def test_agent_rewind_puts_the_file_back_and_says_what_it_did(shell, script, tmp_path, capsys):
+    _two_reads(shell, script, tmp_path)
+    assert (tmp_path / "a.txt").read_text() == "ALPHA\n"
+    capsys.readouterr()
+    shell.run_line_magic("agent_rewind", "")
+    out = capsys.readouterr().out
+    assert (tmp_path / "a.txt").read_text() == "alpha\n"
+    assert "Rewound to before prompt 1 (read both, then edit)" in out and "Files restored:\n  - a.txt" in out
+    with pytest.raises(UsageError, match="nothing to rewind"):
+        shell.run_line_magic("agent_rewind", "")
+    with pytest.raises(UsageError, match="'two' is not understood"):
+        shell.run_line_magic("agent_rewind", "two")

@@ -121,3 +121,34 @@ def test_credentials_show_only_their_type_and_length(monkeypatch):
         assert value not in summary
     assert describe_value(1234, "PIN_PASS") == ("int", "value not shown: its name looks like a credential")
     assert describe_value("hello world", "greeting") == ("str", "'hello world'")
+
+
+def test_named_data_values_get_columns_nulls_and_ranges_without_element_reprs():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ipy_agent.notebook.variables import describe_detail, describe_namespace
+
+    class Loud:  # an element of an object column: its repr and str must never run
+        def __repr__(self) -> str:
+            raise Trap("an element's __repr__ ran")
+
+        __str__ = __repr__
+
+    frame = pd.DataFrame({"price": [1.5, None, 9.0], "city": ["a", None, "c"], "thing": [Loud(), None, Loud()]})
+    assert describe_detail(frame) == (
+        "3 rows × 3 columns\n"  # noqa: RUF001
+        "'price': float64, 1 null, range 1.5 to 9\n"
+        f"'city': {frame.dtypes['city']}, 1 null\n"
+        "'thing': object, 1 null"
+    )
+    assert describe_detail(np.array([[1, 7], [-2, 3]])) == "dtype int64, shape (2, 2), min -2, max 7"
+    assert describe_detail(np.array([0.5, np.nan])) == "dtype float64, shape (2,), min 0.5, max 0.5, 1 NaN"
+    assert describe_detail(Frame({"a": [1]})) is None  # a subclass could override what is read
+    assert describe_detail([1, 2]) is None
+    shell = SimpleNamespace(user_ns={"frame": frame, "api_token": frame, "n": 3}, user_ns_hidden={})
+    infos = {i.name: i for i in describe_namespace(shell, names=["frame", "api_token", "n"])}
+    assert infos["frame"].detail is not None and "'price'" in infos["frame"].detail
+    assert infos["api_token"].detail is None and infos["n"].detail is None
+    assert all(i.detail is None for i in describe_namespace(shell))  # the listing stays short

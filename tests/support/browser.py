@@ -11,6 +11,8 @@ How to use it (tests/browser/conftest.py wires it into fixtures):
     server.start()                                     # 127.0.0.1, a free port, token auth
     browser = launch_browser(playwright)               # /usr/bin/chromium, never a download
     nb = server.open(browser, "t.ipynb")               # creates the file when missing, `?reset`
+    tree, nb = server.new_from_tree(browser, "d")      # Notebook 7: New > Python 3 in the file browser
+    nb = server.new_from_launcher(browser, "d")        # JupyterLab: the Launcher's Notebook card
     i = nb.add_cell("%load_ext ipy_agent")             # returns the cell's index
     nb.run(i); nb.wait_done(i)
     i = nb.add_cell("%agent --script s.json fix it"); nb.run(i)
@@ -124,11 +126,31 @@ def launch_browser(playwright: Any, *, headless: bool = True) -> Any:
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=headless)
 
 
+def write_kernel_spec(data_dir: Path, env: dict[str, str] | None = None) -> None:
+    """The `python3` kernel spec of the tests, in a JUPYTER_DATA_DIR: this Python, ipykernel;
+    `env`: variables the kernel gets whatever its launcher passes on (a kernel gateway passes none)."""
+    spec = data_dir / "kernels" / "python3"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (ipy_agent test)",
+                "language": "python",
+                **({"env": env} if env else {}),
+            }
+        )
+    )
+
+
 class JupyterServer:
     """One `jupyter lab` or `jupyter notebook` (7) process serving `root`; stop() ends it by PID."""
 
-    def __init__(self, kind: Kind, root: Path, *, token: str = "ipy-agent-test") -> None:
+    def __init__(
+        self, kind: Kind, root: Path, *, token: str = "ipy-agent-test", extra_args: Sequence[str] = ()
+    ) -> None:
         self.kind = kind
+        self.extra_args = tuple(extra_args)  # e.g. --gateway-url=... for kernels behind a gateway
         self.root = Path(root)
         self.token = token
         self.proc: subprocess.Popen[bytes] | None = None
@@ -143,23 +165,13 @@ class JupyterServer:
         dirs = {name: self.home / name for name in ("config", "data", "runtime", "ipython", "workspaces")}
         for d in dirs.values():
             d.mkdir(parents=True, exist_ok=True)
+        write_kernel_spec(dirs["data"])
         built = PROJECT_ROOT / "ipy_agent" / "labextension"
         if (built / "package.json").exists():
             # This checkout's own build of the extension (`jlpm build`) wins over the installed one,
             # so a change to the TypeScript is tested in the checkout that made it.
             (dirs["data"] / "labextensions").mkdir()
             (dirs["data"] / "labextensions" / EXTENSION).symlink_to(built, target_is_directory=True)
-        spec = dirs["data"] / "kernels" / "python3"
-        spec.mkdir(parents=True)
-        (spec / "kernel.json").write_text(
-            json.dumps(
-                {
-                    "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                    "display_name": "Python 3 (ipy_agent test)",
-                    "language": "python",
-                }
-            )
-        )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_", "JUPYTER_"))}
         env.update(
             JUPYTER_CONFIG_DIR=str(dirs["config"]),
@@ -189,6 +201,7 @@ class JupyterServer:
             "--ServerApp.open_browser=False",
             "--LanguageServerManager.autodetect=False",
             "--MappingKernelManager.default_kernel_name=python3",
+            *self.extra_args,
         ]
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
@@ -276,6 +289,38 @@ class JupyterServer:
         page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         nb = NotebookPage(self, page, name)
         page.goto(self.url(f"lab/tree/{name}?reset" if self.kind == "lab" else f"notebooks/{name}"))
+        nb.wait_ready()
+        return nb
+
+    def new_from_tree(self, browser: Any, folder: str) -> tuple[Any, NotebookPage]:
+        """Notebook 7 as a person starts: the file browser at `folder`, New > the kernel's entry;
+        the notebook opens in a new tab and the file browser's tab stays open (and connected to
+        the new kernel). Returns (the file browser's page, the notebook's page)."""
+        assert self.kind == "notebook", "New > Notebook from the file browser is Notebook 7's flow"
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        tree = context.new_page()
+        tree.goto(self.url(f"tree/{folder}"))
+        with waiting_for(f"the file browser at {folder!r} to offer New > Python 3"):
+            tree.get_by_text("New", exact=True).first.click(timeout=TIMEOUT * 1000)
+            entry = tree.locator(".lm-Menu-item:has-text('Python 3')").first
+            with context.expect_page(timeout=TIMEOUT * 1000) as opened:
+                entry.click(timeout=TIMEOUT * 1000)
+        page = opened.value
+        existing = sorted(p.name for p in (self.root / folder).glob("Untitled*.ipynb"))
+        nb = NotebookPage(self, page, f"{folder}/{existing[-1] if existing else 'Untitled.ipynb'}")
+        nb.wait_ready()
+        return tree, nb
+
+    def new_from_launcher(self, browser: Any, folder: str) -> NotebookPage:
+        """JupyterLab as a person starts: the file browser at `folder`, the Launcher's Notebook
+        card (the kernel's entry); the notebook opens in the same page."""
+        assert self.kind == "lab", "the Launcher is JupyterLab's"
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(self.url(f"lab/tree/{folder}?reset"))
+        card = page.locator(".jp-Launcher-section:has-text('Notebook') .jp-LauncherCard").first
+        with waiting_for(f"the Launcher in {folder!r} to offer a Notebook card"):
+            card.click(timeout=TIMEOUT * 1000)
+        nb = NotebookPage(self, page, f"{folder}/Untitled.ipynb")
         nb.wait_ready()
         return nb
 

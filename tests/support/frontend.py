@@ -11,7 +11,6 @@ ops come from ipy_agent/notebook/protocol.json, as the extension's do. Replies g
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
@@ -32,12 +31,13 @@ def cell(
     cell_id: str | None = None,
     outputs: list[Any] | None = None,
     execution_count: int | None = None,
+    tags: list[str] | None = None,
 ) -> dict[str, Any]:
     c: dict[str, Any] = {
         "id": cell_id or uuid.uuid4().hex[:8],
         "cell_type": cell_type,
         "source": source,
-        "metadata": {},
+        "metadata": {"tags": list(tags)} if tags else {},
     }
     if cell_type == "code":
         c["outputs"] = outputs or []
@@ -88,6 +88,7 @@ class Panel:
             "execution_count": c.get("execution_count"),
             "output_count": len(outs),
             "outputs_size": sum(len(json.dumps(o)) for o in outs),
+            "tags": [t for t in c.get("metadata", {}).get("tags", []) if isinstance(t, str)],
         }
         if outputs:
             s["outputs"] = outs
@@ -224,6 +225,19 @@ class LiveKernel(Kernel):
     def send(self, comm_id: str, data: dict[str, Any]) -> None:
         self._send_comm(comm_id, data)
 
+    def run_cell(self, panel: Panel, cell_id: str) -> None:
+        """What the person's Shift+Enter does: an execute_request carrying the cell's id in its
+        metadata (JupyterLab's `cellId`), then the count and outputs written into the cell."""
+        c = panel.cells[panel.find(cell_id)]
+        content = {"code": c["source"], "silent": False, "store_history": True, "user_expressions": {}}
+        msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        self.kc.shell_channel.send(msg)
+        self.cells += 1
+        ex = self.wait(msg["header"]["msg_id"])
+        assert ex.status == "ok", f"cell {cell_id} failed: {ex.reply.get('ename')}: {ex.reply.get('evalue')}"
+        c["execution_count"] = ex.reply.get("execution_count")
+        c["outputs"] = [{"output_type": m["msg_type"], **m["content"]} for m in ex.outputs]
+
     def open_from_page(self, panel: Panel) -> str:
         """What a reloaded page does: open a comm of its own to the kernel's target, with hello."""
         comm_id = uuid.uuid4().hex
@@ -233,21 +247,9 @@ class LiveKernel(Kernel):
         return comm_id
 
 
-class Loopback:
-    """A comm whose other end is a panel answering at once, in this process: the bridge without
-    a kernel, for tests of what the kernel side does with the answers."""
-
-    def __init__(self, bridge: NotebookBridge, panel: Panel) -> None:
-        self.bridge, self.panel = bridge, panel
-
-    def send(self, data: dict[str, Any]) -> None:
-        answer = self.panel.answer(data)
-        if answer is not None:
-            asyncio.get_running_loop().call_soon(self.bridge._on_data, self, answer)
-
-
 def connected_bridge(panel: Panel, cwd: Any, *, shell: Any = None) -> NotebookBridge:
     """A kernel-side bridge whose page is `panel` (its file is `cwd / panel.path`)."""
     bridge = NotebookBridge(shell=shell, session_name=str(cwd / panel.path), cwd=cwd)
-    bridge._on_data(Loopback(bridge, panel), {**panel.hello(), "server_root": str(cwd)})
+    panel.server_root = str(cwd)
+    bridge.connect_local(panel)
     return bridge

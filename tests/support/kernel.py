@@ -305,6 +305,18 @@ class Kernel:
         self.kc.shell_channel.send(msg)
         return str(msg["header"]["msg_id"])
 
+    def close_from_another_page(self, comm_id: str) -> None:
+        """What a second page of this kernel without a handler for the comm sends (Notebook 7's
+        file browser tab after "New > Notebook"): a `comm_close` from its own client session."""
+        other = self.km.blocking_client()
+        other.start_channels()
+        try:
+            msg = other.session.msg("comm_close", {"comm_id": comm_id, "data": {}})
+            other.shell_channel.send(msg)
+            self.pump(0.5)  # the kernel handles it before this page's next message
+        finally:
+            other.stop_channels()
+
     def click(self, comm_id: str) -> str:
         """A button click, as @jupyter-widgets sends it; returns the comm message's id."""
         return self._send_comm(comm_id, {"method": "custom", "content": {"event": "click"}})
@@ -312,3 +324,12 @@ class Kernel:
     def set_value(self, comm_id: str, value: Any) -> str:
         """Typing into a Text field, as @jupyter-widgets sends it; returns the comm message's id."""
         return self._send_comm(comm_id, {"method": "update", "state": {"value": value}, "buffer_paths": []})
+
+    def set_state(self, comm_id: str, state: dict[str, Any]) -> str:
+        """Any widget state change a front end sends (a ToggleButtons' `index`, a Checkbox's `value`)."""
+        return self._send_comm(comm_id, {"method": "update", "state": state, "buffer_paths": []})
+
+    def parent(self, comm_id: str) -> str | None:
+        """The box that holds widget `comm_id`, once the front end knows it."""
+        ref = f"IPY_MODEL_{comm_id}"
+        return next((cid for cid, s in list(self.models.items()) if ref in (s.get("children") or [])), None)

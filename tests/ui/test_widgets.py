@@ -193,6 +193,32 @@ async def test_notebook_edit_prompt_says_outputs_will_be_cleared():
     assert "+2</span>" in shown and "-1</span>" in shown and "+y = 3" in shown
 
 
+async def test_a_prompt_action_is_a_button_that_denies_with_its_label():
+    from ipy_agent.contract.tool import PromptAction
+
+    async def apply() -> None:
+        pass
+
+    loop = asyncio.get_running_loop()
+    action = PromptAction(label="Never run this cell", message="marked never-run", apply=apply)
+    request = PermissionRequest(
+        tool_name="NotebookRun",
+        input={"cell_id": "c1"},
+        summary="cell c1",
+        suggested_rule="NotebookRun",
+        tool_use_id="r1",
+        preview=PermissionPreview(title="Run cell c1", command="train()", actions=(action,)),
+    )
+    future = loop.create_future()
+    prompt = ApprovalPrompt(request, loop, future)
+    [button] = prompt.action_buttons
+    assert button.description == "Never run this cell" and button in prompt.widget.children[1].children
+    button.click()
+    answer = await asyncio.wait_for(future, TIMEOUT)
+    assert (answer.behavior, answer.action) == ("deny", "Never run this cell")
+    assert prompt.outcome_text == "Denied: Never run this cell" and button.disabled
+
+
 def test_footer_shows_tokens_cost_estimate_and_context_share():
     agent = SimpleNamespace(model=SimpleNamespace(name="claude-sonnet-4-5"), context_window=200_000)
     view = RunView(agent)

@@ -21,11 +21,15 @@ Modules import one way, each only from those above it in this list:
 - `sandbox`: the bubblewrap sandbox: whether one can be made here, and its command line;
 - `notes`: what the model and the person are told about it (failures, no sandbox, HOME, status);
 - `contain`: which sandbox a command gets, by who approved it, and running it there;
-- `tool`: the `BashTool` the runtime sees.
+- `logs`: reading a background command's log (new lines, a filter, the result limit);
+- `background`: commands started in the background: their process groups, logs and reads;
+- `tool`: the `BashTool` the runtime sees;
+- `background_tools`: `BashOutput` and `KillShell`, for the commands in the background.
 """
 
 from __future__ import annotations
 
+from .background_tools import BashOutputTool, KillShellTool
 from .tool import BashInput, BashOutput, BashTool
 
-__all__ = ["BashInput", "BashOutput", "BashTool"]
+__all__ = ["BashInput", "BashOutput", "BashOutputTool", "BashTool", "KillShellTool"]

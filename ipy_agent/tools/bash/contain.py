@@ -33,7 +33,7 @@ from .resources import Cgroup, make_cgroup, shell_limits
 from .sandbox import Access, bwrap_argv, sandbox_usable, visible_roots
 from .seccomp import seccomp_fd
 
-__all__ = ["contained_run", "containment"]
+__all__ = ["contained_launch", "contained_run", "containment", "finish_cgroup", "limit_note"]
 
 
 def containment(ctx: ToolContext, *, unsandboxed: bool = False) -> Access | None:
@@ -45,26 +45,20 @@ def containment(ctx: ToolContext, *, unsandboxed: bool = False) -> Access | None
     return "read-only"
 
 
-async def contained_run(
-    command: str,
-    cwd: Path,
-    timeout_s: float,
-    spill: Path | None,
-    ctx: ToolContext,
-    *,
-    unsandboxed: bool = False,
-) -> tuple[RunResult, list[str]]:
-    """Run `command` contained as its approval requires; (result, notes for the model)."""
+async def contained_launch(
+    command: str, cwd: Path, ctx: ToolContext, *, unsandboxed: bool = False
+) -> tuple[Launch | None, Cgroup | None]:
+    """How `command` must start, as its approval requires: inside the sandbox (a `Launch`, and
+    the cgroup it joins, which the caller removes with `finish_cgroup`), or unsandboxed (None).
+    Raises ToolError where it may not run at all."""
     access = containment(ctx, unsandboxed=unsandboxed)
     if access is None or not sandbox_usable(ctx):
-        if ctx.approved:
-            return await run_command(command, str(cwd), timeout_s, spill), []
-        if not core_read_only(command):
+        if not ctx.approved and not core_read_only(command):
             raise ToolError(
                 "Not run: no one approved this command and it cannot be sandboxed here. "
                 f"{availability_note(ctx)} Ask the person, or use Read, Grep and Glob instead."
             )
-        return await run_command(command, str(cwd), timeout_s, spill, end_group=True), []
+        return None, None
     masks = await asyncio.to_thread(mask_paths, ctx, visible_roots(ctx, access))
     if masks is None:
         raise ToolError(
@@ -85,23 +79,44 @@ async def contained_run(
         fd = seccomp_fd()
         assert fd is not None, "sandbox_usable implies a seccomp filter"
         sandbox_argv[sandbox_argv.index("--seccomp") + 1] = str(fd)
-        launch = Launch(
-            argv=[*(cgroup.join_argv() if cgroup else []), *sandbox_argv],
-            script_prefix=shell_limits(ctx.sandbox_limits, cgroup=cgroup is not None),
-            pass_fds=(fd,),
-        )
+    except BaseException:
+        await asyncio.to_thread(finish_cgroup, cgroup)
+        raise
+    return Launch(
+        argv=[*(cgroup.join_argv() if cgroup else []), *sandbox_argv],
+        script_prefix=shell_limits(ctx.sandbox_limits, cgroup=cgroup is not None),
+        pass_fds=(fd,),
+    ), cgroup
+
+
+async def contained_run(
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    spill: Path | None,
+    ctx: ToolContext,
+    *,
+    unsandboxed: bool = False,
+) -> tuple[RunResult, list[str]]:
+    """Run `command` contained as its approval requires; (result, notes for the model)."""
+    launch, cgroup = await contained_launch(command, cwd, ctx, unsandboxed=unsandboxed)
+    if launch is None:
+        # Unsandboxed: what no one approved is a core command, and nothing it starts outlives it.
+        return await run_command(command, str(cwd), timeout_s, spill, end_group=not ctx.approved), []
+    try:
         run = await run_command(command, str(cwd), timeout_s, spill, launch=launch, end_group=True)
     finally:
-        limit = await asyncio.to_thread(_finish, cgroup)
+        limit = await asyncio.to_thread(finish_cgroup, cgroup)
+    access = containment(ctx, unsandboxed=unsandboxed) or "read-only"
     notes = []
     if limit is not None:
-        notes.append(_limit_note(limit, ctx))
+        notes.append(limit_note(limit, ctx))
     elif (what := stopped_by_sandbox(run.output, run.exit_code, access)) is not None:
         notes.append(sandbox_note(what, access))
     return run, notes
 
 
-def _finish(cgroup: Cgroup | None) -> str | None:
+def finish_cgroup(cgroup: Cgroup | None) -> str | None:
     """Which cgroup limit stopped something, and the cgroup removed."""
     if cgroup is None:
         return None
@@ -111,7 +126,7 @@ def _finish(cgroup: Cgroup | None) -> str | None:
         cgroup.remove()
 
 
-def _limit_note(limit: str, ctx: ToolContext) -> str:
+def limit_note(limit: str, ctx: ToolContext) -> str:
     limits = ctx.sandbox_limits
     amount = (
         f"{limits.memory / 1024**3:g} GiB of memory for all its processes"

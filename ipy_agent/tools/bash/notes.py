@@ -9,8 +9,10 @@ from ipy_agent.contract.tool_context import ToolContext
 
 from .core import CORE_PROGRAMS
 from .sandbox import Access, covered, sandbox_status, sandbox_usable
+from .syntax import simple_commands
+from .verdict import is_read_only_command
 
-__all__ = ["availability_note", "home_note", "sandbox_note", "status_text", "stopped_by_sandbox"]
+__all__ = ["availability_note", "exit_one_meaning", "home_note", "sandbox_note", "status_text", "stopped_by_sandbox"]
 
 # What a command prints when the sandbox, not the command, was the obstacle.
 _STOPPED = (
@@ -107,3 +109,33 @@ def status_text(ctx: ToolContext) -> tuple[str, bool]:
 
 def _size(n: int) -> str:
     return f"{n / 1024**3:g} GiB" if n >= 1024**3 else f"{n / 1024**2:g} MiB"
+
+
+# Exit status 1 of these, as the last command, answers a question ("no match", "they differ").
+_EXIT_ONE_MEANS = {
+    "grep": "no line matched",
+    "egrep": "no line matched",
+    "fgrep": "no line matched",
+    "rg": "no line matched",
+    "diff": "the inputs differ",
+    "cmp": "the inputs differ",
+    "find": "some paths could not be visited",
+    "test": "the condition is false",
+    "[": "the condition is false",
+    "[[": "the condition is false",
+}
+
+
+def exit_one_meaning(command: str) -> str | None:
+    """What exit status 1 of `command` answers ("no line matched"), when it is an answer, not a failure."""
+    return _EXIT_ONE_MEANS.get(_last_program(command) or "")
+
+
+def _last_program(command: str) -> str | None:
+    cmds = simple_commands(command)
+    if not cmds or cmds[-1].name is None:
+        return None
+    # With `a && b`, exit 1 may come from `a`; trust it only when everything before only reads.
+    if any(not is_read_only_command(c.text) for c in cmds[:-1]):
+        return None
+    return cmds[-1].name.text

@@ -30,7 +30,16 @@ from typing import BinaryIO
 from ipy_agent.base.secrets import tool_environ
 from ipy_agent.runtime import budget
 
-__all__ = ["OUTPUT_LIMIT", "Launch", "RunResult", "elide_middle", "run_command"]
+__all__ = [
+    "OUTPUT_LIMIT",
+    "Launch",
+    "RunResult",
+    "elide_middle",
+    "group_alive",
+    "run_command",
+    "signal_group",
+    "tool_env",
+]
 
 OUTPUT_LIMIT = 30_000  # characters the model gets, note included
 _KEEP = 64 * 1024  # bytes of head and of tail kept in memory once output is large
@@ -154,12 +163,12 @@ def elide_middle(head: str, tail: str, total_chars: int, total_lines: int, path:
     return first + note + last
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
+def signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
         os.killpg(pgid, sig)
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     """Whether any process of the group still runs (zombies waiting to be reaped do not count:
     PID 1 in a container may never reap them)."""
     try:
@@ -187,7 +196,7 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
     """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left and wait until
     it is gone: SIGKILL is delivered, not done, when `kill` returns, and a caller that reports
     "stopped" must be telling the truth even on a busy machine."""
-    _signal_group(proc.pid, signal.SIGTERM)
+    signal_group(proc.pid, signal.SIGTERM)
     try:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), _KILL_GRACE)
@@ -197,9 +206,9 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
 
 
 async def _kill_group(pgid: int) -> None:
-    _signal_group(pgid, signal.SIGKILL)
+    signal_group(pgid, signal.SIGKILL)
     waited = 0.0
-    while waited < _GONE_WAIT and await asyncio.to_thread(_group_alive, pgid):
+    while waited < _GONE_WAIT and await asyncio.to_thread(group_alive, pgid):
         await asyncio.sleep(0.02)
         waited += 0.02
 
@@ -222,15 +231,7 @@ async def run_command(
     # A NUL before the path: whatever the command itself wrote to the pipe comes before it.
     trap = f"trap 'printf \\\\0 >&{cwd_write} 2>/dev/null; pwd -P >&{cwd_write} 2>/dev/null' EXIT; "
     script = (launch.script_prefix if launch else "") + trap + command
-    # pip checks PyPI for a newer pip once a week, even in `pip list`: a network call the
-    # classifier calls read-only must not make.
-    env = {
-        **tool_environ(),
-        "GIT_TERMINAL_PROMPT": "0",
-        "PAGER": "cat",
-        "GIT_PAGER": "cat",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-    }
+    env = tool_env()
     collector = _Collector(spill_path)
     rfd, wfd = os.pipe()
     passed = launch.pass_fds if launch else ()
@@ -304,6 +305,19 @@ async def run_command(
         spill_path=path,
         final_cwd=None if timed_out else final_cwd,
     )
+
+
+def tool_env() -> dict[str, str]:
+    """The environment of a command: no credentials, no pager, no prompt for a git password."""
+    # pip checks PyPI for a newer pip once a week, even in `pip list`: a network call the
+    # classifier calls read-only must not make.
+    return {
+        **tool_environ(),
+        "GIT_TERMINAL_PROMPT": "0",
+        "PAGER": "cat",
+        "GIT_PAGER": "cat",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
 
 
 def _take_cwd(fd: int) -> str | None:

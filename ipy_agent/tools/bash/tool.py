@@ -3,31 +3,33 @@
 What the runtime learns before running (all from parsing in this package, never by regex):
 read-only commands run without a prompt and in parallel with other reads; destructive ones are
 flagged in the approval prompt; compound commands are split so a permission rule must cover every
-part. What the model gets back: the merged output (capped, the middle cut with the full text in a
-file), "Exit code N" on failure, and a note when the shell's directory was reset.
-"""
+part. The model gets the merged output (capped, the full text in a file), "Exit code N" on failure,
+and a note when the shell's directory was reset."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
+from ipy_agent.contract.checkpoints import watching
+from ipy_agent.contract.tool import BackgroundTask, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.permissions.builtin import builtin_specs
 from ipy_agent.permissions.rules import part_matches
 from ipy_agent.runtime.budget import spill_file_name
 
+from .background import finished_note, shells_of, start_background
 from .contain import contained_run
 from .core import core_read_only
 from .deny import denied_read
 from .destructive import destructive_reasons
-from .notes import availability_note, status_text
+from .notes import availability_note, exit_one_meaning, status_text
 from .process import OUTPUT_LIMIT
 from .protected_writes import protected_write
 from .sandbox import sandbox_usable
@@ -42,19 +44,6 @@ __all__ = ["BashInput", "BashOutput", "BashTool"]
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 
-# Exit status 1 of these, as the last command, answers a question ("no match", "they differ").
-_EXIT_ONE_MEANS = {
-    "grep": "no line matched",
-    "egrep": "no line matched",
-    "fgrep": "no line matched",
-    "rg": "no line matched",
-    "diff": "the inputs differ",
-    "cmp": "the inputs differ",
-    "find": "some paths could not be visited",
-    "test": "the condition is false",
-    "[": "the condition is false",
-    "[[": "the condition is false",
-}
 # Programs whose rule is more useful with their subcommand: `Bash(git diff:*)`, not `Bash(git:*)`.
 _WITH_SUBCOMMAND = frozenset(
     "git npm pnpm yarn bun npx cargo go docker kubectl pip pip3 uv poetry make gh conda dotnet".split()
@@ -78,6 +67,11 @@ class BashInput(BaseModel):
     description: str | None = Field(
         default=None,
         description="What the command does, in 5-10 words, for the person watching.",
+    )
+    run_in_background: bool = Field(
+        default=False,
+        description="Start the command and return its id at once, without waiting (a server, a long training "
+        "run or test suite); read its output later with BashOutput, stop it with KillShell.",
     )
     dangerouslyDisableSandbox: bool = Field(
         default=False,
@@ -106,6 +100,7 @@ class BashOutput:
     lines: int = 0
     spill_path: str | None = None
     exit_one_meaning: str | None = None  # set when exit 1 is an answer, not a failure
+    background_id: str | None = None  # started in the background under this id (nothing ran to its end yet)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -147,8 +142,9 @@ independent commands go in separate tool calls in the same message, which may ru
 `--no-edit`, `git --no-pager`).
 - timeout is in milliseconds: {DEFAULT_TIMEOUT_MS:,} (2 minutes) by default, at most \
 {MAX_TIMEOUT_MS:,} (10 minutes). On timeout the command and every process it started are \
-stopped. A server or watcher never ends on its own: start it in the background with its output \
-redirected to a file (`cmd > log.txt 2>&1 &`) and Read the file.
+stopped. A server, a watcher or a long run goes in the background: `run_in_background: true` \
+returns an id at once (the timeout does not apply); read what it printed since the last read with \
+BashOutput, stop it with KillShell; you are told when it ends. Do not poll it in a loop with sleep.
 - A non-zero exit status is reported as an error starting with "Exit code N". Exit status 1 of \
 grep, rg, diff, cmp, find and test as the last command is an answer ("no match", "they differ"), \
 not an error.
@@ -307,18 +303,27 @@ class BashTool(Tool):
     # --- execution -------------------------------------------------------------------------
     async def call(self, inp: BashInput, ctx: ToolContext) -> BashOutput:
         cwd = start_cwd(ctx)
+        if inp.run_in_background:
+            shell = await start_background(
+                inp.command, cwd, ctx, description=inp.description or "", unsandboxed=inp.dangerouslyDisableSandbox
+            )
+            text = (
+                f"Command running in background with ID: {shell.id}. Its output is being written to: {shell.log_path}"
+            )
+            return BashOutput(command=inp.command, output=text, exit_code=None, background_id=shell.id)
         spill = None
         if ctx.spill_dir is not None:
             spill = Path(ctx.spill_dir) / spill_file_name(ctx.tool_use_id or uuid.uuid4().hex, prefix="bash-")
-        run, notes = await contained_run(
-            inp.command, cwd, inp.timeout / 1000, spill, ctx, unsandboxed=inp.dangerouslyDisableSandbox
-        )
+        async with watching(ctx.checkpoints if ctx.approved else None, ctx.all_dirs(), inp.command):
+            run, notes = await contained_run(
+                inp.command, cwd, inp.timeout / 1000, spill, ctx, unsandboxed=inp.dangerouslyDisableSandbox
+            )
         if run.final_cwd is not None and inside_working_dirs(Path(run.final_cwd), ctx):
             ctx.session["bash_cwd"] = run.final_cwd
         elif run.final_cwd is not None:
             ctx.session["bash_cwd"] = str(ctx.cwd)
             notes.append(f"Shell cwd was reset to {ctx.cwd} (it had left the working directories).")
-        meaning = _EXIT_ONE_MEANS.get(_last_program(inp.command) or "") if run.exit_code == 1 else None
+        meaning = exit_one_meaning(inp.command) if run.exit_code == 1 else None
         return BashOutput(
             command=inp.command,
             output=run.output,
@@ -336,7 +341,7 @@ class BashTool(Tool):
         if output.timed_out:
             head = (
                 f"Timed out after {output.timeout_ms / 1000:g} s: the command and every process it started "
-                "were stopped. Raise `timeout` (max 600000 ms) or run it in the background with output to a file."
+                "were stopped. Raise `timeout` (max 600000 ms) or run it with `run_in_background: true`."
             )
             text = f"{head}\n{body}" if body else head
         elif output.is_error:
@@ -367,7 +372,15 @@ class BashTool(Tool):
         cut = f"... ({len(lines) - len(shown)} earlier lines)\n" if len(lines) > len(shown) else ""
         return f"$ {inp.command}\n{cut}" + "\n".join(shown)
 
+    def background_tasks(self, ctx: ToolContext) -> Sequence[BackgroundTask]:
+        return shells_of(ctx.session).tasks()
+
+    def take_reminders(self, ctx: ToolContext) -> list[str]:
+        return [finished_note(shell) for shell in shells_of(ctx.session).take_finished()]
+
     def summarize_result(self, output: BashOutput) -> str:
+        if output.background_id:
+            return f"Started in the background as {output.background_id}"
         if output.timed_out:
             return f"Timed out after {output.timeout_ms / 1000:g} s"
         return f"Exit {output.exit_code}, {output.lines} line{'s' if output.lines != 1 else ''}"
@@ -385,13 +398,3 @@ def _source_prefix(text: str, sources: list[str]) -> str:
             break
         end = at + len(s)
     return text[:end] if end else text
-
-
-def _last_program(command: str) -> str | None:
-    cmds = simple_commands(command)
-    if not cmds or cmds[-1].name is None:
-        return None
-    # With `a && b`, exit 1 may come from `a`; trust it only when everything before only reads.
-    if any(not is_read_only_command(c.text) for c in cmds[:-1]):
-        return None
-    return cmds[-1].name.text

@@ -3,10 +3,12 @@
 They work on the notebook the person has open through the live-notebook bridge
 (`ipy_agent/notebook/bridge.py`), and NotebookEdit on `.ipynb` files on disk too.
 Modules import one way, each only from those above it in this list:
-- `live`: reaching the open notebook, and the stale-cell checks the live tools share;
+- `live`: reaching the open notebook, the stale-cell checks and the cell policies the live tools share;
 - `nbfile`: notebook files: one parse, one cell spliced in, nbformat for new cells and upgrades;
 - `edit_file`: NotebookEdit's change to a file, planned as text;
 - `edit_live`: NotebookEdit applied to the live model in the browser;
+- `run_notes`: what a run can change and how the cell last ran (NotebookRun's prompt and result),
+  the cells' policies and staleness (NotebookRead);
 - `read`: `NotebookReadTool`; `edit`: `NotebookEditTool` (live or file, one schema);
-- `run`: `NotebookRunTool`, one cell run in this kernel; `variables`: `VariablesTool`.
+- `run`: `NotebookRunTool`, cells run in this kernel; `variables`: `VariablesTool`.
 """

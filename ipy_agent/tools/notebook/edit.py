@@ -34,13 +34,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import PermissionPreview, ToolError
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
 
 from .edit_file import plan_file_edit
 from .edit_live import apply_live, plan_live, preview_live
-from .live import live_bridge, live_target
+from .live import live_bridge, live_target, read_only_refusal
 
 __all__ = ["NotebookEditInput", "NotebookEditResult", "NotebookEditTool"]
 
@@ -137,6 +137,15 @@ class NotebookEditTool(FileEditingTool):
         except ToolError as e:
             return str(e)
         return None
+
+    async def check_permissions(self, inp: NotebookEditInput, ctx: ToolContext) -> PermissionCheck:
+        """A cell the person marked `agent:read-only` is refused in every mode (the live notebook)."""
+        nb = live_target(ctx, inp.notebook_path)
+        if nb is not None and inp.cell_id and inp.edit_mode != "insert":
+            refusal = await read_only_refusal(nb, inp.cell_id)
+            if refusal:
+                return PermissionCheck(behavior="deny", message=refusal)
+        return await super().check_permissions(inp, ctx)
 
     async def preview(self, inp: NotebookEditInput, ctx: ToolContext) -> PermissionPreview | None:
         nb = live_target(ctx, inp.notebook_path)

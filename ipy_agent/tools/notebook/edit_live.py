@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ipy_agent.contract.checkpoints import CellChange
 from ipy_agent.contract.tool import PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.diff import make_diff
 
 from .live import bridge_call, fetch_cell, record_cells, require_fresh_cell, require_listed
@@ -77,14 +79,22 @@ def _texts(plan: LivePlan) -> tuple[str, str]:
     return old, new
 
 
+def _named(cell: dict[str, Any] | None) -> str:
+    """A cell as the person sees it: its position in the page and its first line."""
+    if cell is None:
+        return "a cell"
+    index = cell.get("index")
+    return cell_label(index if isinstance(index, int) else None, str(cell.get("source") or ""))
+
+
 def _title(plan: LivePlan, nb: Any) -> str:
     where = f"the open notebook {nb.display_path}"
     if plan.edit_mode == "insert":
-        anchor = f"after cell {plan.cell['id']}" if plan.cell else "at the top"
-        return f"Insert {plan.cell_type} cell {anchor} in {where}"
+        anchor = f"after {_named(plan.cell)}" if plan.cell else "at the top"
+        return f"Insert a {plan.cell_type} cell {anchor} in {where}"
     was = _type_change(plan)
     change = f" ({was} → {plan.cell_type})" if was else ""
-    return f"{plan.edit_mode.capitalize()} cell {plan.cell['id'] if plan.cell else '?'}{change} in {where}"
+    return f"{plan.edit_mode.capitalize()} {_named(plan.cell)}{change} in {where}"
 
 
 async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview | None:
@@ -92,7 +102,7 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview
         plan = await plan_live(inp, ctx, nb)
     except ToolError:
         return None
-    label = f"{nb.display_path} [{'new cell' if plan.edit_mode == 'insert' else 'cell ' + plan.cell['id']}]"  # type: ignore[index]
+    label = f"{nb.display_path} [{'new cell' if plan.edit_mode == 'insert' else _named(plan.cell).split(' · ')[0]}]"
     d = make_diff(*_texts(plan), label=label)
     notes = (
         ("outputs will be cleared",)
@@ -104,7 +114,29 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview
         diff=d.text,
         added=d.added,
         removed=d.removed,
-        notes=(*notes, "this changes the open notebook at once; the file changes when it is saved"),
+        notes=(
+            *notes,
+            "this changes the open notebook at once; the file changes when it is saved; %agent_rewind puts it back",
+        ),
+    )
+
+
+def _change(plan: LivePlan, nb: Any, cell: dict[str, Any], cells: list[dict[str, Any]]) -> CellChange:
+    """What a rewind needs to undo this edit of the open notebook."""
+    before = plan.cell or {}
+    index = int(cell.get("index", before.get("index", 0)) or 0)
+    after_id = None
+    if plan.edit_mode == "delete" and index > 0 and index - 1 < len(cells):
+        after_id = cells[index - 1].get("id")
+    return CellChange(
+        notebook=str(nb.path),
+        action=plan.edit_mode,  # type: ignore[arg-type]
+        cell_id=str(cell.get("id") or before.get("id")),
+        index=index,
+        before_source=plan.old_source,
+        before_type=str(before.get("cell_type") or plan.cell_type),
+        after_source=plan.new_source,
+        after_id=after_id,
     )
 
 
@@ -144,6 +176,8 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
         record_cells(ctx, nb, [cell], source="NotebookEdit")
         await nb.scroll_to(cell.get("id", ""))
     cells = await bridge_call(nb.list_cells())
+    if ctx.checkpoints is not None:  # kept for a rewind
+        ctx.checkpoints.cell_changed(_change(plan, nb, cell, cells))
     d = make_diff(*_texts(plan), label=f"{nb.display_path} [cell {cell.get('id')}]")
     return result_type(
         path=str(nb.path),

@@ -15,13 +15,17 @@ from typing import Any
 from ipy_agent.contract.read_state import cell_key
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.policy import CellPolicy, cell_policy
 
 __all__ = [
     "NOTEBOOK_MARK",
     "bridge_call",
+    "cell_policy_of",
     "fetch_cell",
     "live_bridge",
+    "live_missing",
     "live_target",
+    "read_only_refusal",
     "record_cells",
     "require_fresh_cell",
 ]
@@ -36,12 +40,31 @@ def live_bridge(ctx: ToolContext) -> Any:
     return nb if nb is not None and getattr(nb, "connected", False) else None
 
 
+def live_missing(ctx: ToolContext) -> str:
+    """Why the live tools are hidden, in a person's words: no kernel, or no page that answered."""
+    nb = ctx.notebook
+    if nb is None or getattr(nb, "shell", None) is None:
+        return "needs a Jupyter kernel: this is not one (plain Python or terminal IPython)"
+    problem = getattr(nb, "problem", None)
+    if problem:
+        return f"needs the JupyterLab extension: {problem}"
+    return (
+        "needs the JupyterLab extension: not connected in this page (no page with ipy-agent-notebook answered; "
+        "reload the page, or see the README's Known limits)"
+    )
+
+
 def live_target(ctx: ToolContext, notebook_path: str | None) -> Any:
     """The bridge when `notebook_path` (None: the open notebook) is the notebook open in the front end."""
     nb = live_bridge(ctx)
     if nb is None:
         return None
     if notebook_path is None or nb.is_open_notebook(ctx.resolve(notebook_path)):
+        return nb
+    # A remote kernel (behind a kernel gateway) runs elsewhere than the Jupyter server that holds
+    # the file: the open notebook is the one named as the front end names it, when no file of
+    # that name is on the kernel's host.
+    if notebook_path == nb.display_path and not ctx.resolve(notebook_path).exists():
         return nb
     return None
 
@@ -112,3 +135,30 @@ def require_listed(ctx: ToolContext, nb: Any) -> None:
             "The open notebook has not been read yet in this conversation. Read it with NotebookRead first, so "
             "the new cell goes where you mean it to."
         )
+
+
+async def cell_policy_of(nb: Any, cell: dict[str, Any]) -> CellPolicy:
+    """The person's policy for `cell`: its tags and the notebook's metadata (read live; a page that
+    cannot answer the metadata leaves the cell's own tags)."""
+    from ipy_agent.notebook.bridge import BridgeError
+
+    try:
+        meta = await nb.agent_metadata()
+    except BridgeError:
+        meta = {}
+    return cell_policy(cell, meta if isinstance(meta, dict) else {})
+
+
+async def read_only_refusal(nb: Any, cell_id: str) -> str | None:
+    """Why the cell must not be edited (`agent:read-only`), or None."""
+    try:
+        cell = await fetch_cell(nb, cell_id)
+    except ToolError:
+        return None  # validation says what is wrong with the id
+    policy = await cell_policy_of(nb, cell)
+    if not policy.read_only:
+        return None
+    return (
+        f"Cell {cell['id']!r} is read-only for the agent ({policy.where}): the person set this. Do not change it "
+        "another way; put new code in a new cell (NotebookEdit with edit_mode insert), or ask the person."
+    )

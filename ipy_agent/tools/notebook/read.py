@@ -19,7 +19,8 @@ from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 
-from .live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_target, record_cells
+from .live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_missing, live_target, record_cells
+from .run_notes import notebook_notes
 
 __all__ = ["NotebookReadInput", "NotebookReadResult", "NotebookReadTool"]
 
@@ -35,6 +36,9 @@ cell the person changed after you read it is refused until you read it again.
 - cell_ids: read only these cells (ids as shown here); omit to read every cell. For a long \
 notebook, read all cells once, then the ones you work on.
 - Each cell's text outputs are cut to about {budget:,} characters in the middle, with a marker.
+- Cells the person gave a policy (agent:never-run, agent:read-only, agent:ask) are listed first; \
+so are cells that never ran in this kernel, were edited since they ran, or may be stale (they use \
+a name another cell redefined after them). Rerun the fewest such cells, in order, with NotebookRun.
 - To see the kernel's variables (names, types, shapes) use Variables; to run a cell use NotebookRun.
 """
 
@@ -67,6 +71,9 @@ class NotebookReadTool(Tool):
     def description(self, ctx: ToolContext) -> str:
         nb = live_bridge(ctx)
         return DESCRIPTION.format(path=nb.display_path if nb is not None else None, budget=OUTPUT_BUDGET_CHARS)
+
+    def disabled_reason(self, ctx: ToolContext) -> str:
+        return live_missing(ctx)
 
     def _enabled(self, ctx: ToolContext) -> bool:
         return live_bridge(ctx) is not None
@@ -119,7 +126,8 @@ class NotebookReadTool(Tool):
             f"The open notebook {nb.display_path} ({len(all_cells)} cells"
             f"{', unsaved changes' if listing.get('dirty') else ''}); showing {len(cells)}:\n"
         )
-        blocks = _merge([{"type": "text", "text": head}], blocks)
+        notes = await notebook_notes(nb, all_cells, {c["id"] for c in cells})
+        blocks = _merge([{"type": "text", "text": head + notes}], blocks)
         return NotebookReadResult(
             display=str(nb.display_path),
             blocks=blocks,

@@ -8,39 +8,62 @@ default mode the `%agent` cell is still running, and a front-end execution would
 it while the agent waited for it (docs/live-notebook.md explains the design).
 
 Running code changes the kernel's state, so it asks unless a rule (`NotebookRun`) allows it; the
-prompt shows the code as it is now in the notebook.
+prompt shows the code as it is now in the notebook and what it can change (run_notes.py: the
+names it overwrites with their current summaries, found by parsing). The person's cell policies
+(notebook/policy.py) are the tool's own opinion: `agent:never-run` denies and `agent:ask` asks in
+every mode, bypassPermissions included. A list of cells runs in order and stops at the first
+failure; a failure comes back as its summary (notebook/errors.py), the cell keeping the traceback.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.tool import PermissionPreview, Tool, ToolError
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, PromptAction, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.naming import cell_label
+from ipy_agent.notebook.policy import NEVER_RUN, with_cell_tag
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
+from ipy_agent.notebook.runlog import CellRun
 
-from .live import bridge_call, fetch_cell, live_bridge, live_target
+from .live import bridge_call, cell_policy_of, fetch_cell, live_bridge, live_missing, live_target
+from .run_notes import effect_notes, policy_note
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "NotebookRunInput", "NotebookRunResult", "NotebookRunTool"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_TIMEOUT",
+    "NotebookRunInput",
+    "NotebookRunResult",
+    "NotebookRunTool",
+    "NotebookRunsResult",
+]
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 1800.0
 
 DESCRIPTION = """\
-Run one code cell of the notebook open in JupyterLab ({path!r}) in this kernel, the kernel the \
-person's variables live in. Its outputs appear in that cell for the person, with its execution \
-count, and come back to you: text, the value of the last line, errors as their traceback, images \
+Run code cells of the notebook open in JupyterLab ({path!r}) in this kernel, the kernel the \
+person's variables live in. Outputs appear in each cell for the person, with its execution \
+count, and come back to you: text, the value of the last line, errors told for the fix (the \
+cell's line, the frames in the person's code, similar names or the DataFrame's columns), images \
 as images (each cell's outputs cut to about {budget:,} characters).
 
 - Use it to run notebook code the person would run: after inserting or editing a cell with \
 NotebookEdit, run it to check it. Use Bash for shell commands and scripts outside the notebook; \
 Bash runs in a separate process and cannot see the kernel's variables.
-- cell_id: the id shown by NotebookRead. Markdown cells cannot be run.
-- timeout: seconds before the cell is stopped (default {default:g}, at most {most:g}); a stopped cell \
-reports what it printed until then. The person can also interrupt the kernel.
+- cell_id: the id shown by NotebookRead; or cell_ids: several cells run in that order, stopping at \
+the first error (rerun the smallest set NotebookRead marks stale instead of running everything). \
+Markdown cells cannot be run.
+- Before each run you and the person see what it can change: the names it overwrites with their \
+current values, what it may modify in place, modules it imports, how long it took last time.
+- The person's cell policies hold: a cell tagged agent:never-run is refused (ask the person to run \
+it, or work around it), agent:ask always asks, agent:timeout=S sets its timeout.
+- timeout: seconds before a cell is stopped (default: the cell's policy, else {default:g}; at most \
+{most:g}); a stopped cell reports what it printed until then. The person can also interrupt.
 - The person is asked before each run unless they allowed it. Running changes the kernel's state, so \
 do not run cells just to look at them: NotebookRead shows their last outputs, and Variables shows \
 the kernel's variables without running anything.
@@ -50,14 +73,20 @@ the kernel's variables without running anything.
 class NotebookRunInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cell_id: str = Field(description="The code cell to run: its id as shown by NotebookRead.")
+    cell_id: str | None = Field(default=None, description="The code cell to run: its id as shown by NotebookRead.")
+    cell_ids: list[str] | None = Field(
+        default=None, description="Instead of cell_id: cells to run in this order, stopping at the first error."
+    )
     notebook_path: str | None = Field(default=None, description="Omit: the open notebook is the only one that can run.")
     timeout: float | None = Field(
         default=None,
         gt=0,
         le=MAX_TIMEOUT,
-        description=f"Seconds before the cell is stopped (default {DEFAULT_TIMEOUT:g}).",
+        description=f"Seconds before each cell is stopped (default: the cell's policy, else {DEFAULT_TIMEOUT:g}).",
     )
+
+    def ids(self) -> list[str]:
+        return list(self.cell_ids) if self.cell_ids else [self.cell_id] if self.cell_id else []
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +100,34 @@ class NotebookRunResult:
     interrupted: bool
     seconds: float
     output_count: int
+    effects: tuple[str, ...] = ()
+    error_summary: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error) or self.timed_out or self.interrupted
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotebookRunsResult:
+    """Several cells run in order; `not_run` are those after the first failure."""
+
+    runs: list[NotebookRunResult]
+    not_run: list[str]
+
+
+def _keep_variables(ctx: ToolContext, nb: Any, cell: dict[str, Any], code: str) -> None:
+    """Keep the variables the cell can rebind, for a rewind (contract/checkpoints.py). Its
+    magics are turned into Python first, as the kernel will run it."""
+    shell = getattr(nb, "shell", None)
+    namespace = getattr(shell, "user_ns", None)
+    if ctx.checkpoints is None or not isinstance(namespace, dict):
+        return
+    try:
+        python = shell.transform_cell(code)  # type: ignore[union-attr]
+    except Exception:
+        python = code
+    ctx.checkpoints.save_variables(python, namespace, cell=cell_label(cell.get("index"), code))
 
 
 class NotebookRunTool(Tool):
@@ -88,6 +145,9 @@ class NotebookRunTool(Tool):
             most=MAX_TIMEOUT,
         )
 
+    def disabled_reason(self, ctx: ToolContext) -> str:
+        return live_missing(ctx)
+
     def _enabled(self, ctx: ToolContext) -> bool:
         nb = live_bridge(ctx)
         return nb is not None and getattr(nb, "shell", None) is not None
@@ -95,7 +155,7 @@ class NotebookRunTool(Tool):
     def _destructive(self, inp: Any) -> bool:
         return True  # arbitrary code: the prompt must not reassure
 
-    async def _cell(self, inp: NotebookRunInput, ctx: ToolContext) -> tuple[Any, dict[str, Any]]:
+    def _notebook(self, inp: NotebookRunInput, ctx: ToolContext) -> Any:
         nb = live_target(ctx, inp.notebook_path)
         if nb is None:
             other = live_bridge(ctx)
@@ -108,41 +168,123 @@ class NotebookRunTool(Tool):
                 f"{inp.notebook_path!r} is not the notebook open in JupyterLab ({other.display_path!r}); "
                 "only the open notebook's cells can run in this kernel."
             )
-        cell = await fetch_cell(nb, inp.cell_id)
-        if cell.get("cell_type") != "code":
-            raise ToolError(f"Cell {inp.cell_id!r} is a {cell.get('cell_type')} cell; only code cells run.")
-        return nb, cell
+        return nb
+
+    async def _cells(self, inp: NotebookRunInput, ctx: ToolContext) -> tuple[Any, list[dict[str, Any]]]:
+        if bool(inp.cell_id) == bool(inp.cell_ids):
+            raise ToolError("Give either cell_id (one cell) or cell_ids (cells run in order), not both or neither.")
+        nb = self._notebook(inp, ctx)
+        cells = [await fetch_cell(nb, cell_id) for cell_id in inp.ids()]
+        for cell in cells:
+            if cell.get("cell_type") != "code":
+                raise ToolError(f"Cell {cell['id']!r} is a {cell.get('cell_type')} cell; only code cells run.")
+        return nb, cells
 
     async def validate_input(self, inp: NotebookRunInput, ctx: ToolContext) -> str | None:
         try:
-            await self._cell(inp, ctx)
+            await self._cells(inp, ctx)
         except ToolError as e:
             return str(e)
         return None
 
+    async def check_permissions(self, inp: NotebookRunInput, ctx: ToolContext) -> PermissionCheck:
+        """The person's cell policies: agent:never-run refuses, agent:ask asks, in every mode."""
+        try:
+            nb, cells = await self._cells(inp, ctx)
+        except ToolError:
+            return PermissionCheck()
+        asks: list[str] = []
+        for cell in cells:
+            policy = await cell_policy_of(nb, cell)
+            if policy.never_run:
+                return PermissionCheck(
+                    behavior="deny",
+                    message=(
+                        f"Cell {cell['id']!r} must not be run by the agent ({policy.where}): the person set this, "
+                        "often because the cell is slow or has effects outside the notebook. Do not run its code "
+                        "another way; ask the person to run it, or go on without it."
+                    ),
+                )
+            if policy.ask:
+                asks.append(f"cell {cell['id']!r} ({policy.where})")
+        if asks:
+            return PermissionCheck(
+                behavior="ask", always=True, message=f"the person asked to approve every run of {', '.join(asks)}"
+            )
+        return PermissionCheck()
+
     async def preview(self, inp: NotebookRunInput, ctx: ToolContext) -> PermissionPreview | None:
         try:
-            nb, cell = await self._cell(inp, ctx)
+            nb, cells = await self._cells(inp, ctx)
         except ToolError:
             return None
+        notes: list[str] = []
+        for cell in cells:
+            prefix = f"{cell['id']}: " if len(cells) > 1 else ""
+            notes.extend(prefix + line for line in effect_notes(nb, cell))
+            policy = policy_note(await cell_policy_of(nb, cell))
+            if policy:
+                notes.append(prefix + policy)
+        ids = ", ".join(c["id"] for c in cells)
+        actions = (_never_run_action(nb, cells[0]["id"]),) if len(cells) == 1 else ()
         return PermissionPreview(
-            title=f"Run cell {cell['id']} of {nb.display_path} in this kernel",
-            command=cell.get("source") or "",
+            title=f"Run cell{'s' if len(cells) > 1 else ''} {ids} of {nb.display_path} in this kernel",
+            command="\n\n".join(c.get("source") or "" for c in cells),
             description="Runs in the notebook's kernel: it can change the person's variables.",
+            notes=tuple(notes),
+            actions=actions,
         )
 
-    async def call(self, inp: NotebookRunInput, ctx: ToolContext) -> NotebookRunResult:
-        nb, cell = await self._cell(inp, ctx)
+    async def call(self, inp: NotebookRunInput, ctx: ToolContext) -> NotebookRunResult | NotebookRunsResult:
+        nb, cells = await self._cells(inp, ctx)
+        runs: list[NotebookRunResult] = []
+        for cell in cells:
+            policy = await cell_policy_of(nb, cell)
+            if policy.never_run:  # set while the prompt was open
+                raise ToolError(f"Cell {cell['id']!r} must not be run by the agent ({policy.where}).")
+            timeout = inp.timeout or policy.timeout or DEFAULT_TIMEOUT
+            run = await self._run_one(nb, cell, min(timeout, MAX_TIMEOUT), ctx)
+            runs.append(run)
+            if run.failed:
+                break
+        if inp.cell_ids is None:
+            return runs[0]
+        return NotebookRunsResult(runs=runs, not_run=[c["id"] for c in cells[len(runs) :]])
+
+    async def _run_one(self, nb: Any, cell: dict[str, Any], timeout: float, ctx: ToolContext) -> NotebookRunResult:
         code = cell.get("source") or ""
+        effects = tuple(effect_notes(nb, cell))
         await nb.scroll_to(cell["id"])
         await bridge_call(nb.request("set_outputs", cell_id=cell["id"], outputs=[], execution_count=None))
-        outcome = await nb.run_code(code, timeout=inp.timeout or DEFAULT_TIMEOUT)
+        cell_id = cell["id"]
+
+        def show(outputs: list[dict[str, Any]]) -> None:  # from a thread, while the code runs
+            nb.post("set_outputs", cell_id=cell_id, outputs=outputs, execution_count=None)
+
+        _keep_variables(ctx, nb, cell, code)
+        outcome = await nb.run_code(code, timeout=timeout, on_progress=show if hasattr(nb, "post") else None)
         await bridge_call(
             nb.request(
                 "set_outputs", cell_id=cell["id"], outputs=outcome.outputs, execution_count=outcome.execution_count
             )
         )
-        shown = {"id": cell["id"], "cell_type": "code", "source": "", "outputs": outcome.outputs}
+        size = sum(len(json.dumps(o)) for o in outcome.outputs)
+        runs = getattr(nb, "runs", None)
+        if runs is not None:
+            runs.record(
+                CellRun(
+                    cell_id=cell["id"],
+                    source=code,
+                    execution_count=outcome.execution_count,
+                    seconds=outcome.seconds,
+                    error=outcome.error,
+                    output_count=len(outcome.outputs),
+                    output_chars=size,
+                )
+            )
+        # With a summary, the model reads it instead of IPython's traceback; the cell keeps the traceback.
+        shown_outputs = [o for o in outcome.outputs if not (outcome.summary and o.get("output_type") == "error")]
+        shown = {"id": cell["id"], "cell_type": "code", "source": "", "outputs": shown_outputs}
         rendered = render_cells([shown], output_budget=OUTPUT_BUDGET_CHARS)
         outputs_text = [b for b in rendered.blocks if b["type"] == "image"]
         text = "".join(b["text"] for b in rendered.blocks if b["type"] == "text")
@@ -157,40 +299,88 @@ class NotebookRunTool(Tool):
             interrupted=outcome.interrupted,
             seconds=outcome.seconds,
             output_count=len(outcome.outputs),
+            effects=effects,
+            error_summary=outcome.summary,
         )
 
-    def map_result(self, output: NotebookRunResult, tool_use_id: str) -> dict[str, Any]:
-        o = output
-        if o.timed_out:
-            head = f"Cell {o.cell_id!r} was stopped after {o.seconds:.1f} s (timeout); its outputs until then:"
-        elif o.interrupted:
-            head = f"Cell {o.cell_id!r} was interrupted by the person after {o.seconds:.1f} s; its outputs until then:"
-        elif o.error:
-            head = f"Cell {o.cell_id!r} ran (execution count {o.execution_count}) and raised {o.error}."
-        else:
-            head = f"Cell {o.cell_id!r} ran (execution count {o.execution_count}) in {o.seconds:.1f} s."
-        head += "" if o.output_count else " It produced no output."
-        blocks = [{"type": "text", "text": head + "\n"}, *o.blocks]
-        failed = bool(o.error) or o.timed_out or o.interrupted
+    def map_result(self, output: NotebookRunResult | NotebookRunsResult, tool_use_id: str) -> dict[str, Any]:
+        runs = output.runs if isinstance(output, NotebookRunsResult) else [output]
+        blocks: list[dict[str, Any]] = []
+        for o in runs:
+            blocks.extend(_one_result(o))
+        if isinstance(output, NotebookRunsResult) and output.not_run:
+            blocks.append({"type": "text", "text": f"Not run, after the failure above: {', '.join(output.not_run)}.\n"})
         return {
             "type": "tool_result",
             "tool_use_id": tool_use_id,
             "content": blocks,
-            **({"is_error": True} if failed else {}),
+            **({"is_error": True} if any(o.failed for o in runs) else {}),
         }
 
     def summarize_use(self, inp: NotebookRunInput) -> str:
-        return f"cell {inp.cell_id}"
+        ids = inp.ids()
+        return f"cell {ids[0]}" if len(ids) == 1 else f"cells {', '.join(ids)}"
 
-    def summarize_result(self, output: NotebookRunResult) -> str:
-        o = output
-        if o.timed_out:
-            return f"[{o.execution_count}] stopped after {o.seconds:.1f} s (timeout)"
-        if o.interrupted:
-            return f"[{o.execution_count}] interrupted"
-        if o.error:
-            return f"[{o.execution_count}] {o.error.splitlines()[0][:80]}"
-        return f"[{o.execution_count}] ran in {o.seconds:.1f} s, {o.output_count} output{'s' if o.output_count != 1 else ''}"
+    def summarize_result(self, output: NotebookRunResult | NotebookRunsResult) -> str:
+        if isinstance(output, NotebookRunsResult):
+            last = output.runs[-1]
+            done = f"{len(output.runs) - (1 if last.failed else 0)} of {len(output.runs) + len(output.not_run)} ran"
+            return done if not last.failed else f"{done}; {last.cell_id}: {_one_line(last)}"
+        return _one_line(output)
 
     def detail_for_person(self, inp: Any, output: Any) -> str:
-        return "".join(b.get("text", "") for b in getattr(output, "blocks", []))[:2000]
+        runs: list[NotebookRunResult] = output.runs if isinstance(output, NotebookRunsResult) else [output]
+        parts: list[str] = []
+        for o in runs:
+            parts.append(f"{o.cell_id}: " + "; ".join(o.effects) if o.effects else "")
+            parts.append(o.error_summary or "")
+            parts.append("".join(b.get("text", "") for b in o.blocks))
+        return "\n".join(p for p in parts if p)[:2000]
+
+
+def _never_run_action(nb: Any, cell_id: str) -> PromptAction:
+    """The prompt's "Never run this cell": the person's policy, kept in the notebook's metadata."""
+
+    async def apply() -> None:
+        await bridge_call(nb.set_agent_metadata(with_cell_tag(await nb.agent_metadata(), cell_id, NEVER_RUN)))
+
+    return PromptAction(
+        label="Never run this cell",
+        message=(
+            f"The person marked cell {cell_id!r} agent:never-run: the agent must not run it, now or later. Do not run "
+            "its code another way; ask the person to run it, or go on without it."
+        ),
+        apply=apply,
+    )
+
+
+def _one_line(o: NotebookRunResult) -> str:
+    if o.timed_out:
+        return f"[{o.execution_count}] stopped after {o.seconds:.1f} s (timeout)"
+    if o.interrupted:
+        return f"[{o.execution_count}] interrupted"
+    if o.error:
+        return f"[{o.execution_count}] {o.error.splitlines()[0][:80]}"
+    return (
+        f"[{o.execution_count}] ran in {o.seconds:.1f} s, {o.output_count} output{'s' if o.output_count != 1 else ''}"
+    )
+
+
+def _one_result(o: NotebookRunResult) -> list[dict[str, Any]]:
+    if o.timed_out:
+        head = f"Cell {o.cell_id!r} was stopped after {o.seconds:.1f} s (timeout); its outputs until then:"
+    elif o.interrupted:
+        head = (
+            f"Cell {o.cell_id!r} was interrupted by the person after {o.seconds:.1f} s; its outputs until then. "
+            "Do not run it again unless the person asks:"
+        )
+    elif o.error:
+        head = f"Cell {o.cell_id!r} ran (execution count {o.execution_count}) and raised {o.error.splitlines()[0]}."
+    else:
+        head = f"Cell {o.cell_id!r} ran (execution count {o.execution_count}) in {o.seconds:.1f} s."
+    head += "" if o.output_count else " It produced no output."
+    if o.effects:
+        head += "\nWhat it could change: " + "; ".join(o.effects) + "."
+    if o.error_summary:
+        head += "\n" + o.error_summary
+    return [{"type": "text", "text": head + "\n"}, *o.blocks]

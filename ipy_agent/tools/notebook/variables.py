@@ -9,13 +9,15 @@ without the JupyterLab extension.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+
+from .live import live_missing
 
 __all__ = ["VariablesInput", "VariablesResult", "VariablesTool"]
 
@@ -28,7 +30,9 @@ lists, dicts and strings, the start of a string, a number's value).
 running a cell just to look (NotebookRun changes the kernel's state; this does not).
 - It never runs code of the variables' classes (no repr), so objects of other classes show only \
 their type. To see more of such a value, ask the person, or run code with NotebookRun.
-- names: describe only these variables; omit for all (names starting with _ and modules are \
+- names: describe only these variables, in more detail for common data types (pandas and polars: \
+each column's dtype, null count and numeric range; numpy: dtype, shape, min and max; xarray: dims \
+and coords); omit for all (names starting with _ and modules are \
 left out unless named). Use Bash for the shell, Read for files.
 """
 
@@ -43,6 +47,7 @@ class VariablesInput(BaseModel):
 class VariablesResult:
     rows: list[tuple[str, str, str]]
     missing: list[str]
+    details: dict[str, str] = field(default_factory=dict)
 
 
 class VariablesTool(Tool):
@@ -53,6 +58,9 @@ class VariablesTool(Tool):
 
     def description(self, ctx: ToolContext) -> str:
         return DESCRIPTION
+
+    def disabled_reason(self, ctx: ToolContext) -> str:
+        return live_missing(ctx)
 
     def _enabled(self, ctx: ToolContext) -> bool:
         return ctx.notebook is not None and getattr(ctx.notebook, "shell", None) is not None
@@ -69,11 +77,17 @@ class VariablesTool(Tool):
         infos = ctx.notebook.variables(names=inp.names)
         found = {i.name for i in infos}
         return VariablesResult(
-            rows=[(i.name, i.type, i.summary) for i in infos], missing=[n for n in inp.names or [] if n not in found]
+            rows=[(i.name, i.type, i.summary) for i in infos],
+            missing=[n for n in inp.names or [] if n not in found],
+            details={i.name: i.detail for i in infos if i.detail},
         )
 
     def map_result(self, output: VariablesResult, tool_use_id: str) -> dict[str, Any]:
-        lines = [f"{name}: {type_} = {summary}" for name, type_, summary in output.rows]
+        lines = []
+        for name, type_, summary in output.rows:
+            lines.append(f"{name}: {type_} = {summary}")
+            if name in output.details:
+                lines.extend("    " + line for line in output.details[name].splitlines())
         if not lines:
             lines.append("No variables defined yet." if not output.missing else "")
         if output.missing:

@@ -269,7 +269,11 @@ class FileEditingTool(Tool):
         # against clobbering a change made after validation (or while the prompt was open).
         plan = self._plan_with_diff(inp, ctx)
         seen = ctx.read_state.get(plan.path)
+        if ctx.checkpoints is not None:  # kept for a rewind: the bytes before, or that it was absent
+            ctx.checkpoints.before_write(plan.path, tool=self.name)
         atomic_write(plan.path, plan.new_raw, make_parents=self.make_parents)
+        if ctx.checkpoints is not None:
+            ctx.checkpoints.after_write(plan.path)
         ctx.read_state.record_write(str(plan.path), plan.new_raw, source=self.name)
         if seen is not None and seen.partial and not plan.created:
             # An Edit after a partial Read knows the new content's hash, not the lines it never

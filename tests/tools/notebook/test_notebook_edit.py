@@ -71,6 +71,22 @@ async def test_replace_code_cell_clears_outputs_and_says_so(ctx, nb_path):
     assert r.summary == f"Edited analysis.ipynb: replaced cell {first} (outputs cleared)"
 
 
+async def test_a_cell_tagged_read_only_in_the_file_is_refused(ctx, tmp_path):
+    p = tmp_path / "analysis.ipynb"
+    make_notebook(p)
+    nb = on_disk(p)
+    nb.cells[0].metadata["tags"] = ["agent:read-only"]
+    nbformat.write(nb, str(p))
+    await read(ctx, p)
+    before = p.read_bytes()
+    for fields in ({"new_source": "x = 2"}, {"edit_mode": "delete", "new_source": ""}):
+        r = await nbedit(ctx, cell_id=nb.cells[0].id, **fields)
+        assert r.error is not None and "read-only for the agent (its tag agent:read-only)" in r.error
+    assert p.read_bytes() == before
+    r = await nbedit(ctx, cell_id=nb.cells[2].id, new_source="y = 3")  # other cells are the agent's to edit
+    assert r.error is None and on_disk(p).cells[2].source == "y = 3"
+
+
 async def test_replace_markdown_cell_has_no_outputs_note(ctx, nb_path):
     tool = NotebookEditTool()
     inp = tool.input_model(notebook_path="analysis.ipynb", cell_id="cell-1", new_source="# New title")

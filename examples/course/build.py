@@ -1,0 +1,333 @@
+"""Build the course: execute every teaching notebook offline and render a static HTML site.
+
+    python -m examples.course.build                 # all notebooks -> build/course/
+    python -m examples.course.build --out DIR 01 16 # only these (by number), into DIR
+    python -m examples.course.build --jobs 1        # one notebook at a time (default: 2)
+
+The notebooks are found in examples/ (`NN_name.ipynb`, ordered by number), so a new one joins the
+course when it is added. Each runs in a real kernel with no API key (its ScriptedModel replays
+the transcript in examples/transcripts), exactly as `tests/examples/test_notebooks.py` runs it.
+The site is plain HTML and CSS: nothing is fetched when it is built or read.
+
+The build fails, naming the notebook and the cell:
+- on an error in any cell (nbclient raises; the starting code of an exercise must not raise:
+  its check prints what is missing instead);
+- on a widget output without a static fallback. An agent run's widget view is replaced by its
+  static record (HTML and text) when the run ends (ipy_agent/ui/record.py); the record is what
+  the page shows, never "Error displaying widget".
+
+Each page gets a "Run this yourself" header with the command, a bar linking the course, and
+exercise solutions folded into a `<details>` (cells tagged `solution`, collapsed in JupyterLab
+too). The index lists the notebooks in order with the concepts each covers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import multiprocessing
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionComplete
+from nbclient.util import ensure_async
+
+EXAMPLES = Path(__file__).resolve().parents[1]
+ROOT = EXAMPLES.parent
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+DEFAULT_OUT = ROOT / "build" / "course"
+CELL_TIMEOUT = 180  # seconds for one cell, as in tests/examples/test_notebooks.py
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+STATIC = ("text/html", "image/png", "image/svg+xml")  # what a reader can see without a kernel
+
+# The concepts each notebook teaches, for the index (by number; a notebook not listed here is
+# still in the course, described by its title and question).
+CONCEPTS: dict[str, list[str]] = {
+    "01": ["%agent end to end", "what the model saw versus what you saw"],
+    "02": ["the tool contract", "fail-closed defaults"],
+    "03": ["the registry", "rules and modes"],
+    "04": ["the lifecycle of a call", "hooks"],
+    "05": ["concurrency", "batches, cancellation, interrupts"],
+    "06": ["budgets", "spill files and previews"],
+    "07": ["prompts", "routing between tools"],
+    "08": ["read state", "edit-before-read, stale files"],
+    "09": ["the live notebook", "kernel variables, cell tools"],
+    "10": ["containment", "the classifier and the OS sandbox"],
+    "11": ["long sessions", "clearing and compaction"],
+    "12": ["MCP", "a server's tools under the same contract"],
+    "13": ["review and rewind"],
+    "14": ["running cells"],
+    "15": ["delegation"],
+    "16": ["instructions", "skills"],
+}
+
+
+class BuildError(Exception):
+    """Why the course did not build, naming the notebook and the cell."""
+
+
+@dataclass
+class Chapter:
+    path: Path
+    number: str
+    title: str
+    question: str
+
+    @property
+    def href(self) -> str:
+        return self.path.stem + ".html"
+
+    @property
+    def concepts(self) -> list[str]:
+        return CONCEPTS.get(self.number, [])
+
+
+def discover(examples: Path = EXAMPLES, only: list[str] | None = None) -> list[Chapter]:
+    """The teaching notebooks, ordered by number (`only`: numbers or stems to keep)."""
+    chapters = []
+    for path in sorted(examples.glob("[0-9][0-9]_*.ipynb")):
+        number = path.stem[:2]
+        if only and number not in only and path.stem not in only:
+            continue
+        nb = nbformat.read(path, as_version=4)
+        first = nb.cells[0].source if nb.cells else ""
+        heading = next((ln[2:].strip() for ln in first.splitlines() if ln.startswith("# ")), path.stem)
+        m = re.search(r"\*\*The question:\*\*\s*(.+?)(?:\n\s*\n|$)", first, re.S)
+        question = " ".join(m.group(1).split()) if m else ""
+        chapters.append(Chapter(path, number, heading, question))
+    if only and len(chapters) != len(only):
+        found = {c.number for c in chapters} | {c.path.stem for c in chapters}
+        raise BuildError(f"no notebook {sorted(set(only) - found)} in {examples}")
+    return chapters
+
+
+class CourseClient(NotebookClient):  # type: ignore[misc]
+    """nbclient, except that a display update sent while another cell runs is applied too.
+
+    A background agent run (`%agent --background`) ends while a later cell runs, and its record
+    replaces the widget view by `update_display_data` with that later cell as the parent; plain
+    nbclient drops it, leaving the live view (a widget) in the page. JupyterLab applies it.
+    """
+
+    async def _async_poll_output_msg(self, parent_msg_id: str, cell: Any, cell_index: int) -> None:
+        assert self.kc is not None
+        while True:
+            msg = await ensure_async(self.kc.iopub_channel.get_msg(timeout=None))
+            if msg["parent_header"].get("msg_id") == parent_msg_id:
+                try:
+                    self.process_message(msg, cell, cell_index)
+                except CellExecutionComplete:
+                    return
+            elif msg["msg_type"] == "update_display_data":
+                display_id = (msg["content"].get("transient") or {}).get("display_id")
+                if display_id:
+                    self._update_display_id(display_id, msg)
+
+
+# The last cell the build runs (and removes): a moment for background runs to publish their records.
+SETTLE = "import asyncio as _course_asyncio\nawait _course_asyncio.sleep(1.0)"
+
+
+def execute(path: Path, config_dir: Path) -> nbformat.NotebookNode:
+    """Run every cell of the notebook in a fresh kernel, offline; raise BuildError on any error."""
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(SETTLE))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_"))}
+    env.update(IPY_AGENT_CONFIG_DIR=str(config_dir), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)  # the kernel inherits this process's environment
+    try:
+        CourseClient(
+            nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        ).execute()
+    except Exception as e:
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(e))  # the traceback's colours
+        raise BuildError(f"{path.name}: a cell failed while building the course:\n{plain}") from e
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    nb.cells.pop()
+    return nb
+
+
+def make_static(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """Replace widget views by their static fallback; fail on a widget that has none."""
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_VIEW not in data:
+                continue
+            if not any(kind in data for kind in STATIC):
+                text = str(data.get("text/plain", ""))[:200]
+                raise BuildError(
+                    f"{name}: cell {index} shows a widget with no static fallback (text/plain: {text!r}). "
+                    "A page without a kernel would show 'Error displaying widget'. Give the display a "
+                    "text/html record that replaces the widget when it is done (as ipy_agent/ui/record.py "
+                    "does for agent runs), or display a static picture instead."
+                )
+            del data[WIDGET_VIEW]
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def run_yourself(chapter: Chapter) -> str:
+    name = chapter.path.name
+    return (
+        "> **Run this yourself.** From a checkout of the repository: `pip install -e '.[examples]'`, then "
+        f"`jupyter lab examples/{name}` and run the cells in order. It runs offline (a scripted model replays "
+        f"the transcript); with `ANTHROPIC_API_KEY` set the same cells talk to Claude. "
+        "Exercises end the page: edit the cell marked *your turn*, then run its check."
+    )
+
+
+def _exporter() -> Any:
+    """nbconvert's HTML exporter with the course template, linking the stylesheets of JupyterLab's
+    look (written once into the site by `write_styles`) instead of inlining them in every page."""
+    import markupsafe
+    from nbconvert import HTMLExporter
+
+    class CourseExporter(HTMLExporter):  # type: ignore[misc]
+        def _init_resources(self, resources: dict[str, Any]) -> dict[str, Any]:
+            resources = super()._init_resources(resources)
+            resources["include_css"] = lambda name: markupsafe.Markup(
+                f'<link rel="stylesheet" href="{html.escape(Path(name).name)}">'
+            )
+            return resources
+
+    return CourseExporter(template_name="course", extra_template_basedirs=[str(TEMPLATES)])
+
+
+def write_styles(site: Path) -> None:
+    """The stylesheets the pages link (`static/*.css` of the template they extend)."""
+    env = _exporter().environment
+    for name in ("index.css", "theme-light.css"):
+        (site / name).write_text(env.loader.get_source(env, f"static/{name}")[0], encoding="utf-8")
+
+
+def export(nb: nbformat.NotebookNode, chapter: Chapter, prev: Chapter | None, nxt: Chapter | None) -> str:
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell(run_yourself(chapter)))
+    nb.metadata["title"] = chapter.title
+    link = lambda c: {"href": c.href, "title": c.title.replace("`", "")} if c else None  # noqa: E731
+    body, _ = _exporter().from_notebook_node(nb, resources={"course": {"prev": link(prev), "next": link(nxt)}})
+    return str(body)
+
+
+def _inline_code(text: str) -> str:
+    """Escaped text, with `code` spans as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def index_html(chapters: list[Chapter]) -> str:
+    items = []
+    for c in chapters:
+        concepts = ", ".join(html.escape(x) for x in c.concepts)
+        items.append(
+            f'<li><a href="{c.href}">{_inline_code(c.title)}</a>'
+            + (f'<div class="concepts">{concepts}</div>' if concepts else "")
+            + (f'<div class="question">{html.escape(c.question)}</div>' if c.question else "")
+            + "</li>"
+        )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ipy_agent: the tool runtime, a course</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 52em; margin: 2em auto; padding: 0 1em; line-height: 1.45; }}
+li {{ margin: 0 0 1.1em 0; }} li a {{ font-weight: 600; font-size: 1.05em; }}
+.concepts {{ color: #0b6bcb; font-size: 0.92em; }} .question {{ color: #444; font-size: 0.95em; }}
+code {{ background: #f3f3f3; padding: 0 0.2em; }}
+</style></head><body>
+<h1>ipy_agent: how a tool runtime works, a course</h1>
+<p>Each chapter is a notebook from the repository's <code>examples/</code>, run offline with a scripted
+model and shown here with its outputs and pictures. Each opens with a question, shows the concept
+happening, draws a picture from the agent's own records, says what to notice, and ends with exercises
+whose checks run in the notebook. To run one yourself: <code>pip install -e '.[examples]'</code>, then
+<code>jupyter lab examples/</code>.</p>
+<ol class="chapters">
+{chr(10).join(items)}
+</ol>
+</body></html>
+"""
+
+
+def _chapter_page(args: tuple[Chapter, Chapter | None, Chapter | None, Path]) -> tuple[str, str, float]:
+    """Execute one chapter and render its page (in a worker process): (file name, HTML, seconds)."""
+    chapter, prev, nxt, config_dir = args
+    started = time.monotonic()
+    nb = make_static(execute(chapter.path, config_dir), chapter.path.name)
+    return chapter.href, export(nb, chapter, prev, nxt), time.monotonic() - started
+
+
+def build(
+    out: Path = DEFAULT_OUT,
+    only: list[str] | None = None,
+    *,
+    jobs: int = 2,
+    log: Any = print,
+    examples: Path = EXAMPLES,
+) -> list[Path]:
+    """Execute and render the chapters into `out` (replaced only by a complete build); the pages.
+
+    `jobs` notebooks run at once, each in its own process and kernel: most of a notebook's time is
+    spent waiting (on subprocesses, sleeps standing in for a person), so two overlap well."""
+    chapters = discover(examples, only=only)
+    if not chapters:
+        raise BuildError(f"no teaching notebooks (NN_name.ipynb) in {examples}")
+    with tempfile.TemporaryDirectory(prefix="ipy_agent_course_") as tmp:
+        staged = Path(tmp) / "site"
+        staged.mkdir()
+        work = [
+            (
+                c,
+                chapters[i - 1] if i else None,
+                chapters[i + 1] if i + 1 < len(chapters) else None,
+                Path(tmp) / f"config{i}",
+            )
+            for i, c in enumerate(chapters)
+        ]
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter: no threads or loops inherited
+        with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
+            for href, page, seconds in pool.map(_chapter_page, work):
+                (staged / href).write_text(page, encoding="utf-8")
+                log(f"{href:40s} {seconds:5.1f} s")
+        (staged / "index.html").write_text(index_html(chapters), encoding="utf-8")
+        write_styles(staged)
+        if out.exists():
+            shutil.rmtree(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(staged, out)
+    return [out / "index.html", *(out / c.href for c in chapters)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("only", nargs="*", help="notebook numbers or names to build (default: all)")
+    parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once (default: 2)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default: {DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        pages = build(args.out, args.only or None, jobs=args.jobs)
+    except BuildError as e:
+        print(f"course build failed: {e}", file=sys.stderr)
+        return 1
+    size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
+    print(
+        f"built {len(pages) - 1} chapters and the index into {args.out} "
+        f"in {time.monotonic() - started:.0f} s ({size / 1e6:.1f} MB)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

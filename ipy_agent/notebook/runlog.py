@@ -1,0 +1,111 @@
+"""Which cells ran in this kernel, in what order, with what source, and how long they took.
+
+Jupyter keeps no record of what ran; each cell shows only its last execution count. The
+staleness hints of NotebookRead and the "last run" line of NotebookRun's prompt need more: the
+source a cell had when it last ran here (so an edit since is visible), its execution count in
+this kernel (so a cell rerun after another is visible), and how long it took. `RunLog` keeps
+that per cell id; `watch` fills it from IPython's `pre_run_cell` / `post_run_cell` events, which
+carry the front end's cell id for cells the person runs, and NotebookRun records its own runs.
+The shell is duck-typed: nothing here imports IPython.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CellRun", "RunLog", "describe_run"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellRun:
+    """A cell's last run in this kernel."""
+
+    cell_id: str
+    source: str
+    execution_count: int | None
+    seconds: float
+    error: str | None = None
+    output_count: int | None = None
+    output_chars: int | None = None
+
+
+class RunLog:
+    """The last run of each cell id in this kernel (bounded: the newest 10,000 cells)."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._runs: dict[str, CellRun] = {}
+        self._started: tuple[str, str, float] | None = None
+        self._shell: Any = None
+
+    def record(self, run: CellRun) -> None:
+        self._runs.pop(run.cell_id, None)
+        self._runs[run.cell_id] = run
+        while len(self._runs) > self.LIMIT:
+            del self._runs[next(iter(self._runs))]
+
+    def get(self, cell_id: str) -> CellRun | None:
+        return self._runs.get(cell_id)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    # --- IPython's events ---------------------------------------------------------------
+    def watch(self, shell: Any) -> None:
+        """Record the cells the person runs (a front end that sends cell ids: JupyterLab does)."""
+        if self._shell is not None:
+            return
+        shell.events.register("pre_run_cell", self._pre)
+        shell.events.register("post_run_cell", self._post)
+        self._shell = shell
+
+    def unwatch(self) -> None:
+        if self._shell is None:
+            return
+        for name, callback in (("pre_run_cell", self._pre), ("post_run_cell", self._post)):
+            with contextlib.suppress(ValueError):
+                self._shell.events.unregister(name, callback)
+        self._shell = None
+
+    def _pre(self, info: Any) -> None:
+        cell_id = getattr(info, "cell_id", None)
+        source = getattr(info, "raw_cell", None)
+        self._started = (cell_id, source, time.monotonic()) if cell_id and isinstance(source, str) else None
+
+    def _post(self, result: Any) -> None:
+        started, self._started = self._started, None
+        if started is None:
+            return
+        cell_id, source, t0 = started
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        self.record(
+            CellRun(
+                cell_id=cell_id,
+                source=source,
+                execution_count=getattr(result, "execution_count", None),
+                seconds=time.monotonic() - t0,
+                error=f"{type(error).__name__}: {error}" if error is not None else None,
+            )
+        )
+
+
+def describe_run(
+    run: CellRun | None, *, output_count: int | None = None, output_chars: int | None = None
+) -> str | None:
+    """How the cell's last run went, for the prompt: "took 2.1 s, 3 outputs (12,000 characters)"."""
+    if run is None:
+        return None
+    count = run.output_count if run.output_count is not None else output_count
+    chars = run.output_chars if run.output_chars is not None else output_chars
+    text = f"[{run.execution_count}] took {run.seconds:.1f} s"
+    if count is not None:
+        text += f", {count} output{'s' if count != 1 else ''}"
+        if chars:
+            text += f" ({chars:,} characters)"
+    if run.error:
+        text += f", raised {run.error.splitlines()[0][:80]}"
+    return text

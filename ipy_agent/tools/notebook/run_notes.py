@@ -1,0 +1,96 @@
+"""What the notebook tools say about running cells: a run's effect on the namespace, the cell's
+last run (NotebookRun's prompt and result), and the cells' policies and staleness (NotebookRead).
+
+The effects come from `ipy_agent.notebook.effects` (a parse; nothing runs); each name that
+exists now gets its summary from Variables (type-level lookups only), so the person approving a
+run reads "overwrites df: DataFrame" with its rows and columns next to the code. The model gets the same lines
+in the result. How the cell last ran comes from this kernel's run log (the bridge's `runs`) or,
+for a cell that ran before it was kept, from the cell's own count and outputs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from ipy_agent.notebook.effects import cell_effects, effect_lines
+from ipy_agent.notebook.policy import CellPolicy, cell_policy
+from ipy_agent.notebook.runlog import describe_run
+from ipy_agent.notebook.staleness import stale_marks
+
+__all__ = ["effect_notes", "notebook_notes", "policy_note"]
+
+_SHAPE = re.compile(r"^shape \((\d+), (\d+)\)")
+_SHORT = 100
+
+
+def _short(type_name: str, summary: str) -> str:
+    """A DataFrame's rows and columns ("DataFrame 10,000 by 12", with a times sign); the type and the summary's start otherwise."""
+    base = type_name.rsplit(".", 1)[-1]
+    m = _SHAPE.match(summary)
+    if m and base == "DataFrame":
+        return f"{base} {int(m.group(1)):,} × {int(m.group(2)):,}"  # noqa: RUF001
+    text = f"{base} {summary}" if summary else base
+    return text if len(text) <= _SHORT else text[: _SHORT - 1] + "…"
+
+
+def effect_notes(nb: Any, cell: dict[str, Any]) -> list[str]:
+    """The lines the prompt and the result show about what running `cell` can change."""
+    effects = cell_effects(cell.get("source") or "")
+    names = list(dict.fromkeys([*effects.binds, *effects.deletes]))
+    current: dict[str, str] = {}
+    if names and getattr(nb, "shell", None) is not None:
+        current = {i.name: _short(i.type, i.summary) for i in nb.variables(names=names)}
+    loaded = {name.split(".")[0] for name in list(sys.modules)}
+    runs = getattr(nb, "runs", None)
+    last = describe_run(
+        runs.get(str(cell.get("id"))) if runs is not None else None,
+        output_count=cell.get("output_count"),
+        output_chars=cell.get("outputs_size"),
+    )
+    if last is None and cell.get("execution_count") is not None:
+        count = cell.get("output_count")
+        last = f"[{cell['execution_count']}] (before this kernel kept timings)" + (
+            f", {count} output{'s' if count != 1 else ''}" if isinstance(count, int) else ""
+        )
+    return effect_lines(effects, current=current, loaded=loaded, last_run=last)
+
+
+def policy_note(policy: CellPolicy) -> str | None:
+    """One line for the prompt when the person set a policy on the cell."""
+    if policy.ask:
+        return f"asks every time: {policy.where or 'agent:ask'}"
+    if policy.timeout is not None:
+        return f"timeout {policy.timeout:g} s from the cell's policy"
+    return None
+
+
+async def notebook_notes(nb: Any, cells: list[dict[str, Any]], shown: set[str]) -> str:
+    """NotebookRead's section on the cells it shows: the person's policies, and which cells may be
+    stale or never ran in this kernel (from sources and this kernel's run order)."""
+    from ipy_agent.notebook.bridge import BridgeError  # as live.py: loaded with the bridge
+
+    try:
+        meta = await nb.agent_metadata()
+    except BridgeError:
+        meta = {}
+    lines: list[str] = []
+    for c in cells:
+        policy = cell_policy(c, meta if isinstance(meta, dict) else {})
+        if policy and c.get("id") in shown:
+            lines.append(f"- cell {c['id']}: {', '.join(policy.tags)} ({policy.where or 'its tag'})")
+    out = ""
+    if lines:
+        out += "Cell policies the person set (agent:never-run: do not run; agent:read-only: do not edit):\n"
+        out += "\n".join(lines) + "\n"
+    runs = getattr(nb, "runs", None)
+    if runs is not None:
+        marks = [m for m in stale_marks(cells, runs) if m.cell_id in shown]
+        if marks:
+            out += (
+                "Run state in this kernel (from the cells' definitions and uses and the order they ran; rerun the "
+                "fewest cells that fix it, in notebook order):\n"
+            )
+            out += "\n".join(f"- cell {m.cell_id}: {m.text}" for m in marks) + "\n"
+    return out

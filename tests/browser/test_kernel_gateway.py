@@ -1,0 +1,165 @@
+"""A notebook on a remote kernel: JupyterLab started with `--gateway-url`, its kernels run by
+`jupyter kernelgateway` (both on 127.0.0.1, as docs/deploy.md's recipe 4 starts them).
+
+The person opens a notebook in JupyterLab, loads ipy_agent in the gateway's kernel and runs
+`%agent`; the live-notebook comm goes through the gateway's websocket, the person approves an
+edit with the mouse, and the cell changes in the open notebook. The kernel works in the
+gateway's directory, not the Lab server's: the agent's tools act there, and it says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.browser import PROJECT_ROOT, TIMEOUT, JupyterServer, NotebookPage, write_kernel_spec
+from tests.support.transcript import use
+from tests.support.waits import Deadline, timed_out, waiting_for
+
+pytestmark = [pytest.mark.browser, pytest.mark.hub]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def kernel_host(tmp_path_factory: Any) -> Iterator[tuple[str, Path]]:
+    """`jupyter kernelgateway` on 127.0.0.1; yields its URL and the directory its kernels run in."""
+    try:
+        import kernel_gateway  # noqa: F401
+    except ImportError:
+        message = "the hub suite needs jupyter-kernel-gateway: pip install -e '.[test]'"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    home = tmp_path_factory.mktemp("kernel_host")
+    workdir = home / "work"
+    workdir.mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_", "JUPYTER_"))}
+    env.update(
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_PATH=str(home / "data"),
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        IPYTHONDIR=str(home / "ipython"),
+        IPY_AGENT_CONFIG_DIR=str(home / "personal"),
+        PYTHONPATH=os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p),
+    )
+    # The gateway passes none of its environment to its kernels: the spec gives them this checkout.
+    write_kernel_spec(home / "data", {k: env[k] for k in ("PYTHONPATH", "IPY_AGENT_CONFIG_DIR", "IPYTHONDIR")})
+    log_path = home / "gateway.log"
+    argv = [
+        sys.executable,
+        "-m",
+        "kernel_gateway",
+        "--KernelGatewayApp.ip=127.0.0.1",
+        f"--KernelGatewayApp.port={port}",
+        "--KernelGatewayApp.port_retries=0",
+        "--JupyterWebsocketPersonality.list_kernels=True",
+        "--KernelGatewayApp.default_kernel_name=python3",
+    ]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            argv, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = Deadline(TIMEOUT)
+        with waiting_for("the kernel gateway to answer /api/kernelspecs"):
+            import urllib.request
+
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/api/kernelspecs", timeout=5) as r:  # 127.0.0.1 only
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if proc.poll() is not None or deadline.passed():
+                    raise timed_out("the kernel gateway did not start", TIMEOUT, log_path.read_text(errors="replace"))
+                time.sleep(0.2)
+        yield url, workdir
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)  # its own session: its kernels too
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def gateway_lab(kernel_host: tuple[str, Path], tmp_path_factory: Any) -> Iterator[JupyterServer]:
+    from tests.browser.conftest import _need_browser
+
+    _need_browser(extension=True)
+    url, _workdir = kernel_host
+    server = JupyterServer("lab", tmp_path_factory.mktemp("lab_root"), extra_args=[f"--gateway-url={url}"]).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_live_edit_approved_on_a_gateway_kernel(gateway_lab, kernel_host, browser):
+    _url, workdir = kernel_host
+    script = workdir / "edit.json"  # the kernel reads it on its own host
+    script.write_text(
+        json.dumps(
+            {
+                "turns": [
+                    [use("NotebookRead", "r1")],
+                    [use("NotebookEdit", "e1", notebook_path="remote.ipynb", cell_id="c1", new_source="x = 41")],
+                    "Changed x in the open notebook.",
+                ]
+            }
+        )
+    )
+    gateway_lab.notebook_file(
+        "remote.ipynb",
+        [
+            "%load_ext ipy_agent",
+            "import os; print('kernel in', os.getcwd())",
+            "%agent --script edit.json change x",
+            "x = 1",
+            "a = get_ipython().magics_manager.registry['AgentMagics'].session.agent\n"
+            "print('says where:', f'Working directory: {a.cwd}' in a.system() and 'Host: ' in a.system())",
+        ],
+        ids=["load", "where", "agent", "c1", "end"],
+    )
+    page: NotebookPage = gateway_lab.open(browser, "remote.ipynb")
+    try:
+        page.run(0)
+        page.wait_done(0)
+        page.run(1)
+        page.wait_done(1)
+        assert page.wait_text(1, "kernel in").strip() == f"kernel in {workdir}"  # not the Lab server's root
+        assert Path(gateway_lab.root).resolve() != workdir.resolve()
+        page.run(2)
+        page.button(2, "Allow").click()  # the prompt arrived through the gateway's websocket
+        page.wait_done(2)
+        page.wait_text(2, "Changed x in the open notebook.")
+        sources = [c["source"] for c in page.cells()]
+        assert sources[3] == "x = 41"  # the live notebook changed, through the comm
+        on_disk = json.loads((gateway_lab.root / "remote.ipynb").read_text())
+        assert "".join(on_disk["cells"][3]["source"]) == "x = 1"  # and nothing was saved behind the person's back
+        page.run(4)
+        page.wait_done(4)
+        assert page.wait_text(4, "says where:").strip() == "says where: True"  # the prompt names host and directory
+    finally:
+        page.close()

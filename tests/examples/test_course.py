@@ -1,0 +1,92 @@
+"""The course builder's own rules, without a kernel: which notebooks it finds and in what order,
+what it does with widget outputs, and what the index and the page header say. (The build of real
+pages, and what Chromium shows of them, is tests/browser/test_course_site.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from examples.course import build as course
+
+WIDGET = {"model_id": "abc", "version_major": 2, "version_minor": 0}
+
+
+def notebook(*outputs: dict[str, object]) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("%agent fix it")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=data) for data in outputs]
+    nb.cells = [nbformat.v4.new_markdown_cell("# 99 · A title\n\n**The question:** why?\n\nMore."), cell]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    return nb
+
+
+def test_a_widget_with_a_static_record_shows_the_record_and_no_widget_state():
+    record = '<div class="ipy-agent-record">Edited notes.txt</div>'
+    nb = course.make_static(
+        notebook({course.WIDGET_VIEW: WIDGET, "text/html": record, "text/plain": "Edited"}), "99_x.ipynb"
+    )
+    assert nb.cells[1].outputs[0].data == {"text/html": record, "text/plain": "Edited"}
+    assert "widgets" not in nb.metadata
+
+
+def test_a_widget_without_a_static_fallback_fails_the_build_and_says_how_to_fix_it():
+    nb = notebook({course.WIDGET_VIEW: WIDGET, "text/plain": "IntSlider(value=3)"})
+    with pytest.raises(course.BuildError) as e:
+        course.make_static(nb, "99_x.ipynb")
+    message = str(e.value)
+    assert "99_x.ipynb: cell 1 shows a widget with no static fallback" in message
+    assert "IntSlider(value=3)" in message and "text/html record" in message
+
+
+def test_notebooks_are_found_by_number_so_new_ones_join_the_course(tmp_path: Path):
+    for name in ("16_skills", "02_contract", "13_review", "notes", "1_bad"):
+        nb = notebook()
+        nb.cells[0].source = f"# {name}\n\n**The question:** what is {name}?\n\nMore text."
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    chapters = course.discover(tmp_path)
+    assert [c.path.stem for c in chapters] == ["02_contract", "13_review", "16_skills"]
+    assert chapters[1].title == "13_review" and chapters[1].question == "what is 13_review?"
+    assert chapters[1].concepts == ["review and rewind"]
+    with pytest.raises(course.BuildError, match=r"no notebook \['07'\]"):
+        course.discover(tmp_path, only=["02", "07"])
+
+
+def test_the_index_lists_the_chapters_in_order_with_their_concepts():
+    chapters = course.discover()
+    page = course.index_html(chapters)
+    positions = [page.index(f'href="{c.href}"') for c in chapters]
+    assert positions == sorted(positions) and len(chapters) >= 13
+    for concept in ("fail-closed defaults", "the registry", "the lifecycle of a call", "concurrency", "budgets"):
+        assert concept in page
+    for concept in ("prompts", "read state", "the live notebook", "containment", "long sessions", "MCP"):
+        assert concept in page
+
+
+def test_each_page_says_how_to_run_it_yourself():
+    chapter = course.discover(only=["02"])[0]
+    header = course.run_yourself(chapter)
+    assert "jupyter lab examples/02_tool_contract.ipynb" in header and "pip install -e '.[examples]'" in header
+
+
+@pytest.mark.kernel
+def test_an_error_in_any_cell_fails_the_build_naming_the_notebook_and_keeps_the_last_site(tmp_path: Path):
+    examples, out = tmp_path / "examples", tmp_path / "site"
+    examples.mkdir()
+    out.mkdir()
+    (out / "index.html").write_text("the last good build")
+    nb = notebook()
+    nb.cells[1] = nbformat.v4.new_code_cell("print('fine')\nraise ValueError('the data file is missing')")
+    nbformat.write(nb, examples / "03_broken.ipynb")
+    with pytest.raises(course.BuildError) as e:
+        course.build(out, examples=examples, jobs=1, log=lambda line: None)
+    assert "03_broken.ipynb: a cell failed while building the course" in str(e.value)
+    assert "ValueError: the data file is missing" in str(e.value)
+    assert (out / "index.html").read_text() == "the last good build"
+
+
+def test_code_in_a_title_is_shown_as_code_in_the_index():
+    chapter = course.Chapter(Path("01_tour.ipynb"), "01", "01 · What happens when you type `%agent`?", "")
+    assert "<code>%agent</code>?</a>" in course.index_html([chapter])

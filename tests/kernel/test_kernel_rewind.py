@@ -1,0 +1,80 @@
+"""`%agent_rewind` in a real kernel with a fake notebook page: the cells the agent changed come
+back in the notebook model, the variables a cell it ran rebound come back (a DataFrame), the ones
+that cannot be kept (a lock) are named with the cell to re-run, and `%agent_history` numbers the
+prompts a rewind goes back to."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.frontend import LiveKernel, Panel, cell
+from tests.support.transcript import use
+
+pytestmark = pytest.mark.kernel
+
+MAGICS = "__import__('ipy_agent.magics', fromlist=['x']).current_session()"
+
+
+@pytest.fixture
+def panel() -> Panel:
+    return Panel(
+        path="sales.ipynb",
+        cells=[
+            cell("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})", cell_id="c0"),
+            cell("total = 0", cell_id="c1"),
+        ],
+    )
+
+
+@pytest.fixture
+def kernel(tmp_path: Path, panel: Panel) -> Iterator[LiveKernel]:
+    k = LiveKernel(tmp_path, panels=[panel])
+    try:
+        k.check("%load_ext ipy_agent\n")
+        k.wait_for("the panel's hello", lambda: k.check(f"print({MAGICS}.bridge.connected)").strip() == "True")
+        yield k
+    finally:
+        k.shutdown()
+
+
+def test_rewind_brings_back_cells_and_variables_and_names_what_it_could_not(
+    kernel: LiveKernel, panel: Panel, tmp_path: Path
+):
+    kernel.check(
+        "import threading\nimport pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\ntotal = 0\nlock = threading.Lock()\n"
+    )
+    new = "df = df * 10\nlock = threading.RLock()\nfresh = 1\ntotal = 5"
+    (tmp_path / "t.json").write_text(
+        json.dumps(
+            {
+                "turns": [
+                    [use("NotebookRead", "r1")],
+                    [use("NotebookEdit", "e1", notebook_path="sales.ipynb", cell_id="c1", new_source=new)],
+                    [use("NotebookRun", "n1", cell_id="c1")],
+                    "Scaled.",
+                ]
+            }
+        )
+    )
+    kernel.check("%agent --mode bypassPermissions --no-widgets --script t.json scale the sales\n")
+    assert panel.cells[1]["source"] == new
+    assert kernel.check("print(df['a'].tolist(), total, fresh)").strip() == "[10, 20] 5 1"
+    history = kernel.check("%agent_history\n")
+    assert "you (prompt 1): scale the sales" in history
+
+    out = kernel.check("%agent_rewind\n")
+    assert "Rewound to before prompt 1 (scale the sales)" in out
+    # The notebook model: the cell's source is back.
+    assert panel.cells[1]["source"] == "total = 0"
+    # The variables: the DataFrame and the int are back, the name the run made is gone.
+    assert kernel.check("print(df['a'].tolist(), total, 'fresh' in dir())").strip() == "[1, 2] 0 False"
+    assert "Variables removed (the run created them):\n  - fresh" in out
+    # The lock the person had could not be pickled before the run: named, with the cell to re-run.
+    assert "variable lock (cannot be pickled (TypeError)): re-run cell 2 · df = df * 10" in out
+    assert kernel.check("print(type(lock).__name__)").strip() == "RLock"
+    # The conversation is empty again.
+    assert kernel.check(f"print(len({MAGICS}.agent.messages))").strip() == "0"
