@@ -216,7 +216,9 @@ def _running_sum(values: Any) -> Any:
 class CachingServer(ReplayServer):
     """A ReplayServer whose streamed replies report the usage `cache` accounts for each request
     (input side; output tokens stay as scripted). A request the API would refuse for its
-    cache_control gets the API's 400 instead of the queued reply. `usages[n]` is request n's."""
+    cache_control gets the API's 400 instead of the queued reply. `messages/count_tokens` is
+    answered by the same estimate, without taking a queued reply. `usages` lists the usage of
+    each message request, in order."""
 
     def __init__(self, cache: PromptCache | None = None) -> None:
         super().__init__()
@@ -225,6 +227,16 @@ class CachingServer(ReplayServer):
         self._account_lock = threading.Lock()
 
     def _take(self, recorded: Recorded) -> tuple[int, Reply]:
+        if urllib.parse.urlsplit(recorded.path).path == "/v1/messages/count_tokens":
+            # The API's own count, by the same estimate; it takes no scripted reply.
+            with self._lock:
+                self.requests.append(recorded)
+                number = len(self.requests) - 1
+            try:
+                tokens = sum(b.tokens for b in blocks_of(recorded.body))
+            except CacheError as err:
+                return number, error_reply(400, "invalid_request_error", str(err))
+            return number, Reply(body={"input_tokens": tokens})
         number, reply = super()._take(recorded)
         if urllib.parse.urlsplit(recorded.path).path != "/v1/messages" or reply.events is None:
             return number, reply
