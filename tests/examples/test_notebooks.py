@@ -158,8 +158,8 @@ EXPECT: dict[str, list[str]] = {
     ],
     "09_live_notebook": [
         "front end: no JupyterLab front end with the ipy_agent extension answered",  # headless: says so
-        "NotebookRead  hidden",
-        "NotebookRun   hidden",
+        "NotebookRead: needs the JupyterLab extension: not connected in this page",
+        "NotebookRun: needs the JupyterLab extension: not connected in this page",
         "Variables all — 13 variables",
         "sales: list = 6 items",
         "prices: dict = 3 items",
@@ -187,7 +187,7 @@ EXPECT: dict[str, list[str]] = {
         "compactions: 1; largest request",
         "of a 10,000-token window",
         "history problems: []",
-        "old tool results cleared:",
+        "old tool result cleared: 8.0k -> 6.6k tokens",  # one result a turn: three recent ones are kept
         "context compacted:",
         "[Tool result cleared to save context: the 6,000 characters output of Page",
         "call Page again with the same input.]",
