@@ -112,7 +112,8 @@ def test_notebook_run_sends_shell_work_to_bash_and_looking_to_read_and_variables
     assert "Use Bash for shell commands" in text and "separate process and cannot see the kernel's variables" in text
     assert "do not run cells just to look at them" in text and "Running changes the kernel's state" in text
     assert "NotebookRead shows their last outputs" in text and "Variables shows" in text
-    assert f"default {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g}" in text
+    assert f"default: the cell's policy, else {DEFAULT_TIMEOUT:g}; at most {MAX_TIMEOUT:g}" in text
+    assert "agent:never-run is refused" in text  # the person's cell policies hold, and it says so
 
 
 def test_variables_promises_no_code_runs_and_routes_running_to_notebook_run(tmp_path):

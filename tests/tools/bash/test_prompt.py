@@ -68,14 +68,17 @@ def test_exit_code_rules_match_the_code(tmp_path):
 
 def test_promises_nothing_the_tool_cannot_do(tmp_path):
     text = _text(tmp_path)
-    # No background-task parameter exists, and environment variables really do not persist.
-    assert "run_in_background" not in text
+    # The background parameter it describes exists, with the tools that read and stop such a
+    # command; environment variables really do not persist.
     assert set(BashInput.model_json_schema()["properties"]) == {
         "command",
         "timeout",
         "description",
+        "run_in_background",
         "dangerouslyDisableSandbox",
     }
+    background = _paragraph_with(text, "run_in_background")
+    assert "BashOutput" in background and "KillShell" in background
     # The sandbox it describes is the one the parameter leaves (tests/security/test_sandbox.py).
     assert "dangerouslyDisableSandbox" in _paragraph_with(text, "sandbox")
     assert "do not carry over" in text
