@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.kernel import Kernel
-from tests.support.sse_server import ReplayServer, message_events
+from tests.support.sse_server import ReplayServer, typo_fix
 
 pytestmark = pytest.mark.kernel
 
@@ -20,25 +20,7 @@ pytestmark = pytest.mark.kernel
 def test_agent_magic_with_the_anthropic_client_and_an_approval_click(tmp_path: Path):
     (tmp_path / "notes.txt").write_text("teh plan\n")
     with ReplayServer() as server:
-        server.add(
-            message_events(
-                [
-                    {"type": "text", "text": "Reading it."},
-                    {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "notes.txt"}},
-                ]
-            ),
-            message_events(
-                [
-                    {
-                        "type": "tool_use",
-                        "id": "toolu_e",
-                        "name": "Edit",
-                        "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"},
-                    }
-                ]
-            ),
-            message_events([{"type": "text", "text": "Fixed the typo."}]),
-        )
+        server.add(*typo_fix())
         env = {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-test", "IPY_AGENT_MODEL": "claude-test-model"}
         with Kernel(tmp_path, env=env) as k:
             k.check("%load_ext ipy_agent")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.kernel import Kernel
-from tests.support.sse_server import ReplayServer, message_events
+from tests.support.sse_server import ReplayServer, typo_fix
 
 pytestmark = pytest.mark.kernel
 
@@ -27,28 +27,6 @@ SUMMARY = (
     "                  'answer': current_session().last_result.text,\n"
     "                  'error': current_session().last_result.error_kind}))"
 )
-
-
-def replies() -> list:
-    return [
-        message_events(
-            [
-                {"type": "text", "text": "Reading it."},
-                {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "notes.txt"}},
-            ]
-        ),
-        message_events(
-            [
-                {
-                    "type": "tool_use",
-                    "id": "toolu_e",
-                    "name": "Edit",
-                    "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"},
-                }
-            ]
-        ),
-        message_events([{"type": "text", "text": "Fixed the typo."}]),
-    ]
 
 
 def run_with_clicks(k: Kernel, line: str) -> dict:
@@ -67,7 +45,7 @@ def test_a_recorded_session_replays_in_a_fresh_kernel(tmp_path: Path):
         (d / "notes.txt").write_text("teh plan\n")
     transcript = tmp_path / "session.json"
     with ReplayServer() as server:
-        server.add(*replies())
+        server.add(*typo_fix())
         env = {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-test", "IPY_AGENT_MODEL": "claude-test-model"}
         with Kernel(recorded_dir, env=env) as k:
             k.check("%load_ext ipy_agent")

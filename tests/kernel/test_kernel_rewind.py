@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.frontend import LiveKernel, Panel, cell
+from tests.support.frontend import MAGICS, LiveKernel, Panel, cell, connected_kernel
 from tests.support.transcript import use
 
 pytestmark = pytest.mark.kernel
-
-MAGICS = "__import__('ipy_agent.magics', fromlist=['x']).current_session()"
 
 
 @pytest.fixture
@@ -32,13 +30,8 @@ def panel() -> Panel:
 
 @pytest.fixture
 def kernel(tmp_path: Path, panel: Panel) -> Iterator[LiveKernel]:
-    k = LiveKernel(tmp_path, panels=[panel])
-    try:
-        k.check("%load_ext ipy_agent\n")
-        k.wait_for("the panel's hello", lambda: k.check(f"print({MAGICS}.bridge.connected)").strip() == "True")
+    with connected_kernel(tmp_path, panel) as k:
         yield k
-    finally:
-        k.shutdown()
 
 
 def test_rewind_brings_back_cells_and_variables_and_names_what_it_could_not(

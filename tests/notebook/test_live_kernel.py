@@ -16,13 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.frontend import LiveKernel, Panel, cell
+from tests.support.frontend import LOAD, MAGICS, LiveKernel, Panel, cell, connected_kernel
 from tests.support.transcript import result_text, use
 
 pytestmark = pytest.mark.kernel
-
-LOAD = "%load_ext ipy_agent\n"
-MAGICS = "__import__('ipy_agent.magics', fromlist=['x']).current_session()"
 
 
 def write_script(path: Path, turns: list[Any]) -> str:
@@ -61,13 +58,8 @@ def panel() -> Panel:
 
 @pytest.fixture
 def kernel(tmp_path: Path, panel: Panel) -> Iterator[LiveKernel]:
-    k = LiveKernel(tmp_path, panels=[panel])
-    try:
-        k.check(LOAD)
-        k.wait_for("the panel's hello", lambda: k.check(f"print({MAGICS}.bridge.connected)").strip() == "True")
+    with connected_kernel(tmp_path, panel) as k:
         yield k
-    finally:
-        k.shutdown()
 
 
 def test_read_replace_insert_and_run_reach_the_live_notebook(kernel: LiveKernel, panel: Panel, tmp_path: Path):

@@ -11,10 +11,11 @@ ops come from ipy_agent/notebook/protocol.json, as the extension's do. Replies g
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,10 @@ from ipy_agent.notebook.bridge import NotebookBridge
 from ipy_agent.notebook.protocol import PROTOCOL, TARGET
 
 from .kernel import Kernel
+
+LOAD = "%load_ext ipy_agent\n"
+# The kernel's AgentSession, as code sent to the kernel.
+MAGICS = "__import__('ipy_agent.magics', fromlist=['x']).current_session()"
 
 
 def cell(
@@ -253,3 +258,15 @@ def connected_bridge(panel: Panel, cwd: Any, *, shell: Any = None) -> NotebookBr
     panel.server_root = str(cwd)
     bridge.connect_local(panel)
     return bridge
+
+
+@contextlib.contextmanager
+def connected_kernel(cwd: Any, panel: Panel) -> Iterator[LiveKernel]:
+    """A real kernel with ipy_agent loaded and `panel`'s page connected (its hello answered)."""
+    k = LiveKernel(cwd, panels=[panel])
+    try:
+        k.check(LOAD)
+        k.wait_for("the panel's hello", lambda: k.check(f"print({MAGICS}.bridge.connected)").strip() == "True")
+        yield k
+    finally:
+        k.shutdown()

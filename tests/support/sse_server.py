@@ -139,6 +139,29 @@ def message_events(
     return events
 
 
+def typo_fix() -> list[list[Event]]:
+    """A read-then-edit session: Read notes.txt, Edit "teh" to "the", then "Fixed the typo."."""
+    return [
+        message_events(
+            [
+                {"type": "text", "text": "Reading it."},
+                {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "notes.txt"}},
+            ]
+        ),
+        message_events(
+            [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_e",
+                    "name": "Edit",
+                    "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"},
+                }
+            ]
+        ),
+        message_events([{"type": "text", "text": "Fixed the typo."}]),
+    ]
+
+
 def error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
