@@ -229,3 +229,29 @@ def test_never_run_this_cell_from_the_prompt_sticks(kernel: LiveKernel, panel: P
     assert "must not be run by the agent (the notebook's policy for this cell agent:never-run)" in second
     assert panel.metadata["ipy_agent"] == {"cell_policies": {"costly": ["agent:never-run"]}}
     assert kernel.check("print('costly' in globals())").strip() == "False"
+
+
+def test_cells_the_agent_runs_get_their_own_counts_apart_from_the_agent_cell(
+    kernel: LiveKernel, panel: Panel, tmp_path: Path
+):
+    (tmp_path / "runs.json").write_text(
+        json.dumps({"turns": [[use("NotebookRun", "n1", cell_ids=["one", "two"])], "Ran both."]})
+    )
+    panel.cells += [
+        cell("%agent --script runs.json --allow NotebookRun run them", cell_id="agent"),
+        cell("a = 40\na + 1", cell_id="one"),
+        cell("print(a + 2)", cell_id="two"),
+        cell("a", cell_id="after"),
+    ]
+    kernel.run_cell(panel, "agent")  # as JupyterLab runs it: the count comes from the kernel's reply
+    counts = {c["id"]: c["execution_count"] for c in panel.cells[1:4]}
+    assert None not in counts.values() and len(set(counts.values())) == 3, counts
+    # The cells it ran count up in order, and the agent's cell ends after them.
+    assert counts["one"] + 1 == counts["two"] and counts["two"] < counts["agent"]
+    one = panel.cells[panel.find("one")]
+    assert one["outputs"][0]["execution_count"] == counts["one"]  # Out[n] says the cell's own count
+    kernel.run_cell(panel, "after")  # the person's next cell takes the next count
+    assert panel.cells[panel.find("after")]["execution_count"] == counts["agent"] + 1
+    inputs = json.loads(kernel.check("import json; print(json.dumps(In))").strip().splitlines()[-1])
+    assert inputs[counts["one"]] == "a = 40\na + 1" and inputs[counts["two"]] == "print(a + 2)"
+    assert "run_agent_cell" in inputs[counts["agent"]]  # In[n] and the counts stay aligned
