@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from ipy_agent.notebook.effects import cell_effects, effect_lines
+from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import CellPolicy, cell_policy
 from ipy_agent.notebook.runlog import describe_run
 from ipy_agent.notebook.staleness import stale_marks
@@ -79,7 +80,7 @@ async def notebook_notes(nb: Any, cells: list[dict[str, Any]], shown: set[str]) 
     for c in cells:
         policy = cell_policy(c, meta if isinstance(meta, dict) else {})
         if policy and c.get("id") in shown:
-            lines.append(f"- cell {c['id']}: {', '.join(policy.tags)} ({policy.where or 'its tag'})")
+            lines.append(f"- {cell_label(c, with_id=True)}: {', '.join(policy.tags)} ({policy.where or 'its tag'})")
     out = ""
     if lines:
         out += "Cell policies the person set (agent:never-run: do not run; agent:read-only: do not edit):\n"
@@ -92,5 +93,9 @@ async def notebook_notes(nb: Any, cells: list[dict[str, Any]], shown: set[str]) 
                 "Run state in this kernel (from the cells' definitions and uses and the order they ran; rerun the "
                 "fewest cells that fix it, in notebook order):\n"
             )
-            out += "\n".join(f"- cell {m.cell_id}: {m.text}" for m in marks) + "\n"
+            by_id = {c.get("id"): c for c in cells}
+            out += "\n".join(
+                f"- {cell_label(by_id.get(m.cell_id) or {'id': m.cell_id}, with_id=True)}: {m.text}" for m in marks
+            )
+            out += "\n"
     return out
