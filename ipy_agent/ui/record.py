@@ -11,7 +11,8 @@ Below the calls, "Notebook changes" lists each NotebookEdit of the run with its 
 cell as the person names it (`replace cell 4 · x = 41 in a.ipynb`, the row's summary) and the
 reason given: `review_of` reads it from the call's permission decision (an outcome the decision
 carries, such as "stale", wins; else accepted / rejected / refused by a rule or the tool / not
-answered / failed). A rewind is its own entry: `%agent_rewind` keeps its report in its cell.
+answered / failed). A rewind is its own entry (`%agent_rewind` keeps its report in its cell),
+and the next prompt's record starts with a notice of it (loop/rewind.py).
 
 Everything is escaped: the model's text is rendered by markdown-it with raw HTML off
 (`markdown_html`), tool output goes through `diff_html`/`pre_html`.

@@ -248,3 +248,29 @@ async def test_the_record_lists_the_notebook_changes_with_their_outcome_and_the_
     assert "Edited main.ipynb (live): replaced cell 2 · x = 41" in text  # the row's result
     assert 'class="ipy-agent-reviewed"' in page and "✓ accepted</span> replace cell 2 · x = 1 in main.ipynb" in page
     assert "keep y linear" in page and "c1" not in text.split("Notebook changes:")[1]
+
+
+async def test_the_record_of_the_prompt_after_a_rewind_says_what_was_rewound(tmp_path):
+    from ipy_agent.ui.widgets import RunView
+
+    (tmp_path / "a.txt").write_text("one\n")
+    model = ScriptedModel(
+        [
+            [use("Read", "r1", file_path="a.txt")],
+            [use("Edit", "e1", file_path="a.txt", old_string="one", new_string="two")],
+            "Edited.",
+            "Back at one.",
+        ]
+    )
+    agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits")
+    await asyncio.wait_for(agent.arun("make it two"), TIMEOUT)
+    report = await agent.arewind()
+    assert (tmp_path / "a.txt").read_text() == "one\n" and report.files_restored == ["a.txt"]
+    handle = Handle()
+    view = RunView(agent, handle=handle)
+    agent.on_event(view.listener)
+    await asyncio.wait_for(agent.arun("where are we?"), TIMEOUT)
+    view.close()
+    text, page = handle.shown[-1]["text/plain"], handle.shown[-1]["text/html"]
+    headline = "↶ Rewound to before prompt 1 (make it two): 1 change undone"
+    assert headline in text and headline in page and "The model is told so with this prompt." in text
