@@ -248,6 +248,9 @@ async def test_the_record_lists_the_notebook_changes_with_their_outcome_and_the_
     assert "Edited main.ipynb (live): replaced cell 2 · x = 41" in text  # the row's result
     assert 'class="ipy-agent-reviewed"' in page and "✓ accepted</span> replace cell 2 · x = 1 in main.ipynb" in page
     assert "keep y linear" in page and "c1" not in text.split("Notebook changes:")[1]
+    # %agent_inspect keeps the id the model used, beside what the person saw.
+    shown = inspect_text(agent, "e1")
+    assert '"cell_id": "c1"' in shown and "replace cell 2 · x = 1 in main.ipynb" in shown
 
 
 async def test_the_record_of_the_prompt_after_a_rewind_says_what_was_rewound(tmp_path):
