@@ -31,7 +31,7 @@ from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.notebook.runlog import CellRun
 
 from .live import bridge_call, cell_policy_of, fetch_cell, live_bridge, live_missing, live_target, named
-from .run_notes import effect_notes, policy_note
+from .run_notes import cells_label, effect_notes, policy_note
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -230,7 +230,7 @@ class NotebookRunTool(Tool):
                 notes.append(prefix + policy)
         actions = (_never_run_action(nb, cells[0]),) if len(cells) == 1 else ()
         return PermissionPreview(
-            title=f"Run in this kernel, from {nb.display_path}: {_labels(cells)}",
+            title=f"Run in this kernel, from {nb.display_path}: {cells_label(cells)}",
             command="\n\n".join(c.get("source") or "" for c in cells),
             description=(
                 "Runs in the notebook's kernel: it can change the person's variables. %agent_rewind puts back "
@@ -329,7 +329,7 @@ class NotebookRunTool(Tool):
 
     async def describe_use(self, inp: NotebookRunInput, ctx: ToolContext) -> str | None:
         _, cells = await self._cells(inp, ctx)
-        return _labels(cells)
+        return cells_label(cells)
 
     def summarize_result(self, output: NotebookRunResult | NotebookRunsResult) -> str:
         if isinstance(output, NotebookRunsResult):
@@ -346,13 +346,6 @@ class NotebookRunTool(Tool):
             parts.append(o.error_summary or "")
             parts.append("".join(b.get("text", "") for b in o.blocks))
         return "\n".join(p for p in parts if p)[:2000]
-
-
-def _labels(cells: list[dict[str, Any]]) -> str:
-    """The cells as the person names them: `cell 4 · df = load(...)`; `cells 3 · a = 1; 4 · b = 2`."""
-    if len(cells) == 1:
-        return cell_label(cells[0])
-    return "cells " + "; ".join(cell_label(c).removeprefix("cell ") for c in cells)
 
 
 def _never_run_action(nb: Any, cell: dict[str, Any]) -> PromptAction:

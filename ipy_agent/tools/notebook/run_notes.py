@@ -20,7 +20,7 @@ from ipy_agent.notebook.policy import CellPolicy, cell_policy
 from ipy_agent.notebook.runlog import describe_run
 from ipy_agent.notebook.staleness import stale_marks
 
-__all__ = ["effect_notes", "notebook_notes", "policy_note"]
+__all__ = ["cells_label", "effect_notes", "notebook_notes", "policy_note"]
 
 _SHAPE = re.compile(r"^shape \((\d+), (\d+)\)")
 _SHORT = 100
@@ -34,6 +34,13 @@ def _short(type_name: str, summary: str) -> str:
         return f"{base} {int(m.group(1)):,} × {int(m.group(2)):,}"  # noqa: RUF001
     text = f"{base} {summary}" if summary else base
     return text if len(text) <= _SHORT else text[: _SHORT - 1] + "…"
+
+
+def cells_label(cells: list[dict[str, Any]]) -> str:
+    """Cells as the person names them: `cell 4 · df = load(...)`; `cells 3 · a = 1; 4 · b = 2`."""
+    if len(cells) == 1:
+        return cell_label(cells[0])
+    return "cells " + "; ".join(cell_label(c).removeprefix("cell ") for c in cells)
 
 
 def effect_notes(nb: Any, cell: dict[str, Any]) -> list[str]:
