@@ -42,6 +42,7 @@ import nbformat
 import pytest
 
 from tests.support.browser import EXTENSION, PROJECT_ROOT, TIMEOUT, NotebookPage, browser_missing
+from tests.support.sse_server import ReplayServer, message_events
 from tests.support.transcript import use
 from tests.support.waits import Deadline, timed_out, waiting_for
 
@@ -225,6 +226,8 @@ class Hub:
     url: str
     home: Path
     proc: subprocess.Popen[bytes]
+    api: ReplayServer  # the Messages API behind the key gateway (a local fake)
+    usage_db: Path  # the key gateway's
 
     def log(self) -> str:
         try:
@@ -235,6 +238,8 @@ class Hub:
 
 HUB_CONFIG = """\
 # docs/deploy.md's recipe 2, on 127.0.0.1 with free ports (written by tests/browser/test_jupyterhub.py)
+import sys
+
 c.JupyterHub.bind_url = {bind_url!r}
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = {hub_port}
@@ -251,7 +256,70 @@ c.Spawner.default_url = "/lab"
 c.Spawner.environment = {environment!r}
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
+c.JupyterHub.services = [
+    {{
+        "name": "ipy-agent-gateway",
+        "url": "http://127.0.0.1:{gateway_port}",
+        "command": [sys.executable, "-m", "ipy_agent.gateway", "--port", "{gateway_port}",
+                    "--db", {usage_db!r}, "--per-day-usd", "2", "--upstream", {upstream!r}],
+        "environment": {{"ANTHROPIC_API_KEY": open({key_file!r}).read().strip()}},
+    }}
+]
 """
+REAL_KEY = "sk-ant-held-by-the-hub-" + secrets.token_hex(4)
+
+
+def write_config(
+    home: Path, shared: Path, people: tuple[Person, Person], python: str, upstream: str
+) -> tuple[Path, str]:
+    """The Hub's jupyterhub_config.py (and what it points to); returns its path and the Hub's URL."""
+    policy = shared / "managed-settings.json"  # root's, readable by all: a person cannot loosen it
+    policy.write_text(json.dumps({"sandbox": {"enabled": True}}))
+    data = shared / "jupyter"  # the checkout's build of the extension, as tests/support/browser.py does
+    (data / "labextensions").mkdir(parents=True)
+    (data / "labextensions" / EXTENSION).symlink_to(PROJECT_ROOT / "ipy_agent" / "labextension")
+    key_file = home / "anthropic.key"  # the Hub's only (home is 0700)
+    key_file.write_text(REAL_KEY + "\n")
+    port = free_port()
+    config = home / "jupyterhub_config.py"
+    config.write_text(
+        HUB_CONFIG.format(
+            bind_url=f"http://127.0.0.1:{port}",
+            hub_port=free_port(),
+            proxy_api=f"http://127.0.0.1:{free_port()}",
+            proxy=str(PROXY),
+            db_url=f"sqlite:///{home / 'jupyterhub.sqlite'}",
+            cookie=str(home / "cookie_secret"),
+            users={p.name for p in people},
+            python=python,
+            environment={
+                "PYTHONPATH": str(PROJECT_ROOT),
+                "JUPYTER_PATH": str(data),
+                "IPY_AGENT_MANAGED_SETTINGS": str(policy),  # /etc/ipy_agent/managed-settings.json in production
+                "IPY_AGENT_GATEWAY_URL": f"http://127.0.0.1:{port}/services/ipy-agent-gateway",
+            },
+            gateway_port=free_port(),
+            usage_db=str(home / "ipy_agent_usage.sqlite"),
+            upstream=upstream,
+            key_file=str(key_file),
+        )
+    )
+    return config, f"http://127.0.0.1:{port}"
+
+
+def wait_for_hub(hub: Hub) -> None:
+    deadline = Deadline(TIMEOUT)
+    with waiting_for("JupyterHub to answer /hub/api"):
+        while True:
+            try:
+                with urllib.request.urlopen(f"{hub.url}/hub/api", timeout=5) as r:  # 127.0.0.1 only
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if hub.proc.poll() is not None or deadline.passed():
+                raise timed_out("JupyterHub did not start", TIMEOUT, hub.log())
+            time.sleep(0.3)
 
 
 @pytest.fixture(scope="module")
@@ -260,59 +328,25 @@ def hub(people: tuple[Person, Person]) -> Iterator[Hub]:
     home = Path(tempfile.mkdtemp(prefix="ipy_agent_hub_"))  # the Hub's own: root only
     proc: subprocess.Popen[bytes] | None = None
     try:
-        python = users_python(people[0], shared)
-        policy = shared / "managed-settings.json"  # root's, readable by all: a person cannot loosen it
-        policy.write_text(json.dumps({"sandbox": {"enabled": True}}))
-        data = shared / "jupyter"  # the checkout's build of the extension, as tests/support/browser.py does
-        (data / "labextensions").mkdir(parents=True)
-        (data / "labextensions" / EXTENSION).symlink_to(PROJECT_ROOT / "ipy_agent" / "labextension")
-        port = free_port()
-        config = home / "jupyterhub_config.py"
-        config.write_text(
-            HUB_CONFIG.format(
-                bind_url=f"http://127.0.0.1:{port}",
-                hub_port=free_port(),
-                proxy_api=f"http://127.0.0.1:{free_port()}",
-                proxy=str(PROXY),
-                db_url=f"sqlite:///{home / 'jupyterhub.sqlite'}",
-                cookie=str(home / "cookie_secret"),
-                users={p.name for p in people},
-                python=python,
-                environment={
-                    "PYTHONPATH": str(PROJECT_ROOT),
-                    "JUPYTER_PATH": str(data),
-                    "IPY_AGENT_MANAGED_SETTINGS": str(policy),  # /etc/ipy_agent/managed-settings.json in production
-                },
-            )
-        )
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_", "JUPYTER"))}
-        env["PYTHONPATH"] = str(PROJECT_ROOT)
-        with (home / "hub.log").open("wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "jupyterhub", "-f", str(config)],
-                cwd=home,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        hub = Hub(f"http://127.0.0.1:{port}", home, proc)
-        deadline = Deadline(TIMEOUT)
-        with waiting_for("JupyterHub to answer /hub/api"):
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{hub.url}/hub/api", timeout=5) as r:  # 127.0.0.1 only
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or deadline.passed():
-                    raise timed_out("JupyterHub did not start", TIMEOUT, hub.log())
-                time.sleep(0.3)
-        yield hub
+        with ReplayServer() as api:
+            config, url = write_config(home, shared, people, users_python(people[0], shared), api.url)
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_", "JUPYTER"))}
+            env["PYTHONPATH"] = str(PROJECT_ROOT)
+            with (home / "hub.log").open("wb") as log:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "jupyterhub", "-f", str(config)],
+                    cwd=home,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            hub = Hub(url, home, proc, api, home / "ipy_agent_usage.sqlite")
+            wait_for_hub(hub)
+            yield hub
     finally:
         if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # the Hub stops the people's servers and its proxy
+            proc.send_signal(signal.SIGTERM)  # the Hub stops the people's servers, the gateway and its proxy
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
@@ -502,3 +536,45 @@ def test_one_persons_agent_cannot_read_anothers_home(hub, people, browser, conte
     assert shown.count("Permission denied") >= 2, shown  # the Read row and the Bash row say why
     everything = json.dumps(nb.cells()) + page.content()
     assert SECRET not in everything  # not in the notebook model, not on the page
+
+
+def test_the_key_gateway_as_a_hub_service_answers_with_the_hubs_key_and_counts_for_the_person(
+    hub, people, browser, contexts
+):
+    """docs/deploy.md's gateway service: alice's kernel has no API key, only the gateway's address
+    and her Hub token; her `%agent` is answered through the Hub's proxy and the gateway, which adds
+    the key the Hub holds and counts the tokens for her."""
+    alice, _bob = people
+    hub.api.add(message_events([{"type": "text", "text": "Hello alice, through the Hub's gateway."}], output_tokens=9))
+    write_notebook(
+        alice,
+        "gateway.ipynb",
+        [
+            "%load_ext ipy_agent",
+            "import os; print('key here:', 'ANTHROPIC_API_KEY' in os.environ, '| token:', 'JUPYTERHUB_API_TOKEN' in os.environ)",
+            "%agent say hello",
+        ],
+        ["load", "env", "agent"],
+    )
+    page = log_in(hub, browser, contexts, alice)
+    nb = open_notebook(hub, page, alice, "gateway.ipynb")
+    for i in (0, 1):
+        nb.run(i)
+        nb.wait_done(i)
+    assert nb.wait_text(1, "key here:").strip() == "key here: False | token: True"
+    nb.run(2)
+    nb.wait_done(2)
+    nb.wait_text(2, "Hello alice, through the Hub's gateway.")
+    (sent,) = hub.api.requests
+    assert sent.headers.get("x-api-key") == REAL_KEY  # the gateway added the Hub's key
+    assert "authorization" not in {k.lower() for k in sent.headers}  # alice's token went no further
+    report = subprocess.run(
+        [sys.executable, "-m", "ipy_agent.gateway", "--db", str(hub.usage_db), "--report"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )
+    rows = [line.split("\t") for line in report.stdout.splitlines()]
+    assert [(r[0], r[1]) for r in rows] == [(alice.name, "1 requests")], report.stdout + report.stderr
+    assert "out 9" in rows[0][3]
