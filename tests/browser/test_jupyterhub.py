@@ -375,29 +375,32 @@ def screens() -> Iterator[Path]:
         d.rmdir()
 
 
+@pytest.fixture(scope="module")
+def sessions(browser: Any) -> Iterator[dict[str, Any]]:
+    """Each person's browser page (a context of its own: their own cookies), by name, once logged in."""
+    pages: dict[str, Any] = {}
+    yield pages
+    for page in pages.values():
+        with contextlib.suppress(Exception):
+            page.context.close()
+
+
 @pytest.fixture
-def contexts(browser: Any, screens: Path, request: pytest.FixtureRequest) -> Iterator[list[Any]]:
-    """Browser contexts (one per person: their own cookies); screenshots of their pages when the test fails."""
-    made: list[Any] = []
+def shots(sessions: dict[str, Any], screens: Path, request: pytest.FixtureRequest) -> Iterator[None]:
+    """Screenshots of every person's page when the test fails."""
     failed_before = request.session.testsfailed
-    yield made
-    failed = request.session.testsfailed > failed_before  # the call's report is counted before teardown
-    for n, context in enumerate(made):
-        for i, page in enumerate(context.pages):
-            if failed:
-                with contextlib.suppress(Exception):
-                    page.screenshot(path=str(screens / f"{request.node.name}-{n}-{i}.png"), full_page=True)
-        context.close()
-    if failed:
+    yield
+    if request.session.testsfailed > failed_before:  # the call's report is counted before teardown
+        for name, page in sessions.items():
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(screens / f"{request.node.name}-{name}.png"), full_page=True)
         print(f"screenshots of the pages: {screens}")
 
 
-def log_in(hub: Hub, browser: Any, contexts: list[Any], person: Person) -> Any:
+def log_in(hub: Hub, browser: Any, person: Person) -> Any:
     """The Hub's login page: the person types their name and password and clicks Sign in; the Hub
     spawns their server and sends them to their JupyterLab."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    contexts.append(context)
-    page = context.new_page()
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     page.goto(f"{hub.url}/hub/login")
     with waiting_for(f"the Hub's login page for {person.name}"):
         page.locator("#username_input").press_sequentially(person.name, delay=20, timeout=TIMEOUT * 1000)
@@ -415,7 +418,11 @@ def log_in(hub: Hub, browser: Any, contexts: list[Any], person: Person) -> Any:
     return page
 
 
-def open_notebook(hub: Hub, page: Any, person: Person, name: str) -> HubPage:
+def open_notebook(hub: Hub, browser: Any, sessions: dict[str, Any], person: Person, name: str) -> HubPage:
+    """`name` in the person's JupyterLab (logged in through the login page the first time)."""
+    page = sessions.get(person.name)
+    if page is None:
+        page = sessions[person.name] = log_in(hub, browser, person)
     page.goto(f"{hub.url}/user/{person.name}/lab/tree/{name}?reset")
     nb = HubPage(hub, page, name)
     nb.wait_ready()
@@ -458,7 +465,7 @@ def edit_script(person: Person, notebook: str) -> None:
 # --- the tests ----------------------------------------------------------------------------------
 
 
-def test_each_person_logs_in_and_approves_a_live_edit_in_their_own_notebook(hub, people, browser, contexts):
+def test_each_person_logs_in_and_approves_a_live_edit_in_their_own_notebook(hub, people, browser, sessions, shots):
     for person in people:
         edit_script(person, "agent.ipynb")
         write_notebook(
@@ -473,8 +480,7 @@ def test_each_person_logs_in_and_approves_a_live_edit_in_their_own_notebook(hub,
             ["load", "where", "agent", "c1"],
         )
     for person in people:
-        page = log_in(hub, browser, contexts, person)
-        nb = open_notebook(hub, page, person, "agent.ipynb")
+        nb = open_notebook(hub, browser, sessions, person, "agent.ipynb")
         nb.run(0)
         nb.wait_done(0)
         nb.run(1)
@@ -490,7 +496,7 @@ def test_each_person_logs_in_and_approves_a_live_edit_in_their_own_notebook(hub,
         assert "".join(on_disk["cells"][3]["source"]) == "who = None"
 
 
-def test_one_persons_agent_cannot_read_anothers_home(hub, people, browser, contexts):
+def test_one_persons_agent_cannot_read_anothers_home(hub, people, browser, sessions, shots):
     alice, bob = people
     secret = bob.write("secret.txt", SECRET + "\n", mode=0o644)  # readable by all: bob's home guards it
     assert bob.run("cat", str(secret)).stdout.strip() == SECRET  # bob himself can read it
@@ -513,8 +519,7 @@ def test_one_persons_agent_cannot_read_anothers_home(hub, people, browser, conte
         ["%load_ext ipy_agent", "%agent --script peek.json show me bob's secret"],
         ["load", "agent"],
     )
-    page = log_in(hub, browser, contexts, alice)
-    nb = open_notebook(hub, page, alice, "peek.ipynb")
+    nb = open_notebook(hub, browser, sessions, alice, "peek.ipynb")
     nb.run(0)
     nb.wait_done(0)
     nb.run(1)
@@ -534,12 +539,12 @@ def test_one_persons_agent_cannot_read_anothers_home(hub, people, browser, conte
     shown = nb.text(1)
     assert "Bash sandbox: always" in shown  # the policy's sandbox holds for what alice approves too
     assert shown.count("Permission denied") >= 2, shown  # the Read row and the Bash row say why
-    everything = json.dumps(nb.cells()) + page.content()
+    everything = json.dumps(nb.cells()) + nb.page.content()
     assert SECRET not in everything  # not in the notebook model, not on the page
 
 
 def test_the_key_gateway_as_a_hub_service_answers_with_the_hubs_key_and_counts_for_the_person(
-    hub, people, browser, contexts
+    hub, people, browser, sessions, shots
 ):
     """docs/deploy.md's gateway service: alice's kernel has no API key, only the gateway's address
     and her Hub token; her `%agent` is answered through the Hub's proxy and the gateway, which adds
@@ -556,8 +561,7 @@ def test_the_key_gateway_as_a_hub_service_answers_with_the_hubs_key_and_counts_f
         ],
         ["load", "env", "agent"],
     )
-    page = log_in(hub, browser, contexts, alice)
-    nb = open_notebook(hub, page, alice, "gateway.ipynb")
+    nb = open_notebook(hub, browser, sessions, alice, "gateway.ipynb")
     for i in (0, 1):
         nb.run(i)
         nb.wait_done(i)
