@@ -8,12 +8,15 @@ afterwards; homes `chmod 700`), the local process spawner (each server runs as i
 types their name and password, clicks Sign in, opens a notebook in their JupyterLab, loads
 ipy_agent, runs a scripted `%agent` (offline) with the live-notebook tools and clicks Allow; the
 cell changes in that person's notebook. Then alice's agent is asked to read a file in bob's home,
-with the Read tool and with Bash (inside the bubblewrap sandbox): alice allows it, the OS refuses
-it, and bob's secret appears nowhere in alice's notebook.
+with the Read tool and with Bash (inside the bubblewrap sandbox, as the managed policy requires):
+alice allows it, the OS refuses it, and bob's secret appears nowhere in alice's notebook. Last,
+the key gateway runs as a Hub service: alice's kernel holds no API key, her `%agent` is answered
+through the gateway (in front of a local fake of the Messages API) and her usage is counted.
+("alice" and "bob" are roles: the accounts are named ipya... and ipyb..., new for each run.)
 
 It needs root (to create accounts and switch to them), PAM, bubblewrap and Node: where a piece is
-missing it skips locally and FAILS in CI (CI=true), saying what to install. Screenshots of the
-open pages are kept in a temp folder when a test fails (its path is in the failure).
+missing it skips locally and FAILS in CI (CI=true), saying what to install. When a test fails,
+screenshots of every person's page go to a temp folder (printed with the failure).
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -44,7 +46,7 @@ import pytest
 from tests.support.browser import EXTENSION, PROJECT_ROOT, TIMEOUT, NotebookPage, browser_missing
 from tests.support.sse_server import ReplayServer, message_events
 from tests.support.transcript import use
-from tests.support.waits import Deadline, timed_out, waiting_for
+from tests.support.waits import Deadline, free_port, timed_out, waiting_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.hub]
 
@@ -83,12 +85,6 @@ def need_hub() -> None:
     if in_ci():
         pytest.fail(f"the JupyterHub tests cannot run in CI: {why}", pytrace=False)
     pytest.skip(f"the JupyterHub tests need: {why}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def readable_dir(prefix: str) -> Path:
@@ -136,10 +132,14 @@ def create_person(role: str) -> Person:
     name = f"ipy{role}{secrets.token_hex(3)}"  # unique per run: an old run's leftover never clashes
     password = secrets.token_urlsafe(12)
     subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True, timeout=60)
-    subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True, timeout=60)
-    entry = pwd.getpwnam(name)
-    home = Path(entry.pw_dir)
-    home.chmod(0o700)  # what docs/deploy.md asks of every home
+    try:
+        subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True, timeout=60)
+        entry = pwd.getpwnam(name)
+        home = Path(entry.pw_dir)
+        home.chmod(0o700)  # what docs/deploy.md asks of every home
+    except BaseException:
+        subprocess.run(["userdel", "--remove", name], capture_output=True, timeout=60)
+        raise
     return Person(name, password, home, entry.pw_uid, entry.pw_gid)
 
 
@@ -438,7 +438,7 @@ def write_notebook(person: Person, name: str, cells: list[str], ids: list[str]) 
     person.write(name, nbformat.writes(nb))
 
 
-def edit_script(person: Person, notebook: str) -> None:
+def write_edit_script(person: Person, notebook: str) -> None:
     person.write(
         "edit.json",
         json.dumps(
@@ -467,7 +467,7 @@ def edit_script(person: Person, notebook: str) -> None:
 
 def test_each_person_logs_in_and_approves_a_live_edit_in_their_own_notebook(hub, people, browser, sessions, shots):
     for person in people:
-        edit_script(person, "agent.ipynb")
+        write_edit_script(person, "agent.ipynb")
         write_notebook(
             person,
             "agent.ipynb",

@@ -11,7 +11,6 @@ streamed reply through OpenAIModel and the context window learned from the serve
 from __future__ import annotations
 
 import importlib.util
-import socket
 import subprocess
 import time
 import urllib.request
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, OpenAIModel
+from tests.support.waits import free_port
 
 pytestmark = [
     pytest.mark.slow,
@@ -30,12 +30,6 @@ pytestmark = [
     ),
 ]
 WINDOW = 2048
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
