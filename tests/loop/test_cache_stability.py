@@ -170,3 +170,28 @@ async def test_a_change_of_the_tool_list_costs_one_cache_write_then_the_prefix_i
     assert reads_all_cached_before(server.usages) == [3]
     old_tools = server.usages[3]["cache_read_input_tokens"]
     assert old_tools > 0 and json.loads(tools[3])[-1]["name"] == "mcp__db__query"
+
+
+async def test_the_summary_request_of_a_compaction_reads_the_conversation_from_the_cache(tmp_path: Path):
+    """`%agent_compact` sends the conversation's own request with the instructions at the end, so
+    what the last turn cached is read back; only the instructions and the summary are new."""
+    project(tmp_path)
+    with CachingServer() as server:
+        server.add(*(message_events(reply) for reply in scripted_session()))
+        agent, model = agent_for(server, tmp_path)
+        await agent.arun("Read the notes, then make main return 2.")
+        summary = "Requests: make main return 2. Work done: read the notes, edited main.py. Open: nothing."
+        server.add(message_events([{"type": "text", "text": summary}]))
+        assert await agent.context_manager.compact(trigger="manual") is True
+        await model.aclose()
+    last_turn, compaction = server.usages[-2], server.usages[-1]
+    body = server.requests[-1].body
+    assert without_breakpoints(body["tools"]) == without_breakpoints(server.requests[-2].body["tools"])
+    assert body["messages"][-1]["content"][-1]["text"].startswith("[Compaction]")
+    cached_before = last_turn["cache_read_input_tokens"] + last_turn["cache_creation_input_tokens"]
+    assert compaction["cache_read_input_tokens"] >= cached_before  # the whole conversation, from the cache
+    fresh = compaction["input_tokens"] + compaction["cache_creation_input_tokens"]
+    assert fresh < 0.2 * compaction["cache_read_input_tokens"]  # only the instructions are new
+    assert agent.messages[0]["content"][0]["text"].startswith("[Conversation compacted]") and summary in str(
+        agent.messages[0]
+    )
