@@ -22,6 +22,7 @@ from .conftest import _need_browser
 
 pytestmark = pytest.mark.browser
 
+REASON = "a quote: keep it as typed"
 EDIT = [
     [{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "notes.txt"}}],
     [
@@ -90,5 +91,21 @@ def test_a_prompt_the_page_cannot_draw_is_answered_with_the_extensions_buttons(
         # The kernel still runs cells: the run is over, not stuck.
         j = nb.run_and_wait("print('still here')")
         assert "still here" in nb.text(j)
+
+        # Deny, with a reason typed key by key into the extension's box (keys such as "a" and
+        # "b" must be text there, not notebook shortcuts that insert cells).
+        (root / "notes.txt").write_text("teh quick fox\n")
+        cells = nb.cell_count()
+        k = nb.add_cell("%agent --script edit.json fix the typo in notes.txt again")
+        nb.run(k)
+        deny = fallback(nb, k, "Deny")
+        reason = nb.cell(k).locator(".ipy-agent-fallback input")
+        reason.click()
+        reason.press_sequentially(REASON, delay=60)
+        deny.click()
+        nb.wait_done(k)
+        assert (root / "notes.txt").read_text() == "teh quick fox\n"
+        assert f"Denied: {REASON}" in nb.cell(k).locator(".ipy-agent-fallback").inner_text()
+        assert nb.cell_count() == cells + 1  # no cell was inserted by the typed keys
     finally:
         nb.close()
