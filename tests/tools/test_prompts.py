@@ -124,10 +124,12 @@ def test_variables_promises_no_code_runs_and_routes_running_to_notebook_run(tmp_
 
 def test_notebook_edit_says_where_its_edits_land(tmp_path):
     live = NotebookEditTool().description(_live_ctx(tmp_path))
-    assert "go to the live notebook" in live and "Read its cells with NotebookRead (not Read" in live
+    assert "is edited live" in live and "Read its cells with NotebookRead (not Read" in live
     assert "refused for a cell the person changed since" in live
-    on_disk = NotebookEditTool().description(tool_ctx(tmp_path))
-    assert "This changes the file on disk" in on_disk and "NotebookRead" not in on_disk
+    assert "Any other notebook is changed on disk" in live
+    # The same words without a page: a definition that changed with the page would make the
+    # prompt cache write every tool definition again when the notebook connects.
+    assert NotebookEditTool().description(tool_ctx(tmp_path)) == live
 
 
 def test_live_tools_are_offered_only_where_they_can_work(tmp_path):
@@ -146,5 +148,8 @@ def test_live_tools_are_offered_only_where_they_can_work(tmp_path):
 def test_live_tool_flags_fail_closed_where_they_must():
     run, read, var = NotebookRunTool(), NotebookReadTool(), VariablesTool()
     inp = run.input_model(cell_id="c1")
-    assert not run.is_read_only(inp) and not run.is_concurrency_safe(inp) and run.is_destructive(inp)
+    assert not run.is_read_only(inp) and not run.is_concurrency_safe(inp)
+    # Not "may destroy data ... cannot be undone": %agent_rewind puts back the variables a run
+    # rebinds, and the prompt itself says what a rewind cannot undo (tools/notebook/run.py).
+    assert not run.is_destructive(inp)
     assert read.is_read_only(read.input_model()) and var.is_read_only(var.input_model())
