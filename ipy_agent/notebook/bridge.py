@@ -253,8 +253,9 @@ class NotebookBridge:
 
         loop.call_soon_threadsafe(settle)
 
-    async def request(self, op: str, timeout: float = REQUEST_TIMEOUT, **args: Any) -> dict[str, Any]:
-        """Send one op to the connected panel and return its `result`; raise BridgeError otherwise."""
+    async def request(self, op: str, timeout: float | None = REQUEST_TIMEOUT, **args: Any) -> dict[str, Any]:
+        """Send one op to the connected panel and return its `result`; raise BridgeError otherwise.
+        `timeout` None waits as long as the page takes (a person's answer, `ask_permission`)."""
         front = self.front_end
         if front is None:
             raise NotConnected(f"The live notebook is not available: {self.status()}.")
@@ -266,7 +267,6 @@ class NotebookBridge:
         try:
             reply = await asyncio.wait_for(future, timeout)
         except TimeoutError:
-            self._pending.pop(request_id, None)
             if self.front_end is front:
                 self.front_end = None  # the page is gone; a new hello brings it back
             raise BridgeError(
@@ -274,6 +274,8 @@ class NotebookBridge:
                 f"The notebook page did not answer {op!r} within {timeout:g} s (was it "
                 "closed?). The live notebook is off until the page is open again.",
             ) from None
+        finally:
+            self._pending.pop(request_id, None)  # answered, timed out, or the caller gave up (cancelled)
         if reply.get("protocol") != PROTOCOL or reply.get("code") == "version_mismatch":
             self.problem = str(
                 reply.get("error")

@@ -48,6 +48,7 @@ from .approver import no_person
 from .call_row import Blocks, CallRow, shared_html
 from .comm_ack import idle_ack
 from .diff_html import pre_html
+from .fallback_prompt import mark, running_cell_id, watch
 from .progress import Progress
 from .question_widget import QuestionPrompt
 from .record import LIVE_TEXT, Entry, record_bundle
@@ -105,6 +106,7 @@ class RunView:
             self._loop = None
         # A foreground run's cell awaits it: typed reasons need acknowledging (ui/comm_ack.py).
         self._ack = None if background else idle_ack()
+        self.cell_id = running_cell_id()  # where the fallback's buttons go (ui/fallback_prompt.py)
         self.body = Blocks()
         self.state = W.HTML(layout=W.Layout(flex="1 1 auto"))
         self.progress = Progress(self.state, model=model_name(agent.model))
@@ -188,12 +190,19 @@ class RunView:
         row = self.row(request.tool_use_id, request.display_name or request.tool_name)
         prompt = (QuestionPrompt if asks else ApprovalPrompt)(request, loop, future, ack=self._ack)
         self.prompts[request.tool_use_id] = prompt
+        prompt_id = mark(prompt)
         shown = row.widget
         self.body.replace(shown, row.show_prompt(prompt))
         row.set_status("waiting")
         self.progress.prompt_opened()
         self._bring_forward()
         announce_waiting(self, request)
+        # In a kernel, a foreground prompt nobody can see or answer is noticed, and answered another way.
+        watcher = None
+        if self._ack is not None:
+            watcher = loop.create_task(
+                watch(prompt, prompt_id, getattr(self.agent, "notebook", None), cell_id=self.cell_id)
+            )
         try:
             return await future
         except asyncio.CancelledError:
@@ -202,6 +211,8 @@ class RunView:
             row.set_status("cancelled")
             raise
         finally:
+            if watcher is not None:
+                watcher.cancel()
             self.progress.prompt_closed()
             announce_answered(self)
             self._bring_forward()

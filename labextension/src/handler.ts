@@ -15,6 +15,8 @@
  */
 import type { ICellMetadata, IOutput } from '@jupyterlab/nbformat';
 import protocol from '../../ipy_agent/notebook/protocol.json';
+import { waitUntil } from './fallback';
+import type { Behavior, PromptAnswer, PromptRequest } from './fallback';
 
 export const PROTOCOL: number = protocol.version;
 export const TARGET: string = protocol.target;
@@ -58,6 +60,12 @@ export interface Notebook {
   getMetadata(key: string): unknown;
   /** Set the notebook's metadata under `key` (the notebook becomes dirty); undefined deletes it. */
   setMetadata(key: string, value: Result | undefined): void;
+  /** Is the approval prompt's widget on the page? (fallback.ts; a page without it says no) */
+  promptShown?(promptId: string): boolean;
+  /** Draw answer buttons under the cell; resolves when the person clicks (fallback.ts). */
+  askPermission?(request: PromptRequest): Promise<PromptAnswer>;
+  /** Take those buttons away, leaving `outcome`; false when none were open. */
+  withdrawPrompt?(promptId: string, outcome: string): boolean;
 }
 
 /** An error with a code the kernel side can act on. */
@@ -155,6 +163,17 @@ function cellType(value: unknown): CellType {
   throw new BridgeError('bad_request', `cell_type must be code, markdown or raw, not ${JSON.stringify(value)}`);
 }
 
+/** A prompt id as the kernel makes them (it becomes part of a CSS class). */
+function promptId(args: Args): string {
+  const id = args.prompt_id;
+  if (typeof id !== 'string' || !/^[A-Za-z0-9_-]+$/.test(id)) {
+    throw new BridgeError('bad_request', `prompt_id must be letters, digits, - or _, not ${JSON.stringify(id)}`);
+  }
+  return id;
+}
+
+const MAX_PROMPT_WAIT_MS = 30000;
+
 type Handler = (nb: Notebook, args: Args) => Result | Promise<Result>;
 
 export const handlers: { readonly [op in Op]: Handler } = {
@@ -238,7 +257,33 @@ export const handlers: { readonly [op in Op]: Handler } = {
     }
     nb.setMetadata(AGENT_METADATA_KEY, Object.keys(value).length > 0 ? value : undefined);
     return { metadata: agentMetadata(nb) };
-  }
+  },
+
+  prompt_shown: async (nb, args) => {
+    const id = promptId(args);
+    const wait = typeof args.wait_ms === 'number' ? Math.min(Math.max(args.wait_ms, 0), MAX_PROMPT_WAIT_MS) : 0;
+    return { shown: await waitUntil(() => nb.promptShown?.(id) ?? false, wait) };
+  },
+
+  ask_permission: async (nb, args) => {
+    const request: PromptRequest = {
+      prompt_id: promptId(args),
+      cell_id: typeof args.cell_id === 'string' && args.cell_id ? args.cell_id : null,
+      title: String(args.title ?? ''),
+      detail: String(args.detail ?? ''),
+      rule: String(args.rule ?? '')
+    };
+    if (!nb.askPermission) {
+      throw new BridgeError('error', 'this page cannot draw answer buttons');
+    }
+    const answer = await nb.askPermission(request);
+    const behavior: Behavior = answer.behavior;
+    return { behavior, message: answer.message };
+  },
+
+  withdraw_prompt: (nb, args) => ({
+    removed: nb.withdrawPrompt?.(promptId(args), String(args.outcome ?? '')) ?? false
+  })
 };
 
 function isOp(op: string): op is Op {

@@ -17,6 +17,7 @@ import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { CellData, CellType, Notebook, PROTOCOL, TARGET, VERSION, hello, reply } from './handler';
+import { drawPrompt, promptShown, withdrawPrompt } from './fallback';
 
 /** The panel's notebook model, as the handler sees it. */
 function panelNotebook(panel: NotebookPanel): Notebook {
@@ -71,7 +72,14 @@ function panelNotebook(panel: NotebookPanel): Notebook {
       } else {
         model().setMetadata(key, value);
       }
-    }
+    },
+    promptShown: id => promptShown(panel.node, id),
+    askPermission: request => {
+      // Under the running cell; without its id, under the active one.
+      const cell = panel.content.widgets.find(c => c.model.id === request.cell_id) ?? panel.content.activeCell;
+      return drawPrompt(cell?.node ?? panel.content.node, request);
+    },
+    withdrawPrompt: (id, outcome) => withdrawPrompt(id, outcome)
   };
 }
 

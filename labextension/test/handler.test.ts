@@ -17,6 +17,7 @@ import {
   hello,
   reply
 } from '../src/handler';
+import type { PromptAnswer, PromptRequest } from '../src/fallback';
 
 const PATH = 'work/analysis.ipynb';
 
@@ -29,6 +30,9 @@ class ListNotebook implements Notebook {
   scrolled: number[] = [];
   notes: [string, NotifyType, number][] = [];
   metadata: { [key: string]: unknown } = { kernelspec: { name: 'python3' } };
+  promptShown?: (promptId: string) => boolean;
+  askPermission?: (request: PromptRequest) => Promise<PromptAnswer>;
+  withdrawPrompt?: (promptId: string, outcome: string) => boolean;
   private made = 0;
 
   constructor(public cells: CellData[]) {}
@@ -422,5 +426,51 @@ describe('requests the handler refuses or ignores', () => {
       code: 'error',
       error: 'the panel was disposed'
     });
+  });
+});
+
+describe('the fallback prompt', () => {
+  it('says a prompt is shown as soon as it appears, within the wait', async () => {
+    let looks = 0;
+    nb.promptShown = id => id === 'p1' && ++looks >= 3;
+    expect(await ok('prompt_shown', { prompt_id: 'p1', wait_ms: 2000 })).toEqual({ shown: true });
+    expect(looks).toBe(3);
+  });
+
+  it('says a prompt is not shown after the wait, and on a page that cannot tell', async () => {
+    nb.promptShown = () => false;
+    expect(await ok('prompt_shown', { prompt_id: 'p1', wait_ms: 150 })).toEqual({ shown: false });
+    nb.promptShown = undefined;
+    expect(await ok('prompt_shown', { prompt_id: 'p1', wait_ms: 0 })).toEqual({ shown: false });
+  });
+
+  it('draws buttons under the cell and replies with what the person clicked', async () => {
+    const asked: PromptRequest[] = [];
+    nb.askPermission = async request => {
+      asked.push(request);
+      return { behavior: 'deny', message: 'not that file' };
+    };
+    const args = { prompt_id: 'p1', cell_id: 'c', title: 'Edit notes.txt', detail: '-teh\n+the', rule: 'Edit' };
+    expect(await ok('ask_permission', args)).toEqual({ behavior: 'deny', message: 'not that file' });
+    expect(asked).toEqual([args]);
+  });
+
+  it('refuses to ask where the page cannot draw, and a prompt id that is no CSS name', async () => {
+    expect((await refused('ask_permission', { prompt_id: 'p1' })).code).toBe('error');
+    expect((await refused('prompt_shown', { prompt_id: 'x"]) , .y' })).code).toBe('bad_request');
+  });
+
+  it('withdraws the buttons of an open prompt only', async () => {
+    const withdrawn: [string, string][] = [];
+    nb.withdrawPrompt = (id, outcome) => {
+      withdrawn.push([id, outcome]);
+      return id === 'p1';
+    };
+    expect(await ok('withdraw_prompt', { prompt_id: 'p1', outcome: 'Allowed once' })).toEqual({ removed: true });
+    expect(await ok('withdraw_prompt', { prompt_id: 'p2', outcome: '' })).toEqual({ removed: false });
+    expect(withdrawn).toEqual([
+      ['p1', 'Allowed once'],
+      ['p2', '']
+    ]);
   });
 });

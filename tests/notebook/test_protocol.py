@@ -36,6 +36,9 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "notify": {"message": "done", "type": "success", "auto_close": 1000},
     "get_agent_metadata": {},
     "set_agent_metadata": {"metadata": {"instructions": "Use polars."}},
+    "prompt_shown": {"prompt_id": "p1", "wait_ms": 100},
+    "ask_permission": {"prompt_id": "p1", "cell_id": "a", "title": "Edit notes.txt", "detail": "", "rule": "Edit"},
+    "withdraw_prompt": {"prompt_id": "p1", "outcome": "Allowed once"},
 }
 
 

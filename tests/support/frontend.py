@@ -72,6 +72,13 @@ class Panel:
     hello_delay: float = 0.0
     # The notebook's metadata, as the page's model holds it (`ipy_agent` is the agent's key).
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Whether the page draws widgets: False is a page whose widget manager is missing, so it
+    # never shows an approval prompt (`prompt_shown` says so) and the fallback is asked for.
+    shows_widgets: bool = True
+    # What the person clicks in the buttons `ask_permission` draws: behavior and typed message;
+    # None: they click nothing there (the page draws the buttons and never replies).
+    fallback_answer: dict[str, str] | None = field(default_factory=lambda: {"behavior": "allow", "message": ""})
+    asked: list[dict[str, Any]] = field(default_factory=list)  # the `ask_permission` args, in order
 
     def sources(self) -> list[str]:
         return [c["source"] for c in self.cells]
@@ -101,8 +108,9 @@ class Panel:
             s["output_summary"] = [{"output_type": o["output_type"], "size": len(json.dumps(o))} for o in outs]
         return s
 
-    def handle(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        handler: Callable[[dict[str, Any]], dict[str, Any]] | None = getattr(self, f"op_{op}", None)
+    def handle(self, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The op's result; None when the page does not reply (yet)."""
+        handler: Callable[[dict[str, Any]], dict[str, Any] | None] | None = getattr(self, f"op_{op}", None)
         if handler is None:
             raise Refused("unknown_op", f"unknown op {op!r}")
         return handler(args)
@@ -171,6 +179,18 @@ class Panel:
             self.metadata.pop("ipy_agent", None)
         return {"metadata": self.metadata.get("ipy_agent", {})}
 
+    def op_prompt_shown(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"shown": self.shows_widgets}
+
+    def op_ask_permission(self, args: dict[str, Any]) -> dict[str, Any] | None:
+        self.asked.append(dict(args))
+        if self.fallback_answer is None:
+            return None  # no click: no reply
+        return {"behavior": self.fallback_answer["behavior"], "message": self.fallback_answer.get("message", "")}
+
+    def op_withdraw_prompt(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"removed": any(a.get("prompt_id") == args.get("prompt_id") for a in self.asked)}
+
     def answer(self, req: dict[str, Any]) -> dict[str, Any] | None:
         """The reply to one message from the kernel; None for another panel's, or when silent."""
         if (req.get("path") and req["path"] != self.path) or not req.get("request_id") or self.silent:
@@ -187,7 +207,8 @@ class Panel:
         if self.before is not None:
             self.before(self, req)
         try:
-            return {**base, "ok": True, "result": self.handle(req["op"], req.get("args") or {})}
+            result = self.handle(req["op"], req.get("args") or {})
+            return None if result is None else {**base, "ok": True, "result": result}
         except Refused as e:
             return {**base, "ok": False, "code": e.code, "error": str(e)}
 

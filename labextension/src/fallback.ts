@@ -1,0 +1,138 @@
+/**
+ * Answer buttons for an approval prompt the page could not show or answer (see the kernel's
+ * ipy_agent/ui/fallback_prompt.py).
+ *
+ * The prompt is an ipywidgets widget; when the page has no widget manager, or the widget's comm
+ * died, the person has nothing to click and the run waits. The kernel then asks this extension,
+ * over its own comm: `prompt_shown` (is the widget with the class `ipy-agent-prompt-<id>` on the
+ * page? the view's acknowledgement), and when it is not, `ask_permission`: draw Allow / Always
+ * allow / Deny and a reason box under the running cell, and reply with the person's answer.
+ * `withdraw_prompt` takes the buttons away when the prompt was answered another way.
+ *
+ * This module is plain DOM, no JupyterLab: `index.ts` finds the cell's node, `handler.ts`
+ * validates the requests.
+ */
+
+export const PROMPT_CLASS = 'ipy-agent-prompt-';
+
+export type Behavior = 'allow' | 'always' | 'deny';
+
+export interface PromptRequest {
+  prompt_id: string;
+  cell_id: string | null;
+  title: string; // what the call does, e.g. "Edit notes.txt"
+  detail: string; // the command or diff, and why it asks (plain text)
+  rule: string; // what "Always allow" adds
+}
+
+export interface PromptAnswer {
+  behavior: Behavior;
+  message: string;
+}
+
+/** True as soon as `check()` is, polling every `every` ms; false after `waitMs`. */
+export async function waitUntil(check: () => boolean, waitMs: number, every = 100): Promise<boolean> {
+  const end = Date.now() + waitMs;
+  for (;;) {
+    if (check()) {
+      return true;
+    }
+    if (Date.now() >= end) {
+      return false;
+    }
+    await new Promise(resolve => setTimeout(resolve, Math.min(every, Math.max(end - Date.now(), 0))));
+  }
+}
+
+/** Is the prompt's widget drawn under `root`? */
+export function promptShown(root: ParentNode, promptId: string): boolean {
+  return root.querySelector(`.${PROMPT_CLASS}${promptId}`) !== null;
+}
+
+const open = new Map<string, (outcome: string) => void>();
+
+function button(label: string, title: string, colour: string): HTMLButtonElement {
+  const b = document.createElement('button');
+  b.textContent = label;
+  b.title = title;
+  b.className = 'jp-Button';
+  b.style.cssText = `margin:2px 4px 2px 0;padding:2px 10px;color:white;background:${colour};border:none;border-radius:2px`;
+  return b;
+}
+
+/**
+ * Draw the buttons at the end of `host` (the running cell's node); resolves with the person's
+ * answer. A second request for the same prompt replaces the first one's buttons.
+ */
+export function drawPrompt(host: HTMLElement, req: PromptRequest): Promise<PromptAnswer> {
+  withdrawPrompt(req.prompt_id, '');
+  const box = document.createElement('div');
+  box.className = 'ipy-agent-fallback';
+  box.dataset.promptId = req.prompt_id;
+  // Keys typed in the reason box are text, not notebook shortcuts.
+  box.dataset.lmSuppressShortcuts = 'true';
+  box.style.cssText =
+    'border:1px solid rgba(208,135,0,0.6);padding:4px 8px;margin:4px 0 4px 64px;font-size:var(--jp-ui-font-size1)';
+  const head = document.createElement('div');
+  head.textContent = `ipy_agent asks (the prompt above could not be used): ${req.title}`;
+  head.style.fontWeight = 'bold';
+  box.appendChild(head);
+  if (req.detail) {
+    const pre = document.createElement('pre');
+    pre.textContent = req.detail;
+    pre.style.cssText = 'max-height:16em;overflow:auto;margin:4px 0';
+    box.appendChild(pre);
+  }
+  const row = document.createElement('div');
+  const allow = button('Allow', 'Allow this call once', '#2da44e');
+  const always = button(
+    `Always allow ${req.rule}`,
+    `Allow, and add the rule ${req.rule} for this conversation`,
+    '#6e7781'
+  );
+  const deny = button('Deny', 'Refuse; the reason goes to the model', '#cf222e');
+  const reason = document.createElement('input');
+  reason.type = 'text';
+  reason.placeholder = 'Reason for denying (optional, sent to the model)';
+  reason.style.cssText = 'min-width:18em;margin-left:4px';
+  reason.addEventListener('keydown', event => event.stopPropagation());
+  const outcome = document.createElement('div');
+  outcome.style.cssText = 'font-style:italic;opacity:0.8';
+  row.append(allow, always, deny, reason);
+  box.append(row, outcome);
+  host.appendChild(box);
+
+  const settle = (text: string) => {
+    open.delete(req.prompt_id);
+    for (const el of [allow, always, deny, reason]) {
+      el.disabled = true;
+    }
+    row.remove();
+    outcome.textContent = text;
+    if (!text) {
+      box.remove();
+    }
+  };
+  open.set(req.prompt_id, settle);
+  return new Promise<PromptAnswer>(resolve => {
+    const answer = (behavior: Behavior) => {
+      const message = behavior === 'deny' ? reason.value.trim() : '';
+      const words = { allow: 'Allowed once', always: `Allowed; rule added: ${req.rule}`, deny: 'Denied' }[behavior];
+      settle(message ? `${words}: ${message}` : words);
+      resolve({ behavior, message });
+    };
+    allow.onclick = () => answer('allow');
+    always.onclick = () => answer('always');
+    deny.onclick = () => answer('deny');
+  });
+}
+
+/** Take a prompt's buttons away, leaving `outcome` (nothing when empty). False when none were open. */
+export function withdrawPrompt(promptId: string, outcome: string): boolean {
+  const settle = open.get(promptId);
+  if (settle === undefined) {
+    return false;
+  }
+  settle(outcome);
+  return true;
+}

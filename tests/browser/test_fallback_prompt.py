@@ -1,0 +1,111 @@
+"""An approval prompt the page cannot draw, answered with the buttons the ipy_agent extension draws.
+
+The page is served by a server whose widgets extension (@jupyter-widgets/jupyterlab-manager) is
+disabled, as where jupyterlab_widgets is missing from the server's environment: the kernel's
+widget comms are closed by the page, the prompt never appears, and before ui/fallback_prompt.py
+the cell waited `[*]` with nothing to click. Now the cell says what happened within a few
+seconds and the extension draws Allow / Deny under the cell; a real click answers the prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.browser import SCREENSHOTS, JupyterServer, NotebookPage
+
+from .conftest import _need_browser
+
+pytestmark = pytest.mark.browser
+
+REASON = "a quote: keep it as typed"
+EDIT = [
+    [{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "notes.txt"}}],
+    [
+        {
+            "type": "tool_use",
+            "id": "e1",
+            "name": "Edit",
+            "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"},
+        }
+    ],
+    {"when": {"allowed": ['Done: notes.txt now says "the".'], "denied": ['notes.txt still says "teh".']}},
+]
+
+
+@pytest.fixture(scope="module", params=["lab", "notebook"])
+def no_widgets_server(request: Any, tmp_path_factory: Any) -> Iterator[JupyterServer]:
+    _need_browser(extension=True)
+    server = JupyterServer(request.param, tmp_path_factory.mktemp(f"nowidgets_{request.param}"))
+    labconfig = server.home / "config" / "labconfig"
+    labconfig.mkdir(parents=True)
+    (labconfig / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyter-widgets/jupyterlab-manager": True}})
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def fallback(nb: NotebookPage, index: int, label: str) -> Any:
+    """The extension's enabled button `label` under cell `index`, once it is visible."""
+    loc = nb.cell(index).locator(f".ipy-agent-fallback button:not([disabled]):has-text('{label}')").first
+    loc.wait_for(state="visible", timeout=90_000)
+    return loc
+
+
+def test_a_prompt_the_page_cannot_draw_is_answered_with_the_extensions_buttons(
+    no_widgets_server: JupyterServer, browser: Any
+):
+    server = no_widgets_server
+    root: Path = server.root
+    (root / "notes.txt").write_text("teh quick fox\n")
+    (root / "edit.json").write_text(
+        json.dumps({"provenance": {"kind": "hand-written", "note": "a typo fix"}, "turns": EDIT})
+    )
+    nb = server.open(browser, f"fallback_{server.kind}.ipynb")
+    try:
+        nb.run_and_wait("%load_ext ipy_agent")
+        i = nb.add_cell("%agent --script edit.json fix the typo in notes.txt")
+        nb.run(i)
+
+        allow = fallback(nb, i, "Allow")
+        said = nb.wait_text(i, "not usable here")
+        assert "Allow / Deny buttons the ipy_agent extension drew below this cell" in said
+        assert (root / "notes.txt").read_text() == "teh quick fox\n"  # nothing before the click
+        box = nb.cell(i).locator(".ipy-agent-fallback")
+        assert "+the quick fox" in box.inner_text()
+        nb.screenshot(nb.cell(i), SCREENSHOTS / f"fallback_prompt_{server.kind}.png")
+        allow.click()
+
+        nb.wait_done(i)
+        assert (root / "notes.txt").read_text() == "the quick fox\n"
+        assert "Allowed once" in box.inner_text()
+        assert box.locator("button").count() == 0  # answered: the buttons are gone
+        # The kernel still runs cells: the run is over, not stuck.
+        j = nb.run_and_wait("print('still here')")
+        assert "still here" in nb.text(j)
+
+        # Deny, with a reason typed key by key into the extension's box (keys such as "a" and
+        # "b" must be text there, not notebook shortcuts that insert cells).
+        (root / "notes.txt").write_text("teh quick fox\n")
+        cells = nb.cell_count()
+        k = nb.add_cell("%agent --script edit.json fix the typo in notes.txt again")
+        nb.run(k)
+        deny = fallback(nb, k, "Deny")
+        reason = nb.cell(k).locator(".ipy-agent-fallback input")
+        reason.click()
+        reason.press_sequentially(REASON, delay=60)
+        deny.click()
+        nb.wait_done(k)
+        assert (root / "notes.txt").read_text() == "teh quick fox\n"
+        assert f"Denied: {REASON}" in nb.cell(k).locator(".ipy-agent-fallback").inner_text()
+        assert nb.cell_count() == cells + 1  # no cell was inserted by the typed keys
+    finally:
+        nb.close()
