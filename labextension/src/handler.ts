@@ -15,6 +15,7 @@
  */
 import type { ICellMetadata, IOutput } from '@jupyterlab/nbformat';
 import protocol from '../../ipy_agent/notebook/protocol.json';
+import { OUTCOMES, Outcome, ReviewBoard, makeProposal, proposalProblem } from './review';
 
 export const PROTOCOL: number = protocol.version;
 export const TARGET: string = protocol.target;
@@ -58,6 +59,8 @@ export interface Notebook {
   getMetadata(key: string): unknown;
   /** Set the notebook's metadata under `key` (the notebook becomes dirty); undefined deletes it. */
   setMetadata(key: string, value: Result | undefined): void;
+  /** The agent's staged changes, drawn in the cells for the person's Accept or Reject (review.ts). */
+  readonly review: ReviewBoard;
 }
 
 /** An error with a code the kernel side can act on. */
@@ -238,6 +241,39 @@ export const handlers: { readonly [op in Op]: Handler } = {
     }
     nb.setMetadata(AGENT_METADATA_KEY, Object.keys(value).length > 0 ? value : undefined);
     return { metadata: agentMetadata(nb) };
+  },
+
+  stage_proposal: async (nb, args) => {
+    const problem = proposalProblem(args);
+    if (problem) {
+      throw new BridgeError('bad_request', problem);
+    }
+    let index: number;
+    if (args.kind === 'insert') {
+      index = args.cell_id ? findIndex(nb, args.cell_id) + 1 : 0;
+    } else {
+      index = findIndex(nb, args.cell_id);
+    }
+    const scroll = args.scroll !== false && nb.review.open.length === 0; // to the first proposal
+    if (scroll && nb.cellIds().length > 0) {
+      await nb.scrollTo(Math.min(index, nb.cellIds().length - 1));
+    }
+    nb.review.stage(makeProposal(args, index), scroll);
+    return { proposal_id: args.proposal_id, index };
+  },
+
+  resolve_proposal: (nb, args) => {
+    if (!OUTCOMES.includes(args.outcome as string)) {
+      throw new BridgeError(
+        'bad_request',
+        `outcome must be one of ${OUTCOMES.join(', ')}, not ${JSON.stringify(args.outcome)}`
+      );
+    }
+    const id = String(args.proposal_id ?? '');
+    if (!nb.review.resolve(id, args.outcome as Outcome, String(args.reason ?? ''))) {
+      throw new BridgeError('not_found', `no staged proposal ${JSON.stringify(args.proposal_id)} in ${nb.path}`);
+    }
+    return { proposal_id: id, outcome: args.outcome };
   }
 };
 
