@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.frontend import MAGICS, LiveKernel, Panel, cell, connected_kernel
+from tests.support.frontend import MAGICS, LiveKernel, Panel, cell, connected_kernel, tool_results
 from tests.support.transcript import result_text, use
 
 pytestmark = pytest.mark.kernel
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.kernel
 NB = "analysis.ipynb"
 
 
-def script(path: Path, *edits: dict[str, Any]) -> str:
+def transcript_of(path: Path, *edits: dict[str, Any]) -> str:
     turns: list[Any] = [[use("NotebookRead", "r1")], list(edits), "Done."]
     (path / "review.json").write_text(json.dumps({"turns": turns}))
     return "review.json"
@@ -31,16 +31,6 @@ def script(path: Path, *edits: dict[str, Any]) -> str:
 
 def replace(tid: str, cell_id: str, source: str) -> dict[str, Any]:
     return use("NotebookEdit", tid, notebook_path=NB, cell_id=cell_id, new_source=source)
-
-
-def results(k: LiveKernel) -> dict[str, Any]:
-    text = k.check(
-        "import json as _j\n"
-        f"_m = {MAGICS}.agent.messages\n"
-        "print(_j.dumps({b['tool_use_id']: b for m in _m if m['role'] == 'user' and isinstance(m['content'], list)"
-        " for b in m['content'] if b.get('type') == 'tool_result'}))\n"
-    )
-    return json.loads(text)
 
 
 def outcomes(k: LiveKernel) -> list[str]:
@@ -65,7 +55,7 @@ def kernel(tmp_path: Path, panel: Panel) -> Iterator[LiveKernel]:
 
 
 def test_accept_in_the_cell_applies_the_edit_and_the_prompt_shows_it(kernel: LiveKernel, panel: Panel, tmp_path: Path):
-    run = kernel.execute(f"%agent --script {script(tmp_path, replace('e1', 'c1', 'x = 41'))} go\n")
+    run = kernel.execute(f"%agent --script {transcript_of(tmp_path, replace('e1', 'c1', 'x = 41'))} go\n")
     proposal = kernel.proposal(panel)
     assert (proposal["kind"], proposal["cell_id"], proposal["source"]) == ("replace", "c1", "x = 41")
     assert proposal["label"] == "cell 2 · x = 1" and proposal["scroll"] is True
@@ -78,7 +68,7 @@ def test_accept_in_the_cell_applies_the_edit_and_the_prompt_shows_it(kernel: Liv
     assert ex.status == "ok", ex.text
     assert panel.sources() == ["# Analysis", "x = 41", "y = 2"]
     assert proposal["outcome"] == "accepted"
-    assert not results(kernel)["e1"].get("is_error")
+    assert not tool_results(kernel)["e1"].get("is_error")
     assert kernel.shows("Accepted in the cell")  # the %agent prompt shows the same decision
     assert kernel.find_button("Allow", enabled=True) is None
     assert outcomes(kernel) == ["accepted in the cell"]
@@ -87,7 +77,7 @@ def test_accept_in_the_cell_applies_the_edit_and_the_prompt_shows_it(kernel: Liv
 def test_reject_in_the_cell_with_a_reason_leaves_the_cell_and_tells_the_model(
     kernel: LiveKernel, panel: Panel, tmp_path: Path
 ):
-    run = kernel.execute(f"%agent --script {script(tmp_path, replace('e1', 'c1', 'x = 41'))} go\n")
+    run = kernel.execute(f"%agent --script {transcript_of(tmp_path, replace('e1', 'c1', 'x = 41'))} go\n")
     proposal = kernel.proposal(panel)
     words = "keep x at 1, the tests depend on it"
 
@@ -96,7 +86,7 @@ def test_reject_in_the_cell_with_a_reason_leaves_the_cell_and_tells_the_model(
 
     assert ex.status == "ok", ex.text
     assert panel.sources() == ["# Analysis", "x = 1", "y = 2"]
-    told = results(kernel)["e1"]
+    told = tool_results(kernel)["e1"]
     assert told.get("is_error") and f"Their reason: {words}" in result_text(told)
     assert (proposal["outcome"], proposal["reason"]) == ("rejected", words)
     assert kernel.shows(f"Rejected in the cell: {words}")
@@ -107,7 +97,7 @@ def test_allow_in_the_prompt_resolves_the_proposal_in_the_page(kernel: LiveKerne
     edit = use(
         "NotebookEdit", "e1", notebook_path=NB, cell_id="c1", edit_mode="insert", cell_type="code", new_source="z = 3"
     )
-    run = kernel.execute(f"%agent --script {script(tmp_path, edit)} go\n")
+    run = kernel.execute(f"%agent --script {transcript_of(tmp_path, edit)} go\n")
     proposal = kernel.proposal(panel)
     assert (proposal["kind"], proposal["cell_id"], proposal["index"]) == ("insert", "c1", 2)
     assert len(panel.cells) == 3  # the proposed cell is not in the model
@@ -122,7 +112,7 @@ def test_allow_in_the_prompt_resolves_the_proposal_in_the_page(kernel: LiveKerne
 
 
 def test_typing_in_the_cell_under_review_makes_it_stale(kernel: LiveKernel, panel: Panel, tmp_path: Path):
-    run = kernel.execute(f"%agent --script {script(tmp_path, replace('e1', 'c1', 'x = 41'))} go\n")
+    run = kernel.execute(f"%agent --script {transcript_of(tmp_path, replace('e1', 'c1', 'x = 41'))} go\n")
     proposal = kernel.proposal(panel)
 
     kernel.type_into(panel, "c1", "x = 1  # tuned by hand")
@@ -130,7 +120,7 @@ def test_typing_in_the_cell_under_review_makes_it_stale(kernel: LiveKernel, pane
 
     assert ex.status == "ok", ex.text
     assert panel.sources() == ["# Analysis", "x = 1  # tuned by hand", "y = 2"]
-    told = result_text(results(kernel)["e1"])
+    told = result_text(tool_results(kernel)["e1"])
     assert "changed under review" in told and "NotebookRead" in told
     assert proposal["outcome"] == "stale"
     assert kernel.shows("Stale: cell 2 · x = 1 changed under review")
@@ -141,7 +131,7 @@ def test_accept_all_applies_the_pending_edit_and_those_queued_after_it(
     kernel: LiveKernel, panel: Panel, tmp_path: Path
 ):
     edits = (replace("e1", "md0", "# Sales"), replace("e2", "c1", "x = 10"), replace("e3", "c2", "y = 20"))
-    run = kernel.execute(f"%agent --script {script(tmp_path, *edits)} go\n")
+    run = kernel.execute(f"%agent --script {transcript_of(tmp_path, *edits)} go\n")
     kernel.proposal(panel)
 
     kernel.decide(panel, "accept_all")
@@ -149,10 +139,10 @@ def test_accept_all_applies_the_pending_edit_and_those_queued_after_it(
 
     assert ex.status == "ok", ex.text
     assert panel.sources() == ["# Sales", "x = 10", "y = 20"]
-    assert not any(r.get("is_error") for r in results(kernel).values())
+    assert not any(r.get("is_error") for r in tool_results(kernel).values())
     assert outcomes(kernel) == ["accepted in the cell", "accepted (all)", "accepted (all)"]
     # A new run starts without the standing answer: the next edit asks again.
-    again = kernel.execute(f"%agent --script {script(tmp_path, replace('e4', 'c1', 'x = 11'))} go\n")
+    again = kernel.execute(f"%agent --script {transcript_of(tmp_path, replace('e4', 'c1', 'x = 11'))} go\n")
     kernel.proposal(panel)
     kernel.decide(panel, "reject")
     assert kernel.wait(again).status == "ok"

@@ -306,6 +306,18 @@ class LiveKernel(Kernel):
         return comm_id
 
 
+def tool_results(k: Kernel) -> dict[str, Any]:
+    """tool_use id -> the tool_result the model received, from the kernel's agent."""
+    text = k.check(
+        "import json as _j\n"
+        f"_m = {MAGICS}.agent.messages\n"
+        "print(_j.dumps({b['tool_use_id']: b for m in _m if m['role'] == 'user' and isinstance(m['content'], list)"
+        " for b in m['content'] if b.get('type') == 'tool_result'}))\n"
+    )
+    found: dict[str, Any] = json.loads(text)
+    return found
+
+
 def connected_bridge(panel: Panel, cwd: Any, *, shell: Any = None) -> NotebookBridge:
     """A kernel-side bridge whose page is `panel` (its file is `cwd / panel.path`)."""
     bridge = NotebookBridge(shell=shell, session_name=str(cwd / panel.path), cwd=cwd)
