@@ -31,8 +31,22 @@ const KEPT_EVENTS = ['mousedown', 'dblclick', 'keydown', 'keypress', 'keyup', 'f
 /** How long a settled proposal shows its outcome before it goes. */
 const SETTLED_MS = 30000;
 
+/**
+ * Keys typed into a proposal's reason box are the box's: Notebook 7 runs its shortcuts on the
+ * document's capture phase, before any element can stop a key, and a shortcut took the person's
+ * reason ("k" moved to the cell above). Stopped at the window's capture phase, the key still types.
+ */
+function keepTypedKeys(event: KeyboardEvent): void {
+  const target = event.target;
+  if (target instanceof HTMLInputElement && target.closest('.ipy-agent-proposal')) {
+    event.stopPropagation();
+  }
+}
+
 function ensureStyle(): void {
   if (!document.getElementById(STYLE_ID)) {
+    window.addEventListener('keydown', keepTypedKeys, true);
+    window.addEventListener('keyup', keepTypedKeys, true);
     const style = document.createElement('style');
     style.id = STYLE_ID;
     style.textContent = CSS;
@@ -89,6 +103,7 @@ export class DomReviewView implements ReviewView {
     for (const type of KEPT_EVENTS) {
       box.addEventListener(type, event => event.stopPropagation());
     }
+    box.addEventListener('focusin', () => this.activate(proposal));
     box.appendChild(element('div', 'ipy-agent-proposal-head', headline(proposal)));
     box.appendChild(diffBlock(proposal));
     const actions = element('div', 'ipy-agent-proposal-actions');
@@ -117,6 +132,11 @@ export class DomReviewView implements ReviewView {
     this.boxes.set(proposal.id, box);
   }
 
+  /**
+   * Where the box goes: inside the cell it changes; a new cell's placeholder at the bottom of the
+   * cell it follows (or the top of the first cell). Inside a cell, not beside it: the notebook
+   * gives the keyboard back to its active cell unless the focus is in that cell's element.
+   */
   private place(proposal: Proposal, box: HTMLElement): void {
     const cell = this.cellNode(proposal.cellId);
     if (proposal.kind !== 'insert') {
@@ -125,15 +145,22 @@ export class DomReviewView implements ReviewView {
       return;
     }
     box.classList.add('ipy-agent-proposed-cell');
-    if (cell) {
-      cell.after(box);
-      return;
-    }
     const first = this.panel.content.widgets[0]?.node;
-    if (first) {
-      first.before(box);
+    if (cell) {
+      cell.appendChild(box);
+    } else if (first) {
+      first.prepend(box);
     } else {
       this.panel.content.node.appendChild(box);
+    }
+  }
+
+  /** The person is in a proposal: its cell becomes the active one, so the notebook leaves the focus there. */
+  private activate(proposal: Proposal): void {
+    const id = proposal.cellId ?? this.panel.content.widgets[0]?.model.id;
+    const index = this.panel.content.widgets.findIndex(w => w.model.id === id);
+    if (index >= 0 && this.panel.content.activeCellIndex !== index) {
+      this.panel.content.activeCellIndex = index;
     }
   }
 

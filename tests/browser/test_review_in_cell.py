@@ -142,6 +142,7 @@ def test_reject_in_the_cell_with_a_typed_reason(front, browser, opened):
     reason = box.get_by_role("textbox", name="Reason for rejecting")
     reason.click()
     reason.press_sequentially("keep the plus, it is the lesson", delay=60)
+    assert reason.input_value() == "keep the plus, it is the lesson"  # every key reached the box
 
     box.get_by_role("button", name="Reject", exact=True).click()
 
@@ -164,8 +165,8 @@ def test_an_insert_allowed_in_the_prompt_resolves_the_proposal(front, browser, o
     placeholder = by_id(page, placeholder)
     assert "+ z = 3" in placeholder.inner_text()
     assert len(page.cells()) == 5  # the proposed cell is not in the model
-    # It sits between c1 and c2, where the new cell will go.
-    assert page.cell(2).evaluate("(el, p) => el.nextElementSibling === p", placeholder.element_handle())
+    # It sits at the bottom of c1, where the new cell will go.
+    assert page.cell(2).evaluate("(el, p) => el.lastElementChild === p", placeholder.element_handle())
 
     page.button(AGENT, "Allow").click()
 
