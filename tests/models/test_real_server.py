@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, OpenAIModel
+from tests.support.waits import free_port
 
 
 def server_program() -> str | None:
@@ -47,12 +47,6 @@ pytestmark = [
     ),
 ]
 WINDOW = 2048
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,11 @@ __all__ = ["LiveReview", "stale_message"]
 STAGE_TIMEOUT = 5.0  # a page that cannot draw the proposal in this time leaves the prompt alone to ask
 
 
-def stale_message(label: str) -> str:
+def stale_message(label: str, cell_id: str | None = None) -> str:
     """What the model is told when the person typed in the cell while its edit was under review."""
+    where = f"{label} (id {cell_id!r})" if cell_id else label
     return (
-        f"The person edited {label} while your proposed change to it was under review, so the change "
+        f"The person edited {where} while your proposed change to it was under review, so the change "
         "was not applied (the cell changed under review). Read the cell again with NotebookRead, then "
         "propose the edit against its new content if it is still wanted."
     )
@@ -155,7 +156,7 @@ class LiveReview:
             return ReviewAnswer(
                 behavior="deny",
                 automatic=True,
-                message=stale_message(self.proposal.label),
+                message=stale_message(self.proposal.label, self.proposal.cell_id),
                 note=f"Stale: {self.proposal.label} changed under review",
             )
         if got.outcome in ("accept", "accept_all"):
