@@ -5,6 +5,7 @@ Modules import one way, each only from those above it in this list:
 - `read_state`: what the agent has read, at which version (the basis of edit-before-read);
 - `checkpoints`: what each prompt's run changed, kept so that a rewind can put it back;
 - `tool_context`: `ToolContext`, what a tool may know about the call it serves;
+- `review`: a change shown where it happens, answerable there too (staged cell edits);
 - `questions`: questions a tool asks the person (AskUserQuestion), and their answers;
 - `tool`: the `Tool` contract with fail-closed defaults, `ToolError`, permission answers;
 - `tool_input`: a call's input as the model wrote it, checked against the tool's model;

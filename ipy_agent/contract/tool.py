@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from .limits import TOOL_RESULT_CHARS
 from .questions import Question
+from .review import StagedReview
 from .tool_context import ToolContext
 
 __all__ = [
@@ -150,6 +151,9 @@ class PermissionPreview:
     # Questions for the person (AskUserQuestion): the prompt shows their options instead of
     # Allow / Deny, and the answers come back on the `PermissionAnswer`.
     questions: tuple[Question, ...] = ()
+    # The change, staged where it will happen (NotebookEdit's cell in the open notebook); the
+    # person may answer there as well as in the prompt (contract/review.py).
+    review: StagedReview | None = None
 
 
 MaybeAwaitable = Any

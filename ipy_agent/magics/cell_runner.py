@@ -101,6 +101,7 @@ async def run_agent_cell(line: str, cell: str | None = None) -> None:
     handle = session.start_line(request)  # at once: what starts, with which model
     if session.bridge is not None:
         await session.bridge.ensure()  # is the notebook page (still) there? see notebook/bridge.py
+        session.bridge.reviews.new_run()  # Accept all / Reject all of an earlier run end here
     try:
         run = session.prepare(request, background=None, handle=handle)
     except BaseException:

@@ -15,6 +15,7 @@ Modules import one way, each only from those above it in this list:
 - `variables`: the kernel's variables, described without running the person's code;
 - `comm_guard`: `CommGuard`, keeps the page's comms open when another page of the kernel closes them
   (Notebook 7's file browser tab);
+- `review`: staged cell edits the page shows in the cell (proposals), and the person's decisions;
 - `bridge`: `NotebookBridge`, requests to the JupyterLab extension over a comm;
 - `metadata`: the notebook's own `ipy_agent` metadata (its instructions), live or on disk.
 """

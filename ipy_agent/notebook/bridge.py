@@ -38,6 +38,7 @@ from typing import Any
 
 from .comm_guard import CommGuard
 from .protocol import PROTOCOL, TARGET
+from .review import Reviews
 from .runlog import RunLog
 
 __all__ = ["BridgeError", "FrontEnd", "NotConnected", "NotebookBridge"]
@@ -104,6 +105,7 @@ class NotebookBridge:
         self.told_missing = False  # the UI said once that there is no front end
         self.guard: CommGuard | None = None  # keeps widget and bridge comms open (comm_guard.py)
         self.runs = RunLog()  # which cells ran in this kernel (staleness, the prompt's "last run")
+        self.reviews = Reviews()  # staged cell edits the page shows in the cell (review.py)
 
     # --- state ------------------------------------------------------------------------------
     @property
@@ -170,6 +172,11 @@ class NotebookBridge:
             return
         if data.get("event") == "hello":
             self._hello(comm, data)
+        elif data.get("event") == "decision":
+            # The person answered a staged proposal in the page (review.py); only the open page's count.
+            front = self.front_end
+            if front is not None and data.get("path") == front.path and data.get("protocol") == PROTOCOL:
+                self.reviews.decided(data)
         elif isinstance(data.get("reply_to"), str):
             self._resolve(data["reply_to"], data)
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TypedDict
 
-__all__ = ["OPS", "PROTOCOL", "SPEC", "TARGET"]
+__all__ = ["DECISIONS", "OPS", "OUTCOMES", "PROTOCOL", "SPEC", "TARGET"]
 
 
 class OpSpec(TypedDict):
@@ -33,9 +33,13 @@ class Spec(TypedDict):
     cell: CellSpec
     ops: dict[str, OpSpec]
     errors: dict[str, str]
+    decisions: list[str]  # what the page may answer to a staged proposal (a `decision` message)
+    outcomes: list[str]  # how a proposal ended, as `resolve_proposal` tells the page
 
 
 SPEC: Spec = json.loads(Path(__file__).with_name("protocol.json").read_text(encoding="utf-8"))
 PROTOCOL: int = SPEC["version"]
 TARGET: str = SPEC["target"]
 OPS: frozenset[str] = frozenset(SPEC["ops"])
+DECISIONS: tuple[str, ...] = tuple(SPEC["decisions"])
+OUTCOMES: tuple[str, ...] = tuple(SPEC["outcomes"])

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from ipy_agent.contract.review import ReviewAnswer, StagedReview
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, maybe_await
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.contract.tool_input import dump_input
@@ -118,12 +119,8 @@ async def _ask(
         display_name=tool.display_name(),
     )
     before_prompt(preview, preview_error)
-    try:
-        answer = normalize_answer(await maybe_await(approver(request)))
-    except asyncio.CancelledError:
-        raise
-    except Exception as e:
-        answer = PermissionAnswer(behavior="deny", message=f"the approval prompt failed ({type(e).__name__}: {e})")
+    review = preview.review if preview is not None else None
+    answer = await (_answer(approver, request) if review is None else _reviewed(approver, request, review))
     if answer.behavior == "deny":
         reason = await _apply_action(preview, answer) if answer.action else answer.message
         return Decision(behavior="deny", source="approver" if answer.automatic else "person", reason=reason)
@@ -133,6 +130,61 @@ async def _ask(
     if answer.answers is not None:
         return Decision(behavior="allow", source="person", reason="answered", answers=dict(answer.answers))
     return Decision(behavior="allow", source="person", reason="allowed once")
+
+
+async def _answer(approver: Approver, request: PermissionRequest) -> PermissionAnswer:
+    try:
+        return normalize_answer(await maybe_await(approver(request)))
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        return PermissionAnswer(behavior="deny", message=f"the approval prompt failed ({type(e).__name__}: {e})")
+
+
+def _from_review(answer: ReviewAnswer) -> PermissionAnswer:
+    return PermissionAnswer(behavior=answer.behavior, message=answer.message, automatic=answer.automatic)
+
+
+async def _reviewed(approver: Approver, request: PermissionRequest, review: StagedReview) -> PermissionAnswer:
+    """The approver and the page where the change is staged answer one question; the first wins.
+
+    An approver that follows the review (the `%agent` cell's prompt) is resolved by the page's
+    answer, so its answer is the decision either way; one that does not is cancelled when the
+    page answers first. The page is told the outcome, whoever gave it."""
+    preset = review.preset()
+    if preset is not None:  # Accept all / Reject all, earlier in this run
+        await review.close(preset.behavior, preset.message, automatic=preset.automatic, where="all")
+        return _from_review(preset)
+    shown = False
+    try:
+        shown = await review.open()
+    except Exception:  # the page could not draw it: the prompt alone asks, as without a page
+        shown = False
+    if not shown:
+        return await _answer(approver, request)
+    asking = asyncio.ensure_future(_answer(approver, request))
+    page = asyncio.ensure_future(review.decision())
+    try:
+        await asyncio.wait({asking, page}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        asking.cancel()
+        page.cancel()
+        await review.close("deny", "", automatic=True, where="none")
+        raise
+    page_answered = page.done() and not page.cancelled() and page.exception() is None
+    if page_answered and review.followed:
+        answer = await asking  # the prompt resolves with the page's answer (or its own, if it was first)
+    elif page_answered and not asking.done():
+        asking.cancel()
+        answer = _from_review(page.result())
+    else:
+        page.cancel()
+        answer = await asking
+    where = "cell" if review.answered_in_page else "prompt"
+    await review.close(
+        "deny" if answer.behavior == "deny" else "allow", answer.message, automatic=answer.automatic, where=where
+    )
+    return answer
 
 
 async def _apply_action(preview: PermissionPreview | None, answer: PermissionAnswer) -> str:

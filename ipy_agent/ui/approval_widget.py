@@ -175,6 +175,15 @@ class ApprovalPrompt:
             note += f": {answer.message}"
         self._finish(note)
 
+    def answered_elsewhere(self, answer: PermissionAnswer, note: str) -> bool:
+        """The same question was answered where the change is staged (in the cell): this prompt
+        resolves with that answer and shows `note`. False when the prompt was answered first."""
+        with self._lock:
+            if self._clicked or self._future.done():
+                return False
+            self._void_note = note
+        return self.resolve(answer)
+
     def void(self, note: str, message: str) -> None:
         """Deny a prompt nobody will answer any more (the view was closed), so the run goes on."""
         self._void_note = note

@@ -191,6 +191,13 @@ class RunView:
         prompt = (QuestionPrompt if asks else ApprovalPrompt)(request, loop, future, ack=self._ack)
         self.prompts[request.tool_use_id] = prompt
         prompt_id = mark(prompt)
+        review = request.preview.review if request.preview is not None else None
+        if review is not None:  # staged in the cell too: an answer there resolves this prompt
+            review.follow(
+                lambda a: prompt.answered_elsewhere(
+                    PermissionAnswer(behavior=a.behavior, message=a.message, automatic=a.automatic), a.note
+                )
+            )
         shown = row.widget
         self.body.replace(shown, row.show_prompt(prompt))
         row.set_status("waiting")

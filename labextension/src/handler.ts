@@ -17,6 +17,7 @@ import type { ICellMetadata, IOutput } from '@jupyterlab/nbformat';
 import protocol from '../../ipy_agent/notebook/protocol.json';
 import { waitUntil } from './fallback';
 import type { Behavior, PromptAnswer, PromptRequest } from './fallback';
+import { OUTCOMES, Outcome, ReviewBoard, makeProposal, proposalProblem } from './review';
 
 export const PROTOCOL: number = protocol.version;
 export const TARGET: string = protocol.target;
@@ -66,6 +67,8 @@ export interface Notebook {
   askPermission?(request: PromptRequest): Promise<PromptAnswer>;
   /** Take those buttons away, leaving `outcome`; false when none were open. */
   withdrawPrompt?(promptId: string, outcome: string): boolean;
+  /** The agent's staged changes, drawn in the cells for the person's Accept or Reject (review.ts). */
+  readonly review: ReviewBoard;
 }
 
 /** An error with a code the kernel side can act on. */
@@ -283,7 +286,40 @@ export const handlers: { readonly [op in Op]: Handler } = {
 
   withdraw_prompt: (nb, args) => ({
     removed: nb.withdrawPrompt?.(promptId(args), String(args.outcome ?? '')) ?? false
-  })
+  }),
+
+  stage_proposal: async (nb, args) => {
+    const problem = proposalProblem(args);
+    if (problem) {
+      throw new BridgeError('bad_request', problem);
+    }
+    let index: number;
+    if (args.kind === 'insert') {
+      index = args.cell_id ? findIndex(nb, args.cell_id) + 1 : 0;
+    } else {
+      index = findIndex(nb, args.cell_id);
+    }
+    const scroll = args.scroll !== false && nb.review.open.length === 0; // to the first proposal
+    if (scroll && nb.cellIds().length > 0) {
+      await nb.scrollTo(Math.min(index, nb.cellIds().length - 1));
+    }
+    nb.review.stage(makeProposal(args, index), scroll);
+    return { proposal_id: args.proposal_id, index };
+  },
+
+  resolve_proposal: (nb, args) => {
+    if (!OUTCOMES.includes(args.outcome as string)) {
+      throw new BridgeError(
+        'bad_request',
+        `outcome must be one of ${OUTCOMES.join(', ')}, not ${JSON.stringify(args.outcome)}`
+      );
+    }
+    const id = String(args.proposal_id ?? '');
+    if (!nb.review.resolve(id, args.outcome as Outcome, String(args.reason ?? ''))) {
+      throw new BridgeError('not_found', `no staged proposal ${JSON.stringify(args.proposal_id)} in ${nb.path}`);
+    }
+    return { proposal_id: id, outcome: args.outcome };
+  }
 };
 
 function isOp(op: string): op is Op {

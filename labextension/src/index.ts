@@ -18,12 +18,61 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { CellData, CellType, Notebook, PROTOCOL, TARGET, VERSION, hello, reply } from './handler';
 import { drawPrompt, promptShown, withdrawPrompt } from './fallback';
+import { ReviewBoard } from './review';
+import { DomReviewView } from './reviewView';
+
+/** The comm a panel last heard the kernel on: where the person's decisions go (review.ts). */
+type Link = { comm: Kernel.IComm | null };
+
+/** The panel's staged proposals, drawn in its cells, watched for the person's typing (the stale rule). */
+function panelReview(panel: NotebookPanel, link: Link): ReviewBoard {
+  const view = new DomReviewView(panel);
+  const board = new ReviewBoard(
+    view,
+    message => {
+      const comm = link.comm;
+      if (!comm || comm.isDisposed) {
+        return false;
+      }
+      comm.send(message as CommData);
+      return true;
+    },
+    () => panel.context.path
+  );
+  view.board = board;
+  const check = () => {
+    if (board.open.length === 0 || !panel.model) {
+      return;
+    }
+    const sources = new Map(panel.model.sharedModel.cells.map(cell => [cell.id, cell.getSource()]));
+    board.check(id => sources.get(id));
+  };
+  // A cell's typing changes its own shared model; the notebook's signals say when cells come and go.
+  const watched = new WeakSet<object>();
+  const watchCells = () => {
+    for (const cell of panel.model?.sharedModel.cells ?? []) {
+      if (!watched.has(cell)) {
+        watched.add(cell);
+        cell.changed.connect(check);
+      }
+    }
+  };
+  void panel.context.ready.then(() => {
+    watchCells();
+    panel.model?.sharedModel.changed.connect(() => {
+      watchCells();
+      check();
+    });
+  });
+  return board;
+}
 
 /** The panel's notebook model, as the handler sees it. */
-function panelNotebook(panel: NotebookPanel): Notebook {
+function panelNotebook(panel: NotebookPanel, review: ReviewBoard): Notebook {
   const model = () => panel.model!;
   const cells = () => model().sharedModel.cells;
   return {
+    review,
     get path() {
       return panel.context.path;
     },
@@ -86,13 +135,16 @@ function panelNotebook(panel: NotebookPanel): Notebook {
 type CommData = Parameters<Kernel.IComm['send']>[0];
 
 /** Serve one comm for one panel: say hello, answer the requests addressed to its path. */
-function serve(nb: Notebook, comm: Kernel.IComm, opening: boolean): void {
-  comm.onMsg = (msg: KernelMessage.ICommMsgMsg) =>
+function serve(nb: Notebook, comm: Kernel.IComm, opening: boolean, link: Link): void {
+  link.comm = comm;
+  comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
+    link.comm = comm; // the newest comm the kernel speaks on
     void reply(nb, msg.content.data).then(answer => {
       if (answer) {
         comm.send(answer as CommData);
       }
     });
+  };
   const greeting = hello(nb, PageConfig.getOption('serverRoot')) as CommData;
   if (opening) {
     comm.open(greeting);
@@ -108,7 +160,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
   requires: [INotebookTracker],
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
     const watch = (panel: NotebookPanel) => {
-      const nb = panelNotebook(panel);
+      const link: Link = { comm: null };
+      const nb = panelNotebook(panel, panelReview(panel, link));
       const register = async () => {
         await panel.context.ready;
         const kernel = panel.sessionContext.session?.kernel;
@@ -116,13 +169,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
           return;
         }
         // Registering again replaces the handler: idempotent across restarts and re-checks.
-        kernel.registerCommTarget(TARGET, (comm: Kernel.IComm) => serve(nb, comm, false));
+        kernel.registerCommTarget(TARGET, (comm: Kernel.IComm) => serve(nb, comm, false, link));
         // After a page reload the kernel may already run the bridge, which would never learn of
         // this page: when it has comms open on the target, open a fresh one and say hello.
         try {
           const info = (await kernel.requestCommInfo({ target_name: TARGET })).content;
           if (info.status === 'ok' && Object.keys(info.comms ?? {}).length > 0) {
-            serve(nb, kernel.createComm(TARGET), true);
+            serve(nb, kernel.createComm(TARGET), true, link);
           }
         } catch (err) {
           console.debug('ipy-agent-notebook: comm info request failed', err);

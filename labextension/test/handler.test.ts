@@ -18,6 +18,8 @@ import {
   reply
 } from '../src/handler';
 import type { PromptAnswer, PromptRequest } from '../src/fallback';
+import { ReviewBoard } from '../src/review';
+import { RecordingView } from './recording_view';
 
 const PATH = 'work/analysis.ipynb';
 
@@ -34,6 +36,13 @@ class ListNotebook implements Notebook {
   askPermission?: (request: PromptRequest) => Promise<PromptAnswer>;
   withdrawPrompt?: (promptId: string, outcome: string) => boolean;
   private made = 0;
+  view = new RecordingView();
+  decisions: Result[] = [];
+  review = new ReviewBoard(
+    this.view,
+    m => this.decisions.push(m) > 0,
+    () => this.path
+  );
 
   constructor(public cells: CellData[]) {}
 
@@ -346,6 +355,44 @@ describe('notify', () => {
   it('falls back to an info note that closes after 8 s', async () => {
     await ok('notify', { message: 'Hello', type: 'shout' });
     expect(nb.notes).toEqual([['Hello', 'info', 8000]]);
+  });
+});
+
+describe('stage_proposal and resolve_proposal', () => {
+  const stage = { kind: 'replace', cell_id: 'c', source: 'df.head()', old_source: 'df.describe()', label: 'cell 3' };
+
+  it('draws a proposal without changing the model, and scrolls to the first one', async () => {
+    const before = JSON.stringify(nb.cells);
+    expect(await ok('stage_proposal', { ...stage, proposal_id: 'p1', scroll: true })).toEqual({
+      proposal_id: 'p1',
+      index: 2
+    });
+    expect(await ok('stage_proposal', { ...stage, proposal_id: 'p2', kind: 'insert', cell_id: 'a' })).toEqual({
+      proposal_id: 'p2',
+      index: 1
+    });
+    expect((await ok('stage_proposal', { proposal_id: 'p3', kind: 'insert', source: 'x' })).index).toBe(0);
+    expect(JSON.stringify(nb.cells)).toBe(before);
+    expect(nb.view.shown).toEqual(['p1', 'p2', 'p3']);
+    expect(nb.scrolled).toEqual([2]); // only to the first open proposal
+    expect(nb.review.open.map(p => p.kind)).toEqual(['replace', 'insert', 'insert']);
+  });
+
+  it('shows the outcome the kernel sends, and refuses an unknown proposal or outcome', async () => {
+    await ok('stage_proposal', { ...stage, proposal_id: 'p1' });
+    expect(await ok('resolve_proposal', { proposal_id: 'p1', outcome: 'rejected', reason: 'no' })).toEqual({
+      proposal_id: 'p1',
+      outcome: 'rejected'
+    });
+    expect(nb.view.settled).toEqual([['p1', 'rejected', 'Rejected: no']]);
+    expect((await refused('resolve_proposal', { proposal_id: 'zz', outcome: 'accepted' })).code).toBe('not_found');
+    expect((await refused('resolve_proposal', { proposal_id: 'p1', outcome: 'maybe' })).code).toBe('bad_request');
+  });
+
+  it('refuses a proposal for a cell that is not there, or of no known kind', async () => {
+    expect((await refused('stage_proposal', { ...stage, proposal_id: 'p1', cell_id: 'zz' })).code).toBe('not_found');
+    expect((await refused('stage_proposal', { ...stage, proposal_id: 'p1', kind: 'move' })).code).toBe('bad_request');
+    expect(nb.view.shown).toEqual([]);
   });
 });
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.frontend import LOAD, MAGICS, LiveKernel, Panel, cell, connected_kernel
+from tests.support.frontend import LOAD, MAGICS, LiveKernel, Panel, cell, connected_kernel, tool_results
 from tests.support.transcript import result_text, use
 
 pytestmark = pytest.mark.kernel
@@ -25,17 +25,6 @@ pytestmark = pytest.mark.kernel
 def write_script(path: Path, turns: list[Any]) -> str:
     path.write_text(json.dumps({"turns": turns}))
     return path.name
-
-
-def results(k: LiveKernel) -> dict[str, Any]:
-    """tool_use id -> the tool_result the model received, from the kernel's agent."""
-    text = k.check(
-        "import json as _j\n"
-        f"_m = {MAGICS}.agent.messages\n"
-        "print(_j.dumps({b['tool_use_id']: b for m in _m if m['role'] == 'user' and isinstance(m['content'], list)"
-        " for b in m['content'] if b.get('type') == 'tool_result'}))\n"
-    )
-    return json.loads(text)
 
 
 def notebook() -> list[dict[str, Any]]:
@@ -95,7 +84,7 @@ def test_read_replace_insert_and_run_reach_the_live_notebook(kernel: LiveKernel,
     assert inserted["outputs"][0]["text"] == "y is 42\n"
     assert inserted["outputs"][1]["data"]["text/plain"] == "84"
     # The model read the live cells, with ids and the existing output, and got the run's outputs.
-    got = results(kernel)
+    got = tool_results(kernel)
     read = result_text(got["r1"])
     assert 'id="c2"' in read and "print(x + 1)" in read and "2\n" in read and "unsaved changes" in read
     run = result_text(got["n2"])
@@ -125,7 +114,7 @@ def test_a_cell_the_person_changed_after_the_read_is_refused_other_edits_go_on(
         ],
     )
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
-    got = results(kernel)
+    got = tool_results(kernel)
     assert got["e1"].get("is_error") and "changed since you read it" in result_text(got["e1"])
     assert "NotebookRead" in result_text(got["e1"])
     assert panel.cells[1]["source"] == "x = 1  # tuned by hand"  # the person's edit survived
@@ -171,7 +160,7 @@ def test_background_run_executes_a_cell_without_deadlock(kernel: LiveKernel, pan
         lambda: panel.cells[2]["outputs"] and panel.cells[2]["outputs"][0].get("text") == "7\n",
     )
     kernel.wait_for("the run to end", lambda: kernel.check(f"print({MAGICS}.agent.running)").strip() == "False")
-    assert "7" in result_text(results(kernel)["n1"])
+    assert "7" in result_text(tool_results(kernel)["n1"])
 
 
 def test_a_timeout_stops_the_cell_and_the_kernel_goes_on(kernel: LiveKernel, panel: Panel, tmp_path: Path):
@@ -180,7 +169,7 @@ def test_a_timeout_stops_the_cell_and_the_kernel_goes_on(kernel: LiveKernel, pan
     )
     name = write_script(tmp_path / "t.json", [[use("NotebookRun", "n1", cell_id="loop", timeout=1)], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
-    block = results(kernel)["n1"]
+    block = tool_results(kernel)["n1"]
     assert block.get("is_error") and "timeout" in result_text(block) and "start" in result_text(block)
     assert panel.cells[3]["outputs"][0]["text"] == "start\n"
     assert kernel.check("print('still alive')").strip() == "still alive"
@@ -190,7 +179,7 @@ def test_errors_come_back_as_the_traceback_text(kernel: LiveKernel, panel: Panel
     panel.cells.append(cell("display('before the error')\ndef f():\n    return 1 / 0\nf()", cell_id="bad"))
     name = write_script(tmp_path / "t.json", [[use("NotebookRun", "n1", cell_id="bad")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
-    text = result_text(results(kernel)["n1"])
+    text = result_text(tool_results(kernel)["n1"])
     assert "ZeroDivisionError" in text and "return 1 / 0" in text
     outputs = panel.cells[3]["outputs"]
     assert [o["output_type"] for o in outputs] == ["display_data", "error"]
@@ -208,7 +197,7 @@ def test_a_page_reload_reconnects_through_a_comm_the_page_opens(kernel: LiveKern
     )
     name = write_script(tmp_path / "t.json", [[use("NotebookRead", "r1")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
-    assert "fresh = True" in result_text(results(kernel)["r1"])
+    assert "fresh = True" in result_text(tool_results(kernel)["r1"])
 
 
 def test_a_page_slow_to_answer_the_runs_probe_stays_connected(kernel: LiveKernel, panel: Panel, tmp_path: Path):
@@ -217,7 +206,7 @@ def test_a_page_slow_to_answer_the_runs_probe_stays_connected(kernel: LiveKernel
     panel.hello_delay = 3.0
     name = write_script(tmp_path / "t.json", [[use("NotebookRead", "r1")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
-    text = result_text(results(kernel)["r1"])
+    text = result_text(tool_results(kernel)["r1"])
     assert "print(x + 1)" in text and "unsaved changes" in text
 
 
@@ -239,7 +228,7 @@ def test_on_a_shared_kernel_only_the_notebook_of_the_session_answers(tmp_path: P
         k.wait_for("hello", lambda: k.check(f"print({MAGICS}.bridge.display_path)").strip() == "mine.ipynb")
         name = write_script(tmp_path / "t.json", [[use("NotebookRead", "r1")], "Done."])
         k.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
-        text = result_text(results(k)["r1"])
+        text = result_text(tool_results(k)["r1"])
     assert "m = 1" in text and "o = 1" not in text
     assert other.requests == [] and mine.requests
 
@@ -264,7 +253,7 @@ def test_variables_are_described_without_running_their_code(kernel: LiveKernel, 
     )
     name = write_script(tmp_path / "t.json", [[use("Variables", "v1")], "Done."])
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} go\n")
-    text = result_text(results(kernel)["v1"])
+    text = result_text(tool_results(kernel)["v1"])
     assert "arr: numpy.ndarray = shape (3, 4), dtype float32" in text
     assert "df: pandas.DataFrame = shape (2, 2), columns ['city': " in text and "'temp': float64]" in text
     assert "n: int = 7" in text and "(500 characters)" in text

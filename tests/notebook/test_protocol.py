@@ -39,11 +39,25 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "prompt_shown": {"prompt_id": "p1", "wait_ms": 100},
     "ask_permission": {"prompt_id": "p1", "cell_id": "a", "title": "Edit notes.txt", "detail": "", "rule": "Edit"},
     "withdraw_prompt": {"prompt_id": "p1", "outcome": "Allowed once"},
+    "stage_proposal": {
+        "proposal_id": "p1",
+        "kind": "replace",
+        "cell_id": "a",
+        "index": 0,
+        "source": "x = 2",
+        "old_source": "x = 1",
+        "cell_type": "code",
+        "label": "cell 1 · x = 1",
+        "scroll": True,
+    },
+    "resolve_proposal": {"proposal_id": "p0", "outcome": "rejected", "reason": "keep it"},
 }
 
 
 def panel() -> Panel:
-    return Panel("work/demo.ipynb", [cell("x = 1", cell_id="a"), cell("# Title", "markdown", cell_id="b")])
+    p = Panel("work/demo.ipynb", [cell("x = 1", cell_id="a"), cell("# Title", "markdown", cell_id="b")])
+    p.proposals["p0"] = {"proposal_id": "p0", "kind": "delete", "cell_id": "b", "outcome": None}  # to resolve
+    return p
 
 
 class Loopback:
@@ -69,7 +83,9 @@ def connected(panel_: Panel) -> tuple[bridge.NotebookBridge, Loopback]:
 
 def test_the_protocol_file_is_complete():
     assert isinstance(SPEC["version"], int) and SPEC["target"] == "ipy_agent.notebook"
-    assert set(SPEC["messages"]) == {"connect", "request", "reply", "hello"}
+    assert set(SPEC["messages"]) == {"connect", "request", "reply", "hello", "decision"}
+    assert {"accept", "reject", "stale"} <= set(SPEC["decisions"])
+    assert {"accepted", "rejected", "stale"} <= set(SPEC["outcomes"])
     for op, spec in SPEC["ops"].items():
         assert re.fullmatch(r"[a-z_]+", op), op
         assert set(spec) == {"args", "result"}, op
@@ -140,6 +156,8 @@ async def test_replies_and_refusals_carry_only_protocol_keys():
     assert set(ok) | set(bad) <= set(SPEC["messages"]["reply"])
     assert bad["code"] == "unknown_op" and bad["code"] in SPEC["errors"]
     assert set(p.hello()) == set(SPEC["messages"]["hello"])
+    p.proposals["p1"] = {"proposal_id": "p1", "outcome": None}
+    assert set(p.decision("reject", "no")) == set(SPEC["messages"]["decision"])
 
 
 def test_the_connect_message_has_the_protocol_keys(monkeypatch):

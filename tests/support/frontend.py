@@ -79,6 +79,10 @@ class Panel:
     # None: they click nothing there (the page draws the buttons and never replies).
     fallback_answer: dict[str, str] | None = field(default_factory=lambda: {"behavior": "allow", "message": ""})
     asked: list[dict[str, Any]] = field(default_factory=list)  # the `ask_permission` args, in order
+    # Staged proposals (stage_proposal) by id, as the page draws them: the args, and `outcome`
+    # once resolved (resolve_proposal). Nothing here touches `cells`: a proposal is not an edit.
+    proposals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_comm: str | None = None  # the comm the last request came on (the page answers on it)
 
     def sources(self) -> list[str]:
         return [c["source"] for c in self.cells]
@@ -191,6 +195,38 @@ class Panel:
     def op_withdraw_prompt(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"removed": any(a.get("prompt_id") == args.get("prompt_id") for a in self.asked)}
 
+    def op_stage_proposal(self, args: dict[str, Any]) -> dict[str, Any]:
+        if args.get("kind") not in ("replace", "insert", "delete") or not isinstance(args.get("proposal_id"), str):
+            raise Refused("bad_request", "a proposal needs a proposal_id and a kind: replace, insert or delete")
+        if args["kind"] == "insert":
+            index = self.find(args["cell_id"]) + 1 if args.get("cell_id") else 0
+        else:
+            index = self.find(args.get("cell_id"))
+        self.proposals[args["proposal_id"]] = {**args, "index": index, "outcome": None, "reason": ""}
+        return {"proposal_id": args["proposal_id"], "index": index}
+
+    def op_resolve_proposal(self, args: dict[str, Any]) -> dict[str, Any]:
+        proposal = self.proposals.get(args.get("proposal_id"))  # type: ignore[arg-type]
+        if proposal is None:
+            raise Refused("not_found", f"no proposal {json.dumps(args.get('proposal_id'))}")
+        proposal["outcome"], proposal["reason"] = args.get("outcome"), args.get("reason") or ""
+        return {"proposal_id": args["proposal_id"], "outcome": proposal["outcome"]}
+
+    def open_proposals(self) -> list[dict[str, Any]]:
+        return [p for p in self.proposals.values() if p["outcome"] is None]
+
+    def decision(self, outcome: str, reason: str = "", proposal_id: str | None = None) -> dict[str, Any]:
+        """The message the page sends when the person answers a proposal (the first open one)."""
+        pid = proposal_id or self.open_proposals()[0]["proposal_id"]
+        return {
+            "protocol": self.protocol,
+            "event": "decision",
+            "path": self.path,
+            "proposal_id": pid,
+            "outcome": outcome,
+            "reason": reason,
+        }
+
     def answer(self, req: dict[str, Any]) -> dict[str, Any] | None:
         """The reply to one message from the kernel; None for another panel's, or when silent."""
         if (req.get("path") and req["path"] != self.path) or not req.get("request_id") or self.silent:
@@ -244,12 +280,30 @@ class LiveKernel(Kernel):
                 self._answer(panel, content["comm_id"], data)
 
     def _answer(self, panel: Panel, comm_id: str, req: dict[str, Any]) -> None:
+        panel.last_comm = comm_id
         reply = panel.answer(req)
         if reply is not None:
             self.send(comm_id, reply)
 
     def send(self, comm_id: str, data: dict[str, Any]) -> None:
         self._send_comm(comm_id, data)
+
+    def proposal(self, panel: Panel) -> dict[str, Any]:
+        """Wait until the page shows a proposal nobody answered yet; return it."""
+        return self.wait_for("a staged proposal in the page", lambda: (panel.open_proposals() or [None])[0])  # type: ignore[no-any-return]
+
+    def decide(self, panel: Panel, outcome: str, reason: str = "") -> str:
+        """The person answers the open proposal in its cell (Accept, Reject with a reason, ...)."""
+        assert panel.last_comm is not None, "the page has had no request yet"
+        return self._send_comm(panel.last_comm, panel.decision(outcome, reason))
+
+    def type_into(self, panel: Panel, cell_id: str, source: str) -> None:
+        """The person types in a cell: the model's source changes, and a proposal open on that
+        cell goes stale (the page tells the kernel, as the extension does)."""
+        panel.cells[panel.find(cell_id)]["source"] = source
+        for p in panel.open_proposals():
+            if p["cell_id"] == cell_id and p["kind"] != "insert" and panel.last_comm is not None:
+                self._send_comm(panel.last_comm, panel.decision("stale", proposal_id=p["proposal_id"]))
 
     def run_cell(self, panel: Panel, cell_id: str) -> None:
         """What the person's Shift+Enter does: an execute_request carrying the cell's id in its
@@ -271,6 +325,18 @@ class LiveKernel(Kernel):
         msg = self.kc.session.msg("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": panel.hello()})
         self.kc.shell_channel.send(msg)
         return comm_id
+
+
+def tool_results(k: Kernel) -> dict[str, Any]:
+    """tool_use id -> the tool_result the model received, from the kernel's agent."""
+    text = k.check(
+        "import json as _j\n"
+        f"_m = {MAGICS}.agent.messages\n"
+        "print(_j.dumps({b['tool_use_id']: b for m in _m if m['role'] == 'user' and isinstance(m['content'], list)"
+        " for b in m['content'] if b.get('type') == 'tool_result'}))\n"
+    )
+    found: dict[str, Any] = json.loads(text)
+    return found
 
 
 def connected_bridge(panel: Panel, cwd: Any, *, shell: Any = None) -> NotebookBridge:

@@ -6,6 +6,7 @@ Modules import one way, each only from those above it in this list:
 - `live`: reaching the open notebook, the stale-cell checks and the cell policies the live tools share;
 - `nbfile`: notebook files: one parse, one cell spliced in, nbformat for new cells and upgrades;
 - `edit_file`: NotebookEdit's change to a file, planned as text;
+- `review_live`: NotebookEdit's change staged in the cell for the person's Accept or Reject;
 - `edit_live`: NotebookEdit applied to the live model in the browser;
 - `run_notes`: what a run can change and how the cell last ran (NotebookRun's prompt and result),
   the cells' policies and staleness (NotebookRead);

@@ -23,6 +23,7 @@ from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.diff import make_diff
 
 from .live import bridge_call, fetch_cell, named, record_cells, require_fresh_cell, require_listed
+from .review_live import LiveReview
 
 __all__ = ["LivePlan", "apply_live", "plan_live", "preview_live"]
 
@@ -106,7 +107,25 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview
         if plan.edit_mode == "replace" and plan.cell and plan.cell.get("output_count")
         else ()
     )
+    review = None
+    if ctx.tool_use_id and getattr(nb, "reviews", None) is not None:  # staged in the cell (review_live.py)
+        label = (
+            f"a new cell after {_named(plan.cell)}" if plan.edit_mode == "insert" and plan.cell else _named(plan.cell)
+        )
+        if plan.edit_mode == "insert" and plan.cell is None:
+            label = "a new cell at the top"
+        review = LiveReview.of(
+            nb,
+            kind=plan.edit_mode,
+            cell=plan.cell,
+            source=plan.new_source,
+            old_source=plan.old_source,
+            cell_type=plan.cell_type,
+            label=label,
+            tool_use_id=ctx.tool_use_id,
+        )
     return PermissionPreview(
+        review=review,
         title=_title(plan, nb),
         diff=d.text,
         added=d.added,
