@@ -146,6 +146,11 @@ def review_of(record: Any) -> Reviewed | None:
     if record is None or record.tool_name not in REVIEWED_TOOLS or record.decision is None:
         return None
     decision = record.decision
+    staged = getattr(getattr(record.preview, "review", None), "outcome", None)  # reviewed in the cell
+    if staged is not None:
+        where = {"cell": " in the cell", "prompt": " in the prompt", "all": " (all)"}.get(staged.where, "")
+        words = f"{staged.outcome}{where if staged.outcome in ('accepted', 'rejected') else ''}"
+        return Reviewed(outcome=words, what=record.summary_use, reason=staged.reason)
     source = str(getattr(decision, "source", ""))
     reason = str(getattr(decision, "reason", "") or "").strip()
     carried = str(getattr(decision, "outcome", "") or "")  # e.g. "stale": the person typed in the cell
@@ -173,7 +178,7 @@ def _reviewed(items: list[Reviewed]) -> tuple[str, list[str]]:
     rows: list[str] = []
     lines = ["Notebook changes:"]
     for r in items:
-        icon, colour = _REVIEW_LOOKS.get(r.outcome, ("✗", "#f85149"))
+        icon, colour = _REVIEW_LOOKS.get(r.outcome.split()[0], ("✗", "#f85149"))
         why = f": {r.reason}" if r.reason else ""
         rows.append(
             f'<li><span style="color:{colour}">{icon} {html.escape(r.outcome)}</span> '

@@ -16,6 +16,7 @@ from typing import Any
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.notebook.review import Reviews
 from ipy_agent.permissions.decide import PermissionRequest
+from ipy_agent.ui.record import Reviewed, review_of
 from tests.support.frontend import Panel, cell, connected_bridge
 from tests.support.transcript import result_text, results_sent, use
 
@@ -89,6 +90,7 @@ def test_stale_is_a_denial_that_asks_for_a_new_read(tmp_path: Path):
     assert "changed under review" in told and "NotebookRead" in told and "declined" not in told
     assert [p["outcome"] for p in panel.proposals.values()] == ["stale"]
     assert agent.trace[1].decision.source == "approver"  # type: ignore[union-attr]
+    assert review_of(agent.trace[1]) == Reviewed(outcome="stale", what="replace cell 1 · x = 1 in n.ipynb")
 
 
 def test_reject_all_answers_the_later_changes_of_the_run_without_asking(tmp_path: Path):
@@ -101,6 +103,12 @@ def test_reject_all_answers_the_later_changes_of_the_run_without_asking(tmp_path
     assert [o.text() for o in agent.notebook.reviews.outcomes] == [  # type: ignore[union-attr]
         "rejected in the cell: not today",
         "rejected (all): not today",
+    ]
+    # The run's record lists both, the second answered by "Reject all" without a prompt.
+    edits = [review_of(r) for r in agent.trace if r.tool_name == "NotebookEdit"]
+    assert [(e.outcome, e.reason) for e in edits if e is not None] == [
+        ("rejected in the cell", "not today"),
+        ("rejected (all)", "not today"),
     ]
 
 

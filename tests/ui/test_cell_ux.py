@@ -243,10 +243,14 @@ async def test_the_record_lists_the_notebook_changes_with_their_outcome_and_the_
     assert str(told).startswith("Replaced the source of code cell 2 · x = 41 (id 'c1') in main.ipynb.")
     record = handle.shown[-1]
     text, page = record["text/plain"], record["text/html"]
-    assert "Notebook changes:\n  ✓ accepted: replace cell 2 · x = 1 in main.ipynb\n" in text
-    assert "  ✗ rejected: replace cell 3 · y = x * 2 in main.ipynb — keep y linear\n" in text
+    # Each change was staged in its cell too; the person answered in the %agent prompt.
+    assert "Notebook changes:\n  ✓ accepted in the prompt: replace cell 2 · x = 1 in main.ipynb\n" in text
+    assert "  ✗ rejected in the prompt: replace cell 3 · y = x * 2 in main.ipynb — keep y linear\n" in text
     assert "Edited main.ipynb (live): replaced cell 2 · x = 41" in text  # the row's result
-    assert 'class="ipy-agent-reviewed"' in page and "✓ accepted</span> replace cell 2 · x = 1 in main.ipynb" in page
+    assert (
+        'class="ipy-agent-reviewed"' in page
+        and "✓ accepted in the prompt</span> replace cell 2 · x = 1 in main.ipynb" in page
+    )
     assert "keep y linear" in page and "c1" not in text.split("Notebook changes:")[1]
     # %agent_inspect keeps the id the model used, beside what the person saw.
     shown = inspect_text(agent, "e1")
