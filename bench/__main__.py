@@ -676,19 +676,21 @@ def live_notebook(args: argparse.Namespace) -> list[Row]:
 
     default = modes[0]
     rows: list[Row] = []
-    ops = [
-        ("list", "list_cells (NotebookRead's listing)", "< 100 ms", 0.1),
-        ("read_one", "read_cells of one cell", "< 100 ms", 0.1),
-        ("read_all", "read_cells of every cell, outputs included", "< 500 ms", 0.5),
-        ("edit", "NotebookEdit replace, auto-approved (validate, permission check, call)", "< 1 s", 1.0),
+    ops = [  # the op, what it is, its target on an idle page, and on a rendering one in trivial ops
+        ("list", "list_cells (NotebookRead's listing)", "< 100 ms", 0.1, 2),
+        ("read_one", "read_cells of one cell", "< 100 ms", 0.1, 2),
+        ("read_all", "read_cells of every cell, outputs included", "< 500 ms", 0.5, 2),
+        # five requests: the cell read at validation, at the permission check (with the notebook's
+        # metadata) and at the call, then the replace
+        ("edit", "NotebookEdit replace, auto-approved (validate, permission check, call)", "< 1 s", 1.0, 5),
     ]
     size = {k: statistics.median(r[k] for r in rounds if k in r) / 1e3 for k in ("listing_bytes", "read_all_bytes")}
     failed = [f for r in rounds for f in r.get("failed", [])]
     for phase in ("idle", "rendering"):
         base = floor(default, phase)
-        for key, label, target, limit in ops:
+        for key, label, target, limit, times in ops:
             xs = of(default, phase, key)
-            if not xs:
+            if not xs or not base:
                 continue
             med = statistics.median(xs)
             rows.append(
@@ -697,8 +699,8 @@ def live_notebook(args: argparse.Namespace) -> list[Row]:
                     ours=stat(default, phase, key),
                     peer=f"trivial op {_ms(statistics.median(base))}",
                     ratio=med / statistics.median(base),
-                    target=target if phase == "idle" else "<= 2x trivial op",
-                    met=med < limit if phase == "idle" else med <= 2 * statistics.median(base),
+                    target=target if phase == "idle" else f"<= {times}x trivial op",
+                    met=med < limit if phase == "idle" else med <= times * statistics.median(base),
                     how=f"timed in the kernel around the tools' own bridge requests, Chromium showing the notebook "
                     f"(JupyterLab's default windowing, {default}); {len(xs)} rounds at load {loads[default]:.1f} on "
                     f"2 cores ({quiet(default)}); the peer is get_agent_metadata on the same page in the same rounds."
@@ -739,6 +741,51 @@ def live_notebook(args: argparse.Namespace) -> list[Row]:
                 f"Windowing mode); load {loads[mode]:.1f} ({quiet(mode)}); trivial op idle "
                 f"{_ms(statistics.median(floor(mode, 'idle')))}, while rendering "
                 f"{_ms(statistics.median(floor(mode, 'rendering')))}; long tasks {busy(mode)} of the rendering rounds.",
+            )
+        )
+    table = [
+        "| windowingMode | load | trivial op | list | read one | read all | edit | reload to hello |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for mode in modes:
+        if not floor(mode, "idle"):
+            table.append(f"| `{mode}` | {loads.get(mode, 0):.1f} | did not finish: {m['failed_modes'].get(mode, '')} |")
+            continue
+        cells = [_ms(statistics.median(floor(mode, "idle")))]
+        cells += [_ms(statistics.median(of(mode, "idle", k))) for k in ("list", "read_one", "read_all", "edit")]
+        connect = of(mode, "rendering", "connect")
+        cells.append(_ms(statistics.median(connect)) if connect else "")
+        table.append(f"| `{mode}` | {loads.get(mode, 0):.1f} | " + " | ".join(cells) + " |")
+    SECTIONS.append(
+        "## The live notebook at scale\n\n"
+        "A 500-cell notebook in JupyterLab and Chromium, timed from the kernel (`python -m bench --only "
+        "live_notebook`): medians on a page done rendering, per notebook windowing mode, and the time from a "
+        "reload to the page's hello (what the first run after opening waits for while the page builds its "
+        "cells).\n\n" + "\n".join(table) + "\n\n"
+        "Every request, the trivial one too, waits for the page's main thread, so the windowing mode moves them "
+        f"all; what the listing adds to the trivial op is its {size['listing_bytes']:.0f} KB reply's way through "
+        "the page, jupyter_server and the kernel. A person can set the mode: Settings > Settings Editor > Notebook "
+        "> Windowing mode (`windowingMode` of @jupyterlab/notebook-extension:tracker); `full` attaches only the "
+        "cells in view, `none` every cell"
+        + (
+            " (on this machine that page did not open within the measure's 90 s)"
+            if "none" in m.get("failed_modes", {})
+            else ""
+        )
+        + ". docs/live-notebook.md says what was fixed on our side.\n"
+    )
+    for mode, why in m.get("failed_modes", {}).items():
+        done = len([r for r in rounds if r["mode"] == mode])
+        rows.append(
+            Row(
+                metric=f"windowingMode {mode!r}: the measure did not finish",
+                ours=f"{done} rounds done",
+                peer="",
+                ratio=None,
+                target="< 100 ms idle",
+                met=False,
+                how=f"as above; load {loads.get(mode, 0):.1f} when the mode started.",
+                note=why,
             )
         )
     return rows

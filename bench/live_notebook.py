@@ -268,7 +268,7 @@ def measure(modes: tuple[str, ...] = MODES, idle_rounds: int = 9, reloads: int =
     make_notebook(root / "long.ipynb", setup)
     server = JupyterServer("lab", root)
     server.start()
-    result: dict[str, Any] = {"rounds": [], "loads": {}, "quiet_s": {}, "long_tasks": {}}
+    result: dict[str, Any] = {"rounds": [], "loads": {}, "quiet_s": {}, "long_tasks": {}, "failed_modes": {}}
     try:
         with sync_playwright() as p:
             browser = launch_browser(p)
@@ -278,33 +278,40 @@ def measure(modes: tuple[str, ...] = MODES, idle_rounds: int = 9, reloads: int =
             page.on("dialog", lambda d: d.accept())  # "leave the page with unsaved changes?"
             nb = NotebookPage(server, page, "long.ipynb")
             for mode in modes:
-                _set_windowing(server, mode)
-                result["loads"][mode] = os.getloadavg()[0]
-                page.goto(server.url("lab/tree/long.ipynb?reset"))
-                nb.wait_ready()
-                for i in (0, 1):
-                    nb.run(i)
-                    nb.wait_done(i, TIMEOUT)
-                nb.wait_text(1, "READY")
-                result["quiet_s"][mode] = _wait_quiet(nb)
-                before = len(_lines(out))
-                i = nb.add_cell(f"await idle({idle_rounds}, {mode!r})")
-                nb.run(i)
-                _wait_lines(out, before + idle_rounds, f"{idle_rounds} idle rounds ({mode})", lambda i=i: nb.outputs(i))
-                nb.wait_done(i, TIMEOUT)
-                longs = []
-                for r in range(reloads):
-                    page.reload()
+                try:
+                    _set_windowing(server, mode)
+                    result["loads"][mode] = os.getloadavg()[0]
+                    page.goto(server.url("lab/tree/long.ipynb?reset"))
                     nb.wait_ready()
-                    nb.run(2)
+                    for i in (0, 1):
+                        nb.run(i)
+                        nb.wait_done(i, TIMEOUT)
+                    nb.wait_text(1, "READY")
+                    result["quiet_s"][mode] = _wait_quiet(nb)
+                    before = len(_lines(out))
+                    i = nb.add_cell(f"await idle({idle_rounds}, {mode!r})")
+                    nb.run(i)
                     _wait_lines(
-                        out,
-                        before + idle_rounds + r + 1,
-                        f"a round after reload {r + 1} ({mode})",
-                        lambda: nb.outputs(2),
+                        out, before + idle_rounds, f"{idle_rounds} idle rounds ({mode})", lambda i=i: nb.outputs(i)
                     )
-                    longs.append(page.evaluate("() => window.__long"))
-                result["long_tasks"][mode] = longs
+                    nb.wait_done(i, TIMEOUT)
+                    longs = []
+                    for r in range(reloads):
+                        page.reload()
+                        nb.wait_ready()
+                        nb.run(2)
+                        _wait_lines(
+                            out,
+                            before + idle_rounds + r + 1,
+                            f"a round after reload {r + 1} ({mode})",
+                            lambda: nb.outputs(2),
+                        )
+                        longs.append(page.evaluate("() => window.__long"))
+                    result["long_tasks"][mode] = longs
+                except Exception as e:  # this mode's page did not open or answer: say so, go on
+                    result["failed_modes"][mode] = f"{type(e).__name__}: {str(e).splitlines()[0].split('; seen')[0]}"[
+                        :300
+                    ]
             browser.close()
     finally:
         server.stop()
