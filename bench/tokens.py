@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipy_agent.context.compaction import COMPACTION_SYSTEM
+from ipy_agent.context.compaction import COMPACTION_ASK, COMPACTION_SYSTEM
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import claude_cost, price_for
 from tests.support.prompt_cache import CachingServer, PromptCache, estimate_tokens
@@ -92,6 +92,13 @@ class SessionResult:
         }
 
 
+def _asks_for_summary(body: dict[str, Any]) -> bool:
+    """The in-conversation form of a summary request: the instructions end the last message."""
+    content = body["messages"][-1]["content"] if body.get("messages") else ""
+    last = content[-1] if isinstance(content, list) and content else {}
+    return str(last.get("text", "")).startswith(COMPACTION_ASK)
+
+
 class ScriptServer(CachingServer):
     """The caching server answering from a script; a compaction request gets a summary, and
     the clock moves on by STEP_SECONDS at every request."""
@@ -105,7 +112,7 @@ class ScriptServer(CachingServer):
     def _take(self, recorded: Recorded) -> tuple[int, Reply]:
         body = recorded.body
         system = _system_text(body)
-        compaction = system.startswith(COMPACTION_SYSTEM[:60])
+        compaction = system.startswith(COMPACTION_SYSTEM[:60]) or _asks_for_summary(body)
         if compaction:
             with self._lock:
                 summary = "Summary: the person is analysing data.csv in analysis.ipynb; " * 20

@@ -3,25 +3,37 @@
 When clearing old tool results is not enough, the model itself summarises the older part of the
 conversation. This module holds the pure parts: where to cut (the kept part starts at an
 assistant message, so the summary is the user message before it and no tool_use or tool_result
-loses its partner), the transcript the model summarises (bounded, so the summary request fits
-the window even when the history does not), the instructions for the summary, and the message
-that replaces the older part.
+loses its partner), the two forms of the summary request, the instructions for the summary, and
+the message that replaces the older part.
+
+The summary request takes one of two forms. When the conversation still fits the window, it is
+the conversation's own request (the same system prompt, tools and messages) with the instructions
+added at the end (`in_conversation`): its whole prefix is then read from the prompt cache that
+the turn before it wrote, instead of being sent again at full price. When it does not fit (the
+API refused it as too long), the older part goes as a bounded plain-text transcript under a
+system prompt of its own (`render_transcript`, `compaction_prompt`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
+
+from ipy_agent.models.base import ModelRequest
 
 from .tokens import message_tokens
 
 __all__ = [
+    "COMPACTION_ASK",
     "COMPACTION_SYSTEM",
     "SUMMARY_HEADER",
     "choose_split",
     "compaction_prompt",
+    "in_conversation",
     "render_transcript",
     "summary_message",
+    "summary_requests",
 ]
 
 COMPACTION_SYSTEM = (
@@ -40,7 +52,16 @@ _INSTRUCTIONS = """Summarise the conversation in the transcript below so that th
 
 Be specific (paths, names, commands, numbers, error messages); leave out pleasantries and anything superseded. Write plain text with the five headings, at most about 800 words. Do not call tools."""
 
+COMPACTION_ASK = "[Compaction]"  # how the in-conversation summary request's instructions begin
+
+_IN_CONVERSATION = f"""{COMPACTION_ASK} The conversation above has grown too long for the context window. Its older part will be replaced by your summary, and the agent will go on from the summary and the most recent turns alone. This request is not a task: do not call tools, and do not continue the work.
+
+""" + _INSTRUCTIONS.replace("in the transcript below", "above")
+
 SUMMARY_HEADER = "[Conversation compacted]"
+
+SUMMARY_INPUT = 0.5  # the transcript form takes at most this share of the window
+SUMMARY_ROOM = 1_500  # tokens the in-conversation form adds: the instructions and the summary
 
 _TEXT_CHARS = 4_000
 _INPUT_CHARS = 600
@@ -145,6 +166,20 @@ def compaction_prompt(transcript: str, extra: list[str]) -> str:
     return f"{_INSTRUCTIONS}{more}\n\n<transcript>\n{transcript}\n</transcript>"
 
 
+def in_conversation(messages: list[dict[str, Any]], extra: list[str]) -> list[dict[str, Any]]:
+    """The conversation's own messages with the summary instructions at the end: added to its last
+    user message (after any tool results) or as a new user message after an assistant's reply.
+    The messages given are not changed."""
+    more = "".join(f"\n\nAlso: {e.strip()}" for e in extra if e and e.strip())
+    ask = {"type": "text", "text": f"{_IN_CONVERSATION}{more}"}
+    if messages and messages[-1].get("role") == "user":
+        last = messages[-1]
+        content = last.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        return [*messages[:-1], {**last, "content": [*blocks, ask]}]
+    return [*messages, {"role": "user", "content": [ask]}]
+
+
 def summary_message(summary: str, summarised: int) -> dict[str, Any]:
     text = (
         f"{SUMMARY_HEADER} The earlier part of this conversation ({summarised} messages) was replaced by this "
@@ -152,3 +187,29 @@ def summary_message(summary: str, summarised: int) -> dict[str, Any]:
         f"again before editing it.\n\n<summary>\n{summary.strip()}\n</summary>"
     )
     return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def summary_requests(
+    messages: list[dict[str, Any]],
+    split: int,
+    extra: list[str],
+    system: str,
+    tools: list[dict[str, Any]],
+    tokens: int,
+    window: int,
+    too_long: bool,
+) -> Iterator[ModelRequest]:
+    """The summary requests to try in turn. While the conversation (`tokens` now) still fits the
+    `window` with room for the summary, and the API did not refuse it as too long, first the
+    conversation's own request with the instructions at the end; then, or when the model answered
+    that one without text, the older part (`messages[:split]`) as a transcript under the
+    compaction system prompt."""
+    if not too_long and tokens + SUMMARY_ROOM <= window:
+        yield ModelRequest(system=system, tools=tools, purpose="compaction", messages=in_conversation(messages, extra))
+    ask = {
+        "type": "text",
+        "text": compaction_prompt(render_transcript(messages[:split], int(window * SUMMARY_INPUT) * 4), extra),
+    }
+    yield ModelRequest(
+        system=COMPACTION_SYSTEM, tools=[], purpose="compaction", messages=[{"role": "user", "content": [ask]}]
+    )

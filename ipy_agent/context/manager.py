@@ -34,7 +34,12 @@ from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import ContextEvent, NoticeEvent
 
 from .clearing import clear_note, cleared_block, content_chars
-from .compaction import COMPACTION_SYSTEM, choose_split, compaction_prompt, render_transcript, summary_message
+from .compaction import (
+    COMPACTION_SYSTEM,
+    choose_split,
+    summary_message,
+    summary_requests,
+)
 from .ledger import Ledger
 from .tokens import message_tokens, text_tokens, tools_tokens
 
@@ -45,7 +50,6 @@ CompactTrigger = Literal["auto", "manual", "too_long"]
 
 CLEAR_DOWN_TO = 0.75  # clearing goes on until the estimate is below this share of the threshold
 KEEP_VERBATIM = 0.25  # compaction keeps at most this share of the window verbatim
-SUMMARY_INPUT = 0.5  # the summary request's transcript takes at most this share of the window
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -334,17 +338,16 @@ class ContextManager:
             if outcome.decision == "deny" or outcome.stop:
                 return self._refuse(f"a PreCompact hook blocked it: {outcome.reason or 'no reason given'}", trigger)
             extra += list(outcome.additional_context)
-        transcript = render_transcript(messages[:split], int(self.window * SUMMARY_INPUT) * 4)
-        request = ModelRequest(
-            system=COMPACTION_SYSTEM,
-            tools=[],
-            purpose="compaction",
-            messages=[{"role": "user", "content": [{"type": "text", "text": compaction_prompt(transcript, extra)}]}],
-        )
-        try:
-            summary = await self._summarise(request)
-        except ModelError as e:
-            return self._refuse(f"the summary request failed: {e}", trigger)
+        summary, long = "", trigger == "too_long"
+        for request in summary_requests(messages, split, extra, system, tools, before, self.window, long):
+            try:
+                summary = await self._summarise(request)
+            except ModelError as e:
+                if e.kind == "context_too_long" and request.system != COMPACTION_SYSTEM:
+                    continue  # the estimate was short: the transcript form fits
+                return self._refuse(f"the summary request failed: {e}", trigger)
+            if summary.strip():
+                break
         if not summary.strip():
             return self._refuse("the model returned an empty summary", trigger)
         if conversation.messages is not messages or len(messages) < split:

@@ -6,6 +6,13 @@ comes, and read on the way for its usage (`message_start`, `message_delta`), so 
 thinking and tool use need nothing of their own here. A request from someone who has reached a
 budget gets HTTP 402 with an error of type `budget_exceeded_error` that says what was spent and
 what the limit is; the agent ends its run with `stop_reason="budget_exceeded"` and shows it.
+
+A request in flight holds the most it can cost (its input at about three bytes a token, its
+`max_tokens` of output, at the model's list price) until its usage is counted, and the budget
+check adds what is held to what was spent. So one person's concurrent requests cannot each pass
+the check on the same spending and together run far past the limit: like the agent's own
+budget, a request is let through while the person is under it, and only the one running when
+the limit is crossed can end past it. The holds live in this process (one gateway per Hub).
 """
 
 from __future__ import annotations
@@ -92,6 +99,7 @@ class Gateway:
         self.limits = limits
         self.upstream = (upstream or "https://api.anthropic.com").rstrip("/")
         self.client: httpx.AsyncClient | None = None
+        self.held: dict[str, float] = {}  # person -> US dollars held by their requests in flight
 
     def app(self) -> tornado.web.Application:
         return tornado.web.Application(
@@ -100,11 +108,38 @@ class Gateway:
 
     def over_budget(self, user: str) -> str | None:
         day, total = self.db.spent(user)
-        if self.limits.per_day is not None and day >= self.limits.per_day:
-            return f"{user} has spent ${day:.4f} today of a ${self.limits.per_day:.2f} daily budget; it resets at 00:00 UTC."
-        if self.limits.per_user is not None and total >= self.limits.per_user:
-            return f"{user} has spent ${total:.4f} of a ${self.limits.per_user:.2f} budget in all; ask the administrator for more."
+        held = self.held.get(user, 0.0)
+        busy = f" (and ${held:.4f} is held by requests still running)" if held else ""
+        if self.limits.per_day is not None and day + held >= self.limits.per_day:
+            return (
+                f"{user} has spent ${day:.4f} today{busy} of a ${self.limits.per_day:.2f} daily budget; "
+                "it resets at 00:00 UTC."
+            )
+        if self.limits.per_user is not None and total + held >= self.limits.per_user:
+            return (
+                f"{user} has spent ${total:.4f}{busy} of a ${self.limits.per_user:.2f} budget in all; "
+                "ask the administrator for more."
+            )
         return None
+
+    def hold(self, user: str, body: bytes) -> float:
+        """Hold the most the request `body` can cost for `user`; returns the amount (release it)."""
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            request = {}
+        request = request if isinstance(request, dict) else {}
+        most = Usage(input_tokens=len(body) // 3 + 1, output_tokens=int(request.get("max_tokens") or 0))
+        usd = estimate_cost(str(request.get("model") or ""), most)
+        self.held[user] = self.held.get(user, 0.0) + usd
+        return usd
+
+    def release(self, user: str, usd: float) -> None:
+        left = self.held.get(user, 0.0) - usd
+        if left > 1e-12:
+            self.held[user] = left
+        else:
+            self.held.pop(user, None)
 
     def count(self, user: str, model: str, tokens: dict[str, int]) -> None:
         if not tokens:
@@ -172,6 +207,14 @@ class MessagesHandler(_Base):
         if count_tokens is None and (why := gw.over_budget(user)) is not None:
             self.refuse(402, "budget_exceeded_error", why)
             return
+        # Checked and held with no await between: the next request of this person sees the hold.
+        held = gw.hold(user, self.request.body) if count_tokens is None else 0.0
+        try:
+            await self._forward(gw, user, count_tokens)
+        finally:
+            gw.release(user, held)
+
+    async def _forward(self, gw: Gateway, user: str, count_tokens: str | None) -> None:
         headers = {k: v for k in _FORWARD if (v := self.request.headers.get(k)) is not None}
         headers["x-api-key"] = gw.api_key
         url = f"{gw.upstream}/v1/messages{count_tokens or ''}"

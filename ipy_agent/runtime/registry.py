@@ -4,6 +4,11 @@ Start from the built-in and custom tools; remove those a deny rule names whole (
 `Bash(*)`), those whose `is_enabled(ctx)` is false (the live-notebook tools without a front
 end), and in simple mode the tools not `offered_in_simple_mode` (Bash, Read, Edit). Each removal keeps its reason, so
 `%agent_tools` can say why a tool is hidden.
+
+The tools are offered in the order each was first offered, not the order they were registered:
+a tool that appears later (the live-notebook tools when a page connects, an MCP server's new
+tool) comes after those already offered, so the prompt cache still reads the definitions before
+it and writes only the new ones.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class ToolRegistry:
             seen[tool.name] = tool
         self._tools = seen
         self._groups: dict[str, list[str]] = {}
+        self._first_offered: dict[str, int] = {}  # tool name -> when it was first offered
         self.result_limit_override: int | None = None
 
     def result_limit(self, tool: Tool) -> int:
@@ -93,4 +99,6 @@ class ToolRegistry:
                 hidden[tool.name] = tool.disabled_reason(ctx)
             else:
                 offered.append(tool)
+                self._first_offered.setdefault(tool.name, len(self._first_offered))
+        offered.sort(key=lambda t: self._first_offered[t.name])
         return Exposure(offered=tuple(offered), hidden=hidden)

@@ -39,16 +39,21 @@ def test_auto_compaction_keeps_recent_turns_verbatim_and_uses_no_scripted_turn(t
     assert compacted and len(model.compactions) == len(compacted)
     assert all(e.after < e.before for e in compacted)
 
-    # The summary request is marked, has its own system prompt, no tools, and the older turns.
-    request = model.compactions[0]
-    assert request["system"] == COMPACTION_SYSTEM
-    prompt = request["messages"][0]["content"][0]["text"]
-    assert "Fetch the pages and tell me which mention cats." in prompt
-    assert 'Agent called Fetch {"n": 0}' in prompt and "Files:" in prompt and "Open:" in prompt
-
     # After it, the model sees the summary first, then the recent turns exactly as they were.
     i = next(k for k, msgs in enumerate(seen) if msgs[0]["content"][0]["text"].startswith(SUMMARY_HEADER))
     before, after = seen[i - 1], seen[i]
+
+    # The summary request is the conversation's own request (the same system prompt, tools and
+    # messages, so its prefix is read from the prompt cache) with the instructions at the end.
+    request, turn = model.compactions[0], model.requests[0]
+    assert request["system"] == turn["system"] != COMPACTION_SYSTEM and request["tools"] == turn["tools"]
+    sent = request["messages"]
+    assert sent[0]["content"][0]["text"] == "Fetch the pages and tell me which mention cats."
+    assert sent[-2] == {"role": "assistant", "content": [fetch(i - 1)]} and len(sent) == len(before) + 2
+    assert list(results_of(sent[-1])) == [f"toolu_fetch_{i - 1:05d}"]  # the results, then the ask
+    ask = sent[-1]["content"][-1]["text"]
+    assert ask.startswith("[Compaction]") and "do not call tools" in ask and "Files:" in ask and "Open:" in ask
+    assert history_problems(sent) == []
     assert COMPACTION_SUMMARY in after[0]["content"][0]["text"]
     assert after[0]["role"] == "user" and after[1]["role"] == "assistant"
     assert history_problems(after) == []
@@ -157,7 +162,9 @@ def test_pre_compact_hook_adds_instructions(tmp_path):
     agent.hooks.add("PreCompact", hook)
     assert agent.context_manager.compact_now("Keep every file path.") is True
     assert seen == [("PreCompact", "manual", "Keep every file path.")]
-    prompt = model.compactions[0]["messages"][0]["content"][0]["text"]
+    sent = model.compactions[0]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user"]  # the ask follows a reply
+    prompt = sent[-1]["content"][0]["text"]
     assert "Also: Keep every file path." in prompt and "Also: Keep the names of the failing tests." in prompt
 
 

@@ -111,7 +111,7 @@ def test_agent_compact_magic_compacts_with_instructions(shell, magics, capsys, t
     assert [m["role"] for m in agent.messages] == ["user", "assistant"]
     assert agent.messages[1]["content"][0]["text"] == "second answer"
     assert history_problems(agent.messages) == []
-    assert "Also: keep the open questions" in model.compactions[0]["messages"][0]["content"][0]["text"]
+    assert "Also: keep the open questions" in model.compactions[0]["messages"][-1]["content"][-1]["text"]
     shell.run_line_magic("agent_compact", "")
     assert "Not compacted: there are no earlier turns to summarise." in capsys.readouterr().out
 

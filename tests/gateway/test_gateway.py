@@ -132,6 +132,35 @@ def test_two_people_at_once_are_each_counted_once(served, api_server, tmp_path):
     assert rows["alice"].usd == pytest.approx(rows["bob"].usd)
 
 
+def test_one_persons_concurrent_requests_cannot_all_pass_the_check_on_the_same_spending(served, api_server, tmp_path):
+    """Each request in flight holds the most it can cost (20,000 output tokens at $15 a million:
+    $0.30), so of three at once under a $0.50 daily budget the third is refused while two run."""
+    url, db = served(per_day=0.5)
+    for _ in range(3):
+        api_server.add(
+            message_events([{"type": "text", "text": "ok"}], usage={"input_tokens": 100_000}, tail_delay=1.5)
+        )
+
+    async def ask(i: int) -> Any:
+        model = AnthropicModel("claude-sonnet-4-5", api_key="tok-alice", base_url=url, max_retries=0, max_tokens=20_000)
+        try:
+            return await Agent(model, cwd=tmp_path).arun(f"question {i}")
+        finally:
+            await model.aclose()
+
+    async def at_once() -> list[Any]:
+        return list(await asyncio.gather(*(ask(i) for i in range(3))))
+
+    results = asyncio.run(at_once())
+    outcomes = sorted(r.stop_reason for r in results)
+    assert outcomes == ["budget_exceeded", "end_turn", "end_turn"]
+    refused = next(r for r in results if r.stop_reason == "budget_exceeded")
+    assert "held by requests still running" in refused.text and "$0.50 daily budget" in refused.text
+    assert len(api_server.requests) == 2  # the third never reached the API
+    (row,) = db.report()
+    assert row.requests == 2 and row.usd == pytest.approx(2 * (100_000 * 3 + 7 * 15) / 1e6)
+
+
 def test_the_command_line_needs_the_key_and_reports_usage(tmp_path, served, api_server):
     _url, db = served()
     db.add("carol", "claude-sonnet-4-5", {"input_tokens": 10, "output_tokens": 5}, 0.0123)

@@ -170,3 +170,52 @@ async def test_a_change_of_the_tool_list_costs_one_cache_write_then_the_prefix_i
     assert reads_all_cached_before(server.usages) == [3]
     old_tools = server.usages[3]["cache_read_input_tokens"]
     assert old_tools > 0 and json.loads(tools[3])[-1]["name"] == "mcp__db__query"
+
+
+async def test_the_summary_request_of_a_compaction_reads_the_conversation_from_the_cache(tmp_path: Path):
+    """`%agent_compact` sends the conversation's own request with the instructions at the end, so
+    what the last turn cached is read back; only the instructions and the summary are new."""
+    project(tmp_path)
+    with CachingServer() as server:
+        server.add(*(message_events(reply) for reply in scripted_session()))
+        agent, model = agent_for(server, tmp_path)
+        await agent.arun("Read the notes, then make main return 2.")
+        summary = "Requests: make main return 2. Work done: read the notes, edited main.py. Open: nothing."
+        server.add(message_events([{"type": "text", "text": summary}]))
+        assert await agent.context_manager.compact(trigger="manual") is True
+        await model.aclose()
+    last_turn, compaction = server.usages[-2], server.usages[-1]
+    body = server.requests[-1].body
+    assert without_breakpoints(body["tools"]) == without_breakpoints(server.requests[-2].body["tools"])
+    assert body["messages"][-1]["content"][-1]["text"].startswith("[Compaction]")
+    cached_before = last_turn["cache_read_input_tokens"] + last_turn["cache_creation_input_tokens"]
+    assert compaction["cache_read_input_tokens"] >= cached_before  # the whole conversation, from the cache
+    fresh = compaction["input_tokens"] + compaction["cache_creation_input_tokens"]
+    assert fresh < 0.2 * compaction["cache_read_input_tokens"]  # only the instructions are new
+    assert agent.messages[0]["content"][0]["text"].startswith("[Conversation compacted]") and summary in str(
+        agent.messages[0]
+    )
+
+
+async def test_tools_that_appear_later_come_last_and_leave_the_others_definitions_unchanged(tmp_path: Path, shell: Any):
+    """The live notebook connects between two prompts: NotebookRead, NotebookRun and Variables
+    join the list after the tools already offered, and no definition already sent changes
+    (NotebookEdit says the same with or without a page), so those are read from the cache."""
+    from tests.support.frontend import Panel, cell, connected_bridge
+
+    project(tmp_path)
+    bridge = connected_bridge(Panel(path="open.ipynb", cells=[cell("x = 1", cell_id="c1")]), tmp_path, shell=shell)
+    with CachingServer() as server:
+        agent, model = agent_for(server, tmp_path)
+        for prompt in range(2):
+            if prompt == 1:
+                agent.configure(notebook=bridge)
+            server.add(message_events(reading(1, 10 * prompt)), message_events([{"type": "text", "text": "ok"}]))
+            await agent.arun(f"prompt {prompt}")
+        await model.aclose()
+    before, after = (json.loads(without_breakpoints(r.body["tools"])) for r in (server.requests[1], server.requests[2]))
+    names = [t["name"] for t in after]
+    assert names[: len(before)] == [t["name"] for t in before] and after[: len(before)] == before
+    assert set(names[len(before) :]) == {"NotebookRead", "NotebookRun", "Variables"}
+    # The tools already offered are read back; only the new definitions (and what follows) are written.
+    assert server.usages[2]["cache_read_input_tokens"] > 0 and reads_all_cached_before(server.usages) == [2]

