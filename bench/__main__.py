@@ -703,7 +703,8 @@ def live_notebook(args: argparse.Namespace) -> list[Row]:
                     met=med < limit if phase == "idle" else med <= times * statistics.median(base),
                     how=f"timed in the kernel around the tools' own bridge requests, Chromium showing the notebook "
                     f"(JupyterLab's default windowing, {default}); {len(xs)} rounds at load {loads[default]:.1f} on "
-                    f"2 cores ({quiet(default)}); the peer is get_agent_metadata on the same page in the same rounds."
+                    f"2 cores ({quiet(default)}); the peer is get_agent_metadata on the same page in the same rounds; rounds run "
+                    "back to back, with a 1 s pause after the edit (a model turn)."
                     + (
                         f" Listing {size['listing_bytes']:.0f} KB, whole read {size['read_all_bytes']:.0f} KB."
                         if key == "list" and phase == "idle"
@@ -762,9 +763,10 @@ def live_notebook(args: argparse.Namespace) -> list[Row]:
         "live_notebook`): medians on a page done rendering, per notebook windowing mode, and the time from a "
         "reload to the page's hello (what the first run after opening waits for while the page builds its "
         "cells).\n\n" + "\n".join(table) + "\n\n"
-        "Every request, the trivial one too, waits for the page's main thread, so the windowing mode moves them "
-        f"all; what the listing adds to the trivial op is its {size['listing_bytes']:.0f} KB reply's way through "
-        "the page, jupyter_server and the kernel. A person can set the mode: Settings > Settings Editor > Notebook "
+        "Every request, the trivial one too, waits for the page's main thread: while it builds the cells after "
+        "opening, or draws an edit and scrolls to it. What the listing adds to the trivial op is its "
+        f"{size['listing_bytes']:.0f} KB reply's way through the page, jupyter_server and the kernel. The windowing "
+        "mode changes how long the page is busy; a person can set it: Settings > Settings Editor > Notebook "
         "> Windowing mode (`windowingMode` of @jupyterlab/notebook-extension:tracker); `full` attaches only the "
         "cells in view, `none` every cell"
         + (

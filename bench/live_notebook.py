@@ -38,6 +38,7 @@ __all__ = ["MODES", "make_notebook", "measure", "pct"]
 CELLS = 500
 MODES = ("contentVisibility", "full", "none", "defer")  # JupyterLab 4.6's; the first is its default
 TARGET_CELL = 101  # the cell read and edited (a code cell with outputs, out of view)
+PAUSE = 1.0  # seconds after the edit, untimed: a model turn before the next call
 
 _IMPORTS = "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
 _CODE = [
@@ -171,6 +172,8 @@ async def timed(phase):
     for name, op in ops:
         try:
             row[name], out[name] = await (_edit_once() if op is None else _t(op()))
+            if op is None:  # the model's next turn: the page draws the edit and scrolls to it meanwhile
+                await asyncio.sleep(PAUSE)
         except Exception as e:  # a page too busy to answer in time: say so, reconnect, go on
             row['failed'].append(f'{name}: {type(e).__name__}: {e}'[:200])
             await _b.ensure()
@@ -263,7 +266,7 @@ def measure(modes: tuple[str, ...] = MODES, idle_rounds: int = 9, reloads: int =
     root = Path(tempfile.mkdtemp(prefix="ipy_agent_live_nb_"))
     out = root / "rounds.jsonl"
     cell = f"c{TARGET_CELL:04d}"
-    kernel = KERNEL.replace("CELL", repr(cell)).replace("OUT", repr(str(out)))
+    kernel = KERNEL.replace("CELL", repr(cell)).replace("OUT", repr(str(out))).replace("PAUSE", repr(PAUSE))
     setup = ["%load_ext ipy_agent", kernel, "await rendering()"]
     make_notebook(root / "long.ipynb", setup)
     server = JupyterServer("lab", root)
