@@ -327,6 +327,12 @@ class Tool:
     def summarize_use(self, inp: Any) -> str:
         return _short_args(inp)
 
+    async def describe_use(self, inp: Any, ctx: ToolContext) -> str | None:
+        """The row's summary once the input is valid, when naming what the call acts on needs a
+        look (a notebook cell as the person sees it: `cell 4 · df = load(...)`); None keeps
+        `summarize_use`."""
+        return None
+
     def summarize_result(self, output: Any) -> str:
         text = text_of(output) if not _is_block_list(output) else f"{len(output)} blocks"
         lines = text.count("\n") + 1 if text else 0

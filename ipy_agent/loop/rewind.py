@@ -47,6 +47,7 @@ class Rewinding:
 
     _checkpoints: Checkpoints | None = None
     rewind_note: str | None = None  # what the model is told before the next prompt
+    rewind_notice: str | None = None  # what the next prompt's cell (and its record) says was rewound
 
     @property
     def checkpoints(self) -> Checkpoints:
@@ -58,8 +59,13 @@ class Rewinding:
     def checkpoint(self: Rewindable, prompt: str | list[dict[str, Any]], blocks: list[dict[str, Any]]) -> list[Any]:
         """A prompt starts: open its checkpoint (the history and read state as they are), and put
         the note of a rewind before the prompt's blocks."""
+        from ipy_agent.runtime.trace import NoticeEvent
+
         cp = self.checkpoints.begin(prompt_text(prompt), self.messages, self.read_state)
         cp.note, self.rewind_note = self.rewind_note, None
+        if self.rewind_notice and cp.note is not None:  # the run's record keeps it, with the cell's own report
+            self.emit(NoticeEvent(text=f"↶ {self.rewind_notice} The model is told so with this prompt.", level="info"))
+        self.rewind_notice = None
         return blocks if cp.note is None else [{"type": "text", "text": cp.note}, *blocks]
 
     def forget_checkpoint(self: Rewindable) -> None:
@@ -87,6 +93,7 @@ class Rewindable(Protocol):
     read_state: ReadState
     notebook: NotebookBridge | None
     rewind_note: str | None  # what the model is told before the next prompt
+    rewind_notice: str | None  # what the next prompt's cell says was rewound
 
     @property
     def running(self) -> bool: ...
@@ -112,6 +119,7 @@ async def rewind_conversation(conv: Rewindable, prompt: int | None, force: bool,
     conv.read_state = target.read_state.copy()
     conv.checkpoints.cut(report.prompt)
     conv.rewind_note = report.note_for_model()
+    conv.rewind_notice = report.headline()
     conv.emit(NoticeEvent(text=report.headline(), level="info"))
     return report
 

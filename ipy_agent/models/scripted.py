@@ -144,7 +144,9 @@ class ScriptedModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         if request.purpose == "compaction":
-            self.compactions.append({"system": request.system, "messages": list(request.messages), "tools": request.tools})
+            self.compactions.append(
+                {"system": request.system, "messages": list(request.messages), "tools": request.tools}
+            )
             await asyncio.sleep(0)
             text = self.summaries.pop(0) if self.summaries else self.compaction_summary
             summary: dict[str, Any] = {"type": "text", "text": text}

@@ -333,7 +333,10 @@ class NotebookBridge:
 
         if self.shell is None:
             raise NotConnected("There is no IPython kernel to run code in.")
-        return await run_code(self.shell, code, timeout=timeout, on_progress=on_progress)
+        with self.runs.nested():  # inside the running `%agent` cell: its own count (runlog.py)
+            outcome = await run_code(self.shell, code, timeout=timeout, on_progress=on_progress)
+        self.runs.took(outcome.execution_count)
+        return outcome
 
     def variables(self, **kwargs: Any) -> Any:
         from .variables import describe_namespace

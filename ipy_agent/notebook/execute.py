@@ -141,9 +141,18 @@ class _DisplayHook:
                     "output_type": "execute_result",
                     "data": data,
                     "metadata": metadata,
-                    "execution_count": self.shell.execution_count,
+                    "execution_count": _running_count(self.shell),
                 }
             )
+
+
+def _running_count(shell: Any) -> int | None:
+    """The count of the code running now: IPython's display hook knows it (IPython 9 counts up
+    when a cell starts, so the counter is one ahead; IPython 8 counted up at the end)."""
+    try:
+        return int(shell.displayhook.prompt_count)
+    except Exception:
+        return getattr(shell, "execution_count", None)
 
 
 async def run_code(

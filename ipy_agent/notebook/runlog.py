@@ -6,6 +6,15 @@ source a cell had when it last ran here (so an edit since is visible), its execu
 this kernel (so a cell rerun after another is visible), and how long it took. `RunLog` keeps
 that per cell id; `watch` fills it from IPython's `pre_run_cell` / `post_run_cell` events, which
 carry the front end's cell id for cells the person runs, and NotebookRun records its own runs.
+
+Execution counts: NotebookRun's code runs inside the cell that runs the agent (the `%agent`
+cell is still executing) and takes the kernel's next count, as a cell the person runs would.
+IPython counts up when a cell starts, and ipykernel replies to the running cell with "the
+counter minus one", read when the cell ends: after a run inside it, that is the count the run
+took, so the `%agent` cell and the cell it ran would both show `[5]`. `nested()` marks such a
+run (its events are not the running cell's) and `took()` the count it took; when the running
+cell ends on a count a run took, it takes the next count of its own (its input stored again
+under it, so `In` stays aligned with the counts) and the reply carries that count.
 The shell is duck-typed: nothing here imports IPython.
 """
 
@@ -13,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +51,9 @@ class RunLog:
         self._runs: dict[str, CellRun] = {}
         self._started: tuple[str, str, float] | None = None
         self._shell: Any = None
+        self._running: Any = None  # the `pre_run_cell` info of the cell the kernel is executing
+        self._nested = 0  # runs inside it now (NotebookRun's)
+        self._taken: set[int] = set()  # counts those runs took
 
     def record(self, run: CellRun) -> None:
         self._runs.pop(run.cell_id, None)
@@ -71,12 +84,33 @@ class RunLog:
                 self._shell.events.unregister(name, callback)
         self._shell = None
 
+    @contextlib.contextmanager
+    def nested(self) -> Iterator[None]:
+        """A run of code inside the running cell (NotebookRun's): its events are not the cell's."""
+        self._nested += 1
+        try:
+            yield
+        finally:
+            self._nested -= 1
+
+    def took(self, count: int | None) -> None:
+        """A nested run took `count`: the running cell must not end on it (see the module's doc)."""
+        if count is not None and self._running is not None:
+            self._taken.add(count)
+
     def _pre(self, info: Any) -> None:
+        if self._nested:
+            return
+        self._running, self._taken = info, set()
         cell_id = getattr(info, "cell_id", None)
         source = getattr(info, "raw_cell", None)
         self._started = (cell_id, source, time.monotonic()) if cell_id and isinstance(source, str) else None
 
     def _post(self, result: Any) -> None:
+        running, self._running = self._running, None
+        taken, self._taken = self._taken, set()
+        if running is not None and taken:
+            self._own_count(running, result, taken)
         started, self._started = self._started, None
         if started is None:
             return
@@ -91,6 +125,20 @@ class RunLog:
                 error=f"{type(error).__name__}: {error}" if error is not None else None,
             )
         )
+
+    def _own_count(self, info: Any, result: Any, taken: set[int]) -> None:
+        """The cell ends on a count a nested run took: it takes the next one (ipykernel replies
+        with the counter minus one, read after this event)."""
+        shell = self._shell
+        count = getattr(shell, "execution_count", None)
+        if not isinstance(count, int) or count - 1 not in taken:
+            return
+        raw = getattr(info, "raw_cell", None) or ""
+        with contextlib.suppress(Exception):  # In/Out stay aligned with the counts
+            shell.history_manager.store_inputs(count, getattr(info, "transformed_cell", None) or raw, raw)
+        shell.execution_count = count + 1
+        with contextlib.suppress(Exception):
+            result.execution_count = count
 
 
 def describe_run(

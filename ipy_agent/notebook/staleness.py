@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .effects import cell_effects
+from .naming import cell_label
 from .runlog import RunLog
 
 __all__ = ["StaleMark", "stale_marks"]
@@ -49,6 +50,8 @@ def stale_marks(cells: Sequence[dict[str, Any]], runs: RunLog) -> list[StaleMark
             marks[c["id"]] = StaleMark(
                 cell_id=c["id"], kind="edited", text=f"edited since it last ran ([{run.execution_count}])"
             )
+    # Other cells are named as the person sees them, with the id the model addresses them by.
+    names = {c["id"]: cell_label({**c, "index": c.get("index", i)}, with_id=True) for i, c in enumerate(cells)}
     definers: dict[str, list[str]] = {}
     for c in code:
         for name in effects[c["id"]].binds:
@@ -57,7 +60,7 @@ def stale_marks(cells: Sequence[dict[str, Any]], runs: RunLog) -> list[StaleMark
         run = runs.get(c["id"])
         if run is None:
             continue
-        reasons = _reasons(c["id"], run.execution_count, effects[c["id"]].uses, definers, runs, marks)
+        reasons = _reasons(c["id"], run.execution_count, effects[c["id"]].uses, definers, runs, marks, names)
         if reasons and c["id"] not in marks:
             marks[c["id"]] = StaleMark(cell_id=c["id"], kind="stale", text="may be stale: " + "; ".join(reasons))
     return [marks[c["id"]] for c in code if c["id"] in marks]
@@ -70,6 +73,7 @@ def _reasons(
     definers: dict[str, list[str]],
     runs: RunLog,
     marks: dict[str, StaleMark],
+    names: dict[str, str],
 ) -> list[str]:
     reasons: list[str] = []
     for name in uses:
@@ -79,9 +83,9 @@ def _reasons(
             other_run = runs.get(other)
             mark = marks.get(other)
             if other_run is not None and count is not None and (other_run.execution_count or 0) > count:
-                reasons.append(f"uses {name}, which cell {other} redefined after it ran")
+                reasons.append(f"uses {name}, which {names.get(other, other)} redefined after it ran")
             elif mark is not None:
-                reasons.append(f"uses {name} from cell {other} ({mark.text})")
+                reasons.append(f"uses {name} from {names.get(other, other)} ({mark.text})")
             else:
                 continue
             break

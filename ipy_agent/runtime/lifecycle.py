@@ -167,6 +167,12 @@ async def _validate(call: Call) -> GoOn | Finished:
         problem = f"{tool.name} could not check its input ({type(e).__name__}: {e})."
     if problem:
         return Finished(block=error_result(call.record.tool_use_id, problem), detail=problem)
+    try:  # the row names what the call acts on as the person sees it, now that the input is valid
+        described = await tool.describe_use(inp, call.ctx)
+    except Exception:
+        described = None
+    if described:
+        call.record.summary_use = described
     return GoOn()
 
 

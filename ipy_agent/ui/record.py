@@ -7,6 +7,13 @@ cell's display is replaced (the same display_id) by this record: the assistant's
 per call with its status and summary, the answer the person gave, the diffs of edits, notices,
 how the run ended and its usage, as self-contained HTML with a plain-text fallback.
 
+Below the calls, "Notebook changes" lists each NotebookEdit of the run with its outcome, the
+cell as the person names it (`replace cell 4 · x = 41 in a.ipynb`, the row's summary) and the
+reason given: `review_of` reads it from the call's permission decision (an outcome the decision
+carries, such as "stale", wins; else accepted / rejected / refused by a rule or the tool / not
+answered / failed). A rewind is its own entry (`%agent_rewind` keeps its report in its cell),
+and the next prompt's record starts with a notice of it (loop/rewind.py).
+
 Everything is escaped: the model's text is rendered by markdown-it with raw HTML off
 (`markdown_html`), tool output goes through `diff_html`/`pre_html`.
 """
@@ -20,7 +27,16 @@ from typing import Any, Literal
 from .diff_html import diff_html, looks_like_diff, pre_html
 from .status import status_look
 
-__all__ = ["LIVE_TEXT", "Entry", "record_bundle", "row_result_text", "seen_lines"]
+__all__ = [
+    "LIVE_TEXT",
+    "REVIEWED_TOOLS",
+    "Entry",
+    "Reviewed",
+    "record_bundle",
+    "review_of",
+    "row_result_text",
+    "seen_lines",
+]
 
 # text/plain of the live widget view: what a file saved mid-run (or a front end without widgets) shows.
 LIVE_TEXT = "ipy_agent run in progress (the live view needs the kernel; the record replaces it when the run ends)"
@@ -28,6 +44,8 @@ LIVE_TEXT = "ipy_agent run in progress (the live view needs the kernel; the reco
 EntryKind = Literal["text", "thinking", "row", "notice", "crash"]
 _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 _DETAIL_LINES = 60  # of a diff or output in the text/plain record
+REVIEWED_TOOLS = frozenset({"NotebookEdit"})  # the changes the record lists with their outcome
+_REVIEW_LOOKS = {"accepted": ("✓", "#2e7d32"), "stale": ("⟳", "#d08700")}
 
 
 @dataclass(kw_only=True)
@@ -61,6 +79,11 @@ def record_bundle(entries: list[Entry], *, outcome: str, footer: str, markdown: 
         elif e.kind == "crash":
             parts.append(f'<div style="color:#f85149"><b>The agent crashed:</b></div>{pre_html(e.text)}')
             lines += ["The agent crashed:", e.text]
+    reviewed = [r for e in entries if e.kind == "row" and (r := review_of(getattr(e.row, "record", None)))]
+    if reviewed:
+        h, t = _reviewed(reviewed)
+        parts.append(h)
+        lines += t
     parts.append(f"<div><i>{html.escape(outcome)}</i></div>")
     if footer:
         parts.append(f'<div style="opacity:0.7;font-size:90%">{html.escape(footer)}</div>')
@@ -106,6 +129,64 @@ def _row(row: Any) -> tuple[str, list[str]]:
         if len(body) > _DETAIL_LINES:
             t.append(f"    … {len(body) - _DETAIL_LINES} more lines")
     return h, t
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reviewed:
+    """A change of the run as the record lists it: its outcome, what it was, and why."""
+
+    outcome: str  # "accepted", "rejected", "stale", "refused", "not answered", "failed", "allowed by ..."
+    what: str  # the call's summary: the cell as the person names it
+    reason: str = ""
+
+
+def review_of(record: Any) -> Reviewed | None:
+    """The outcome of a reviewed change (a NotebookEdit) from its permission decision; None for
+    other calls and for calls that never reached a decision (their input was refused)."""
+    if record is None or record.tool_name not in REVIEWED_TOOLS or record.decision is None:
+        return None
+    decision = record.decision
+    source = str(getattr(decision, "source", ""))
+    reason = str(getattr(decision, "reason", "") or "").strip()
+    carried = str(getattr(decision, "outcome", "") or "")  # e.g. "stale": the person typed in the cell
+    if carried:
+        return Reviewed(outcome=carried, what=record.summary_use, reason=reason)
+    if record.status == "cancelled":
+        return Reviewed(outcome="not answered", what=record.summary_use)
+    if getattr(decision, "behavior", "") == "deny":
+        if source == "person":
+            return Reviewed(outcome="rejected", what=record.summary_use, reason=_persons_reason(reason))
+        return Reviewed(outcome="refused", what=record.summary_use, reason=reason.splitlines()[0] if reason else "")
+    if record.status == "error":
+        return Reviewed(outcome="failed", what=record.summary_use, reason=row_result_text(record))
+    if source == "person":
+        return Reviewed(outcome="accepted", what=record.summary_use)
+    return Reviewed(outcome=f"allowed by {source or 'the settings'}", what=record.summary_use, reason=reason)
+
+
+def _persons_reason(reason: str) -> str:
+    """What the person typed when they said no; the runtime's wording for a bare "no" is no reason."""
+    return "" if not reason or reason.lower().startswith(("the person declined", "denied")) else reason
+
+
+def _reviewed(items: list[Reviewed]) -> tuple[str, list[str]]:
+    rows: list[str] = []
+    lines = ["Notebook changes:"]
+    for r in items:
+        icon, colour = _REVIEW_LOOKS.get(r.outcome, ("✗", "#f85149"))
+        why = f": {r.reason}" if r.reason else ""
+        rows.append(
+            f'<li><span style="color:{colour}">{icon} {html.escape(r.outcome)}</span> '
+            f"{html.escape(r.what)}"
+            + (f' <span style="opacity:0.8">— {html.escape(r.reason)}</span>' if why else "")
+            + "</li>"
+        )
+        lines.append(f"  {icon} {r.outcome}: {r.what}" + (f" — {r.reason}" if why else ""))
+    h = (
+        '<div class="ipy-agent-reviewed" style="margin-top:0.3em"><b>Notebook changes</b>'
+        f'<ul style="margin:2px 0">{"".join(rows)}</ul></div>'
+    )
+    return h, lines
 
 
 def row_result_text(record: Any) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,15 +23,9 @@ import pytest
 
 from tests.support.browser import PROJECT_ROOT, TIMEOUT, JupyterServer, NotebookPage, write_kernel_spec
 from tests.support.transcript import use
-from tests.support.waits import Deadline, timed_out, waiting_for
+from tests.support.waits import Deadline, free_port, timed_out, waiting_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.hub]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

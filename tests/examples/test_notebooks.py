@@ -237,24 +237,25 @@ EXPECT: dict[str, list[str]] = {
     "14_running_cells": [
         "front end: connected to 'analysis.ipynb' (ipy-agent-notebook stand-in)",
         "'revenue': int64, 0 null, range 0 to 499",  # Variables by name: the library's own summary
-        "[approval prompt] Run cell clean of analysis.ipynb in this kernel\n"
+        "[approval prompt] Run in this kernel, from analysis.ipynb: cell 2 · sales = sales[sales['revenue'] > 0].res…\n"
         "    overwrites sales: DataFrame 1,000 × 2\n"  # noqa: RUF001
         "    may modify sales (item assignment)",
         "What it could change: overwrites sales: DataFrame 1,000 × 2",  # noqa: RUF001
-        "Cell 'train' must not be run by the agent (its tag agent:never-run)",
+        "Cell 3 · model = fit_slowly(sales) (id 'train') must not be run by the agent (its tag agent:never-run)",
         "model defined: False",
-        "bypassPermissions toolu_run_train  -> Permission to use NotebookRun was denied (Cell 'train' must not",
+        "bypassPermissions toolu_run_train  -> Permission to use NotebookRun was denied (Cell 3 · model = fit_slowly",
         "raised KeyError: 'revenu'",
         "-> 1 | by_region = sales['revenu'].groupby(sales['region']).sum()",
         "DataFrame sales's columns: 'region', 'revenue', 'revenue_k' (close to 'revenu': 'revenue'",
         "The report cell now: by_region = sales['revenue'].groupby(sales['region']).sum()",
-        "[approval prompt] Run cells clean, report of analysis.ipynb in this kernel",
-        "clean: overwrites sales: DataFrame 2,000 × 2",  # noqa: RUF001
-        "- cell clean: may be stale: uses sales, which cell load redefined after it ran",
-        "- cell report: may be stale: uses sales, which cell load redefined after it ran",
+        "[approval prompt] Run in this kernel, from analysis.ipynb: cells 2 · sales = sales[sales['revenue'] > 0]",
+        "cell 2: overwrites sales: DataFrame 2,000 × 2",  # noqa: RUF001
+        "- cell 2 · sales = sales[sales['revenue'] > 0].res… (id 'clean'): may be stale: uses sales, which cell 1 · "
+        "sales = make_sales(2_000) (id 'load') redefined after it ran",
+        "- cell 4 · by_region = sales['revenue'].groupby(sa… (id 'report'): may be stale: uses sales,",
         "NotebookRead after the rerun, the run state:\n"
         "(from the cells' definitions and uses and the order they ran; rerun the fewest cells that fix it, in "
-        "notebook order):\n- cell train: never run in this kernel",
+        "notebook order):\n- cell 3 · model = fit_slowly(sales) (id 'train'): never run in this kernel",
         "rows in sales now: 1996",
     ],
     "15_delegation": [

@@ -16,15 +16,16 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ipy_agent import Agent, OpenAIModel
+from tests.support.waits import free_port
 
 
 def server_program() -> str | None:
@@ -47,12 +48,6 @@ pytestmark = [
     ),
 ]
 WINDOW = 2048
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +97,29 @@ async def test_a_tiny_model_streams_a_reply_through_openai_model(llama_server, t
     assert result.text.strip() and "".join(texts).strip() == result.text.strip()
     assert model.context_window == WINDOW, "the window the server runs with, from /props"
     assert result.usage.output_tokens > 0
+
+
+async def test_the_agents_tool_definitions_are_accepted_by_the_server(llama_server, tmp_path):
+    """Every tool definition the agent offers, translated to Chat Completions tools, goes through
+    the server's chat template and its JSON-schema handling without an error; whatever the tiny
+    model answers (text, a call, or a call written as text, which is said plainly) the run ends
+    cleanly."""
+    sent: list[dict[str, Any]] = []
+
+    class Watched(OpenAIModel):
+        def request_params(self, request: Any) -> dict[str, Any]:
+            params = super().request_params(request)
+            sent.append(params)
+            return params
+
+    model = Watched("gemma-3-270m", base_url=f"{llama_server}/v1", provider="llamacpp", max_tokens=48)
+    agent = Agent(model=model, cwd=tmp_path, approver=lambda req: "deny", max_turns=2, instructions=False)
+    result = await agent.arun("Say hello.")
+    await model.aclose()
+
+    assert len(sent[0]["tools"]) >= 5 and {t["function"]["name"] for t in sent[0]["tools"]} >= {"Read", "Edit", "Bash"}
+    assert result.stop_reason in ("end_turn", "max_tokens", "max_turns") or result.error_kind == "no_tools", (
+        result.stop_reason,
+        result.error_kind,
+        result.text[:300],
+    )

@@ -110,12 +110,14 @@ def test_cell_policies_hold_in_every_mode(kernel: LiveKernel, panel: Panel, tmp_
     results = got["results"]
     for refused in ("n1", "n3"):
         assert results[refused].get("is_error") and "must not be run by the agent" in result_text(results[refused])
+    # The model reads the cell as the person names it, with the id it addresses it by.
+    assert "(Cell 2 · ran_never = True (id 'never') must not be run by the agent" in result_text(results["n1"])
     assert "agent:never-run" in result_text(results["n1"]) and "its tag" in result_text(results["n1"])
     assert "notebook's policy for this cell" in result_text(results["n3"])
     assert "read-only for the agent" in result_text(results["e1"]) and results["e1"].get("is_error")
     # agent:ask asked the person even where the mode allows everything.
     assert [a["title"] for a in got["asked"] if a["tool"] == "NotebookRun"] == [
-        "Run cell ask of work/analysis.ipynb in this kernel"
+        "Run in this kernel, from work/analysis.ipynb: cell 3 · ran_ask = True"
     ]
     assert "asks every time: its tag agent:ask" in next(a for a in got["asked"] if a["tool"] == "NotebookRun")["notes"]
     assert kernel.check("print(globals().get('ran_never'), globals().get('ran_meta'), ran_ask)").strip() == (
@@ -168,14 +170,18 @@ def test_a_list_of_cells_runs_in_order_and_stops_at_the_first_error(kernel: Live
     text = result_text(got["results"]["n1"])
     assert got["results"]["n1"].get("is_error")
     assert (
-        "Cell 's1' ran" in text and "ValueError: bad input" in text and "Not run, after the failure above: s3." in text
+        "Cell 2 · step = 1 (id 's1') ran" in text
+        and "ValueError: bad input" in text
+        and "Not run, after the failure above: cell 4 · step = 3 (id 's3')." in text
     )
     assert kernel.check("print(step)").strip() == "2"
     assert panel.cells[-1]["execution_count"] is None and panel.cells[-2]["execution_count"] is not None
     # One prompt for the list, with each cell's effects.
     [asked] = got["asked"]
-    assert asked["title"] == "Run cells s1, s2, s3 of work/analysis.ipynb in this kernel"
-    assert "s3: defines step" in asked["notes"] or "s3: overwrites step: int 2" in asked["notes"]
+    assert (
+        asked["title"] == "Run in this kernel, from work/analysis.ipynb: cells 2 · step = 1; 3 · step = 2; 4 · step = 3"
+    )
+    assert "cell 4: overwrites step: int 2" in asked["notes"] or "cell 4: defines step" in asked["notes"]
 
 
 def test_staleness_marks_follow_the_persons_edits_and_reruns(kernel: LiveKernel, panel: Panel, tmp_path: Path):
@@ -192,15 +198,18 @@ def test_staleness_marks_follow_the_persons_edits_and_reruns(kernel: LiveKernel,
         text = result_text(run_agent(kernel, tmp_path, [[use("NotebookRead", "r")]])["results"]["r"])
         return text.split("Run state in this kernel", 1)[1].split("<cell", 1)[0] if "Run state" in text else ""
 
-    assert marks().strip().splitlines()[1:] == ["- cell later: never run in this kernel"]
+    assert marks().strip().splitlines()[1:] == ["- cell 5 · unused = 1 (id 'later'): never run in this kernel"]
     kernel.run_cell(panel, "rate")  # rerun after the cells that use it
     got = marks()
-    assert "- cell price: may be stale: uses rate, which cell rate redefined after it ran" in got
-    assert "- cell show: may be stale: uses price from cell price" in got
+    assert (
+        "- cell 3 · price = 100 * (1 + rate) (id 'price'): may be stale: uses rate, "
+        "which cell 2 · rate = 0.1 (id 'rate') redefined after it ran"
+    ) in got
+    assert "- cell 4 · print(price) (id 'show'): may be stale: uses price from cell 3 · price = 100" in got
     panel.cells[panel.find("price")]["source"] = "price = 200 * (1 + rate)"  # the person edits a cell
     kernel.run_cell(panel, "later")
     got = marks()
-    assert "- cell price: edited since it last ran" in got and "later" not in got
+    assert "- cell 3 · price = 200 * (1 + rate) (id 'price'): edited since it last ran" in got and "later" not in got
     for cell_id in ("price", "show"):  # the smallest rerun clears the marks
         kernel.run_cell(panel, cell_id)
     assert marks() == ""
@@ -225,7 +234,33 @@ def test_never_run_this_cell_from_the_prompt_sticks(kernel: LiveKernel, panel: P
     got = run_agent(kernel, tmp_path, turns, answer="PermissionAnswer(behavior='deny', action='Never run this cell')")
     assert len(got["asked"]) == 1  # the second call is refused by the policy, without a prompt
     first, second = (result_text(got["results"][k]) for k in ("n1", "n2"))
-    assert "The person marked cell 'costly' agent:never-run" in first
+    assert "The person marked cell 2 · costly = True (id 'costly') agent:never-run" in first
     assert "must not be run by the agent (the notebook's policy for this cell agent:never-run)" in second
     assert panel.metadata["ipy_agent"] == {"cell_policies": {"costly": ["agent:never-run"]}}
     assert kernel.check("print('costly' in globals())").strip() == "False"
+
+
+def test_cells_the_agent_runs_get_their_own_counts_apart_from_the_agent_cell(
+    kernel: LiveKernel, panel: Panel, tmp_path: Path
+):
+    (tmp_path / "runs.json").write_text(
+        json.dumps({"turns": [[use("NotebookRun", "n1", cell_ids=["one", "two"])], "Ran both."]})
+    )
+    panel.cells += [
+        cell("%agent --script runs.json --allow NotebookRun run them", cell_id="agent"),
+        cell("a = 40\na + 1", cell_id="one"),
+        cell("print(a + 2)", cell_id="two"),
+        cell("a", cell_id="after"),
+    ]
+    kernel.run_cell(panel, "agent")  # as JupyterLab runs it: the count comes from the kernel's reply
+    counts = {c["id"]: c["execution_count"] for c in panel.cells[1:4]}
+    assert None not in counts.values() and len(set(counts.values())) == 3, counts
+    # The cells it ran count up in order, and the agent's cell ends after them.
+    assert counts["one"] + 1 == counts["two"] and counts["two"] < counts["agent"]
+    one = panel.cells[panel.find("one")]
+    assert one["outputs"][0]["execution_count"] == counts["one"]  # Out[n] says the cell's own count
+    kernel.run_cell(panel, "after")  # the person's next cell takes the next count
+    assert panel.cells[panel.find("after")]["execution_count"] == counts["agent"] + 1
+    inputs = json.loads(kernel.check("import json; print(json.dumps(In))").strip().splitlines()[-1])
+    assert inputs[counts["one"]] == "a = 40\na + 1" and inputs[counts["two"]] == "print(a + 2)"
+    assert "run_agent_cell" in inputs[counts["agent"]]  # In[n] and the counts stay aligned

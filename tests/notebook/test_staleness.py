@@ -34,8 +34,12 @@ def test_a_rerun_definer_marks_its_users_and_the_chain_below():
     ran(log, cells[0], 9)  # the person reran a
     got = marks(cells, log)
     assert got == {
-        "b": "may be stale: uses x, which cell a redefined after it ran",
-        "c": "may be stale: uses y from cell b (may be stale: uses x, which cell a redefined after it ran)",
+        # Other cells as the person sees them (position from 1, first line), with the id for the model.
+        "b": "may be stale: uses x, which cell 1 · x = 1 (id 'a') redefined after it ran",
+        "c": (
+            "may be stale: uses y from cell 2 · y = x + 1 (id 'b') "
+            "(may be stale: uses x, which cell 1 · x = 1 (id 'a') redefined after it ran)"
+        ),
     }
 
 
@@ -51,7 +55,7 @@ def test_edited_and_never_run_cells_are_marked_and_mark_their_users():
     ran(log, cells[1], 2)
     got = marks(cells, log)
     assert got["a"] == "edited since it last ran ([1])"
-    assert got["b"] == "may be stale: uses x from cell a (edited since it last ran ([1]))"
+    assert got["b"] == "may be stale: uses x from cell 1 · x = 2 (id 'a') (edited since it last ran ([1]))"
     assert got["new"] == "never run in this kernel"
     assert "m" not in got
 

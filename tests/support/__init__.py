@@ -1,7 +1,7 @@
 """What the tests share: helpers, fixtures, and the harnesses that drive real software.
 
 Modules, in import order:
-    waits        deadlines that say what they waited for; the suite marker real software needs
+    waits        deadlines that say what they waited for; the suite marker real software needs; free ports
     transcript   tool_use blocks for scripted models; tool_result blocks and their text
     tools        the ToolContext factory, recording tools, project trees, one direct tool call
     fixtures     rec, ctx, api_server, need_bwrap and the InteractiveShell fixtures (a plugin)

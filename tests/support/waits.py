@@ -1,4 +1,5 @@
-"""Waits that say what they waited for, and the suite marker a test that starts real software needs.
+"""Waits that say what they waited for, the suite marker a test that starts real software needs,
+and a free port on 127.0.0.1 for a server a test starts.
 
 The harnesses (a kernel's reply, a widget on screen, a browser's button, a server's port) bound
 every wait with a deadline of their own, shorter than the test's pytest-timeout, and fail with a
@@ -9,12 +10,21 @@ within 60 s". While a wait runs it is recorded here, so that a pytest-timeout th
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Deadline", "current_waits", "require_marker", "set_current_test", "timed_out", "waiting_for"]
+__all__ = [
+    "Deadline",
+    "current_waits",
+    "free_port",
+    "require_marker",
+    "set_current_test",
+    "timed_out",
+    "waiting_for",
+]
 
 _waits: list[str] = []
 _current_test: Any = None  # the pytest item being run; None outside pytest (bench/)
@@ -69,3 +79,10 @@ def require_marker(marker: str, what: str) -> None:
             f"{item.nodeid} {what}, so it belongs to the `{marker}` suite: mark it "
             f"(`pytestmark = pytest.mark.{marker}` in its module)"
         )
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a server the test starts)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

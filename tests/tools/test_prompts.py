@@ -148,5 +148,8 @@ def test_live_tools_are_offered_only_where_they_can_work(tmp_path):
 def test_live_tool_flags_fail_closed_where_they_must():
     run, read, var = NotebookRunTool(), NotebookReadTool(), VariablesTool()
     inp = run.input_model(cell_id="c1")
-    assert not run.is_read_only(inp) and not run.is_concurrency_safe(inp) and run.is_destructive(inp)
+    assert not run.is_read_only(inp) and not run.is_concurrency_safe(inp)
+    # Not "may destroy data ... cannot be undone": %agent_rewind puts back the variables a run
+    # rebinds, and the prompt itself says what a rewind cannot undo (tools/notebook/run.py).
+    assert not run.is_destructive(inp)
     assert read.is_read_only(read.input_model()) and var.is_read_only(var.input_model())

@@ -194,3 +194,86 @@ async def test_a_run_that_got_an_answer_keeps_it_when_a_later_turn_fails(tmp_pat
     result = await agent.arun("go")
     assert result.stop_reason == "error"
     assert [m["role"] for m in agent.messages] == ["user", "assistant", "user"]  # the Read happened
+
+
+async def test_the_record_lists_the_notebook_changes_with_their_outcome_and_the_cells_as_the_person_names_them(
+    tmp_path,
+):
+    from ipy_agent.ui.widgets import RunView
+    from tests.support.frontend import Panel, cell, connected_bridge
+
+    panel = Panel(
+        path="main.ipynb",
+        cells=[cell("import pandas as pd", cell_id="c0"), cell("x = 1", cell_id="c1"), cell("y = x * 2", cell_id="c2")],
+    )
+    bridge = connected_bridge(panel, tmp_path)
+    model = ScriptedModel(
+        [
+            [use("NotebookRead", "r1")],
+            [use("NotebookEdit", "e1", notebook_path="main.ipynb", cell_id="c1", new_source="x = 41")],
+            [use("NotebookEdit", "e2", notebook_path="main.ipynb", cell_id="c2", new_source="y = x ** 2")],
+            "Changed x.",
+        ]
+    )
+    agent = Agent(model=model, cwd=tmp_path, notebook=bridge, notebook_path="main.ipynb", permission_mode="default")
+    handle = Handle()
+    view = RunView(agent, handle=handle)
+    agent.approver = view.approver
+    agent.on_event(view.listener)
+    task = asyncio.create_task(agent.arun("go"))
+    first = await next_prompt(view, task)
+    # The prompt and the row name the cell as the page shows it, not by its id.
+    assert first.request.preview is not None
+    assert first.request.preview.title == "Replace cell 2 · x = 1 in the open notebook main.ipynb"
+    assert "replace cell 2 · x = 1 in main.ipynb" in view.rows["e1"].html
+    first.allow()
+    second = await next_prompt(view, task)
+    second.deny("keep y linear")
+    await asyncio.wait_for(task, TIMEOUT)
+    view.close()
+
+    assert panel.sources() == ["import pandas as pd", "x = 41", "y = x * 2"]
+    told = next(
+        b["content"]
+        for m in agent.messages
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("tool_use_id") == "e1"
+    )
+    assert str(told).startswith("Replaced the source of code cell 2 · x = 41 (id 'c1') in main.ipynb.")
+    record = handle.shown[-1]
+    text, page = record["text/plain"], record["text/html"]
+    assert "Notebook changes:\n  ✓ accepted: replace cell 2 · x = 1 in main.ipynb\n" in text
+    assert "  ✗ rejected: replace cell 3 · y = x * 2 in main.ipynb — keep y linear\n" in text
+    assert "Edited main.ipynb (live): replaced cell 2 · x = 41" in text  # the row's result
+    assert 'class="ipy-agent-reviewed"' in page and "✓ accepted</span> replace cell 2 · x = 1 in main.ipynb" in page
+    assert "keep y linear" in page and "c1" not in text.split("Notebook changes:")[1]
+    # %agent_inspect keeps the id the model used, beside what the person saw.
+    shown = inspect_text(agent, "e1")
+    assert '"cell_id": "c1"' in shown and "replace cell 2 · x = 1 in main.ipynb" in shown
+
+
+async def test_the_record_of_the_prompt_after_a_rewind_says_what_was_rewound(tmp_path):
+    from ipy_agent.ui.widgets import RunView
+
+    (tmp_path / "a.txt").write_text("one\n")
+    model = ScriptedModel(
+        [
+            [use("Read", "r1", file_path="a.txt")],
+            [use("Edit", "e1", file_path="a.txt", old_string="one", new_string="two")],
+            "Edited.",
+            "Back at one.",
+        ]
+    )
+    agent = Agent(model=model, cwd=tmp_path, permission_mode="acceptEdits")
+    await asyncio.wait_for(agent.arun("make it two"), TIMEOUT)
+    report = await agent.arewind()
+    assert (tmp_path / "a.txt").read_text() == "one\n" and report.files_restored == ["a.txt"]
+    handle = Handle()
+    view = RunView(agent, handle=handle)
+    agent.on_event(view.listener)
+    await asyncio.wait_for(agent.arun("where are we?"), TIMEOUT)
+    view.close()
+    text, page = handle.shown[-1]["text/plain"], handle.shown[-1]["text/html"]
+    headline = "↶ Rewound to before prompt 1 (make it two): 1 change undone"
+    assert headline in text and headline in page and "The model is told so with this prompt." in text

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
 
 from .edit_file import plan_file_edit
@@ -74,6 +75,7 @@ JupyterLab, it shows the change after it is reloaded from disk.
 # One description whether or not a page is connected, and whichever notebook it has open: a
 # definition that changed with them would make the prompt cache write every tool again.
 
+DESCRIBE_MAX_BYTES = 5_000_000  # larger notebooks keep the id in the row's summary
 EditMode = Literal["replace", "insert", "delete"]
 CellType = Literal["code", "markdown"]
 
@@ -111,6 +113,7 @@ class NotebookEditResult:
     diff: str
     problems: tuple[str, ...] = ()  # what nbformat finds wrong with the notebook, before and after
     live: bool = False  # edited in the open notebook's live model, not the file
+    label: str = ""  # the open notebook's cell as the person names it (`cell 4 · x = 41`), after the edit
 
 
 def _as_lines(source: str) -> str:
@@ -159,6 +162,31 @@ class NotebookEditTool(FileEditingTool):
     def summarize_use(self, inp: NotebookEditInput) -> str:
         where = f" {inp.cell_id}" if inp.cell_id else (" (first)" if inp.edit_mode == "insert" else "")
         return f"{inp.edit_mode}{where} in {inp.notebook_path}"
+
+    async def describe_use(self, inp: NotebookEditInput, ctx: ToolContext) -> str | None:
+        """The open notebook's cell as the person names it: `replace cell 4 · x = 41 in a.ipynb`."""
+        nb = live_target(ctx, inp.notebook_path)
+        if nb is None:
+            return self._describe_file_use(inp, ctx)
+        plan = await plan_live(inp, ctx, nb)
+        if plan.edit_mode == "insert":
+            where = f"after {cell_label(plan.cell)}" if plan.cell else "at the top"
+            return f"insert a {plan.cell_type} cell {where} in {nb.display_path}"
+        return f"{plan.edit_mode} {cell_label(plan.cell)} in {nb.display_path}"
+
+    def _describe_file_use(self, inp: NotebookEditInput, ctx: ToolContext) -> str | None:
+        """A notebook file's cell by its position from 1 and first line, as Jupyter would show it."""
+        path, display = self._paths(inp.notebook_path, ctx)
+        if not path.is_file() or path.stat().st_size > DESCRIBE_MAX_BYTES:  # a summary is not worth a second parse
+            return None
+        raw = read_existing(path, what="Notebook")
+        if raw is None:
+            return None
+        e = plan_file_edit(inp, raw, display)
+        if inp.edit_mode == "insert":
+            where = f"after {cell_label(e.index - 1)}" if e.after else "at the top"
+            return f"insert a {e.cell_type} cell {where} in {display}"
+        return f"{inp.edit_mode} {cell_label(e.index, e.old_source)} in {display}"
 
     def _preview_title(self, plan: Plan) -> str:
         r = plan.extra
@@ -279,7 +307,9 @@ class NotebookEditTool(FileEditingTool):
 
     def map_result(self, output: NotebookEditResult, tool_use_id: str) -> dict[str, Any]:
         o = output
-        if o.edit_mode == "insert":
+        if o.live and o.label:
+            text = _live_text(o)
+        elif o.edit_mode == "insert":
             where = f"after cell {o.after!r}" if o.after else "as the first cell"
             text = (
                 f"Inserted a new {o.cell_type} cell with id {o.cell_id!r} {where} in {o.path} "
@@ -298,7 +328,8 @@ class NotebookEditTool(FileEditingTool):
                 text += " Its outputs and execution count were cleared, since they belonged to the old code."
         if o.live:
             text += (
-                " (This edited the live notebook open in JupyterLab; the file on disk changes when the person saves.)"
+                " (This edited the live notebook open in JupyterLab; the file on disk changes when the person saves;"
+                " %agent_rewind can put it back.)"
             )
         if o.problems:
             text += (
@@ -313,4 +344,19 @@ class NotebookEditTool(FileEditingTool):
         verb = {"replace": "replaced", "insert": f"inserted {o.cell_type}", "delete": "deleted"}[o.edit_mode]
         extra = " (outputs cleared)" if o.outputs_cleared else ""
         where = " (live)" if o.live else ""
-        return f"Edited {o.display}{where}: {verb} cell {o.cell_id}{extra}"
+        return f"Edited {o.display}{where}: {verb} {o.label or f'cell {o.cell_id}'}{extra}"
+
+
+def _live_text(o: NotebookEditResult) -> str:
+    """What the model reads after an edit of the open notebook: the cell as the person names it
+    (1-based position and first line), with its id for the next call."""
+    cell = f"{o.label} (id {o.cell_id!r})"
+    if o.edit_mode == "insert":
+        where = f"after the cell with id {o.after!r}" if o.after else "as the first cell"
+        return f"Inserted a new {o.cell_type} cell {where}: it is {cell}; the notebook has {o.total_cells} cells."
+    if o.edit_mode == "delete":
+        return f"Deleted {cell} from {o.display}; {o.total_cells} cells remain."
+    text = f"Replaced the source of {o.cell_type} {cell} in {o.display}."
+    if o.outputs_cleared:
+        text += " Its outputs and execution count were cleared, since they belonged to the old code."
+    return text

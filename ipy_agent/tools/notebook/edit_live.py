@@ -22,7 +22,7 @@ from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.diff import make_diff
 
-from .live import bridge_call, fetch_cell, record_cells, require_fresh_cell, require_listed
+from .live import bridge_call, fetch_cell, named, record_cells, require_fresh_cell, require_listed
 
 __all__ = ["LivePlan", "apply_live", "plan_live", "preview_live"]
 
@@ -81,10 +81,7 @@ def _texts(plan: LivePlan) -> tuple[str, str]:
 
 def _named(cell: dict[str, Any] | None) -> str:
     """A cell as the person sees it: its position in the page and its first line."""
-    if cell is None:
-        return "a cell"
-    index = cell.get("index")
-    return cell_label(index if isinstance(index, int) else None, str(cell.get("source") or ""))
+    return cell_label(cell) if cell is not None else "a cell"
 
 
 def _title(plan: LivePlan, nb: Any) -> str:
@@ -162,12 +159,14 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
     except BridgeError as e:
         if e.code == "stale":
             raise ToolError(
-                f"Cell {inp.cell_id!r} changed while the edit was on its way (the person is typing in it). "
+                f"{named(target) if target else f'Cell {inp.cell_id!r}'} changed while the edit was on its way "
+                "(the person is typing in it). "
                 "Read it again with NotebookRead, then redo the edit against the new content."
             ) from None
         if e.code == "not_found":
             raise ToolError(
-                f"Cell {inp.cell_id!r} is no longer in the open notebook (deleted meanwhile). Read the "
+                f"{named(target) if target else f'Cell {inp.cell_id!r}'} is no longer in the open notebook (deleted "
+                "meanwhile). Read the "
                 "notebook again with NotebookRead."
             ) from None
         raise ToolError(str(e)) from None
@@ -181,7 +180,9 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
     cells = await bridge_call(nb.list_cells()) if plan.edit_mode != "replace" else None
     if ctx.checkpoints is not None:  # kept for a rewind
         ctx.checkpoints.cell_changed(_change(plan, nb, cell, cells or []))
-    d = make_diff(*_texts(plan), label=f"{nb.display_path} [cell {cell.get('id')}]")
+    index = int(cell.get("index", target.get("index", 0)) or 0)
+    shown = {"index": index, "source": plan.old_source if plan.edit_mode == "delete" else plan.new_source}
+    d = make_diff(*_texts(plan), label=f"{nb.display_path} [cell {index + 1}]")
     return result_type(
         path=str(nb.path),
         display=str(nb.display_path),
@@ -197,4 +198,5 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
         removed=d.removed,
         diff=d.text,
         live=True,
+        label=cell_label(shown),
     )

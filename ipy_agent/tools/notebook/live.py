@@ -15,6 +15,7 @@ from typing import Any
 from ipy_agent.contract.read_state import cell_key
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import CellPolicy, cell_policy
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "live_bridge",
     "live_missing",
     "live_target",
+    "named",
     "read_only_refusal",
     "record_cells",
     "require_fresh_cell",
@@ -112,14 +114,20 @@ def key_for(nb: Any, cell_id: str) -> str:
     return cell_key(Path(nb.path), cell_id)
 
 
+def named(cell: dict[str, Any]) -> str:
+    """A cell in a message to the model: as the person names it, with its id (`Cell 4 · x = 1 (id 'c1')`)."""
+    label = cell_label(cell, with_id=True)
+    return label[:1].upper() + label[1:]
+
+
 def require_fresh_cell(ctx: ToolContext, nb: Any, cell: dict[str, Any]) -> None:
     entry = ctx.read_state.get(key_for(nb, cell["id"]))
     if entry is None:
         raise ToolError(
-            f"Cell {cell['id']!r} of the open notebook has not been read yet. Read it with NotebookRead first, "
+            f"{named(cell)} of the open notebook has not been read yet. Read it with NotebookRead first, "
             "then retry, so the edit is made against what the cell holds now."
         )
-    message = ctx.read_state.check_fresh(key_for(nb, cell["id"]), cell.get("source") or "", what=f"Cell {cell['id']!r}")
+    message = ctx.read_state.check_fresh(key_for(nb, cell["id"]), cell.get("source") or "", what=named(cell))
     if message:
         raise ToolError(message.replace("Read it again", "Read it again with NotebookRead"))
 
@@ -159,6 +167,6 @@ async def read_only_refusal(nb: Any, cell_id: str) -> str | None:
     if not policy.read_only:
         return None
     return (
-        f"Cell {cell['id']!r} is read-only for the agent ({policy.where}): the person set this. Do not change it "
+        f"{named(cell)} is read-only for the agent ({policy.where}): the person set this. Do not change it "
         "another way; put new code in a new cell (NotebookEdit with edit_mode insert), or ask the person."
     )

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 
 from .live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_missing, live_target, record_cells
@@ -120,7 +121,9 @@ class NotebookReadTool(Tool):
         # Cells are rendered with their notebook index, so `index` in the output is the live position.
         head = (
             f"The open notebook {nb.display_path} ({len(all_cells)} cells"
-            f"{', unsaved changes' if listing.get('dirty') else ''}); showing {len(cells)}:\n"
+            f"{', unsaved changes' if listing.get('dirty') else ''}); showing {len(cells)}. The person sees a "
+            "cell as its position counted from 1 and its first line (index 2 below is `cell 3 · ...` to them): "
+            "name cells that way to the person, and by id in your calls.\n"
         )
         notes = await notebook_notes(nb, all_cells, {c["id"] for c in cells})
         rendered: list[dict[str, Any]] = [{"type": "text", "text": head + notes}]
@@ -141,6 +144,14 @@ class NotebookReadTool(Tool):
 
     def summarize_use(self, inp: NotebookReadInput) -> str:
         return f"cells {', '.join(inp.cell_ids)}" if inp.cell_ids else "the open notebook"
+
+    async def describe_use(self, inp: NotebookReadInput, ctx: ToolContext) -> str | None:
+        nb = live_target(ctx, inp.notebook_path)
+        if nb is None or not inp.cell_ids:
+            return None
+        listing = {c["id"]: c for c in await nb.list_cells()}
+        labels = [cell_label(listing[i]) if i in listing else i for i in inp.cell_ids]
+        return labels[0] if len(labels) == 1 else "cells " + "; ".join(x.removeprefix("cell ") for x in labels)
 
     def summarize_result(self, output: NotebookReadResult) -> str:
         of = f" of {output.total_cells}" if output.cells != output.total_cells else ""

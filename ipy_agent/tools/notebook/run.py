@@ -30,8 +30,8 @@ from ipy_agent.notebook.policy import NEVER_RUN, with_cell_tag
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.notebook.runlog import CellRun
 
-from .live import bridge_call, cell_policy_of, fetch_cell, live_bridge, live_missing, live_target
-from .run_notes import effect_notes, policy_note
+from .live import bridge_call, cell_policy_of, fetch_cell, live_bridge, live_missing, live_target, named
+from .run_notes import cells_label, effect_notes, policy_note
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -92,6 +92,7 @@ class NotebookRunInput(BaseModel):
 @dataclass(frozen=True, kw_only=True)
 class NotebookRunResult:
     cell_id: str
+    label: str  # the cell as the person names it: `cell 4 · df = load(...)`
     display: str
     execution_count: int | None
     blocks: list[dict[str, Any]]
@@ -127,7 +128,7 @@ def _keep_variables(ctx: ToolContext, nb: Any, cell: dict[str, Any], code: str) 
         python = shell.transform_cell(code)  # type: ignore[union-attr]
     except Exception:
         python = code
-    ctx.checkpoints.save_variables(python, namespace, cell=cell_label(cell.get("index"), code))
+    ctx.checkpoints.save_variables(python, namespace, cell=cell_label(cell))
 
 
 class NotebookRunTool(Tool):
@@ -153,7 +154,8 @@ class NotebookRunTool(Tool):
         return nb is not None and getattr(nb, "shell", None) is not None
 
     def _destructive(self, inp: Any) -> bool:
-        return True  # arbitrary code: the prompt must not reassure
+        # A rewind puts back the variables a run rebinds; the prompt says what it cannot undo.
+        return False
 
     def _notebook(self, inp: NotebookRunInput, ctx: ToolContext) -> Any:
         nb = live_target(ctx, inp.notebook_path)
@@ -177,7 +179,7 @@ class NotebookRunTool(Tool):
         cells = [await fetch_cell(nb, cell_id) for cell_id in inp.ids()]
         for cell in cells:
             if cell.get("cell_type") != "code":
-                raise ToolError(f"Cell {cell['id']!r} is a {cell.get('cell_type')} cell; only code cells run.")
+                raise ToolError(f"{named(cell)} is a {cell.get('cell_type')} cell; only code cells run.")
         return nb, cells
 
     async def validate_input(self, inp: NotebookRunInput, ctx: ToolContext) -> str | None:
@@ -200,13 +202,14 @@ class NotebookRunTool(Tool):
                 return PermissionCheck(
                     behavior="deny",
                     message=(
-                        f"Cell {cell['id']!r} must not be run by the agent ({policy.where}): the person set this, "
+                        f"{named(cell)} must not be run by the agent ({policy.where}): "
+                        "the person set this, "
                         "often because the cell is slow or has effects outside the notebook. Do not run its code "
                         "another way; ask the person to run it, or go on without it."
                     ),
                 )
             if policy.ask:
-                asks.append(f"cell {cell['id']!r} ({policy.where})")
+                asks.append(f"{cell_label(cell)} ({policy.where})")
         if asks:
             return PermissionCheck(
                 behavior="ask", always=True, message=f"the person asked to approve every run of {', '.join(asks)}"
@@ -220,17 +223,19 @@ class NotebookRunTool(Tool):
             return None
         notes: list[str] = []
         for cell in cells:
-            prefix = f"{cell['id']}: " if len(cells) > 1 else ""
+            prefix = f"{cell_label(cell).split(' · ')[0]}: " if len(cells) > 1 else ""  # the title has the lines
             notes.extend(prefix + line for line in effect_notes(nb, cell))
             policy = policy_note(await cell_policy_of(nb, cell))
             if policy:
                 notes.append(prefix + policy)
-        ids = ", ".join(c["id"] for c in cells)
-        actions = (_never_run_action(nb, cells[0]["id"]),) if len(cells) == 1 else ()
+        actions = (_never_run_action(nb, cells[0]),) if len(cells) == 1 else ()
         return PermissionPreview(
-            title=f"Run cell{'s' if len(cells) > 1 else ''} {ids} of {nb.display_path} in this kernel",
+            title=f"Run in this kernel, from {nb.display_path}: {cells_label(cells)}",
             command="\n\n".join(c.get("source") or "" for c in cells),
-            description="Runs in the notebook's kernel: it can change the person's variables.",
+            description=(
+                "Runs in the notebook's kernel: it can change the person's variables. %agent_rewind puts back "
+                "the variables it rebinds (those that can be pickled), not what it does outside the kernel."
+            ),
             notes=tuple(notes),
             actions=actions,
         )
@@ -241,7 +246,7 @@ class NotebookRunTool(Tool):
         for cell in cells:
             policy = await cell_policy_of(nb, cell)
             if policy.never_run:  # set while the prompt was open
-                raise ToolError(f"Cell {cell['id']!r} must not be run by the agent ({policy.where}).")
+                raise ToolError(f"{named(cell)} must not be run by the agent ({policy.where}).")
             timeout = inp.timeout or policy.timeout or DEFAULT_TIMEOUT
             run = await self._run_one(nb, cell, min(timeout, MAX_TIMEOUT), ctx)
             runs.append(run)
@@ -249,7 +254,7 @@ class NotebookRunTool(Tool):
                 break
         if inp.cell_ids is None:
             return runs[0]
-        return NotebookRunsResult(runs=runs, not_run=[c["id"] for c in cells[len(runs) :]])
+        return NotebookRunsResult(runs=runs, not_run=[cell_label(c, with_id=True) for c in cells[len(runs) :]])
 
     async def _run_one(self, nb: Any, cell: dict[str, Any], timeout: float, ctx: ToolContext) -> NotebookRunResult:
         code = cell.get("source") or ""
@@ -291,6 +296,7 @@ class NotebookRunTool(Tool):
         body = text.split("<outputs>\n", 1)[1].rsplit("</outputs>", 1)[0] if "<outputs>" in text else ""
         return NotebookRunResult(
             cell_id=cell["id"],
+            label=cell_label(cell),
             display=str(nb.display_path),
             execution_count=outcome.execution_count,
             blocks=[{"type": "text", "text": body}, *outputs_text] if body else outputs_text,
@@ -309,7 +315,7 @@ class NotebookRunTool(Tool):
         for o in runs:
             blocks.extend(_one_result(o))
         if isinstance(output, NotebookRunsResult) and output.not_run:
-            blocks.append({"type": "text", "text": f"Not run, after the failure above: {', '.join(output.not_run)}.\n"})
+            blocks.append({"type": "text", "text": f"Not run, after the failure above: {'; '.join(output.not_run)}.\n"})
         return {
             "type": "tool_result",
             "tool_use_id": tool_use_id,
@@ -321,25 +327,30 @@ class NotebookRunTool(Tool):
         ids = inp.ids()
         return f"cell {ids[0]}" if len(ids) == 1 else f"cells {', '.join(ids)}"
 
+    async def describe_use(self, inp: NotebookRunInput, ctx: ToolContext) -> str | None:
+        _, cells = await self._cells(inp, ctx)
+        return cells_label(cells)
+
     def summarize_result(self, output: NotebookRunResult | NotebookRunsResult) -> str:
         if isinstance(output, NotebookRunsResult):
             last = output.runs[-1]
             done = f"{len(output.runs) - (1 if last.failed else 0)} of {len(output.runs) + len(output.not_run)} ran"
-            return done if not last.failed else f"{done}; {last.cell_id}: {_one_line(last)}"
+            return done if not last.failed else f"{done}; {last.label}: {_one_line(last)}"
         return _one_line(output)
 
     def detail_for_person(self, inp: Any, output: Any) -> str:
         runs: list[NotebookRunResult] = output.runs if isinstance(output, NotebookRunsResult) else [output]
         parts: list[str] = []
         for o in runs:
-            parts.append(f"{o.cell_id}: " + "; ".join(o.effects) if o.effects else "")
+            parts.append(f"{o.label}: " + "; ".join(o.effects) if o.effects else "")
             parts.append(o.error_summary or "")
             parts.append("".join(b.get("text", "") for b in o.blocks))
         return "\n".join(p for p in parts if p)[:2000]
 
 
-def _never_run_action(nb: Any, cell_id: str) -> PromptAction:
+def _never_run_action(nb: Any, cell: dict[str, Any]) -> PromptAction:
     """The prompt's "Never run this cell": the person's policy, kept in the notebook's metadata."""
+    cell_id = cell["id"]
 
     async def apply() -> None:
         await bridge_call(nb.set_agent_metadata(with_cell_tag(await nb.agent_metadata(), cell_id, NEVER_RUN)))
@@ -347,8 +358,8 @@ def _never_run_action(nb: Any, cell_id: str) -> PromptAction:
     return PromptAction(
         label="Never run this cell",
         message=(
-            f"The person marked cell {cell_id!r} agent:never-run: the agent must not run it, now or later. Do not run "
-            "its code another way; ask the person to run it, or go on without it."
+            f"The person marked {cell_label(cell, with_id=True)} agent:never-run: the agent must not run it, now or "
+            "later. Do not run its code another way; ask the person to run it, or go on without it."
         ),
         apply=apply,
     )
@@ -367,17 +378,18 @@ def _one_line(o: NotebookRunResult) -> str:
 
 
 def _one_result(o: NotebookRunResult) -> list[dict[str, Any]]:
+    name = f"{o.label[:1].upper()}{o.label[1:]} (id {o.cell_id!r})"  # as live.named() says it
     if o.timed_out:
-        head = f"Cell {o.cell_id!r} was stopped after {o.seconds:.1f} s (timeout); its outputs until then:"
+        head = f"{name} was stopped after {o.seconds:.1f} s (timeout); its outputs until then:"
     elif o.interrupted:
         head = (
-            f"Cell {o.cell_id!r} was interrupted by the person after {o.seconds:.1f} s; its outputs until then. "
+            f"{name} was interrupted by the person after {o.seconds:.1f} s; its outputs until then. "
             "Do not run it again unless the person asks:"
         )
     elif o.error:
-        head = f"Cell {o.cell_id!r} ran (execution count {o.execution_count}) and raised {o.error.splitlines()[0]}."
+        head = f"{name} ran (execution count {o.execution_count}) and raised {o.error.splitlines()[0]}."
     else:
-        head = f"Cell {o.cell_id!r} ran (execution count {o.execution_count}) in {o.seconds:.1f} s."
+        head = f"{name} ran (execution count {o.execution_count}) in {o.seconds:.1f} s."
     head += "" if o.output_count else " It produced no output."
     if o.effects:
         head += "\nWhat it could change: " + "; ".join(o.effects) + "."

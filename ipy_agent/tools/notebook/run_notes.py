@@ -15,11 +15,12 @@ import sys
 from typing import Any
 
 from ipy_agent.notebook.effects import cell_effects, effect_lines
+from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import CellPolicy, cell_policy
 from ipy_agent.notebook.runlog import describe_run
 from ipy_agent.notebook.staleness import stale_marks
 
-__all__ = ["effect_notes", "notebook_notes", "policy_note"]
+__all__ = ["cells_label", "effect_notes", "notebook_notes", "policy_note"]
 
 _SHAPE = re.compile(r"^shape \((\d+), (\d+)\)")
 _SHORT = 100
@@ -33,6 +34,13 @@ def _short(type_name: str, summary: str) -> str:
         return f"{base} {int(m.group(1)):,} × {int(m.group(2)):,}"  # noqa: RUF001
     text = f"{base} {summary}" if summary else base
     return text if len(text) <= _SHORT else text[: _SHORT - 1] + "…"
+
+
+def cells_label(cells: list[dict[str, Any]]) -> str:
+    """Cells as the person names them: `cell 4 · df = load(...)`; `cells 3 · a = 1; 4 · b = 2`."""
+    if len(cells) == 1:
+        return cell_label(cells[0])
+    return "cells " + "; ".join(cell_label(c).removeprefix("cell ") for c in cells)
 
 
 def effect_notes(nb: Any, cell: dict[str, Any]) -> list[str]:
@@ -79,7 +87,7 @@ async def notebook_notes(nb: Any, cells: list[dict[str, Any]], shown: set[str]) 
     for c in cells:
         policy = cell_policy(c, meta if isinstance(meta, dict) else {})
         if policy and c.get("id") in shown:
-            lines.append(f"- cell {c['id']}: {', '.join(policy.tags)} ({policy.where or 'its tag'})")
+            lines.append(f"- {cell_label(c, with_id=True)}: {', '.join(policy.tags)} ({policy.where or 'its tag'})")
     out = ""
     if lines:
         out += "Cell policies the person set (agent:never-run: do not run; agent:read-only: do not edit):\n"
@@ -92,5 +100,9 @@ async def notebook_notes(nb: Any, cells: list[dict[str, Any]], shown: set[str]) 
                 "Run state in this kernel (from the cells' definitions and uses and the order they ran; rerun the "
                 "fewest cells that fix it, in notebook order):\n"
             )
-            out += "\n".join(f"- cell {m.cell_id}: {m.text}" for m in marks) + "\n"
+            by_id = {c.get("id"): c for c in cells}
+            out += "\n".join(
+                f"- {cell_label(by_id.get(m.cell_id) or {'id': m.cell_id}, with_id=True)}: {m.text}" for m in marks
+            )
+            out += "\n"
     return out
