@@ -331,9 +331,11 @@ class NotebookBridge:
         await self.request("notify", message=message, type=type)
 
     async def scroll_to(self, cell_id: str) -> None:
-        """Best effort: the person's view follows the agent; failing to scroll fails nothing."""
-        with contextlib.suppress(BridgeError):
-            await self.request("scroll_to", timeout=5.0, cell_id=cell_id)
+        """Best effort: the person's view follows the agent; failing to scroll fails nothing.
+        Sent without waiting: JupyterLab answers once its scroll has ended, which in a 500-cell
+        notebook took seconds (an edit waited for it, and a scroll past 5 s took the page for
+        gone, so the edit, already made, was reported as failed)."""
+        self.post("scroll_to", cell_id=cell_id)
 
     async def run_code(self, code: str, *, timeout: float, on_progress: Any = None) -> Any:
         from .execute import run_code

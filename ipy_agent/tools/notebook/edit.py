@@ -105,7 +105,7 @@ class NotebookEditResult:
     cell_type: str
     index: int
     after: str | None  # insert: the cell it follows (None: inserted first)
-    total_cells: int
+    total_cells: int | None  # None: not counted (a replace in the live notebook does not list it)
     outputs_cleared: bool
     upgraded: bool
     added: int

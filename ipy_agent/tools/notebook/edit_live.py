@@ -193,9 +193,12 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
     if plan.edit_mode != "delete":
         record_cells(ctx, nb, [cell], source="NotebookEdit")
         await nb.scroll_to(cell.get("id", ""))
-    cells = await bridge_call(nb.list_cells())
+    # A replace keeps the cells and their order, so only an insert or a delete lists the notebook
+    # again (its count, and the cell before a deleted one, for a rewind): in a 500-cell notebook
+    # the listing is the largest answer the page sends.
+    cells = await bridge_call(nb.list_cells()) if plan.edit_mode != "replace" else None
     if ctx.checkpoints is not None:  # kept for a rewind
-        ctx.checkpoints.cell_changed(_change(plan, nb, cell, cells))
+        ctx.checkpoints.cell_changed(_change(plan, nb, cell, cells or []))
     index = int(cell.get("index", target.get("index", 0)) or 0)
     shown = {"index": index, "source": plan.old_source if plan.edit_mode == "delete" else plan.new_source}
     d = make_diff(*_texts(plan), label=f"{nb.display_path} [cell {index + 1}]")
@@ -207,7 +210,7 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
         cell_type=plan.cell_type,
         index=int(cell.get("index", 0)),
         after=(plan.cell or {}).get("id") if plan.edit_mode == "insert" else None,
-        total_cells=len(cells),
+        total_cells=len(cells) if cells is not None else None,
         outputs_cleared=plan.edit_mode == "replace" and bool((plan.cell or {}).get("output_count")),
         upgraded=False,
         added=d.added,

@@ -119,10 +119,6 @@ class NotebookReadTool(Tool):
             shown = [key_for(nb, c["id"]) for c in cells] + [key_for(nb, NOTEBOOK_MARK)]
             ctx.read_state.note_shown(ctx.tool_use_id, shown)
         # Cells are rendered with their notebook index, so `index` in the output is the live position.
-        blocks: list[dict[str, Any]] = []
-        for cell in cells:
-            rendered = render_cells([cell], first_index=int(cell.get("index", 0)), output_budget=OUTPUT_BUDGET_CHARS)
-            blocks = _merge(blocks, rendered.blocks)
         head = (
             f"The open notebook {nb.display_path} ({len(all_cells)} cells"
             f"{', unsaved changes' if listing.get('dirty') else ''}); showing {len(cells)}. The person sees a "
@@ -130,7 +126,11 @@ class NotebookReadTool(Tool):
             "name cells that way to the person, and by id in your calls.\n"
         )
         notes = await notebook_notes(nb, all_cells, {c["id"] for c in cells})
-        blocks = _merge([{"type": "text", "text": head + notes}], blocks)
+        rendered: list[dict[str, Any]] = [{"type": "text", "text": head + notes}]
+        for cell in cells:
+            first = int(cell.get("index", 0))
+            rendered += render_cells([cell], first_index=first, output_budget=OUTPUT_BUDGET_CHARS).blocks
+        blocks = _merge(rendered)
         return NotebookReadResult(
             display=str(nb.display_path),
             blocks=blocks,
@@ -158,11 +158,18 @@ class NotebookReadTool(Tool):
         return f"Read {output.cells}{of} cell{'s' if output.total_cells != 1 else ''} of {output.display} (live)"
 
 
-def _merge(blocks: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = [dict(b) for b in blocks]
-    for b in more:
-        if out and out[-1]["type"] == "text" and b["type"] == "text":
-            out[-1]["text"] += b["text"]
-        else:
-            out.append(dict(b))
+def _merge(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Adjacent text blocks joined into one (each text joined once: linear in the notebook's size)."""
+    out: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for b in blocks:
+        if b["type"] == "text":
+            texts.append(b["text"])
+            continue
+        if texts:
+            out.append({"type": "text", "text": "".join(texts)})
+            texts = []
+        out.append(dict(b))
+    if texts:
+        out.append({"type": "text", "text": "".join(texts)})
     return out

@@ -390,3 +390,53 @@ async def test_a_type_change_shows_in_the_live_notebooks_prompt_too(ctx, tmp_pat
     )
     pv = await preview_live(inp, ctx, nb)
     assert "(markdown → code)" in pv.title and "-[markdown cell]\n+[code cell]\n" in pv.diff
+
+
+async def test_a_live_edit_does_not_wait_for_the_pages_scroll_and_stays_connected(tmp_path):
+    """JupyterLab answers scroll_to when its scroll has ended, which in a long notebook took
+    seconds; an edit (already made) must not wait for it, nor take a slow page for a closed one."""
+    from ipy_agent.tools.notebook.live import record_cells
+    from tests.support.frontend import Panel, cell, connected_bridge
+    from tests.support.tools import tool_ctx
+
+    panel = Panel(path="open.ipynb", cells=[cell("x = 1", cell_id="a"), cell("y = 2", cell_id="b")])
+    answer, scrolls = panel.answer, []
+
+    def never_scrolls(req):  # the page is still scrolling: no reply to scroll_to
+        if req.get("op") != "scroll_to":
+            return answer(req)
+        scrolls.append(req["args"]["cell_id"])
+        return None
+
+    panel.answer = never_scrolls  # type: ignore[method-assign]
+    bridge = connected_bridge(panel, tmp_path)
+    ctx = tool_ctx(tmp_path, notebook=bridge)
+    record_cells(ctx, bridge, await bridge.read_cells(["b"]))
+    tool = NotebookEditTool()
+    out = await tool.call(tool.input_model(notebook_path="open.ipynb", cell_id="b", new_source="y = 3"), ctx)
+    assert out.live and out.index == 1
+    assert panel.sources() == ["x = 1", "y = 3"]
+    assert scrolls == ["b"]  # the view still follows the edit
+    assert bridge.connected
+
+
+async def test_a_live_replace_does_not_list_the_whole_notebook_again(tmp_path):
+    """A replace keeps the cells and their order: the page is asked for the edited cell and the
+    edit, not for the listing of every cell (the largest answer of a long notebook)."""
+    from ipy_agent.tools.notebook.live import record_cells
+    from tests.support.frontend import Panel, cell, connected_bridge
+    from tests.support.tools import tool_ctx
+
+    panel = Panel(path="open.ipynb", cells=[cell(f"x{i} = {i}", cell_id=f"c{i}") for i in range(50)])
+    bridge = connected_bridge(panel, tmp_path)
+    ctx = tool_ctx(tmp_path, notebook=bridge)
+    record_cells(ctx, bridge, await bridge.read_cells(["c7"]))
+    panel.requests.clear()
+    tool = NotebookEditTool()
+    inp = tool.input_model(notebook_path="open.ipynb", cell_id="c7", new_source="x7 = 70")
+    assert await tool.validate_input(inp, ctx) is None
+    out = await tool.call(inp, ctx)
+    assert panel.sources()[7] == "x7 = 70" and out.index == 7
+    assert "list_cells" not in [r["op"] for r in panel.requests]
+    text = tool.map_result(out, "t1")["content"]
+    assert text.startswith("Replaced the source of code cell 8") and "'c7'" in text
