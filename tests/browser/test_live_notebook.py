@@ -130,13 +130,14 @@ def test_a_cell_the_person_types_into_after_the_read_is_not_overwritten(lab_serv
         ],
     )
     page = start(lab_server, browser, opened, name)
-    allow = page.button(1, "Allow")  # the agent has read c1 and asks to replace it
+    page.button(1, "Allow")  # the agent has read c1 and asks to replace it (staged in c1 too)
     page.type_into(2, "  # mine")  # meanwhile the person types into c1, key by key
-    allow.click()
+    # Typing into a cell under review makes the proposal stale: the question answers itself, no
+    # click needed, and the model is told to read the cell again.
     page.wait_done(1)
     page.wait_text(1, "I will read it again.")
     assert page.cells()[2]["source"] == "x = 1  # mine"
-    assert "changed since you read it" in page.text(1) or "changed while the edit" in page.text(1)
+    assert "changed under review" in page.text(1) or "Stale" in page.text(1), page.text(1)
 
 
 def test_a_background_run_runs_cells_while_the_kernel_is_free(lab_server, browser, opened):

@@ -61,7 +61,8 @@ def test_approving_a_run_whose_prompt_shows_what_it_overwrites(lab_server, brows
     prompt = page.prompt(4)
     shown = prompt.inner_text()
     assert "overwrites df: DataFrame 10,000 × 2" in shown, shown  # noqa: RUF001
-    assert "Run cell filt" in shown
+    assert "cell 4 · df = df[df.a % 2 == 0]" in shown  # the cell as the page numbers it, not its id
+    assert "filt" not in shown.splitlines()[0]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.cell(4).screenshot(path=str(SCREENSHOTS / "running-cells-effects-prompt.png"))
     page.button(4, "Allow").click()
