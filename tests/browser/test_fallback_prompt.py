@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.browser import SCREENSHOTS, JupyterServer, NotebookPage
+from tests.support.transcript import use
 
 from .conftest import _need_browser
 
@@ -24,15 +25,8 @@ pytestmark = pytest.mark.browser
 
 REASON = "a quote: keep it as typed"
 EDIT = [
-    [{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "notes.txt"}}],
-    [
-        {
-            "type": "tool_use",
-            "id": "e1",
-            "name": "Edit",
-            "input": {"file_path": "notes.txt", "old_string": "teh", "new_string": "the"},
-        }
-    ],
+    [use("Read", "r1", file_path="notes.txt")],
+    [use("Edit", "e1", file_path="notes.txt", old_string="teh", new_string="the")],
     {"when": {"allowed": ['Done: notes.txt now says "the".'], "denied": ['notes.txt still says "teh".']}},
 ]
 

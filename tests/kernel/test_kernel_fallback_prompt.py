@@ -18,20 +18,14 @@ import pytest
 
 from tests.support.frontend import LOAD, MAGICS, LiveKernel, Panel, cell, connected_kernel
 from tests.support.kernel import Kernel
+from tests.support.transcript import use
 
 pytestmark = pytest.mark.kernel
 
 ORIGINAL = "hello world\n"
 EDIT = [
-    [{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "a.txt"}}],
-    [
-        {
-            "type": "tool_use",
-            "id": "e1",
-            "name": "Edit",
-            "input": {"file_path": "a.txt", "old_string": "hello", "new_string": "goodbye"},
-        }
-    ],
+    [use("Read", "r1", file_path="a.txt")],
+    [use("Edit", "e1", file_path="a.txt", old_string="hello", new_string="goodbye")],
     "Changed the greeting.",
 ]
 RUN = "%agent --script edit.json greet differently"
