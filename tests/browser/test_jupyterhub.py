@@ -34,7 +34,6 @@ import sys
 import sysconfig
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,7 @@ import pytest
 from tests.support.browser import EXTENSION, PROJECT_ROOT, TIMEOUT, NotebookPage, browser_missing
 from tests.support.sse_server import ReplayServer, message_events
 from tests.support.transcript import use
-from tests.support.waits import Deadline, free_port, timed_out, waiting_for
+from tests.support.waits import Deadline, free_port, timed_out, wait_for_http, waiting_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.hub]
 
@@ -308,18 +307,7 @@ def write_config(
 
 
 def wait_for_hub(hub: Hub) -> None:
-    deadline = Deadline(TIMEOUT)
-    with waiting_for("JupyterHub to answer /hub/api"):
-        while True:
-            try:
-                with urllib.request.urlopen(f"{hub.url}/hub/api", timeout=5) as r:  # 127.0.0.1 only
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            if hub.proc.poll() is not None or deadline.passed():
-                raise timed_out("JupyterHub did not start", TIMEOUT, hub.log())
-            time.sleep(0.3)
+    wait_for_http(f"{hub.url}/hub/api", "JupyterHub", TIMEOUT, alive=lambda: hub.proc.poll() is None, log=hub.log)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import pytest
 
 from tests.support.browser import PROJECT_ROOT, TIMEOUT, JupyterServer, NotebookPage, write_kernel_spec
 from tests.support.transcript import use
-from tests.support.waits import Deadline, free_port, timed_out, waiting_for
+from tests.support.waits import free_port, wait_for_http
 
 pytestmark = [pytest.mark.browser, pytest.mark.hub]
 
@@ -71,20 +70,13 @@ def kernel_host(tmp_path_factory: Any) -> Iterator[tuple[str, Path]]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = Deadline(TIMEOUT)
-        with waiting_for("the kernel gateway to answer /api/kernelspecs"):
-            import urllib.request
-
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/api/kernelspecs", timeout=5) as r:  # 127.0.0.1 only
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or deadline.passed():
-                    raise timed_out("the kernel gateway did not start", TIMEOUT, log_path.read_text(errors="replace"))
-                time.sleep(0.2)
+        wait_for_http(
+            f"{url}/api/kernelspecs",
+            "the kernel gateway",
+            TIMEOUT,
+            alive=lambda: proc.poll() is None,
+            log=lambda: log_path.read_text(errors="replace"),
+        )
         yield url, workdir
     finally:
         if proc.poll() is None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -86,3 +87,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def wait_for_http(url: str, what: str, seconds: float, *, alive: Callable[[], bool], log: Callable[[], str]) -> None:
+    """Wait until `url` (a server the test started on 127.0.0.1) answers 200; fail, with the
+    server's `log()`, when it died (`alive()` false) or `seconds` passed."""
+    deadline = Deadline(seconds)
+    with waiting_for(f"{what} to answer {url}"):
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:  # 127.0.0.1 only
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if not alive() or deadline.passed():
+                raise timed_out(f"{what} did not start", seconds, log())
+            time.sleep(0.2)
