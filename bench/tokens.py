@@ -450,6 +450,14 @@ def _mcp_tool() -> Any:
     )
 
 
+def _text_of(result: object) -> str:
+    """A tool_result block's text as the model reads it (quotes unescaped), else its str."""
+    content = result.get("content") if isinstance(result, dict) else None
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return str(content if isinstance(content, str) else result)
+
+
 async def _run(name: str, root: Path, server: ScriptServer, *, window: int | None) -> list[str]:
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -496,7 +504,7 @@ async def _run(name: str, root: Path, server: ScriptServer, *, window: int | Non
         result = await agent.arun(prompt)
         if result.stop_reason != "end_turn":
             errors.append(f"prompt {i + 1}: {result.stop_reason} {result.error}")
-    errors += [f"{c.tool_name}: {c.status} {str(c.result)[:400]}" for c in agent.trace if c.status != "done"]
+    errors += [f"{c.tool_name}: {c.status} {_text_of(c.result)[:400]}" for c in agent.trace if c.status != "done"]
     await model.aclose()
     return errors
 

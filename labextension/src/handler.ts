@@ -98,8 +98,8 @@ function outputSize(output: IOutput): number {
   return JSON.stringify(output).length;
 }
 
-function summariseOutput(output: IOutput): Result {
-  const summary: Result = { output_type: output.output_type, size: outputSize(output) };
+function summariseOutput(output: IOutput, size: number): Result {
+  const summary: Result = { output_type: output.output_type, size };
   if (output.output_type === 'stream') {
     summary.name = output.name;
   } else if (output.output_type === 'error') {
@@ -119,6 +119,7 @@ function cellTags(cell: CellData): string[] {
 /** A cell as the kernel gets it: with its outputs (read_cells), or a summary of them. */
 function cellJSON(nb: Notebook, index: number, withOutputs: boolean): Result {
   const cell = nb.cell(index);
+  const sizes = cell.outputs.map(outputSize); // each output serialised once: a PNG is large
   const result: Result = {
     id: cell.id,
     index,
@@ -126,13 +127,13 @@ function cellJSON(nb: Notebook, index: number, withOutputs: boolean): Result {
     source: cell.source,
     execution_count: cell.cell_type === 'code' ? cell.execution_count : null,
     output_count: cell.outputs.length,
-    outputs_size: cell.outputs.reduce((n, o) => n + outputSize(o), 0),
+    outputs_size: sizes.reduce((n, size) => n + size, 0),
     tags: cellTags(cell)
   };
   if (withOutputs) {
     result.outputs = cell.outputs;
   } else {
-    result.output_summary = cell.outputs.map(summariseOutput);
+    result.output_summary = cell.outputs.map((output, k) => summariseOutput(output, sizes[k]));
   }
   return result;
 }
