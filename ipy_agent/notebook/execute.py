@@ -233,13 +233,19 @@ async def _run(
     deadline: _Deadline | None,
     outcome: RunOutcome,
 ) -> Any:
-    """IPython's run of the cell, stopped at the deadline; None when it never finished."""
+    """IPython's run of the cell, stopped at the deadline; None when it never finished.
+
+    `run_cell_async` fires `pre_run_cell` but leaves `post_execute` and `post_run_cell` to its
+    caller (ipykernel fires them after a person's cell): they fire here too, still captured, so
+    matplotlib's inline figures (shown at `post_execute`) land in the cell that drew them."""
     if deadline is not None:
         deadline.start()
+    result = None
     try:
         if is_async:
-            return await asyncio.wait_for(shell.run_cell_async(code, **run_args), timeout)
-        return await shell.run_cell_async(code, **run_args)
+            result = await asyncio.wait_for(shell.run_cell_async(code, **run_args), timeout)
+        else:
+            result = await shell.run_cell_async(code, **run_args)
     except TimeoutError:
         outcome.timed_out = True
     except KeyboardInterrupt:  # landed outside the cell's code, in IPython's own bookkeeping
@@ -248,6 +254,9 @@ async def _run(
     finally:
         if deadline is not None:
             deadline.stop()
+        shell.events.trigger("post_execute")
+        shell.events.trigger("post_run_cell", result)
+    return result
     return None
 
 

@@ -107,6 +107,8 @@ class RunLog:
         self._started = (cell_id, source, time.monotonic()) if cell_id and isinstance(source, str) else None
 
     def _post(self, result: Any) -> None:
+        if self._nested:
+            return
         running, self._running = self._running, None
         taken, self._taken = self._taken, set()
         if running is not None and taken:

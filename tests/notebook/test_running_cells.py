@@ -264,3 +264,24 @@ def test_cells_the_agent_runs_get_their_own_counts_apart_from_the_agent_cell(
     inputs = json.loads(kernel.check("import json; print(json.dumps(In))").strip().splitlines()[-1])
     assert inputs[counts["one"]] == "a = 40\na + 1" and inputs[counts["two"]] == "print(a + 2)"
     assert "run_agent_cell" in inputs[counts["agent"]]  # In[n] and the counts stay aligned
+
+
+def test_a_plot_drawn_by_a_cell_the_agent_runs_lands_in_that_cell(kernel: LiveKernel, panel: Panel, tmp_path: Path):
+    # matplotlib's inline backend shows figures from IPython's post_execute event, as other
+    # extensions act on post_run_cell: a cell the agent runs fires both, as one the person runs does.
+    (tmp_path / "plot.json").write_text(json.dumps({"turns": [[use("NotebookRun", "n1", cell_id="plot")], "Drew."]}))
+    kernel.check(
+        "%matplotlib inline\n_seen = []\nget_ipython().events.register('post_run_cell', lambda r: _seen.append(r.info.raw_cell))"
+    )
+    panel.cells += [
+        cell("%agent --script plot.json --allow NotebookRun draw it", cell_id="agent"),
+        cell("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('sales')", cell_id="plot"),
+    ]
+    kernel.run_cell(panel, "agent")
+    plot = panel.cells[panel.find("plot")]
+    kinds = [sorted(o.get("data", {})) for o in plot["outputs"]]
+    assert ["image/png", "text/plain"] in kinds, plot["outputs"]  # the figure, in the cell that drew it
+    agent_cell = panel.cells[panel.find("agent")]
+    assert not [o for o in agent_cell["outputs"] if "image/png" in o.get("data", {})]  # not in the agent's
+    seen = json.loads(kernel.check("import json; print(json.dumps(_seen))").strip().splitlines()[-1])
+    assert plot["source"] in seen and seen.index(plot["source"]) < len(seen) - 1  # the run's, before the agent cell's
