@@ -155,6 +155,10 @@ async def _reviewed(approver: Approver, request: PermissionRequest, review: Stag
     if preset is not None:  # Accept all / Reject all, earlier in this run
         await review.close(preset.behavior, preset.message, automatic=preset.automatic, where="all")
         return _from_review(preset)
+    if getattr(approver, "interactive", True) is False:
+        # No one answers this run's prompts (--no-widgets, a background run): a change drawn in
+        # the cell would only flash there and be taken back.
+        return await _answer(approver, request)
     shown = False
     try:
         shown = await review.open()

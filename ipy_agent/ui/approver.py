@@ -51,6 +51,8 @@ class NonInteractiveApprover:
     `denied` keeps the requests it refused, so a caller can list them after the run.
     """
 
+    interactive = False  # it answers at once: a change is not staged in the page for it (approval.py)
+
     def __init__(self, why: str = "widgets are switched off") -> None:
         self.why = why
         self.denied: list[PermissionRequest] = []

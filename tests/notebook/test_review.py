@@ -16,6 +16,7 @@ from typing import Any
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.notebook.review import Reviews
 from ipy_agent.permissions.decide import PermissionRequest
+from ipy_agent.ui.approver import NonInteractiveApprover
 from ipy_agent.ui.record import Reviewed, review_of
 from tests.support.frontend import Panel, cell, connected_bridge
 from tests.support.transcript import result_text, results_sent, use
@@ -110,6 +111,18 @@ def test_reject_all_answers_the_later_changes_of_the_run_without_asking(tmp_path
         ("rejected in the cell", "not today"),
         ("rejected (all)", "not today"),
     ]
+
+
+def test_a_run_no_one_can_answer_does_not_stage_its_changes_in_the_page(tmp_path: Path):
+    # --no-widgets or a background run: the proposal would be drawn in the cell and at once taken
+    # back as cancelled; it is not drawn, and the model is told how the person could allow it.
+    panel = page()
+    approver = NonInteractiveApprover("widgets are switched off")
+    _, model = run(tmp_path, panel, approver, edit("e1", "c1", "x = 41"))
+    assert panel.proposals == {} and panel.sources() == ["x = 1", "y = 2"]
+    told = result_text(results_sent(model, 2)["e1"])
+    assert "non-interactive run (widgets are switched off)" in told and "NotebookEdit" in told
+    assert [r.tool_use_id for r in approver.denied] == ["e1"]
 
 
 def test_a_page_without_the_review_ops_leaves_the_prompt_alone_to_ask(tmp_path: Path):
