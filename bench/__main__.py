@@ -3,7 +3,7 @@
 Each metric is measured against a peer in the same process run (pydantic-ai, the anthropic
 SDK's own tool runner, ripgrep, tail, our own text renderer), alternating between the two after
 a warm-up, so machine noise hits both sides alike; the verdict is a ratio with a target. Needs
-the `bench` extra (`pip install -e '.[bench]'`) for pydantic-ai. Takes a few minutes on 2 cores.
+the `bench` extra (`pip install -e '.[bench]'`) for pydantic-ai. Takes under 5 minutes on 2 cores (268 s on a quiet machine).
 
     python -m bench [--quick] [--only NAME ...] [--no-write]
 """
