@@ -352,8 +352,9 @@ def main() -> None:
                     mode,
                     phase,
                     " ".join(
-                        f"{k} {statistics.median(r[k] for r in rs) * 1000:.0f}/{pct([r[k] for r in rs], 0.95) * 1000:.0f}"
+                        f"{k} {statistics.median(xs) * 1000:.0f}/{pct(xs, 0.95) * 1000:.0f}"
                         for k in ("connect", "ping", "list", "read_one", "read_all", "edit", "tool_read_all")
+                        if (xs := [r[k] for r in rs if k in r])
                     ),
                     file=sys.stderr,
                 )
