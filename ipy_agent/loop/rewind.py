@@ -210,7 +210,7 @@ async def _cells(
     changes = [c for cp in spent for c in cp.cells]
     if not changes:
         return
-    renamed: dict[str, str] = {}  # a deleted cell put back has a new id; older changes follow it
+    renamed: dict[str, str] = {}  # a deleted cell put back under a new id (its own was taken); older changes follow it
     for change in reversed(changes):  # newest first: each undo finds the notebook as that edit left it
         change = replace(
             change,
@@ -257,23 +257,20 @@ async def _undo_live(page: Any, change: CellChange, force: bool) -> tuple[bool, 
         elif change.action == "insert":
             await page.request("delete_cell", cell_id=change.cell_id, expected_source=expected)
         else:
-            after = change.after_id
+            # The cell comes back under its own id, so what the conversation kept still names it.
+            back = {"cell_type": change.before_type, "source": change.before_source, "cell_id": change.cell_id}
             try:
-                reply = await page.request(
-                    "insert_cell", after_id=after, cell_type=change.before_type, source=change.before_source
-                )
+                reply = await page.request("insert_cell", after_id=change.after_id, **back)
             except BridgeError as e:
                 if e.code != "not_found":
                     raise
-                reply = await page.request(
-                    "insert_cell", after_id=None, cell_type=change.before_type, source=change.before_source
-                )
+                reply = await page.request("insert_cell", after_id=None, **back)
     except BridgeError as e:
         if e.code in ("stale", "not_found"):
             return False, None
         raise
     new_id = (reply.get("cell") or {}).get("id")
-    return True, str(new_id) if new_id else None
+    return True, str(new_id) if new_id and new_id != change.cell_id else None
 
 
 def _undo_on_disk(change: CellChange, force: bool) -> tuple[bool, str | None]:
@@ -293,8 +290,10 @@ def _undo_on_disk(change: CellChange, force: bool) -> tuple[bool, str | None]:
         at = ids.index(change.after_id) + 1 if change.after_id in ids else min(change.index, len(nb.cells))
         code = change.before_type == "code"
         cell = new_code_cell(change.before_source) if code else new_markdown_cell(change.before_source)
+        if change.cell_id not in ids:
+            cell["id"] = change.cell_id  # back under its own id
         nb.cells.insert(at, cell)
-        new_id = str(cell.get("id"))
+        new_id = str(cell.get("id")) if cell.get("id") != change.cell_id else None
     else:
         if change.cell_id not in ids:
             return False, None

@@ -216,7 +216,11 @@ export const handlers: { readonly [op in Op]: Handler } = {
 
   insert_cell: (nb, args) => {
     const index = args.after_id ? findIndex(nb, args.after_id) + 1 : 0;
-    nb.insertCell(index, { cell_type: cellType(args.cell_type ?? 'code'), source: String(args.source ?? '') });
+    const type = cellType(args.cell_type ?? 'code');
+    // A cell put back (a rewind of its deletion) keeps its id, unless the notebook has it again.
+    const id = typeof args.cell_id === 'string' && args.cell_id && !nb.cellIds().includes(args.cell_id);
+    const kept = id ? { id: args.cell_id as string } : {};
+    nb.insertCell(index, { ...kept, cell_type: type, source: String(args.source ?? '') });
     return { cell: cellJSON(nb, index, false) };
   },
 

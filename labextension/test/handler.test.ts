@@ -293,6 +293,14 @@ describe('insert_cell', () => {
     expect(nb.cells).toHaveLength(4);
   });
 
+  it('puts a cell back under its own id, or a new one when the notebook has that id again', async () => {
+    const back = await ok('insert_cell', { after_id: 'a', source: 'b = 2', cell_id: 'gone' });
+    expect(back.cell).toMatchObject({ id: 'gone', index: 1, source: 'b = 2' });
+    const again = await ok('insert_cell', { after_id: 'a', source: 'b = 2', cell_id: 'c' });
+    expect(again.cell).toMatchObject({ id: 'new1', index: 1 });
+    expect(nb.cellIds()).toEqual(['a', 'new1', 'gone', 'b', 'c']);
+  });
+
   it('refuses an unknown cell type before inserting anything', async () => {
     expect((await refused('insert_cell', { cell_type: 'sql', source: 'select 1' })).code).toBe('bad_request');
     expect(nb.cells).toHaveLength(3);

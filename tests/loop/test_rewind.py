@@ -355,5 +355,47 @@ def test_a_cell_replaced_then_deleted_comes_back_as_it_was_first(tmp_path: Path)
         assert panel.sources() == ["a = 1", "c = 3"]
         report = await agent.arewind(1)
         assert panel.sources() == ["a = 1", "b = 2", "c = 3"] and len(report.cells_restored) == 2 and not report.kept
+        # The cell is back under its own id: the conversation from before still names it rightly.
+        assert [c["id"] for c in panel.cells] == ["c0", "c1", "c2"]
+
+    asyncio.run(main())
+
+
+def test_a_deleted_cell_comes_back_under_its_id_in_the_file_when_the_page_is_closed(tmp_path: Path):
+    # Deleted through the page, which then closed after saving: the undo is made in the file.
+    panel = Panel(path="nb.ipynb", cells=[cell("a = 1", cell_id="c0"), cell("b = 2", cell_id="c1")])
+
+    async def main() -> None:
+        bridge = connected_bridge(panel, tmp_path)
+        model = ScriptedModel(
+            [
+                [use("NotebookRead", "r1", notebook_path="nb.ipynb")],
+                [use("NotebookEdit", "e1", notebook_path="nb.ipynb", cell_id="c1", edit_mode="delete")],
+                "Deleted.",
+            ]
+        )
+        agent = Agent(model=model, cwd=tmp_path, permission_mode="bypassPermissions", notebook=bridge)
+        await agent.arun("delete")
+        saved = {
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "id": "c0",
+                    "metadata": {},
+                    "source": "a = 1",
+                    "outputs": [],
+                    "execution_count": None,
+                }
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+        (tmp_path / "nb.ipynb").write_text(json.dumps(saved))
+        bridge.front_end = None  # the tab was closed
+        report = await agent.arewind()
+        cells = json.loads((tmp_path / "nb.ipynb").read_text())["cells"]
+        assert [(c["id"], "".join(c["source"])) for c in cells] == [("c0", "a = 1"), ("c1", "b = 2")]
+        assert report.cells_restored == ["cell 2 · b = 2 in nb.ipynb on disk (deleted cell put back)"]
 
     asyncio.run(main())

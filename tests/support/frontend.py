@@ -154,7 +154,9 @@ class Panel:
 
     def op_insert_cell(self, args: dict[str, Any]) -> dict[str, Any]:
         i = self.find(args["after_id"]) + 1 if args.get("after_id") else 0
-        self.cells.insert(i, cell(args.get("source", ""), args.get("cell_type", "code")))
+        keep = args.get("cell_id")  # a cell put back keeps its id, unless the notebook has it again
+        keep = keep if isinstance(keep, str) and keep and keep not in [c["id"] for c in self.cells] else None
+        self.cells.insert(i, cell(args.get("source", ""), args.get("cell_type", "code"), cell_id=keep))
         return {"cell": self.summary(i, False)}
 
     def op_set_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
