@@ -14,7 +14,8 @@ page (`prompt_shown`: the page looks for it for up to `ACK_WAIT` seconds and ans
 when it appears: the view-side acknowledgement). The prompt counts as dead when the kernel
 lost its widget comms (a page closed them) or the page says it does not show it. Then the cell
 gets one line saying what happened and what to do, and the page draws Allow / Always allow /
-Deny and a reason box under the running cell (`ask_permission`); the reply is the person's
+Deny and a reason box under the running cell (`ask_permission`), or, for AskUserQuestion, each
+question's options, a box for an answer of one's own, Answer and Skip; the reply is the person's
 answer, given to the same prompt. Whichever path answers first wins; a late one is ignored,
 and the page's buttons are withdrawn when the widget answered first (`withdraw_prompt`).
 Without a connected page and with the widget comms lost, the line says so and how to stop.
@@ -28,12 +29,13 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ipy_agent.notebook.bridge import BridgeError
 from ipy_agent.permissions.decide import PermissionAnswer
 
 from .approval_widget import ApprovalPrompt
+from .question_widget import SKIPPED
 
 __all__ = ["ACK_WAIT", "comms_lost", "dead_line", "mark", "running_cell_id", "watch"]
 
@@ -64,7 +66,8 @@ def running_cell_id() -> str | None:
 def comms_lost(prompt: ApprovalPrompt) -> bool:
     """True when the kernel no longer has the comm of the prompt's buttons: a page closed it,
     so no click can arrive."""
-    comm = getattr(prompt.allow_button, "comm", None)
+    button = getattr(prompt, "answer_button", None) or prompt.allow_button  # a question's, or an approval's
+    comm = getattr(button, "comm", None)
     return comm is None or bool(getattr(comm, "_closed", False))
 
 
@@ -76,6 +79,11 @@ def dead_line(what: str, *, page: bool, lost: bool, question: bool = False) -> s
         if lost
         else "this page did not draw it"
     )
+    if question and page:
+        return (
+            f"ipy_agent: the question {what} is not usable here ({why}). "
+            "Answer it in the boxes the ipy_agent extension drew below this cell."
+        )
     if question:
         return (
             f"ipy_agent: the question {what} is not usable here ({why}). Interrupt the kernel (the ■ button, "
@@ -122,9 +130,9 @@ async def watch(
         return  # acknowledged, or nothing can be known
     request = prompt.request
     what = f"{request.display_name or request.tool_name} {request.summary}".strip()
-    question = _asks(prompt)
-    page = shown is not None and bridge.connected and not question
-    say(dead_line(what, page=page, lost=lost, question=question))
+    questions = _questions(prompt)
+    page = shown is not None and bridge.connected
+    say(dead_line(what, page=page, lost=lost, question=bool(questions)))
     if not page:
         return
     asked = False
@@ -138,6 +146,7 @@ async def watch(
             title=what,
             detail=_detail(prompt),
             rule=prompt.rule,
+            **({"questions": questions} if questions else {}),
         )
         asked = False  # the page answered; its buttons say so
         behavior = reply.get("behavior")
@@ -146,13 +155,7 @@ async def watch(
                 f"ipy_agent: the page's answer {behavior!r} is not one of {', '.join(_BEHAVIORS)}; the prompt stays open."
             )
             return
-        prompt.resolve(
-            PermissionAnswer(
-                behavior=behavior,
-                message=str(reply.get("message") or "").strip() if behavior == "deny" else "",
-                rule=prompt.rule if behavior == "always" else None,
-            )
-        )
+        prompt.resolve(_answer(prompt, behavior, reply, questions))
     except BridgeError as e:
         asked = False
         say(f"ipy_agent: the page could not draw the answer buttons ({e}). Interrupt the kernel to stop the run.")
@@ -162,9 +165,39 @@ async def watch(
                 bridge.post("withdraw_prompt", prompt_id=prompt_id, outcome=prompt.outcome_text or "Answered")
 
 
-def _asks(prompt: ApprovalPrompt) -> bool:
+def _questions(prompt: ApprovalPrompt) -> list[dict[str, Any]]:
+    """AskUserQuestion's questions as the page draws them; [] for an approval prompt."""
     preview = prompt.request.preview
-    return preview is not None and bool(preview.questions)
+    return [
+        {
+            "question": q.question,
+            "header": q.header,
+            "options": [{"label": o.label, "description": o.description} for o in q.options],
+            "multi_select": q.multi_select,
+        }
+        for q in (preview.questions if preview is not None else ())
+    ]
+
+
+def _answer(
+    prompt: ApprovalPrompt,
+    behavior: Literal["allow", "always", "deny"],
+    reply: dict[str, Any],
+    questions: list[dict[str, Any]],
+) -> PermissionAnswer:
+    """The page's reply as the prompt's own answer: for questions, Answer or Skip as in the widget."""
+    if questions:
+        if behavior == "deny":
+            return PermissionAnswer(behavior="deny", message=SKIPPED)
+        got = reply.get("answers")
+        given: dict[str, Any] = got if isinstance(got, dict) else {}  # an older page sends none
+        asked = [q["question"] for q in questions]  # only what was asked, as text
+        return PermissionAnswer(behavior="allow", answers={q: str(given.get(q) or "") for q in asked})
+    return PermissionAnswer(
+        behavior=behavior,
+        message=str(reply.get("message") or "").strip() if behavior == "deny" else "",
+        rule=prompt.rule if behavior == "always" else None,
+    )
 
 
 def _detail(prompt: ApprovalPrompt) -> str:

@@ -23,11 +23,21 @@ export interface PromptRequest {
   title: string; // what the call does, e.g. "Edit notes.txt"
   detail: string; // the command or diff, and why it asks (plain text)
   rule: string; // what "Always allow" adds
+  questions?: PromptQuestion[]; // AskUserQuestion's: answered instead of allowed or denied
+}
+
+/** One of AskUserQuestion's questions: pick an option (or several), or type an answer of one's own. */
+export interface PromptQuestion {
+  question: string;
+  header: string;
+  options: { label: string; description: string }[];
+  multi_select: boolean;
 }
 
 export interface PromptAnswer {
-  behavior: Behavior;
+  behavior: Behavior; // for questions: allow is Answer, deny is Skip
   message: string;
+  answers?: { [question: string]: string };
 }
 
 /** True as soon as `check()` is, polling every `every` ms; false after `waitMs`. */
@@ -61,6 +71,37 @@ function button(label: string, title: string, colour: string): HTMLButtonElement
 }
 
 /**
+ * Put `row` (the controls) and a line for the outcome in `box`, at the end of `host`; returns
+ * how the prompt settles: the controls disabled and gone, the outcome shown (or the box removed
+ * when there is none). The prompt stays open, for `withdrawPrompt`, until it settles.
+ */
+function mount(
+  host: HTMLElement,
+  box: HTMLElement,
+  row: HTMLElement,
+  promptId: string,
+  controls: (HTMLInputElement | HTMLButtonElement)[]
+): (outcome: string) => void {
+  const outcome = document.createElement('div');
+  outcome.style.cssText = 'font-style:italic;opacity:0.8';
+  box.append(row, outcome);
+  host.appendChild(box);
+  const settle = (text: string) => {
+    open.delete(promptId);
+    for (const el of controls) {
+      el.disabled = true;
+    }
+    row.remove();
+    outcome.textContent = text;
+    if (!text) {
+      box.remove();
+    }
+  };
+  open.set(promptId, settle);
+  return settle;
+}
+
+/**
  * Draw the buttons at the end of `host` (the running cell's node); resolves with the person's
  * answer. A second request for the same prompt replaces the first one's buttons.
  */
@@ -83,6 +124,9 @@ export function drawPrompt(host: HTMLElement, req: PromptRequest): Promise<Promp
     pre.style.cssText = 'max-height:16em;overflow:auto;margin:4px 0';
     box.appendChild(pre);
   }
+  if (req.questions && req.questions.length > 0) {
+    return drawQuestions(box, host, req, req.questions);
+  }
   const row = document.createElement('div');
   const allow = button('Allow', 'Allow this call once', '#2da44e');
   const always = button(
@@ -96,24 +140,8 @@ export function drawPrompt(host: HTMLElement, req: PromptRequest): Promise<Promp
   reason.placeholder = 'Reason for denying (optional, sent to the model)';
   reason.style.cssText = 'min-width:18em;margin-left:4px';
   reason.addEventListener('keydown', event => event.stopPropagation());
-  const outcome = document.createElement('div');
-  outcome.style.cssText = 'font-style:italic;opacity:0.8';
   row.append(allow, always, deny, reason);
-  box.append(row, outcome);
-  host.appendChild(box);
-
-  const settle = (text: string) => {
-    open.delete(req.prompt_id);
-    for (const el of [allow, always, deny, reason]) {
-      el.disabled = true;
-    }
-    row.remove();
-    outcome.textContent = text;
-    if (!text) {
-      box.remove();
-    }
-  };
-  open.set(req.prompt_id, settle);
+  const settle = mount(host, box, row, req.prompt_id, [allow, always, deny, reason]);
   return new Promise<PromptAnswer>(resolve => {
     const answer = (behavior: Behavior) => {
       const message = behavior === 'deny' ? reason.value.trim() : '';
@@ -135,4 +163,73 @@ export function withdrawPrompt(promptId: string, outcome: string): boolean {
   }
   settle(outcome);
   return true;
+}
+
+/** Radio buttons (checkboxes for several) and an answer of one's own per question; Answer and Skip. */
+function drawQuestions(
+  box: HTMLElement,
+  host: HTMLElement,
+  req: PromptRequest,
+  questions: PromptQuestion[]
+): Promise<PromptAnswer> {
+  const answers: (() => string)[] = [];
+  const inputs: (HTMLInputElement | HTMLButtonElement)[] = [];
+  questions.forEach((q, n) => {
+    const field = document.createElement('fieldset');
+    field.style.cssText = 'border:none;margin:4px 0;padding:0';
+    const legend = document.createElement('legend');
+    legend.textContent = q.multi_select ? `${q.question} (choose any)` : q.question;
+    legend.style.fontWeight = 'bold';
+    field.appendChild(legend);
+    const picks: HTMLInputElement[] = [];
+    for (const option of q.options) {
+      const label = document.createElement('label');
+      label.style.cssText = 'display:block;cursor:pointer';
+      const input = document.createElement('input');
+      input.type = q.multi_select ? 'checkbox' : 'radio';
+      input.name = `ipy-agent-${req.prompt_id}-${n}`;
+      input.value = option.label;
+      label.append(input, ` ${option.label}`);
+      if (option.description) {
+        label.title = option.description;
+        const note = document.createElement('span');
+        note.textContent = ` (${option.description})`;
+        note.style.opacity = '0.7';
+        label.appendChild(note);
+      }
+      picks.push(input);
+      field.appendChild(label);
+    }
+    const own = document.createElement('input');
+    own.type = 'text';
+    own.placeholder = 'Other: your own answer';
+    own.style.cssText = 'min-width:18em';
+    own.addEventListener('keydown', event => event.stopPropagation());
+    field.appendChild(own);
+    inputs.push(...picks, own);
+    // As the widget answers: one choice, or the words typed when none is picked; several joined.
+    answers.push(() => {
+      const picked = picks.filter(p => p.checked).map(p => p.value);
+      const typed = own.value.trim();
+      return q.multi_select ? [...picked, ...(typed ? [typed] : [])].join(', ') : (picked[0] ?? typed);
+    });
+    box.appendChild(field);
+  });
+  const row = document.createElement('div');
+  const submit = button('Answer', 'Send these answers to the model', '#2da44e');
+  const skip = button('Skip', 'Do not answer; the model chooses itself', '#6e7781');
+  row.append(submit, skip);
+  const settle = mount(host, box, row, req.prompt_id, [...inputs, submit, skip]);
+  return new Promise<PromptAnswer>(resolve => {
+    submit.onclick = () => {
+      const given: { [question: string]: string } = {};
+      questions.forEach((q, n) => (given[q.question] = answers[n]()));
+      settle('Answered: ' + questions.map(q => `${q.header}: ${given[q.question] || '(no answer)'}`).join('; '));
+      resolve({ behavior: 'allow', message: '', answers: given });
+    };
+    skip.onclick = () => {
+      settle('Skipped');
+      resolve({ behavior: 'deny', message: '' });
+    };
+  });
 }

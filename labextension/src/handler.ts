@@ -16,7 +16,7 @@
 import type { ICellMetadata, IOutput } from '@jupyterlab/nbformat';
 import protocol from '../../ipy_agent/notebook/protocol.json';
 import { waitUntil } from './fallback';
-import type { Behavior, PromptAnswer, PromptRequest } from './fallback';
+import type { Behavior, PromptAnswer, PromptQuestion, PromptRequest } from './fallback';
 import { OUTCOMES, Outcome, ReviewBoard, makeProposal, proposalProblem } from './review';
 
 export const PROTOCOL: number = protocol.version;
@@ -178,6 +178,26 @@ function promptId(args: Args): string {
 
 const MAX_PROMPT_WAIT_MS = 30000;
 
+/** AskUserQuestion's questions as the kernel sends them, checked: each a question, a header and options. */
+function promptQuestions(value: unknown): PromptQuestion[] {
+  const bad = (why: string) => new BridgeError('bad_request', `questions: ${why}`);
+  if (!Array.isArray(value) || value.length === 0) {
+    throw bad('a non-empty list of questions is needed');
+  }
+  return value.map((q: unknown) => {
+    if (!isObject(q) || typeof q.question !== 'string' || !q.question || !Array.isArray(q.options)) {
+      throw bad(`each needs a question and options, not ${JSON.stringify(q)}`);
+    }
+    const options = q.options.map((o: unknown) => {
+      if (!isObject(o) || typeof o.label !== 'string' || !o.label) {
+        throw bad(`an option needs a label, not ${JSON.stringify(o)}`);
+      }
+      return { label: o.label, description: typeof o.description === 'string' ? o.description : '' };
+    });
+    return { question: q.question, header: String(q.header ?? ''), options, multi_select: q.multi_select === true };
+  });
+}
+
 type Handler = (nb: Notebook, args: Args) => Result | Promise<Result>;
 
 export const handlers: { readonly [op in Op]: Handler } = {
@@ -281,12 +301,15 @@ export const handlers: { readonly [op in Op]: Handler } = {
       detail: String(args.detail ?? ''),
       rule: String(args.rule ?? '')
     };
+    if (args.questions !== undefined) {
+      request.questions = promptQuestions(args.questions);
+    }
     if (!nb.askPermission) {
       throw new BridgeError('error', 'this page cannot draw answer buttons');
     }
     const answer = await nb.askPermission(request);
     const behavior: Behavior = answer.behavior;
-    return { behavior, message: answer.message };
+    return { behavior, message: answer.message, answers: answer.answers ?? null }; // answers: questions only
   },
 
   withdraw_prompt: (nb, args) => ({

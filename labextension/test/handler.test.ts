@@ -506,8 +506,36 @@ describe('the fallback prompt', () => {
       return { behavior: 'deny', message: 'not that file' };
     };
     const args = { prompt_id: 'p1', cell_id: 'c', title: 'Edit notes.txt', detail: '-teh\n+the', rule: 'Edit' };
-    expect(await ok('ask_permission', args)).toEqual({ behavior: 'deny', message: 'not that file' });
+    expect(await ok('ask_permission', args)).toEqual({ behavior: 'deny', message: 'not that file', answers: null });
     expect(asked).toEqual([args]);
+  });
+
+  it("asks AskUserQuestion's questions and replies with the answers; refuses a question without options", async () => {
+    const asked: PromptRequest[] = [];
+    nb.askPermission = async request => {
+      asked.push(request);
+      return { behavior: 'allow', message: '', answers: { 'Which file?': 'b.csv' } };
+    };
+    const questions = [{ question: 'Which file?', header: 'File', options: [{ label: 'a.csv' }, { label: 'b.csv' }] }];
+    const args = { prompt_id: 'p2', cell_id: 'c', title: 'AskUserQuestion', detail: '', rule: '', questions };
+    expect(await ok('ask_permission', args)).toEqual({
+      behavior: 'allow',
+      message: '',
+      answers: { 'Which file?': 'b.csv' }
+    });
+    expect(asked[0].questions).toEqual([
+      {
+        question: 'Which file?',
+        header: 'File',
+        options: [
+          { label: 'a.csv', description: '' },
+          { label: 'b.csv', description: '' }
+        ],
+        multi_select: false
+      }
+    ]);
+    const bad = await refused('ask_permission', { ...args, questions: [{ question: 'Which?', header: 'F' }] });
+    expect(bad.code).toBe('bad_request');
   });
 
   it('refuses to ask where the page cannot draw, and a prompt id that is no CSS name', async () => {

@@ -54,21 +54,26 @@ def fallback(nb: NotebookPage, index: int, label: str) -> Any:
     return loc
 
 
+def start(server: JupyterServer, browser: Any, name: str, turns: list[Any], request: str) -> tuple[NotebookPage, int]:
+    """A notebook `name`_<kind>.ipynb with the extension loaded and a scripted `%agent` cell
+    (its script `name`.json) running: the page and the cell's index."""
+    script = {"provenance": {"kind": "hand-written", "note": name}, "turns": turns}
+    (server.root / f"{name}.json").write_text(json.dumps(script))
+    nb = server.open(browser, f"{name}_{server.kind}.ipynb")
+    nb.run_and_wait("%load_ext ipy_agent")
+    i = nb.add_cell(f"%agent --script {name}.json {request}")
+    nb.run(i)
+    return nb, i
+
+
 def test_a_prompt_the_page_cannot_draw_is_answered_with_the_extensions_buttons(
     no_widgets_server: JupyterServer, browser: Any
 ):
     server = no_widgets_server
     root: Path = server.root
     (root / "notes.txt").write_text("teh quick fox\n")
-    (root / "edit.json").write_text(
-        json.dumps({"provenance": {"kind": "hand-written", "note": "a typo fix"}, "turns": EDIT})
-    )
-    nb = server.open(browser, f"fallback_{server.kind}.ipynb")
+    nb, i = start(server, browser, "fallback", EDIT, "fix the typo in notes.txt")
     try:
-        nb.run_and_wait("%load_ext ipy_agent")
-        i = nb.add_cell("%agent --script edit.json fix the typo in notes.txt")
-        nb.run(i)
-
         allow = fallback(nb, i, "Allow")
         said = nb.wait_text(i, "not usable here")
         assert "Allow / Deny buttons the ipy_agent extension drew below this cell" in said
@@ -90,7 +95,7 @@ def test_a_prompt_the_page_cannot_draw_is_answered_with_the_extensions_buttons(
         # "b" must be text there, not notebook shortcuts that insert cells).
         (root / "notes.txt").write_text("teh quick fox\n")
         cells = nb.cell_count()
-        k = nb.add_cell("%agent --script edit.json fix the typo in notes.txt again")
+        k = nb.add_cell("%agent --script fallback.json fix the typo in notes.txt again")
         nb.run(k)
         deny = fallback(nb, k, "Deny")
         reason = nb.cell(k).locator(".ipy-agent-fallback input")
@@ -101,5 +106,54 @@ def test_a_prompt_the_page_cannot_draw_is_answered_with_the_extensions_buttons(
         assert (root / "notes.txt").read_text() == "teh quick fox\n"
         assert f"Denied: {REASON}" in nb.cell(k).locator(".ipy-agent-fallback").inner_text()
         assert nb.cell_count() == cells + 1  # no cell was inserted by the typed keys
+    finally:
+        nb.close()
+
+
+QUESTIONS = [
+    {
+        "question": "Which file holds the sales?",
+        "header": "File",
+        "options": [{"label": "sales.csv", "description": "this year's"}, {"label": "old.csv"}],
+    },
+    {
+        "question": "Which plots do you want?",
+        "header": "Plots",
+        "options": [{"label": "Residuals"}, {"label": "Importance"}],
+        "multiSelect": True,
+    },
+]
+OWN = "by week"
+
+
+def test_a_question_the_page_cannot_draw_is_answered_in_the_extensions_boxes(
+    no_widgets_server: JupyterServer, browser: Any
+):
+    turns = [[use("AskUserQuestion", "q1", questions=QUESTIONS)], "Understood."]
+    nb, i = start(no_widgets_server, browser, "fallback_question", turns, "plan the analysis")
+    try:
+        answer = fallback(nb, i, "Answer")
+        said = nb.wait_text(i, "not usable here")
+        assert "Answer it in the boxes the ipy_agent extension drew below this cell" in said
+        box = nb.cell(i).locator(".ipy-agent-fallback")
+        box.get_by_label("sales.csv").click()  # a radio button, by its label
+        box.get_by_label("Residuals").click()  # a checkbox
+        own = box.locator("input[placeholder^='Other']").nth(1)
+        own.click()
+        own.press_sequentially(OWN, delay=60)  # typed key by key: text, not notebook shortcuts
+        cells = nb.cell_count()
+        answer.click()
+        nb.wait_done(i)
+        assert f"Answered: File: sales.csv; Plots: Residuals, {OWN}" in box.inner_text()
+        assert box.locator("button").count() == 0
+        assert nb.cell_count() == cells
+        k = nb.run_and_wait(
+            "from ipy_agent.magics import current_session\n"
+            "from tests.support.transcript import all_results, result_text\n"
+            "print(result_text(all_results(current_session().agent.messages)['q1']))"
+        )
+        told = nb.text(k)
+        assert '"Which file holds the sales?" = "sales.csv"' in told
+        assert f'"Which plots do you want?" = "Residuals, {OWN}"' in told
     finally:
         nb.close()

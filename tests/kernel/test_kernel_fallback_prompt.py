@@ -141,3 +141,53 @@ def test_without_the_extension_a_prompt_whose_comms_the_page_closed_says_how_to_
     assert (project / "a.txt").read_text() == ORIGINAL
     assert "no page with the ipy_agent extension is connected" in ex.text
     assert "connection to the kernel was closed by the page" in ex.text
+
+
+QUESTION = {
+    "question": "Which file holds the sales?",
+    "header": "File",
+    "options": [{"label": "sales.csv", "description": "this year's"}, {"label": "old.csv"}],
+}
+
+
+def test_a_question_the_page_never_shows_is_answered_in_the_extensions_boxes(project: Path):
+    (project / "ask.json").write_text(
+        json.dumps({"turns": [[use("AskUserQuestion", "q1", questions=[QUESTION])], "Using it."]})
+    )
+    run = "%agent --script ask.json load the sales"
+    page = Panel(path="work.ipynb", cells=[cell(run, cell_id="run")], shows_widgets=False)
+    page.fallback_answer = {"behavior": "allow", "message": "", "answers": {QUESTION["question"]: "sales_2026.csv"}}
+    with connected_kernel(project, page) as k:
+        k.run_cell(page, "run")  # the person's answer in the extension's boxes ends the wait
+        told = k.check(
+            f"from tests.support.transcript import all_results, result_text\n"
+            f"print(result_text(all_results({MAGICS}.agent.messages)['q1']))"
+        )
+    [asked] = page.asked
+    assert asked["questions"] == [
+        {
+            "question": QUESTION["question"],
+            "header": "File",
+            "options": [{"label": "sales.csv", "description": "this year's"}, {"label": "old.csv", "description": ""}],
+            "multi_select": False,
+        }
+    ]
+    assert '"Which file holds the sales?" = "sales_2026.csv"' in told
+    said = cell_text(page)
+    assert "the question" in said and "Answer it in the boxes the ipy_agent extension drew below this cell" in said
+
+
+def test_a_question_skipped_in_the_extensions_boxes_tells_the_model_to_choose(project: Path):
+    (project / "ask.json").write_text(
+        json.dumps({"turns": [[use("AskUserQuestion", "q1", questions=[QUESTION])], "I chose."]})
+    )
+    run = "%agent --script ask.json load the sales"
+    page = Panel(path="work.ipynb", cells=[cell(run, cell_id="run")], shows_widgets=False)
+    page.fallback_answer = {"behavior": "deny", "message": ""}
+    with connected_kernel(project, page) as k:
+        k.run_cell(page, "run")
+        told = k.check(
+            f"from tests.support.transcript import all_results, result_text\n"
+            f"print(result_text(all_results({MAGICS}.agent.messages)['q1']))"
+        )
+    assert "chose not to answer these questions" in told

@@ -77,7 +77,7 @@ class Panel:
     shows_widgets: bool = True
     # What the person clicks in the buttons `ask_permission` draws: behavior and typed message;
     # None: they click nothing there (the page draws the buttons and never replies).
-    fallback_answer: dict[str, str] | None = field(default_factory=lambda: {"behavior": "allow", "message": ""})
+    fallback_answer: dict[str, Any] | None = field(default_factory=lambda: {"behavior": "allow", "message": ""})
     asked: list[dict[str, Any]] = field(default_factory=list)  # the `ask_permission` args, in order
     # Staged proposals (stage_proposal) by id, as the page draws them: the args, and `outcome`
     # once resolved (resolve_proposal). Nothing here touches `cells`: a proposal is not an edit.
@@ -192,7 +192,8 @@ class Panel:
         self.asked.append(dict(args))
         if self.fallback_answer is None:
             return None  # no click: no reply
-        return {"behavior": self.fallback_answer["behavior"], "message": self.fallback_answer.get("message", "")}
+        answer = self.fallback_answer
+        return {"behavior": answer["behavior"], "message": answer.get("message", ""), "answers": answer.get("answers")}
 
     def op_withdraw_prompt(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"removed": any(a.get("prompt_id") == args.get("prompt_id") for a in self.asked)}
