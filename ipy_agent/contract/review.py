@@ -40,6 +40,11 @@ class StagedReview(Protocol):
         """The answer given where the change is shown."""
         ...
 
+    def stand(self, behavior: Literal["allow", "deny"], reason: str = "") -> None:
+        """Accept all / Reject all, given in the prompt: the run's later staged changes take this
+        answer without asking, as after the page's buttons of the same name."""
+        ...
+
     def follow(self, callback: Callable[[ReviewAnswer], bool]) -> None:
         """Call `callback` with the page's answer: the prompt shows it and resolves with it, so
         the prompt stays the one decision; it returns False when the prompt was answered first."""

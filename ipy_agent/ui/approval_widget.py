@@ -13,7 +13,7 @@ import asyncio
 import html
 import json
 import threading
-from typing import Any
+from typing import Any, Literal
 
 import ipywidgets as W
 
@@ -105,6 +105,18 @@ class ApprovalPrompt:
         ]
         for button, action in zip(self.action_buttons, actions, strict=True):
             button.on_click(lambda _b, label=action.label: self._act(label))
+        # A change staged in the cell for review: Accept all / Reject all, as the page offers them.
+        self.review = request.preview.review if request.preview is not None else None
+        self.all_buttons = (
+            [
+                W.Button(description="Accept all", tooltip="Allow this and the run's later cell edits", layout=auto),
+                W.Button(description="Reject all", tooltip="Deny this and the run's later cell edits", layout=auto),
+            ]
+            if self.review is not None
+            else []
+        )
+        for button, behavior in zip(self.all_buttons, ("allow", "deny"), strict=False):
+            button.on_click(lambda _b, b=behavior: self._all(b))
         self.outcome = W.HTML()
         self.allow_button.on_click(lambda _b: self._click("allow"))
         self.always_button.on_click(lambda _b: self._click("always"))
@@ -113,7 +125,14 @@ class ApprovalPrompt:
             [
                 W.HTML(what_will_happen(request)),
                 W.HBox(
-                    [self.allow_button, self.always_button, self.deny_button, *self.action_buttons, self.reason],
+                    [
+                        self.allow_button,
+                        self.always_button,
+                        self.deny_button,
+                        *self.all_buttons,
+                        *self.action_buttons,
+                        self.reason,
+                    ],
                     layout=W.Layout(flex_flow="row wrap"),
                 ),
                 self.outcome,
@@ -146,6 +165,17 @@ class ApprovalPrompt:
         message = self.reason.value.strip() if behavior == "deny" else ""
         rule = self.rule if behavior == "always" else None
         self.resolve(PermissionAnswer(behavior=behavior, message=message, rule=rule))  # type: ignore[arg-type]
+
+    def _all(self, behavior: Literal["allow", "deny"]) -> None:
+        """Accept all / Reject all: this answer, and a standing one for the run's later staged changes."""
+        if self.review is None or not self.pending:
+            return
+        reason = self.reason.value.strip() if behavior == "deny" else ""
+        self.review.stand(behavior, reason)
+        self._void_note = ("Accepted (Accept all)" if behavior == "allow" else "Rejected (Reject all)") + (
+            f": {reason}" if reason else ""
+        )
+        self.resolve(PermissionAnswer(behavior=behavior, message=reason))
 
     def _act(self, label: str) -> None:
         self.resolve(PermissionAnswer(behavior="deny", message=self.reason.value.strip(), action=label))

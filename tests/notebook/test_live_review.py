@@ -147,3 +147,49 @@ def test_accept_all_applies_the_pending_edit_and_those_queued_after_it(
     kernel.decide(panel, "reject")
     assert kernel.wait(again).status == "ok"
     assert panel.sources()[1] == "x = 10"
+
+
+def test_accept_all_in_the_prompt_answers_this_edit_and_the_runs_later_ones(
+    kernel: LiveKernel, panel: Panel, tmp_path: Path
+):
+    edits = (replace("e1", "md0", "# Sales"), replace("e2", "c1", "x = 10"), replace("e3", "c2", "y = 20"))
+    run = kernel.execute(f"%agent --script {transcript_of(tmp_path, *edits)} go\n")
+    proposal = kernel.proposal(panel)
+
+    kernel.click(kernel.wait_for("the prompt's Accept all", lambda: kernel.find_button("Accept all")))
+    ex = kernel.wait(run)
+
+    assert ex.status == "ok", ex.text
+    assert panel.sources() == ["# Sales", "x = 10", "y = 20"]
+    assert len(panel.proposals) == 1 and proposal["outcome"] == "accepted"  # the later two were not staged
+    assert outcomes(kernel) == ["accepted in the prompt", "accepted (all)", "accepted (all)"]
+    assert kernel.shows("Accepted (Accept all)")
+
+
+def test_reject_all_in_the_prompt_with_a_reason_leaves_the_cells_and_tells_the_model(
+    kernel: LiveKernel, panel: Panel, tmp_path: Path
+):
+    edits = (replace("e1", "c1", "x = 10"), replace("e2", "c2", "y = 20"))
+    run = kernel.execute(f"%agent --script {transcript_of(tmp_path, *edits)} go\n")
+    kernel.proposal(panel)
+
+    reject_all = kernel.wait_for("the prompt's Reject all", lambda: kernel.find_button("Reject all"))
+    reason = next(
+        c
+        for c in kernel.siblings(reject_all)
+        if kernel.models[c]["_model_name"] == "TextModel" and "Reason" in kernel.models[c].get("placeholder", "")
+    )
+    typed = ""
+    for key in "keep them":
+        typed += key
+        kernel.set_value(reason, typed)
+    kernel.wait_for("the reason to reach the kernel", lambda: kernel.models[reason].get("value") == "keep them")
+    kernel.click(reject_all)
+    ex = kernel.wait(run)
+
+    assert ex.status == "ok", ex.text
+    assert panel.sources() == ["# Analysis", "x = 1", "y = 2"]
+    results = tool_results(kernel)
+    assert all("keep them" in result_text(results[t]) for t in ("e1", "e2"))
+    assert outcomes(kernel) == ["rejected in the prompt: keep them", "rejected (all): keep them"]
+    assert kernel.shows("Rejected (Reject all): keep them")

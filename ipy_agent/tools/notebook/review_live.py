@@ -89,6 +89,11 @@ class LiveReview:
             return ReviewAnswer(behavior="deny", message=_rejected_all(reason), note="Rejected (Reject all)")
         return None
 
+    def stand(self, behavior: Literal["allow", "deny"], reason: str = "") -> None:
+        self.reviews.standing, self.reviews.standing_reason = (
+            ("accept", "") if behavior == "allow" else ("reject", reason)
+        )
+
     async def open(self) -> bool:
         from ipy_agent.notebook.bridge import BridgeError
 
