@@ -101,11 +101,12 @@ def project(tmp_path: Path) -> Path:
         "print('started', n, flush=True)\n"
         "time.sleep(3)\n"
     )
-    (p / "hog.py").write_text(
-        "import sys\n"
+    (p / "hog.py").write_text(  # hog.py N [HOLD]: N x 16 MiB, held HOLD seconds before it says so
+        "import sys, time\n"
         "blocks = []\n"
         "for _ in range(int(sys.argv[1])):\n"
         "    blocks.append(bytearray(16 * 1024 * 1024))\n"
+        "time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0)\n"
         "print('GOT ALL', len(blocks) * 16, 'MiB')\n"
     )
     (p / "memfd.py").write_text(
@@ -137,7 +138,10 @@ def _bombs(cgroup: bool) -> list[tuple[str, str, str, str]]:
     if cgroup:
         # Without a cgroup memory is limited per process: these two are what only a cgroup stops.
         out += [
-            ("memory: many processes", "mode", "for i in 1 2 3 4 5 6; do python3 hog.py 4 & done; wait", "killed"),
+            # Each holds its 64 MiB for 3 s, so all six are alive at once (384 MiB against 256 MiB)
+            # however the machine schedules them: without the hold, a loaded machine once ran them
+            # nearly one after another, and each got its 64 MiB within the limit.
+            ("memory: many processes", "mode", "for i in 1 2 3 4 5 6; do python3 hog.py 4 3 & done; wait", "killed"),
             ("memory: a memfd", "mode", "python3 memfd.py 40", "no GOT ALL"),
         ]
     return out
