@@ -64,11 +64,7 @@ def test_a_click_and_an_other_answer_typed_key_by_key_reach_the_model(loaded: Ke
     loaded.wait_for("the tick to reach the kernel", lambda: loaded.models[box].get("value") is True)
     checks = loaded.wait_for("the box of the ticks", lambda: loaded.parent(box))
     other = next(c for c in loaded.siblings(checks) if loaded.models[c]["_model_name"] == "TextModel")
-    typed = ""
-    for key in "by week":
-        typed += key
-        loaded.set_value(other, typed)
-    loaded.wait_for("the typed answer to reach the kernel", lambda: loaded.models[other].get("value") == "by week")
+    loaded.type_text(other, "by week")
     loaded.click(answer)
     ex = loaded.wait(cell)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,14 @@ from tests.support.transcript import all_results, result_text, use
 def agent_for(tmp_path: Path, turns: list[object]) -> tuple[Agent, ScriptedModel]:
     model = ScriptedModel(turns)
     return Agent(model=model, cwd=tmp_path, permission_mode="bypassPermissions"), model
+
+
+def live_agent(panel: Panel, cwd: Path, turns: list[Any], **options: Any) -> Agent:
+    """An agent on the open notebook `panel`, answered by `turns`; every call allowed unless an
+    approver is given. Made inside the test's event loop, as the bridge needs it."""
+    if "approver" not in options:
+        options["permission_mode"] = "bypassPermissions"
+    return Agent(model=ScriptedModel(turns), cwd=cwd, notebook=connected_bridge(panel, cwd), **options)
 
 
 def test_files_edited_created_and_deleted_come_back_and_the_conversation_is_cut(tmp_path: Path):
@@ -178,8 +187,9 @@ def test_cells_of_the_open_notebook_come_back_through_the_page(tmp_path: Path):
     (tmp_path / "nb.ipynb").write_text("{}")
 
     async def main() -> None:
-        bridge = connected_bridge(panel, tmp_path)
-        model = ScriptedModel(
+        agent = live_agent(
+            panel,
+            tmp_path,
             [
                 [use("NotebookRead", "r1", notebook_path="nb.ipynb")],
                 [
@@ -196,9 +206,8 @@ def test_cells_of_the_open_notebook_come_back_through_the_page(tmp_path: Path):
                     use("NotebookEdit", "e3", notebook_path="nb.ipynb", cell_id="c2", edit_mode="delete"),
                 ],
                 "Done.",
-            ]
+            ],
         )
-        agent = Agent(model=model, cwd=tmp_path, permission_mode="bypassPermissions", notebook=bridge)
         await agent.arun("tidy the notebook")
         assert panel.sources() == ["import pandas as pd", "df = load(2)", "## Totals"]
         report = await agent.arewind()
@@ -215,8 +224,9 @@ def test_a_cell_the_person_typed_in_is_kept_and_named(tmp_path: Path):
     (tmp_path / "nb.ipynb").write_text("{}")
 
     async def main() -> None:
-        bridge = connected_bridge(panel, tmp_path)
-        model = ScriptedModel(
+        agent = live_agent(
+            panel,
+            tmp_path,
             [
                 [use("NotebookRead", "r1", notebook_path="nb.ipynb")],
                 [
@@ -224,9 +234,8 @@ def test_a_cell_the_person_typed_in_is_kept_and_named(tmp_path: Path):
                     use("NotebookEdit", "e2", notebook_path="nb.ipynb", cell_id="c1", new_source="b = 20"),
                 ],
                 "Done.",
-            ]
+            ],
         )
-        agent = Agent(model=model, cwd=tmp_path, permission_mode="bypassPermissions", notebook=bridge)
         await agent.arun("scale")
         panel.cells[0]["source"] = "a = 10  # mine now"
         report = await agent.arewind()
@@ -293,15 +302,16 @@ def test_the_prompt_names_cells_as_the_person_sees_them_and_says_rewind_puts_it_
         return "allow"
 
     async def main() -> None:
-        bridge = connected_bridge(panel, tmp_path)
-        model = ScriptedModel(
+        agent = live_agent(
+            panel,
+            tmp_path,
             [
                 [use("NotebookRead", "r1", notebook_path="nb.ipynb")],
                 [use("NotebookEdit", "e1", notebook_path="nb.ipynb", cell_id="c1", new_source="df = load()")],
                 "Done.",
-            ]
+            ],
+            approver=person,
         )
-        agent = Agent(model=model, cwd=tmp_path, notebook=bridge, approver=person)
         await agent.arun("simplify")
 
     asyncio.run(main())
@@ -339,17 +349,17 @@ def test_a_cell_replaced_then_deleted_comes_back_as_it_was_first(tmp_path: Path)
     (tmp_path / "nb.ipynb").write_text("{}")
 
     async def main() -> None:
-        bridge = connected_bridge(panel, tmp_path)
-        model = ScriptedModel(
+        agent = live_agent(
+            panel,
+            tmp_path,
             [
                 [use("NotebookRead", "r1", notebook_path="nb.ipynb")],
                 [use("NotebookEdit", "e1", notebook_path="nb.ipynb", cell_id="c1", new_source="b = 20")],
                 "Replaced.",
                 [use("NotebookEdit", "e2", notebook_path="nb.ipynb", cell_id="c1", edit_mode="delete")],
                 "Deleted.",
-            ]
+            ],
         )
-        agent = Agent(model=model, cwd=tmp_path, permission_mode="bypassPermissions", notebook=bridge)
         await agent.arun("replace")
         await agent.arun("delete")
         assert panel.sources() == ["a = 1", "c = 3"]
@@ -366,15 +376,15 @@ def test_a_deleted_cell_comes_back_under_its_id_in_the_file_when_the_page_is_clo
     panel = Panel(path="nb.ipynb", cells=[cell("a = 1", cell_id="c0"), cell("b = 2", cell_id="c1")])
 
     async def main() -> None:
-        bridge = connected_bridge(panel, tmp_path)
-        model = ScriptedModel(
+        agent = live_agent(
+            panel,
+            tmp_path,
             [
                 [use("NotebookRead", "r1", notebook_path="nb.ipynb")],
                 [use("NotebookEdit", "e1", notebook_path="nb.ipynb", cell_id="c1", edit_mode="delete")],
                 "Deleted.",
-            ]
+            ],
         )
-        agent = Agent(model=model, cwd=tmp_path, permission_mode="bypassPermissions", notebook=bridge)
         await agent.arun("delete")
         saved = {
             "cells": [
@@ -392,7 +402,7 @@ def test_a_deleted_cell_comes_back_under_its_id_in_the_file_when_the_page_is_clo
             "nbformat_minor": 5,
         }
         (tmp_path / "nb.ipynb").write_text(json.dumps(saved))
-        bridge.front_end = None  # the tab was closed
+        agent.notebook.front_end = None  # type: ignore[union-attr]  # the tab was closed
         report = await agent.arewind()
         cells = json.loads((tmp_path / "nb.ipynb").read_text())["cells"]
         assert [(c["id"], "".join(c["source"])) for c in cells] == [("c0", "a = 1"), ("c1", "b = 2")]

@@ -179,11 +179,7 @@ def test_reject_all_in_the_prompt_with_a_reason_leaves_the_cells_and_tells_the_m
         for c in kernel.siblings(reject_all)
         if kernel.models[c]["_model_name"] == "TextModel" and "Reason" in kernel.models[c].get("placeholder", "")
     )
-    typed = ""
-    for key in "keep them":
-        typed += key
-        kernel.set_value(reason, typed)
-    kernel.wait_for("the reason to reach the kernel", lambda: kernel.models[reason].get("value") == "keep them")
+    kernel.type_text(reason, "keep them")
     kernel.click(reject_all)
     ex = kernel.wait(run)
 

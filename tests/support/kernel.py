@@ -325,6 +325,13 @@ class Kernel:
         """Typing into a Text field, as @jupyter-widgets sends it; returns the comm message's id."""
         return self._send_comm(comm_id, {"method": "update", "state": {"value": value}, "buffer_paths": []})
 
+    def type_text(self, comm_id: str, text: str) -> None:
+        """Type `text` into a Text field key by key, one update per keystroke as a front end sends
+        them, until the kernel has it whole."""
+        for end in range(1, len(text) + 1):
+            self.set_value(comm_id, text[:end])
+        self.wait_for(f"{text!r} typed to reach the kernel", lambda: self.models[comm_id].get("value") == text)
+
     def set_state(self, comm_id: str, state: dict[str, Any]) -> str:
         """Any widget state change a front end sends (a ToggleButtons' `index`, a Checkbox's `value`)."""
         return self._send_comm(comm_id, {"method": "update", "state": state, "buffer_paths": []})
