@@ -1,0 +1,163 @@
+"""Protected surfaces inside the writable sandbox: read-only binds and placeholders.
+
+A command that a rule, a hook or a mode let run may write the working directories, and it can
+build any name at run time (`'.ipy' + '_agent'`), so the rule layer's look at the command's words
+is not enough there. Every protected surface (base/surfaces.py: `Surfaces.under`, the one list)
+that lies under a writable directory is bound read-only on top of the writable bind:
+
+- one that exists is bound onto itself read-only;
+- one of the important ones that does not exist yet (`.ipy_agent/`, `.claude/`, `.mcp.json` in
+  the working directories and up to the project's root, the person's own ipy_agent folders, the
+  IPython and Jupyter folders, the user site, git's hooks folder, `~/.gitconfig`) gets a
+  placeholder for the command's time: an empty folder (an empty file for `~/.gitconfig`) made on
+  the host, bound read-only, and removed when the command ends unless something was put in it
+  meanwhile (a folder is only ever removed empty; a file only while it is empty and as made);
+- each folder between the writable directory and a surface is bound onto itself (writable), so
+  it is a mount point a command cannot rename away (`mv ~/.config x && mkdir -p ~/.config/...`
+  would otherwise make a fresh, writable copy of the path).
+
+Placeholders are counted per path in this process, so two commands running at once share one
+and the last to end removes it. What this does not cover: a protected name the list does not hold
+(a module that would shadow an import: any new name may be one, so the import guard,
+base/imports.py, holds for those), a surface in a folder below a working directory (only the
+working directories and the folders up to the project's root are listed), a surface that is a
+symbolic link in a writable folder (its target is read-only, the link itself can be replaced),
+and placeholders left behind if the kernel dies while a command runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ipy_agent.base.surfaces import Surface, surfaces
+from ipy_agent.contract.tool_context import ToolContext
+
+__all__ = ["Held", "surface_mounts"]
+
+
+@dataclass(frozen=True)
+class _Made:
+    path: str
+    dev: int
+    ino: int
+    is_dir: bool
+    mtime_ns: int
+
+
+_lock = threading.Lock()
+_held: dict[str, tuple[int, _Made]] = {}  # placeholder path -> (commands holding it, what was made)
+
+
+@dataclass
+class Held:
+    """The placeholders one command holds; `release` (once it ended) removes what no other
+    command holds and nothing was put in."""
+
+    paths: list[str] = field(default_factory=list)  # outermost first
+    released: bool = False
+
+    def release(self) -> None:
+        with _lock:
+            if self.released:
+                return
+            self.released = True
+            done: list[_Made] = []
+            for path in self.paths:
+                count, made = _held[path]
+                if count > 1:
+                    _held[path] = (count - 1, made)
+                else:
+                    del _held[path]
+                    done.append(made)
+            # Innermost first: a parent is empty only once its children are gone.
+            for made in sorted(done, key=lambda m: -m.path.count("/")):
+                _remove(made)
+
+
+def _remove(made: _Made) -> None:
+    try:
+        st = os.lstat(made.path)
+        if (st.st_dev, st.st_ino) != (made.dev, made.ino):
+            return  # replaced meanwhile: someone else's
+        if made.is_dir:
+            os.rmdir(made.path)  # only if empty: what was put in it stays
+        elif st.st_size == 0 and st.st_mtime_ns == made.mtime_ns:
+            os.unlink(made.path)
+    except OSError:
+        pass
+
+
+def _hold(path: str, shape: str, held: Held) -> bool:
+    """Make `path` (and missing folders above it) as a placeholder, or take a share of one this
+    process made; False when it cannot be made (then no command of ours can make it either)."""
+    missing: list[str] = []
+    p = path
+    while not os.path.lexists(p) or p in _held:
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    for p in reversed(missing):
+        if p in _held:
+            count, made = _held[p]
+            _held[p] = (count + 1, made)
+            held.paths.append(p)
+            continue
+        is_dir = p != path or shape == "dir"
+        try:
+            if is_dir:
+                os.mkdir(p)
+            else:
+                os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+            st = os.lstat(p)
+        except OSError:
+            return False
+        _held[p] = (1, _Made(p, st.st_dev, st.st_ino, is_dir, st.st_mtime_ns))
+        held.paths.append(p)
+    return True
+
+
+def _between(path: str, tops: Sequence[str]) -> list[str]:
+    """The folders strictly between the writable directory `path` is in and `path`."""
+    top = max((t for t in tops if path.startswith(t.rstrip("/") + "/")), key=len, default=None)
+    if top is None:
+        return []
+    out: list[str] = []
+    p = os.path.dirname(path)
+    while p != top and p.startswith(top.rstrip("/") + "/"):
+        out.append(p)
+        p = os.path.dirname(p)
+    return out
+
+
+def surface_mounts(
+    ctx: ToolContext, writable: Sequence[str], extra: Iterable[Surface] = (), *, held: Held
+) -> list[str]:
+    """bubblewrap arguments (after the writable binds of `writable`, real paths) that keep every
+    protected surface under them read-only, making placeholders held in `held`."""
+    tops = list(dict.fromkeys(writable))
+    found = surfaces(ctx.all_dirs()).under(tops)
+    paths = {s.path for s in found}
+    for s in extra:
+        if s.path not in paths and not any(o.kind == "dir" and (s.path + "/").startswith(o.path + "/") for o in found):
+            found.append(s)
+    binds: list[str] = []
+    keep: list[str] = []
+    with _lock:
+        for s in found:
+            # One that is there (not a placeholder of ours), or one held as a placeholder.
+            there = os.path.lexists(s.path) and s.path not in _held
+            if there or (s.placeholder is not None and _hold(s.path, s.placeholder, held)):
+                binds.append(s.path)
+        for s in binds:
+            keep += _between(s, tops)
+    args: list[str] = []
+    for d in sorted(dict.fromkeys(keep), key=lambda p: p.count("/")):  # outermost first, before any read-only bind
+        args += ["--bind", d, d]
+    for s in binds:
+        args += ["--ro-bind", s, s]
+    return args
