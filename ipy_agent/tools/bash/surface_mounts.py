@@ -153,11 +153,11 @@ def surface_mounts(
             there = os.path.lexists(s.path) and s.path not in _held
             if there or (s.placeholder is not None and _hold(s.path, s.placeholder, held)):
                 binds.append(s.path)
-        for s in binds:
-            keep += _between(s, tops)
+        for path in binds:
+            keep += _between(path, tops)
     args: list[str] = []
     for d in sorted(dict.fromkeys(keep), key=lambda p: p.count("/")):  # outermost first, before any read-only bind
         args += ["--bind", d, d]
-    for s in binds:
-        args += ["--ro-bind", s, s]
+    for path in binds:
+        args += ["--ro-bind", path, path]
     return args
