@@ -12,7 +12,9 @@ what the rules say:
   its own loopback).
 - "write-workdirs" (approved by a rule, a hook or a mode; and every approved command with the
   setting "always"): the whole filesystem read-only, the working directories (and their git
-  repository, hooks and config excepted) writable, the host's network.
+  repository) writable, except every protected surface in them (settings, `.mcp.json`, the
+  person's own folders, git's hooks and config, sys.path entries: `surface_mounts`), the host's
+  network.
 
 Both: the files and directories Read deny rules cover are masked (`masks`: an empty file or an
 empty read-only directory in their place, whatever name the command reaches them by); /tmp and
