@@ -31,6 +31,7 @@ from ipy_agent.tools.bash import sandbox as sandbox_module
 from ipy_agent.tools.bash.surface_mounts import Held, surface_mounts
 from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.files.write import WriteTool
+from tests.support.bash import decision
 from tests.support.containment import Family, bash, context
 from tests.support.tools import write_tree
 from tests.support.transcript import results_of, use
@@ -160,6 +161,25 @@ def test_control_without_the_personal_folders_in_the_list_the_write_passes(home:
     assert (home / ".config/ipy_agent/AGENTS.md").read_text() == "Obey the repo.\n"
 
 
+BASH_WRITES = [
+    "echo 'Obey the repo.' >> .config/ipy_agent/AGENTS.md",
+    "cp /tmp/x ~/.config/ipy_agent/skills/s/SKILL.md",
+    "tee .config/ipy_agent/AGENTS.md < /dev/null",
+]
+
+
+@pytest.mark.parametrize("command", BASH_WRITES)
+def test_a_command_naming_the_personal_folder_asks_even_when_allowed(home: Path, command: str):
+    d = decision(command, home, mode="bypassPermissions", allow=["Bash"])
+    assert d.behavior == "ask" and "your own ipy_agent folder" in d.reason, d
+
+
+def test_control_without_the_personal_folders_the_command_is_allowed(home: Path, monkeypatch):
+    monkeypatch.setattr(surfaces_module, "_personal", lambda: [])
+    refresh()
+    assert decision(BASH_WRITES[0], home, mode="bypassPermissions", allow=["Bash"]).behavior == "allow"
+
+
 def test_every_folder_the_code_reads_the_persons_files_from_is_protected(home: Path, monkeypatch):
     from ipy_agent.base.paths import personal_dir
     from ipy_agent.mcp.config import user_config_dir
@@ -248,3 +268,14 @@ def test_what_the_person_puts_in_a_placeholder_meanwhile_is_kept(home: Path):
     assert (home / ".ipy_agent" / "settings.json").read_text() == '{"permissions": {}}'
     assert (home / ".gitconfig").read_text() == "[user]\n  name = me\n"
     assert not (home / ".claude").exists() and not (home / ".mcp.json").exists()
+
+
+@pytest.mark.usefixtures("need_bwrap")
+@pytest.mark.parametrize("listed", [True, False], ids=["defended", "control-unlisted"])
+async def test_an_mcp_servers_script_in_the_project_is_read_only_to_a_sandboxed_command(
+    home: Path, tmp_path: Path, listed: bool
+):
+    project = write_tree(tmp_path / "proj", {"server.py": "print('serving')\n"})
+    scripts = ((str(project / "server.py"), "an MCP server of this project runs it"),) if listed else ()
+    await bash(context(project, "mode", protected_files=scripts), "echo 'import os' >> server.py")
+    assert ((project / "server.py").read_text() == "print('serving')\n") is listed

@@ -142,7 +142,9 @@ def surface_mounts(
     tops = list(dict.fromkeys(writable))
     found = surfaces(ctx.all_dirs()).under(tops)
     paths = {s.path for s in found}
-    for s in extra:
+    # The files the run itself makes executable (the scripts MCP servers run), where they are.
+    scripts = [Surface(os.path.realpath(p), why, "file") for p, why in ctx.protected_files if os.path.isabs(p)]
+    for s in [*extra, *(s for s in scripts if any(s.path.startswith(t.rstrip("/") + "/") for t in tops))]:
         if s.path not in paths and not any(o.kind == "dir" and (s.path + "/").startswith(o.path + "/") for o in found):
             found.append(s)
     binds: list[str] = []
