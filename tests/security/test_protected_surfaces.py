@@ -279,3 +279,18 @@ async def test_an_mcp_servers_script_in_the_project_is_read_only_to_a_sandboxed_
     scripts = ((str(project / "server.py"), "an MCP server of this project runs it"),) if listed else ()
     await bash(context(project, "mode", protected_files=scripts), "echo 'import os' >> server.py")
     assert ((project / "server.py").read_text() == "print('serving')\n") is listed
+
+
+@pytest.mark.usefixtures("need_bwrap")
+async def test_a_background_command_keeps_its_placeholders_until_it_ends(home: Path, tmp_path: Path):
+    from ipy_agent.tools.bash import BashInput, BashTool
+    from ipy_agent.tools.bash.background import shells_of
+
+    project = write_tree(tmp_path / "proj", {"go.sh": "while [ ! -e release ]; do sleep 0.05; done\n"})
+    ctx = context(project, "mode")
+    await BashTool().call(BashInput(command="bash go.sh", run_in_background=True), ctx)
+    shell = shells_of(ctx.session).get("bash_1")
+    assert {".ipy_agent", ".claude", ".mcp.json"} <= set(os.listdir(project))  # held while it runs
+    (project / "release").write_text("")
+    assert shell.wait(30)
+    assert sorted(os.listdir(project)) == ["go.sh", "release"]
