@@ -216,7 +216,8 @@ def bwrap_argv(
     "read-only" nothing outside the private /tmp can be written and there is no network; with
     "write-workdirs" the working directories are writable and the network is the host's, and
     every protected surface under them read-only: the placeholders made for the missing ones are
-    kept in `held`, which the caller releases once the command ended (`surface_mounts`)."""
+    kept in `held`, which the caller releases once the command ended (`surface_mounts`; without
+    `held` none are made, since nothing would remove them)."""
     status = sandbox_status()
     assert status.program is not None, "bwrap_argv needs an available sandbox"
     read_only = access == "read-only"
@@ -240,7 +241,7 @@ def bwrap_argv(
         if not covered(d, mounted):
             args += ["--ro-bind", d, d]
             mounted.add(d)
-    args += _workdir_mounts(ctx, read_only, mounted, held if held is not None else Held())
+    args += _workdir_mounts(ctx, read_only, mounted, held)
     if ctx.spill_dir is not None and os.path.isdir(ctx.spill_dir):
         spill = os.path.realpath(ctx.spill_dir)
         args += ["--ro-bind", spill, spill]
@@ -276,7 +277,7 @@ def _repository(start: str) -> tuple[str | None, list[str]]:
     return top, [os.path.realpath(g) for g in gits if os.path.isdir(g)]
 
 
-def _workdir_mounts(ctx: ToolContext, read_only: bool, mounted: set[str], held: Held) -> list[str]:
+def _workdir_mounts(ctx: ToolContext, read_only: bool, mounted: set[str], held: Held | None) -> list[str]:
     args: list[str] = []
     workdirs = [d for d in dict.fromkeys(os.path.realpath(p) for p in ctx.all_dirs()) if os.path.isdir(d)]
     if read_only:

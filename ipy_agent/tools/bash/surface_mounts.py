@@ -135,10 +135,11 @@ def _between(path: str, tops: Sequence[str]) -> list[str]:
 
 
 def surface_mounts(
-    ctx: ToolContext, writable: Sequence[str], extra: Iterable[Surface] = (), *, held: Held
+    ctx: ToolContext, writable: Sequence[str], extra: Iterable[Surface] = (), *, held: Held | None
 ) -> list[str]:
     """bubblewrap arguments (after the writable binds of `writable`, real paths) that keep every
-    protected surface under them read-only, making placeholders held in `held`."""
+    protected surface under them read-only, making placeholders held in `held` (none without
+    one: nothing would remove them)."""
     tops = list(dict.fromkeys(writable))
     found = surfaces(ctx.all_dirs()).under(tops)
     paths = {s.path for s in found}
@@ -152,8 +153,8 @@ def surface_mounts(
     with _lock:
         for s in found:
             # One that is there (not a placeholder of ours), or one held as a placeholder.
-            there = os.path.lexists(s.path) and s.path not in _held
-            if there or (s.placeholder is not None and _hold(s.path, s.placeholder, held)):
+            there = os.path.lexists(s.path) and (s.path not in _held or held is None)
+            if there or (s.placeholder is not None and held is not None and _hold(s.path, s.placeholder, held)):
                 binds.append(s.path)
         for path in binds:
             keep += _between(path, tops)
