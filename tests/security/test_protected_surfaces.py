@@ -294,3 +294,31 @@ async def test_a_background_command_keeps_its_placeholders_until_it_ends(home: P
     (project / "release").write_text("")
     assert shell.wait(30)
     assert sorted(os.listdir(project)) == ["go.sh", "release"]
+
+
+@pytest.mark.parametrize("swept", [True, False], ids=["defended", "control-no-sweep"])
+def test_placeholders_a_killed_kernel_left_are_removed_by_the_next_one(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swept: bool
+):
+    import subprocess
+
+    from ipy_agent.tools.bash import surface_mounts as mounts
+
+    journals = tmp_path / "journals"
+    monkeypatch.setattr(mounts, "_journal_dir", lambda: str(journals))
+    monkeypatch.setattr(mounts, "_swept", [True])
+    # A kernel that held placeholders, then died before its command ended (its journal stays).
+    dead_pid = subprocess.Popen(["true"])
+    dead_pid.wait()
+    held = Held()
+    surface_mounts(context(home, "mode"), [str(home)], held=held)
+    os.replace(journals / f"{os.getpid()}.json", journals / f"{dead_pid.pid}.json")
+    mounts._held.clear()  # this process never held them: the dead one did
+    (home / ".ipy_agent" / "settings.json").write_text("{}")  # the person's file, made since
+    assert (home / ".mcp.json").is_dir()
+    mounts._swept[0] = not swept  # this process has not swept yet (the control: never sweeps)
+    surface_mounts(context(home, "mode"), [str(home)], held=None)  # the next kernel's first command
+    assert (home / ".ipy_agent" / "settings.json").read_text() == "{}"  # kept, whatever happens
+    left = sorted(p for p in os.listdir(home) if p not in (".aws", "notes.txt", ".ipy_agent"))
+    assert (left == []) is swept, left
+    assert (journals / f"{dead_pid.pid}.json").exists() is not swept

@@ -21,16 +21,22 @@ and the last to end removes it. What this does not cover: a protected name the l
 (a module that would shadow an import: any new name may be one, so the import guard,
 base/imports.py, holds for those), a surface in a folder below a working directory (only the
 working directories and the folders up to the project's root are listed), a surface that is a
-symbolic link in a writable folder (its target is read-only, the link itself can be replaced),
-and placeholders left behind if the kernel dies while a command runs.
+symbolic link in a writable folder (its target is read-only, the link itself can be replaced).
+A kernel killed while a command runs (a restart during a background command) leaves its
+placeholders; each process keeps a journal of what it holds, and the next one to sandbox a
+command removes what a process that no longer runs left, by the same rules.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import stat
+import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from ipy_agent.base.surfaces import Surface, surfaces
 from ipy_agent.contract.tool_context import ToolContext
@@ -75,6 +81,73 @@ class Held:
             # Innermost first: a parent is empty only once its children are gone.
             for made in sorted(done, key=lambda m: -m.path.count("/")):
                 _remove(made)
+            _journal()
+
+
+def _journal_dir() -> str:
+    return os.path.join(tempfile.gettempdir(), f"ipy_agent-placeholders-{os.getuid()}")
+
+
+def _own_folder(folder: str) -> bool:
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def _journal() -> None:
+    """Write down what this process holds (under the lock), for `_sweep` in a later process."""
+    folder = _journal_dir()
+    path = os.path.join(folder, f"{os.getpid()}.json")
+    with contextlib.suppress(OSError):
+        if not _held:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            return
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not _own_folder(folder):
+            return
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump([asdict(made) for _count, made in _held.values()], f)
+        os.replace(path + ".tmp", path)
+
+
+_swept: list[bool] = [False]
+
+
+def _sweep() -> None:
+    """Remove the placeholders of processes that no longer run (once per process, under the lock)."""
+    if _swept[0]:
+        return
+    _swept[0] = True
+    folder = _journal_dir()
+    if not _own_folder(folder):
+        return
+    for name in os.listdir(folder):
+        pid = name.removesuffix(".json")
+        if not name.endswith(".json") or not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        journal = os.path.join(folder, name)
+        try:
+            with open(journal, encoding="utf-8") as f:
+                left = [_Made(**entry) for entry in json.load(f)]
+        except (OSError, ValueError, TypeError):
+            left = []
+        for made in sorted(left, key=lambda m: -m.path.count("/")):
+            _remove(made)
+        with contextlib.suppress(OSError):
+            os.unlink(journal)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _remove(made: _Made) -> None:
@@ -151,11 +224,14 @@ def surface_mounts(
     binds: list[str] = []
     keep: list[str] = []
     with _lock:
+        _sweep()
         for s in found:
             # One that is there (not a placeholder of ours), or one held as a placeholder.
             there = os.path.lexists(s.path) and (s.path not in _held or held is None)
             if there or (s.placeholder is not None and held is not None and _hold(s.path, s.placeholder, held)):
                 binds.append(s.path)
+        if held is not None and held.paths:
+            _journal()
         for path in binds:
             keep += _between(path, tops)
     args: list[str] = []
