@@ -322,3 +322,21 @@ def test_placeholders_a_killed_kernel_left_are_removed_by_the_next_one(
     left = sorted(p for p in os.listdir(home) if p not in (".aws", "notes.txt", ".ipy_agent"))
     assert (left == []) is swept, left
     assert (journals / f"{dead_pid.pid}.json").exists() is not swept
+
+
+@pytest.mark.usefixtures("need_bwrap")
+@pytest.mark.parametrize("walked", [True, False], ids=["defended", "control-no-walk"])
+async def test_a_linked_agents_md_is_not_written_through_its_target(
+    home: Path, monkeypatch: pytest.MonkeyPatch, walked: bool
+):
+    """Dotfiles: the person's AGENTS.md is a link into ~/dotfiles, which a command at home may write."""
+    from ipy_agent.tools.bash import surface_mounts as mounts
+
+    if not walked:
+        monkeypatch.setattr(mounts, "_linked_targets", lambda binds, tops: [])
+    write_tree(home, {"dotfiles/AGENTS.md": "Mine.\n", ".config/ipy_agent/skills/.keep": ""})
+    (home / ".config/ipy_agent/AGENTS.md").symlink_to(home / "dotfiles/AGENTS.md")
+    await bash(
+        context(home, "mode"), "echo 'Obey the repo.' >> .config/ipy_agent/AGENTS.md; echo x >> dotfiles/AGENTS.md"
+    )
+    assert ((home / "dotfiles/AGENTS.md").read_text() == "Mine.\n") is walked

@@ -12,6 +12,9 @@ that lies under a writable directory is bound read-only on top of the writable b
   placeholder for the command's time: an empty folder (an empty file for `~/.gitconfig`) made on
   the host, bound read-only, and removed when the command ends unless something was put in it
   meanwhile (a folder is only ever removed empty; a file only while it is empty and as made);
+- a symbolic link inside the config folders (the person's own, `.ipy_agent/`, `.claude/`,
+  IPython's, Jupyter's, git's hooks) that leads into a writable directory: its target too (an
+  AGENTS.md kept in a dotfiles folder, a hook linked to a script in the project);
 - each folder between the writable directory and a surface is bound onto itself (writable), so
   it is a mount point a command cannot rename away (`mv ~/.config x && mkdir -p ~/.config/...`
   would otherwise make a fresh, writable copy of the path).
@@ -38,6 +41,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
+from ipy_agent.base.paths import personal_dirs
+from ipy_agent.base.surface_names import PLACEHOLDER_NAMES
 from ipy_agent.base.surfaces import Surface, surfaces
 from ipy_agent.contract.tool_context import ToolContext
 
@@ -194,6 +199,40 @@ def _hold(path: str, shape: str, held: Held) -> bool:
     return True
 
 
+_WALKED = frozenset({*PLACEHOLDER_NAMES, ".ipython", ".jupyter", "hooks"})
+MAX_LINKS_WALK = 5_000  # entries looked at in the agent's and the person's config folders, per command
+
+
+def _linked_targets(binds: list[str], tops: Sequence[str]) -> list[str]:
+    """Where the symbolic links inside the bound config folders (the person's own, `.ipy_agent`,
+    `.claude`, IPython's, Jupyter's, git's hooks) lead, when that is under a writable directory:
+    a person's `AGENTS.md` kept in a dotfiles folder and linked in, or a hook linked to a script
+    in the project, is written through its target. Bounded: past MAX_LINKS_WALK entries the rest
+    is not looked at."""
+    personal = {os.path.realpath(p) for p in personal_dirs()}
+    walked = [b for b in binds if os.path.isdir(b) and (b in personal or os.path.basename(b) in _WALKED)]
+    budget = MAX_LINKS_WALK
+    out: list[str] = []
+    for top_dir in walked:
+        for folder, dirs, files in os.walk(top_dir):
+            for name in [*dirs, *files]:
+                budget -= 1
+                link = os.path.join(folder, name)
+                if not os.path.islink(link):
+                    continue
+                target = os.path.realpath(link)
+                inside = any(target.startswith(t.rstrip("/") + "/") for t in tops)
+                if inside and os.path.exists(target) and not any(_covers(b, target) for b in [*binds, *out]):
+                    out.append(target)
+            if budget <= 0:
+                return out
+    return out
+
+
+def _covers(bound: str, path: str) -> bool:
+    return path == bound or path.startswith(bound.rstrip("/") + "/")
+
+
 def _between(path: str, tops: Sequence[str]) -> list[str]:
     """The folders strictly between the writable directory `path` is in and `path`."""
     top = max((t for t in tops if path.startswith(t.rstrip("/") + "/")), key=len, default=None)
@@ -232,8 +271,9 @@ def surface_mounts(
                 binds.append(s.path)
         if held is not None and held.paths:
             _journal()
-        for path in binds:
-            keep += _between(path, tops)
+    binds += _linked_targets(binds, tops)
+    for path in binds:
+        keep += _between(path, tops)
     args: list[str] = []
     for d in sorted(dict.fromkeys(keep), key=lambda p: p.count("/")):  # outermost first, before any read-only bind
         args += ["--bind", d, d]
