@@ -106,8 +106,13 @@ class Surfaces:
             return []
         candidates = [*(Surface(d, why, "dir", "dir") for d, why in self.dirs), *self._file_surfaces, *self.named]
         found: dict[str, Surface] = {}
+        folders: dict[str, str] = {}  # a folder's real path, found once (fifty names share one)
         for s in candidates:
-            real = os.path.realpath(s.path)
+            folder, name = os.path.split(s.path)
+            if (real_folder := folders.get(folder)) is None:
+                real_folder = folders[folder] = os.path.realpath(folder)
+            real = os.path.join(real_folder, name)
+            real = os.path.realpath(real) if os.path.islink(real) else real
             # Below a writable directory; or a folder that holds one (cwd inside the person's folder).
             if real not in found and any(_under(real, t) or (s.kind == "dir" and _under(t, real)) for t in tops):
                 found[real] = Surface(real, s.why, s.kind, s.placeholder)
