@@ -3,8 +3,10 @@
 - `imports`: what the agent imports comes from where it is installed, not from the project;
 - `gitignore`: path patterns in gitignore syntax (what `Read(...)` and `Edit(...)` rules write);
 - `secrets`: credentials kept out of tools' processes and redacted from text;
-- `surfaces`: where a written file becomes code that runs later, from the live environment;
+- `paths`: where the person's own ipy_agent files live, and where a project's root is;
+- `surface_names`: the names that make a file or folder a protected surface wherever it is;
+- `surfaces`: the one list of protected surfaces: where a written file becomes code that runs
+  later or decides what is allowed, from the live environment;
 - `images`: images as the Messages API accepts them (type by content, size limits);
-- `threads`: worker threads for blocking tool code, and a synchronous run from inside a loop;
-- `paths`: where the person's own ipy_agent files live, and where a project's root is.
+- `threads`: worker threads for blocking tool code, and a synchronous run from inside a loop.
 """

@@ -1,9 +1,12 @@
 """Where the person's own ipy_agent files live, and where a project's root is.
 
-The person's directory holds what they keep for every project: their `AGENTS.md` and their
-skills. It is `$IPY_AGENT_CONFIG_DIR` when that is set (tests and people who keep it elsewhere),
-otherwise `ipy_agent` under `$XDG_CONFIG_HOME` (`~/.config` by default). It is read late, at each
-use, so a change of the variable applies to the next prompt.
+The person keeps two directories for every project (both are `$IPY_AGENT_CONFIG_DIR` when that
+is set: tests and people who keep it elsewhere):
+- `personal_dir()`: their `AGENTS.md` and their skills, `ipy_agent` under `$XDG_CONFIG_HOME`
+  (`~/.config` by default);
+- `settings_dir()`: their `settings.json` (permission rules, MCP servers), the MCP approvals
+  (`mcp_trust.json`) and the spending record, `~/.ipy_agent`.
+Both are read late, at each use, so a change of the variable applies to the next prompt.
 
 A project's root is the nearest folder at or above the working directory that holds `.git` (a
 folder, or a file in a worktree or submodule); without one the walk goes to the filesystem root.
@@ -14,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["folders_down_to", "home_relative", "personal_dir", "repository_root"]
+__all__ = ["folders_down_to", "home_relative", "personal_dir", "personal_dirs", "repository_root", "settings_dir"]
 
 
 def personal_dir() -> Path:
@@ -25,6 +28,19 @@ def personal_dir() -> Path:
     xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
     base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) else Path.home() / ".config"
     return base / "ipy_agent"
+
+
+def settings_dir() -> Path:
+    """The person's own settings directory (`settings.json`, MCP approvals, spending; it need
+    not exist): `$IPY_AGENT_CONFIG_DIR`, or `~/.ipy_agent`."""
+    env = os.environ.get("IPY_AGENT_CONFIG_DIR", "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".ipy_agent"
+
+
+def personal_dirs() -> list[Path]:
+    """Every directory ipy_agent reads the person's own files from (settings, MCP servers,
+    AGENTS.md, skills): what a write must never change without asking."""
+    return list(dict.fromkeys([personal_dir(), settings_dir()]))
 
 
 def repository_root(cwd: Path) -> Path | None:

@@ -22,7 +22,18 @@ What counts (see `protected_reason` for the words the person and the model get):
   `test` and `tests`, which a project's test folder is called and nothing imports);
 - `jupyter_path()`, `jupyter_config_path()`, and the IPython directory;
 - git's hooks directory and config files as git resolves them for the working directories,
-  and the person's global and the system git config.
+  and the person's global and the system git config;
+- the person's own ipy_agent directories (`base/paths.py: personal_dirs`: settings and MCP
+  servers, AGENTS.md and skills, which every later conversation reads as the person's words);
+- in every working directory and each folder above it up to the project's root, the names
+  base/surface_names.py lists (`.ipy_agent/`, `.claude/`, `.mcp.json`, shell start-up files...).
+
+This is the one list. The rule layer asks before a tool writes any of it (tools/shared/
+protected.py); the writable sandbox binds what lies under its writable directories read-only,
+and stands an empty read-only placeholder in for the important ones that do not exist yet
+(`Surfaces.under`, tools/bash/surface_mounts.py); the file writer checks the final path.
+A module that would shadow an import cannot be listed in advance (any new name may be one):
+the import guard (base/imports.py) holds for those.
 """
 
 from __future__ import annotations
@@ -30,13 +41,19 @@ from __future__ import annotations
 import functools
 import os
 import re
+import site
 import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
 
-__all__ = ["Surfaces", "refresh", "surfaces"]
+from .paths import folders_down_to, personal_dir, settings_dir
+from .surface_names import PLACEHOLDER_NAMES, PROTECTED_DIRS, PROTECTED_FILES
+
+__all__ = ["Surface", "Surfaces", "refresh", "surfaces"]
 
 _SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
 _NOT_IMPORTED = frozenset({"test", "tests"})
@@ -52,7 +69,22 @@ _ENV = (
     "GIT_CONFIG_GLOBAL",
     "GIT_CONFIG_SYSTEM",
     "GIT_DIR",
+    "IPY_AGENT_CONFIG_DIR",
+    "PYTHONUSERBASE",
 )
+_WHY_NAMED = "it decides what runs or what is allowed"
+
+
+@dataclass(frozen=True)
+class Surface:
+    """One protected path as it is on disk (it need not exist): a folder (everything below it
+    too) or a file, and what stands in for it while it is missing, when a command must not be
+    able to make it ("dir": an empty read-only folder, "file": an empty read-only file)."""
+
+    path: str
+    why: str
+    kind: Literal["dir", "file"]
+    placeholder: Literal["dir", "file"] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +95,38 @@ class Surfaces:
     files: dict[str, str] = field(default_factory=dict)  # file -> why
     module_dirs: tuple[str, ...] = ()  # where a module's name is checked for shadowing
     modules: frozenset[str] = frozenset()  # top-level names importable from elsewhere
+    named: tuple[Surface, ...] = ()  # by name, in the working directories and the folders above them
+
+    def under(self, writable: Iterable[str]) -> list[Surface]:
+        """The surfaces at or below one of `writable` (real, absolute paths), at their real
+        paths, outermost first, none inside another folder of the answer: what a sandbox that
+        lets a command write `writable` must keep read-only."""
+        tops = [w.rstrip("/") or "/" for w in writable]
+        if not tops:
+            return []
+        candidates = [*(Surface(d, why, "dir", "dir") for d, why in self.dirs), *self._file_surfaces, *self.named]
+        found: dict[str, Surface] = {}
+        folders: dict[str, str] = {}  # a folder's real path, found once (fifty names share one)
+        for s in candidates:
+            folder, name = os.path.split(s.path)
+            if (real_folder := folders.get(folder)) is None:
+                real_folder = folders[folder] = os.path.realpath(folder)
+            real = os.path.join(real_folder, name)
+            real = os.path.realpath(real) if os.path.islink(real) else real
+            # Below a writable directory; or a folder that holds one (cwd inside the person's folder).
+            if real not in found and any(_under(real, t) or (s.kind == "dir" and _under(t, real)) for t in tops):
+                found[real] = Surface(real, s.why, s.kind, s.placeholder)
+        out: list[Surface] = []
+        for path in sorted(found):
+            if not any(o.kind == "dir" and _under(path, o.path) for o in out):
+                out.append(found[path])
+        return out
+
+    @functools.cached_property
+    def _file_surfaces(self) -> tuple[Surface, ...]:
+        # The person's git config may not exist yet: an empty read-only file keeps a pager out.
+        gitconfig = _norm(os.environ.get("GIT_CONFIG_GLOBAL") or os.path.expanduser("~/.gitconfig"))
+        return tuple(Surface(f, why, "file", "file" if f == gitconfig else None) for f, why in self.files.items())
 
     @functools.cached_property
     def _under_dirs(self) -> re.Pattern[str] | None:
@@ -202,6 +266,8 @@ def _jupyter() -> list[tuple[str, str]]:
             out += [(p, "Jupyter runs the configuration in this directory") for p in jupyter_config_path()]
         except Exception:  # a broken Jupyter setup must not stop an edit check
             pass
+    if site.ENABLE_USER_SITE and (user_site := site.getusersitepackages()):
+        out.append((user_site, "Python puts this folder (the user site) on every interpreter's path once it exists"))
     ipython = os.environ.get("IPYTHONDIR") or os.path.join(os.path.expanduser("~"), ".ipython")
     out.append((ipython, "IPython runs the profiles' start-up files and configuration in this directory"))
     return [(_norm(p), why) for p, why in out]
@@ -239,6 +305,7 @@ def _compute(trees: tuple[str, ...], path_entries: tuple[str, ...]) -> Surfaces:
     global_files, global_dirs = _git_global()
     files.update(global_files)
     dirs += global_dirs
+    dirs += _personal()
     modules = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
     for entry in elsewhere:
         modules.update(_importable(entry))
@@ -248,8 +315,40 @@ def _compute(trees: tuple[str, ...], path_entries: tuple[str, ...]) -> Surfaces:
     # Longest first: the most specific reason wins.
     ordered = tuple(sorted(dict(dirs).items(), key=lambda kv: -len(kv[0])))
     return Surfaces(
-        dirs=ordered, files=files, module_dirs=tuple(dict.fromkeys(module_dirs)), modules=frozenset(modules)
+        dirs=ordered,
+        files=files,
+        module_dirs=tuple(dict.fromkeys(module_dirs)),
+        modules=frozenset(modules),
+        named=_named(trees),
     )
+
+
+def _personal() -> list[tuple[str, str]]:
+    """The person's own ipy_agent directories (`base/paths.py`), where the code reads them."""
+    found = {
+        _norm(str(settings_dir())): "it is your own ipy_agent settings folder: its settings.json holds your permission "
+        "rules and MCP servers",
+        _norm(str(personal_dir())): "it is your own ipy_agent folder: its AGENTS.md and skills reach every later "
+        "conversation as your own words",
+    }
+    return list(found.items())
+
+
+def _named(trees: tuple[str, ...]) -> tuple[Surface, ...]:
+    """The protected names in each working directory and the folders above it up to the
+    project's root (where settings, skills and MCP servers are read from)."""
+    folders = dict.fromkeys(str(f) for t in trees for f in [*folders_down_to(Path(t)), Path(t)])
+    out: list[Surface] = []
+    for folder in folders:
+        for name in PLACEHOLDER_NAMES:
+            kind: Literal["dir", "file"] = "dir" if name in PROTECTED_DIRS else "file"
+            out.append(Surface(os.path.join(folder, name), _WHY_NAMED, kind, "dir"))
+        out += [Surface(os.path.join(folder, n), _WHY_NAMED, "dir") for n in sorted(PROTECTED_DIRS - {".git"})]
+        out += [Surface(os.path.join(folder, n), _WHY_NAMED, "file") for n in sorted(PROTECTED_FILES)]
+    first: dict[str, Surface] = {}
+    for s in out:
+        first.setdefault(s.path, s)  # a placeholder name keeps its placeholder
+    return tuple(first.values())
 
 
 _generation = [0]

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ipy_agent.base.paths import settings_dir
+
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_STARTUP_TIMEOUT",
@@ -278,9 +280,9 @@ def parse_servers(
 
 
 def user_config_dir() -> Path:
-    """The person's own ipy_agent directory: $IPY_AGENT_CONFIG_DIR, or ~/.ipy_agent."""
-    env = os.environ.get("IPY_AGENT_CONFIG_DIR", "").strip()
-    return Path(env).expanduser() if env else Path.home() / ".ipy_agent"
+    """The person's own settings directory: $IPY_AGENT_CONFIG_DIR, or ~/.ipy_agent
+    (`base/paths.py: settings_dir`; AGENTS.md and skills are read from `personal_dir`)."""
+    return settings_dir()
 
 
 def _read_section(path: Path, label: str) -> tuple[Any, list[str]]:

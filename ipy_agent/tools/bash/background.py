@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,7 @@ class BackgroundShell:
     proc: subprocess.Popen[bytes]
     cgroup: Cgroup | None
     end_group: bool  # stop whatever it leaves running once it ends (sandboxed and unapproved commands)
+    on_exit: Callable[[], None] | None = None  # the sandbox's cleanup (`Launch.on_exit`), once it ended
     started: float = field(default_factory=time.time)
     ended: float | None = None
     exit_code: int | None = None
@@ -134,6 +136,8 @@ class BackgroundShell:
             if self.cgroup is not None:
                 with contextlib.suppress(OSError):
                     self.cgroup.remove()
+            if self.on_exit is not None:
+                self.on_exit()
             self.exit_code = code
             self.ended = time.time()
             self._done.set()
@@ -203,6 +207,7 @@ class BackgroundShells:
             proc=proc,
             cgroup=cgroup,
             end_group=end_group,
+            on_exit=launch.on_exit if launch else None,
         )
         shell._copier = threading.Thread(target=shell.copy_output, args=(rfd,), name=f"{shell_id}-output", daemon=True)
         shell._copier.start()
@@ -322,6 +327,8 @@ async def start_background(
         if cgroup is not None:
             with contextlib.suppress(OSError):
                 cgroup.remove()
+        if launch is not None and launch.on_exit is not None:
+            launch.on_exit()  # never started: its placeholders go (releasing twice does nothing)
         raise
 
 

@@ -32,6 +32,7 @@ from .process import Launch, RunResult, run_command
 from .resources import Cgroup, make_cgroup, shell_limits
 from .sandbox import Access, bwrap_argv, sandbox_usable, visible_roots
 from .seccomp import seccomp_fd
+from .surface_mounts import Held
 
 __all__ = ["contained_launch", "contained_run", "containment", "finish_cgroup", "limit_note"]
 
@@ -73,19 +74,24 @@ async def contained_launch(
             f"Not run: the sandbox's cgroup (its memory and process limits) could not be made ({e}). "
             "Call Bash again with `dangerouslyDisableSandbox: true` to ask the person."
         ) from e
+    held = Held()  # the placeholders for missing protected surfaces, removed when the command ends
     try:
         # A bubblewrap command line first: the filter's pipe is opened only once nothing is left to fail.
-        sandbox_argv = bwrap_argv(ctx=ctx, cwd=str(cwd), access=access, masks=masks, seccomp=-1)
+        sandbox_argv = await asyncio.to_thread(
+            bwrap_argv, ctx=ctx, cwd=str(cwd), access=access, masks=masks, seccomp=-1, held=held
+        )
         fd = seccomp_fd()
         assert fd is not None, "sandbox_usable implies a seccomp filter"
         sandbox_argv[sandbox_argv.index("--seccomp") + 1] = str(fd)
     except BaseException:
+        held.release()
         await asyncio.to_thread(finish_cgroup, cgroup)
         raise
     return Launch(
         argv=[*(cgroup.join_argv() if cgroup else []), *sandbox_argv],
         script_prefix=shell_limits(ctx.sandbox_limits, cgroup=cgroup is not None),
         pass_fds=(fd,),
+        on_exit=held.release,
     ), cgroup
 
 
@@ -106,6 +112,8 @@ async def contained_run(
     try:
         run = await run_command(command, str(cwd), timeout_s, spill, launch=launch, end_group=True)
     finally:
+        if launch.on_exit is not None:
+            launch.on_exit()
         limit = await asyncio.to_thread(finish_cgroup, cgroup)
     access = containment(ctx, unsandboxed=unsandboxed) or "read-only"
     notes = []

@@ -23,6 +23,7 @@ import codecs
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -53,11 +54,14 @@ _CWD_BYTES = 4096  # read from the final-cwd pipe, at most
 class Launch:
     """How the shell starts inside something else (the sandbox): `argv` runs `/bin/bash -c
     script`, which starts with `script_prefix` (resource limits); `pass_fds` are inherited by
-    the child (the seccomp filter) and closed here once it started."""
+    the child (the seccomp filter) and closed here once it started; `on_exit` is for the caller
+    to call when the command ended."""
 
     argv: list[str]
     script_prefix: str = ""
     pass_fds: tuple[int, ...] = ()
+    # Called once the command (and what it left) ended: removes the sandbox's placeholders.
+    on_exit: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ what the rules say:
   its own loopback).
 - "write-workdirs" (approved by a rule, a hook or a mode; and every approved command with the
   setting "always"): the whole filesystem read-only, the working directories (and their git
-  repository, hooks and config excepted) writable, the host's network.
+  repository) writable, except every protected surface in them (settings, `.mcp.json`, the
+  person's own folders, git's hooks and config, sys.path entries: `surface_mounts`), the host's
+  network.
 
 Both: the files and directories Read deny rules cover are masked (`masks`: an empty file or an
 empty read-only directory in their place, whatever name the command reaches them by); /tmp and
@@ -40,11 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ipy_agent.base.surfaces import Surface
 from ipy_agent.contract.tool_context import ToolContext
 
 from .masks import Mask, notice_file
 from .resources import limits_status
 from .seccomp import filter_spec, seccomp_fd
+from .surface_mounts import Held, surface_mounts
 
 __all__ = [
     "Access",
@@ -203,13 +207,17 @@ def bwrap_argv(
     masks: Iterable[Mask] = (),
     seccomp: int,
     env: dict[str, str] | None = None,
+    held: Held | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs a command (appended after it) inside the sandbox.
 
     `masks` are what to hide (`masks.mask_paths`); `seccomp` is the file descriptor
     of the filter (`seccomp.seccomp_fd`), which the caller passes to the child. With
     "read-only" nothing outside the private /tmp can be written and there is no network; with
-    "write-workdirs" the working directories are writable and the network is the host's."""
+    "write-workdirs" the working directories are writable and the network is the host's, and
+    every protected surface under them read-only: the placeholders made for the missing ones are
+    kept in `held`, which the caller releases once the command ended (`surface_mounts`; without
+    `held` none are made, since nothing would remove them)."""
     status = sandbox_status()
     assert status.program is not None, "bwrap_argv needs an available sandbox"
     read_only = access == "read-only"
@@ -233,7 +241,7 @@ def bwrap_argv(
         if not covered(d, mounted):
             args += ["--ro-bind", d, d]
             mounted.add(d)
-    args += _workdir_mounts(ctx, read_only, mounted)
+    args += _workdir_mounts(ctx, read_only, mounted, held)
     if ctx.spill_dir is not None and os.path.isdir(ctx.spill_dir):
         spill = os.path.realpath(ctx.spill_dir)
         args += ["--ro-bind", spill, spill]
@@ -269,7 +277,7 @@ def _repository(start: str) -> tuple[str | None, list[str]]:
     return top, [os.path.realpath(g) for g in gits if os.path.isdir(g)]
 
 
-def _workdir_mounts(ctx: ToolContext, read_only: bool, mounted: set[str]) -> list[str]:
+def _workdir_mounts(ctx: ToolContext, read_only: bool, mounted: set[str], held: Held | None) -> list[str]:
     args: list[str] = []
     workdirs = [d for d in dict.fromkeys(os.path.realpath(p) for p in ctx.all_dirs()) if os.path.isdir(d)]
     if read_only:
@@ -283,13 +291,17 @@ def _workdir_mounts(ctx: ToolContext, read_only: bool, mounted: set[str]) -> lis
     # Their repositories' metadata too (above a subdirectory, or a worktree's git dir
     # elsewhere), but not what git runs or is told to run: hooks and config stay read-only.
     metadata = list(dict.fromkeys(g for d in workdirs for g in _repository(d)[1]))
-    for d in [*workdirs, *(g for g in metadata if not covered(g, workdirs))]:
+    writable = [*workdirs, *(g for g in metadata if not covered(g, workdirs))]
+    for d in writable:
         args += ["--bind", d, d]
-    for g in metadata:
-        for name in ("hooks", "config", "config.worktree"):
-            if os.path.lexists(p := os.path.join(g, name)):
-                args += ["--ro-bind", p, p]
-    return args
+    # Then every protected surface under them read-only (placeholders for the missing ones).
+    why = "git runs what its hooks and config name"
+    git = [
+        Surface(os.path.join(g, name), why, "dir" if name == "hooks" else "file", "dir" if name == "hooks" else None)
+        for g in metadata
+        for name in ("hooks", "config", "config.worktree")
+    ]
+    return args + surface_mounts(ctx, writable, git, held=held)
 
 
 def git_dirs_of(top: str) -> list[str]:

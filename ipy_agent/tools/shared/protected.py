@@ -12,10 +12,13 @@ Paths are judged by their components, case-insensitively (macOS and Windows file
 globs are matched as the shell would: `.g?t/hooks` is `.git/hooks`, while `*` does not match a
 name that starts with a dot.
 
-Names are only half of it. `write_reason` also asks the live environment (base/surfaces.py):
-the kernel's sys.path, modules the project would shadow, Jupyter's and IPython's directories,
-the hooks directory and config files git really uses; and the run itself (`ToolContext.
-protected_files`: the scripts MCP servers run).
+Names are only half of it. `write_reason` also asks the live environment (base/surfaces.py,
+the one list every layer enforces: this rule layer, the writable sandbox's read-only binds,
+the file writer): the kernel's sys.path, modules the project would shadow, Jupyter's and
+IPython's directories, the hooks directory and config files git really uses, the person's own
+ipy_agent directories (settings, AGENTS.md, skills: `base/paths.py: personal_dirs`); and the
+run itself (`ToolContext.protected_files`: the scripts MCP servers run). The names themselves
+are in base/surface_names.py.
 """
 
 from __future__ import annotations
@@ -26,75 +29,17 @@ import os
 import re
 from collections.abc import Callable
 
+from ipy_agent.base.surface_names import PROTECTED_DIRS, PROTECTED_FILES
 from ipy_agent.base.surfaces import surfaces
 from ipy_agent.contract.tool_context import ToolContext, realpath_via
 
 __all__ = [
-    "PROTECTED_DIRS",
-    "PROTECTED_FILES",
     "protected_paths_reason",
     "protected_reason",
     "write_checker",
     "write_reason",
 ]
 
-# A directory anywhere on the path: everything below it is protected.
-PROTECTED_DIRS = frozenset(
-    {
-        ".git",  # config (pager, fsmonitor, hooksPath, aliases) and hooks
-        ".ipy_agent",
-        ".claude",  # this agent's and Claude Code's settings: permission rules, hooks
-        ".vscode",
-        ".idea",  # editor tasks that run when a folder opens
-        ".ipython",
-        ".jupyter",  # start-up scripts and configuration run by the next kernel
-        ".ssh",  # `ProxyCommand`, authorized keys
-        ".husky",  # git hooks installed by husky
-    }
-)
-# A file of this name anywhere.
-PROTECTED_FILES = frozenset(
-    {
-        ".mcp.json",
-        ".gitconfig",
-        ".gitmodules",
-        ".npmrc",
-        ".envrc",
-        ".bashrc",
-        ".bash_profile",
-        ".bash_login",
-        ".bash_logout",
-        ".profile",
-        ".inputrc",
-        ".zshrc",
-        ".zshenv",
-        ".zprofile",
-        ".zlogin",
-        ".zlogout",
-        ".kshrc",
-        ".cshrc",
-        ".tcshrc",
-        ".login",
-        "config.fish",
-        "sitecustomize.py",
-        "usercustomize.py",
-        # The configuration of git hook managers: the commands git runs at each commit.
-        ".pre-commit-config.yaml",
-        "lefthook.yml",
-        "lefthook.yaml",
-        ".lefthook.yml",
-        ".lefthook.yaml",
-        "lefthook-local.yml",
-        ".lefthook-local.yml",
-        ".overcommit.yml",
-        ".simple-git-hooks.json",
-        ".simple-git-hooks.js",
-        ".simple-git-hooks.cjs",
-        "simple-git-hooks.json",
-        "simple-git-hooks.js",
-        "simple-git-hooks.cjs",
-    }
-)
 _GLOB = re.compile(r"[*?\[]")
 
 
