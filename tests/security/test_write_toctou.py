@@ -264,6 +264,7 @@ def test_what_the_writer_keeps(tmp_path):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="O_PATH is Linux's")
+@pytest.mark.skipif(os.geteuid() == 0, reason="root passes every permission check: run as a user (CI does)")
 def test_a_folder_that_can_be_searched_but_not_listed_is_written_through(tmp_path):
     """Like a home directory of mode 0711: the walk needs search permission only, as a path does."""
     folder = tmp_path / "x"
@@ -321,6 +322,23 @@ def test_rewind_removal_does_not_follow_a_folder_swapped_since(tmp_path, monkeyp
     assert (cwd / ".git" / "hooks" / "pre-commit").exists() is defended
     if defended:
         assert any("symbolic link" in line for line in report.not_restored), report.not_restored
+
+
+def test_an_approved_write_to_a_protected_file_lands_and_rewinds(tmp_path):
+    """What the person confirmed is written there (the decision saw it as protected), and a rewind
+    puts the person's hook back: the writer refuses only what the decision did not see."""
+    cwd = project(tmp_path)
+    asked: list[str] = []
+    turns = [
+        [use("Read", "r", file_path=".git/hooks/pre-commit")],
+        [use("Write", "w", file_path=".git/hooks/pre-commit", content=EVIL)],
+        "done",
+    ]
+    agent = run_agent(cwd, turns, mode="acceptEdits", approver=lambda req: asked.append("asked") or "allow")
+    assert asked == ["asked"] and hook(cwd) == EVIL
+    report = agent.rewind()
+    assert hook(cwd) == HOOK and report.files_restored == [".git/hooks/pre-commit"]
+    assert os.access(cwd / ".git" / "hooks" / "pre-commit", os.X_OK)  # its mode kept through both writes
 
 
 def test_remove_file_of_a_missing_file_is_quiet(tmp_path):
