@@ -200,15 +200,15 @@ def remove_file(path: str | Path) -> None:
             os.unlink(target)
         return
     try:
-        with _directory(target, make_parents=False) as folder:
-            _refuse_link(folder, target)
+        with _directory(target, make_parents=False, done="removed") as folder:
+            _refuse_link(folder, target, done="removed")
             os.unlink(target.name, dir_fd=folder)
     except FileNotFoundError:
         return
 
 
 @contextlib.contextmanager
-def _directory(target: Path, *, make_parents: bool) -> Iterator[int]:
+def _directory(target: Path, *, make_parents: bool, done: str = "written") -> Iterator[int]:
     """A descriptor of `target`'s directory, opened from / one component at a time without
     following a symlink (made when missing, with `make_parents`)."""
     fd = os.open("/", _DIR_FLAGS)
@@ -217,13 +217,13 @@ def _directory(target: Path, *, make_parents: bool) -> Iterator[int]:
         for part in target.parent.parts[1:]:
             here = here / part
             try:
-                inner = _open_inner(fd, part, here, target)
+                inner = _open_inner(fd, part, here, target, done)
             except FileNotFoundError:
                 if not make_parents:
                     raise
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o777, dir_fd=fd)
-                inner = _open_inner(fd, part, here, target)
+                inner = _open_inner(fd, part, here, target, done)
             os.close(fd)
             fd = inner
         yield fd
@@ -231,16 +231,16 @@ def _directory(target: Path, *, make_parents: bool) -> Iterator[int]:
         os.close(fd)
 
 
-def _open_inner(fd: int, part: str, here: Path, target: Path) -> int:
+def _open_inner(fd: int, part: str, here: Path, target: Path, done: str) -> int:
     try:
         return os.open(part, _DIR_FLAGS, dir_fd=fd)
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            _refuse_link(fd, here, target)
+            _refuse_link(fd, here, target, done=done)
         raise
 
 
-def _refuse_link(fd: int, here: Path, target: Path | None = None) -> None:
+def _refuse_link(fd: int, here: Path, target: Path | None = None, *, done: str = "written") -> None:
     """Raise WriteRefused when `here` (named in the directory `fd`) is a symlink."""
     try:
         st = os.stat(here.name, dir_fd=fd, follow_symlinks=False)
@@ -254,7 +254,7 @@ def _refuse_link(fd: int, here: Path, target: Path | None = None) -> None:
         points = ""
     on_the_way = f" on the way to {str(target)!r}" if target is not None and target != here else ""
     raise WriteRefused(
-        f"Nothing was written: {str(here)!r}{on_the_way} is now a symbolic link{points}, not what it was "
+        f"Nothing was {done}: {str(here)!r}{on_the_way} is now a symbolic link{points}, not what it was "
         "when this write was checked. The file tools never follow a link that appears after the check: "
         "something changed it meanwhile (a background command?). Look at what did; if the write is still "
         "wanted, name the file by its real location and call the tool again."
