@@ -215,7 +215,7 @@ def test_a_folder_moved_into_a_protected_place_while_the_file_is_written(tmp_pat
 
     monkeypatch.setattr(fileio.os, "fsync", fsync_then_move)
     if not defended:
-        monkeypatch.setattr(fileio, "_check_reached", lambda *a: None)
+        monkeypatch.setattr(fileio, "_last_look", lambda *a: None)
     refused = contextlib.nullcontext() if not defended else pytest.raises(WriteRefused, match="was moved")
     with refused:
         atomic_write(target, b"x\n")

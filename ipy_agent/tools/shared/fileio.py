@@ -22,11 +22,12 @@ directories of that resolution one component at a time from `/` with `O_NOFOLLOW
 O_DIRECTORY`, creates the temporary file and renames it relative to the last one's descriptor
 (`dir_fd`), so a directory that a background command swaps for a symlink between the check and
 the write is refused instead of followed (`WriteRefused`, an OSError with a message the model can
-act on). Just before the replace, the path the descriptor really names now (`/proc/self/fd`) is
-compared with the decided one and checked against the protected surfaces (tools/shared/
-protected.py): a write that would land on a protected path the decision did not see as protected
-is refused. What is left is a directory renamed between that last check and the rename itself,
-which needs write access to the protected directory's parent. `remove_file` deletes the same way.
+act on). Just before the replace, the decided path is walked again the same way and must lead to
+the very directory the descriptor holds (a rename of a directory carries its descriptor along),
+and that path is checked against the protected surfaces (tools/shared/protected.py): a write that
+would land on a protected path the decision did not see as protected is refused. What is left is
+a directory renamed between that last look and the rename itself, which needs write access to the
+protected directory's parent. `remove_file` deletes the same way.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ def atomic_write(
             "will be checked for where the path leads now."
         )
     if not _BY_DESCRIPTOR:  # no dir_fd (Windows): by path, with the checks that need no descriptor
-        _check_reached(target, decision, why_protected)
+        _check_protected(target, decision, why_protected)
         _write_by_path(target, data, make_parents=make_parents, before_replace=before_replace)
         return
     with _directory(target, make_parents=make_parents) as folder:
@@ -276,10 +277,9 @@ def _write_in(
     except FileNotFoundError:
         st = None
     if st is not None and st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
-        final = _reached(folder, target)
-        _check_reached(final, decision, why_protected)
+        _last_look(folder, target, decision, why_protected)
         if before_replace is not None:
-            before_replace(final)
+            before_replace(target)
         _write_in_place(folder, name, data)
         return
     mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_UMASK
@@ -290,11 +290,9 @@ def _write_in(
             f.flush()
             os.fsync(f.fileno())
             os.fchmod(f.fileno(), mode)
-        # The last look: where the directory's descriptor really is now, after the slow part.
-        final = _reached(folder, target)
-        _check_reached(final, decision, why_protected)
+        _last_look(folder, target, decision, why_protected)  # after the slow part
         if before_replace is not None:
-            before_replace(final)
+            before_replace(target)
         os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -314,39 +312,44 @@ def _temporary(folder: int, name: str) -> tuple[str, int]:
     raise FileExistsError(errno.EEXIST, "no unused temporary file name", name)
 
 
-def _reached(folder: int, target: Path) -> Path:
-    """The path the directory descriptor names now (it follows a rename), with the file's name."""
-    where: str | None = None
-    with contextlib.suppress(OSError):
-        where = os.readlink(f"/proc/self/fd/{folder}")
-    if where is None and sys.platform == "darwin":
-        import fcntl
+def _last_look(folder: int, target: Path, decision: WriteDecision, why_protected: Callable[[str], str | None]) -> None:
+    """Just before the file changes: the directory descriptor must still be the directory the
+    decided path names (walked again, following nothing; a rename carries the descriptor along
+    with the directory), and that path must not be protected unless the decision saw it so."""
+    try:
+        with _directory(target, make_parents=False) as again:
+            named = os.fstat(again)
+    except (FileNotFoundError, NotADirectoryError):
+        named = None
+    held = os.fstat(folder)
+    if named is None or (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+        raise WriteRefused(
+            f"Nothing was written: the folder of {str(target)!r} was moved while the file was being written"
+            f"{_where(folder)}. Something changed it meanwhile (a background command?). Look at what did; call "
+            "the tool again if the write is still wanted."
+        )
+    _check_protected(target, decision, why_protected)
 
-        with contextlib.suppress(OSError, AttributeError):
-            where = fcntl.fcntl(folder, fcntl.F_GETPATH, bytes(1024)).rstrip(b"\0").decode()
-    if where is None or not where.startswith("/"):
-        return target  # nowhere to ask: the path walked without following anything
-    return Path(where) / target.name
+
+def _where(folder: int) -> str:
+    """Where a directory descriptor is now, for a message (Linux's /proc; elsewhere unsaid)."""
+    with contextlib.suppress(OSError):
+        return f" (to {os.readlink(f'/proc/self/fd/{folder}')!r})"
+    return ""
 
 
 def _same_path(a: Path, b: Path) -> bool:
     left, right = os.path.normpath(a), os.path.normpath(b)
-    if sys.platform == "darwin":  # case-insensitive by default; F_GETPATH may spell it differently
+    if sys.platform == "darwin":  # case-insensitive by default
         return left.casefold() == right.casefold()
     return left == right
 
 
-def _check_reached(final: Path, decision: WriteDecision, why_protected: Callable[[str], str | None]) -> None:
-    if not _same_path(final, decision.real):
-        raise WriteRefused(
-            f"Nothing was written: the folder of {str(decision.real)!r} was moved while the file was being "
-            f"written, to {str(final.parent)!r}. Something changed it meanwhile (a background command?). "
-            "Look at what did; call the tool again if the write is still wanted."
-        )
-    why = why_protected(str(final))
+def _check_protected(target: Path, decision: WriteDecision, why_protected: Callable[[str], str | None]) -> None:
+    why = why_protected(str(target))
     if why is not None and decision.protected is None:
         raise WriteRefused(
-            f"Nothing was written: {str(final)!r}: {why}, and the permission check of this write did not see "
+            f"Nothing was written: {str(target)!r}: {why}, and the permission check of this write did not see "
             "it as such. Call the tool again so that the write is checked (and confirmed) as what it is."
         )
 
