@@ -31,6 +31,7 @@ __all__ = [
     "SandboxLimits",
     "SandboxSetting",
     "ToolContext",
+    "WriteDecision",
     "realpath_via",
 ]
 
@@ -61,6 +62,16 @@ class SandboxLimits:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(f"sandbox limit {name} must be an integer of at least {least}, not {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriteDecision:
+    """What the permission decision saw of a file a tool is about to write: where its path
+    really led then (symlinks resolved), and why writing there changes what runs (None: nothing
+    said so). The file writer (tools/shared/fileio.py: `atomic_write`) lands there or nowhere."""
+
+    real: Path
+    protected: str | None = None
 
 
 @dataclass(kw_only=True)
@@ -106,6 +117,10 @@ class ToolContext:
     # The person's answers to the questions this call asked (AskUserQuestion), question ->
     # answer, set by the lifecycle with `decided_by`; None when no person answered.
     answers: dict[str, str] | None = None
+    # What the permission decision saw of each file this call will write, by the path as named
+    # (`resolve`d), set by the editing tools' `check_permissions`: the writer refuses to land
+    # anywhere else, so a directory swapped for a symlink after the decision cannot redirect it.
+    write_decisions: dict[str, WriteDecision] = field(default_factory=dict)
 
     @property
     def approved(self) -> bool:

@@ -16,7 +16,6 @@ happened, to the person (text, widget) and to the model (a note before the next 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 from dataclasses import replace
@@ -27,7 +26,7 @@ from ipy_agent.base.threads import run_to_end
 from ipy_agent.contract.checkpoints import CellChange, Checkpoint, Checkpoints, FileSave, VariableSave
 from ipy_agent.contract.read_state import file_digest
 from ipy_agent.notebook.naming import cell_label
-from ipy_agent.tools.shared.fileio import atomic_write
+from ipy_agent.tools.shared.fileio import atomic_write, real_path, remove_file
 
 from .rewind_report import RewindReport, short
 
@@ -190,9 +189,10 @@ def _files(store: Checkpoints, spent: list[Checkpoint], report: RewindReport, *,
             report.dropped.append(f"{shown}: its copy from before prompt {cp.prompt} was dropped")
             continue
         try:
+            # `path` is where the agent's write landed (symlinks resolved then): the writer
+            # follows no link on the way, so a directory swapped for one since is refused.
             if save.blob is None:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
+                remove_file(path)
                 report.files_removed.append(shown)
             else:
                 atomic_write(path, Path(save.blob).read_bytes(), make_parents=True)
@@ -280,7 +280,7 @@ def _undo_on_disk(change: CellChange, force: bool) -> tuple[bool, str | None]:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell
 
-    path = change.notebook
+    path = str(real_path(change.notebook))  # resolved once: read and written there, nothing followed after
     with warnings.catch_warnings():  # nbformat warns on stderr, which lands in the person's cell
         warnings.simplefilter("ignore")
         nb = nbformat.read(path, as_version=4)

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
-from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_context import ToolContext, WriteDecision
 
 from .diff import Diff, Span, diff_spans, make_diff
-from .fileio import atomic_write, real_path
-from .protected import write_reason
+from .fileio import WriteRefused, atomic_write, real_path
+from .protected import write_checker, write_reason
 
 __all__ = [
     "FileEditingTool",
@@ -163,6 +163,12 @@ def suggest_edit_rule(path: Path, ctx: ToolContext) -> str:
     return f"Edit({rel.parent.as_posix()}/**)"
 
 
+def _judge(path: str, ctx: ToolContext) -> WriteDecision:
+    """What the permission decision sees of `path`: where it really leads now, and why writing
+    there changes what runs (by the path as named and where it leads)."""
+    return WriteDecision(real=real_path(path), protected=write_reason(path, ctx))
+
+
 class FileEditingTool(Tool):
     """Base of the three editing tools: flags, rules, and the plan/preview/write cycle."""
 
@@ -209,7 +215,9 @@ class FileEditingTool(Tool):
         see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
         where they point."""
         path = str(ctx.resolve(self._target(inp)))
-        reason = await asyncio.to_thread(write_reason, path, ctx)
+        decision = await asyncio.to_thread(_judge, path, ctx)
+        ctx.write_decisions[path] = decision  # the writer lands where this decision looked, or nowhere
+        reason = decision.protected
         if reason is None:
             return PermissionCheck()
         return PermissionCheck(
@@ -269,9 +277,25 @@ class FileEditingTool(Tool):
         # against clobbering a change made after validation (or while the prompt was open).
         plan = self._plan_with_diff(inp, ctx)
         seen = ctx.read_state.get(plan.path)
-        if ctx.checkpoints is not None:  # kept for a rewind: the bytes before, or that it was absent
-            ctx.checkpoints.before_write(plan.path, tool=self.name)
-        atomic_write(plan.path, plan.new_raw, make_parents=self.make_parents)
+        checkpoints = ctx.checkpoints
+
+        def keep_for_rewind(final: Path) -> None:  # the bytes before, or that it was absent
+            if checkpoints is not None:
+                checkpoints.before_write(final, tool=self.name)
+
+        # Where the permission decision looked (None: called directly, so the decision is now).
+        decision = ctx.write_decisions.get(str(ctx.resolve(self._target(inp))))
+        try:
+            atomic_write(
+                plan.path,
+                plan.new_raw,
+                make_parents=self.make_parents,
+                decision=decision,
+                why_protected=write_checker(ctx),
+                before_replace=keep_for_rewind,
+            )
+        except WriteRefused as e:
+            raise ToolError(str(e)) from None
         if ctx.checkpoints is not None:
             ctx.checkpoints.after_write(plan.path)
         ctx.read_state.record_write(str(plan.path), plan.new_raw, source=self.name)
