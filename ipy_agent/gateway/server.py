@@ -192,9 +192,13 @@ class _Base(tornado.web.RequestHandler):
 
 class MessagesHandler(_Base):
     client_gone = False
+    copying: asyncio.Task[None] | None = None
 
     def on_connection_close(self) -> None:
-        self.client_gone = True  # the kernel hung up: the loop below stops at the next chunk
+        # The kernel hung up: stop reading the API's response now, not at its next chunk.
+        self.client_gone = True
+        if self.copying is not None:
+            self.copying.cancel()
 
     async def post(self, count_tokens: str | None = None) -> None:
         user = await self.who()
@@ -217,14 +221,14 @@ class MessagesHandler(_Base):
             return
         # Checked and held with no await between: the next request of this person sees the hold.
         hold = gw.hold(user, self.request.body, request)
-        usage = SseUsage()
+        usage, billed = SseUsage(), True  # billed until the API is known to have answered with an error
         try:
             billed = await self._forward(gw, None, usage)
         finally:
             gw.release(user, hold.usd)
-        if billed:
-            gw.settle(user, hold, usage)
-        gw.ended_one()
+            if billed:
+                gw.settle(user, hold, usage)
+            gw.ended_one()
 
     def refuse_budget(self, over: BudgetRefusal) -> None:
         self.set_status(429)
@@ -252,21 +256,13 @@ class MessagesHandler(_Base):
             for k in _BACK:
                 if (v := response.headers.get(k)) is not None:
                     self.set_header(k, v)
-            streaming = response.headers.get("content-type", "").startswith("text/event-stream")
-            body = b""
-            async for chunk in response.aiter_bytes():
-                if streaming:
-                    usage.feed(chunk)
-                else:
-                    body += chunk
-                if self.client_gone:
-                    break
-                self.write(chunk)
-                await self.flush()  # each event reaches the kernel as it comes
-            if not streaming:
-                usage.read_body(body)
-        except tornado.iostream.StreamClosedError:
-            pass  # the kernel went away (an interrupt): charged the hold unless the usage came whole
+            self.copying = asyncio.ensure_future(self._copy(response, usage))
+            await self.copying
+        except (tornado.iostream.StreamClosedError, asyncio.CancelledError):
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the gateway itself is stopping
+            # The kernel went away (an interrupt): charged the hold unless the usage came whole.
         except httpx.HTTPError:
             cut = True  # the API's connection broke mid-response: the kernel must see it broken too
         finally:
@@ -276,6 +272,20 @@ class MessagesHandler(_Base):
         elif not self._finished:
             self.finish()
         return response.status_code == 200
+
+    async def _copy(self, response: httpx.Response, usage: SseUsage) -> None:
+        """The API's response to the kernel, chunk by chunk, read on the way for its usage."""
+        streaming = response.headers.get("content-type", "").startswith("text/event-stream")
+        body = b""
+        async for chunk in response.aiter_bytes():
+            if streaming:
+                usage.feed(chunk)
+            else:
+                body += chunk
+            self.write(chunk)
+            await self.flush()  # each event reaches the kernel as it comes
+        if not streaming:
+            usage.read_body(body)
 
 
 class UsageHandler(_Base):
