@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     from ipy_agent.config.policy import PolicyError, load_policy, policy_paths
 
     from .auth import Authenticator, HubAuth, TokenFile
-    from .server import Gateway, Limits
+    from .charges import Limits
+    from .server import Gateway
     from .usage import UsageDB
 
     db = UsageDB(args.db)
