@@ -27,7 +27,7 @@ from ipy_agent.context.manager import ContextManager
 from ipy_agent.history.messages import history_problems
 from ipy_agent.loop.spend import Managed
 from ipy_agent.loop.subagent import EXPLORE, SubagentType, TaskTool
-from ipy_agent.models.base import MessageComplete, ModelEvent, ModelRequest, Usage
+from ipy_agent.models.base import MessageComplete, ModelError, ModelEvent, ModelRequest, Usage
 from ipy_agent.models.pricing import estimate_cost
 from ipy_agent.runtime.meter import Meter, request_maximum
 from ipy_agent.tools import builtin_tools
@@ -225,3 +225,51 @@ def test_only_the_meter_sends_a_runs_requests():
         ("loop/turn.py", "model"),  # stream_reply, given the context manager
         ("context/manager.py", "self.conversation.meter"),
     }
+
+
+class TooLongFirst(PricedScript):
+    """Answers its first turn request as the API answers a prompt over the window."""
+
+    refused = False
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.purpose == "turn" and not self.refused:
+            self.refused = True
+            raise ModelError("prompt is too long: 210000 tokens > 200000 maximum", kind="context_too_long")
+        async for event in super().stream(request):
+            yield event
+
+
+def test_the_retry_after_prompt_is_too_long_and_its_summary_pass_the_meter(tmp_path):
+    """The refused request (the API bills nothing), the summary, the retry and the next turn all
+    hold; those answered are settled with their usage."""
+    agent, _model = too_long_at_first(tmp_path)
+    assert agent.run("go on").stop_reason == "end_turn"
+    assert agent.meter.requests == 4  # refused, summary, retried, the last turn
+    assert agent.meter.run_usd == pytest.approx(2 * COST + estimate_cost(SONNET, SUMMARY))
+
+
+def too_long_at_first(tmp_path: Path, **agent_kw: Any) -> tuple[Agent, TooLongFirst]:
+    write_tree(tmp_path, {"a.py": "x = 1\n"})
+    model = TooLongFirst([reply([use("Glob", "g1", pattern="*.py")]), reply("done")], summary=SUMMARY)
+    agent = Agent(model, cwd=tmp_path, tools=builtin_tools(), **agent_kw)
+    agent.messages[:] = [
+        {"role": "user", "content": "earlier"},
+        {"role": "assistant", "content": [{"type": "text", "text": "earlier answer"}]},
+    ]
+    return agent, model
+
+
+def test_the_retry_is_refused_when_the_summary_left_no_room(tmp_path):
+    agent, model = too_long_at_first(tmp_path, max_budget_usd=0.15)
+    result = agent.run("go on")
+    assert result.stop_reason == "budget_exceeded" and "of a $0.15 limit (max_budget_usd)" in result.text
+    assert model.requests == [] and len(model.compactions) == 1  # the retry was never sent
+    assert spent(agent) <= 0.15
+
+
+def test_control_a_retry_nothing_refuses_overspends(tmp_path, monkeypatch):
+    monkeypatch.setattr(Meter, "hold", lambda self, usd, model: None)
+    agent, model = too_long_at_first(tmp_path, max_budget_usd=0.15)
+    agent.run("go on")
+    assert len(model.requests) >= 1 and spent(agent) > 0.15
