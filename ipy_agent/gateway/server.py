@@ -256,8 +256,9 @@ class MessagesHandler(_Base):
             for k in _BACK:
                 if (v := response.headers.get(k)) is not None:
                     self.set_header(k, v)
-            self.copying = asyncio.ensure_future(self._copy(response, usage))
-            await self.copying
+            if not self.client_gone:  # a kernel gone before the answer came gets none of it
+                self.copying = asyncio.ensure_future(self._copy(response, usage))
+                await self.copying
         except (tornado.iostream.StreamClosedError, asyncio.CancelledError):
             task = asyncio.current_task()
             if task is not None and task.cancelling():
