@@ -13,7 +13,7 @@ the conversation's size is managed. Before the request goes out:
    after the PreCompact hooks had their say.
 
 If the API still answers "prompt is too long", the conversation is compacted and the request
-sent once more. Whatever is cleared or compacted away is also forgotten by the read state, so an
+sent once more. Every request (a summary, that retry) passes the run's meter (runtime/meter.py). Whatever is cleared or compacted away is also forgotten by the read state, so an
 edit of a file the model can no longer see needs a fresh Read.
 """
 
@@ -41,7 +41,7 @@ from .compaction import (
     summary_requests,
 )
 from .ledger import Ledger
-from .tokens import message_tokens, text_tokens, tools_tokens
+from .tokens import message_tokens, request_tokens, text_tokens, tools_tokens
 
 __all__ = ["CompactTrigger", "ContextManager", "RequestSize"]
 
@@ -85,15 +85,12 @@ class ContextManager:
         self.factor = 1.0  # real tokens / local estimate, learned from a real model's reports
         self.ledger = Ledger(self._result_source, self._use_source)
         self.sizes: list[RequestSize] = []  # one per request sent (for tests and %agent_context)
-        self.cleared = 0
-        self.compactions = 0
-        self.api_counts = 0
+        self.cleared = self.compactions = self.api_counts = 0
         self.seconds = 0.0  # time spent deciding (the bench reads it)
         self._fixed: tuple[Any, int] = ((), 0)
         self._sent_raw = 0
         self._spills: dict[str, str] = {}
-        self._trace_seen = 0
-        self.last_refusal = ""
+        self._trace_seen, self.last_refusal = 0, ""
         self._no_count: set[int] = set()  # models whose count failed
         self._discovered: set[int] = set()  # models asked about their server (Discovers)
 
@@ -157,7 +154,8 @@ class ContextManager:
         while True:
             started = False
             try:
-                async for event in self.conversation.model.stream(request):
+                model, tokens = self.conversation.model, self._scaled(self._sent_raw)  # the retry: metered too
+                async for event in self.conversation.meter.stream(model, request, input_tokens=tokens):
                     started = True
                     if isinstance(event, MessageComplete) and event.measured:
                         self._learn(event.usage.context_tokens, self._sent_raw)
@@ -345,6 +343,8 @@ class ContextManager:
             except ModelError as e:
                 if e.kind == "context_too_long" and request.system != COMPACTION_SYSTEM:
                     continue  # the estimate was short: the transcript form fits
+                if e.kind == "budget_exceeded" and trigger != "manual":
+                    raise  # the run ends at the budget, with the meter's words
                 return self._refuse(f"the summary request failed: {e}", trigger)
             if summary.strip():
                 break
@@ -381,7 +381,8 @@ class ContextManager:
 
     async def _summarise(self, request: ModelRequest) -> str:
         final: MessageComplete | None = None
-        async for event in self.conversation.model.stream(request):
+        tokens = self._scaled(request_tokens(request.system, request.tools, request.messages))  # for its hold
+        async for event in self.conversation.meter.stream(self.conversation.model, request, input_tokens=tokens):
             if isinstance(event, MessageComplete):
                 final = event
         if final is None:

@@ -2,11 +2,13 @@
 
 Run by an administrator (`python -m ipy_agent.gateway`, registered as a JupyterHub service);
 kernels reach it with their person's Hub token and never see the key. It streams, passes prompt
-caching through, counts tokens and cost per person and refuses a request over budget.
+caching through, counts tokens and cost per person, refuses a request over budget or for a model
+the managed policy does not list, and charges a response cut short the most it could cost.
 
 Modules import one way, each only from those above it in this list:
 - `usage`: the usage database (SQLite): tokens and cost per person and day;
+- `charges`: budgets, the hold of a request in flight, the usage read from a response, refusals;
 - `auth`: who a token belongs to: the Hub's API, or a file of tokens;
-- `server`: the HTTP service (tornado): authenticate, check the budget, forward, count;
+- `server`: the HTTP service (tornado): authenticate, check the policy and the budget, forward, charge;
 - `__main__`: the command line.
 """

@@ -4,7 +4,11 @@
 
 The key comes from the environment only (a command line is visible to every user of the
 machine). As a Hub service (JUPYTERHUB_API_URL set) tokens are checked with the Hub; otherwise
-`--tokens FILE` maps tokens to names. `--report` prints everyone's usage and exits.
+`--tokens FILE` maps tokens to names. `--report` prints everyone's usage and exits. The managed
+policy the kernels read (config/policy.py: `/etc/ipy_agent/managed-settings.json`, ...), and any
+`--policy FILE`, hold here too: a model outside `availableModels` is refused, and `perDayUsd` /
+`perUserUsd` join `--per-day-usd` / `--per-user-usd` (the smaller wins). A policy file that
+cannot be read stops the gateway from starting.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import asyncio
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,11 +35,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", help='JSON file {"token": "user"} (without a Hub)')
     parser.add_argument("--per-day-usd", type=float, default=None)
     parser.add_argument("--per-user-usd", type=float, default=None)
+    parser.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a managed policy (availableModels, budget) besides those the kernels read; repeatable",
+    )
     parser.add_argument("--report", action="store_true", help="print usage per user and exit")
     args = parser.parse_args(argv)
 
+    from ipy_agent.config.policy import PolicyError, load_policy, policy_paths
+
     from .auth import Authenticator, HubAuth, TokenFile
-    from .server import Gateway, Limits
+    from .charges import Limits
+    from .server import Gateway
     from .usage import UsageDB
 
     db = UsageDB(args.db)
@@ -50,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("ipy_agent.gateway: give --tokens FILE, or run it as a JupyterHub service", file=sys.stderr)
         return 2
+    try:  # the policy files the kernels read, and those given: the strictest of them holds
+        policy = load_policy([*policy_paths(), *(Path(p) for p in args.policy)])
+    except PolicyError as e:
+        print(f"ipy_agent.gateway: {e}", file=sys.stderr)
+        return 2
     try:
         gateway = Gateway(
             api_key=os.environ.get("ANTHROPIC_API_KEY", ""),
@@ -57,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             db=db,
             limits=Limits(per_day=args.per_day_usd, per_user=args.per_user_usd),
             upstream=args.upstream,
+            policy=policy,
         )
     except ValueError as e:
         print(f"ipy_agent.gateway: {e}", file=sys.stderr)

@@ -1,11 +1,17 @@
-"""The gateway's HTTP service: authenticate, check the budget, forward to the Messages API, count.
+"""The gateway's HTTP service: authenticate, check the policy and the budget, forward, count.
 
 `POST {prefix}/v1/messages` (and `/v1/messages/count_tokens`) are forwarded byte for byte, with
 the real key put in place of the person's token; a stream is passed on chunk by chunk as it
 comes, and read on the way for its usage (`message_start`, `message_delta`), so prompt caching,
-thinking and tool use need nothing of their own here. A request from someone who has reached a
-budget gets HTTP 402 with an error of type `budget_exceeded_error` that says what was spent and
-what the limit is; the agent ends its run with `stop_reason="budget_exceeded"` and shows it.
+thinking and tool use need nothing of their own here.
+
+Refusals are HTTP errors with a JSON body in the API's error format, so the agent shows them: a
+model the managed policy does not list (`availableModels`, config/policy.py) gets 403
+`permission_error` naming the model and the allowed patterns; a person who has reached a budget
+gets 429 `budget_exceeded_error` (with `x-should-retry: false`, so the SDK does not retry it, and
+`retry-after` until a daily budget resets) whose body names the limit, what was spent, the cap
+and when it resets (`error.limit`, `error.spent_usd`, `error.limit_usd`, `error.resets_at`). The
+agent ends its run with `stop_reason="budget_exceeded"` and shows the message.
 
 A request in flight holds the most it can cost (its input at about three bytes a token, its
 `max_tokens` of output, at the model's list price) until its usage is counted, and the budget
@@ -13,14 +19,20 @@ check adds what is held to what was spent. So one person's concurrent requests c
 the check on the same spending and together run far past the limit: like the agent's own
 budget, a request is let through while the person is under it, and only the one running when
 the limit is crossed can end past it. The holds live in this process (one gateway per Hub).
+
+A response is charged its reported usage only when that usage arrived whole: a stream's
+`message_delta` (its final usage), a non-streamed body that parses with its usage. A response
+that ends without it (the client hung up mid-stream, the upstream connection was cut, a body
+cut short, an error event in the stream) is charged the whole hold, so hanging up early never
+pays less than finishing. An error status from the API is not billed and is charged nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -28,111 +40,73 @@ import tornado.httpserver
 import tornado.iostream
 import tornado.netutil
 import tornado.web
+from tornado.http1connection import HTTP1Connection
 
+from ipy_agent.config.policy import Policy, PolicyViolation
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
 
 from .auth import Authenticator
+from .charges import BudgetRefusal, Hold, Limits, SseUsage, max_tokens_of, over_budget, strictest, usage_of
 from .usage import UsageDB
 
-__all__ = ["Gateway", "Limits", "SseUsage"]
+__all__ = ["Gateway"]
 
 # Headers passed on to the API; the key is the gateway's own.
 _FORWARD = ("anthropic-version", "anthropic-beta", "content-type", "accept", "x-stainless-helper-method")
 _BACK = ("content-type", "request-id", "retry-after", "x-should-retry", "anthropic-ratelimit-requests-remaining")
-_TOKENS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Limits:
-    """Budgets per person in US dollars: per day and in all (None: no limit)."""
-
-    per_day: float | None = None
-    per_user: float | None = None
-
-
-class SseUsage:
-    """Reads a Messages API event stream as it passes, for the model and its usage."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-        self.model = ""
-        self.tokens: dict[str, int] = {}
-
-    def feed(self, chunk: bytes) -> None:
-        self._buffer += chunk
-        while b"\n\n" in self._buffer:
-            event, self._buffer = self._buffer.split(b"\n\n", 1)
-            for line in event.split(b"\n"):
-                if line.startswith(b"data:"):
-                    self._take(line[5:].strip())
-
-    def _take(self, data: bytes) -> None:
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return
-        if payload.get("type") == "message_start":
-            message = payload.get("message") or {}
-            self.model = str(message.get("model") or "")
-            self.read(message.get("usage") or {})
-        elif payload.get("type") == "message_delta":
-            self.read(payload.get("usage") or {})
-
-    def read(self, usage: dict[str, Any]) -> None:
-        for key in _TOKENS:
-            if isinstance(usage.get(key), int):
-                self.tokens[key] = usage[key]  # message_delta's counts are cumulative
 
 
 class Gateway:
     """The service: `app()` for tornado; `serve(host, port)` runs it; `start_in_thread()` for tests."""
 
     def __init__(
-        self, *, api_key: str, auth: Authenticator, db: UsageDB, limits: Limits = Limits(), upstream: str = ""
+        self,
+        *,
+        api_key: str,
+        auth: Authenticator,
+        db: UsageDB,
+        limits: Limits | None = None,
+        upstream: str = "",
+        policy: Policy | None = None,
     ) -> None:
         if not api_key:
             raise ValueError("the gateway needs the real API key: set ANTHROPIC_API_KEY in its environment")
         self.api_key = api_key
         self.auth = auth
         self.db = db
-        self.limits = limits
+        self.policy = policy or Policy()
+        self.limits = strictest(limits or Limits(), self.policy)
         self.upstream = (upstream or "https://api.anthropic.com").rstrip("/")
         self.client: httpx.AsyncClient | None = None
         self.held: dict[str, float] = {}  # person -> US dollars held by their requests in flight
+        self.ended = 0  # responses settled (charged or not), for whoever waits on `settled`
+        self.settled = threading.Condition()
 
     def app(self) -> tornado.web.Application:
         return tornado.web.Application(
             [(r".*/v1/messages(/count_tokens)?", MessagesHandler), (r".*/usage", UsageHandler)], gateway=self
         )
 
-    def over_budget(self, user: str) -> str | None:
+    def over_budget(self, user: str) -> BudgetRefusal | None:
         day, total = self.db.spent(user)
-        held = self.held.get(user, 0.0)
-        busy = f" (and ${held:.4f} is held by requests still running)" if held else ""
-        if self.limits.per_day is not None and day + held >= self.limits.per_day:
-            return (
-                f"{user} has spent ${day:.4f} today{busy} of a ${self.limits.per_day:.2f} daily budget; "
-                "it resets at 00:00 UTC."
-            )
-        if self.limits.per_user is not None and total + held >= self.limits.per_user:
-            return (
-                f"{user} has spent ${total:.4f}{busy} of a ${self.limits.per_user:.2f} budget in all; "
-                "ask the administrator for more."
-            )
+        return over_budget(user, day, total, self.held.get(user, 0.0), self.limits)
+
+    def model_refused(self, model: str) -> str | None:
+        """Why the managed policy does not let `model` through (its availableModels), or None."""
+        try:
+            self.policy.check_model(model, "the key gateway")
+        except PolicyViolation as e:
+            return str(e)
         return None
 
-    def hold(self, user: str, body: bytes) -> float:
-        """Hold the most the request `body` can cost for `user`; returns the amount (release it)."""
-        try:
-            request = json.loads(body or b"{}")
-        except ValueError:
-            request = {}
-        request = request if isinstance(request, dict) else {}
-        most = Usage(input_tokens=len(body) // 3 + 1, output_tokens=int(request.get("max_tokens") or 0))
-        usd = estimate_cost(str(request.get("model") or ""), most)
+    def hold(self, user: str, body: bytes, request: dict[str, Any]) -> Hold:
+        """Hold the most the request (`body`, parsed: `request`) can cost for `user` (release it)."""
+        most = Usage(input_tokens=len(body) // 3 + 1, output_tokens=max_tokens_of(request))
+        model = str(request.get("model") or "")
+        usd = estimate_cost(model, most)
         self.held[user] = self.held.get(user, 0.0) + usd
-        return usd
+        return Hold(model=model, input_tokens=most.input_tokens, output_tokens=most.output_tokens, usd=usd)
 
     def release(self, user: str, usd: float) -> None:
         left = self.held.get(user, 0.0) - usd
@@ -141,11 +115,29 @@ class Gateway:
         else:
             self.held.pop(user, None)
 
+    def settle(self, user: str, hold: Hold, usage: SseUsage) -> None:
+        """A response has ended: its reported usage when it came whole, else the whole hold."""
+        if usage.final:
+            self.count(user, usage.model or hold.model, usage.tokens)
+        else:
+            tokens = {"input_tokens": hold.input_tokens, "output_tokens": hold.output_tokens}
+            self.db.add(user, usage.model or hold.model, tokens, hold.usd)
+
     def count(self, user: str, model: str, tokens: dict[str, int]) -> None:
         if not tokens:
             return
-        usd = estimate_cost(model, Usage(**{k: tokens.get(k, 0) for k in _TOKENS}))
+        usd = estimate_cost(model, usage_of(tokens))
         self.db.add(user, model, tokens, usd)
+
+    def ended_one(self) -> None:
+        with self.settled:
+            self.ended += 1
+            self.settled.notify_all()
+
+    def wait_ended(self, count: int, timeout: float) -> bool:
+        """Whether `count` responses have been settled within `timeout` seconds (for tests)."""
+        with self.settled:
+            return self.settled.wait_for(lambda: self.ended >= count, timeout)
 
     def http(self) -> httpx.AsyncClient:
         if self.client is None:
@@ -199,57 +191,102 @@ class _Base(tornado.web.RequestHandler):
 
 
 class MessagesHandler(_Base):
+    client_gone = False
+    copying: asyncio.Task[None] | None = None
+
+    def on_connection_close(self) -> None:
+        # The kernel hung up: stop reading the API's response now, not at its next chunk.
+        self.client_gone = True
+        if self.copying is not None:
+            self.copying.cancel()
+
     async def post(self, count_tokens: str | None = None) -> None:
         user = await self.who()
         if user is None:
             return
         gw = self.gateway
-        if count_tokens is None and (why := gw.over_budget(user)) is not None:
-            self.refuse(402, "budget_exceeded_error", why)
+        try:
+            request = json.loads(self.request.body or b"{}")
+        except ValueError:
+            request = {}
+        request = request if isinstance(request, dict) else {}
+        if (refused := gw.model_refused(str(request.get("model") or ""))) is not None:
+            self.refuse(403, "permission_error", refused)
+            return
+        if count_tokens is not None:  # counting generates nothing and costs nothing
+            await self._forward(gw, count_tokens, SseUsage())
+            return
+        if (over := gw.over_budget(user)) is not None:
+            self.refuse_budget(over)
             return
         # Checked and held with no await between: the next request of this person sees the hold.
-        held = gw.hold(user, self.request.body) if count_tokens is None else 0.0
+        hold = gw.hold(user, self.request.body, request)
+        usage, billed = SseUsage(), True  # billed until the API is known to have answered with an error
         try:
-            await self._forward(gw, user, count_tokens)
+            billed = await self._forward(gw, None, usage)
         finally:
-            gw.release(user, held)
+            gw.release(user, hold.usd)
+            if billed:
+                gw.settle(user, hold, usage)
+            gw.ended_one()
 
-    async def _forward(self, gw: Gateway, user: str, count_tokens: str | None) -> None:
+    def refuse_budget(self, over: BudgetRefusal) -> None:
+        self.set_status(429)
+        self.set_header("content-type", "application/json")
+        self.set_header("x-should-retry", "false")  # the SDK would retry a 429
+        if over.resets_at is not None:
+            wait = over.resets_at - dt.datetime.now(dt.UTC)
+            self.set_header("retry-after", str(max(1, int(wait.total_seconds()))))
+        self.finish(json.dumps(over.body()))
+
+    async def _forward(self, gw: Gateway, count_tokens: str | None, usage: SseUsage) -> bool:
+        """Pass the request on and the response back; whether the API answered it with 200 (billed)."""
         headers = {k: v for k in _FORWARD if (v := self.request.headers.get(k)) is not None}
         headers["x-api-key"] = gw.api_key
         url = f"{gw.upstream}/v1/messages{count_tokens or ''}"
         request = gw.http().build_request("POST", url, content=self.request.body, headers=headers)
-        usage = SseUsage()
         try:
             response = await gw.http().send(request, stream=True)
         except httpx.HTTPError as e:
             self.refuse(502, "api_error", f"the key gateway could not reach the API: {e}")
-            return
+            return False
+        cut = False
         try:
             self.set_status(response.status_code)
             for k in _BACK:
                 if (v := response.headers.get(k)) is not None:
                     self.set_header(k, v)
-            streaming = response.headers.get("content-type", "").startswith("text/event-stream")
-            body = b""
-            async for chunk in response.aiter_bytes():
-                self.write(chunk)
-                await self.flush()  # each event reaches the kernel as it comes
-                if streaming:
-                    usage.feed(chunk)
-                else:
-                    body += chunk
-            if not streaming and count_tokens is None and response.status_code == 200:
-                message = json.loads(body or b"{}")
-                usage.model = str(message.get("model") or "")
-                usage.read(message.get("usage") or {})
-        except tornado.iostream.StreamClosedError:
-            pass  # the kernel went away (an interrupt): what was streamed so far is still counted
+            if not self.client_gone:  # a kernel gone before the answer came gets none of it
+                self.copying = asyncio.ensure_future(self._copy(response, usage))
+                await self.copying
+        except (tornado.iostream.StreamClosedError, asyncio.CancelledError):
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the gateway itself is stopping
+            # The kernel went away (an interrupt): charged the hold unless the usage came whole.
+        except httpx.HTTPError:
+            cut = True  # the API's connection broke mid-response: the kernel must see it broken too
         finally:
             await response.aclose()
-            gw.count(user, usage.model, usage.tokens)
-        if not self._finished:
+        if (cut or self.client_gone) and isinstance(self.request.connection, HTTP1Connection):
+            self.request.connection.close()
+        elif not self._finished:
             self.finish()
+        return response.status_code == 200
+
+    async def _copy(self, response: httpx.Response, usage: SseUsage) -> None:
+        """The API's response to the kernel, chunk by chunk, read on the way for its usage."""
+        streaming = response.headers.get("content-type", "").startswith("text/event-stream")
+        body = b""
+        async for chunk in response.aiter_bytes():
+            if streaming:
+                usage.feed(chunk)
+            else:
+                body += chunk
+            self.write(chunk)
+            await self.flush()  # each event reaches the kernel as it comes
+        if not streaming:
+            usage.read_body(body)
 
 
 class UsageHandler(_Base):

@@ -10,7 +10,7 @@ Modules import one way, each only from those above it in this list:
 - `turn_end`: each way a turn can end, leaving the history valid;
 - `rewind_report`: what a rewind did, in words for the person and for the model;
 - `rewind`: back to the state just before a prompt, from its checkpoints;
+- `spend`: the budgets in force and the run's meter (shared with its subagents), and the policy in force;
 - `subagent`: the Task tool, subagent types, and the run a Task's call belongs to;
-- `spend`: budgets in US dollars per run, per day and per user, checked before each request, and the policy in force;
 - `agent`: `Agent`, the conversation and the loop that puts model, runtime and tools together.
 """

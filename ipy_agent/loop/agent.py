@@ -31,6 +31,7 @@ from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionM
 from ipy_agent.permissions.rules import Rule, RuleSpec
 from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.runtime.executor import INTERRUPTED_TEXT, ToolExecutor
+from ipy_agent.runtime.meter import Meter
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
 from ipy_agent.runtime.run_env import RunEnv
 from ipy_agent.runtime.trace import (
@@ -47,7 +48,7 @@ from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
 from .offer import begin_run, end_session, offer_tools, remind, sync_mcp
 from .rewind import Rewinding
-from .spend import Managed, usd_of
+from .spend import Managed
 from .standing import Standing
 from .subagent import current_agent, default_tools
 from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
@@ -101,8 +102,7 @@ class Agent(Rewinding, Listeners):
     ) -> None:
         check_choice("permission_mode", permission_mode, PERMISSION_MODES)
         check_turns(max_turns)
-        # The managed policy, read from the system paths unless given, and the budgets (spend.py).
-        self.managed = Managed(policy, max_budget_usd, permission_mode)
+        self.managed = Managed(policy, max_budget_usd, permission_mode)  # the policy, the run's meter
         self.model: Model = recording_into(model, record) if record else model
         self.cwd = Path(cwd or Path.cwd()).expanduser().resolve()
         if not self.cwd.is_dir():
@@ -120,8 +120,7 @@ class Agent(Rewinding, Listeners):
         self.streaming_tools = streaming_tools
         self.notebook = notebook
         self.notebook_path = notebook_path
-        # AGENTS.md, CLAUDE.md and the notebook's instructions; the skill list. Read once per prompt.
-        self.instructions, self.standing = instructions, Standing()
+        self.instructions, self.standing = instructions, Standing()  # AGENTS.md...; read once per prompt
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
         self.mcp = McpManager(self.cwd, mcp_servers)
         self.sandbox, self.sandbox_limits = check_sandbox(sandbox, sandbox_limits)
@@ -156,6 +155,10 @@ class Agent(Rewinding, Listeners):
     @property
     def context_window(self) -> int:
         return self.context_manager.window
+
+    @property
+    def meter(self) -> Meter:  # the run's (runtime/meter.py): every model request passes it
+        return self.managed.meter
 
     def configure(
         self,
@@ -265,13 +268,13 @@ class Agent(Rewinding, Listeners):
         self._loop = asyncio.get_running_loop()
         start_usage = copy.copy(self.usage)
         token = current_agent.set(self)  # a Task's call finds the agent that runs it (loop/subagent.py)
-        self.managed.begin_run(self.usage)
+        self.managed.begin_run()  # the run's meter (runtime/meter.py); a subagent's is its parent's
         try:
             result = await self._run(prompt)
         finally:
             self._task = None
             current_agent.reset(token)
-        result = replace(result, usage=usage_delta(self.usage, start_usage), budget=self.managed.describe(self))
+        result = replace(result, usage=usage_delta(self.usage, start_usage), budget=self.managed.describe())
         self.emit(RunEndEvent(result=result))
         return result
 
@@ -300,7 +303,7 @@ class Agent(Rewinding, Listeners):
             if turns >= self.max_turns:
                 self.emit(NoticeEvent(text=f"Stopped after {self.max_turns} turns (max_turns).", level="warning"))
                 return RunResult(stop_reason="max_turns", text=last_text(self.messages), turns=turns)
-            if (outcome := self.managed.stop(self.model, self.usage, turns)) is not None:
+            if (outcome := self.managed.stop(turns)) is not None:
                 self.emit(NoticeEvent(text=outcome.text, level="warning"))
             else:
                 turns += 1
@@ -327,8 +330,7 @@ class Agent(Rewinding, Listeners):
                 )
             except ModelError as e:
                 return await model_failed(e, turn, self.messages, self.emit)
-            self.usage += reply.usage
-            self.managed.budget.record(usd_of(self.model, reply.usage))
+            self.usage += reply.usage  # its cost was settled by the meter the request passed
             take_reply(turn, reply, self.messages, self.emit)
             if turn.tool_uses:
                 return await answer_tools(turn, self.messages, self.emit)
@@ -365,8 +367,7 @@ class Agent(Rewinding, Listeners):
         executor = ToolExecutor(
             env, turn=record.turn, trace=self.trace, batch_counter=self._batches, max_concurrency=self.max_concurrency
         )
-        # The history itself, not a copy: nothing changes it while the model answers, and a
-        # model that keeps the request copies the list (see ModelRequest).
+        # The history itself, not a copy (a model that keeps the request copies it: ModelRequest).
         calls = previous_calls(self.trace, record.turn - 1, self.messages)  # what a replay branches on
         places = (("<cwd>", str(self.cwd)), ("<spill>", str(self.spill_dir)))
         request = ModelRequest(system=self.system(exposure), messages=self.messages, tools=api_tools, calls=calls)

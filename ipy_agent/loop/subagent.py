@@ -6,7 +6,9 @@ through `current_agent`, set while an agent runs): the parent's model (or its ty
 directories, rules (the same object: a grant or a deny holds for both), hooks, sandbox, spill
 directory and notebook; its type's system prompt, turn limit and tools, only those of the
 parent's that the type names (never more), and a permission mode never looser than the
-parent's. Its read state is its own: what it read does not count as the parent's reads.
+parent's. Its read state is its own: what it read does not count as the parent's reads. Its
+requests pass the parent's meter (runtime/meter.py): a run and all its subagents, at any depth
+and in parallel, spend one budget (the run's `max_budget_usd` and the policy's limits).
 
 The person sees the Task's row, whose detail lists the subagent's calls; a call of the
 subagent that asks opens its prompt in the same cell, labelled with the Task's description
@@ -37,6 +39,7 @@ from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import AgentEvent, CallEvent, CallRecord, RunResult, nested_calls
 
 from .offer import end_session
+from .spend import Managed
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
@@ -71,6 +74,7 @@ class Parent(Conversation, Protocol):
     sandbox: SandboxSetting
     sandbox_limits: SandboxLimits
     instructions: bool
+    managed: Managed
 
     def on_event(self, listener: Callable[[AgentEvent], None]) -> Callable[[AgentEvent], None]: ...
 
@@ -279,6 +283,7 @@ def make_child(parent: Parent, kind: SubagentType, task: TaskTool, description: 
         instructions=parent.instructions,
     )
     child.rules, child.hooks = parent.rules, parent.hooks  # the same rules and hooks, not copies
+    child.managed.share(parent.managed.meter)  # one meter for the run: parallel Tasks share its budget
     return child
 
 

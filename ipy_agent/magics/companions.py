@@ -98,7 +98,7 @@ class CompanionMagics(Magics):
 
         agent = self.session.need_agent()
         print(context_report(agent.context_manager))
-        if budget := agent.managed.describe(agent):
+        if budget := agent.managed.describe():
             print(f"Budget: {budget} (spent so far; the run stops before a request at a limit).")
 
     @line_magic

@@ -21,6 +21,7 @@ from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.models.base import Model, Usage
 from ipy_agent.permissions.decide import PermissionMode, PermissionRules
 
+from .meter import Meter
 from .registry import Exposure
 from .trace import AgentEvent, CallRecord, TurnRecord
 
@@ -47,6 +48,11 @@ class Conversation(Protocol):
     @property
     def running(self) -> bool:
         """Whether a run is in progress (nothing may change the history meanwhile)."""
+        ...
+
+    @property
+    def meter(self) -> Meter:
+        """The meter of the run in progress (or the last one): every model request passes it."""
         ...
 
     @property

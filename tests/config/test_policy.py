@@ -216,10 +216,10 @@ def test_a_budget_option_cannot_raise_the_policys_limit(policy, shell, script, t
     project_file(tmp_path, {"permissions": {"allow": ["Read"]}})
     shell.run_line_magic("agent", f"--no-widgets --max-budget-usd 100 --script {script('ok')} hi")
     agent = shell.magics_manager.registry["AgentMagics"].session.agent
-    (limit,) = agent.managed.budget.limits
+    (limit,) = agent.managed.meter.limits
     assert limit.usd == 0.25 and "managed policy" in limit.source
     shell.run_line_magic("agent", f"--no-widgets --max-budget-usd 0.1 --script {script('ok')} hi")
-    assert agent.managed.budget.limits[0].usd == 0.1  # stricter is fine
+    assert agent.managed.meter.limits[0].usd == 0.1  # stricter is fine
     with pytest.raises(UsageError, match="more than 0"):
         shell.run_line_magic("agent", "--max-budget-usd 0 hi")
 

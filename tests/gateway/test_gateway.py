@@ -17,7 +17,8 @@ import pytest
 
 from ipy_agent import Agent, AnthropicModel
 from ipy_agent.gateway.auth import TokenFile
-from ipy_agent.gateway.server import Gateway, Limits
+from ipy_agent.gateway.charges import Limits
+from ipy_agent.gateway.server import Gateway
 from ipy_agent.gateway.usage import UsageDB
 from ipy_agent.history.messages import history_problems
 from tests.support.sse_server import ReplayServer, message_events

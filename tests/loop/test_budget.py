@@ -23,8 +23,11 @@ from tests.support.transcript import use
 TOKENS = 100_000
 
 
-def model(server: ReplayServer) -> AnthropicModel:
-    return AnthropicModel("claude-sonnet-4-5", api_key="sk-test", base_url=server.url, max_retries=0)
+def model(server: ReplayServer, max_tokens: int = 1_000) -> AnthropicModel:
+    """A model whose requests each hold about $0.02 (1,000 output tokens at $15 a million)."""
+    return AnthropicModel(
+        "claude-sonnet-4-5", api_key="sk-test", base_url=server.url, max_retries=0, max_tokens=max_tokens
+    )
 
 
 def tool_turn(n: int) -> list:
@@ -46,6 +49,18 @@ def test_max_budget_usd_stops_the_run_before_the_next_request(api_server, tmp_pa
     api_server.add(message_events([{"type": "text", "text": "done"}]))
     agent.managed.max_budget_usd = None
     assert agent.run("go on").stop_reason == "end_turn"
+    assert history_problems(agent.messages) == []
+
+
+def test_a_request_whose_held_maximum_does_not_fit_is_not_sent(api_server, tmp_path):
+    """16,000 output tokens at $15 a million may cost $0.24: after $0.30 of a $0.50 budget the
+    second request is refused before it is sent, and the message names the limit."""
+    api_server.add(tool_turn(1), tool_turn(2))
+    agent = Agent(model(api_server, max_tokens=16_000), cwd=tmp_path, max_budget_usd=0.5)
+    result = agent.run("look around")
+    assert result.stop_reason == "budget_exceeded" and len(api_server.requests) == 1
+    assert re.search(r"spent \$0\.30\d+ this run of a \$0\.50 limit \(max_budget_usd\)", result.text)
+    assert re.search(r"could cost up to \$0\.2\d+ \(its input and 16,000 tokens of output\)", result.text)
     assert history_problems(agent.messages) == []
 
 

@@ -42,6 +42,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     hold_open: bool = False  # after the events, wait for the client to close the connection
     cut: bool = False  # after the events, drop the connection without ending the stream
+    short: bool = False  # a JSON body: announce its whole length, send half of it, drop the connection
 
 
 @dataclass(kw_only=True)
@@ -324,6 +325,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
+        if reply.short:
+            self.wfile.write(payload[: len(payload) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         self.wfile.write(payload)
 
     def _wait_for_client_close(self, server: ReplayServer, number: int) -> None:
