@@ -27,6 +27,7 @@ from typing import Any
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 
+from .cell_policies import check_before_write, permission_for, refusal_for
 from .diff import Diff, Span, diff_spans, make_diff
 from .fileio import atomic_write, real_path
 from .protected import write_reason
@@ -209,14 +210,24 @@ class FileEditingTool(Tool):
         see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
         where they point."""
         path = str(ctx.resolve(self._target(inp)))
+        policy = await asyncio.to_thread(self._policy_check, inp, ctx)
+        if policy is not None and policy.behavior == "deny":
+            return policy
         reason = await asyncio.to_thread(write_reason, path, ctx)
         if reason is None:
-            return PermissionCheck()
+            return policy or PermissionCheck()
+        message = f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed"
         return PermissionCheck(
-            behavior="ask",
-            always=True,
-            message=f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed",
+            behavior="ask", always=True, message=f"{message}; {policy.message}" if policy else message
         )
+
+    def _policy_check(self, inp: Any, ctx: ToolContext) -> PermissionCheck | None:
+        """The person's cell policies on a notebook (cell_policies.py): deny, ask, or None."""
+        try:
+            plan = self._plan(inp, ctx)
+        except ToolError:
+            return None  # validation tells the model what is wrong
+        return permission_for(plan.path, plan.new_raw, plan.display)
 
     def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
         return suggest_edit_rule(ctx.resolve(self._target(inp)), ctx)
@@ -234,10 +245,10 @@ class FileEditingTool(Tool):
     def _validate(self, inp: Any, ctx: ToolContext) -> str | None:
         # The plan is dropped here, in the thread, for the reason given in `_preview`.
         try:
-            self._plan(inp, ctx)
+            plan = self._plan(inp, ctx)
         except ToolError as e:
             return str(e)
-        return None
+        return refusal_for(plan.path, plan.new_raw, plan.display)
 
     async def preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
         return await asyncio.to_thread(self._preview, inp, ctx)
@@ -269,6 +280,8 @@ class FileEditingTool(Tool):
         # against clobbering a change made after validation (or while the prompt was open).
         plan = self._plan_with_diff(inp, ctx)
         seen = ctx.read_state.get(plan.path)
+        # The person's cell policies, against the notebook as it is on disk right now.
+        check_before_write(plan.path, plan.new_raw, plan.display, ctx)
         if ctx.checkpoints is not None:  # kept for a rewind: the bytes before, or that it was absent
             ctx.checkpoints.before_write(plan.path, tool=self.name)
         atomic_write(plan.path, plan.new_raw, make_parents=self.make_parents)
