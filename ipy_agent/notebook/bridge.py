@@ -330,7 +330,7 @@ class NotebookBridge:
         the person lifts one, in the page (cell_guard.py)."""
         verdict = breaches({"metadata": {KEY: await self.agent_metadata()}}, {"metadata": {KEY: metadata}})
         if verdict:
-            raise BridgeError("policy", f"Not changed: {verdict.question(self.display_path)}.")
+            raise BridgeError("policy", f"Not changed: {verdict.question(self.display_path or 'the open notebook')}.")
         await self.request("set_agent_metadata", metadata=metadata)
 
     async def notify(self, message: str, type: str = "info") -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -103,14 +104,27 @@ def file_breaches(old: bytes | None, new: bytes) -> Verdict:
     to `new`. A file that is not a notebook before holds no policy; one that is not after has lost
     every protected cell."""
     old_text = _text(old)
-    if old_text is None or not may_hold_policy(old_text):
+    if old is None or old_text is None or not may_hold_policy(old_text):
         return Verdict()
+    # A tool checks one write up to four times (validation before and after the prompt, the
+    # permission check, the write): a notebook with a policy is parsed once for all of them.
+    key = (hashlib.blake2b(old, digest_size=16).digest(), hashlib.blake2b(new, digest_size=16).digest())
+    if (known := _JUDGED.get(key)) is not None:
+        return known
     before = _parsed(old_text)
+    del old_text
     if before is None:
         return Verdict()
     new_text = _text(new)
     after = _parsed(new_text) if new_text is not None else None
-    return breaches(before, after if after is not None else {"cells": [], "metadata": {}})
+    del new_text
+    verdict = breaches(before, after if after is not None else {"cells": [], "metadata": {}})
+    _JUDGED.clear()  # the last write only: the next check is of the same one
+    _JUDGED[key] = verdict
+    return verdict
+
+
+_JUDGED: dict[tuple[bytes, bytes], Verdict] = {}
 
 
 def _text(raw: bytes | None) -> str | None:
@@ -135,7 +149,7 @@ def breaches(before: Mapping[str, Any], after: Mapping[str, Any]) -> Verdict:
     the person protected and to the policies themselves. See the module's table."""
     old_cells, new_cells = _cells(before), _cells(after)
     old_meta, new_meta = _agent_meta(before), _agent_meta(after)
-    old_policies = [policy_sources(_tagged(c), old_meta) for c in old_cells]
+    old_policies = [policy_sources(_tagged(c), old_meta) if _may_have(c, old_meta) else {} for c in old_cells]
     found: list[Breach] = []
     if any(old_policies):
         match = _match(old_cells, new_cells)
@@ -192,6 +206,12 @@ def _agent_meta(nb: Mapping[str, Any]) -> Mapping[str, Any]:
     metadata = nb.get("metadata")
     meta = metadata.get(KEY) if isinstance(metadata, Mapping) else None
     return meta if isinstance(meta, Mapping) else {}
+
+
+def _may_have(cell: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
+    """Whether `cell` can have a policy at all: tags, or a notebook policy that may reach it."""
+    metadata = cell.get("metadata")
+    return bool(meta) or (isinstance(metadata, Mapping) and bool(metadata.get("tags")))
 
 
 def _tagged(cell: Mapping[str, Any]) -> dict[str, Any]:
