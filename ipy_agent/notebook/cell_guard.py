@@ -55,9 +55,6 @@ class Breach:
     change: str  # `its source would change`, `it would be deleted`, `the policy would be removed`
     demand: Demand
 
-    def sentence(self) -> str:
-        return f"{self.cell[:1].upper()}{self.cell[1:]} ({self.where}): {self.change}"
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -88,7 +85,7 @@ class Verdict:
 
     def question(self, notebook: str) -> str:
         """What the person is asked: which cells, which policies, what would happen to them."""
-        lines = [b.sentence() for b in self.found[:_SHOWN]]
+        lines = [f"{b.cell[:1].upper()}{b.cell[1:]} ({b.where}): {b.change}" for b in self.found[:_SHOWN]]
         more = f"; and {len(self.found) - _SHOWN} more" if len(self.found) > _SHOWN else ""
         return f"this write of {notebook} removes or weakens a cell policy the person set: " + "; ".join(lines) + more
 
@@ -103,7 +100,7 @@ def file_breaches(old: bytes | None, new: bytes) -> Verdict:
     """`breaches` for a notebook file about to be rewritten from `old` (None: it does not exist)
     to `new`. A file that is not a notebook before holds no policy; one that is not after has lost
     every protected cell."""
-    old_text = _text(old)
+    old_text = _text(old) if old is not None else None
     if old is None or old_text is None or not may_hold_policy(old_text):
         return Verdict()
     # A tool checks one write up to four times (validation before and after the prompt, the
@@ -115,9 +112,7 @@ def file_breaches(old: bytes | None, new: bytes) -> Verdict:
     del old_text
     if before is None:
         return Verdict()
-    new_text = _text(new)
-    after = _parsed(new_text) if new_text is not None else None
-    del new_text
+    after = _parsed(_text(new))
     verdict = breaches(before, after if after is not None else {"cells": [], "metadata": {}})
     _JUDGED.clear()  # the last write only: the next check is of the same one
     _JUDGED[key] = verdict
@@ -127,16 +122,16 @@ def file_breaches(old: bytes | None, new: bytes) -> Verdict:
 _JUDGED: dict[tuple[bytes, bytes], Verdict] = {}
 
 
-def _text(raw: bytes | None) -> str | None:
-    if raw is None:
-        return None
+def _text(raw: bytes) -> str | None:
     try:
         return raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         return None
 
 
-def _parsed(text: str) -> dict[str, Any] | None:
+def _parsed(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
     try:
         data = json.loads(text)
     except ValueError:
