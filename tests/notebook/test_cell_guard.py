@@ -110,3 +110,16 @@ def test_a_write_that_is_not_a_notebook_deletes_every_protected_cell():
     assert file_breaches(None, b"anything").demand is None  # a new file protects nothing yet
     plain = json.dumps(notebook(code("x = 1", "c"))).encode()
     assert file_breaches(plain, b"not json").demand is None
+
+
+def test_a_timeout_raised_or_removed_asks_and_one_lowered_does_not():
+    before = notebook(code("fit()", "f", ["agent:timeout=60"]))
+
+    def with_tags(tags: list[str]) -> dict[str, Any]:
+        after = copy.deepcopy(before)
+        after["cells"][0]["metadata"] = {"tags": tags} if tags else {}
+        return after
+
+    assert demand(before, with_tags(["agent:timeout=600"])) == "ask"
+    assert demand(before, with_tags([])) == "ask"
+    assert demand(before, with_tags(["agent:timeout=30"])) is None

@@ -23,11 +23,14 @@ import pytest
 from nbformat import v4
 
 from ipy_agent import Agent, ScriptedModel
+from ipy_agent.contract.tool import ToolError
 from ipy_agent.notebook.bridge import BridgeError
 from ipy_agent.notebook.cell_guard import Verdict
+from ipy_agent.tools.files.write import WriteTool
 from ipy_agent.tools.notebook import live as live_module
 from ipy_agent.tools.shared import cell_policies, edit_plan
 from tests.support.frontend import Panel, cell, connected_bridge
+from tests.support.tools import read, tool_ctx
 from tests.support.transcript import all_results, result_text, use
 
 PERMISSIVE = ["acceptEdits", "bypassPermissions"]
@@ -374,3 +377,28 @@ def test_the_metadata_op_refuses_to_lift_a_policy(tmp_path):
         assert panel.metadata["ipy_agent"] == {"instructions": "Be quick."}
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+async def test_a_write_that_lifts_a_policy_lands_only_if_a_person_approved_it(tmp_path, monkeypatch, guarded):
+    """A call that reaches the writer without the permission decision (a direct call: no one
+    approved it) cannot delete a never-run cell; control: without the write-time check it can."""
+    nb = tmp_path / "analysis.ipynb"
+    write_notebook(nb)
+    ctx = tool_ctx(tmp_path)
+    await read(ctx, nb)
+    content = rewritten(nb, lambda d: d["cells"].pop(2))
+    tool = WriteTool()
+    inp = tool.input_model(file_path=str(nb), content=content)
+    assert await tool.validate_input(inp, ctx) is None  # only a read-only cell is refused this early
+    if not guarded:
+        monkeypatch.setattr(edit_plan, "check_before_write", lambda *a: None)
+        await tool.call(inp, ctx)
+        assert "fit_slowly" not in nb.read_text()
+        return
+    with pytest.raises(ToolError, match="no person approved this call"):
+        await tool.call(inp, ctx)
+    assert "fit_slowly" in nb.read_text()
+    ctx.decided_by = "person"  # the person answered the prompt that named the cell and the policy
+    await tool.call(inp, ctx)
+    assert "fit_slowly" not in nb.read_text()
