@@ -206,20 +206,16 @@ class FileEditingTool(Tool):
         return RuleSubject(kind="path", value=str(ctx.resolve(self._target(inp))))
 
     async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
-        """A file that decides what runs or what is allowed (`.git/hooks`, settings, ~/.bashrc:
-        see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
-        where they point."""
-        path = str(ctx.resolve(self._target(inp)))
+        """The person's cell policies on a notebook first (deny, or an ask in every mode: see
+        cell_policies.py), then the files that decide what runs (`_protected_check`)."""
         policy = await asyncio.to_thread(self._policy_check, inp, ctx)
         if policy is not None and policy.behavior == "deny":
             return policy
-        reason = await asyncio.to_thread(write_reason, path, ctx)
-        if reason is None:
-            return policy or PermissionCheck()
-        message = f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed"
-        return PermissionCheck(
-            behavior="ask", always=True, message=f"{message}; {policy.message}" if policy else message
-        )
+        check = await self._protected_check(inp, ctx)
+        if policy is None:
+            return check
+        message = f"{check.message}; {policy.message}" if check.behavior == "ask" and check.message else policy.message
+        return PermissionCheck(behavior="ask", always=True, message=message)
 
     def _policy_check(self, inp: Any, ctx: ToolContext) -> PermissionCheck | None:
         """The person's cell policies on a notebook (cell_policies.py): deny, ask, or None."""
@@ -228,6 +224,20 @@ class FileEditingTool(Tool):
         except ToolError:
             return None  # validation tells the model what is wrong
         return permission_for(plan.path, plan.new_raw, plan.display)
+
+    async def _protected_check(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+        """A file that decides what runs or what is allowed (`.git/hooks`, settings, ~/.bashrc:
+        see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
+        where they point."""
+        path = str(ctx.resolve(self._target(inp)))
+        reason = await asyncio.to_thread(write_reason, path, ctx)
+        if reason is None:
+            return PermissionCheck()
+        return PermissionCheck(
+            behavior="ask",
+            always=True,
+            message=f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed",
+        )
 
     def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
         return suggest_edit_rule(ctx.resolve(self._target(inp)), ctx)
@@ -279,9 +289,9 @@ class FileEditingTool(Tool):
         # Re-reading and re-checking here, in the same thread as the write, is the last guard
         # against clobbering a change made after validation (or while the prompt was open).
         plan = self._plan_with_diff(inp, ctx)
-        seen = ctx.read_state.get(plan.path)
         # The person's cell policies, against the notebook as it is on disk right now.
         check_before_write(plan.path, plan.new_raw, plan.display, ctx)
+        seen = ctx.read_state.get(plan.path)
         if ctx.checkpoints is not None:  # kept for a rewind: the bytes before, or that it was absent
             ctx.checkpoints.before_write(plan.path, tool=self.name)
         atomic_write(plan.path, plan.new_raw, make_parents=self.make_parents)
