@@ -7,6 +7,7 @@ Modules import one way, each only from those above it in this list:
 - `render`: notebook cells as the model reads them (id, type, source, outputs), never raw JSON;
 - `effects`: what running a cell's code can change, found with `ast` (nothing runs);
 - `policy`: the person's cell policies (`agent:never-run`, ...), from tags and notebook metadata;
+- `cell_guard`: what a write of a notebook would do to those policies, whatever tool makes it;
 - `errors`: a failing run's error as the model needs it to fix it: the cell's line, the frames
   in the person's code, names and columns nearby;
 - `execute`: a cell's code run in this kernel, capturing what it shows (NotebookRun);

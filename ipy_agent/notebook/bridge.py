@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cell_guard import KEY, breaches
 from .comm_guard import CommGuard
 from .protocol import PROTOCOL, TARGET
 from .review import Reviews
@@ -324,7 +325,12 @@ class NotebookBridge:
         return value if isinstance(value, dict) else {}
 
     async def set_agent_metadata(self, metadata: dict[str, Any]) -> None:
-        """Replace the open notebook's `ipy_agent` metadata (an empty dict removes it)."""
+        """Replace the open notebook's `ipy_agent` metadata (an empty dict removes it). A change
+        that would remove or weaken a cell policy held there is refused (code `policy`): only
+        the person lifts one, in the page (cell_guard.py)."""
+        verdict = breaches({"metadata": {KEY: await self.agent_metadata()}}, {"metadata": {KEY: metadata}})
+        if verdict:
+            raise BridgeError("policy", f"Not changed: {verdict.question(self.display_path or 'the open notebook')}.")
         await self.request("set_agent_metadata", metadata=metadata)
 
     async def notify(self, message: str, type: str = "info") -> None:

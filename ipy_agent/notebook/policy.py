@@ -28,6 +28,7 @@ __all__ = [
     "READ_ONLY",
     "CellPolicy",
     "cell_policy",
+    "policy_sources",
     "with_cell_tag",
 ]
 
@@ -64,6 +65,25 @@ def _strings(value: Any) -> list[str]:
 def cell_policy(cell: Mapping[str, Any], agent_metadata: Mapping[str, Any] | None = None) -> CellPolicy:
     """The policy of `cell` (as the bridge sends it, with `tags`) under the notebook's
     `ipy_agent` metadata."""
+    found = policy_sources(cell, agent_metadata)
+    timeout: float | None = None
+    for tag in found:
+        if tag.startswith(TIMEOUT_PREFIX):
+            timeout = _seconds(tag[len(TIMEOUT_PREFIX) :])
+            break
+    strongest = next((found[t] for t in (NEVER_RUN, READ_ONLY, ASK) if t in found), "")
+    return CellPolicy(
+        ask=ASK in found,
+        never_run=NEVER_RUN in found,
+        read_only=READ_ONLY in found,
+        timeout=timeout,
+        where=strongest,
+    )
+
+
+def policy_sources(cell: Mapping[str, Any], agent_metadata: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Each policy tag that applies to `cell` (the bridge's form, with `tags`), with where it is
+    set (`its tag agent:read-only`), the cell's own tags first; a timeout only as its first tag."""
     meta = agent_metadata or {}
     per_cell = meta.get("cell_policies")
     sources: list[tuple[str, Iterable[str]]] = [
@@ -75,21 +95,14 @@ def cell_policy(cell: Mapping[str, Any], agent_metadata: Mapping[str, Any] | Non
         ("the notebook's policy for every cell", _strings(meta.get("policy"))),
     ]
     found: dict[str, str] = {}
-    timeout: float | None = None
+    timed = False
     for where, tags in sources:
         for tag in tags:
             if tag in POLICY_TAGS:
                 found.setdefault(tag, f"{where} {tag}")
-            elif tag.startswith(TIMEOUT_PREFIX) and timeout is None:
-                timeout = _seconds(tag[len(TIMEOUT_PREFIX) :])
-    strongest = next((found[t] for t in (NEVER_RUN, READ_ONLY, ASK) if t in found), "")
-    return CellPolicy(
-        ask=ASK in found,
-        never_run=NEVER_RUN in found,
-        read_only=READ_ONLY in found,
-        timeout=timeout,
-        where=strongest,
-    )
+            elif tag.startswith(TIMEOUT_PREFIX) and not timed and _seconds(tag[len(TIMEOUT_PREFIX) :]) is not None:
+                found[tag], timed = f"{where} {tag}", True
+    return found
 
 
 def _seconds(text: str) -> float | None:

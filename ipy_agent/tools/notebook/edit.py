@@ -37,11 +37,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
+from ipy_agent.tools.shared.cell_policies import EVERY_TIME
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
 
 from .edit_file import plan_file_edit
 from .edit_live import apply_live, plan_live, preview_live
-from .live import live_target, read_only_refusal
+from .live import edit_verdict, live_target
 
 __all__ = ["NotebookEditInput", "NotebookEditResult", "NotebookEditTool"]
 
@@ -140,17 +141,33 @@ class NotebookEditTool(FileEditingTool):
         return None
 
     async def check_permissions(self, inp: NotebookEditInput, ctx: ToolContext) -> PermissionCheck:
-        """A cell the person marked `agent:read-only` is refused in every mode (the live notebook)."""
+        """The person's cell policies, in every mode: on the file through `FileEditingTool`, in the
+        open notebook here (a read-only cell is refused, lifting a policy asks)."""
         nb = live_target(ctx, inp.notebook_path)
-        if nb is not None and inp.cell_id and inp.edit_mode != "insert":
-            refusal = await read_only_refusal(nb, inp.cell_id)
-            if refusal:
-                return PermissionCheck(behavior="deny", message=refusal)
-        return await super().check_permissions(inp, ctx)
+        if nb is None:
+            return await super().check_permissions(inp, ctx)
+        verdict = await edit_verdict(nb, inp)
+        if verdict.demand == "refuse":
+            return PermissionCheck(behavior="deny", message=verdict.refusal(nb.display_path))
+        check = await super().check_permissions(inp, ctx)
+        if verdict.demand == "ask":
+            question = f"{verdict.question(nb.display_path)}, {EVERY_TIME}"
+            message = f"{check.message}; {question}" if check.behavior == "ask" and check.message else question
+            return PermissionCheck(behavior="ask", always=True, message=message)
+        return check
+
+    def _policy_check(self, inp: NotebookEditInput, ctx: ToolContext) -> PermissionCheck | None:
+        # The open notebook's policies are judged on the page (check_permissions), not on the file.
+        return None if live_target(ctx, inp.notebook_path) is not None else super()._policy_check(inp, ctx)
 
     async def preview(self, inp: NotebookEditInput, ctx: ToolContext) -> PermissionPreview | None:
         nb = live_target(ctx, inp.notebook_path)
-        return await super().preview(inp, ctx) if nb is None else await preview_live(inp, ctx, nb)
+        if nb is None:
+            return await super().preview(inp, ctx)
+        # A change that lifts a policy is asked in the prompt alone: not staged in the cell, where
+        # an earlier "Accept all" of this run would take it without asking.
+        staged = (await edit_verdict(nb, inp)).demand is None
+        return await preview_live(inp, ctx, nb, staged=staged)
 
     async def call(self, inp: NotebookEditInput, ctx: ToolContext) -> Any:
         nb = live_target(ctx, inp.notebook_path)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from ipy_agent.contract.tool import ToolError
-from ipy_agent.notebook.policy import cell_policy
 
 from .nbfile import NotebookText, load_notebook, new_cell, quiet, schema_problems, upgrade_keeping_ids
 
@@ -52,17 +51,6 @@ def plan_file_edit(inp: Any, raw: bytes, display: str) -> FileEdit:
     return _splice(inp, doc, display)
 
 
-def _refuse_read_only(cell: dict[str, Any], label: str, display: str) -> None:
-    """A cell the person tagged `agent:read-only` in the file is refused, in every mode."""
-    metadata = cell.get("metadata")
-    tags = metadata.get("tags") if isinstance(metadata, dict) else None
-    if cell_policy({"id": label, "tags": tags}).read_only:
-        raise ToolError(
-            f"Cell {label!r} of {display} is read-only for the agent (its tag agent:read-only): the person set this. "
-            "Do not change it another way; put new code in a new cell (edit_mode insert), or ask the person."
-        )
-
-
 def _splice(inp: Any, doc: NotebookText, display: str) -> FileEdit:
     """One cell changed in the text: the rest of the file stays byte for byte."""
     ids = [c.id for c in doc.cells]
@@ -82,7 +70,6 @@ def _splice(inp: Any, doc: NotebookText, display: str) -> FileEdit:
     else:
         index = _find_cell(ids, inp.cell_id or "", display)
         old_cell = doc.cell(index)
-        _refuse_read_only(old_cell, ids[index] or f"cell-{index}", display)
         old_type = str(old_cell.get("cell_type", ""))
         old_source = _joined(old_cell.get("source", ""))
         cleared = old_type == "code" and bool(old_cell.get("outputs") or old_cell.get("execution_count") is not None)

@@ -22,7 +22,7 @@ from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.diff import make_diff
 
-from .live import bridge_call, fetch_cell, named, record_cells, require_fresh_cell, require_listed
+from .live import bridge_call, cell_verdict, fetch_cell, named, record_cells, require_fresh_cell, require_listed
 from .review_live import LiveReview
 
 __all__ = ["LivePlan", "apply_live", "plan_live", "preview_live"]
@@ -95,7 +95,8 @@ def _title(plan: LivePlan, nb: Any) -> str:
     return f"{plan.edit_mode.capitalize()} {_named(plan.cell)}{change} in {where}"
 
 
-async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview | None:
+async def preview_live(inp: Any, ctx: ToolContext, nb: Any, *, staged: bool = True) -> PermissionPreview | None:
+    """The prompt's preview; `staged` also draws the change in the cell for review there."""
     try:
         plan = await plan_live(inp, ctx, nb)
     except ToolError:
@@ -108,7 +109,7 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any) -> PermissionPreview
         else ()
     )
     review = None
-    if ctx.tool_use_id and getattr(nb, "reviews", None) is not None:  # staged in the cell (review_live.py)
+    if staged and ctx.tool_use_id and getattr(nb, "reviews", None) is not None:  # in the cell (review_live.py)
         label = (
             f"a new cell after {_named(plan.cell)}" if plan.edit_mode == "insert" and plan.cell else _named(plan.cell)
         )
@@ -161,6 +162,16 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
     from ipy_agent.notebook.bridge import BridgeError
 
     target = plan.cell or {}
+    if plan.cell is not None and plan.edit_mode != "insert":
+        # The person's cell policies, against the cell and the metadata as the page has them now.
+        verdict = await cell_verdict(nb, plan.cell, inp)
+        if verdict.demand == "refuse":
+            raise ToolError(verdict.refusal(nb.display_path))
+        if verdict.demand == "ask" and ctx.decided_by != "person":
+            raise ToolError(
+                f"Not changed: {verdict.question(nb.display_path)}, and no person approved this call. Ask the "
+                "person to change the cell's policy themselves, or leave it."
+            )
     try:
         if plan.edit_mode == "insert":
             after_id = plan.cell["id"] if plan.cell else None

@@ -15,6 +15,7 @@ from typing import Any
 from ipy_agent.contract.read_state import cell_key
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.notebook.cell_guard import Verdict, cell_edit_breaches
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import CellPolicy, cell_policy
 
@@ -22,12 +23,13 @@ __all__ = [
     "NOTEBOOK_MARK",
     "bridge_call",
     "cell_policy_of",
+    "cell_verdict",
+    "edit_verdict",
     "fetch_cell",
     "live_bridge",
     "live_missing",
     "live_target",
     "named",
-    "read_only_refusal",
     "record_cells",
     "require_fresh_cell",
 ]
@@ -157,16 +159,30 @@ async def cell_policy_of(nb: Any, cell: dict[str, Any]) -> CellPolicy:
     return cell_policy(cell, meta if isinstance(meta, dict) else {})
 
 
-async def read_only_refusal(nb: Any, cell_id: str) -> str | None:
-    """Why the cell must not be edited (`agent:read-only`), or None."""
+async def edit_verdict(nb: Any, inp: Any) -> Verdict:
+    """What NotebookEdit's `inp` would do to the person's cell policies in the open notebook, judged
+    on the cell and the notebook's metadata as the page has them now (notebook/cell_guard.py)."""
+    if inp.edit_mode == "insert" or not inp.cell_id:
+        return Verdict()
     try:
-        cell = await fetch_cell(nb, cell_id)
+        cell = await fetch_cell(nb, inp.cell_id)
     except ToolError:
-        return None  # validation says what is wrong with the id
-    policy = await cell_policy_of(nb, cell)
-    if not policy.read_only:
-        return None
-    return (
-        f"{named(cell)} is read-only for the agent ({policy.where}): the person set this. Do not change it "
-        "another way; put new code in a new cell (NotebookEdit with edit_mode insert), or ask the person."
+        return Verdict()  # validation says what is wrong with the id
+    return await cell_verdict(nb, cell, inp)
+
+
+async def cell_verdict(nb: Any, cell: dict[str, Any], inp: Any) -> Verdict:
+    """`edit_verdict` for a cell already fetched."""
+    from ipy_agent.notebook.bridge import BridgeError
+
+    try:
+        meta = await nb.agent_metadata()
+    except BridgeError:
+        meta = {}
+    return cell_edit_breaches(
+        cell,
+        meta if isinstance(meta, dict) else {},
+        edit_mode=inp.edit_mode,
+        source=inp.new_source,
+        cell_type=inp.cell_type or cell.get("cell_type") or "code",
     )

@@ -27,6 +27,7 @@ from typing import Any
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext, WriteDecision
 
+from .cell_policies import check_before_write, permission_for, refusal_for
 from .diff import Diff, Span, diff_spans, make_diff
 from .fileio import WriteRefused, atomic_write, real_path
 from .protected import write_checker, write_reason
@@ -211,6 +212,26 @@ class FileEditingTool(Tool):
         return RuleSubject(kind="path", value=str(ctx.resolve(self._target(inp))))
 
     async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+        """The person's cell policies on a notebook first (deny, or an ask in every mode: see
+        cell_policies.py), then the files that decide what runs (`_protected_check`)."""
+        policy = await asyncio.to_thread(self._policy_check, inp, ctx)
+        if policy is not None and policy.behavior == "deny":
+            return policy
+        check = await self._protected_check(inp, ctx)
+        if policy is None:
+            return check
+        message = f"{check.message}; {policy.message}" if check.behavior == "ask" and check.message else policy.message
+        return PermissionCheck(behavior="ask", always=True, message=message)
+
+    def _policy_check(self, inp: Any, ctx: ToolContext) -> PermissionCheck | None:
+        """The person's cell policies on a notebook (cell_policies.py): deny, ask, or None."""
+        try:
+            plan = self._plan(inp, ctx)
+        except ToolError:
+            return None  # validation tells the model what is wrong
+        return permission_for(plan.path, plan.new_raw, plan.display)
+
+    async def _protected_check(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
         """A file that decides what runs or what is allowed (`.git/hooks`, settings, ~/.bashrc:
         see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
         where they point."""
@@ -242,10 +263,10 @@ class FileEditingTool(Tool):
     def _validate(self, inp: Any, ctx: ToolContext) -> str | None:
         # The plan is dropped here, in the thread, for the reason given in `_preview`.
         try:
-            self._plan(inp, ctx)
+            plan = self._plan(inp, ctx)
         except ToolError as e:
             return str(e)
-        return None
+        return refusal_for(plan.path, plan.new_raw, plan.display)
 
     async def preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
         return await asyncio.to_thread(self._preview, inp, ctx)
@@ -276,6 +297,8 @@ class FileEditingTool(Tool):
         # Re-reading and re-checking here, in the same thread as the write, is the last guard
         # against clobbering a change made after validation (or while the prompt was open).
         plan = self._plan_with_diff(inp, ctx)
+        # The person's cell policies, against the notebook as it is on disk right now.
+        check_before_write(plan.path, plan.new_raw, plan.display, ctx)
         seen = ctx.read_state.get(plan.path)
         checkpoints = ctx.checkpoints
 
