@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from ipy_agent.permissions.builtin import ENV_FILES, builtin_read_denies
 
-__all__ = ["MAX_DIRS", "MAX_PROGRAMS", "Toolchain", "toolchain"]
+__all__ = ["MAX_DIRS", "MAX_PROGRAMS", "Toolchain", "refresh", "toolchain"]
 
 MAX_DIRS = 48  # directories shown for programs, all sources together
 MAX_PROGRAMS = 400  # files looked at in one PATH entry under HOME (pyenv has ~100 shims)
@@ -91,6 +91,11 @@ def toolchain(shown: tuple[str, ...] = ()) -> Toolchain:
     env = tuple(os.environ.get(name) for name in _ENV)
     kernel = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable)
     return _cached(env, kernel, _stamps(os.environ.get("PATH", "")), shown)
+
+
+def refresh() -> None:
+    """Forget what was found (a toolchain changed without its PATH entries changing)."""
+    _cached.cache_clear()
 
 
 def _stamps(path: str) -> tuple[tuple[str, int], ...]:
