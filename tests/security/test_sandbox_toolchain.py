@@ -227,3 +227,34 @@ def test_the_derivation_is_cached_until_a_program_is_installed(tmp_path, monkeyp
     script.chmod(0o755)
     os.utime(script.parent, ns=(0, os.stat(script.parent).st_mtime_ns + 1))  # a coarse clock's tick
     assert str(late) in toolchain.toolchain().dirs
+
+
+@pytest.mark.parametrize("decided_by", SANDBOXES)
+def test_a_path_entry_spelled_through_a_symlink_runs(tmp_path, monkeypatch, decided_by):
+    """`~/.local/bin -> /elsewhere/bin` and `~/apps/current -> v2`: the sandbox's HOME has the
+    same symlinks, so PATH finds the programs by the names it has."""
+    env = fake_home(tmp_path, "pyenv")
+    home = Path(env["HOME"])
+    elsewhere = tmp_path / "opt" / "tools" / "bin"
+    elsewhere.mkdir(parents=True)
+    (home / ".local").mkdir()
+    (home / ".local" / "bin").symlink_to(elsewhere)
+    (home / "apps" / "v2" / "bin").mkdir(parents=True)
+    (home / "apps" / "current").symlink_to("v2")
+    for program, where in (("from-local", elsewhere), ("from-apps", home / "apps" / "v2" / "bin")):
+        (where / program).write_text(f"#!/bin/sh\necho {program} runs\n")
+        (where / program).chmod(0o755)
+    env["PATH"] = f"{home}/.local/bin:{home}/apps/current/bin:{env['PATH']}"
+    use_home(monkeypatch, env)
+    cwd = project(tmp_path / "project")
+    out = run(cwd, decided_by, "from-local && from-apps")
+    assert (out.exit_code, out.text) == (0, "from-local runs\nfrom-apps runs"), out
+    # Control: without the symlinks, PATH's spelling leads nowhere.
+    real = toolchain.toolchain
+
+    def without_links(shown: tuple[str, ...] = ()) -> toolchain.Toolchain:
+        return toolchain.Toolchain(dirs=real(shown).dirs)
+
+    monkeypatch.setattr(sandbox, "toolchain", without_links)
+    out = run(cwd, decided_by, "from-local && from-apps")
+    assert out.exit_code == NOT_FOUND, out
