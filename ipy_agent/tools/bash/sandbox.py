@@ -8,7 +8,8 @@ what the rules say:
 
 - "read-only" (judged read-only by the classifier): the working directories, the system's
   program and library directories, the Python prefix and the git repository they are in,
-  mounted read-only; HOME empty and read-only; no network (a new network namespace has only
+  mounted read-only; HOME empty and read-only but for the person's toolchain (`toolchain`: a
+  pyenv root, a conda prefix, `~/.local/bin`...); no network (a new network namespace has only
   its own loopback).
 - "write-workdirs" (approved by a rule, a hook or a mode; and every approved command with the
   setting "always"): the whole filesystem read-only, the working directories (and their git
