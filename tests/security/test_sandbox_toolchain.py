@@ -206,6 +206,7 @@ def test_the_derivation_is_bounded(tmp_path, monkeypatch):
     use_home(monkeypatch, env)
     found = toolchain.toolchain()
     assert len(found.dirs) == toolchain.MAX_DIRS
+    assert os.path.realpath(sys.prefix) in found.dirs, "the kernel's own prefix is never left out"
     assert str(home / "tools" / "t0" / "bin") in found.dirs
 
 

@@ -151,14 +151,15 @@ class _Finder:
         self.uv_python = env["UV_PYTHON_INSTALL_DIR"] or os.path.join(data, "uv", "python")
 
     def find(self) -> Toolchain:
+        # The kernel's own prefix first: the bound must never leave out the Python that runs.
+        for prefix in self.kernel[:3]:
+            self._add(os.path.realpath(prefix))
+        self._program(self.kernel[3])
         entries = [e for e in (self.env["PATH"] or "").split(os.pathsep) if e and os.path.isabs(e)]
         for entry in entries:
             if os.path.isdir(entry):
                 self._spelled(entry)
                 self._place_dir(os.path.realpath(entry))
-        for prefix in self.kernel[:3]:
-            self._add(os.path.realpath(prefix))
-        self._program(self.kernel[3])
         self._conda()
         if os.path.isdir(self.uv_python):
             self._add(os.path.realpath(self.uv_python))
