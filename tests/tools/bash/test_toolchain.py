@@ -132,7 +132,7 @@ def test_never_home_the_xdg_dirs_or_a_credential_store(home, monkeypatch, entry)
     assert shown(home) == {".local/bin"}
 
 
-def test_a_prefix_that_is_refused_falls_back_to_the_programs_directory(home, monkeypatch):
+def test_local_bin_brings_local_lib_never_local_itself(home, monkeypatch):
     """`~/.local/bin/x` runs with `/usr/bin/python3`: `~/.local/bin` and `~/.local/lib` (its user
     site-packages) are shown, never `~/.local` itself, which holds `share/` and `state/`."""
     make(home / ".local" / "bin" / "x", "#!/usr/bin/python3\n")
