@@ -182,7 +182,15 @@ class _Finder:
         for d in ordered:
             if not any(_under(d, kept) for kept in dirs):
                 dirs.append(d)
-        links = tuple((p, t) for p, t in self.links.items() if not any(_under(p, d) for d in dirs))
+        # A symlink the sandbox makes again: not inside a shown directory (it is there already),
+        # and leading to what is shown (or above it), never to a refused directory.
+        places = [*dirs, *self.shown]
+        links = tuple(
+            (path, target)
+            for path, target in self.links.items()
+            if not any(_under(path, d) for d in dirs)
+            and any(_under(real := os.path.realpath(path), d) or _under(d, real) for d in places)
+        )
         return Toolchain(dirs=tuple(sorted(dirs)), links=links)
 
     def refused(self, d: str) -> bool:

@@ -150,3 +150,13 @@ def test_the_kernels_own_prefix_is_shown_under_home(home, monkeypatch):
     monkeypatch.setattr(sys, "exec_prefix", str(prefix))
     on_path(monkeypatch)
     assert ".venvs/kernel" in shown(home)
+
+
+def test_a_symlink_to_a_credential_store_is_not_made_again(home, monkeypatch):
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("secret\n")
+    (home / "keys").symlink_to(".ssh")
+    on_path(monkeypatch, home / "keys")
+    found = toolchain.toolchain()
+    assert found.links == ()
+    assert shown(home) == set()
