@@ -8,7 +8,8 @@ what the rules say:
 
 - "read-only" (judged read-only by the classifier): the working directories, the system's
   program and library directories, the Python prefix and the git repository they are in,
-  mounted read-only; HOME empty and read-only; no network (a new network namespace has only
+  mounted read-only; HOME empty and read-only but for the person's toolchain (`toolchain`: a
+  pyenv root, a conda prefix, `~/.local/bin`...); no network (a new network namespace has only
   its own loopback).
 - "write-workdirs" (approved by a rule, a hook or a mode; and every approved command with the
   setting "always"): the whole filesystem read-only, the working directories (and their git
@@ -49,6 +50,7 @@ from .masks import Mask, notice_file
 from .resources import limits_status
 from .seccomp import filter_spec, seccomp_fd
 from .surface_mounts import Held, surface_mounts
+from .toolchain import toolchain
 
 __all__ = [
     "Access",
@@ -169,18 +171,9 @@ def _mount_system(args: list[str], mounted: set[str]) -> None:
 
 
 def _program_dirs() -> list[str]:
-    """PATH entries and the Python prefixes: where the programs a command names live."""
-    home = os.path.realpath(os.path.expanduser("~"))
-    out: list[str] = []
-    for d in [*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix, sys.exec_prefix]:
-        if not d or not os.path.isabs(d) or not os.path.isdir(d):
-            continue
-        real = os.path.realpath(d)
-        # Never a whole home, root or /tmp through a PATH entry: only program directories.
-        if real in ("/", "/tmp") or home == real or home.startswith(real.rstrip("/") + "/"):
-            continue
-        out.append(real)
-    return out
+    """Where the programs a command names live, the system's directories aside: PATH entries,
+    what the person's shims and launchers under HOME run, the Python prefixes (`toolchain`)."""
+    return list(toolchain(_SYSTEM_DIRS).dirs)
 
 
 def covered(path: str, mounted: Iterable[str]) -> bool:
@@ -237,15 +230,21 @@ def bwrap_argv(
     mounted: set[str] = set() if read_only else {"/"}
     if read_only:
         _mount_system(args, mounted)
-    for d in _program_dirs():
-        if not covered(d, mounted):
+    # The person's programs (a pyenv root, a conda prefix, ~/.local/bin...), read-only; the
+    # rest of HOME stays hidden. Under /tmp they are bound again over the private /tmp.
+    programs = toolchain(_SYSTEM_DIRS)
+    for d in programs.dirs:
+        if not covered(d, mounted) or covered(d, _PRIVATE):
             args += ["--ro-bind", d, d]
             mounted.add(d)
+    for link, target in programs.links:
+        if not covered(link, mounted) or covered(link, _PRIVATE):
+            args += ["--symlink", target, link]
     args += _workdir_mounts(ctx, read_only, mounted, held)
     if ctx.spill_dir is not None and os.path.isdir(ctx.spill_dir):
         spill = os.path.realpath(ctx.spill_dir)
         args += ["--ro-bind", spill, spill]
-    shown = [os.path.realpath(p) for p in ctx.all_dirs()]
+    shown = [*(os.path.realpath(p) for p in ctx.all_dirs()), *programs.dirs]
     system = [Mask(p, "dir" if os.path.isdir(p) else "sealed") for p in _SYSTEM_MASKS if os.path.lexists(p)]
     for mask in [*system, *masks]:
         if covered(mask.path, _PRIVATE) and not covered(mask.path, shown):
