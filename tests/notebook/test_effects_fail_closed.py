@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ipy_agent.notebook import effects as effects_module
+from ipy_agent.notebook import namespace_reach
 from ipy_agent.notebook.effects import ALL_CLEAR, cell_effects, effect_lines
 from ipy_agent.tools.notebook.run_notes import effect_notes
 from tests.support import effects_before
@@ -142,8 +142,8 @@ def test_syntax_the_check_does_not_know_is_unseen(monkeypatch: pytest.MonkeyPatc
     source = "match p:\n    case [x]:\n        pass"
     assert cell_effects(source).visible
     cell_effects.cache_clear()
-    known = tuple(k for k in effects_module._KNOWN_NODES if k is not ast.MatchSequence)
-    monkeypatch.setattr(effects_module, "_KNOWN_NODES", known)
+    known = tuple(k for k in namespace_reach._KNOWN_NODES if k is not ast.MatchSequence)
+    monkeypatch.setattr(namespace_reach, "_KNOWN_NODES", known)
     lines = effect_lines(cell_effects(source))
     cell_effects.cache_clear()
     assert lines[0] == "effects not visible: it uses syntax the check does not know (MatchSequence)"

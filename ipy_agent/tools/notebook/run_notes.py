@@ -16,7 +16,8 @@ import re
 import sys
 from typing import Any
 
-from ipy_agent.notebook.effects import cell_effects, effect_lines, reach_through_values
+from ipy_agent.notebook.effects import cell_effects, effect_lines
+from ipy_agent.notebook.namespace_reach import reach_through_values
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import CellPolicy, cell_policy
 from ipy_agent.notebook.runlog import describe_run
@@ -57,7 +58,9 @@ def effect_notes(nb: Any, cell: dict[str, Any]) -> list[str]:
     namespace = getattr(shell, "user_ns", None)
     if isinstance(namespace, dict):
         holders = [(shell, "the IPython shell"), (getattr(shell, "user_module", None), "the notebook's module")]
-        reached = reach_through_values(effects, namespace, [(obj, label) for obj, label in holders if obj is not None])
+        reached = reach_through_values(
+            effects.uses, namespace, [(obj, label) for obj, label in holders if obj is not None]
+        )
     loaded = {name.split(".")[0] for name in list(sys.modules)}
     runs = getattr(nb, "runs", None)
     last = describe_run(
