@@ -258,10 +258,13 @@ class Checkpoints:
         return problems
 
     def after_run(self, code: str, namespace: Mapping[str, Any]) -> None:
-        """`code` ran in `namespace`: fingerprint what it left in each name it can assign (an id,
+        """`code` ran in `namespace`: fingerprint what it left in each name it can assign, and in
+        each name an earlier run assigned that it reads (it may have changed it in place): an id,
         a type, a builtin immutable's value, a container's size; no code of the value's class
-        runs). A rewind compares the name's value then with this."""
-        for name in assigned_names(code) or ():
+        runs. A rewind compares the name's value then with this."""
+        effects = cell_effects(code)
+        touched = [n for n in effects.uses if n in self.left]
+        for name in [*(assigned_names(code) or ()), *touched]:
             self.left[name] = fingerprint(namespace[name]) if name in namespace else None
 
     def _variable(self, name: str, namespace: Mapping[str, Any], cell: str) -> VariableSave:

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 
 __all__ = ["reach_through_values", "unseen_reach"]
 
+_MOST_CODES = 200  # code objects followed from one function of the notebook
+
 # Names whose mere use can reach the namespace (called, or passed on, or kept under another name).
 _REACH_NAMES = frozenset(
     "exec eval compile globals locals vars __import__ setattr delattr get_ipython __builtins__ builtins "
@@ -147,18 +149,23 @@ def reach_through_values(
         if held is not None:
             out.append(f"uses {name}, which holds {held}")
         elif type(value) is types.FunctionType and value.__globals__ is namespace:
-            out.extend(f"uses {name}(), {why}" for why in _function_reach(value.__code__))
+            out.extend(f"uses {name}(), {why}" for why in _function_reach(value.__code__, namespace))
     return tuple(out)
 
 
-def _function_reach(code: types.CodeType) -> list[str]:
-    """Why a function's code (nested functions included) can change the namespace: the globals
-    it assigns or deletes, and names in it that reach the namespace."""
+def _function_reach(code: types.CodeType, namespace: Mapping[str, object]) -> list[str]:
+    """Why a function's code can change the namespace: the globals it assigns or deletes, and
+    names in it that reach the namespace; its nested functions, and the notebook's functions it
+    names (at most `_MOST_CODES` code objects), included."""
     stores: dict[str, None] = {}
     reaching: dict[str, None] = {}
     todo = [code]
-    while todo:
+    seen: set[int] = set()
+    while todo and len(seen) < _MOST_CODES:
         c = todo.pop()
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
         for ins in dis.get_instructions(c):
             if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") and isinstance(ins.argval, str):
                 stores.setdefault(ins.argval, None)
@@ -166,6 +173,12 @@ def _function_reach(code: types.CodeType) -> list[str]:
             if n in _REACH_NAMES or n in _REACH_ATTRS or n == "modules":
                 reaching.setdefault(n, None)
         todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        for n in c.co_names:  # a function of the notebook it calls: followed
+            value = namespace.get(n)
+            if type(value) is types.FunctionType and value.__globals__ is namespace:
+                todo.append(value.__code__)
+    if todo:
+        reaching.setdefault("more code than is followed", None)
     why: list[str] = []
     if stores:
         why.append(f"which assigns the globals {', '.join(stores)}")

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
+from ipy_agent.contract.checkpoints import Checkpoints, assigned_names
 from ipy_agent.loop import rewind
 from ipy_agent.loop.rewind_report import RewindReport
 from ipy_agent.notebook.fingerprint import fingerprint, unchanged
@@ -22,10 +23,11 @@ from tests.support.frontend import Panel, cell, connected_bridge
 from tests.support.transcript import use
 
 
-async def agent_ran(shell: Any, tmp_path: Path, source: str) -> Agent:
-    """An agent that ran `source` as a cell of the open notebook, in `shell`."""
-    panel = Panel(path="nb.ipynb", cells=[cell(source, cell_id="c1")])
-    turns = [[use("NotebookRun", "n1", cell_id="c1")], "Done."]
+async def agent_ran(shell: Any, tmp_path: Path, *sources: str) -> Agent:
+    """An agent that ran `sources` as cells of the open notebook, in order, in `shell`."""
+    ids = [f"c{i}" for i in range(len(sources))]
+    panel = Panel(path="nb.ipynb", cells=[cell(source, cell_id=i) for i, source in zip(ids, sources, strict=True)])
+    turns = [[use("NotebookRun", "n1", cell_ids=ids)], "Done."]
     agent = Agent(
         model=ScriptedModel(turns),
         cwd=tmp_path,
@@ -79,6 +81,31 @@ async def test_what_the_fingerprint_sees_of_a_change_made_in_place(shell: Any, t
     report = await agent.arewind()
     assert shell.user_ns["grown"] == [1, 2] and shell.user_ns["same"] == [0]
     assert report.kept == ["variable grown (changed since the agent's run)"]
+
+
+@pytest.mark.parametrize("reads_counted", [True, False])
+async def test_a_later_cell_of_the_run_that_changes_a_variable_in_place_is_the_agents_change(
+    shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads_counted: bool
+):
+    """The run's second cell grows the list its first cell made: what the run left is the grown
+    list, so a rewind with no change from the person puts the old value back, keeping nothing.
+    Control: fingerprinting only the names a cell assigns takes the agent's own append for the
+    person's, and the rewind keeps the agent's list."""
+    if not reads_counted:
+
+        def assigned_only(self: Checkpoints, code: str, namespace: dict[str, Any]) -> None:
+            for name in assigned_names(code) or ():
+                self.left[name] = fingerprint(namespace[name]) if name in namespace else None
+
+        monkeypatch.setattr(Checkpoints, "after_run", assigned_only)
+    person(shell, "x = [1, 2]")
+    agent = await agent_ran(shell, tmp_path, "x = [9]", "x.append(10)")
+    assert shell.user_ns["x"] == [9, 10]
+    report = await agent.arewind()
+    if reads_counted:
+        assert shell.user_ns["x"] == [1, 2] and report.variables_restored == ["x"] and not report.kept
+    else:
+        assert shell.user_ns["x"] == [9, 10] and report.kept == ["variable x (changed since the agent's run)"]
 
 
 async def test_names_the_run_made_or_removed_that_the_person_set_since_are_kept(shell: Any, tmp_path: Path):

@@ -51,6 +51,11 @@ TABLE: list[tuple[str, str, str]] = [
     ("global import", "x = 1", "def f():\n    global x\n    import os as x\nf()"),
     ("global walrus", "x = 1", "def f():\n    global x\n    (x := 2)\nf()"),
     ("a function of the notebook that assigns a global", "x = 1\ndef bump():\n    global x\n    x = 2", "bump()"),
+    (
+        "a function of the notebook that calls one that does",
+        "x = 1\ndef bump():\n    global x\n    x = 2\ndef outer():\n    bump()",
+        "outer()",
+    ),
 ]
 
 
