@@ -27,6 +27,12 @@ _MUTATING_METHODS = frozenset(
     "difference_update intersection_update symmetric_difference_update fill resize setflags put itemset "
     "fit partial_fit load_state_dict".split()
 )
+# Builtins whose call runs no code the cell does not show (beyond the special methods of values).
+_PLAIN_BUILTINS = frozenset(
+    "print len range enumerate zip sorted reversed min max sum abs round isinstance issubclass type str int "
+    "float complex bool list dict set frozenset tuple repr format any all id divmod pow chr ord bin hex oct "
+    "slice bytes bytearray callable".split()
+)
 # IPython's history names, which every run updates: not counted.
 _HISTORY_NAME = re.compile(r"^(_+|_i+|_i?\d+|_ih|_oh|_dh|In|Out|__annotations__)$")
 
@@ -41,6 +47,7 @@ class Found:
     may_modify: dict[str, None] = field(default_factory=dict)
     unseen: dict[str, None] = field(default_factory=dict)
     uses: dict[str, None] = field(default_factory=dict)
+    calls: dict[str, None] = field(default_factory=dict)  # what the top-level code calls, but plain builtins
 
     def bind(self, name: str) -> None:
         if not _HISTORY_NAME.match(name):
@@ -244,7 +251,7 @@ class _TopLevel(ast.NodeVisitor):
         for name in inner.binds:
             if name not in local or name in walrus:
                 self.f.bind(name)
-        for key in ("may_modify", "unseen", "deletes"):
+        for key in ("may_modify", "unseen", "deletes", "calls"):
             getattr(self.f, key).update(getattr(inner, key))
 
     visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension
@@ -260,7 +267,20 @@ class _TopLevel(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         _note_call(node, self.f)
+        callee = _callee(node.func)
+        if callee not in _PLAIN_BUILTINS:
+            self.f.calls.setdefault(callee, None)
         self.generic_visit(node)
+
+
+def _callee(func: ast.expr) -> str:
+    """What a call calls, as the cell spells it: `load`, `pd.read_csv`, `….fit` (a computed object)."""
+    parts: list[str] = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    parts.append(func.id if isinstance(func, ast.Name) else "…")
+    return ".".join(reversed(parts))
 
 
 def _note_call(node: ast.Call, found: Found) -> None:

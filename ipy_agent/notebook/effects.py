@@ -13,8 +13,9 @@ says "effects not visible": anything that reaches the namespace other than by a 
 `setattr`, `exec`, ...) and syntax it does not know (`namespace_reach.py`, which also looks at
 what the names the cell reads hold now: the shell, the namespace itself, a function that assigns
 globals), a line magic, a `!` line, a cell magic whose arguments or body it cannot read, `from x
-import *`. Even when all is seen, the summary speaks for the cell's own code only: what the
-functions it calls do is not followed, and the all-clear line (`ALL_CLEAR`) says so.
+import *`. Even when all is seen, the summary speaks for the cell's own code only: the code it
+calls is not followed, and a last line names those calls (`not followed into the code it calls
+(pd.read_csv, load)`), after the list or after the all-clear line (`ALL_CLEAR`).
 
 IPython syntax is not Python: a line starting with `%` or `!` (or `x = !cmd`, `x = %magic`) is
 taken out before parsing, and noted as unseen; a cell magic (`%%time`, `%%bash`) makes the whole
@@ -36,7 +37,8 @@ from .namespace_reach import unseen_reach
 __all__ = ["ALL_CLEAR", "CellEffects", "cell_effects", "effect_lines"]
 
 # What the summary says when the cell's own code binds, deletes and modifies nothing it can see.
-ALL_CLEAR = "its own code binds no variable (what the functions it calls do is not followed)"
+ALL_CLEAR = "its own code binds no variable"
+_MOST_CALLS_SHOWN = 4
 
 # Cell magics whose body is ordinary Python run in the namespace.
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
@@ -55,6 +57,7 @@ class CellEffects:
     may_modify: tuple[str, ...] = ()  # "df (drop with inplace=True)", "items (append)"
     unseen: tuple[str, ...] = ()  # reasons the effects cannot all be seen ("runs %run")
     uses: tuple[str, ...] = ()  # names read that the cell does not bind before reading
+    calls: tuple[str, ...] = ()  # what its top-level code calls (`pd.read_csv`), plain builtins aside
     syntax_error: str | None = None
 
     @property
@@ -90,6 +93,7 @@ def _frozen(found: Found) -> CellEffects:
         may_modify=tuple(found.may_modify),
         unseen=tuple(found.unseen),
         uses=tuple(found.uses),
+        calls=tuple(found.calls),
     )
 
 
@@ -146,7 +150,7 @@ def effect_lines(
     `current` maps names that exist now to their summary (from Variables); `loaded` are the
     modules already imported; `last_run` says how the cell's last run went ("took 2.1 s, 3
     outputs, 12,000 characters"); `reached` are `reach_through_values`'s reasons. Whatever is
-    unseen comes first and says so; the all-clear line speaks only for the cell's own code."""
+    unseen comes first and says so; the calls the analysis does not follow come last."""
     current = current or {}
     unseen = [*effects.unseen, *reached]
     lines: list[str] = []
@@ -169,6 +173,9 @@ def effect_lines(
         lines.append(f"imports modules not loaded yet: {', '.join(fresh)}")
     if not lines:
         lines.append(ALL_CLEAR)
+    if effects.calls and not unseen and not effects.syntax_error:
+        shown = ", ".join(effects.calls[:_MOST_CALLS_SHOWN]) + (", …" if len(effects.calls) > _MOST_CALLS_SHOWN else "")
+        lines.append(f"not followed into the code it calls ({shown}): what that code changes is not seen")
     if last_run:
         lines.append(f"last run: {last_run}")
     return lines

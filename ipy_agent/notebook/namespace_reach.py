@@ -40,7 +40,14 @@ _REACH_ATTRS = frozenset(
     "__dict__ __builtins__ _getframe currentframe get_referrers get_referents get_objects pythonapi "
     "push del_var reset_selective run_cell run_line_magic run_cell_magic run_code run_ast_nodes "
     "run_cell_async safe_execfile safe_execfile_ipy safe_run_module ex ev magic drop_by_id system "
-    "system_piped system_raw getoutput __setattr__ __delattr__ __setitem__ __delitem__".split()
+    "system_piped system_raw getoutput __setattr__ __delattr__ __setitem__ __delitem__ __self__ "
+    "__getattribute__".split()
+)
+# Strings that name a way to the namespace: `attrgetter("f_globals")`, `methodcaller("push", ...)`.
+_REACH_STRINGS = frozenset(
+    "f_globals f_locals f_builtins user_ns user_global_ns user_module __globals__ __dict__ __builtins__ "
+    "__main__ __self__ _getframe currentframe get_ipython globals locals vars exec eval builtins __import__ "
+    "run_cell run_line_magic run_cell_magic del_var reset_selective".split()
 )
 # Modules whose import reaches the namespace (the notebook's own module, the builtins).
 _REACH_MODULES = frozenset({"__main__", "builtins", "__builtin__"})
@@ -75,6 +82,8 @@ def unseen_reach(tree: ast.AST) -> list[str]:
             why = f"calls .{node.attr}()" if id(node) in called else f"uses .{node.attr}"
         elif isinstance(node, ast.Attribute) and node.attr == "modules" and id(node) not in called:
             why = "uses .modules"  # sys.modules; `model.modules()` is a call
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _REACH_STRINGS:
+            why = f"names {node.value!r}"
         elif isinstance(node, ast.Call) and _reaching_call(node):
             why = f"calls {_call_name(node)}() with a name it cannot check"
         elif isinstance(node, ast.Import):

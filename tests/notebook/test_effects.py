@@ -81,6 +81,7 @@ def test_the_prompt_lines_say_what_exists_now_and_what_is_unseen():
         "deletes old: int 3",
         "may modify lst (append)",
         "imports modules not loaded yet: pandas",
+        "not followed into the code it calls (df.dropna, lst.append): what that code changes is not seen",
         "last run: [4] took 2.0 s",
     ]
     assert effect_lines(cell_effects("exec(s)"))[0] == "effects not visible: it calls exec()"

@@ -130,13 +130,17 @@ def test_the_prompt_makes_no_false_claim_about_a_cell_that_changes_a_variable(
     assert false_claim(old, change) is not None, f"{what}: the old analysis was already right: {old}"
 
 
-def test_a_cell_that_binds_nothing_still_gets_the_all_clear_which_speaks_for_its_own_code_only(
+def test_a_cell_that_binds_nothing_gets_the_all_clear_and_the_calls_it_does_not_follow(
     make_shell: Callable[..., Any],
 ):
     shell = make_shell(load=False)
     shell.run_cell("x = 1\ndef show(v):\n    print(v)")
-    assert new_lines(shell, "show(x + 1)\nlen([x])") == [ALL_CLEAR]
-    assert run_and_compare(shell, "", "show(x + 1)\nlen([x])") == Change(bound=frozenset(), removed=frozenset())
+    assert new_lines(shell, "print(len([x]))") == [ALL_CLEAR]
+    assert new_lines(shell, "show(x + 1)\nimport json\njson.dumps(x)") == [
+        "defines json",
+        "not followed into the code it calls (show, json.dumps): what that code changes is not seen",
+    ]
+    assert run_and_compare(shell, "", "show(x + 1)") == Change(bound=frozenset(), removed=frozenset())
     # A torch-style `model.modules()` call and a constant getattr are not namespace access.
     assert cell_effects("for m in model.modules():\n    pass\nn = getattr(m, 'weight')").unseen == ()
 
