@@ -11,7 +11,8 @@ What is put back, for every checkpoint from prompt N on, newest change undone fi
 
 A file, cell or variable someone else changed after the agent's last change is kept and named,
 unless `force` (a variable: its value is not what the agent's last cell run left there, by the
-fingerprint `Checkpoints.after_run` took; an in-place change of the same object is not seen). Files approved Bash commands changed are listed, never restored. The report says what
+fingerprint `Checkpoints.after_run` took; an in-place change of the same object is not seen).
+Files approved Bash commands changed are listed, never restored. The report says what
 happened, to the person (text, widget) and to the model (a note before the next prompt).
 """
 
