@@ -8,7 +8,9 @@ to change, saved just before the change and only the first time in that prompt:
 - cells of the open notebook that NotebookEdit replaced, inserted or deleted (`cell_changed`);
 - kernel variables a cell run by NotebookRun can assign, found with `ast` in the cell's code,
   pickled just before the run (`save_variables`); what cannot be pickled, or is over the size
-  cap, is listed with the cell to re-run;
+  cap, is listed with the cell to re-run; when the run ends, what it left in each of those
+  names is fingerprinted (`after_run`, notebook/fingerprint.py), so that a rewind can tell a
+  variable the person rebound since and keep it;
 - files approved Bash commands changed, found by a stat scan of the working directories before
   and after the command, bounded in file count (`scan`, `bash_changed`): listed, never restored.
 
@@ -22,7 +24,6 @@ work (loop/rewind.py); this module only keeps.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import atexit
 import contextlib
@@ -36,6 +37,9 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from ipy_agent.notebook.effects import cell_effects
+from ipy_agent.notebook.fingerprint import Fingerprint, fingerprint
 
 from .read_state import ReadState, file_digest
 
@@ -136,6 +140,9 @@ class Checkpoints:
         # at a rewind was changed by someone else, and is kept.
         self.agent_hash: dict[str, str | None] = {}
         self.namespace: dict[str, Any] | None = None  # the kernel's variables, once a cell ran
+        # Variable name -> what the agent's last cell run that could assign it left there (None:
+        # unbound): a name whose value differs at a rewind was changed by someone else, and is kept.
+        self.left: dict[str, Fingerprint | None] = {}
         self._serial = 0
         self.dropped = 0  # checkpoints whose saved bytes were dropped for the cap
 
@@ -160,6 +167,7 @@ class Checkpoints:
         """Remove every checkpoint and the directory."""
         self.list.clear()
         self.agent_hash.clear()
+        self.left.clear()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -249,6 +257,16 @@ class Checkpoints:
                 problems.append(f"{name}: {save.problem}")
         return problems
 
+    def after_run(self, code: str, namespace: Mapping[str, Any]) -> None:
+        """`code` ran in `namespace`: fingerprint what it left in each name it can assign, and in
+        each name an earlier run assigned that it reads (it may have changed it in place): an id,
+        a type, a builtin immutable's value, a container's size; no code of the value's class
+        runs. A rewind compares the name's value then with this."""
+        effects = cell_effects(code)
+        touched = [n for n in effects.uses if n in self.left]
+        for name in [*(assigned_names(code) or ()), *touched]:
+            self.left[name] = fingerprint(namespace[name]) if name in namespace else None
+
     def _variable(self, name: str, namespace: Mapping[str, Any], cell: str) -> VariableSave:
         if name not in namespace:
             return VariableSave(name=name, cell=cell, absent=True)
@@ -336,28 +354,12 @@ async def watching(store: Checkpoints | None, dirs: Iterable[str | Path], comman
 
 
 def assigned_names(code: str) -> set[str] | None:
-    """The names `code` can bind or unbind in the namespace it runs in, as a cell: assignments
-    (augmented, annotated, `:=`), for and with targets, imports, definitions, `del`, and names a
-    function it defines declares `global`; not the names local to a function, class or
-    comprehension. None when it does not parse."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    """The names `code` can bind or unbind in the namespace it runs in, as a cell: every binding
+    form `notebook/effects.py` counts (assignments, `for`/`with`/`except` targets, the walrus,
+    `match` captures, imports, definitions, `del`, `global` names a function binds, the name
+    `%%capture` is given); not the names local to a function, class or comprehension. None
+    when it does not parse."""
+    effects = cell_effects(code)
+    if effects.syntax_error is not None:
         return None
-    names: set[str] = set()
-    todo: list[ast.AST] = list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-            names.update(n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names)
-            todo.extend(node.decorator_list)  # `@(d := deco)` binds at the top
-            continue
-        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update(a.asname or a.name.split(".")[0] for a in node.names if a.name != "*")
-        todo.extend(ast.iter_child_nodes(node))
-    return names
+    return {*effects.binds, *effects.deletes}

@@ -9,8 +9,10 @@ What is put back, for every checkpoint from prompt N on, newest change undone fi
   created is removed); what could not be kept is listed with the cell to re-run;
 - the conversation and the read state, as they were before the prompt.
 
-A file or cell someone else changed after the agent's last change is kept and named, unless
-`force`. Files approved Bash commands changed are listed, never restored. The report says what
+A file, cell or variable someone else changed after the agent's last change is kept and named,
+unless `force` (a variable: its value is not what the agent's last cell run left there, by the
+fingerprint `Checkpoints.after_run` took; an in-place change of the same object is not seen).
+Files approved Bash commands changed are listed, never restored. The report says what
 happened, to the person (text, widget) and to the model (a note before the next prompt).
 """
 
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.contract.checkpoints import CellChange, Checkpoint, Checkpoints, FileSave, VariableSave
 from ipy_agent.contract.read_state import file_digest
+from ipy_agent.notebook.fingerprint import fingerprint, unchanged
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.fileio import atomic_write, real_path, remove_file
 
@@ -152,7 +155,7 @@ async def rewind_to(
     report = RewindReport(prompt=n, text=target.text, forced=force)
     _files(store, spent, report, force=force, cwd=cwd)
     await _cells(spent, report, force=force, bridge=bridge if live else None, cwd=cwd)
-    _variables(store, spent, report)
+    _variables(store, spent, report, force=force)
     for cp in spent:
         report.bash.extend(_display(p, cwd) + f" (by `{short(c, 50)}`)" for p, c in cp.bash.items() if p != "…")
         if "…" in cp.bash:
@@ -308,7 +311,10 @@ def _undo_on_disk(change: CellChange, force: bool) -> tuple[bool, str | None]:
     return True, new_id
 
 
-def _variables(store: Checkpoints, spent: list[Checkpoint], report: RewindReport) -> None:
+def _variables(store: Checkpoints, spent: list[Checkpoint], report: RewindReport, *, force: bool) -> None:
+    """Put each variable back as it was before the earliest spent prompt, unless its value now is
+    not what the agent's last run left there (`Checkpoints.left`): then the person rebound or
+    removed it since, and it is kept and named unless `force`."""
     ns = store.namespace
     saves = _earliest(spent, lambda c: c.variables)
     if not saves:
@@ -317,11 +323,18 @@ def _variables(store: Checkpoints, spent: list[Checkpoint], report: RewindReport
         assert isinstance(save, VariableSave)
         if save.problem:
             report.not_restored.append(f"variable {save.name} ({save.problem}): re-run {save.cell}")
-        elif ns is None:
+            continue
+        if ns is None:
             report.not_restored.append(f"variable {name}: the kernel's namespace is not reachable")
-        elif save.absent:
+            continue
+        changed = None if force else _changed_since_run(store, ns, name)
+        if changed is not None:
+            report.kept.append(f"variable {name} ({changed})")
+            continue
+        if save.absent:
             if ns.pop(name, _MISSING) is not _MISSING:
                 report.variables_removed.append(name)
+            store.left[name] = None
         elif cp.dropped or save.blob is None:
             report.dropped.append(f"variable {name}: its snapshot from before prompt {cp.prompt} was dropped")
         else:
@@ -331,6 +344,21 @@ def _variables(store: Checkpoints, spent: list[Checkpoint], report: RewindReport
                 report.not_restored.append(f"variable {name} ({type(e).__name__}: {e}): re-run {save.cell}")
                 continue
             report.variables_restored.append(name)
+            # What is there now is where an earlier checkpoint's rewind starts from.
+            store.left[name] = fingerprint(ns[name])
+
+
+def _changed_since_run(store: Checkpoints, ns: dict[str, Any], name: str) -> str | None:
+    """How `name` differs from what the agent's last run left in it, or None when it does not.
+    Compared by identity, type and (builtin values) value: no code of the value's class runs."""
+    if name not in store.left:
+        return "the agent's run did not record what it left there, so a change since cannot be ruled out"
+    left = store.left[name]
+    if name not in ns:
+        return "deleted since the agent's run" if left is not None else None
+    if left is None:
+        return "set since the agent's run removed it"
+    return None if unchanged(left, ns[name]) else "changed since the agent's run"
 
 
 _MISSING = object()

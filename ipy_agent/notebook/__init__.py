@@ -5,7 +5,10 @@ Modules import one way, each only from those above it in this list:
 - `protocol`: the live-notebook protocol, read from `protocol.json` (the extension reads it too);
 - `naming`: a cell as a person names it (`cell 4 · df = load(...)`);
 - `render`: notebook cells as the model reads them (id, type, source, outputs), never raw JSON;
-- `effects`: what running a cell's code can change, found with `ast` (nothing runs);
+- `cell_bindings`: the names a cell's code binds, deletes and reads at the top level (`ast`);
+- `namespace_reach`: what reaches the namespace other than by a name (`get_ipython()`,
+  `globals()`, `sys.modules`, a value that holds the shell): the effects are then "not visible";
+- `effects`: what running a cell's code can change, found with `ast` (nothing runs), failing closed;
 - `policy`: the person's cell policies (`agent:never-run`, ...), from tags and notebook metadata;
 - `cell_guard`: what a write of a notebook would do to those policies, whatever tool makes it;
 - `errors`: a failing run's error as the model needs it to fix it: the cell's line, the frames
@@ -14,6 +17,8 @@ Modules import one way, each only from those above it in this list:
 - `runlog`: which cells ran in this kernel, with their source and timing;
 - `staleness`: cells whose outputs may be stale, from definitions, uses and the run order;
 - `variables`: the kernel's variables, described without running the person's code;
+- `fingerprint`: a variable's value as the agent's run left it, compared without running its
+  class's code (what a rewind checks before it puts a variable back);
 - `comm_guard`: `CommGuard`, keeps the page's comms open when another page of the kernel closes them
   (Notebook 7's file browser tab);
 - `review`: staged cell edits the page shows in the cell (proposals), and the person's decisions;

@@ -1,7 +1,7 @@
 """`%agent_rewind` in a real kernel with a fake notebook page: the cells the agent changed come
-back in the notebook model, the variables a cell it ran rebound come back (a DataFrame), the ones
-that cannot be kept (a lock) are named with the cell to re-run, and `%agent_history` numbers the
-prompts a rewind goes back to."""
+back in the notebook model, the variables a cell it ran rebound come back (a DataFrame), one the
+person rebound after the run is kept and named, the ones that cannot be kept (a lock) are named
+with the cell to re-run, and `%agent_history` numbers the prompts a rewind goes back to."""
 
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ def test_rewind_brings_back_cells_and_variables_and_names_what_it_could_not(
     kernel.check("%agent --mode bypassPermissions --no-widgets --script t.json scale the sales\n")
     assert panel.cells[1]["source"] == new
     assert kernel.check("print(df['a'].tolist(), total, fresh)").strip() == "[10, 20] 5 1"
+    kernel.check("total = 99\n")  # the person's own work after the run
     history = kernel.check("%agent_history\n")
     assert "you (prompt 1): scale the sales" in history
 
@@ -63,8 +64,9 @@ def test_rewind_brings_back_cells_and_variables_and_names_what_it_could_not(
     assert "Rewound to before prompt 1 (scale the sales)" in out
     # The notebook model: the cell's source is back.
     assert panel.cells[1]["source"] == "total = 0"
-    # The variables: the DataFrame and the int are back, the name the run made is gone.
-    assert kernel.check("print(df['a'].tolist(), total, 'fresh' in dir())").strip() == "[1, 2] 0 False"
+    # The variables: the DataFrame is back, the name the run made is gone; the person's total stays.
+    assert kernel.check("print(df['a'].tolist(), total, 'fresh' in dir())").strip() == "[1, 2] 99 False"
+    assert "  - variable total (changed since the agent's run)" in out
     assert "Variables removed (the run created them):\n  - fresh" in out
     # The lock the person had could not be pickled before the run: named, with the cell to re-run.
     assert "variable lock (cannot be pickled (TypeError)): re-run cell 2 · df = df * 10" in out

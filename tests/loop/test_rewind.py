@@ -1,7 +1,8 @@
 """Rewind: back to the state just before a prompt. Files the agent edited, created and (by an
 approved command) deleted; cells of the open notebook and of a notebook on disk; the
 conversation and the read state; what the person changed since is kept and named; the
-checkpoints' size cap drops the oldest. (Variables need a kernel: tests/kernel/test_kernel_rewind.py.)"""
+checkpoints' size cap drops the oldest. (Variables: tests/loop/test_rewind_variables.py, and in a
+kernel tests/kernel/test_kernel_rewind.py.)"""
 
 from __future__ import annotations
 
@@ -283,11 +284,13 @@ def test_cells_of_a_notebook_on_disk_come_back(tmp_path: Path):
 def test_the_names_a_cell_can_assign():
     code = (
         "import pandas as pd, os.path\ndf = pd.read_csv('a')\nfor i in range(3):\n    total += i\n"
-        "def f(q):\n    global g\n    local = 2\nclass C:\n    inside = 1\n[k for k in df]\n"
+        "def f(q):\n    global g\n    g = q\n    local = 2\nclass C:\n    inside = 1\n[k for k in df]\n"
         "if (n := 5):\n    del old\nwith open('f') as fh:\n    pass\n"
     )
     assert assigned_names(code) == {"pd", "os", "df", "i", "total", "f", "g", "C", "n", "old", "fh"}
-    assert assigned_names("%%time\nx = 1") is None
+    assert assigned_names("%%capture out\nx = 1") == {"out", "x"}
+    assert assigned_names("match p:\n    case [a, *b]:\n        pass\n[c for i in r if (c := i)]") == {"a", "b", "c"}
+    assert assigned_names("def broken(:") is None
 
 
 def test_the_prompt_names_cells_as_the_person_sees_them_and_says_rewind_puts_it_back(tmp_path: Path):

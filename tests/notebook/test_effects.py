@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ipy_agent.notebook.effects import cell_effects, effect_lines
+from ipy_agent.notebook.effects import ALL_CLEAR, cell_effects, effect_lines
 from ipy_agent.notebook.policy import cell_policy, with_cell_tag
 
 TABLE: list[tuple[str, str, dict[str, tuple[str, ...]]]] = [
@@ -81,11 +81,12 @@ def test_the_prompt_lines_say_what_exists_now_and_what_is_unseen():
         "deletes old: int 3",
         "may modify lst (append)",
         "imports modules not loaded yet: pandas",
+        "not followed into the code it calls (df.dropna, lst.append): what that code changes is not seen",
         "last run: [4] took 2.0 s",
     ]
     assert effect_lines(cell_effects("exec(s)"))[0] == "effects not visible: it calls exec()"
     assert effect_lines(cell_effects("def broken(:"))[0].startswith("effects not visible: the cell does not parse")
-    assert effect_lines(cell_effects("print(1)")) == ["changes no variable that can be seen"]
+    assert effect_lines(cell_effects("print(1)")) == [ALL_CLEAR]
 
 
 def test_cell_policies_come_from_tags_the_cell_map_and_the_whole_notebook():

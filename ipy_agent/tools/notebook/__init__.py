@@ -10,6 +10,7 @@ Modules import one way, each only from those above it in this list:
 - `edit_live`: NotebookEdit applied to the live model in the browser;
 - `run_notes`: what a run can change and how the cell last ran (NotebookRun's prompt and result),
   the cells' policies and staleness (NotebookRead);
+- `run_variables`: what a run keeps of the kernel's variables for a rewind, and what it left;
 - `read`: `NotebookReadTool`; `edit`: `NotebookEditTool` (live or file, one schema);
 - `run`: `NotebookRunTool`, cells run in this kernel; `variables`: `VariablesTool`.
 """

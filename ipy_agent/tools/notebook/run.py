@@ -32,6 +32,7 @@ from ipy_agent.notebook.runlog import CellRun
 
 from .live import bridge_call, cell_policy_of, fetch_cell, live_bridge, live_missing, live_target, named
 from .run_notes import cells_label, effect_notes, policy_note
+from .run_variables import fingerprint_variables, keep_variables
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -115,20 +116,6 @@ class NotebookRunsResult:
 
     runs: list[NotebookRunResult]
     not_run: list[str]
-
-
-def _keep_variables(ctx: ToolContext, nb: Any, cell: dict[str, Any], code: str) -> None:
-    """Keep the variables the cell can rebind, for a rewind (contract/checkpoints.py). Its
-    magics are turned into Python first, as the kernel will run it."""
-    shell = getattr(nb, "shell", None)
-    namespace = getattr(shell, "user_ns", None)
-    if ctx.checkpoints is None or not isinstance(namespace, dict):
-        return
-    try:
-        python = shell.transform_cell(code)  # type: ignore[union-attr]
-    except Exception:
-        python = code
-    ctx.checkpoints.save_variables(python, namespace, cell=cell_label(cell))
 
 
 class NotebookRunTool(Tool):
@@ -234,7 +221,8 @@ class NotebookRunTool(Tool):
             command="\n\n".join(c.get("source") or "" for c in cells),
             description=(
                 "Runs in the notebook's kernel: it can change the person's variables. %agent_rewind puts back "
-                "the variables it rebinds (those that can be pickled), not what it does outside the kernel."
+                "the variables its code rebinds (those that can be pickled; one you change afterwards is kept), "
+                "not what it does outside the kernel."
             ),
             notes=tuple(notes),
             actions=actions,
@@ -266,8 +254,11 @@ class NotebookRunTool(Tool):
         def show(outputs: list[dict[str, Any]]) -> None:  # from a thread, while the code runs
             nb.post("set_outputs", cell_id=cell_id, outputs=outputs, execution_count=None)
 
-        _keep_variables(ctx, nb, cell, code)
-        outcome = await nb.run_code(code, timeout=timeout, on_progress=show if hasattr(nb, "post") else None)
+        keep_variables(ctx, nb, cell, code)
+        try:
+            outcome = await nb.run_code(code, timeout=timeout, on_progress=show if hasattr(nb, "post") else None)
+        finally:
+            fingerprint_variables(ctx, nb, code)
         await bridge_call(
             nb.request(
                 "set_outputs", cell_id=cell["id"], outputs=outcome.outputs, execution_count=outcome.execution_count

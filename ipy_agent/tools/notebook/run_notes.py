@@ -1,8 +1,10 @@
 """What the notebook tools say about running cells: a run's effect on the namespace, the cell's
 last run (NotebookRun's prompt and result), and the cells' policies and staleness (NotebookRead).
 
-The effects come from `ipy_agent.notebook.effects` (a parse; nothing runs); each name that
-exists now gets its summary from Variables (type-level lookups only), so the person approving a
+The effects come from `ipy_agent.notebook.effects` (a parse; nothing runs), with what the names
+the cell reads hold now when that reaches the namespace (the shell, the namespace itself, a
+function that assigns globals: compared by identity and type, no code of theirs runs); each name
+that exists now gets its summary from Variables (type-level lookups only), so the person approving a
 run reads "overwrites df: DataFrame" with its rows and columns next to the code. The model gets the same lines
 in the result. How the cell last ran comes from this kernel's run log (the bridge's `runs`) or,
 for a cell that ran before it was kept, from the cell's own count and outputs.
@@ -15,6 +17,7 @@ import sys
 from typing import Any
 
 from ipy_agent.notebook.effects import cell_effects, effect_lines
+from ipy_agent.notebook.namespace_reach import reach_through_values
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import CellPolicy, cell_policy
 from ipy_agent.notebook.runlog import describe_run
@@ -48,8 +51,16 @@ def effect_notes(nb: Any, cell: dict[str, Any]) -> list[str]:
     effects = cell_effects(cell.get("source") or "")
     names = list(dict.fromkeys([*effects.binds, *effects.deletes]))
     current: dict[str, str] = {}
-    if names and getattr(nb, "shell", None) is not None:
+    shell = getattr(nb, "shell", None)
+    if names and shell is not None:
         current = {i.name: _short(i.type, i.summary) for i in nb.variables(names=names)}
+    reached: tuple[str, ...] = ()
+    namespace = getattr(shell, "user_ns", None)
+    if isinstance(namespace, dict):
+        holders = [(shell, "the IPython shell"), (getattr(shell, "user_module", None), "the notebook's module")]
+        reached = reach_through_values(
+            effects.uses, namespace, [(obj, label) for obj, label in holders if obj is not None]
+        )
     loaded = {name.split(".")[0] for name in list(sys.modules)}
     runs = getattr(nb, "runs", None)
     last = describe_run(
@@ -62,7 +73,7 @@ def effect_notes(nb: Any, cell: dict[str, Any]) -> list[str]:
         last = f"[{cell['execution_count']}] (before this kernel kept timings)" + (
             f", {count} output{'s' if count != 1 else ''}" if isinstance(count, int) else ""
         )
-    return effect_lines(effects, current=current, loaded=loaded, last_run=last)
+    return effect_lines(effects, current=current, loaded=loaded, last_run=last, reached=reached)
 
 
 def policy_note(policy: CellPolicy) -> str | None:

@@ -1,0 +1,196 @@
+"""What reaches the notebook's namespace other than by a name: the guard that makes a cell's
+effects "not visible" (`effects.py`) rather than a list that misses what it changes.
+
+`unseen_reach(tree)` looks at a cell's syntax, at any depth: the names whose use reaches the
+namespace (`get_ipython`, `globals`, `locals`, `vars`, `exec`, `eval`, `compile`, `setattr`,
+`delattr`, `__import__`, `__builtins__`, `__main__`), attributes that lead to a namespace, a frame
+or the shell's ways to run code (`.user_ns`, `.f_globals`, `.__dict__`, `._getframe`, `.push`,
+`.run_cell`, `sys.modules`), `getattr` and `import_module` with a name it cannot check, imports of
+`__main__` and `builtins` and of those names, and any node of syntax it does not know.
+
+`reach_through_values(uses, namespace)` looks at what the names the cell reads hold now, which
+no parse sees: the namespace itself (`ns = globals()` in an earlier cell), `sys`, `sys.modules`,
+the builtins, the `__main__` module, a frame, the holders given (the shell, its module) or one of
+their methods, and a function of the notebook whose code assigns globals or uses any of the
+above. Only identities and exact types are compared, so no code of a value's class runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dis
+import sys
+import types
+from collections.abc import Iterable, Mapping
+
+__all__ = ["reach_through_values", "unseen_reach"]
+
+_MOST_CODES = 200  # code objects followed from one function of the notebook
+
+# Names whose mere use can reach the namespace (called, or passed on, or kept under another name).
+_REACH_NAMES = frozenset(
+    "exec eval compile globals locals vars __import__ setattr delattr get_ipython __builtins__ builtins "
+    "__builtin__ __main__ breakpoint".split()
+)
+# Attributes that lead to a namespace, a frame, the shell's ways to run code or bind names, or
+# every live object (IPython's shell, frames, functions, modules, gc, ctypes).
+_REACH_ATTRS = frozenset(
+    "user_ns user_global_ns user_ns_hidden user_module f_globals f_locals f_builtins f_back __globals__ "
+    "__dict__ __builtins__ _getframe currentframe get_referrers get_referents get_objects pythonapi "
+    "push del_var reset_selective run_cell run_line_magic run_cell_magic run_code run_ast_nodes "
+    "run_cell_async safe_execfile safe_execfile_ipy safe_run_module ex ev magic drop_by_id system "
+    "system_piped system_raw getoutput __setattr__ __delattr__ __setitem__ __delitem__ __self__ "
+    "__getattribute__".split()
+)
+# Strings that name a way to the namespace: `attrgetter("f_globals")`, `methodcaller("push", ...)`.
+_REACH_STRINGS = frozenset(
+    "f_globals f_locals f_builtins user_ns user_global_ns user_module __globals__ __dict__ __builtins__ "
+    "__main__ __self__ _getframe currentframe get_ipython globals locals vars exec eval builtins __import__ "
+    "run_cell run_line_magic run_cell_magic del_var reset_selective".split()
+)
+# Modules whose import reaches the namespace (the notebook's own module, the builtins).
+_REACH_MODULES = frozenset({"__main__", "builtins", "__builtin__"})
+# The syntax this module reads (Python 3.11); any other node (a newer Python's) is unseen.
+_KNOWN_NODES: tuple[type[ast.AST], ...] = (
+    ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Return, ast.Delete, ast.Assign,
+    ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Match,
+    ast.Raise, ast.Try, ast.TryStar, ast.Assert, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Expr,
+    ast.Pass, ast.Break, ast.Continue, ast.BoolOp, ast.NamedExpr, ast.BinOp, ast.UnaryOp, ast.Lambda, ast.IfExp,
+    ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Await, ast.Yield,
+    ast.YieldFrom, ast.Compare, ast.Call, ast.FormattedValue, ast.JoinedStr, ast.Constant, ast.Attribute,
+    ast.Subscript, ast.Starred, ast.Name, ast.List, ast.Tuple, ast.Slice, ast.expr_context, ast.boolop,
+    ast.operator, ast.unaryop, ast.cmpop, ast.comprehension, ast.ExceptHandler, ast.arguments, ast.arg,
+    ast.keyword, ast.alias, ast.withitem, ast.match_case, ast.MatchValue, ast.MatchSingleton,
+    ast.MatchSequence, ast.MatchMapping, ast.MatchClass, ast.MatchStar, ast.MatchAs, ast.MatchOr,
+    ast.type_ignore,
+)  # fmt: skip
+
+
+def unseen_reach(tree: ast.AST) -> list[str]:
+    """Why, at any depth of the cell's syntax tree, its effects cannot all be seen: what reaches
+    the namespace other than by a name, and syntax this module does not know."""
+    found: dict[str, None] = {}
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    for node in ast.walk(tree):
+        why = None
+        if not isinstance(node, _KNOWN_NODES):
+            why = f"uses syntax the check does not know ({type(node).__name__})"
+        elif isinstance(node, ast.Name) and node.id in _REACH_NAMES and not isinstance(node.ctx, ast.Store):
+            why = f"calls {node.id}()" if id(node) in called else f"uses {node.id}"
+        elif isinstance(node, ast.Attribute) and node.attr in _REACH_ATTRS:
+            why = f"calls .{node.attr}()" if id(node) in called else f"uses .{node.attr}"
+        elif isinstance(node, ast.Attribute) and node.attr == "modules" and id(node) not in called:
+            why = "uses .modules"  # sys.modules; `model.modules()` is a call
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _REACH_STRINGS:
+            why = f"names {node.value!r}"
+        elif isinstance(node, ast.Call) and _reaching_call(node):
+            why = f"calls {_call_name(node)}() with a name it cannot check"
+        elif isinstance(node, ast.Import):
+            mods = [a.name for a in node.names if a.name.split(".")[0] in _REACH_MODULES]
+            why = f"imports {', '.join(mods)}" if mods else None
+        elif isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names if a.name in _REACH_NAMES or a.name in _REACH_ATTRS]
+            if node.module and node.module.split(".")[0] in _REACH_MODULES:
+                why = f"imports from {node.module}"
+            elif names:
+                why = f"imports {', '.join(names)} from {node.module}"
+        if why is not None:
+            found.setdefault(why, None)
+    return list(found)
+
+
+def _call_name(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "?"
+
+
+def _reaching_call(node: ast.Call) -> bool:
+    """`getattr(x, name)` and `import_module(name)` reach anything unless the name is a known
+    harmless constant."""
+    name = _call_name(node)
+    if name == "getattr":
+        at = 1
+    elif name == "import_module":
+        at = 0
+    else:
+        return False
+    if len(node.args) <= at:
+        return True
+    arg = node.args[at]
+    if not isinstance(arg, ast.Constant) or not isinstance(arg.value, str):
+        return True
+    value = arg.value
+    return value in _REACH_ATTRS or value in _REACH_NAMES or value == "modules" or value.split(".")[0] in _REACH_MODULES
+
+
+def reach_through_values(
+    uses: Iterable[str], namespace: Mapping[str, object], holders: Iterable[tuple[object, str]] = ()
+) -> tuple[str, ...]:
+    """What the cell reaches through the values its names hold now, which a parse cannot see:
+    a name that holds the namespace, `sys.modules`, the builtins, a frame, one of the `holders`
+    (the shell, its module) or a method of one, or a function whose code assigns globals or
+    uses what reaches the namespace (`ip = get_ipython()` in an earlier cell, `ip.push(...)`
+    in this one). Only identities and types are compared, so no code of a value's class runs."""
+    reach: list[tuple[object, str]] = [
+        (namespace, "the notebook's namespace"),
+        (sys, "the sys module"),
+        (sys.modules, "sys.modules"),
+        (builtins, "the builtins module"),
+        (vars(builtins), "the builtins' namespace"),
+        *((getattr(builtins, n), f"{n}()") for n in sorted(_REACH_NAMES) if hasattr(builtins, n)),
+        *holders,
+    ]
+    main = sys.modules.get("__main__")
+    if main is not None:
+        reach.append((main, "the __main__ module"))
+    out: list[str] = []
+    for name in uses:
+        if name not in namespace or name in _REACH_NAMES:  # those are unseen already
+            continue
+        value = namespace[name]
+        held = next((label for obj, label in reach if value is obj), None)
+        if held is None and type(value) is types.MethodType:
+            owner = value.__self__
+            held = next((f"a method of {label}" for obj, label in reach if owner is obj), None)
+        if held is None and type(value) is types.FrameType:
+            held = "a frame"
+        if held is not None:
+            out.append(f"uses {name}, which holds {held}")
+        elif type(value) is types.FunctionType and value.__globals__ is namespace:
+            out.extend(f"uses {name}(), {why}" for why in _function_reach(value.__code__, namespace))
+    return tuple(out)
+
+
+def _function_reach(code: types.CodeType, namespace: Mapping[str, object]) -> list[str]:
+    """Why a function's code can change the namespace: the globals it assigns or deletes, and
+    names in it that reach the namespace; its nested functions, and the notebook's functions it
+    names (at most `_MOST_CODES` code objects), included."""
+    stores: dict[str, None] = {}
+    reaching: dict[str, None] = {}
+    todo = [code]
+    seen: set[int] = set()
+    while todo and len(seen) < _MOST_CODES:
+        c = todo.pop()
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") and isinstance(ins.argval, str):
+                stores.setdefault(ins.argval, None)
+        for n in c.co_names:
+            if n in _REACH_NAMES or n in _REACH_ATTRS or n == "modules":
+                reaching.setdefault(n, None)
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        for n in c.co_names:  # a function of the notebook it calls: followed
+            value = namespace.get(n)
+            if type(value) is types.FunctionType and value.__globals__ is namespace:
+                todo.append(value.__code__)
+    if todo:
+        reaching.setdefault("more code than is followed", None)
+    why: list[str] = []
+    if stores:
+        why.append(f"which assigns the globals {', '.join(stores)}")
+    if reaching:
+        why.append(f"whose code uses {', '.join(reaching)}")
+    return why
