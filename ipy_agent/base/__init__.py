@@ -2,6 +2,7 @@
 
 - `imports`: what the agent imports comes from where it is installed, not from the project;
 - `gitignore`: path patterns in gitignore syntax (what `Read(...)` and `Edit(...)` rules write);
+- `secret_search`: where a secret's value occurs in a text, in any form and layout a shell prints it;
 - `secrets`: credentials kept out of tools' processes and redacted from text;
 - `surfaces`: where a written file becomes code that runs later, from the live environment;
 - `images`: images as the Messages API accepts them (type by content, size limits);

@@ -115,16 +115,16 @@ def test_a_key_in_a_file_is_redacted_from_results_trace_detail_and_save(tmp_path
 
 def test_a_credential_set_during_the_session_is_redacted_from_the_next_result(tmp_path, monkeypatch):
     # The secret list is cached between tool results; a variable the person sets later counts.
-    write_tree(tmp_path, {"a.txt": "token = corp-0123456789-late\n"})
+    write_tree(tmp_path, {"a.txt": "token = corp-late-7Qx9vR2mW4\n"})
     agent = _agent(
         tmp_path, [[use("Read", "r1", file_path="a.txt")], "one", [use("Read", "r2", file_path="a.txt")], "two"]
     )
     agent.run("read it")
-    assert "corp-0123456789-late" in json.dumps(results_of(agent.messages[2])["r1"])
-    monkeypatch.setenv("CORP_DEPLOY_TOKEN", "corp-0123456789-late")
+    assert "corp-late-7Qx9vR2mW4" in json.dumps(results_of(agent.messages[2])["r1"])
+    monkeypatch.setenv("CORP_DEPLOY_TOKEN", "corp-late-7Qx9vR2mW4")
     agent.run("again")
     second = json.dumps(results_of(agent.messages[-2])["r2"])
-    assert "corp-0123456789-late" not in second and "[redacted $CORP_DEPLOY_TOKEN]" in second
+    assert "corp-late-7Qx9vR2mW4" not in second and "[redacted $CORP_DEPLOY_TOKEN]" in second
 
 
 def test_urls_with_a_password_are_credentials_whatever_their_name(monkeypatch):
