@@ -81,31 +81,39 @@ def _swapped(data: bytes) -> str:
 
 
 def secret_forms(value: str) -> list[tuple[str, str]]:
-    """(text, how) of the forms a program may print `value` in, `how` empty for the value itself."""
+    """(text, how) of the forms a program may print `value` in, `how` empty for the value itself:
+    each way `rev` and `tr` change it (reversed, rot13, upper and lower case, digits, punctuation
+    or one punctuation character deleted), as it is and in each encoding, and each encoding
+    reversed (`base64 -w0 | rev`)."""
     shown = {
         "": value,
         "reversed": value[::-1],
         "rot13": codecs.encode(value, "rot13"),
         "upper case": value.upper(),
         "lower case": value.lower(),
+        "digits deleted": "".join(c for c in value if not c.isdigit()),
+        "punctuation deleted": "".join(c for c in value if c.isalnum()),
     }
+    for c in sorted(set(value)):
+        if c in string.punctuation:
+            shown[f"{c!r} deleted"] = value.replace(c, "")
     forms: list[tuple[str, str]] = []
     for how, text in shown.items():
-        data = text.encode("utf-8", "surrogatepass")
-        named = f"{how}, " if how else ""
         forms.append((text, how))
-        forms += [(data.hex(), f"{named}hex"), (_swapped(data), f"{named}hex"), (_swapped(data[1:]), f"{named}hex")]
-        forms += [(p, f"{named}base64") for p in _pieces_of(data, 6, 3)]
-        forms += [(p.translate(_URLSAFE), f"{named}base64") for p in _pieces_of(data, 6, 3)]
-        forms += [(p, f"{named}base32") for p in _pieces_of(data, 5, 5)]
-    data = value.encode("utf-8", "surrogatepass")
-    for encoded, how in [(data.hex(), "hex")] + [(p, "base64") for p in _pieces_of(data, 6, 3)]:
-        forms.append((encoded[::-1], f"{how}, reversed"))
-    forms += [(p[::-1], "base32, reversed") for p in _pieces_of(data, 5, 5)]
-    forms.append(("".join(c for c in value if not c.isdigit()), "digits deleted"))
-    forms.append(("".join(c for c in value if c.isalnum()), "punctuation deleted"))
-    forms += [(value.replace(c, ""), f"{c!r} deleted") for c in sorted(set(value)) if c in string.punctuation]
+        for encoded, encoding in _encodings(text.encode("utf-8", "surrogatepass")):
+            named = f"{how}, {encoding}" if how else encoding
+            forms += [(encoded, named), (encoded[::-1], f"{named}, reversed")]
     return list(dict.fromkeys(forms))
+
+
+def _encodings(data: bytes) -> list[tuple[str, str]]:
+    """(text, encoding) of `data` in hex (as it is and as 16-bit words at both alignments),
+    base64 (both alphabets) and base32, at every alignment."""
+    out = [(data.hex(), "hex"), (_swapped(data), "hex"), (_swapped(data[1:]), "hex")]
+    for piece in _pieces_of(data, 6, 3):
+        out += [(piece, "base64"), (piece.translate(_URLSAFE), "base64")]
+    out += [(piece, "base32") for piece in _pieces_of(data, 5, 5)]
+    return out
 
 
 _URLSAFE = str.maketrans("+/", "-_")

@@ -224,6 +224,12 @@ def test_encoded_secrets_from_real_programs_are_redacted(tmp_path):
         "url": "basenc --base64url config.txt",
         "hex": "xxd -p config.txt",
         "rev": "rev config.txt",
+        "od": "od -c config.txt",
+        "xxd": "xxd config.txt",
+        "cut": "cut -c1-20 config.txt; echo; cut -c21-40 config.txt; echo; cut -c41- config.txt",
+        "fold": "fold -w 7 config.txt",
+        "b32": "base32 config.txt",
+        "upper": "tr a-z A-Z < config.txt",
     }
     turns = [[use("Bash", tid, command=c) for tid, c in commands.items()], "done"]
     agent = _agent(tmp_path, turns, allow=["Bash"])
@@ -249,3 +255,162 @@ def test_what_mcp_servers_say_in_the_system_prompt_is_redacted(tmp_path):
     assert TOKEN not in section and KEY not in section and "not-in-env-pw" not in section
     assert "https://[redacted credentials]@mcp.example.com" in section
     assert "[redacted $ANTHROPIC_API_KEY]" in section and "[redacted $GITHUB_TOKEN]" in section
+
+
+# --- The secret fuzzer: real commands print a secret in the shell's usual ways ---------------
+
+FILE_SECRET = "svc-7Hq2xPz9LmW4-kT8vN3bR6yQ"  # in secret.txt, and in the kernel as CORP_API_KEY
+ENV_SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCY4d1Q"  # given to the process as SVC_DEPLOY_TOKEN
+
+
+def _variants(secret: str) -> list[str]:
+    """The secret as a reader compares it (in lower case): as `rev` and `tr` may change it, and
+    each of those in base64 at every alignment (a piece too short to decode alone)."""
+    import base64
+    import codecs
+    import string
+
+    texts = [secret, secret[::-1], codecs.encode(secret, "rot13"), secret.upper(), secret.lower()]
+    texts += ["".join(c for c in secret if not c.isdigit()), "".join(c for c in secret if c.isalnum())]
+    texts += [secret.replace(c, "") for c in set(secret) if c in string.punctuation]
+    out = list(texts)
+    for text in texts:
+        data = text.encode()
+        for pad in range(3):  # the characters that depend on the text alone, at each alignment
+            encoded = base64.b64encode(b"\0" * pad + data).decode()
+            out.append(encoded[-(-8 * pad // 6) : 8 * (pad + len(data)) // 6])
+    return [v.lower() for v in out]
+
+
+def _readings(out: str) -> list[str]:
+    """What a reader gets back from `out` by the usual decodings, each also reversed and rot13:
+    the text without whitespace and offsets, `od -c` / `od -b` tokens, hex (bytes and 16-bit
+    words) and base64 / base32 runs. Written apart from the redaction, by brute force."""
+    import base64
+    import binascii
+    import codecs
+    import contextlib
+    import re
+
+    found: list[str] = []
+    for text in (out, "\n".join(line[::-1] for line in out.splitlines()), out[::-1]):
+        lines = [re.sub(r"^[0-9a-fA-F]{7,8}:?", "", line) for line in text.splitlines()]
+        flat = "".join("".join(line.split()) for line in lines)
+        # A dump's columns read down the page: hex before the gap (or the bars), text after it.
+        columns = [[*re.split(r"  +\|?|\|", line.strip(), maxsplit=1), ""] for line in lines]
+        hex_column = "".join("".join(c[0].split()) for c in columns)
+        found += [flat, "".join(c[1].rstrip("|") for c in columns)]
+        decoded = bytearray()
+        for token in " ".join(lines).split():
+            if re.fullmatch(r"[0-7]{3}", token):
+                decoded.append(int(token, 8) % 256)
+            elif len(token) == 2 and token[0] == "\\":
+                decoded += {"n": b"\n", "t": b"\t", "0": b"\0", "\\": b"\\"}.get(token[1], b"?")
+            else:
+                decoded += token.encode()
+        found.append(decoded.decode("utf-8", "replace"))
+        for run in re.findall(r"[0-9a-fA-F]{16,}", flat + " " + hex_column):
+            for start in (0, 1):
+                data = bytes.fromhex(run[start : start + (len(run) - start) // 2 * 2])
+                words = bytearray(data[: len(data) // 2 * 2])
+                words[0::2], words[1::2] = data[1 : len(words) : 2], data[0 : len(words) : 2]
+                found += [data.decode("latin-1"), words.decode("latin-1"), words[1:].decode("latin-1")]
+        for run in re.findall(r"[A-Za-z0-9+/=_-]{16,}", flat):
+            for start in range(8):
+                for alphabet in (run, run.replace("-", "+").replace("_", "/")):
+                    piece = alphabet[start:].rstrip("=")
+                    with contextlib.suppress(binascii.Error, ValueError):
+                        found.append(base64.b64decode(piece[: len(piece) // 4 * 4]).decode("latin-1"))
+                    with contextlib.suppress(binascii.Error, ValueError):
+                        found.append(base64.b32decode(piece[: len(piece) // 8 * 8].upper()).decode("latin-1"))
+    return [r for text in found for r in (text.lower(), text[::-1].lower(), codecs.encode(text, "rot13").lower())]
+
+
+def _leak(secret: str, out: str) -> str | None:
+    """A piece (FRAGMENT characters) of the secret, in a form a reader compares, that a reader
+    gets back from `out`; None if there is none."""
+    from tests.security.secret_corpus import FRAGMENT
+
+    pieces = {v[i : i + FRAGMENT] for v in _variants(secret) for i in range(len(v) - FRAGMENT + 1)}
+    for reading in _readings(out):
+        if hit := next((p for p in pieces if p in reading), None):
+            return hit
+    return None
+
+
+def _fuzz(tmp_path, monkeypatch) -> tuple[int, dict[str, list[str]]]:
+    """Run every command of the corpus, redact its output as a tool result is, and return the
+    number run and the leaks by family."""
+    import os
+    import subprocess
+
+    from ipy_agent.base.secrets import redact_block
+    from tests.security.secret_corpus import corpus
+
+    monkeypatch.setenv("CORP_API_KEY", FILE_SECRET)
+    monkeypatch.setenv("SVC_DEPLOY_TOKEN", ENV_SECRET)
+    (tmp_path / "secret.txt").write_text(f"[service]\ntoken = {FILE_SECRET}\nregion = eu-west-1\n")
+    env = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "SVC_DEPLOY_TOKEN": ENV_SECRET}
+    leaks: dict[str, list[str]] = {}
+    cases = corpus()
+    for case in cases:
+        done = subprocess.run(
+            ["bash", "-c", case.command], cwd=tmp_path, env=env, capture_output=True, timeout=30, check=False
+        )
+        assert done.returncode == 0, (case.command, done.stderr)
+        out = done.stdout.decode("utf-8", "replace")
+        shown = redact_block({"type": "tool_result", "tool_use_id": "t", "content": out})["content"]
+        secret = ENV_SECRET if case.family.startswith("env") else FILE_SECRET
+        assert _leak(secret, out), (case.command, out)  # the command really prints it
+        if piece := _leak(secret, shown):
+            leaks.setdefault(case.family, []).append(f"{piece!r} from {case.command}")
+    return len(cases), leaks
+
+
+def test_secret_fuzzer_no_command_gets_a_secret_past_redaction(tmp_path, monkeypatch, capsys):
+    ran, leaks = _fuzz(tmp_path, monkeypatch)
+    with capsys.disabled():
+        print(f"\n[secret fuzzer] commands run: {ran}; leaking a piece of 10+ characters: {len(leaks)} families")
+        for family, found in list(leaks.items())[:10]:
+            print(f"  LEAK {family}: {found[0][:160]}")
+    assert not leaks
+
+
+def test_secret_fuzzer_control_the_exact_forms_alone_leak_the_new_layouts(tmp_path, monkeypatch):
+    """The defence off: the forms the redaction had before (the value, reversed, hex, base64),
+    each matched as it is, with no canonical view, no dump columns and no pieces."""
+    import base64
+
+    from ipy_agent.base import secret_search
+
+    def old_forms(value: str) -> list[tuple[str, str]]:
+        data = value.encode()
+        forms = [(value, ""), (value[::-1], "reversed"), (data.hex(), "hex"), (data.hex().upper(), "hex")]
+        for pad in range(3):
+            encoded = base64.b64encode(b"\0" * pad + data).decode()
+            forms.append((encoded[-(-8 * pad // 6) : 8 * (pad + len(data)) // 6], "base64"))
+        return forms
+
+    monkeypatch.setattr(secret_search, "secret_forms", old_forms)
+    monkeypatch.setattr(secret_search, "canonical", lambda text: text.encode("utf-8", "surrogatepass"))
+    monkeypatch.setattr(secret_search, "_dump_views", lambda text: [])
+    monkeypatch.setattr(secret_search, "FRAGMENT", 10**9)
+    _, leaks = _fuzz(tmp_path, monkeypatch)
+    for family in (
+        "file: od -c",
+        "file: od -An -c",
+        "file: od -b",
+        "file: xxd",
+        "file: hexdump -C",
+        "file: od -x",
+        "file: fold",
+        "file: base32",
+        "file: rot13 + as-is",
+        "file: upper + as-is",
+        "file: no-dash + as-is",
+        "file: cut apart",
+        "file: base64 cut apart",
+        "env: od -c",
+        "env: rev + xxd",
+    ):
+        assert family in leaks, (family, sorted(leaks))
