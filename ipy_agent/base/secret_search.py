@@ -139,40 +139,69 @@ class _Form:
         return f"[redacted ${self.name}{f' ({how})' if how else ''}]"
 
 
+def _char_at(text: str, begin: int, end: int, offset: int) -> int:
+    """The character of text[begin:end] that byte `offset` of its canonical bytes came from: the
+    last position whose canonical prefix is no longer than `offset` (a binary search)."""
+    lo, hi = begin, end - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(canonical(text[begin:mid])) <= offset:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 @dataclass
 class _View:
-    """Canonical bytes made of pieces of the text. A piece copied from the text (`exact`) maps
-    byte by byte; a decoded one (an `od -c` token) maps to its whole token."""
+    """Canonical bytes made of pieces of the text, with the map back. A piece copied from the
+    text (`exact`) maps character by character; a decoded one (an `od -c` token) maps to its
+    whole token."""
 
-    data: bytes
+    text: str
+    data: bytes = b""
     starts: list[int] = field(default_factory=list)  # offset in `data` of each piece
     spans: list[tuple[int, int, bool]] = field(default_factory=list)  # (start, end, exact) in the text
 
+    @classmethod
+    def whole(cls, text: str) -> _View:
+        """The whole text: its canonical bytes at once (one C-level pass); its pieces (blocks of
+        the text) only when a span is mapped back."""
+        return cls(text, canonical(text))
+
     def to_text(self, start: int, end: int) -> tuple[int, int]:
         """The span of the text that bytes [start, end) of the view came from."""
-        first = bisect.bisect_right(self.starts, start) - 1
-        last = bisect.bisect_right(self.starts, end - 1) - 1
-        return self._at(first, start, floor=True), self._at(last, end, floor=False)
+        if not self.starts:
+            self._blocks()
+        return self._at(start, last=False), self._at(end - 1, last=True)
 
-    def _at(self, piece: int, offset: int, *, floor: bool) -> int:
+    def _at(self, offset: int, *, last: bool) -> int:
+        piece = bisect.bisect_right(self.starts, offset) - 1
         begin, end, exact = self.spans[piece]
         if not exact:
-            return begin if floor else end
-        piece_end = self.starts[piece + 1] if piece + 1 < len(self.starts) else len(self.data)
-        head = self.data[self.starts[piece] : min(offset, piece_end)]
-        return begin + len(head.decode("utf-8", "ignore" if floor else "replace"))
+            return end if last else begin
+        return _char_at(self.text, begin, end, offset - self.starts[piece]) + (1 if last else 0)
+
+    def _blocks(self, size: int = 2048) -> None:
+        at = 0
+        for begin in range(0, len(self.text), size):
+            end = min(begin + size, len(self.text))
+            length = len(canonical(self.text[begin:end]))
+            if length:
+                self.starts.append(at)
+                self.spans.append((begin, end, True))
+                at += length
 
 
 class _ViewBuilder:
-    def __init__(self) -> None:
+    def __init__(self, text: str) -> None:
         self.parts: list[bytes] = []
-        self.view = _View(b"")
+        self.view = _View(text)
         self.size = 0
 
-    def copy(self, text: str, start: int, end: int) -> None:
-        """Text [start, end) as it is (canonical), one piece per run without whitespace."""
-        for m in _NON_SPACE.finditer(text, start, end):
-            self._piece(canonical(m.group()), m.start(), m.end(), exact=True)
+    def copy(self, start: int, end: int) -> None:
+        """Text [start, end) as it is (canonical)."""
+        self._piece(canonical(self.view.text[start:end]), start, end, exact=True)
 
     def decoded(self, data: bytes, start: int, end: int) -> None:
         self._piece(data.translate(_LOWER, _SPACE), start, end, exact=False)
@@ -196,8 +225,11 @@ _NON_SPACE = re.compile(r"[^ \t\r\n\v\f]+")
 _DUMP_HINT = re.compile(r"\n(?:[0-9a-fA-F]{7,8}[: \n]| +\S{1,3} +\S{1,3} +\S{1,3}(?: |$))", re.MULTILINE)
 _XXD = re.compile(r"[0-9a-f]{7,9}: ((?:[0-9a-f]+ )*[0-9a-f]+)(?:  +(.*))?")
 _HEXDUMP_C = re.compile(r"[0-9a-f]{8}((?:  ?[0-9a-f]{2})+) +\|(.*)\|")
-_OFFSET_LINE = re.compile(r"(?:[0-9a-f]{7,8})?((?: +\S+)+)")  # `od -An` has no offsets
+# `od` and `hexdump` after the offset (`od -An` has none): characters, escapes and octal bytes
+# of one to three characters, or hex words.
+_OFFSET_LINE = re.compile(r"(?:[0-9a-f]{7,8})?((?: +(?:\S{1,3}|[0-9a-f]{4}|[0-9a-f]{8}))+) *")
 _HEX_TOKEN = re.compile(r"[0-9a-f]{2}|[0-9a-f]{4}|[0-9a-f]{8}")
+_DUMP_START = frozenset("0123456789abcdef ")
 _OD_ESCAPES = {"\\0": 0, "\\a": 7, "\\b": 8, "\\f": 12, "\\n": 10, "\\r": 13, "\\t": 9, "\\v": 11, "\\\\": 92}
 
 
@@ -205,18 +237,20 @@ def _dump_views(text: str) -> list[_View]:
     """The hex columns and the characters of the dump lines in `text` (none when it has none)."""
     if not _DUMP_HINT.search("\n" + text):
         return []
-    hexes, chars = _ViewBuilder(), _ViewBuilder()
+    hexes, chars = _ViewBuilder(text), _ViewBuilder(text)
     pos = 0
     for line in text.split("\n"):
         start, pos = pos, pos + len(line) + 1
+        if not line or line[0] not in _DUMP_START:
+            continue
         line = line.rstrip("\r")
         if m := _XXD.fullmatch(line):
-            hexes.copy(text, start + m.start(1), start + m.end(1))
+            hexes.copy(start + m.start(1), start + m.end(1))
             if m.group(2) is not None:
-                chars.copy(text, start + m.start(2), start + m.end(2))
+                chars.copy(start + m.start(2), start + m.end(2))
         elif m := _HEXDUMP_C.fullmatch(line):
-            hexes.copy(text, start + m.start(1), start + m.end(1))
-            chars.copy(text, start + m.start(2), start + m.end(2))
+            hexes.copy(start + m.start(1), start + m.end(1))
+            chars.copy(start + m.start(2), start + m.end(2))
         elif m := _OFFSET_LINE.fullmatch(line):
             _od_columns(text, start + m.start(1), start + m.end(1), hexes, chars)
     return [v for v in (hexes.build(), chars.build()) if v.data]
@@ -227,7 +261,7 @@ def _od_columns(text: str, start: int, end: int, hexes: _ViewBuilder, chars: _Vi
     characters, escapes and octal bytes of `od -c` and `od -b` are decoded into the characters."""
     tokens = list(_NON_SPACE.finditer(text, start, end))
     if all(_HEX_TOKEN.fullmatch(t.group()) for t in tokens):
-        hexes.copy(text, start, end)
+        hexes.copy(start, end)
         return
     decoded: list[tuple[bytes, int, int]] = []
     for t in tokens:
@@ -272,13 +306,13 @@ class SecretIndex:
         """The spans of `text` that hold a form of a secret or a piece of one, merged, in order."""
         if not self.forms:
             return []
-        views = [_LazyTextView(text), *_dump_views(text)]
+        views = [_View.whole(text), *_dump_views(text)]
         found: list[Found] = []
         for view in views:
             found += self._in_view(view)
         return _merged(found)
 
-    def _in_view(self, view: _View | _LazyTextView) -> list[Found]:
+    def _in_view(self, view: _View) -> list[Found]:
         data = view.data
         runs: list[tuple[int, int, _Form, bool]] = []
         for form in self.short:
@@ -320,23 +354,6 @@ class SecretIndex:
                     out.append((at - left, at + _GRAM + right, form, whole))
                 o = form.data.find(gram, o + 1)
         return out
-
-
-class _LazyTextView:
-    """The whole text as a view: its canonical bytes at once (one C-level pass), its map back
-    only when something was found."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.data = canonical(text)
-        self._view: _View | None = None
-
-    def to_text(self, start: int, end: int) -> tuple[int, int]:
-        if self._view is None:
-            builder = _ViewBuilder()
-            builder.copy(self.text, 0, len(self.text))
-            self._view = builder.build()
-        return self._view.to_text(start, end)
 
 
 def _merged(found: list[Found]) -> list[Found]:
