@@ -293,11 +293,12 @@ class SecretIndex:
                     forms.setdefault(data, _Form(data, name, how))
         self.forms = tuple(forms.values())
         self.short = tuple(f for f in self.forms if len(f.data) < FRAGMENT)
-        self.grams = frozenset(
-            int.from_bytes(f.data[i : i + _GRAM], sys.byteorder)
-            for f in self.forms
-            for i in range(len(f.data) - _GRAM + 1)
-        )
+        # gram -> (form, offset) of each place it occurs: a probe that hits is extended from there
+        self.grams: dict[int, list[tuple[_Form, int]]] = {}
+        for form in self.forms:
+            for i in range(len(form.data) - _GRAM + 1):
+                gram = int.from_bytes(form.data[i : i + _GRAM], sys.byteorder)
+                self.grams.setdefault(gram, []).append((form, i))
 
     def __bool__(self) -> bool:
         return bool(self.forms)
@@ -320,39 +321,40 @@ class SecretIndex:
             while at >= 0:
                 runs.append((at, at + len(form.data), form, True))
                 at = data.find(form.data, at + 1)
-        for at in self._probe_hits(data):
-            if any(s <= at and at + _GRAM <= e for s, e, _, _ in runs):
+        covered = 0  # the end of the runs found so far (hits come in order)
+        for at, gram in sorted(self._probe_hits(data)):
+            if at + _GRAM <= covered:
                 continue
-            runs += self._extend(data, at)
+            found = self._extend(data, at, self.grams[gram])
+            runs += found
+            covered = max([covered, *(e for _, e, _, _ in found)])
         return [Found(*view.to_text(s, e), form.label(whole)) for s, e, form, whole in runs]
 
-    def _probe_hits(self, data: bytes) -> Iterator[int]:
-        grams = self.grams
+    def _probe_hits(self, data: bytes) -> Iterator[tuple[int, int]]:
+        """(offset, gram) of each probe of `data` that is a gram of a form."""
+        grams = self.grams.keys()
         for shift in _SHIFTS:
             probes = data[shift:]
             words = array("Q", probes[: len(probes) // _GRAM * _GRAM])
             if grams.isdisjoint(words):
                 continue
-            yield from (shift + _GRAM * i for i, w in enumerate(words) if w in grams)
+            yield from ((shift + _GRAM * i, w) for i, w in enumerate(words) if w in grams)
 
-    def _extend(self, data: bytes, at: int) -> list[tuple[int, int, _Form, bool]]:
-        """The runs of at least FRAGMENT bytes around the gram at `at` that match a form."""
-        gram = data[at : at + _GRAM]
+    @staticmethod
+    def _extend(data: bytes, at: int, places: list[tuple[_Form, int]]) -> list[tuple[int, int, _Form, bool]]:
+        """The runs of at least FRAGMENT bytes around the gram at `at` that match a form there."""
         out: list[tuple[int, int, _Form, bool]] = []
-        for form in self.forms:
-            o = form.data.find(gram)
-            while o >= 0:
-                left = 0
-                while left < o and left < at and data[at - left - 1] == form.data[o - left - 1]:
-                    left += 1
-                right = 0
-                limit = min(len(form.data) - o - _GRAM, len(data) - at - _GRAM)
-                while right < limit and data[at + _GRAM + right] == form.data[o + _GRAM + right]:
-                    right += 1
-                if left + _GRAM + right >= FRAGMENT:
-                    whole = left == o and o + _GRAM + right == len(form.data)
-                    out.append((at - left, at + _GRAM + right, form, whole))
-                o = form.data.find(gram, o + 1)
+        for form, o in places:
+            left = 0
+            while left < o and left < at and data[at - left - 1] == form.data[o - left - 1]:
+                left += 1
+            right = 0
+            limit = min(len(form.data) - o - _GRAM, len(data) - at - _GRAM)
+            while right < limit and data[at + _GRAM + right] == form.data[o + _GRAM + right]:
+                right += 1
+            if left + _GRAM + right >= FRAGMENT:
+                whole = left == o and o + _GRAM + right == len(form.data)
+                out.append((at - left, at + _GRAM + right, form, whole))
         return out
 
 
