@@ -9,24 +9,26 @@ apart (`cut -c1-10 f; cut -c11- f`).
 
 So a secret is looked for by value, not by layout:
 
-- **Forms.** Each secret's forms are built once per environment (`secret_forms`): the value,
-  reversed, rot13, upper and lower case, and each of those in hex (as it is and byte-swapped at
-  both alignments), in base64 (standard and URL-safe, at the three alignments a value can have
-  inside a longer text: only the characters that depend on the value alone) and in base32 (five
-  alignments); the encodings reversed; the value with its digits, its punctuation or one
-  punctuation character deleted.
+- **Forms.** Each secret's forms are built once per environment (`secret_forms`): the value as
+  `rev` and `tr` leave it (as it is, reversed, rot13, upper and lower case, with its digits, its
+  punctuation or one punctuation character deleted), and each of those in hex (as it is and as
+  16-bit words at both alignments), base64 (standard and URL-safe) and base32, at every
+  alignment a value can have inside a longer encoded text (only the characters that depend on
+  the value alone), each encoding also reversed.
 - **Views.** A text is compared in canonical views: ASCII letters in lower case and whitespace
   removed, so line breaks, columns and case do not matter. The text itself is one view. When it
-  holds dump lines (a line that starts with an offset), two more are made from those lines: the
-  hex columns without offsets, and the characters (a dump's text column, `od -c` and `od -b`
-  decoded). Each view keeps a map back to the text.
-- **Pieces.** Every run of `FRAGMENT` or more bytes of a view that is part of a form is redacted:
-  a whole form, or a piece of one printed apart from the rest. Runs are found through 8-byte
-  grams: every 8-byte window of every form is in one set of integers, and a view is probed at
-  offsets 0, 3 and 6 of every 8 bytes (three C-level passes over the text, whatever the number
-  of secrets and forms), so a run of 10 bytes always contains a probed gram. A probe that hits
-  is extended both ways byte by byte against the form. Forms shorter than `FRAGMENT` (the value
-  of a secret of 8 or 9 characters) are looked for whole.
+  holds dump lines (a line that starts with an offset, or `od -An` columns), two more are made
+  from those lines: the hex columns without offsets, and the characters (a dump's text column,
+  `od -c` and `od -b` decoded). Each view keeps a map back to the text.
+- **Pieces.** Every run of a view that is part of a form and carries `FRAGMENT` or more
+  characters of the secret (10 characters of a form as it is, 20 of hex, 12 of base64, 15 of
+  base32: with the characters at its ends, 10 decode) is redacted: a whole form, or a piece of one printed apart from the rest. Runs are
+  found through 8-byte grams: every 8-byte window of every form is a key of one dict, and a view
+  is probed at offsets 0, 3 and 6 of every 8 bytes (three C-level passes over the text, whatever
+  the number of secrets and forms), so a run of 10 bytes always holds a probed gram. A probe
+  that hits is extended both ways byte by byte against the form. Forms shorter than their
+  least run (the value of a secret of 8 or 9 characters, some of its encodings) are looked for
+  whole.
 
 Not covered: anything that needs a key or a lost piece to read back (encryption, a hash, a
 compressed stream), a secret printed in pieces of fewer than `FRAGMENT` characters (one
@@ -117,6 +119,12 @@ def _encodings(data: bytes) -> list[tuple[str, str]]:
 
 
 _URLSAFE = str.maketrans("+/", "-_")
+# An encoding prints more characters than the secret has: a piece of one is long enough on its
+# own when a reader can decode FRAGMENT characters of the secret from it (5 bytes of hex would
+# match any word). Hex: 2 characters a byte. Base64 and base32: the characters that depend on the
+# secret alone, and one at each end that holds up to 4 more of its bits (6 * 12 + 8 >= 80 bits;
+# 5 * 15 + 8 >= 80 bits).
+_LEAST = {"hex": 2 * FRAGMENT, "base64": 12, "base32": 15}
 
 
 @dataclass(frozen=True)
@@ -133,6 +141,12 @@ class _Form:
     data: bytes  # canonical
     name: str
     how: str
+    least: int  # the shortest run of `data` redacted on its own: FRAGMENT characters of the secret
+
+    @classmethod
+    def of(cls, data: bytes, name: str, how: str) -> _Form:
+        encoding = next((e for e in _LEAST if e in how), "")
+        return cls(data, name, how, _LEAST.get(encoding, FRAGMENT))
 
     def label(self, whole: bool) -> str:
         how = self.how if whole else f"part, {self.how}" if self.how else "part"
@@ -290,9 +304,9 @@ class SecretIndex:
             for text, how in secret_forms(value):
                 data = canonical(text)
                 if len(data) >= 8:
-                    forms.setdefault(data, _Form(data, name, how))
+                    forms.setdefault(data, _Form.of(data, name, how))
         self.forms = tuple(forms.values())
-        self.short = tuple(f for f in self.forms if len(f.data) < FRAGMENT)
+        self.short = tuple(f for f in self.forms if len(f.data) < f.least)
         # gram -> (form, offset) of each place it occurs: a probe that hits is extended from there
         self.grams: dict[int, list[tuple[_Form, int]]] = {}
         for form in self.forms:
@@ -342,7 +356,7 @@ class SecretIndex:
 
     @staticmethod
     def _extend(data: bytes, at: int, places: list[tuple[_Form, int]]) -> list[tuple[int, int, _Form, bool]]:
-        """The runs of at least FRAGMENT bytes around the gram at `at` that match a form there."""
+        """The runs around the gram at `at` that match a form there and are long enough alone."""
         out: list[tuple[int, int, _Form, bool]] = []
         for form, o in places:
             left = 0
@@ -352,7 +366,7 @@ class SecretIndex:
             limit = min(len(form.data) - o - _GRAM, len(data) - at - _GRAM)
             while right < limit and data[at + _GRAM + right] == form.data[o + _GRAM + right]:
                 right += 1
-            if left + _GRAM + right >= FRAGMENT:
+            if left + _GRAM + right >= form.least:
                 whole = left == o and o + _GRAM + right == len(form.data)
                 out.append((at - left, at + _GRAM + right, form, whole))
         return out

@@ -6,9 +6,9 @@ upper or lower case, rot13, `tr -d` of a class), then lays it out (`od` in its f
 `hexdump`, `fold`, `base32`, `base64`, columns cut apart and printed one after the other).
 Widths (fold, cut, od -w, xxd -c) are drawn from a fixed seed: the same commands every run.
 
-Every piece the layouts print is at least `FRAGMENT` characters of the secret's form, or the
-edge of one (what precedes the secret on its line, what follows it): what the redaction
-promises to find. Pieces shorter than that are a documented limit, not a case here.
+Every piece the layouts print carries at least `FRAGMENT` characters of the secret (14 of its
+base64), or is the edge of one (what precedes the secret on its line, what follows it): what the
+redaction promises to find. Pieces shorter than that are a documented limit, not a case here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import random
 from dataclasses import dataclass
 
 SEED = 20261204
-FRAGMENT = 10  # the shortest piece of a secret's form that is redacted on its own
+FRAGMENT = 10  # the fewest characters of a secret a piece must carry to be redacted on its own
+BASE64_FRAGMENT = 14  # base64 characters that carry FRAGMENT characters
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def corpus(seed: int = SEED) -> list[Case]:
             width = rng.randint(FRAGMENT, 16)
             cases.append(Case(_cut_apart(source + transform, width), _family(source_name, transform_name, "cut apart")))
             encoded = f"{source}{transform} | base64 -w0"
+            width = rng.randint(BASE64_FRAGMENT, 20)
             cases.append(Case(_cut_apart(encoded, width), _family(source_name, transform_name, "base64 cut apart")))
     return cases
 

@@ -263,23 +263,27 @@ FILE_SECRET = "svc-7Hq2xPz9LmW4-kT8vN3bR6yQ"  # in secret.txt, and in the kernel
 ENV_SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCY4d1Q"  # given to the process as SVC_DEPLOY_TOKEN
 
 
-def _variants(secret: str) -> list[str]:
-    """The secret as a reader compares it (in lower case): as `rev` and `tr` may change it, and
-    each of those in base64 at every alignment (a piece too short to decode alone)."""
+def _variants(secret: str) -> list[tuple[str, int]]:
+    """(text, least) of the secret as a reader compares it (in lower case): as `rev` and `tr`
+    may change it, and each of those in base64 at every alignment (a piece too short to decode
+    alone); `least` is how many characters of it carry FRAGMENT characters of the secret."""
     import base64
     import codecs
+    import math
     import string
+
+    from tests.security.secret_corpus import FRAGMENT
 
     texts = [secret, secret[::-1], codecs.encode(secret, "rot13"), secret.upper(), secret.lower()]
     texts += ["".join(c for c in secret if not c.isdigit()), "".join(c for c in secret if c.isalnum())]
     texts += [secret.replace(c, "") for c in set(secret) if c in string.punctuation]
-    out = list(texts)
+    out = [(text.lower(), FRAGMENT) for text in texts]
     for text in texts:
         data = text.encode()
         for pad in range(3):  # the characters that depend on the text alone, at each alignment
             encoded = base64.b64encode(b"\0" * pad + data).decode()
-            out.append(encoded[-(-8 * pad // 6) : 8 * (pad + len(data)) // 6])
-    return [v.lower() for v in out]
+            out.append((encoded[-(-8 * pad // 6) : 8 * (pad + len(data)) // 6].lower(), math.ceil(FRAGMENT * 8 / 6)))
+    return out
 
 
 def _readings(out: str) -> list[str]:
@@ -315,7 +319,8 @@ def _readings(out: str) -> list[str]:
                 words = bytearray(data[: len(data) // 2 * 2])
                 words[0::2], words[1::2] = data[1 : len(words) : 2], data[0 : len(words) : 2]
                 found += [data.decode("latin-1"), words.decode("latin-1"), words[1:].decode("latin-1")]
-        for run in re.findall(r"[A-Za-z0-9+/=_-]{16,}", flat):
+        runs = re.findall(r"[A-Za-z0-9+/=_-]{12,}", "\n".join([flat, *lines]))  # joined, and line by line
+        for run in runs:
             for start in range(8):
                 for alphabet in (run, run.replace("-", "+").replace("_", "/")):
                     piece = alphabet[start:].rstrip("=")
@@ -327,11 +332,9 @@ def _readings(out: str) -> list[str]:
 
 
 def _leak(secret: str, out: str) -> str | None:
-    """A piece (FRAGMENT characters) of the secret, in a form a reader compares, that a reader
-    gets back from `out`; None if there is none."""
-    from tests.security.secret_corpus import FRAGMENT
-
-    pieces = {v[i : i + FRAGMENT] for v in _variants(secret) for i in range(len(v) - FRAGMENT + 1)}
+    """A piece of the secret, in a form a reader compares, long enough to carry FRAGMENT of its
+    characters, that a reader gets back from `out`; None if there is none."""
+    pieces = {v[i : i + least] for v, least in _variants(secret) for i in range(len(v) - least + 1)}
     for reading in _readings(out):
         if hit := next((p for p in pieces if p in reading), None):
             return hit
@@ -367,6 +370,7 @@ def _fuzz(tmp_path, monkeypatch) -> tuple[int, dict[str, list[str]]]:
     return len(cases), leaks
 
 
+@pytest.mark.timeout(300)  # 352 real processes: minutes on a loaded machine
 def test_secret_fuzzer_no_command_gets_a_secret_past_redaction(tmp_path, monkeypatch, capsys):
     ran, leaks = _fuzz(tmp_path, monkeypatch)
     with capsys.disabled():
@@ -376,6 +380,7 @@ def test_secret_fuzzer_no_command_gets_a_secret_past_redaction(tmp_path, monkeyp
     assert not leaks
 
 
+@pytest.mark.timeout(300)
 def test_secret_fuzzer_control_the_exact_forms_alone_leak_the_new_layouts(tmp_path, monkeypatch, capsys):
     """The defence off: the forms the redaction had before (the value, reversed, hex, base64),
     each matched as it is, with no canonical view, no dump columns and no pieces."""
@@ -394,7 +399,8 @@ def test_secret_fuzzer_control_the_exact_forms_alone_leak_the_new_layouts(tmp_pa
     monkeypatch.setattr(secret_search, "secret_forms", old_forms)
     monkeypatch.setattr(secret_search, "canonical", lambda text: text.encode("utf-8", "surrogatepass"))
     monkeypatch.setattr(secret_search, "_dump_views", lambda text: [])
-    monkeypatch.setattr(secret_search, "FRAGMENT", 10**9)
+    monkeypatch.setattr(secret_search, "FRAGMENT", 10**9)  # whole forms only: no pieces
+    monkeypatch.setattr(secret_search, "_LEAST", {})
     ran, leaks = _fuzz(tmp_path, monkeypatch)
     with capsys.disabled():
         print(f"\n[secret fuzzer, control] commands run: {ran}; families leaking: {len(leaks)}")
@@ -416,3 +422,29 @@ def test_secret_fuzzer_control_the_exact_forms_alone_leak_the_new_layouts(tmp_pa
         "env: rev + xxd",
     ):
         assert family in leaks, (family, sorted(leaks))
+
+
+def test_output_without_a_secret_is_left_as_it_is(tmp_path, monkeypatch):
+    """Over-redaction: dumps, logs and listings that hold no secret come back unchanged, with
+    the fuzzer's secrets (and the fixture's) in the environment."""
+    import subprocess
+
+    from ipy_agent.base.secrets import redact
+
+    monkeypatch.setenv("CORP_API_KEY", FILE_SECRET)
+    monkeypatch.setenv("SVC_DEPLOY_TOKEN", ENV_SECRET)
+    (tmp_path / "data.txt").write_text("".join(f"row {i}: value={i * 37 % 1000} name=item_{i}\n" for i in range(300)))
+    for command in (
+        "od -c data.txt",
+        "od -x data.txt",
+        "xxd data.txt",
+        "hexdump -C data.txt",
+        "base32 data.txt",
+        "fold -w 7 data.txt",
+        "rev data.txt",
+        "cut -c1-10 data.txt; cut -c11- data.txt",
+        "seq 1 2000 | xxd -p",
+        "printf 'a12406c Tests: one\n6618795 Sandbox limits test\nace8e9e Accept all\n'",
+    ):
+        out = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+        assert redact(out) == out, command
