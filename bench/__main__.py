@@ -357,7 +357,7 @@ def redaction(args: argparse.Namespace) -> list[Row]:
             met=statistics.median(ours) <= 0.002,
             how="each secret by value whatever the layout: every rev/tr form (reversed, case, rot13, tr -d) "
             "as it is and in hex, base64 and base32 at every alignment, reversed too, in a canonical view of "
-            "the text (one case, no whitespace) and pieces of 10+ characters, plus URLs with a password: "
+            "the text (one case, no whitespace) and pieces that hold 10+ of its characters, plus URLs with a password: "
             "all forms as one set of 8-byte grams, probed in three C-level passes, against one `in` per "
             f"exact value; 200 results per sample, {reps} paired rounds.",
         )

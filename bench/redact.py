@@ -2,7 +2,7 @@
 
 Every tool result is redacted before the model sees it. Ours looks for each secret by value
 whatever the layout (ipy_agent/base/secret_search.py: every rev/tr form of it, each in hex,
-base64 and base32, in canonical views of the text, and pieces of 10+ characters), and for URLs
+base64 and base32, in canonical views of the text, and pieces that hold 10+ of its characters), and for URLs
 with a password; the peer is each secret's exact value only (`str.replace` per value). Six
 secrets, none present in the text: the common case.
 """
