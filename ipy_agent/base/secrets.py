@@ -205,7 +205,9 @@ def _current(base: Mapping[str, str] | None = None) -> tuple[list[tuple[str, str
             found += [(k, x) for x in (password, f"{user}:{password}") if len(x) >= _MIN_REDACT]
     found = list(dict.fromkeys(found))
     found.sort(key=lambda kv: -len(kv[1]))
-    _last = (key, found, Redactor.build(found))
+    # Another variable changed (a library setting its own): the secrets, and so the index, stay.
+    same = _last is not None and _last[1] == found
+    _last = (key, found, _last[2] if same and _last is not None else Redactor.build(found))
     return found, _last[2]
 
 
