@@ -286,6 +286,11 @@ def _variants(secret: str) -> list[tuple[str, int]]:
     return out
 
 
+def _text(data: bytes) -> str:
+    """Decoded bytes as a reader tries them: UTF-8, and byte by byte (latin-1)."""
+    return data.decode("utf-8", "replace") + "\n" + data.decode("latin-1")
+
+
 def _readings(out: str) -> list[str]:
     """What a reader gets back from `out` by the usual decodings, each also reversed and rot13:
     the text without whitespace and offsets, `od -c` / `od -b` tokens, hex (bytes and 16-bit
@@ -318,16 +323,16 @@ def _readings(out: str) -> list[str]:
                 data = bytes.fromhex(run[start : start + (len(run) - start) // 2 * 2])
                 words = bytearray(data[: len(data) // 2 * 2])
                 words[0::2], words[1::2] = data[1 : len(words) : 2], data[0 : len(words) : 2]
-                found += [data.decode("latin-1"), words.decode("latin-1"), words[1:].decode("latin-1")]
+                found += [_text(bytes(b)) for b in (data, words, words[1:])]
         runs = re.findall(r"[A-Za-z0-9+/=_-]{12,}", "\n".join([flat, *lines]))  # joined, and line by line
         for run in runs:
             for start in range(8):
                 for alphabet in (run, run.replace("-", "+").replace("_", "/")):
                     piece = alphabet[start:].rstrip("=")
                     with contextlib.suppress(binascii.Error, ValueError):
-                        found.append(base64.b64decode(piece[: len(piece) // 4 * 4]).decode("latin-1"))
+                        found.append(_text(base64.b64decode(piece[: len(piece) // 4 * 4])))
                     with contextlib.suppress(binascii.Error, ValueError):
-                        found.append(base64.b32decode(piece[: len(piece) // 8 * 8].upper()).decode("latin-1"))
+                        found.append(_text(base64.b32decode(piece[: len(piece) // 8 * 8].upper())))
     return [r for text in found for r in (text.lower(), text[::-1].lower(), codecs.encode(text, "rot13").lower())]
 
 
@@ -386,7 +391,7 @@ def test_secret_fuzzer_control_the_exact_forms_alone_leak_the_new_layouts(tmp_pa
     each matched as it is, with no canonical view, no dump columns and no pieces."""
     import base64
 
-    from ipy_agent.base import secret_search
+    from ipy_agent.base import secret_search, secrets
 
     def old_forms(value: str) -> list[tuple[str, str]]:
         data = value.encode()
@@ -401,6 +406,7 @@ def test_secret_fuzzer_control_the_exact_forms_alone_leak_the_new_layouts(tmp_pa
     monkeypatch.setattr(secret_search, "_dump_views", lambda text: [])
     monkeypatch.setattr(secret_search, "FRAGMENT", 10**9)  # whole forms only: no pieces
     monkeypatch.setattr(secret_search, "_LEAST", {})
+    monkeypatch.setattr(secrets, "_last", None)  # the index is built again, without the defence
     ran, leaks = _fuzz(tmp_path, monkeypatch)
     with capsys.disabled():
         print(f"\n[secret fuzzer, control] commands run: {ran}; families leaking: {len(leaks)}")
@@ -448,3 +454,20 @@ def test_output_without_a_secret_is_left_as_it_is(tmp_path, monkeypatch):
     ):
         out = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
         assert redact(out) == out, command
+
+
+@pytest.mark.parametrize("command", ["od -c", "od -An -c", "od -b", "od -x", "xxd", "xxd -p", "hexdump -C", "base32"])
+def test_a_secret_with_accents_in_dumps_is_redacted(tmp_path, monkeypatch, command):
+    """`od -c` prints each byte of a multi-byte character in octal: decoded back before looking."""
+    import subprocess
+
+    from ipy_agent.base.secrets import redact
+
+    secret = "clé-sécrète-ünïcödé-42"
+    monkeypatch.setenv("UNICODE_SECRET", secret)
+    (tmp_path / "s.txt").write_text(f"u={secret}\n", encoding="utf-8")
+    out = subprocess.run(
+        ["bash", "-c", f"{command} s.txt"], cwd=tmp_path, capture_output=True, check=True, env={"LANG": "C"}
+    ).stdout.decode()
+    shown = redact(out)
+    assert _leak(secret, out) and not _leak(secret, shown), (out, shown)
