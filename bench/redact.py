@@ -1,9 +1,10 @@
 """Redaction of one 100 KB tool result with the environment's secrets in every form.
 
-Every tool result is redacted before the model sees it. Ours looks for each secret as it is,
-reversed, in hex (either case) and in base64 (standard and URL-safe, three alignments), and
-for URLs with a password; the peer is the redaction this replaced, each secret's exact value
-only (`str.replace` per value). Six secrets, none present in the text: the common case.
+Every tool result is redacted before the model sees it. Ours looks for each secret by value
+whatever the layout (ipy_agent/base/secret_search.py: every rev/tr form of it, each in hex,
+base64 and base32, in canonical views of the text, and pieces that hold 10+ of its characters), and for URLs
+with a password; the peer is each secret's exact value only (`str.replace` per value). Six
+secrets, none present in the text: the common case.
 """
 
 from __future__ import annotations

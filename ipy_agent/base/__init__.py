@@ -2,6 +2,7 @@
 
 - `imports`: what the agent imports comes from where it is installed, not from the project;
 - `gitignore`: path patterns in gitignore syntax (what `Read(...)` and `Edit(...)` rules write);
+- `secret_search`: where a secret's value occurs in a text, in any form and layout a shell prints it;
 - `secrets`: credentials kept out of tools' processes and redacted from text;
 - `paths`: where the person's own ipy_agent files live, and where a project's root is;
 - `surface_names`: the names that make a file or folder a protected surface wherever it is;

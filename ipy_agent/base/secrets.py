@@ -15,17 +15,17 @@ A variable is a credential by its name or by its value:
 A name listed in `IPY_AGENT_PASS_ENV` is passed through even so (e.g. `GH_TOKEN` for approved
 `gh` commands); the person sets both, the model cannot (no tool changes the kernel's environment).
 
-Redaction finds a secret's value as it is and as a program would print it encoded: base64
-(standard and URL-safe, at each of the three alignments a value can have inside a longer
-encoded text), hex (either case) and reversed. It also removes the userinfo of any
-`scheme://user:password@host` in any text, whether or not the password is known. The encoded
-forms are built once each time the environment changes, and one regular expression finds all
-of them, so a result costs one scan of its text.
+Redaction finds a secret by its value, in the forms and layouts a shell prints it
+(`secret_search`: reversed, case-changed, rot13, hex, byte-swapped hex, base64, base32, with a
+character class deleted; wrapped, dumped by `od` / `xxd` / `hexdump`, or cut into pieces of at
+least `FRAGMENT` characters printed apart). It also removes the userinfo of any
+`scheme://user:password@host` in any text, whether or not the password is known. The forms are
+built once each time the environment changes, and a result costs a few C-level passes over its
+text whatever the number of secrets.
 """
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import functools
 import os
@@ -33,6 +33,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ipy_agent.base.secret_search import SecretIndex, secret_forms
 
 __all__ = [
     "SECRET_PATTERNS",
@@ -141,134 +143,41 @@ def tool_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def encoded_forms(value: str) -> list[tuple[str, str]]:
-    """(text, how) of the ways a program may print `value`: as it is, base64 (standard and
-    URL-safe, each alignment: only the characters that depend on the value alone), hex in
-    either case, and reversed. Forms shorter than the value's own minimum are left out."""
-    data = value.encode("utf-8", "surrogatepass")
-    forms = [(value, ""), (value[::-1], "reversed"), (data.hex(), "hex"), (data.hex().upper(), "hex")]
-    n = len(data)
-    for pad in range(3):
-        encoded = base64.b64encode(b"\0" * pad + data).decode("ascii")
-        start, end = -(-8 * pad // 6), 8 * (pad + n) // 6
-        piece = encoded[start:end]
-        forms.append((piece, "base64"))
-        forms.append((piece.translate(_URLSAFE), "base64"))
-    return [(text, how) for text, how in dict.fromkeys(forms) if len(text) >= _MIN_REDACT]
-
-
-_URLSAFE = str.maketrans("+/", "-_")
+    """(text, how) of the ways a program may print `value` (see `secret_search.secret_forms`);
+    forms shorter than the value's own minimum are left out."""
+    return [(text, how) for text, how in secret_forms(value) if len(text) >= _MIN_REDACT]
 
 
 @dataclass(frozen=True)
 class Redactor:
-    """Every secret's every form; built once per environment. A text is searched for each form
-    with `in` (a fast substring search in C): one scan per form, far cheaper than one regular
-    expression of hundreds of alternatives; only the forms found are then replaced."""
+    """Every secret's every form, built once per environment (`SecretIndex`): a text is looked
+    at in canonical views (no whitespace, one case) through one set of 8-byte grams, whatever
+    the number of secrets and forms, and each span that holds a form or a piece of one of at
+    least `FRAGMENT` characters is replaced."""
 
     secrets: tuple[tuple[str, str], ...]  # (name, value), longest value first
-    labels: dict[str, str]  # form -> what replaces it
-    forms: tuple[str, ...]  # longest first: the longest form wins where two overlap
-    encoded: tuple[str, ...]  # the base64 and hex forms: those a program may wrap across lines
+    index: SecretIndex
 
     @classmethod
     def build(cls, secrets: list[tuple[str, str]]) -> Redactor:
-        labels: dict[str, str] = {}
-        wrappable: set[str] = set()
-        for name, value in secrets:
-            for form, how in encoded_forms(value):
-                labels.setdefault(form, f"[redacted ${name}{f' ({how})' if how else ''}]")
-                if how in ("base64", "hex"):
-                    wrappable.add(form)
-        forms = tuple(sorted(labels, key=len, reverse=True))
-        return cls(
-            secrets=tuple(secrets), labels=labels, forms=forms, encoded=tuple(f for f in forms if f in wrappable)
-        )
+        return cls(secrets=tuple(secrets), index=SecretIndex(secrets))
 
     def found(self, text: str) -> list[str]:
-        """The forms that occur in `text`."""
-        return [f for f in self.forms if f in text]
+        """What replaces each span of `text` that holds a secret (empty: none does)."""
+        return [f.label for f in self.index.find(text)]
 
     def __call__(self, text: str) -> str:
-        if self.encoded and "\n" in text:
-            text = self._wrapped(text)  # first: a form replaced inside a run would hide the rest of it
-        if present := self.found(text):
-            text = _alternation(tuple(present)).sub(lambda m: self.labels[m.group()], text)
+        if spans := self.index.find(text):
+            out: list[str] = []
+            last = 0
+            for f in spans:
+                out += [text[last : f.start], f.label]
+                last = f.end
+            out.append(text[last:])
+            text = "".join(out)
         if "@" in text and "://" in text:
             text = _USERINFO.sub(lambda m: f"{m.group('scheme')}[redacted credentials]@", text)
         return text
-
-    def _wrapped(self, text: str) -> str:
-        """Forms broken across lines (`base64` wraps at 76 columns, `xxd -p` at 60): only runs
-        of whole lines made of base64 or hex characters can hold one, so only those are joined
-        and searched, and a form found is replaced across the line breaks it spans."""
-        out: list[str] = []
-        last = 0
-        for start, end in _wrapped_runs(text):
-            block = text[start:end]
-            joined = block.replace("\r", "").replace("\n", "")
-            present = [f for f in self.encoded if f in joined]
-            if not present:
-                continue
-            out += [text[last:start], _rejoin(block, joined, present, self.labels)]
-            last = end
-        if not out:
-            return text
-        out.append(text[last:])
-        return "".join(out)
-
-
-_B64_LINE = re.compile(r"[A-Za-z0-9+/=_\-]+\r?")
-
-
-def _wrapped_runs(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each run of two or more whole lines of base64 / hex characters whose first
-    line is as long as wrapped output's are (76 for base64, 64 for PEM, 60 for `xxd -p`). Lines
-    are split once and each is matched whole: ordinary text costs one failed match per line."""
-    runs: list[tuple[int, int]] = []
-    pos, start, count = 0, -1, 0
-    for line in text.split("\n"):
-        end = pos + len(line)
-        if _B64_LINE.fullmatch(line) and (count > 0 or len(line) >= 32):
-            if count == 0:
-                start = pos
-            count += 1
-        else:
-            if count >= 2:
-                runs.append((start, pos - 1))
-            count = 0
-        pos = end + 1
-    if count >= 2:
-        runs.append((start, len(text)))
-    return runs
-
-
-def _rejoin(block: str, joined: str, present: list[str], labels: dict[str, str]) -> str:
-    """`block` with each form found in `joined` (the block without its line breaks) replaced."""
-    breaks = [i for i, c in enumerate(block) if c in "\r\n"]
-
-    def original(j: int) -> int:  # position j of `joined` in `block`
-        lo, hi = 0, len(breaks)
-        while lo < hi:  # the number of breaks b with b - (its index) <= j
-            mid = (lo + hi) // 2
-            if breaks[mid] - mid <= j:
-                lo = mid + 1
-            else:
-                hi = mid
-        return j + lo
-
-    out: list[str] = []
-    last = 0
-    for m in _alternation(tuple(present)).finditer(joined):
-        start, end = original(m.start()), original(m.end() - 1) + 1
-        out += [block[last:start], labels[m.group()]]
-        last = end
-    out.append(block[last:])
-    return "".join(out)
-
-
-@functools.lru_cache(maxsize=64)
-def _alternation(forms: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(map(re.escape, forms)))
 
 
 _last: tuple[tuple[Any, ...], list[tuple[str, str]], Redactor] | None = None
@@ -296,7 +205,9 @@ def _current(base: Mapping[str, str] | None = None) -> tuple[list[tuple[str, str
             found += [(k, x) for x in (password, f"{user}:{password}") if len(x) >= _MIN_REDACT]
     found = list(dict.fromkeys(found))
     found.sort(key=lambda kv: -len(kv[1]))
-    _last = (key, found, Redactor.build(found))
+    # Another variable changed (a library setting its own): the secrets, and so the index, stay.
+    same = _last is not None and _last[1] == found
+    _last = (key, found, _last[2] if same and _last is not None else Redactor.build(found))
     return found, _last[2]
 
 

@@ -8,9 +8,13 @@ builtin type's own slot (`list.__len__(v)`, not `len(v)`, so a subclass's overri
 called), and exact numpy arrays and pandas DataFrames / Series, whose attributes are library
 code. Anything else gets its type's name and nothing more. Types are compared by identity
 (`==` could call a metaclass's `__eq__`) and read through `type`'s own descriptors (a
-metaclass may define `__getattribute__`); a bound method is looked at through
+metaclass may define `__getattribute__`); what those give back is used only when it is an exact
+`str` (a class body may set `__module__` to any object). A bound method is looked at through
 `MethodType.__func__`, since its attribute lookup falls through to the function it wraps,
-which may be any object with a `__getattr__`.
+which may be any object with a `__getattr__`. A builtin method bound to an object
+(`obj.__sizeof__`, `Cls.mro`) is named from its own name and the type it is bound to, read
+through `type`'s descriptors: its `__qualname__` would ask the class for `__qualname__` the
+ordinary way, through a metaclass's `__getattribute__`.
 
 A value that looks like a credential (its name matches the secret patterns of
 ipy_agent.base.secrets, or its text holds a secret of the environment, a URL with a password,
@@ -22,7 +26,7 @@ from __future__ import annotations
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ipy_agent.base.secrets import is_secret_name, looks_like_credential
 
@@ -43,17 +47,33 @@ class VariableInfo:
     detail: str | None = None  # `describe_detail`, when asked for by name
 
 
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+
+
 def _type_name(t: type) -> str:
     # Read through `type`'s own descriptors: a metaclass could define a `__name__` property.
-    module = type.__dict__["__module__"].__get__(t)
-    name = type.__dict__["__qualname__"].__get__(t)
-    return name if module in ("builtins", "__main__", None) else f"{module}.{name}"  # __main__: the person's cells
+    # `__module__` is whatever the class body set: compared or formatted only when an exact str.
+    module = _TYPE_MODULE.__get__(t)
+    name = _qualname(t)
+    if type(module) is not str or str.__eq__(module, "builtins") or str.__eq__(module, "__main__"):
+        return name  # __main__: the person's cells
+    return f"{module}.{name}"
+
+
+def _qualname(t: type) -> str:
+    """A class's qualified name, read through `type`'s own descriptor (always a str)."""
+    name = _TYPE_QUALNAME.__get__(t)
+    return name if type(name) is str else "?"
 
 
 def _exact(t: type, module: str, name: str) -> bool:
-    """`t` is exactly this library class (a subclass could override what is read)."""
+    """`t` is exactly this library class (a subclass could override what is read). The module is
+    read through its own dict: a non-module put in `sys.modules` could answer `getattr`."""
     mod = sys.modules.get(module)
-    return mod is not None and t is getattr(mod, name, None)
+    if type(mod) is not types.ModuleType:
+        return False
+    return t is object.__getattribute__(mod, "__dict__").get(name)
 
 
 def _is(t: type, *types_: type) -> bool:
@@ -64,6 +84,10 @@ def _is(t: type, *types_: type) -> bool:
 _MRO = type.__dict__["__mro__"]
 _QUALNAME = types.FunctionType.__dict__["__qualname__"]
 _FUNC = types.MethodType.__dict__["__func__"]
+_BUILTIN_NAME = types.BuiltinFunctionType.__dict__["__name__"]
+_BUILTIN_SELF = types.BuiltinFunctionType.__dict__["__self__"]
+_WRAPPER_NAME = types.MethodWrapperType.__dict__["__name__"]
+_WRAPPER_SELF = types.MethodWrapperType.__dict__["__self__"]
 
 
 def describe_value(value: Any, name: str = "") -> tuple[str, str]:
@@ -75,8 +99,9 @@ def describe_value(value: Any, name: str = "") -> tuple[str, str]:
     if t is str and looks_like_credential(value[: STRING_START + 200]):
         return type_name, _withheld(value, t, "it looks like a credential")
     if t is types.ModuleType:
-        return "module", str(object.__getattribute__(value, "__dict__").get("__name__", "?"))
-    if _is(t, types.FunctionType, types.BuiltinFunctionType, types.MethodType):
+        module_name = object.__getattribute__(value, "__dict__").get("__name__")
+        return "module", module_name if type(module_name) is str else "?"
+    if _is(t, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.MethodWrapperType):
         return "function", _function_name(value, t)
     if issubclass(t, type):  # a class (issubclass reads the MRO; isinstance could call a `__class__` property)
         return "class", _type_name(value)
@@ -139,8 +164,23 @@ def _function_name(value: Any, t: type) -> str:
     if t is types.FunctionType:
         return str(_QUALNAME.__get__(value))
     if t is types.BuiltinFunctionType:
-        return str(types.BuiltinFunctionType.__dict__["__qualname__"].__get__(value))
+        return _bound_builtin_name(_BUILTIN_NAME.__get__(value), _BUILTIN_SELF.__get__(value))
+    if t is types.MethodWrapperType:
+        return _bound_builtin_name(_WRAPPER_NAME.__get__(value), _WRAPPER_SELF.__get__(value))
     return f"a bound method of a {_type_name(t)} (not described)"
+
+
+def _bound_builtin_name(name: object, bound_to: object) -> str:
+    """`Owner.name` of a builtin function or method, from its own C-level name and the object it
+    is bound to: the owner is that object when it is a class, else its type, named through
+    `type`'s descriptors. (The builtin's own `__qualname__` would look the owner's name up the
+    ordinary way, running a metaclass's `__getattribute__`.)"""
+    text = name if type(name) is str else "?"
+    owner_type = type(bound_to)
+    if bound_to is None or issubclass(owner_type, types.ModuleType):
+        return text  # a module-level builtin (`len`, `math.sqrt`)
+    owner = cast(type, bound_to) if issubclass(owner_type, type) else owner_type
+    return f"{_qualname(owner)}.{text}"
 
 
 def _label(label: Any) -> str:
@@ -159,14 +199,14 @@ def describe_namespace(
     chosen = names if names is not None else list(ns)
     found: list[VariableInfo] = []
     for key in chosen:
-        if key not in ns:
+        if type(key) is not str or key not in ns:  # a key of another type could run code when compared
             continue
         if names is None:
             if key in _HIDDEN or (key in hidden and hidden[key] is ns[key]):
                 continue
             if key.startswith("_") and not include_private:
                 continue
-        type_name, summary = describe_value(ns[key], key if type(key) is str else "")
+        type_name, summary = describe_value(ns[key], key)
         if names is None and type_name == "module":
             continue
         detail = _detail(ns[key], key) if names is not None else None

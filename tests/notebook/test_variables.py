@@ -152,3 +152,175 @@ def test_named_data_values_get_columns_nulls_and_ranges_without_element_reprs():
     assert infos["frame"].detail is not None and "'price'" in infos["frame"].detail
     assert infos["api_token"].detail is None and infos["n"].detail is None
     assert all(i.detail is None for i in describe_namespace(shell))  # the listing stays short
+
+
+# A class whose every way of running code records that it ran: the metaclass's attribute lookup,
+# repr, str, len, equality, format and name properties, and the instance's own. `ran` is the flag;
+# `armed` turns it on once the namespace is built (building it reads attributes the ordinary way).
+ran: list[str] = []
+armed = [False]
+
+
+def _record(what: str) -> None:
+    if armed[0]:
+        ran.append(what)
+
+
+class Loud:
+    """An object a class body may put in `__module__`: comparing or formatting it runs its code."""
+
+    def __eq__(self, other):
+        _record("__module__ object's __eq__")
+        return False
+
+    __hash__ = object.__hash__
+
+    def __str__(self):
+        _record("__module__ object's __str__")
+        return "loud"
+
+    __repr__ = __str__
+
+    def __format__(self, spec):
+        _record("__module__ object's __format__")
+        return "loud"
+
+
+class HostileMeta(type):
+    def __getattribute__(cls, name):
+        _record(f"metaclass __getattribute__({name!r})")
+        return super().__getattribute__(name)
+
+    def __getattr__(cls, name):
+        _record(f"metaclass __getattr__({name!r})")
+        raise AttributeError(name)
+
+    def __repr__(cls):
+        _record("metaclass __repr__")
+        return "Hostile"
+
+    __str__ = __repr__
+
+    def __len__(cls):
+        _record("metaclass __len__")
+        return 0
+
+    def __eq__(cls, other):
+        _record("metaclass __eq__")
+        return False
+
+    __hash__ = type.__hash__
+
+    @property
+    def __name__(cls):
+        _record("metaclass __name__ property")
+        return "Hostile"
+
+
+class Hostile(metaclass=HostileMeta):
+    def __getattribute__(self, name):
+        _record(f"instance __getattribute__({name!r})")
+        return object.__getattribute__(self, name)
+
+    def __getattr__(self, name):
+        _record(f"instance __getattr__({name!r})")
+        raise AttributeError(name)
+
+    def __repr__(self):
+        _record("instance __repr__")
+        return "hostile"
+
+    def __len__(self):
+        _record("instance __len__")
+        return 0
+
+    @property
+    def __class__(self):
+        _record("instance __class__ property")
+        return Hostile
+
+
+class Odd(metaclass=HostileMeta):
+    __module__ = Loud()  # a class body may set it to anything
+
+
+def _hostile_namespace():
+    from types import SimpleNamespace
+
+    obj = Hostile()
+    ns = {
+        "obj": obj,
+        "cls": Hostile,
+        "sizeof": obj.__sizeof__,  # a builtin method bound to an instance of the hostile class
+        "mro": Hostile.mro,  # a builtin method bound to the hostile class itself
+        "init_subclass": Hostile.__init_subclass__,
+        "odd": Odd(),
+        "odd_cls": Odd,
+    }
+    return SimpleNamespace(user_ns=ns, user_ns_hidden={})
+
+
+def _listing(monkeypatch=None):
+    from ipy_agent.notebook.variables import describe_namespace
+
+    shell = _hostile_namespace()
+    ran.clear()
+    armed[0] = True
+    try:
+        infos = describe_namespace(shell)
+        asked = describe_namespace(shell, names=list(shell.user_ns))
+    finally:
+        armed[0] = False
+    return {i.name: (i.type, i.summary) for i in infos}, asked
+
+
+def test_variables_runs_no_code_of_a_hostile_class_or_metaclass_builtin_methods_included():
+    shown, asked = _listing()
+    assert ran == []
+    assert len(asked) == 7
+    assert shown["obj"] == (
+        "tests.notebook.test_variables.Hostile",
+        "(not described: no code of this type is run to look at it)",
+    )
+    assert shown["cls"] == ("class", "tests.notebook.test_variables.Hostile")
+    assert shown["sizeof"] == ("function", "Hostile.__sizeof__")
+    assert shown["mro"] == ("function", "Hostile.mro")
+    assert shown["init_subclass"] == ("function", "Hostile.__init_subclass__")
+    assert shown["odd"][0] == "Odd" and shown["odd_cls"] == ("class", "Odd")  # its module is not a str: left out
+
+
+def _undefended_function_name(value, t):
+    """How variables.py named a builtin method before: through the builtin's own `__qualname__`."""
+    import types
+
+    return str(types.BuiltinFunctionType.__dict__["__qualname__"].__get__(value))
+
+
+def _undefended_type_name(t):
+    """How variables.py named a class before: its `__module__` compared and formatted as it is."""
+    module = type.__dict__["__module__"].__get__(t)
+    name = type.__dict__["__qualname__"].__get__(t)
+    return name if module in ("builtins", "__main__", None) else f"{module}.{name}"
+
+
+def test_control_the_old_readings_run_the_hostile_code(monkeypatch):
+    from ipy_agent.notebook import variables
+
+    monkeypatch.setattr(variables, "_function_name", _undefended_function_name)
+    _listing()
+    assert "metaclass __getattribute__('__qualname__')" in ran  # obj.__sizeof__, Hostile.mro
+    monkeypatch.undo()
+    monkeypatch.setattr(variables, "_type_name", _undefended_type_name)
+    _listing()
+    assert "__module__ object's __eq__" in ran and "__module__ object's __format__" in ran
+
+
+def test_builtins_and_modules_keep_their_names():
+    import math
+
+    assert describe_value(len) == ("function", "len")
+    assert describe_value(math.sqrt) == ("function", "sqrt")
+    assert describe_value([].append) == ("function", "list.append")
+    assert describe_value(dict.fromkeys) == ("function", "dict.fromkeys")
+    assert describe_value(object().__repr__) == ("function", "object.__repr__")
+    assert describe_value(math) == ("module", "math")

@@ -115,16 +115,16 @@ def test_a_key_in_a_file_is_redacted_from_results_trace_detail_and_save(tmp_path
 
 def test_a_credential_set_during_the_session_is_redacted_from_the_next_result(tmp_path, monkeypatch):
     # The secret list is cached between tool results; a variable the person sets later counts.
-    write_tree(tmp_path, {"a.txt": "token = corp-0123456789-late\n"})
+    write_tree(tmp_path, {"a.txt": "token = corp-late-7Qx9vR2mW4\n"})
     agent = _agent(
         tmp_path, [[use("Read", "r1", file_path="a.txt")], "one", [use("Read", "r2", file_path="a.txt")], "two"]
     )
     agent.run("read it")
-    assert "corp-0123456789-late" in json.dumps(results_of(agent.messages[2])["r1"])
-    monkeypatch.setenv("CORP_DEPLOY_TOKEN", "corp-0123456789-late")
+    assert "corp-late-7Qx9vR2mW4" in json.dumps(results_of(agent.messages[2])["r1"])
+    monkeypatch.setenv("CORP_DEPLOY_TOKEN", "corp-late-7Qx9vR2mW4")
     agent.run("again")
     second = json.dumps(results_of(agent.messages[-2])["r2"])
-    assert "corp-0123456789-late" not in second and "[redacted $CORP_DEPLOY_TOKEN]" in second
+    assert "corp-late-7Qx9vR2mW4" not in second and "[redacted $CORP_DEPLOY_TOKEN]" in second
 
 
 def test_urls_with_a_password_are_credentials_whatever_their_name(monkeypatch):
@@ -224,6 +224,12 @@ def test_encoded_secrets_from_real_programs_are_redacted(tmp_path):
         "url": "basenc --base64url config.txt",
         "hex": "xxd -p config.txt",
         "rev": "rev config.txt",
+        "od": "od -c config.txt",
+        "xxd": "xxd config.txt",
+        "cut": "cut -c1-20 config.txt; echo; cut -c21-40 config.txt; echo; cut -c41- config.txt",
+        "fold": "fold -w 7 config.txt",
+        "b32": "base32 config.txt",
+        "upper": "tr a-z A-Z < config.txt",
     }
     turns = [[use("Bash", tid, command=c) for tid, c in commands.items()], "done"]
     agent = _agent(tmp_path, turns, allow=["Bash"])
@@ -249,3 +255,219 @@ def test_what_mcp_servers_say_in_the_system_prompt_is_redacted(tmp_path):
     assert TOKEN not in section and KEY not in section and "not-in-env-pw" not in section
     assert "https://[redacted credentials]@mcp.example.com" in section
     assert "[redacted $ANTHROPIC_API_KEY]" in section and "[redacted $GITHUB_TOKEN]" in section
+
+
+# --- The secret fuzzer: real commands print a secret in the shell's usual ways ---------------
+
+FILE_SECRET = "svc-7Hq2xPz9LmW4-kT8vN3bR6yQ"  # in secret.txt, and in the kernel as CORP_API_KEY
+ENV_SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCY4d1Q"  # given to the process as SVC_DEPLOY_TOKEN
+
+
+def _variants(secret: str) -> list[tuple[str, int]]:
+    """(text, least) of the secret as a reader compares it (in lower case): as `rev` and `tr`
+    may change it, and each of those in base64 at every alignment (a piece too short to decode
+    alone); `least` is how many characters of it carry FRAGMENT characters of the secret."""
+    import base64
+    import codecs
+    import math
+    import string
+
+    from tests.security.secret_corpus import FRAGMENT
+
+    texts = [secret, secret[::-1], codecs.encode(secret, "rot13"), secret.upper(), secret.lower()]
+    texts += ["".join(c for c in secret if not c.isdigit()), "".join(c for c in secret if c.isalnum())]
+    texts += [secret.replace(c, "") for c in set(secret) if c in string.punctuation]
+    out = [(text.lower(), FRAGMENT) for text in texts]
+    for text in texts:
+        data = text.encode()
+        for pad in range(3):  # the characters that depend on the text alone, at each alignment
+            encoded = base64.b64encode(b"\0" * pad + data).decode()
+            out.append((encoded[-(-8 * pad // 6) : 8 * (pad + len(data)) // 6].lower(), math.ceil(FRAGMENT * 8 / 6)))
+    return out
+
+
+def _text(data: bytes) -> str:
+    """Decoded bytes as a reader tries them: UTF-8, and byte by byte (latin-1)."""
+    return data.decode("utf-8", "replace") + "\n" + data.decode("latin-1")
+
+
+def _readings(out: str) -> list[str]:
+    """What a reader gets back from `out` by the usual decodings, each also reversed and rot13:
+    the text without whitespace and offsets, `od -c` / `od -b` tokens, hex (bytes and 16-bit
+    words) and base64 / base32 runs. Written apart from the redaction, by brute force."""
+    import base64
+    import binascii
+    import codecs
+    import contextlib
+    import re
+
+    found: list[str] = []
+    for text in (out, "\n".join(line[::-1] for line in out.splitlines()), out[::-1]):
+        lines = [re.sub(r"^[0-9a-fA-F]{7,8}:?", "", line) for line in text.splitlines()]
+        flat = "".join("".join(line.split()) for line in lines)
+        # A dump's columns read down the page: hex before the gap (or the bars), text after it.
+        columns = [[*re.split(r"  +\|?|\|", line.strip(), maxsplit=1), ""] for line in lines]
+        hex_column = "".join("".join(c[0].split()) for c in columns)
+        found += [flat, "".join(c[1].rstrip("|") for c in columns)]
+        decoded = bytearray()
+        for token in " ".join(lines).split():
+            if re.fullmatch(r"[0-7]{3}", token):
+                decoded.append(int(token, 8) % 256)
+            elif len(token) == 2 and token[0] == "\\":
+                decoded += {"n": b"\n", "t": b"\t", "0": b"\0", "\\": b"\\"}.get(token[1], b"?")
+            else:
+                decoded += token.encode()
+        found.append(decoded.decode("utf-8", "replace"))
+        for run in re.findall(r"[0-9a-fA-F]{16,}", flat + " " + hex_column):
+            for start in (0, 1):
+                data = bytes.fromhex(run[start : start + (len(run) - start) // 2 * 2])
+                words = bytearray(data[: len(data) // 2 * 2])
+                words[0::2], words[1::2] = data[1 : len(words) : 2], data[0 : len(words) : 2]
+                found += [_text(bytes(b)) for b in (data, words, words[1:])]
+        runs = re.findall(r"[A-Za-z0-9+/=_-]{12,}", "\n".join([flat, *lines]))  # joined, and line by line
+        for run in runs:
+            for start in range(8):
+                for alphabet in (run, run.replace("-", "+").replace("_", "/")):
+                    piece = alphabet[start:].rstrip("=")
+                    with contextlib.suppress(binascii.Error, ValueError):
+                        found.append(_text(base64.b64decode(piece[: len(piece) // 4 * 4])))
+                    with contextlib.suppress(binascii.Error, ValueError):
+                        found.append(_text(base64.b32decode(piece[: len(piece) // 8 * 8].upper())))
+    return [r for text in found for r in (text.lower(), text[::-1].lower(), codecs.encode(text, "rot13").lower())]
+
+
+def _leak(secret: str, out: str) -> str | None:
+    """A piece of the secret, in a form a reader compares, long enough to carry FRAGMENT of its
+    characters, that a reader gets back from `out`; None if there is none."""
+    pieces = {v[i : i + least] for v, least in _variants(secret) for i in range(len(v) - least + 1)}
+    for reading in _readings(out):
+        if hit := next((p for p in pieces if p in reading), None):
+            return hit
+    return None
+
+
+def _fuzz(tmp_path, monkeypatch) -> tuple[int, dict[str, list[str]]]:
+    """Run every command of the corpus, redact its output as a tool result is, and return the
+    number run and the leaks by family."""
+    import os
+    import subprocess
+
+    from ipy_agent.base.secrets import redact_block
+    from tests.security.secret_corpus import corpus
+
+    monkeypatch.setenv("CORP_API_KEY", FILE_SECRET)
+    monkeypatch.setenv("SVC_DEPLOY_TOKEN", ENV_SECRET)
+    (tmp_path / "secret.txt").write_text(f"[service]\ntoken = {FILE_SECRET}\nregion = eu-west-1\n")
+    env = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "SVC_DEPLOY_TOKEN": ENV_SECRET}
+    leaks: dict[str, list[str]] = {}
+    cases = corpus()
+    for case in cases:
+        done = subprocess.run(
+            ["bash", "-c", case.command], cwd=tmp_path, env=env, capture_output=True, timeout=30, check=False
+        )
+        assert done.returncode == 0, (case.command, done.stderr)
+        out = done.stdout.decode("utf-8", "replace")
+        shown = redact_block({"type": "tool_result", "tool_use_id": "t", "content": out})["content"]
+        secret = ENV_SECRET if case.family.startswith("env") else FILE_SECRET
+        assert _leak(secret, out), (case.command, out)  # the command really prints it
+        if piece := _leak(secret, shown):
+            leaks.setdefault(case.family, []).append(f"{piece!r} from {case.command}")
+    return len(cases), leaks
+
+
+@pytest.mark.timeout(300)  # 352 real processes: minutes on a loaded machine
+def test_secret_fuzzer_no_command_gets_a_secret_past_redaction(tmp_path, monkeypatch, capsys):
+    ran, leaks = _fuzz(tmp_path, monkeypatch)
+    with capsys.disabled():
+        print(f"\n[secret fuzzer] commands run: {ran}; leaking a piece of 10+ characters: {len(leaks)} families")
+        for family, found in list(leaks.items())[:10]:
+            print(f"  LEAK {family}: {found[0][:160]}")
+    assert not leaks
+
+
+@pytest.mark.timeout(300)
+def test_secret_fuzzer_control_the_exact_forms_alone_leak_the_new_layouts(tmp_path, monkeypatch, capsys):
+    """The defence off: the forms the redaction had before (the value, reversed, hex, base64),
+    each matched as it is, with no canonical view, no dump columns and no pieces."""
+    import base64
+
+    from ipy_agent.base import secret_search, secrets
+
+    def old_forms(value: str) -> list[tuple[str, str]]:
+        data = value.encode()
+        forms = [(value, ""), (value[::-1], "reversed"), (data.hex(), "hex"), (data.hex().upper(), "hex")]
+        for pad in range(3):
+            encoded = base64.b64encode(b"\0" * pad + data).decode()
+            forms.append((encoded[-(-8 * pad // 6) : 8 * (pad + len(data)) // 6], "base64"))
+        return forms
+
+    monkeypatch.setattr(secret_search, "secret_forms", old_forms)
+    monkeypatch.setattr(secret_search, "canonical", lambda text: text.encode("utf-8", "surrogatepass"))
+    monkeypatch.setattr(secret_search, "_dump_views", lambda text: [])
+    monkeypatch.setattr(secret_search, "FRAGMENT", 10**9)  # whole forms only: no pieces
+    monkeypatch.setattr(secret_search, "_LEAST", {})
+    monkeypatch.setattr(secrets, "_last", None)  # the index is built again, without the defence
+    ran, leaks = _fuzz(tmp_path, monkeypatch)
+    with capsys.disabled():
+        print(f"\n[secret fuzzer, control] commands run: {ran}; families leaking: {len(leaks)}")
+    for family in (
+        "file: od -c",
+        "file: od -An -c",
+        "file: od -b",
+        "file: xxd",
+        "file: hexdump -C",
+        "file: od -x",
+        "file: fold",
+        "file: base32",
+        "file: rot13 + as-is",
+        "file: upper + as-is",
+        "file: no-dash + as-is",
+        "file: cut apart",
+        "file: base64 cut apart",
+        "env: od -c",
+        "env: rev + xxd",
+    ):
+        assert family in leaks, (family, sorted(leaks))
+
+
+def test_output_without_a_secret_is_left_as_it_is(tmp_path, monkeypatch):
+    """Over-redaction: dumps, logs and listings that hold no secret come back unchanged, with
+    the fuzzer's secrets (and the fixture's) in the environment."""
+    import subprocess
+
+    from ipy_agent.base.secrets import redact
+
+    monkeypatch.setenv("CORP_API_KEY", FILE_SECRET)
+    monkeypatch.setenv("SVC_DEPLOY_TOKEN", ENV_SECRET)
+    (tmp_path / "data.txt").write_text("".join(f"row {i}: value={i * 37 % 1000} name=item_{i}\n" for i in range(300)))
+    for command in (
+        "od -c data.txt",
+        "od -x data.txt",
+        "xxd data.txt",
+        "hexdump -C data.txt",
+        "base32 data.txt",
+        "fold -w 7 data.txt",
+        "rev data.txt",
+        "cut -c1-10 data.txt; cut -c11- data.txt",
+        "seq 1 2000 | xxd -p",
+        "printf 'a12406c Tests: one\n6618795 Sandbox limits test\nace8e9e Accept all\n'",
+    ):
+        out = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+        assert redact(out) == out, command
+
+
+@pytest.mark.parametrize("command", ["od -c", "od -An -c", "od -b", "od -x", "xxd", "xxd -p", "hexdump -C", "base32"])
+def test_a_secret_with_accents_in_dumps_is_redacted(tmp_path, monkeypatch, command):
+    """`od -c` prints each byte of a multi-byte character in octal: decoded back before looking."""
+    import subprocess
+
+    from ipy_agent.base.secrets import redact
+
+    secret = "clé-sécrète-ünïcödé-42"
+    monkeypatch.setenv("UNICODE_SECRET", secret)
+    (tmp_path / "s.txt").write_text(f"u={secret}\n", encoding="utf-8")
+    out = subprocess.run(
+        ["bash", "-c", f"{command} s.txt"], cwd=tmp_path, capture_output=True, check=True, env={"LANG": "C"}
+    ).stdout.decode()
+    shown = redact(out)
+    assert _leak(secret, out) and not _leak(secret, shown), (out, shown)
