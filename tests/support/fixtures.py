@@ -4,7 +4,8 @@
 `api_server` is a local Messages API replaying scripted streams;
 `make_shell`, `shell` and `magics` are a fresh InteractiveShell (no kernel) with ipy_agent
 loaded, in tmp_path; `script` writes a ScriptedModel transcript for `%agent --script`;
-`need_bwrap` skips (or in CI fails) where bubblewrap cannot sandbox.
+`need_bwrap` skips (or in CI fails) where bubblewrap cannot sandbox; `need_root` skips where
+the test does not run as root (or in CI fails, except in its unprivileged pass).
 """
 
 from __future__ import annotations
@@ -58,6 +59,21 @@ def need_bwrap() -> None:
         return
     message = f"the OS sandbox is unavailable: {status.reason}. .ci/run installs bubblewrap; run it as root, or apt-get install bubblewrap"
     if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+UNPRIVILEGED_PASS = "IPY_AGENT_CI_UNPRIVILEGED"  # set by .ci/run for its run of tests/security as nobody
+
+
+@pytest.fixture
+def need_root() -> None:
+    """Skip where the test does not run as root (it proves what happens when the kernel does);
+    in CI, fail, unless this is CI's second run of the security suite, as an unprivileged user."""
+    if os.geteuid() == 0:
+        return
+    message = "the test proves what happens when the kernel runs as root: run it as root (CI's first pass does)"
+    if os.environ.get("CI") == "true" and not os.environ.get(UNPRIVILEGED_PASS):
         pytest.fail(message)
     pytest.skip(message)
 
