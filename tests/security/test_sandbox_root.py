@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 
 from ipy_agent.contract.tool_context import ToolContext
-from ipy_agent.tools.bash import BashInput, BashTool
+from ipy_agent.tools.bash import BashInput, BashTool, sandbox_user
 from ipy_agent.tools.bash import sandbox as sandbox_mod
-from ipy_agent.tools.bash import sandbox_user
 from tests.support.tools import tool_ctx, write_tree
 
 pytestmark = pytest.mark.usefixtures("need_bwrap")
@@ -29,7 +28,12 @@ pytestmark = pytest.mark.usefixtures("need_bwrap")
 ACCESS = {"read-only": "tool", "write-workdirs": "rule"}  # the sandbox, by who let the command run
 HOST_SETTINGS = [
     p
-    for p in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger")
+    for p in (
+        "/proc/sys/kernel/core_pattern",
+        "/proc/sys/kernel/modprobe",
+        "/proc/sys/vm/drop_caches",
+        "/proc/sysrq-trigger",
+    )
     if os.path.exists(p)
 ]
 OPEN_FOR_WRITING = (
@@ -39,7 +43,7 @@ OPEN_FOR_WRITING = (
     "        os.close(os.open(p, os.O_WRONLY))\n"
     '        print(p, "WRITABLE")\n'
     "    except OSError as e:\n"
-    "        print(p, __import__(\"errno\").errorcode[e.errno])\n"
+    '        print(p, __import__("errno").errorcode[e.errno])\n'
     "' " + " ".join(HOST_SETTINGS)
 )
 
@@ -189,5 +193,14 @@ def test_a_kernel_that_is_not_root_starts_bubblewrap_itself(monkeypatch, tmp_pat
     # From the highest directory the user may not enter on the way (pytest's, 0700), if any.
     reachable = next((str(p) for p in reversed(tmp_path.parents) if not p.stat().st_mode & 0o001), f"{tmp_path}/a")
     dropped = sandbox_user.launcher_argv(argv, ["/", f"{tmp_path}/a/b", f"{tmp_path}/a", f"{tmp_path}/none"])
-    assert dropped[dropped.index("--") + 1 :] == ["/usr/bin/bwrap", "--uid", "0", "--gid", "0", "--unshare-user", "--", "/bin/true"]
+    assert dropped[dropped.index("--") + 1 :] == [
+        "/usr/bin/bwrap",
+        "--uid",
+        "0",
+        "--gid",
+        "0",
+        "--unshare-user",
+        "--",
+        "/bin/true",
+    ]
     assert dropped[4 : dropped.index("--")] == [str(sandbox_user.SANDBOX_UID), str(sandbox_user.SANDBOX_GID), reachable]

@@ -66,16 +66,20 @@ def need_bwrap() -> None:
 UNPRIVILEGED_PASS = "IPY_AGENT_CI_UNPRIVILEGED"  # set by .ci/run for its run of tests/security as nobody
 
 
-@pytest.fixture
-def need_root() -> None:
-    """Skip where the test does not run as root (it proves what happens when the kernel does);
-    in CI, fail, unless this is CI's second run of the security suite, as an unprivileged user."""
+def require_root(what: str = "the test proves what happens when the kernel runs as root") -> None:
+    """Skip where the test does not run as root; in CI, fail, unless this is CI's second run of
+    the security suite, as an unprivileged user (where the root-only tests are expected to skip)."""
     if os.geteuid() == 0:
         return
-    message = "the test proves what happens when the kernel runs as root: run it as root (CI's first pass does)"
+    message = f"{what}: run it as root (CI's first pass does)"
     if os.environ.get("CI") == "true" and not os.environ.get(UNPRIVILEGED_PASS):
         pytest.fail(message)
     pytest.skip(message)
+
+
+@pytest.fixture
+def need_root() -> None:
+    require_root()
 
 
 @pytest.fixture

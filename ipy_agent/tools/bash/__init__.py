@@ -18,6 +18,7 @@ Modules import one way, each only from those above it in this list:
 - `seccomp`: the seccomp filter of the sandbox (no Unix sockets, io_uring or kernel keyring);
 - `resources`: memory and process limits (a cgroup, or limits in the user namespace);
 - `masks`: the paths Read deny rules cover on the live filesystem, for the sandbox to mask;
+- `sandbox_user`: a root kernel's sandbox as an unprivileged user (the launcher, idmapped mounts);
 - `sandbox`: the bubblewrap sandbox: whether one can be made here, and its command line;
 - `notes`: what the model and the person are told about it (failures, no sandbox, HOME, status);
 - `contain`: which sandbox a command gets, by who approved it, and running it there;

@@ -19,7 +19,9 @@ empty read-only directory in their place, whatever name the command reaches them
 /dev/shm are private size-limited tmpfs; /dev is read-only; no capabilities; new user, pid, IPC
 and UTS namespaces (whatever the command leaves in the background dies with it); a seccomp
 filter refuses AF_UNIX sockets, io_uring and the kernel keyring (`seccomp`); memory and process
-limits (`resources`); wall time is the call's timeout.
+limits (`resources`); wall time is the call's timeout; `/proc/sys` and the other files that
+change the host's kernel read-only; and never the host's root: a root kernel's sandbox runs as
+an unprivileged user (`sandbox_user`).
 
 Where no sandbox can be made (no bubblewrap, namespaces forbidden, macOS, an architecture with no
 seccomp filter written, root without a cgroup, or the setting "off"), `sandbox_status()` says why,

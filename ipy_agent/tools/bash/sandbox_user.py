@@ -180,7 +180,9 @@ def main(argv: list[str]) -> None:
             userns = _mapping_namespace(libc, uid, gid)
         except OSError as e:
             userns = -1
-            sys.stderr.write(f"[sandbox] no idmapped mounts here ({e}): root's private files read 'Permission denied'\n")
+            sys.stderr.write(
+                f"[sandbox] no idmapped mounts here ({e}): root's private files read 'Permission denied'\n"
+            )
         for path in shown if userns >= 0 else ():
             try:
                 _show_as_root(libc, path, userns)
