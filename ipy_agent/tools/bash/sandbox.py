@@ -172,7 +172,7 @@ def _shown_as_owned(ctx: ToolContext, home: str) -> list[str]:
     """What a sandbox of a root kernel reads and writes as root does (`sandbox_user`): the home
     directory, working directories, their repositories, program directories and the spill
     folder; the system directories are for every user already."""
-    dirs = [home, *ctx.all_dirs(), *git_dirs(ctx), *_program_dirs()]
+    dirs = [home, *(str(d) for d in ctx.all_dirs()), *git_dirs(ctx), *_program_dirs()]
     if ctx.spill_dir is not None:
         dirs.append(str(ctx.spill_dir))
     return [d for d in dirs if d not in ("/", "/tmp") and not covered(os.path.realpath(d), _SYSTEM_DIRS)]
