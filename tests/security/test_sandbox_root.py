@@ -12,6 +12,7 @@ Nothing here writes a sysctl: a file is opened for writing and closed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import stat
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent.contract.tool_context import ToolContext
-from ipy_agent.tools.bash import BashInput, BashTool, sandbox_user
+from ipy_agent.tools.bash import BashInput, BashTool, sandbox_user, seccomp
 from ipy_agent.tools.bash import sandbox as sandbox_mod
 from tests.support.tools import tool_ctx, write_tree
 
@@ -182,6 +183,32 @@ async def test_the_writable_sandbox_of_a_root_kernel_writes_root_files_that_stay
         st = os.stat(project / made)
         assert (st.st_uid, st.st_gid) == (0, 0), made
     assert (project / "sub/deeper/f").read_text() == "x\n"
+
+
+@pytest.mark.usefixtures("need_root")
+@pytest.mark.parametrize("defended", [True, False], ids=["defended", "control"])
+async def test_the_writable_sandbox_of_a_root_kernel_cannot_leave_a_set_user_id_root_program(
+    project, monkeypatch, defended
+):
+    """What it makes is root's on disk, so a set-user-ID bit would be a root program for anyone
+    outside the sandbox (inside, mounts are nosuid): the seccomp filter refuses the bit."""
+    if not defended:
+        spec = dataclasses.replace(seccomp.filter_spec(), modes=(), openat2=0xFFFF)  # type: ignore[arg-type]
+        monkeypatch.setattr(seccomp, "_program", lambda: seccomp.filter_program(spec))
+    command = (
+        "cp /bin/true by-chmod; chmod 4755 by-chmod; "
+        "python3 -c 'import os; os.close(os.open(\"by-open\", os.O_CREAT | os.O_WRONLY, 0o6755))'; "
+        "cp /bin/true by-install; chmod g+s by-install; ls -l"
+    )
+    await _bash(_ctx(project, "write-workdirs"), command)
+    names = {"by-chmod", "by-open", "by-install"}
+    made = {name: os.stat(project / name) for name in names if (project / name).exists()}
+    set_id = {name for name, st in made.items() if st.st_mode & (stat.S_ISUID | stat.S_ISGID)}
+    assert all(st.st_uid == 0 for st in made.values())
+    if defended:  # the open with such a mode failed whole; the others made plain programs
+        assert set_id == set() and set(made) == {"by-chmod", "by-install"}, made
+    else:
+        assert set_id == names, made
 
 
 def test_a_kernel_that_is_not_root_starts_bubblewrap_itself(monkeypatch, tmp_path):
