@@ -319,6 +319,66 @@ def bash_check(args: argparse.Namespace) -> list[Row]:
     ]
 
 
+def sandbox_start(args: argparse.Namespace) -> list[Row]:
+    from bench.sandbox_start import available, bare_seconds, sandboxed_seconds, without_launcher
+    from ipy_agent.tools.bash.sandbox_user import runs_as_root
+
+    if why := available():
+        return [
+            Row(
+                metric="sandboxed `true`",
+                ours="",
+                peer="",
+                ratio=None,
+                target="",
+                met=None,
+                how="",
+                note=f"not measured: {why}",
+            )
+        ]
+    reps, calls = (3, 5) if args.quick else (7, 10)
+    who = "as root (the launcher drops to an unprivileged user first)" if runs_as_root() else "as a user"
+    rows = []
+    bare: list[float] = []
+    for access in ("read-only", "write-workdirs"):
+        boxed, bare = paired(lambda a=access: sandboxed_seconds(a, calls), lambda: bare_seconds(calls), reps)
+        added = statistics.median(boxed) - statistics.median(bare)
+        rows.append(
+            Row(
+                metric=f"start-up of a sandboxed command (`true`), {access} sandbox",
+                ours=_ms(statistics.median(boxed)),
+                peer=f"bare {_ms(statistics.median(bare))}",
+                ratio=median_ratio(boxed, bare),
+                target="<= 150 ms added",
+                met=added <= 0.15,
+                how=f"the Bash tool's runner, {calls} calls per sample, {reps} paired rounds, {who}: bare, against "
+                f"the whole containment (masks looked for, cgroup made and removed, seccomp, bubblewrap); "
+                f"{added * 1000:.0f} ms added per command.",
+            )
+        )
+    if runs_as_root():
+
+        def plain() -> float:
+            with without_launcher():
+                return sandboxed_seconds("read-only", calls)
+
+        dropped, before = paired(lambda: sandboxed_seconds("read-only", calls), plain, reps)
+        added = statistics.median(dropped) - statistics.median(before)
+        rows.append(
+            Row(
+                metric="the root launcher's share (unprivileged user, idmapped mounts), read-only sandbox",
+                ours=_ms(statistics.median(dropped)),
+                peer=f"bubblewrap as root {_ms(statistics.median(before))}",
+                ratio=median_ratio(dropped, before),
+                target="<= 100 ms added",
+                met=added <= 0.1,
+                how=f"as above, against bubblewrap started by root itself (the sandbox before it was dropped); "
+                f"{added * 1000:.0f} ms added per command.",
+            )
+        )
+    return rows
+
+
 def notebook_edit(args: argparse.Namespace) -> list[Row]:
     from bench.notebook_edit import CELLS, nbformat_seconds, ours_seconds, size_mb
 
@@ -820,6 +880,7 @@ SUITES: dict[str, Suite] = {
     "read": read_far,
     "rows": widget_rows,
     "bash": bash_check,
+    "sandbox": sandbox_start,
     "notebook": notebook_edit,
     "notebook_read": notebook_read,
     "live_notebook": live_notebook,

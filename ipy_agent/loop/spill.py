@@ -2,7 +2,9 @@
 
 A result too large for the context is written whole to a file the model may Read (budget.py,
 and Bash for long output). Those files belong to one conversation: its directory is
-`<tmp>/ipy-agent-results/<pid>-<conversation id>`. It is removed when the conversation is reset,
+`<tmp>/ipy-agent-results-<uid>/<pid>-<conversation id>`, in a folder of the user's own (0700:
+results may hold anything; another user's kernel on the same machine, as in a JupyterHub, has
+its own; a folder of that name someone else made first is not used, a fresh one is). It is removed when the conversation is reset,
 when the process (the kernel) exits normally, and, for sessions that ended without either (a
 killed kernel), by the next session that starts: a directory whose process is gone and which
 has not changed for `STALE_AFTER` seconds is removed. Directories a person chose
@@ -14,6 +16,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -21,7 +24,8 @@ from pathlib import Path
 
 __all__ = ["ROOT_NAME", "STALE_AFTER", "choose_dir", "conversation_dir", "own", "release", "spill_root", "sweep_stale"]
 
-ROOT_NAME = "ipy-agent-results"
+_USER = str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+ROOT_NAME = f"ipy-agent-results-{_USER}"
 STALE_AFTER = 3600.0  # seconds without change before a dead session's directory is removed
 
 _lock = threading.Lock()
@@ -35,8 +39,28 @@ def spill_root() -> Path:
 
 
 def conversation_dir(conversation_id: str) -> Path:
-    """This conversation's directory (not created here: the first spill creates it)."""
-    return spill_root() / f"{os.getpid()}-{conversation_id}"
+    """This conversation's directory (not created here: the first spill creates it), in the
+    user's own spill folder (created here, 0700)."""
+    return _private_root() / f"{os.getpid()}-{conversation_id}"
+
+
+def _private_root() -> Path:
+    root = spill_root()
+    try:
+        root.mkdir(mode=0o700, exist_ok=True)
+        if _yours(root):
+            return root
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix=f"{ROOT_NAME}-"))
+
+
+def _yours(folder: Path) -> bool:
+    """A real directory (not a link) of this user's, that no one else may write."""
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    return not hasattr(os, "getuid") or (st.st_uid == os.getuid() and not st.st_mode & 0o022)
 
 
 def choose_dir(chosen: str | Path | None, conversation_id: str) -> tuple[Path, bool]:

@@ -14,6 +14,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
 from ipy_agent import Agent, ScriptedModel, build_tool
@@ -125,3 +126,24 @@ def test_a_new_session_removes_what_dead_sessions_left_behind(tmp_path):
     _session(tmp_path, SESSION)
     assert not stale.exists()
     assert all((d / "t9.txt").read_text() == "old result" for d in (recent, living, other))
+
+
+@pytest.mark.parametrize("defended", [True, False], ids=["defended", "control"])
+def test_a_spill_folder_another_user_made_first_is_not_used(tmp_path, monkeypatch, defended):
+    """On a shared machine another user can make the folder first; results (which may hold
+    anything) must not land where that user can read or replace them."""
+    from ipy_agent.loop import spill
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    planted = tmp_path / ROOT_NAME
+    planted.mkdir(mode=0o777)
+    planted.chmod(0o777)  # someone else's, open to all (the umask took nothing away)
+    if not defended:
+        monkeypatch.setattr(spill, "_yours", lambda folder: True)
+    agent = Agent(model=ScriptedModel([[use("Big", "t1", n=5_000)], "done"]), tools=[BIG], cwd=tmp_path)
+    agent.run("go")
+    spilled = _spilled_path(agent.messages[2])
+    assert spilled.read_text() == "x" * 5_000
+    assert (spilled.parent.parent == planted) is not defended
+    if defended:
+        assert spilled.parent.parent.stat().st_mode & 0o077 == 0

@@ -231,6 +231,12 @@ def test_the_filter_program_decides_each_call_as_documented(machine):
     for nr in spec.refused:
         assert run(nr) == EPERM
     assert run(0) == ALLOW and run(59 if machine == "x86_64" else 221) == ALLOW  # read, execve
+    for nr, index in spec.modes:  # no set-user-ID or set-group-ID bit, by any call that sets a mode
+        for mode, verdict in ((0o755, ALLOW), (0o644, ALLOW), (0o4755, EPERM), (0o2755, EPERM), (0o6777, EPERM)):
+            args = [0] * (index + 1)
+            args[index] = mode
+            assert run(nr, *args) == verdict, (nr, oct(mode))
+    assert run(spec.openat2) == 0x00050000 | 38  # ENOSYS: its mode cannot be read
     assert run(spec.socket, 1, 1, arch=0x40000003) == KILL  # i386 on x86_64
     assert run(0, arch=0x40000028) == KILL  # arm32
     if spec.x32:

@@ -6,6 +6,9 @@ where they sit under a directory only root may enter (`/root` is 0700: the direc
 by an empty one holding just those paths), gives the connection file to the user, and drops to
 the user's uid with no capabilities (`setpriv`). Nothing outside the kernel's mount namespace
 changes.
+
+`python -m tests.security.unprivileged COMMAND...` runs any command so, as nobody, with a home of
+its own: CI runs the security suite a second time that way (`.ci/run`).
 """
 
 from __future__ import annotations
@@ -54,8 +57,9 @@ def _closed_ancestor(path: str) -> str | None:
     return None
 
 
-def launcher(paths: list[str], stage: Path, uid: int = NOBODY) -> list[str]:
-    """argv prefix: `launcher(...) + [python, "-m", "ipykernel_launcher", "-f", CONNECTION_FILE]`."""
+def launcher(paths: list[str], stage: Path, uid: int = NOBODY, *, owns_last: bool = True) -> list[str]:
+    """argv prefix: `launcher(...) + [python, "-m", "ipykernel_launcher", "-f", CONNECTION_FILE]`
+    (`owns_last`: the last argument, the connection file, is given to the user)."""
     closed: dict[str, list[str]] = {}
     for p in paths:
         if (top := _closed_ancestor(p)) is not None:
@@ -72,9 +76,32 @@ def launcher(paths: list[str], stage: Path, uid: int = NOBODY) -> list[str]:
         for p in inside:
             lines.append(f"mkdir -p {shlex.quote(p)} && mount --move {stage}/{n} {shlex.quote(p)}")
             n += 1
+    if owns_last:
+        lines += ['for a; do last="$a"; done', f'chown {uid}:{uid} "$last"']  # the connection file
     lines += [
-        'for a; do last="$a"; done',  # the connection file is the last argument
-        f'chown {uid}:{uid} "$last"',
         f'exec setpriv --reuid {uid} --regid {uid} --clear-groups --inh-caps=-all --bounding-set=-all "$@"',
     ]
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines), "sh"]
+
+
+def main(command: list[str]) -> None:
+    """Run `command` as nobody: this checkout and the interpreter reachable, HOME a fresh
+    directory of its own, nothing written to the checkout by Python or pytest's cache."""
+    import tempfile
+
+    if why := available():
+        sys.exit(f"cannot run as an unprivileged user: {why}")
+    base = Path(tempfile.mkdtemp(prefix="ipy_agent_as_nobody_"))
+    base.chmod(0o755)
+    (base / "stage").mkdir()
+    home = base / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    os.environ.update(HOME=str(home), PYTHONDONTWRITEBYTECODE="1", TMPDIR="/tmp")
+    root = Path(__file__).resolve().parents[2]
+    argv = launcher(needed_paths(root), base / "stage", owns_last=False)
+    os.execvp(argv[0], [*argv, *command])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -4,7 +4,8 @@
 `api_server` is a local Messages API replaying scripted streams;
 `make_shell`, `shell` and `magics` are a fresh InteractiveShell (no kernel) with ipy_agent
 loaded, in tmp_path; `script` writes a ScriptedModel transcript for `%agent --script`;
-`need_bwrap` skips (or in CI fails) where bubblewrap cannot sandbox.
+`need_bwrap` skips (or in CI fails) where bubblewrap cannot sandbox; `need_root` skips where
+the test does not run as root (or in CI fails, except in its unprivileged pass).
 """
 
 from __future__ import annotations
@@ -60,6 +61,25 @@ def need_bwrap() -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
+
+
+UNPRIVILEGED_PASS = "IPY_AGENT_CI_UNPRIVILEGED"  # set by .ci/run for its run of tests/security as nobody
+
+
+def require_root(what: str = "the test proves what happens when the kernel runs as root") -> None:
+    """Skip where the test does not run as root; in CI, fail, unless this is CI's second run of
+    the security suite, as an unprivileged user (where the root-only tests are expected to skip)."""
+    if os.geteuid() == 0:
+        return
+    message = f"{what}: run it as root (CI's first pass does)"
+    if os.environ.get("CI") == "true" and not os.environ.get(UNPRIVILEGED_PASS):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def need_root() -> None:
+    require_root()
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ Modules import one way, each only from those above it in this list:
   (placeholders for the missing ones, removed when the command ends);
 - `toolchain`: the directories holding the person's programs (PATH entries, what shims and
   launchers under HOME run, pyenv, conda, uv, the kernel's prefix), for the sandbox to show;
+- `sandbox_user`: a root kernel's sandbox as an unprivileged user (the launcher, idmapped mounts);
 - `sandbox`: the bubblewrap sandbox: whether one can be made here, and its command line;
 - `notes`: what the model and the person are told about it (failures, no sandbox, HOME, status);
 - `contain`: which sandbox a command gets, by who approved it, and running it there;

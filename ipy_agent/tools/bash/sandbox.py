@@ -22,7 +22,9 @@ empty read-only directory in their place, whatever name the command reaches them
 /dev/shm are private size-limited tmpfs; /dev is read-only; no capabilities; new user, pid, IPC
 and UTS namespaces (whatever the command leaves in the background dies with it); a seccomp
 filter refuses AF_UNIX sockets, io_uring and the kernel keyring (`seccomp`); memory and process
-limits (`resources`); wall time is the call's timeout.
+limits (`resources`); wall time is the call's timeout; `/proc/sys` and the other files that
+change the host's kernel read-only; and never the host's root: a root kernel's sandbox runs as
+an unprivileged user (`sandbox_user`).
 
 Where no sandbox can be made (no bubblewrap, namespaces forbidden, macOS, an architecture with no
 seccomp filter written, root without a cgroup, or the setting "off"), `sandbox_status()` says why,
@@ -48,6 +50,7 @@ from ipy_agent.contract.tool_context import ToolContext
 
 from .masks import Mask, notice_file
 from .resources import limits_status
+from .sandbox_user import launcher_argv
 from .seccomp import filter_spec, seccomp_fd
 from .surface_mounts import Held, surface_mounts
 from .toolchain import toolchain
@@ -79,6 +82,9 @@ _SYSTEM_MASKS = (
     "/etc/ssl/private",
 )
 _PRIVATE = ("/tmp", "/dev", "/proc")  # the sandbox's own, not the host's
+# Under the sandbox's own /proc, files that change the host's kernel (the kernel checks them by
+# user, not capability): read-only whoever the sandbox's user is.
+_KERNEL_SETTINGS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 BWRAP = "bwrap"  # looked up on PATH, then /usr/bin and /bin
 
 
@@ -108,21 +114,24 @@ def sandbox_status() -> SandboxStatus:
         return SandboxStatus(available=False, reason=limits.reason)
     fd = seccomp_fd()
     assert fd is not None
-    probe = [
-        program,
-        *_namespace_args(network=False),
-        "--ro-bind",
-        "/",
-        "/",
-        "--size",
-        str(1024**2),
-        "--tmpfs",
-        "/tmp",
-        "--seccomp",
-        str(fd),
-        "--",
-        "/bin/true",
-    ]
+    probe = launcher_argv(
+        [
+            program,
+            *_namespace_args(network=False),
+            "--ro-bind",
+            "/",
+            "/",
+            "--size",
+            str(1024**2),
+            "--tmpfs",
+            "/tmp",
+            "--seccomp",
+            str(fd),
+            "--",
+            "/bin/true",
+        ],
+        shown=(),
+    )
     try:
         done = subprocess.run(probe, capture_output=True, timeout=20, text=True, pass_fds=(fd,))
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -159,6 +168,20 @@ def _namespace_args(*, network: bool) -> list[str]:
     if not network:
         args.append("--unshare-net")
     return args
+
+
+def _kernel_settings_read_only() -> list[str]:
+    return [a for p in _KERNEL_SETTINGS if os.path.lexists(p) for a in ("--ro-bind", p, p)]
+
+
+def _shown_as_owned(ctx: ToolContext, home: str) -> list[str]:
+    """What a sandbox of a root kernel reads and writes as root does (`sandbox_user`): the home
+    directory, working directories, their repositories, program directories and the spill
+    folder; the system directories are for every user already."""
+    dirs = [home, *(str(d) for d in ctx.all_dirs()), *git_dirs(ctx), *_program_dirs()]
+    if ctx.spill_dir is not None:
+        dirs.append(str(ctx.spill_dir))
+    return [d for d in dirs if d not in ("/", "/tmp") and not covered(os.path.realpath(d), _SYSTEM_DIRS)]
 
 
 def _mount_system(args: list[str], mounted: set[str]) -> None:
@@ -220,6 +243,7 @@ def bwrap_argv(
         # An approved command sees the whole system as it is, and may write only the working dirs.
         args += ["--ro-bind", "/", "/"]
     args += ["--dev", "/dev", "--size", tmp_size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc"]
+    args += _kernel_settings_read_only()
     args += ["--size", tmp_size, "--tmpfs", "/tmp"]
     # HOME is there, empty and read-only, so `~/x` fails loudly instead of vanishing; program
     # directories and working directories inside it are mounted on top.
@@ -259,7 +283,7 @@ def bwrap_argv(
     for key, value in (env or {}).items():
         args += ["--setenv", key, value]
     args += ["--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp", "--chdir", cwd, "--"]
-    return args
+    return launcher_argv(args, _shown_as_owned(ctx, home))
 
 
 def _repository(start: str) -> tuple[str | None, list[str]]:

@@ -1,4 +1,5 @@
-"""The seccomp filter every sandboxed command runs under: no AF_UNIX sockets, no io_uring, no keys.
+"""The seccomp filter every sandboxed command runs under: no AF_UNIX sockets, no io_uring, no keys,
+no set-user-ID or set-group-ID bits.
 
 A read-only bind mount does not stop `connect()` on a Unix socket inside it, and the kernel's
 own sockets (a Jupyter kernel on the IPC transport, an ssh or gpg agent, the Docker daemon, a
@@ -14,7 +15,13 @@ with EPERM, for pathname and abstract addresses alike. What still works:
 Also refused (EPERM), each a way around the rule above or out of the sandbox: `io_uring_setup`
 (io_uring opens sockets and connects without the system calls filtered here) and the kernel
 keyring calls (`add_key`, `request_key`, `keyctl`: the session keyring is inherited from the
-kernel and may hold credentials). A system call of another ABI (32-bit x86 on x86_64, arm32 on
+kernel and may hold credentials). Setting the set-user-ID or set-group-ID bit fails with EPERM
+(`chmod`, `fchmod`, `fchmodat`, `fchmodat2`, and `open`, `openat`, `creat`, `mknod`, `mknodat`
+with such a mode; `openat2`, whose mode the filter cannot read, fails with ENOSYS, which
+programs take as an older kernel): a root kernel's sandbox writes the working directories
+through idmapped mounts (`sandbox_user`), where a file it makes is root's on disk, so a
+set-user-ID bit there would leave a root program behind for anyone to run outside the sandbox
+(inside, every mount is nosuid). A system call of another ABI (32-bit x86 on x86_64, arm32 on
 aarch64) kills the process, and an x32 call fails: this filter is written for the native table only.
 
 The filter is classic BPF, built here for the machine's architecture (x86_64 and aarch64), and
@@ -41,6 +48,8 @@ _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _RET_KILL_PROCESS = 0x80000000
 _EPERM = 1
+_ENOSYS = 38
+_SET_ID_BITS = 0o6000  # S_ISUID | S_ISGID
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6] (little endian)
 _NR, _ARCH = 0, 4
 
@@ -66,6 +75,8 @@ class FilterSpec:
     socketpair: int
     refused: tuple[int, ...]  # io_uring_setup, add_key, request_key, keyctl
     x32: bool  # numbers with the x32 bit are another ABI on this architecture
+    modes: tuple[tuple[int, int], ...] = ()  # (call, index of its mode argument): no set-id bits
+    openat2: int = 437  # its mode is in a struct the filter cannot read: ENOSYS
 
 
 _SPECS = {
@@ -77,6 +88,8 @@ _SPECS = {
         socketpair=53,
         refused=(425, 248, 249, 250),
         x32=True,
+        # chmod, fchmod, fchmodat, fchmodat2, open, creat, openat, mknod, mknodat
+        modes=((90, 1), (91, 1), (268, 2), (452, 2), (2, 2), (85, 1), (257, 3), (133, 1), (259, 2)),
     ),
     # include/uapi/asm-generic/unistd.h
     "aarch64": FilterSpec(
@@ -86,6 +99,8 @@ _SPECS = {
         socketpair=199,
         refused=(425, 217, 218, 219),
         x32=False,
+        # fchmod, fchmodat, fchmodat2, openat, mknodat
+        modes=((52, 1), (53, 2), (452, 2), (56, 3), (33, 2)),
     ),
 }
 _ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
@@ -117,7 +132,15 @@ def filter_program(spec: FilterSpec) -> bytes:
     prog.append((_JEQ_K, spec.socketpair, "socketpair", None))
     for nr in spec.refused:
         prog.append((_JEQ_K, nr, "eperm", None))
+    for nr, index in spec.modes:
+        prog.append((_JEQ_K, nr, f"mode{index}", None))
+    prog.append((_JEQ_K, spec.openat2, "enosys", None))
     prog.append((_RET_K, _RET_ALLOW, None, None))
+    for index in sorted({i for _, i in spec.modes}):
+        at(f"mode{index}")
+        prog.append((_LD_W_ABS, _arg(index), None, None))
+        prog.append((_ALU_AND_K, _SET_ID_BITS, None, None))
+        prog.append((_JEQ_K, 0, "allow", "eperm"))
     at("socket")
     prog.append((_LD_W_ABS, _arg(0), None, None))
     prog.append((_JEQ_K, _AF_UNIX, "eperm", "allow"))
@@ -131,6 +154,8 @@ def filter_program(spec: FilterSpec) -> bytes:
     prog.append((_RET_K, _RET_ALLOW, None, None))
     at("eperm")
     prog.append((_RET_K, _RET_ERRNO | _EPERM, None, None))
+    at("enosys")
+    prog.append((_RET_K, _RET_ERRNO | _ENOSYS, None, None))
     at("kill")
     prog.append((_RET_K, _RET_KILL_PROCESS, None, None))
 
