@@ -19,6 +19,7 @@ import ast
 import functools
 import importlib.metadata
 import json
+import re
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -205,3 +206,34 @@ def test_imports_are_read_after_magics_and_inside_functions():
 @pytest.mark.parametrize("cell", ["%%writefile x.py\nimport nothing", "not python at all ("])
 def test_a_cell_that_is_not_python_contributes_no_import(cell: str):
     assert imports_of(cell) == set()
+
+
+README = ROOT / "README.md"
+
+
+def readme_bash_lines() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
+    return [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_every_extra_the_readme_installs_exists():
+    extras = pyproject()["project"]["optional-dependencies"]  # type: ignore[index]
+    named = {
+        name
+        for line in readme_bash_lines()
+        for group in re.findall(r"\.\[([^\]]+)\]", line)
+        for name in group.split(",")
+    }
+    assert {"examples", "course", "test"} <= named
+    assert named - set(extras) == set()
+
+
+def test_the_readme_shows_the_fast_tests_with_their_install_before_the_full_run():
+    """A newcomer runs the fast suites first: the command installs only the test extra, and the
+    default run (no --full) is the fast one (tests/conftest.py)."""
+    lines = readme_bash_lines()
+    fast = "python -m pip install -e '.[test]' && python -m pytest -q"
+    assert fast in lines
+    full = next(i for i, line in enumerate(lines) if line.endswith("python -m pytest -q --full"))
+    assert lines.index(fast) < full
