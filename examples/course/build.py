@@ -231,7 +231,7 @@ def write_styles(site: Path) -> None:
 
 def export(nb: nbformat.NotebookNode, chapter: Chapter, prev: Chapter | None, nxt: Chapter | None) -> str:
     nb.cells.insert(1, nbformat.v4.new_markdown_cell(run_yourself(chapter)))
-    nb.metadata["title"] = chapter.title
+    nb.metadata["title"] = chapter.title.replace("`", "")  # the browser's tab shows no Markdown
     link = lambda c: {"href": c.href, "title": c.title.replace("`", "")} if c else None  # noqa: E731
     body, _ = _exporter().from_notebook_node(nb, resources={"course": {"prev": link(prev), "next": link(nxt)}})
     return str(body)

@@ -130,6 +130,14 @@ def test_the_index_shows_questions_as_sentences_with_code_as_code():
     assert "`" not in page
 
 
+def test_a_page_title_and_its_links_show_no_backticks():
+    chapters = [course.Chapter(Path(f"0{n}_x.ipynb"), f"0{n}", f"0{n} · Type `%agent`", "") for n in (1, 2, 3)]
+    page = course.export(notebook(), chapters[1], chapters[0], chapters[2])
+    assert "<title>02 · Type %agent</title>" in page
+    assert '<a href="01_x.html">← 01 · Type %agent</a><a href="03_x.html">03 · Type %agent →</a>' in page
+    assert "`%agent`" not in page.split("<body")[0]
+
+
 def test_code_in_a_title_is_shown_as_code_in_the_index():
     chapter = course.Chapter(Path("01_tour.ipynb"), "01", "01 · What happens when you type `%agent`?", "")
     assert "<code>%agent</code>?</a>" in course.index_html([chapter])
