@@ -78,6 +78,10 @@ class BuildError(Exception):
     """Why the course (or a chapter of it) did not build, naming the notebook and the cell."""
 
 
+def _chapters(count: int) -> str:
+    return f"{count} chapter" + ("" if count == 1 else "s")
+
+
 class ChaptersFailed(BuildError):
     """Some chapters failed; the site was written all the same, with their pages marked failed."""
 
@@ -86,7 +90,7 @@ class ChaptersFailed(BuildError):
         names = ", ".join(failed)
         details = "\n\n".join(failed.values())
         super().__init__(
-            f"{len(failed)} chapter(s) failed: {names}. The site in {out} shows them marked failed.\n\n{details}"
+            f"{_chapters(len(failed))} failed: {names}. The site in {out} shows them marked failed.\n\n{details}"
         )
 
 
@@ -267,7 +271,7 @@ def index_html(chapters: list[Chapter], failed: dict[str, str] | None = None) ->
             + "</li>"
         )
     warning = (
-        f'<p class="failed-note">{len(failed)} chapter(s) failed to build and show why instead of their '
+        f'<p class="failed-note">{_chapters(len(failed))} failed to build and show why instead of their '
         "cells: " + ", ".join(html.escape(name) for name in failed) + ".</p>"
         if failed
         else ""

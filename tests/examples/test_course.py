@@ -92,7 +92,7 @@ def test_a_failing_chapter_is_marked_failed_and_the_others_are_built_and_the_bui
 
     assert status == 1
     printed = capsys.readouterr()
-    assert "1 chapter(s) failed: 03_broken.ipynb" in printed.err
+    assert "1 chapter failed: 03_broken.ipynb" in printed.err
     assert "ValueError: the data file is missing" in printed.err
     assert "04_good.html" in printed.out and "03_broken.html" in printed.out
     good = (out / "04_good.html").read_text()
@@ -113,7 +113,7 @@ def test_a_failed_chapter_is_marked_in_the_index_and_its_page_says_why():
     ]
     index = course.index_html(chapters, {"04_b.ipynb": "04_b.ipynb: a cell failed: <KeyError>"})
     assert '<li class="failed"><a href="04_b.html">04 · B <code>x</code></a> <span class="failed-mark">' in index
-    assert '<li><a href="03_a.html">' in index and "1 chapter(s) failed to build" in index
+    assert '<li><a href="03_a.html">' in index and "1 chapter failed to build" in index
     assert "failed to build" not in course.index_html(chapters) and '<li class="failed">' not in course.index_html(
         chapters
     )
