@@ -306,7 +306,7 @@ def failed_page(chapter: Chapter, error: str) -> str:
     title = _inline_code(chapter.title)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(chapter.title)} (failed to build)</title>
+<title>{html.escape(chapter.title.replace("`", ""))} (failed to build)</title>
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 60em; margin: 2em auto; padding: 0 1em; line-height: 1.45; }}
 .course-failed {{ border-left: 4px solid #b42318; background: #fef3f2; padding: 0.6em 1em; }}
@@ -317,6 +317,8 @@ pre {{ white-space: pre-wrap; background: #f6f8fa; padding: 0.8em; overflow-x: a
 <div class="course-failed"><strong>This chapter failed to build.</strong> The course build could not run
 <code>examples/{html.escape(chapter.path.name)}</code>, so this page shows why instead of its cells.</div>
 <pre class="course-error">{html.escape(error)}</pre>
+<p>To see it fail in place: <code>pip install -e '.[examples]'</code>, then
+<code>jupyter lab examples/{html.escape(chapter.path.name)}</code> and run the cells in order.</p>
 </body></html>
 """
 
@@ -326,7 +328,7 @@ class ChapterPage:
     """One chapter's page as a worker made it; `error` says why it failed (the page then says so)."""
 
     href: str
-    html: str
+    page: str
     seconds: float
     error: str | None = None
 
@@ -377,7 +379,7 @@ def build(
         failed: dict[str, str] = {}
         with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
             for chapter, result in zip(chapters, pool.map(_chapter_page, work)):
-                (staged / result.href).write_text(result.html, encoding="utf-8")
+                (staged / result.href).write_text(result.page, encoding="utf-8")
                 log(f"{result.href:40s} {result.seconds:5.1f} s" + ("  FAILED" if result.error else ""))
                 if result.error:
                     failed[chapter.path.name] = result.error

@@ -119,6 +119,7 @@ def test_a_failed_chapter_is_marked_in_the_index_and_its_page_says_why():
     )
     page = course.failed_page(chapters[1], "04_b.ipynb: a cell failed: <KeyError>")
     assert "This chapter failed to build." in page and "a cell failed: &lt;KeyError&gt;" in page
+    assert "<title>04 · B x (failed to build)</title>" in page and "jupyter lab examples/04_b.ipynb" in page
 
 
 def test_the_index_shows_questions_as_sentences_with_code_as_code():
