@@ -9,12 +9,14 @@ course when it is added. Each runs in a real kernel with no API key (its Scripte
 the transcript in examples/transcripts), exactly as `tests/examples/test_notebooks.py` runs it.
 The site is plain HTML and CSS: nothing is fetched when it is built or read.
 
-The build fails, naming the notebook and the cell:
+A chapter fails, naming the notebook and the cell:
 - on an error in any cell (nbclient raises; the starting code of an exercise must not raise:
   its check prints what is missing instead);
 - on a widget output without a static fallback. An agent run's widget view is replaced by its
   static record (HTML and text) when the run ends (ipy_agent/ui/record.py); the record is what
   the page shows, never "Error displaying widget".
+A failing chapter does not stop the others: the site is written with that chapter's page saying it
+failed and why, the index marks it failed, and the build exits non-zero naming every failed chapter.
 
 Each page gets a "Run this yourself" header with the command, a bar linking the course, and
 exercise solutions folded into a `<details>` (cells tagged `solution`, collapsed in JupyterLab
@@ -73,7 +75,23 @@ CONCEPTS: dict[str, list[str]] = {
 
 
 class BuildError(Exception):
-    """Why the course did not build, naming the notebook and the cell."""
+    """Why the course (or a chapter of it) did not build, naming the notebook and the cell."""
+
+
+def _chapters(count: int) -> str:
+    return f"{count} chapter" + ("" if count == 1 else "s")
+
+
+class ChaptersFailed(BuildError):
+    """Some chapters failed; the site was written all the same, with their pages marked failed."""
+
+    def __init__(self, out: Path, failed: dict[str, str]) -> None:
+        self.out, self.failed = out, failed
+        names = ", ".join(failed)
+        details = "\n\n".join(failed.values())
+        super().__init__(
+            f"{_chapters(len(failed))} failed: {names}. The site in {out} shows them marked failed.\n\n{details}"
+        )
 
 
 @dataclass
@@ -217,7 +235,7 @@ def write_styles(site: Path) -> None:
 
 def export(nb: nbformat.NotebookNode, chapter: Chapter, prev: Chapter | None, nxt: Chapter | None) -> str:
     nb.cells.insert(1, nbformat.v4.new_markdown_cell(run_yourself(chapter)))
-    nb.metadata["title"] = chapter.title
+    nb.metadata["title"] = chapter.title.replace("`", "")  # the browser's tab shows no Markdown
     link = lambda c: {"href": c.href, "title": c.title.replace("`", "")} if c else None  # noqa: E731
     body, _ = _exporter().from_notebook_node(nb, resources={"course": {"prev": link(prev), "next": link(nxt)}})
     return str(body)
@@ -228,16 +246,36 @@ def _inline_code(text: str) -> str:
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
-def index_html(chapters: list[Chapter]) -> str:
+def _sentence(text: str) -> str:
+    """A notebook's question as a sentence of its own: it continues "**The question:**" in the
+    notebook, so it may start in lower case."""
+    return text[:1].upper() + text[1:]
+
+
+FAILED_MARK = '<span class="failed-mark">failed to build</span>'
+
+
+def index_html(chapters: list[Chapter], failed: dict[str, str] | None = None) -> str:
+    """The course's front page; `failed`: the file names of chapters that failed, with why."""
+    failed = failed or {}
     items = []
     for c in chapters:
         concepts = ", ".join(html.escape(x) for x in c.concepts)
+        broken = c.path.name in failed
         items.append(
-            f'<li><a href="{c.href}">{_inline_code(c.title)}</a>'
+            ('<li class="failed">' if broken else "<li>")
+            + f'<a href="{c.href}">{_inline_code(c.title)}</a>'
+            + (f" {FAILED_MARK}" if broken else "")
             + (f'<div class="concepts">{concepts}</div>' if concepts else "")
-            + (f'<div class="question">{html.escape(c.question)}</div>' if c.question else "")
+            + (f'<div class="question">{_inline_code(_sentence(c.question))}</div>' if c.question else "")
             + "</li>"
         )
+    warning = (
+        f'<p class="failed-note">{_chapters(len(failed))} failed to build and show why instead of their '
+        "cells: " + ", ".join(html.escape(name) for name in failed) + ".</p>"
+        if failed
+        else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>ipy_agent: the tool runtime, a course</title>
@@ -246,8 +284,11 @@ body {{ font-family: system-ui, sans-serif; max-width: 52em; margin: 2em auto; p
 li {{ margin: 0 0 1.1em 0; }} li a {{ font-weight: 600; font-size: 1.05em; }}
 .concepts {{ color: #0b6bcb; font-size: 0.92em; }} .question {{ color: #444; font-size: 0.95em; }}
 code {{ background: #f3f3f3; padding: 0 0.2em; }}
+.failed-mark {{ color: #fff; background: #b42318; border-radius: 3px; padding: 0 0.4em; font-size: 0.85em; }}
+.failed-note {{ border-left: 4px solid #b42318; background: #fef3f2; padding: 0.5em 0.8em; }}
 </style></head><body>
 <h1>ipy_agent: how a tool runtime works, a course</h1>
+{warning}
 <p>Each chapter is a notebook from the repository's <code>examples/</code>, run offline with a scripted
 model and shown here with its outputs and pictures. Each opens with a question, shows the concept
 happening, draws a picture from the agent's own records, says what to notice, and ends with exercises
@@ -260,12 +301,49 @@ whose checks run in the notebook. To run one yourself: <code>pip install -e '.[e
 """
 
 
-def _chapter_page(args: tuple[Chapter, Chapter | None, Chapter | None, Path]) -> tuple[str, str, float]:
-    """Execute one chapter and render its page (in a worker process): (file name, HTML, seconds)."""
+def failed_page(chapter: Chapter, error: str) -> str:
+    """The page of a chapter that failed to build: what failed and why, and how to run it yourself."""
+    title = _inline_code(chapter.title)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(chapter.title.replace("`", ""))} (failed to build)</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 60em; margin: 2em auto; padding: 0 1em; line-height: 1.45; }}
+.course-failed {{ border-left: 4px solid #b42318; background: #fef3f2; padding: 0.6em 1em; }}
+pre {{ white-space: pre-wrap; background: #f6f8fa; padding: 0.8em; overflow-x: auto; }}
+</style></head><body class="course-failed-page">
+<nav class="course-bar"><a href="index.html">Course index</a></nav>
+<h1>{title}</h1>
+<div class="course-failed"><strong>This chapter failed to build.</strong> The course build could not run
+<code>examples/{html.escape(chapter.path.name)}</code>, so this page shows why instead of its cells.</div>
+<pre class="course-error">{html.escape(error)}</pre>
+<p>To see it fail in place: <code>pip install -e '.[examples]'</code>, then
+<code>jupyter lab examples/{html.escape(chapter.path.name)}</code> and run the cells in order.</p>
+</body></html>
+"""
+
+
+@dataclass
+class ChapterPage:
+    """One chapter's page as a worker made it; `error` says why it failed (the page then says so)."""
+
+    href: str
+    page: str
+    seconds: float
+    error: str | None = None
+
+
+def _chapter_page(args: tuple[Chapter, Chapter | None, Chapter | None, Path]) -> ChapterPage:
+    """Execute one chapter and render its page (in a worker process), or its failed page."""
     chapter, prev, nxt, config_dir = args
     started = time.monotonic()
-    nb = make_static(execute(chapter.path, config_dir), chapter.path.name)
-    return chapter.href, export(nb, chapter, prev, nxt), time.monotonic() - started
+    try:
+        nb = make_static(execute(chapter.path, config_dir), chapter.path.name)
+        page = export(nb, chapter, prev, nxt)
+    except Exception as e:
+        error = str(e) if isinstance(e, BuildError) else f"{chapter.path.name}: {type(e).__name__}: {e}"
+        return ChapterPage(chapter.href, failed_page(chapter, error), time.monotonic() - started, error)
+    return ChapterPage(chapter.href, page, time.monotonic() - started)
 
 
 def build(
@@ -276,8 +354,10 @@ def build(
     log: Any = print,
     examples: Path = EXAMPLES,
 ) -> list[Path]:
-    """Execute and render the chapters into `out` (replaced only by a complete build); the pages.
+    """Execute and render the chapters into `out` (replaced when the build is done); the pages.
 
+    A chapter that fails gets a page saying why, marked failed in the index; the others are built
+    all the same, the site is written, then ChaptersFailed names the failed ones.
     `jobs` notebooks run at once, each in its own process and kernel: most of a notebook's time is
     spent waiting (on subprocesses, sleeps standing in for a person), so two overlap well."""
     chapters = discover(examples, only=only)
@@ -296,16 +376,21 @@ def build(
             for i, c in enumerate(chapters)
         ]
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: no threads or loops inherited
+        failed: dict[str, str] = {}
         with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
-            for href, page, seconds in pool.map(_chapter_page, work):
-                (staged / href).write_text(page, encoding="utf-8")
-                log(f"{href:40s} {seconds:5.1f} s")
-        (staged / "index.html").write_text(index_html(chapters), encoding="utf-8")
+            for chapter, result in zip(chapters, pool.map(_chapter_page, work)):
+                (staged / result.href).write_text(result.page, encoding="utf-8")
+                log(f"{result.href:40s} {result.seconds:5.1f} s" + ("  FAILED" if result.error else ""))
+                if result.error:
+                    failed[chapter.path.name] = result.error
+        (staged / "index.html").write_text(index_html(chapters, failed), encoding="utf-8")
         write_styles(staged)
         if out.exists():
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(staged, out)
+    if failed:
+        raise ChaptersFailed(out, failed)
     return [out / "index.html", *(out / c.href for c in chapters)]
 
 
@@ -314,10 +399,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("only", nargs="*", help="notebook numbers or names to build (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once (default: 2)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default: {DEFAULT_OUT})")
+    parser.add_argument(
+        "--examples", type=Path, default=EXAMPLES, help=f"the folder of the notebooks (default: {EXAMPLES})"
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     try:
-        pages = build(args.out, args.only or None, jobs=args.jobs)
+        pages = build(args.out, args.only or None, jobs=args.jobs, examples=args.examples)
     except BuildError as e:
         print(f"course build failed: {e}", file=sys.stderr)
         return 1

@@ -72,19 +72,71 @@ def test_each_page_says_how_to_run_it_yourself():
 
 
 @pytest.mark.kernel
-def test_an_error_in_any_cell_fails_the_build_naming_the_notebook_and_keeps_the_last_site(tmp_path: Path):
+def test_a_failing_chapter_is_marked_failed_and_the_others_are_built_and_the_build_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     examples, out = tmp_path / "examples", tmp_path / "site"
     examples.mkdir()
     out.mkdir()
-    (out / "index.html").write_text("the last good build")
-    nb = notebook()
-    nb.cells[1] = nbformat.v4.new_code_cell("print('fine')\nraise ValueError('the data file is missing')")
-    nbformat.write(nb, examples / "03_broken.ipynb")
-    with pytest.raises(course.BuildError) as e:
-        course.build(out, examples=examples, jobs=1, log=lambda line: None)
-    assert "03_broken.ipynb: a cell failed while building the course" in str(e.value)
-    assert "ValueError: the data file is missing" in str(e.value)
-    assert (out / "index.html").read_text() == "the last good build"
+    (out / "index.html").write_text("the last build")
+    for name, code in (
+        ("03_broken", "print('fine')\nraise ValueError('the data file is missing')"),
+        ("04_good", "print('the good chapter ran', 6 * 7)"),
+    ):
+        nb = notebook()
+        nb.cells[0].source = f"# {name[:2]} · The `{name}` chapter\n\n**The question:** why?\n\nMore."
+        nb.cells[1] = nbformat.v4.new_code_cell(code)
+        nbformat.write(nb, examples / f"{name}.ipynb")
+
+    status = course.main(["--examples", str(examples), "--out", str(out), "--jobs", "1"])
+
+    assert status == 1
+    printed = capsys.readouterr()
+    assert "1 chapter failed: 03_broken.ipynb" in printed.err
+    assert "ValueError: the data file is missing" in printed.err
+    assert "04_good.html" in printed.out and "03_broken.html" in printed.out
+    good = (out / "04_good.html").read_text()
+    assert "the good chapter ran 42" in good and "failed to build" not in good
+    broken = (out / "03_broken.html").read_text()
+    assert "This chapter failed to build." in broken
+    assert "03_broken.ipynb: a cell failed while building the course" in broken
+    assert "ValueError: the data file is missing" in broken
+    index = (out / "index.html").read_text()
+    assert '<li class="failed"><a href="03_broken.html">' in index and index.count("failed to build") == 2
+    assert '<li><a href="04_good.html">' in index
+
+
+def test_a_failed_chapter_is_marked_in_the_index_and_its_page_says_why():
+    chapters = [
+        course.Chapter(Path("03_a.ipynb"), "03", "03 · A", ""),
+        course.Chapter(Path("04_b.ipynb"), "04", "04 · B `x`", ""),
+    ]
+    index = course.index_html(chapters, {"04_b.ipynb": "04_b.ipynb: a cell failed: <KeyError>"})
+    assert '<li class="failed"><a href="04_b.html">04 · B <code>x</code></a> <span class="failed-mark">' in index
+    assert '<li><a href="03_a.html">' in index and "1 chapter failed to build" in index
+    assert "failed to build" not in course.index_html(chapters) and '<li class="failed">' not in course.index_html(
+        chapters
+    )
+    page = course.failed_page(chapters[1], "04_b.ipynb: a cell failed: <KeyError>")
+    assert "This chapter failed to build." in page and "a cell failed: &lt;KeyError&gt;" in page
+    assert "<title>04 · B x (failed to build)</title>" in page and "jupyter lab examples/04_b.ipynb" in page
+
+
+def test_the_index_shows_questions_as_sentences_with_code_as_code():
+    """A question continues "**The question:**" in its notebook: in the index it starts a sentence,
+    and its `code` is code, not backticks."""
+    page = course.index_html(course.discover(only=["01"]))
+    question = page[page.index('<div class="question">') :].split("</div>")[0]
+    assert question.startswith('<div class="question">You type <code>%agent fix the typo in notes.txt</code> in')
+    assert "`" not in page
+
+
+def test_a_page_title_and_its_links_show_no_backticks():
+    chapters = [course.Chapter(Path(f"0{n}_x.ipynb"), f"0{n}", f"0{n} · Type `%agent`", "") for n in (1, 2, 3)]
+    page = course.export(notebook(), chapters[1], chapters[0], chapters[2])
+    assert "<title>02 · Type %agent</title>" in page
+    assert '<a href="01_x.html">← 01 · Type %agent</a><a href="03_x.html">03 · Type %agent →</a>' in page
+    assert "`%agent`" not in page.split("<body")[0]
 
 
 def test_code_in_a_title_is_shown_as_code_in_the_index():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -101,13 +102,31 @@ def test_ctrl_c_at_the_prompt_interrupts_with_a_valid_history(edit_run, magics, 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="needs the main thread")
 def test_ctrl_c_during_a_tool_interrupts_with_a_valid_history(shell, magics, script, tmp_path):
-    path = script([use("Bash", "b1", command="sleep 30", description="wait")], "never")
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    """Ctrl-C comes while the command runs: the command itself says it has started (it writes to a
+    FIFO that a thread waits on), and only then does the thread send SIGINT."""
+    started = tmp_path / "started"
+    os.mkfifo(started)
+    command = "echo started > started; sleep 30"
+    path = script([use("Bash", "b1", command=command, description="wait")], "never")
+    heard: list[str] = []
+
+    def interrupt_once_started() -> None:
+        with open(started, encoding="utf-8") as fifo:  # blocks until the command opens it
+            heard.append(fifo.read().strip())
+        if heard == ["started"]:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    waiter = threading.Thread(target=interrupt_once_started, daemon=True)
+    waiter.start()
     try:
         shell.run_line_magic("agent", f"--allow Bash --script {path} wait")
     finally:
-        timer.cancel()
+        if waiter.is_alive():  # the command never ran: release the thread without a signal
+            heard.append("released")
+            with contextlib.suppress(OSError):  # ENXIO: the thread stopped reading in the meantime
+                os.close(os.open(started, os.O_WRONLY | os.O_NONBLOCK))
+        waiter.join(timeout=10)
+    assert heard == ["started"]
     assert magics.session.last_result.stop_reason == "interrupted"
     assert history_problems(magics.session.agent.messages) == []
     assert magics.session.agent.trace[0].status == "cancelled"
