@@ -223,6 +223,26 @@ function drawBadges(cell: Cell, agentMetadata: unknown): void {
   cell.node.insertBefore(box, input);
 }
 
+/** Each watched panel's redraw, for the Cell Tags workaround below. */
+const redraws = new Set<() => void>();
+
+/**
+ * JupyterLab's Cell Tags (property inspector, 4.x) adds and removes a tag by changing the cell's
+ * tags list in place, then sets it: the model finds the value equal to itself and emits no
+ * metadata change (the tag is in the model, and saved). So a click or an Enter there redraws the
+ * badges once that handler has run. It is the person's action that triggers it, not a timer.
+ */
+function afterCellTags(event: Event): void {
+  const target = event.target;
+  if (!(target instanceof Element) || !target.closest('.jp-CellTags')) {
+    return;
+  }
+  if (event instanceof KeyboardEvent && event.key !== 'Enter') {
+    return;
+  }
+  window.setTimeout(() => redraws.forEach(redraw => redraw()), 0);
+}
+
 /**
  * Keep the badges of `panel`'s cells true: drawn when the notebook loads, redrawn when a cell's
  * metadata (its tags) or the notebook's metadata changes, drawn on cells as they come.
@@ -244,6 +264,12 @@ export function watchPolicies(panel: NotebookPanel): void {
       drawBadges(cell, agentMetadata());
     }
   };
+  if (redraws.size === 0) {
+    document.addEventListener('click', afterCellTags, true);
+    document.addEventListener('keydown', afterCellTags, true);
+  }
+  redraws.add(drawAll);
+  panel.disposed.connect(() => redraws.delete(drawAll));
   void panel.context.ready.then(() => {
     drawAll();
     panel.model?.metadataChanged.connect(drawAll);
