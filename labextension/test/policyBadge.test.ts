@@ -4,8 +4,17 @@
  */
 import { describe, expect, it } from 'vitest';
 import { cellPolicies, explain, timeoutSeconds } from '../src/policyBadge';
+import shared from './policy_cases.json';
 
 const badges = (id: string, tags: unknown, meta: unknown = {}) => cellPolicies(id, tags, meta).map(p => p.badge);
+
+describe('cellPolicies finds what the kernel finds (policy_cases.json, read by the kernel tests too)', () => {
+  it.each(shared.cases.map(c => [JSON.stringify(c.tags), c] as const))('%s', (_, c) => {
+    const found = cellPolicies(c.id, c.tags, c.metadata);
+    expect(found.map(p => [p.tag, p.source])).toEqual(c.found);
+    expect(found.find(p => p.seconds !== undefined)?.seconds ?? null).toBe(c.timeout);
+  });
+});
 
 describe('cellPolicies', () => {
   it('reads the policy tags of the cell, and no other tag', () => {
