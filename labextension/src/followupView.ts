@@ -95,8 +95,8 @@ export function watchFollowup(panel: NotebookPanel): void {
   let host: Cell | null = null;
   const send = (index: number, text: string) => {
     const model = panel.model;
-    if (!model) {
-      return;
+    if (!model || index < 0) {
+      return; // the notebook closed, or the %agent cell was deleted
     }
     model.sharedModel.insertCell(index + 1, { cell_type: 'code', source: followupSource(text) });
     panel.content.activeCellIndex = index + 1;
