@@ -20,6 +20,8 @@ import { CellData, CellType, Notebook, PROTOCOL, TARGET, VERSION, hello, reply }
 import { drawPrompt, promptShown, withdrawPrompt } from './fallback';
 import { ReviewBoard } from './review';
 import { DomReviewView } from './reviewView';
+import { watchPolicies } from './policyBadge';
+import { watchFollowup } from './followupView';
 
 /** The comm a panel last heard the kernel on: where the person's decisions go (review.ts). */
 type Link = { comm: Kernel.IComm | null };
@@ -162,6 +164,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const watch = (panel: NotebookPanel) => {
       const link: Link = { comm: null };
       const nb = panelNotebook(panel, panelReview(panel, link));
+      watchPolicies(panel); // the badges of the person's cell policies
+      watchFollowup(panel); // the reply box under a finished %agent run
       const register = async () => {
         await panel.context.ready;
         const kernel = panel.sessionContext.session?.kernel;
