@@ -32,6 +32,7 @@ __all__ = [
     "REVIEWED_TOOLS",
     "Entry",
     "Reviewed",
+    "clip_words",
     "record_bundle",
     "review_of",
     "row_result_text",
@@ -194,6 +195,27 @@ def _reviewed(items: list[Reviewed]) -> tuple[str, list[str]]:
     return h, lines
 
 
+ROW_REASON_CHARS = 240  # a refusal's reason on a row: two lines of a wide cell at most
+
+
+def clip_words(text: str, limit: int = ROW_REASON_CHARS) -> str:
+    """`text`, or as many of its sentences as fit in `limit`, or else its words with "…".
+
+    A cut in mid-word ("the person set this, often bec…") reads as a fault; the sentences
+    that fit say what the person needs (why the call was refused), the rest is for the model."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    end = head.rfind(". ")
+    if end >= limit // 3:
+        return head[: end + 1]
+    end = head.rfind("; ")
+    if end >= limit // 3:
+        return head[:end] + " …"
+    space = head.rstrip().rfind(" ")
+    return (head[:space] if space > 0 else head[: limit - 1]).rstrip(" ,;:—-") + " …"
+
+
 def row_result_text(record: Any) -> str:
     """The words after a row's summary: how the call ended, as the person sees it."""
     if record.status == "denied":
@@ -205,8 +227,7 @@ def row_result_text(record: Any) -> str:
             return ""
         reason = str(getattr(decision, "reason", "") or "").strip()
         if source in ("rule", "mode", "hook", "tool", "default") and reason:
-            line = reason.splitlines()[0]  # e.g. "denied by rule 'Bash(rm:*)' (settings)"
-            return line if len(line) <= 120 else line[:119] + "…"
+            return clip_words(reason.splitlines()[0])  # e.g. "denied by rule 'Bash(rm:*)' (settings)"
     return record.summary_result if record.summary_result not in ("", record.status, "done") else ""
 
 
