@@ -83,7 +83,11 @@ def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(lab_se
         if k == 0:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.cell(1).screenshot(path=str(SCREENSHOTS / "live-notebook-prompt.png"))
+        answered = allow.element_handle()
         allow.click()
+        # The answered prompt gives way to its outcome line: only then is the next prompt's
+        # button the first enabled one (a click right away could land on this one again).
+        page.page.wait_for_function("b => !b.isConnected", arg=answered, timeout=90_000)
     page.wait_done(1)
     page.wait_text(1, "Replaced x, added a cell and ran both.")
     page.cell(1).screenshot(path=str(SCREENSHOTS / "live-notebook-rows.png"))
