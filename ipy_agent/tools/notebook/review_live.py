@@ -133,7 +133,9 @@ class LiveReview:
                 f"nothing changes until you accept: the change is shown in {self.proposal.label}; once accepted "
                 "the open notebook changes (the file when it is saved), and %agent_rewind puts it back"
             )
-        return "accepting changes the open notebook at once; the file changes when it is saved; %agent_rewind puts it back"
+        return (
+            "accepting changes the open notebook at once; the file changes when it is saved; %agent_rewind puts it back"
+        )
 
     @property
     def followed(self) -> bool:
