@@ -55,7 +55,7 @@ def approval_words(rule: str) -> Words:
         always=f"Always allow {short}",
         always_tip=f"Allow, and add the rule {rule} for this kernel session",
         deny="Deny",
-        deny_tip="Refuse; your reason is sent to the agent",
+        deny_tip="Refuse; the reason goes to the agent",
         reason=f"Reason for denying ({REASON_GOES})",
         allowed="Allowed once",
         always_allowed=f"Allowed; rule added: {rule}",
@@ -93,7 +93,7 @@ def review_words(rule: str) -> Words:
         always_tip=f"Accept, and accept such edits from now on without asking: adds the rule {rule} "
         "for this kernel session",
         deny="Reject",
-        deny_tip="Leave the cell as it is; your reason is sent to the agent",
+        deny_tip="Leave the cell as it is; the reason goes to the agent",
         reason=f"Reason for rejecting ({REASON_GOES})",
         allowed="Accepted",
         always_allowed=f"Accepted; from now on: {always[len('Always ') :]} (rule {rule})",

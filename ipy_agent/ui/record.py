@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .diff_html import diff_html, looks_like_diff, pre_html
+from .prompt_words import approval_words, review_words
 from .status import status_look
 
 __all__ = [
@@ -239,10 +240,14 @@ def seen_lines(record: Any, mark: str) -> list[str]:
     decision = record.decision
     if getattr(decision, "source", "") == "person":
         reason = str(getattr(decision, "reason", "") or "").strip()
+        rule = getattr(decision, "rule", None)
+        # In the prompt's own words: Accepted / Rejected for a cell edit under review.
+        reviewed = getattr(getattr(record, "preview", None), "review", None) is not None
+        words = (review_words if reviewed else approval_words)(str(rule or ""))
         if record.status == "denied":
-            lines.append("Denied" + (f": {reason}" if reason else ""))
-        elif getattr(decision, "rule", None):
-            lines.append(f"Allowed; rule added: {decision.rule}")
+            lines.append(words.denied + (f": {reason}" if reason else ""))
+        elif rule:
+            lines.append(words.always_allowed)
         else:
-            lines.append("Allowed once")
+            lines.append(words.allowed)
     return lines

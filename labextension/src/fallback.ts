@@ -91,7 +91,7 @@ export function promptWords(req: PromptRequest): PromptWords {
       always,
       alwaysTip: `Accept, and accept such edits from now on without asking: adds the rule ${req.rule} for this kernel session`,
       deny: 'Reject',
-      denyTip: 'Leave the cell as it is; your reason is sent to the agent',
+      denyTip: 'Leave the cell as it is; the reason goes to the agent',
       reason: `Reason for rejecting (${REASON_GOES})`,
       done: {
         allow: 'Accepted',
@@ -109,7 +109,7 @@ export function promptWords(req: PromptRequest): PromptWords {
     always: `Always allow ${req.rule}`,
     alwaysTip: `Allow, and add the rule ${req.rule} for this kernel session`,
     deny: 'Deny',
-    denyTip: 'Refuse; your reason is sent to the agent',
+    denyTip: 'Refuse; the reason goes to the agent',
     reason: `Reason for denying (${REASON_GOES})`,
     done: {
       allow: 'Allowed once',

@@ -292,3 +292,20 @@ def test_the_waiting_note_is_a_notice_on_stdout_not_an_error(monkeypatch, capsys
     announce._before_cell()
     out, err = capsys.readouterr()
     assert "is waiting" in out and err == ""
+
+
+def test_what_the_person_saw_of_a_review_is_told_in_its_words(tmp_path: Path):
+    # %agent_inspect's "The person saw": Accepted for a cell edit under review, Allowed for the rest.
+    from ipy_agent.ui.record import seen_lines
+    from tests.notebook.test_review import edit, page, run
+
+    panel = page()
+    agent, _ = run(tmp_path, panel, lambda r: "allow", edit("e1", "c2", "y = 20"))
+    [record] = [r for r in agent.trace if r.tool_name == "NotebookEdit"]
+    assert seen_lines(record, "✓")[1:] == ["Accepted"]
+    panel = page()
+    agent, _ = run(tmp_path, panel, lambda r: "always", edit("e2", "c2", "y = 20"))
+    [record] = [r for r in agent.trace if r.tool_name == "NotebookEdit"]
+    assert seen_lines(record, "✓")[1:] == [
+        "Accepted; from now on: accept edits to notebooks in this folder (rule Edit(./*.ipynb))"
+    ]
