@@ -108,8 +108,16 @@ class ApprovalPrompt:
         self.review = request.preview.review if request.preview is not None else None
         self.all_buttons = (
             [
-                W.Button(description="Accept all", tooltip="Accept this and the run's later cell edits", layout=auto),
-                W.Button(description="Reject all", tooltip="Reject this and the run's later cell edits", layout=auto),
+                W.Button(
+                    description="Accept all",
+                    tooltip="Accept this and every other change the agent proposes in this run",
+                    layout=auto,
+                ),
+                W.Button(
+                    description="Reject all",
+                    tooltip="Reject this and every other change the agent proposes in this run",
+                    layout=auto,
+                ),
             ]
             if self.review is not None
             else []

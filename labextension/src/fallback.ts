@@ -195,8 +195,8 @@ export function drawPrompt(host: HTMLElement, req: PromptRequest): Promise<Promp
   const deny = button(words.deny, words.denyTip, '#cf222e');
   const all = words.all
     ? [
-        button('Accept all', "Accept this and the run's later cell edits", '#6e7781'),
-        button('Reject all', "Reject this and the run's later cell edits", '#6e7781')
+        button('Accept all', 'Accept this and every other change the agent proposes in this run', '#6e7781'),
+        button('Reject all', 'Reject this and every other change the agent proposes in this run', '#6e7781')
       ]
     : [];
   const reason = document.createElement('input');
