@@ -51,6 +51,12 @@ class StagedReview(Protocol):
         ...
 
     @property
+    def effect(self) -> str:
+        """What an answer does, as true when the prompt is drawn: whether the change is shown
+        where it happens and nothing changes until it is accepted, or an Accept changes it at once."""
+        ...
+
+    @property
     def answered_in_page(self) -> bool:
         """Whether the decision was the page's (not the prompt's)."""
         ...

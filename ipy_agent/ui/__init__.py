@@ -2,11 +2,12 @@
 
 Modules import one way, each only from those above it in this list:
 - `status`: how a call's status and duration look, one table for every view;
+- `prompt_words`: what a prompt says, Allow / Deny or, for a cell edit under review, Accept / Reject;
 - `diff_html`: diffs and plain text as small self-contained HTML;
 - `record`: the static record of a finished run, what stays in the notebook file;
 - `segments`: streamed assistant text and thinking in the widgets;
 - `comm_ack`: acknowledging a widget's updates while its cell still awaits;
-- `approval_widget`: the approval prompt of a row (Allow / Always / Deny with a reason);
+- `approval_widget`: the approval prompt of a row (Allow / Always / Deny, or Accept / Reject, with a reason);
 - `question_widget`: the prompt of an AskUserQuestion row (options, "Other", Answer / Skip);
 - `fallback_prompt`: noticing a prompt no page shows or can answer, and asking through the extension;
 - `call_row`: one row per tool call, kept in bounded blocks;

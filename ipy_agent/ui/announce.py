@@ -8,8 +8,8 @@ prompt is open:
   (`agent.notebook.notify(message, type)`, the `notify` op of the `ipy_agent.notebook` comm)
   when the JupyterLab extension is connected; other announcers can be added to `ANNOUNCERS`;
 - without the extension (Notebook 7 or VS Code without it, nbclient), every cell the person runs
-  starts with a one-line note saying which cell waits and for what (an IPython `pre_run_cell`
-  hook): it reaches the person wherever they are working, and needs nothing in the front end.
+  starts with a one-line note (on stdout: a notice, not an error) saying which cell waits and
+  for what (an IPython `pre_run_cell` hook): it reaches the person wherever they are working, and needs nothing in the front end.
 
 A foreground run needs none of this: its cell is the one running, and its prompt takes focus.
 """
@@ -108,4 +108,6 @@ def _hook_cells() -> None:
 def _before_cell(*_args: Any) -> None:
     note = waiting_note()
     if note:
-        print(note, file=sys.stderr)
+        # On stdout: a notice, not an error (a page draws stderr in a pink box, as it draws a
+        # traceback, and the tour's approving cell looked as if it had failed).
+        print(note, file=sys.stdout)

@@ -1,10 +1,12 @@
-"""The approval prompt of a notebook tool row: what will happen, and Allow / Always / Deny.
+"""The approval prompt of a notebook tool row: what will happen, and Allow / Always / Deny
+(Accept / Reject for a cell edit under review: ui/prompt_words.py has both vocabularies).
 
 Kept apart from the run view because it is the one piece a person acts on, and the one with
 threading rules: a click may arrive on a kernel subshell thread (JupyterLab sends comm messages
 there), so a click only hands its answer to the event loop with `call_soon_threadsafe`; the loop
 resolves the approval future and disables the buttons. The programmatic `allow()` / `always()` /
-`deny(reason)` go through the very same buttons, like ipywidgets' own `Button.click()`.
+`deny(reason)` (`accept()` / `reject(reason)` for a review) go through the very same buttons,
+like ipywidgets' own `Button.click()`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 
 from .comm_ack import Ack, AckText
 from .diff_html import diff_html, pre_html
+from .prompt_words import prompt_notes, words_for
 
 __all__ = ["ApprovalPrompt", "what_will_happen"]
 
@@ -47,7 +50,7 @@ def what_will_happen(request: PermissionRequest) -> str:
     if p is None or (diff is None and not p.command):
         # No preview: show the input itself so the person knows what they approve.
         parts.append(pre_html(json.dumps(request.input, indent=1, ensure_ascii=False, default=str)))
-    for note in p.notes if p is not None else ():
+    for note in prompt_notes(request):
         parts.append(f'<div style="color:#d08700"><b>⚠ {html.escape(note)}</b></div>')
     if request.destructive:
         parts.append(
@@ -61,7 +64,9 @@ def what_will_happen(request: PermissionRequest) -> str:
 
 
 class ApprovalPrompt:
-    """Allow / Always allow `<rule>` / Deny for one call; the answer resolves an asyncio future."""
+    """Allow / Always allow `<rule>` / Deny for one call (Accept / Reject, Accept all / Reject
+    all and "Always accept edits to …" for a cell edit under review); the answer resolves an
+    asyncio future."""
 
     def __init__(
         self,
@@ -79,23 +84,17 @@ class ApprovalPrompt:
         self._void_note = ""
         self.outcome_text = ""  # the answered prompt's line, e.g. "Denied: <reason>"
         self._lock = threading.Lock()
-        short = self.rule if len(self.rule) <= 60 else self.rule[:59] + "…"
+        self.words = words = words_for(request)
         auto = W.Layout(width="auto")
         self.allow_button = W.Button(
-            description="Allow", button_style="success", tooltip="Allow this call once", layout=auto
+            description=words.allow, button_style="success", tooltip=words.allow_tip, layout=auto
         )
-        self.always_button = W.Button(
-            description=f"Always allow {short}",
-            tooltip=f"Allow, and add the rule {self.rule} for this conversation",
-            layout=auto,
-        )
-        self.deny_button = W.Button(
-            description="Deny", button_style="danger", tooltip="Refuse; the reason goes to the model", layout=auto
-        )
+        self.always_button = W.Button(description=words.always, tooltip=words.always_tip, layout=auto)
+        self.deny_button = W.Button(description=words.deny, button_style="danger", tooltip=words.deny_tip, layout=auto)
         # `ack`: the cell awaits the run, so each typed key must be acknowledged (ui/comm_ack.py).
         self.reason = AckText(
             ack=ack,
-            placeholder="Reason for denying (optional, sent to the model)",
+            placeholder=words.reason,
             layout=W.Layout(flex="1 1 auto", min_width="14em"),
         )
         # A tool's lasting denials ("Never run this cell"), beside Deny.
@@ -109,14 +108,22 @@ class ApprovalPrompt:
         self.review = request.preview.review if request.preview is not None else None
         self.all_buttons = (
             [
-                W.Button(description="Accept all", tooltip="Allow this and the run's later cell edits", layout=auto),
-                W.Button(description="Reject all", tooltip="Deny this and the run's later cell edits", layout=auto),
+                W.Button(
+                    description="Accept all",
+                    tooltip="Accept this and every other change the agent proposes in this run",
+                    layout=auto,
+                ),
+                W.Button(
+                    description="Reject all",
+                    tooltip="Reject this and every other change the agent proposes in this run",
+                    layout=auto,
+                ),
             ]
             if self.review is not None
             else []
         )
         for button, behavior in zip(self.all_buttons, ("allow", "deny"), strict=False):
-            button.on_click(lambda _b, b=behavior: self._all(b))
+            button.on_click(lambda _b, b=behavior: self.answer_all(b))
         self.outcome = W.HTML()
         self.allow_button.on_click(lambda _b: self._click("allow"))
         self.always_button.on_click(lambda _b: self._click("always"))
@@ -126,10 +133,12 @@ class ApprovalPrompt:
                 W.HTML(what_will_happen(request)),
                 W.HBox(
                     [
-                        self.allow_button,
-                        self.always_button,
-                        self.deny_button,
-                        *self.all_buttons,
+                        # A review: Accept, Reject, Accept all, Reject all, then the lasting choice.
+                        *(
+                            (self.allow_button, self.deny_button, *self.all_buttons, self.always_button)
+                            if self.review is not None
+                            else (self.allow_button, self.always_button, self.deny_button)
+                        ),
                         *self.action_buttons,
                         self.reason,
                     ],
@@ -152,6 +161,10 @@ class ApprovalPrompt:
             self.reason.value = reason
         self.deny_button.click()
 
+    # A cell edit under review says Accept / Reject: the same buttons.
+    accept = allow
+    reject = deny
+
     def focus(self) -> None:
         """Put the keyboard in the reason box: the browser scrolls the prompt into view."""
         self.reason.focus()
@@ -166,11 +179,13 @@ class ApprovalPrompt:
         rule = self.rule if behavior == "always" else None
         self.resolve(PermissionAnswer(behavior=behavior, message=message, rule=rule))  # type: ignore[arg-type]
 
-    def _all(self, behavior: Literal["allow", "deny"]) -> None:
-        """Accept all / Reject all: this answer, and a standing one for the run's later staged changes."""
+    def answer_all(self, behavior: Literal["allow", "deny"], reason: str | None = None) -> None:
+        """Accept all / Reject all: this answer, and a standing one for the run's later staged
+        changes. `reason`: a rejection's, when typed elsewhere (the page's box); else the prompt's."""
         if self.review is None or not self.pending:
             return
-        reason = self.reason.value.strip() if behavior == "deny" else ""
+        typed = self.reason.value if reason is None else reason
+        reason = typed.strip() if behavior == "deny" else ""
         self.review.stand(behavior, reason)
         self._void_note = ("Accepted (Accept all)" if behavior == "allow" else "Rejected (Reject all)") + (
             f": {reason}" if reason else ""
@@ -197,7 +212,7 @@ class ApprovalPrompt:
             return
         self.answer = answer
         self._future.set_result(answer)
-        words = {"allow": "Allowed once", "always": f"Allowed; rule added: {self.rule}", "deny": "Denied"}
+        words = {"allow": self.words.allowed, "always": self.words.always_allowed, "deny": self.words.denied}
         if answer.action:
             words["deny"] = f"Denied: {answer.action}"
         note = self._void_note or words[answer.behavior]
@@ -228,7 +243,14 @@ class ApprovalPrompt:
         """`note`: plain text, what the person sees on the answered prompt (and the record keeps)."""
         self.reason.stop_acking()
         self.outcome_text = note
-        for w in (self.allow_button, self.always_button, self.deny_button, *self.action_buttons, self.reason):
+        for w in (
+            self.allow_button,
+            self.always_button,
+            self.deny_button,
+            *self.all_buttons,
+            *self.action_buttons,
+            self.reason,
+        ):
             w.disabled = True
         self.outcome.value = f'<i style="opacity:0.8">{html.escape(note)}</i>'
         # Answered: shrink to the outcome line. Left open, every answered prompt kept its diff and

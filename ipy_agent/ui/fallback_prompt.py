@@ -14,7 +14,9 @@ page (`prompt_shown`: the page looks for it for up to `ACK_WAIT` seconds and ans
 when it appears: the view-side acknowledgement). The prompt counts as dead when the kernel
 lost its widget comms (a page closed them) or the page says it does not show it. Then the cell
 gets one line saying what happened and what to do, and the page draws Allow / Always allow /
-Deny and a reason box under the running cell (`ask_permission`), or, for AskUserQuestion, each
+Deny and a reason box under the running cell (`ask_permission`); for a cell edit under review
+Accept / Reject, Accept all / Reject all and "Always accept edits to …" (`review`,
+`always_label`: the prompt's own words, ui/prompt_words.py); or, for AskUserQuestion, each
 question's options, a box for an answer of one's own, Answer and Skip; the reply is the person's
 answer, given to the same prompt. Whichever path answers first wins; a late one is ignored,
 and the page's buttons are withdrawn when the widget answered first (`withdraw_prompt`).
@@ -35,13 +37,14 @@ from ipy_agent.notebook.bridge import BridgeError
 from ipy_agent.permissions.decide import PermissionAnswer
 
 from .approval_widget import ApprovalPrompt
+from .prompt_words import prompt_notes
 from .question_widget import SKIPPED
 
 __all__ = ["ACK_WAIT", "comms_lost", "dead_line", "mark", "running_cell_id", "watch"]
 
 ACK_WAIT = 4.0  # seconds a page has to show a prompt before the fallback is offered
 CLASS_PREFIX = "ipy-agent-prompt-"
-_BEHAVIORS = ("allow", "always", "deny")
+_BEHAVIORS = ("allow", "always", "deny", "accept_all", "reject_all")  # the last two: a review's
 
 
 def mark(prompt: ApprovalPrompt) -> str:
@@ -71,7 +74,7 @@ def comms_lost(prompt: ApprovalPrompt) -> bool:
     return comm is None or bool(getattr(comm, "_closed", False))
 
 
-def dead_line(what: str, *, page: bool, lost: bool, question: bool = False) -> str:
+def dead_line(what: str, *, page: bool, lost: bool, question: bool = False, review: bool = False) -> str:
     """The one line the cell gets: what happened, and what to do."""
     why = (
         "its buttons' connection to the kernel was closed by the page (is the widgets extension, "
@@ -92,7 +95,8 @@ def dead_line(what: str, *, page: bool, lost: bool, question: bool = False) -> s
     if page:
         return (
             f"ipy_agent: the approval prompt for {what} is not usable here ({why}). "
-            "Answer with the Allow / Deny buttons the ipy_agent extension drew below this cell."
+            f"Answer with the {'Accept / Reject' if review else 'Allow / Deny'} buttons the ipy_agent extension "
+            "drew below this cell."
         )
     return (
         f"ipy_agent: the approval prompt for {what} is not usable here ({why}), and no page with the "
@@ -132,7 +136,8 @@ async def watch(
     what = f"{request.display_name or request.tool_name} {request.summary}".strip()
     questions = _questions(prompt)
     page = shown is not None and bridge.connected
-    say(dead_line(what, page=page, lost=lost, question=bool(questions)))
+    review = not questions and prompt.review is not None
+    say(dead_line(what, page=page, lost=lost, question=bool(questions), review=review))
     if not page:
         return
     asked = False
@@ -146,6 +151,8 @@ async def watch(
             title=what,
             detail=_detail(prompt),
             rule=prompt.rule,
+            review=review,
+            always_label=prompt.words.always if not questions else "",
             **({"questions": questions} if questions else {}),
         )
         asked = False  # the page answered; its buttons say so
@@ -154,6 +161,12 @@ async def watch(
             say(
                 f"ipy_agent: the page's answer {behavior!r} is not one of {', '.join(_BEHAVIORS)}; the prompt stays open."
             )
+            return
+        if behavior in ("accept_all", "reject_all"):
+            if prompt.review is None:
+                say(f"ipy_agent: the page's answer {behavior!r} is for a review; the prompt stays open.")
+                return
+            prompt.answer_all("allow" if behavior == "accept_all" else "deny", str(reply.get("message") or ""))
             return
         prompt.resolve(_answer(prompt, behavior, reply, questions))
     except BridgeError as e:
@@ -210,7 +223,7 @@ def _detail(prompt: ApprovalPrompt) -> str:
     diff = p.diff if p is not None and p.diff is not None else request.diff
     if diff is not None:
         parts.append(str(diff))
-    parts.extend(f"⚠ {note}" for note in (p.notes if p is not None else ()))
+    parts.extend(f"⚠ {note}" for note in prompt_notes(request))
     if request.reason:
         parts.append(f"Asking because: {request.reason}")
     return "\n".join(parts)[:4000]

@@ -42,7 +42,15 @@ class _Asked:
             choices: W.Widget = W.VBox(self.checks)
         else:
             self.checks = []
-            self.choice = W.ToggleButtons(options=[*labels, OTHER], value=None, tooltips=[*tips, "Type your answer"])
+            # Each button as wide as its label: the default width (about 150 px) cut "Grid search
+            # (recommended)" to "Grid search (reco…" with the rest of the line empty. The buttons
+            # wrap onto more lines when they need more room than the prompt has.
+            self.choice = W.ToggleButtons(
+                options=[*labels, OTHER],
+                value=None,
+                tooltips=[*tips, "Type your answer"],
+                style=W.ToggleButtonsStyle(button_width="auto"),
+            )
             choices = self.choice
         self.other = AckText(
             ack=ack, placeholder=f"{OTHER}: your own answer", layout=W.Layout(flex="1 1 auto", min_width="14em")
@@ -96,7 +104,7 @@ class QuestionPrompt(ApprovalPrompt):
         self.asked = [_Asked(q, ack) for q in questions]
         self.answer_button = W.Button(description="Answer", button_style="success", layout=W.Layout(width="auto"))
         self.skip_button = W.Button(
-            description="Skip", tooltip="Do not answer; the model chooses itself", layout=W.Layout(width="auto")
+            description="Skip", tooltip="Do not answer; the agent chooses itself", layout=W.Layout(width="auto")
         )
         self.answer_button.on_click(lambda _b: self._submit())
         self.skip_button.on_click(lambda _b: self.resolve(PermissionAnswer(behavior="deny", message=SKIPPED)))

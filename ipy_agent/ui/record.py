@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .diff_html import diff_html, looks_like_diff, pre_html
+from .prompt_words import approval_words, review_words
 from .status import status_look
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "REVIEWED_TOOLS",
     "Entry",
     "Reviewed",
+    "clip_words",
     "record_bundle",
     "review_of",
     "row_result_text",
@@ -194,6 +196,27 @@ def _reviewed(items: list[Reviewed]) -> tuple[str, list[str]]:
     return h, lines
 
 
+ROW_REASON_CHARS = 240  # a refusal's reason on a row: two lines of a wide cell at most
+
+
+def clip_words(text: str, limit: int = ROW_REASON_CHARS) -> str:
+    """`text`, or as many of its sentences as fit in `limit`, or else its words with "…".
+
+    A cut in mid-word ("the person set this, often bec…") reads as a fault; the sentences
+    that fit say what the person needs (why the call was refused), the rest is for the model."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    end = head.rfind(". ")
+    if end >= limit // 3:
+        return head[: end + 1]
+    end = head.rfind("; ")
+    if end >= limit // 3:
+        return head[:end] + " …"
+    space = head.rstrip().rfind(" ")
+    return (head[:space] if space > 0 else head[: limit - 1]).rstrip(" ,;:—-") + " …"
+
+
 def row_result_text(record: Any) -> str:
     """The words after a row's summary: how the call ended, as the person sees it."""
     if record.status == "denied":
@@ -205,8 +228,7 @@ def row_result_text(record: Any) -> str:
             return ""
         reason = str(getattr(decision, "reason", "") or "").strip()
         if source in ("rule", "mode", "hook", "tool", "default") and reason:
-            line = reason.splitlines()[0]  # e.g. "denied by rule 'Bash(rm:*)' (settings)"
-            return line if len(line) <= 120 else line[:119] + "…"
+            return clip_words(reason.splitlines()[0])  # e.g. "denied by rule 'Bash(rm:*)' (settings)"
     return record.summary_result if record.summary_result not in ("", record.status, "done") else ""
 
 
@@ -218,10 +240,14 @@ def seen_lines(record: Any, mark: str) -> list[str]:
     decision = record.decision
     if getattr(decision, "source", "") == "person":
         reason = str(getattr(decision, "reason", "") or "").strip()
+        rule = getattr(decision, "rule", None)
+        # In the prompt's own words: Accepted / Rejected for a cell edit under review.
+        reviewed = getattr(getattr(record, "preview", None), "review", None) is not None
+        words = (review_words if reviewed else approval_words)(str(rule or ""))
         if record.status == "denied":
-            lines.append("Denied" + (f": {reason}" if reason else ""))
-        elif getattr(decision, "rule", None):
-            lines.append(f"Allowed; rule added: {decision.rule}")
+            lines.append(words.denied + (f": {reason}" if reason else ""))
+        elif rule:
+            lines.append(words.always_allowed)
         else:
-            lines.append("Allowed once")
+            lines.append(words.allowed)
     return lines

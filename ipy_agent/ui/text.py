@@ -3,7 +3,8 @@
 The same compact view as the widgets, in lines: the assistant's text as it streams, one row per
 tool call when it settles (status, name, summary, duration, and a short excerpt of the detail,
 such as a diff), notices, and a footer with the token counts. Approval is an `input()` prompt,
-`[y]es / [a]lways / [n]o`, with a reason asked after "n"; an empty answer or EOF denies, because
+`[y]es / [a]lways / [n]o` (for a cell edit under review, Accept / Reject in the words of the cell,
+ui/prompt_words.py), with a reason asked after "n"; an empty answer or EOF denies, because
 a prompt that cannot be answered must not run anything. rich does the colours; the raw
 tool_result is never printed here (that is what `%agent_inspect` is for).
 """
@@ -33,6 +34,7 @@ from ipy_agent.runtime.trace import (
     TurnEvent,
 )
 
+from .prompt_words import Words, prompt_notes, words_for
 from .status import STATUS, call_time, status_look
 from .usage_line import turns_text, usage_parts
 
@@ -211,7 +213,7 @@ def describe_request(request: PermissionRequest) -> Text:
         out.append(f"    $ {command}\n", style="bold")
         if getattr(preview, "description", None):
             out.append(f"    {preview.description}\n", style="dim")  # type: ignore[union-attr]
-    for note in getattr(preview, "notes", ()) or ():
+    for note in prompt_notes(request):
         out.append(f"    {note}\n", style="yellow")
     if request.destructive:
         out.append("    ! this call may destroy data that cannot be recovered\n", style="bold red")
@@ -241,19 +243,29 @@ def terminal_approver(
                 return PermissionAnswer(behavior="deny", message="The person interrupted the run at this question.")
         con.print(describe_request(request), end="")
         rule = request.suggested_rule or request.tool_name
-        question = f"Allow? [y]es / [a]lways allow {rule} / [n]o: "
+        words = words_for(request)
+        review = request.preview.review if request.preview is not None else None
+        question, choices = _choices(words, rule)
+        keys = [k for k in choices if k in ("y", "n", "a", "ya", "na")]  # the short answers the question shows
         try:
             with _sigint_raises():
                 while True:
                     answer = input(question).strip().lower()
-                    if answer in ("y", "yes"):
-                        return PermissionAnswer(behavior="allow")
-                    if answer in ("a", "always"):
-                        return PermissionAnswer(behavior="always", rule=rule)
-                    if answer in ("", "n", "no"):
+                    behavior = choices.get(answer, "") if answer else "deny"
+                    if behavior:
                         break
-                    con.print(Text(f"Please answer y, a or n (not {answer!r}).", style="yellow"))
-                reason = input("Reason for the agent (optional, Enter to skip): ").strip() if answer else ""
+                    shown = ", ".join(keys[:-1]) + f" or {keys[-1]}"
+                    con.print(Text(f"Please answer {shown} (not {answer!r}).", style="yellow"))
+                if behavior == "allow":
+                    return PermissionAnswer(behavior="allow")
+                if behavior == "always":
+                    return PermissionAnswer(behavior="always", rule=rule)
+                if behavior == "accept_all" and review is not None:
+                    review.stand("allow")
+                    return PermissionAnswer(behavior="allow")
+                reason = input(f"{words.reason}, Enter to skip: ").strip() if answer else ""
+                if behavior == "reject_all" and review is not None:
+                    review.stand("deny", reason)
         except EOFError:
             reason = ""
         except KeyboardInterrupt:
@@ -263,6 +275,21 @@ def terminal_approver(
         return PermissionAnswer(behavior="deny", message=reason)
 
     return approve
+
+
+def _choices(words: Words, rule: str) -> tuple[str, dict[str, str]]:
+    """The question, and what each answer a person may type stands for: the prompt's vocabulary."""
+    if words.review:
+        always = words.always[0].lower() + words.always[1:]
+        return (
+            f"Accept? [y]es / [n]o, reject / [ya] accept all / [na] reject all / [a] {always}: ",
+            {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "ya": "accept_all", "na": "reject_all"}
+            | {"a": "always", "always": "always"},
+        )
+    return (
+        f"Allow? [y]es / [a]lways allow {rule} / [n]o: ",
+        {"y": "allow", "yes": "allow", "a": "always", "always": "always", "n": "deny", "no": "deny"},
+    )
 
 
 def ask_in_terminal(questions: tuple[Question, ...], con: Console) -> PermissionAnswer:

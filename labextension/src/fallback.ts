@@ -6,7 +6,9 @@
  * died, the person has nothing to click and the run waits. The kernel then asks this extension,
  * over its own comm: `prompt_shown` (is the widget with the class `ipy-agent-prompt-<id>` on the
  * page? the view's acknowledgement), and when it is not, `ask_permission`: draw Allow / Always
- * allow / Deny and a reason box under the running cell, and reply with the person's answer.
+ * allow / Deny and a reason box under the running cell, and reply with the person's answer. A cell
+ * edit under review (`review`) is answered as in the cell: Accept / Reject, Accept all / Reject all
+ * and one "Always accept edits to …" (`always_label`, named by the kernel from the rule).
  * `withdraw_prompt` takes the buttons away when the prompt was answered another way.
  *
  * This module is plain DOM, no JupyterLab: `index.ts` finds the cell's node, `handler.ts`
@@ -15,7 +17,10 @@
 
 export const PROMPT_CLASS = 'ipy-agent-prompt-';
 
-export type Behavior = 'allow' | 'always' | 'deny';
+export type Behavior = 'allow' | 'always' | 'deny' | 'accept_all' | 'reject_all'; // the last two: a review's
+
+/** Where a typed reason goes, the same words in every reason box (the kernel's ui/prompt_words.py). */
+export const REASON_GOES = 'optional, sent to the agent';
 
 export interface PromptRequest {
   prompt_id: string;
@@ -23,6 +28,8 @@ export interface PromptRequest {
   title: string; // what the call does, e.g. "Edit notes.txt"
   detail: string; // the command or diff, and why it asks (plain text)
   rule: string; // what "Always allow" adds
+  review?: boolean; // a cell edit under review: Accept / Reject
+  always_label?: string; // the lasting choice as a person reads it, e.g. "Always accept edits to notebooks in this folder"
   questions?: PromptQuestion[]; // AskUserQuestion's: answered instead of allowed or denied
 }
 
@@ -60,6 +67,60 @@ export function promptShown(root: ParentNode, promptId: string): boolean {
 }
 
 const open = new Map<string, (outcome: string) => void>();
+
+/** What an approval prompt's controls say: one vocabulary per kind of question. */
+export interface PromptWords {
+  allow: string;
+  allowTip: string;
+  always: string;
+  alwaysTip: string;
+  deny: string;
+  denyTip: string;
+  reason: string; // the reason box's placeholder
+  done: { [behavior in Behavior]: string }; // the answered prompt's line
+  all: boolean; // Accept all / Reject all are offered
+}
+
+/** Allow / Always allow / Deny, or for a cell edit under review Accept / Reject and the rest. */
+export function promptWords(req: PromptRequest): PromptWords {
+  if (req.review) {
+    const always = req.always_label || `Always accept ${req.rule}`;
+    return {
+      allow: 'Accept',
+      allowTip: 'Accept this change',
+      always,
+      alwaysTip: `Accept, and accept such edits from now on without asking: adds the rule ${req.rule} for this kernel session`,
+      deny: 'Reject',
+      denyTip: 'Leave the cell as it is; the reason goes to the agent',
+      reason: `Reason for rejecting (${REASON_GOES})`,
+      done: {
+        allow: 'Accepted',
+        always: `Accepted; from now on: ${always.replace(/^Always /, '')} (rule ${req.rule})`,
+        deny: 'Rejected',
+        accept_all: 'Accepted (Accept all)',
+        reject_all: 'Rejected (Reject all)'
+      },
+      all: true
+    };
+  }
+  return {
+    allow: 'Allow',
+    allowTip: 'Allow this call once',
+    always: `Always allow ${req.rule}`,
+    alwaysTip: `Allow, and add the rule ${req.rule} for this kernel session`,
+    deny: 'Deny',
+    denyTip: 'Refuse; the reason goes to the agent',
+    reason: `Reason for denying (${REASON_GOES})`,
+    done: {
+      allow: 'Allowed once',
+      always: `Allowed; rule added: ${req.rule}`,
+      deny: 'Denied',
+      accept_all: 'Allowed',
+      reject_all: 'Denied'
+    },
+    all: false
+  };
+}
 
 function button(label: string, title: string, colour: string): HTMLButtonElement {
   const b = document.createElement('button');
@@ -128,30 +189,38 @@ export function drawPrompt(host: HTMLElement, req: PromptRequest): Promise<Promp
     return drawQuestions(box, host, req, req.questions);
   }
   const row = document.createElement('div');
-  const allow = button('Allow', 'Allow this call once', '#2da44e');
-  const always = button(
-    `Always allow ${req.rule}`,
-    `Allow, and add the rule ${req.rule} for this conversation`,
-    '#6e7781'
-  );
-  const deny = button('Deny', 'Refuse; the reason goes to the model', '#cf222e');
+  const words = promptWords(req);
+  const allow = button(words.allow, words.allowTip, '#2da44e');
+  const always = button(words.always, words.alwaysTip, '#6e7781');
+  const deny = button(words.deny, words.denyTip, '#cf222e');
+  const all = words.all
+    ? [
+        button('Accept all', 'Accept this and every other change the agent proposes in this run', '#6e7781'),
+        button('Reject all', 'Reject this and every other change the agent proposes in this run', '#6e7781')
+      ]
+    : [];
   const reason = document.createElement('input');
   reason.type = 'text';
-  reason.placeholder = 'Reason for denying (optional, sent to the model)';
+  reason.placeholder = words.reason;
   reason.style.cssText = 'min-width:18em;margin-left:4px';
   reason.addEventListener('keydown', event => event.stopPropagation());
-  row.append(allow, always, deny, reason);
-  const settle = mount(host, box, row, req.prompt_id, [allow, always, deny, reason]);
+  // A review reads as the cell does: Accept, Reject, Accept all, Reject all, then the lasting choice.
+  row.append(...(words.all ? [allow, deny, ...all, always] : [allow, always, deny]), reason);
+  const settle = mount(host, box, row, req.prompt_id, [allow, always, deny, ...all, reason]);
   return new Promise<PromptAnswer>(resolve => {
     const answer = (behavior: Behavior) => {
-      const message = behavior === 'deny' ? reason.value.trim() : '';
-      const words = { allow: 'Allowed once', always: `Allowed; rule added: ${req.rule}`, deny: 'Denied' }[behavior];
-      settle(message ? `${words}: ${message}` : words);
+      const message = behavior === 'deny' || behavior === 'reject_all' ? reason.value.trim() : '';
+      const done = words.done[behavior];
+      settle(message ? `${done}: ${message}` : done);
       resolve({ behavior, message });
     };
     allow.onclick = () => answer('allow');
     always.onclick = () => answer('always');
     deny.onclick = () => answer('deny');
+    if (all.length === 2) {
+      all[0].onclick = () => answer('accept_all');
+      all[1].onclick = () => answer('reject_all');
+    }
   });
 }
 
@@ -216,8 +285,8 @@ function drawQuestions(
     box.appendChild(field);
   });
   const row = document.createElement('div');
-  const submit = button('Answer', 'Send these answers to the model', '#2da44e');
-  const skip = button('Skip', 'Do not answer; the model chooses itself', '#6e7781');
+  const submit = button('Answer', 'Send these answers to the agent', '#2da44e');
+  const skip = button('Skip', 'Do not answer; the agent chooses itself', '#6e7781');
   row.append(submit, skip);
   const settle = mount(host, box, row, req.prompt_id, [...inputs, submit, skip]);
   return new Promise<PromptAnswer>(resolve => {

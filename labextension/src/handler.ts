@@ -299,7 +299,9 @@ export const handlers: { readonly [op in Op]: Handler } = {
       cell_id: typeof args.cell_id === 'string' && args.cell_id ? args.cell_id : null,
       title: String(args.title ?? ''),
       detail: String(args.detail ?? ''),
-      rule: String(args.rule ?? '')
+      rule: String(args.rule ?? ''),
+      review: args.review === true,
+      always_label: typeof args.always_label === 'string' ? args.always_label : ''
     };
     if (args.questions !== undefined) {
       request.questions = promptQuestions(args.questions);

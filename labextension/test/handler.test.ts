@@ -507,7 +507,23 @@ describe('the fallback prompt', () => {
     };
     const args = { prompt_id: 'p1', cell_id: 'c', title: 'Edit notes.txt', detail: '-teh\n+the', rule: 'Edit' };
     expect(await ok('ask_permission', args)).toEqual({ behavior: 'deny', message: 'not that file', answers: null });
-    expect(asked).toEqual([args]);
+    expect(asked).toEqual([{ ...args, review: false, always_label: '' }]);
+  });
+
+  it('passes a review and its lasting choice to the buttons, and Accept all back to the kernel', async () => {
+    const asked: PromptRequest[] = [];
+    nb.askPermission = async request => {
+      asked.push(request);
+      return { behavior: 'accept_all', message: '' };
+    };
+    const label = 'Always accept edits to notebooks in this folder';
+    const args = { prompt_id: 'p3', cell_id: 'c', title: 'Replace cell 2', detail: '', rule: 'Edit(./*.ipynb)' };
+    expect(await ok('ask_permission', { ...args, review: true, always_label: label })).toEqual({
+      behavior: 'accept_all',
+      message: '',
+      answers: null
+    });
+    expect(asked).toEqual([{ ...args, review: true, always_label: label }]);
   });
 
   it("asks AskUserQuestion's questions and replies with the answers; refuses a question without options", async () => {

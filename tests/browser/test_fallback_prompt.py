@@ -157,3 +157,54 @@ def test_a_question_the_page_cannot_draw_is_answered_in_the_extensions_boxes(
         assert f'"Which plots do you want?" = "Residuals, {OWN}"' in told
     finally:
         nb.close()
+
+
+def test_a_cell_edit_under_review_is_answered_in_the_cells_words_with_the_extensions_buttons(
+    no_widgets_server: JupyterServer, browser: Any
+):
+    # The page cannot draw the widget prompt, so the extension draws the fallback under the
+    # `%agent` cell; for a cell edit under review it says what the cell says, and its lasting
+    # choice grants the rule "Always allow" granted.
+    server = no_widgets_server
+    name = f"review_{server.kind}.ipynb"
+    turns = [
+        [use("NotebookRead", "r1")],
+        [use("NotebookEdit", "e1", notebook_path=name, cell_id="c1", new_source="x = 41")],
+        "Changed x.",
+    ]
+    (server.root / "review.json").write_text(json.dumps({"turns": turns}))
+    server.notebook_file(
+        name, ["%load_ext ipy_agent", "%agent --script review.json change x", "x = 1"], ids=["load", "agent", "c1"]
+    )
+    nb = server.open(browser, name)
+    try:
+        nb.run(0)
+        nb.wait_done(0)
+        nb.run(1)
+        always = fallback(nb, 1, "Always accept")
+        said = nb.wait_text(1, "not usable here")
+        assert "Accept / Reject buttons the ipy_agent extension drew below this cell" in said
+        box = nb.cell(1).locator(".ipy-agent-fallback")
+        labels = [b.strip() for b in box.locator("button").all_inner_texts()]
+        assert labels == [
+            "Accept",
+            "Reject",
+            "Accept all",
+            "Reject all",
+            "Always accept edits to notebooks in this folder",
+        ]
+        placeholder = box.locator("input").get_attribute("placeholder")
+        assert placeholder == "Reason for rejecting (optional, sent to the agent)"
+        shown = box.inner_text()
+        assert "nothing changes until you accept" in shown and "at once" not in shown  # it is staged in c1
+        assert "Allow" not in shown and "Deny" not in shown
+        always.click()
+        nb.wait_done(1)
+        assert nb.cells()[2]["source"] == "x = 41"
+        assert "Accepted; from now on: accept edits to notebooks in this folder (rule Edit(./*.ipynb))" in (
+            box.inner_text()
+        )
+        k = nb.run_and_wait("%agent_rules")
+        assert "Edit(./*.ipynb)" in nb.text(k)
+    finally:
+        nb.close()

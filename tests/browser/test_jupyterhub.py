@@ -475,7 +475,7 @@ def test_each_person_logs_in_and_approves_a_live_edit_in_their_own_notebook(hub,
         nb.wait_done(1)
         assert nb.wait_text(1, "runs as").strip() == f"runs as {person.name} in {person.home}"
         nb.run(2)
-        nb.button(2, "Allow").click()  # the live edit, approved with the mouse
+        nb.button(2, "Accept").click()  # the live edit, accepted with the mouse
         nb.wait_done(2)
         nb.wait_text(2, f"Changed the cell in {person.name}'s notebook.")
         assert nb.cells()[3]["source"] == f"who = {person.name!r}"  # in this person's open notebook

@@ -77,12 +77,17 @@ def test_agent_reads_replaces_inserts_and_runs_cells_in_the_live_notebook(lab_se
         ],
     )
     page = start(lab_server, browser, opened, name)
-    for k in range(4):  # two edits, two runs: each asks, and the person clicks Allow
-        allow = page.button(1, "Allow")
+    # Two edits, two runs: each asks; an edit under review is accepted, a run allowed.
+    for k, label in enumerate(["Accept", "Accept", "Allow", "Allow"]):
+        allow = page.button(1, label)
         if k == 0:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.cell(1).screenshot(path=str(SCREENSHOTS / "live-notebook-prompt.png"))
+        answered = allow.element_handle()
         allow.click()
+        # The answered prompt gives way to its outcome line: only then is the next prompt's
+        # button the first enabled one (a click right away could land on this one again).
+        page.page.wait_for_function("b => !b.isConnected", arg=answered, timeout=90_000)
     page.wait_done(1)
     page.wait_text(1, "Replaced x, added a cell and ran both.")
     page.cell(1).screenshot(path=str(SCREENSHOTS / "live-notebook-rows.png"))
@@ -111,11 +116,11 @@ def test_a_denied_edit_leaves_the_cell_alone(lab_server, browser, opened):
         ],
     )
     page = start(lab_server, browser, opened, name)
-    page.button(1, "Deny").click()
+    page.button(1, "Reject").click()
     page.wait_done(1)
     page.wait_text(1, "Understood.")
     assert page.cells()[2]["source"] == "x = 1"
-    assert "denied" in page.text(1).lower()
+    assert "rejected" in page.text(1).lower()
 
 
 def test_a_cell_the_person_types_into_after_the_read_is_not_overwritten(lab_server, browser, opened):
@@ -130,7 +135,7 @@ def test_a_cell_the_person_types_into_after_the_read_is_not_overwritten(lab_serv
         ],
     )
     page = start(lab_server, browser, opened, name)
-    page.button(1, "Allow")  # the agent has read c1 and asks to replace it (staged in c1 too)
+    page.button(1, "Accept")  # the agent has read c1 and asks to replace it (staged in c1 too)
     page.type_into(2, "  # mine")  # meanwhile the person types into c1, key by key
     # Typing into a cell under review makes the proposal stale: the question answers itself, no
     # click needed, and the model is told to read the cell again.

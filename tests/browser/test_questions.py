@@ -18,7 +18,11 @@ QUESTIONS = [
     {
         "question": "Which model should I fit first?",
         "header": "Model",
-        "options": [{"label": "Linear", "description": "a baseline"}, {"label": "Boosting", "description": "slower"}],
+        "options": [
+            {"label": "Linear", "description": "a baseline"},
+            {"label": "Boosting", "description": "slower"},
+            {"label": "Grid search (recommended)", "description": "tries each setting"},
+        ],
     },
     {
         "question": "How should the plots be grouped?",
@@ -38,6 +42,9 @@ def test_a_click_and_an_other_answer_typed_key_by_key_reach_the_model(
     nb.run_and_wait(f"import os; os.chdir({str(project)!r})\n%load_ext ipy_agent")
     i = nb.add_cell("%agent --script ask.json plan the analysis")
     nb.run(i)
+    long = nb.button(i, "Grid search (recommended)")
+    # The whole label shows: its button is as wide as its words (it was cut to "Grid search (reco…").
+    assert long.evaluate("b => b.scrollWidth <= b.clientWidth"), long.evaluate("b => [b.scrollWidth, b.clientWidth]")
     nb.button(i, "Boosting").click()
     other = nb.output_area(i).locator("input[placeholder^='Other']:not([disabled])").nth(1)
     other.click()

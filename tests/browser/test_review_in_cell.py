@@ -168,7 +168,7 @@ def test_an_insert_allowed_in_the_prompt_resolves_the_proposal(front, browser, o
     # It sits at the bottom of c1, where the new cell will go.
     assert page.cell(2).evaluate("(el, p) => el.lastElementChild === p", placeholder.element_handle())
 
-    page.button(AGENT, "Allow").click()
+    page.button(AGENT, "Accept").click()
 
     outcome(page, placeholder, "Accepted")
     page.wait_done(AGENT)

@@ -60,7 +60,7 @@ def test_accept_in_the_cell_applies_the_edit_and_the_prompt_shows_it(kernel: Liv
     assert (proposal["kind"], proposal["cell_id"], proposal["source"]) == ("replace", "c1", "x = 41")
     assert proposal["label"] == "cell 2 · x = 1" and proposal["scroll"] is True
     assert panel.sources() == ["# Analysis", "x = 1", "y = 2"]  # nothing changes before Accept
-    kernel.wait_for("the Allow button", lambda: kernel.find_button("Allow"))
+    kernel.wait_for("the Accept button", lambda: kernel.find_button("Accept"))
 
     kernel.decide(panel, "accept")
     ex = kernel.wait(run)
@@ -70,7 +70,7 @@ def test_accept_in_the_cell_applies_the_edit_and_the_prompt_shows_it(kernel: Liv
     assert proposal["outcome"] == "accepted"
     assert not tool_results(kernel)["e1"].get("is_error")
     assert kernel.shows("Accepted in the cell")  # the %agent prompt shows the same decision
-    assert kernel.find_button("Allow", enabled=True) is None
+    assert kernel.find_button("Accept", enabled=True) is None
     assert outcomes(kernel) == ["accepted in the cell"]
 
 
@@ -102,7 +102,7 @@ def test_allow_in_the_prompt_resolves_the_proposal_in_the_page(kernel: LiveKerne
     assert (proposal["kind"], proposal["cell_id"], proposal["index"]) == ("insert", "c1", 2)
     assert len(panel.cells) == 3  # the proposed cell is not in the model
 
-    kernel.click(kernel.wait_for("the Allow button", lambda: kernel.find_button("Allow")))
+    kernel.click(kernel.wait_for("the Accept button", lambda: kernel.find_button("Accept")))
     ex = kernel.wait(run)
 
     assert ex.status == "ok", ex.text

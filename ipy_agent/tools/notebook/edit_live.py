@@ -23,7 +23,7 @@ from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.diff import make_diff
 
 from .live import bridge_call, cell_verdict, fetch_cell, named, record_cells, require_fresh_cell, require_listed
-from .review_live import LiveReview
+from .review_live import EFFECT_AT_ONCE, LiveReview
 
 __all__ = ["LivePlan", "apply_live", "plan_live", "preview_live"]
 
@@ -131,10 +131,8 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any, *, staged: bool = Tr
         diff=d.text,
         added=d.added,
         removed=d.removed,
-        notes=(
-            *notes,
-            "this changes the open notebook at once; the file changes when it is saved; %agent_rewind puts it back",
-        ),
+        # Staged for review, the prompt says what an answer does as true when it is drawn (review.effect).
+        notes=notes if review is not None else (*notes, EFFECT_AT_ONCE),
     )
 
 

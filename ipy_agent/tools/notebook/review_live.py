@@ -19,8 +19,12 @@ from typing import Any, Literal
 from ipy_agent.contract.review import ReviewAnswer
 from ipy_agent.notebook.review import PageDecision, Proposal, ReviewOutcome, Reviews
 
-__all__ = ["LiveReview", "stale_message"]
+__all__ = ["EFFECT_AT_ONCE", "LiveReview", "stale_message"]
 
+# What allowing a change of the open notebook does when it is not staged for review first.
+EFFECT_AT_ONCE = (
+    "allowing changes the open notebook at once; the file changes when it is saved; %agent_rewind puts it back"
+)
 STAGE_TIMEOUT = 5.0  # a page that cannot draw the proposal in this time leaves the prompt alone to ask
 
 
@@ -121,6 +125,17 @@ class LiveReview:
     def follow(self, callback: Callable[[ReviewAnswer], bool]) -> None:
         with self._lock:
             self._followers.append(callback)
+
+    @property
+    def effect(self) -> str:
+        if self._staged:
+            return (
+                f"nothing changes until you accept: the change is shown in {self.proposal.label}; once accepted "
+                "the open notebook changes (the file when it is saved), and %agent_rewind puts it back"
+            )
+        return (
+            "accepting changes the open notebook at once; the file changes when it is saved; %agent_rewind puts it back"
+        )
 
     @property
     def followed(self) -> bool:
