@@ -5,7 +5,8 @@ open notebook's cell, shown for review (NotebookEdit with a `StagedReview`), is 
 says **Accept** / **Reject**, so the `%agent` prompt, the extension's fallback buttons
 (labextension/src/fallback.ts) and the terminal say the same, with **Accept all** / **Reject all**
 and one "Always accept edits to …" choice that grants the same rule "Always allow" would, named
-for a person by what it covers. Every reason box says where the reason goes in the same words,
+for a person by what it covers ("this notebook": an edit of a notebook suggests a rule for that
+notebook alone). Every reason box says where the reason goes in the same words,
 `REASON_GOES` (the extension's boxes use the same words; a test holds the two together).
 """
 
@@ -84,8 +85,11 @@ def always_accept_label(rule: str) -> str:
 
 
 def review_words(rule: str) -> Words:
-    """Accept / Reject, Accept all / Reject all, and "Always accept edits to …": a cell edit under review."""
-    always = always_accept_label(rule)
+    """Accept / Reject, Accept all / Reject all, and "Always accept edits to …": a cell edit under review.
+
+    The rule an edit of a notebook suggests names that notebook alone (`Edit(./nb.ipynb)`), so
+    the lasting choice reads "Always accept edits to this notebook"."""
+    always = "Always accept edits to this notebook" if _one_notebook(rule) else always_accept_label(rule)
     return Words(
         allow="Accept",
         allow_tip="Accept this change",
@@ -100,6 +104,12 @@ def review_words(rule: str) -> Words:
         denied="Rejected",
         review=True,
     )
+
+
+def _one_notebook(rule: str) -> bool:
+    """Whether `rule` is `Edit(<one .ipynb path>)`, with no pattern in it."""
+    inner = rule[len("Edit(") : -1] if rule.startswith("Edit(") and rule.endswith(")") else ""
+    return inner.endswith(".ipynb") and not any(c in inner for c in "*?[")
 
 
 def prompt_notes(request: PermissionRequest) -> list[str]:

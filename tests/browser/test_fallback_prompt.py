@@ -201,10 +201,8 @@ def test_a_cell_edit_under_review_is_answered_in_the_cells_words_with_the_extens
         always.click()
         nb.wait_done(1)
         assert nb.cells()[2]["source"] == "x = 41"
-        assert "Accepted; from now on: accept edits to notebooks in this folder (rule Edit(./*.ipynb))" in (
-            box.inner_text()
-        )
+        assert f"Accepted; from now on: accept edits to this notebook (rule Edit(./{name}))" in box.inner_text()
         k = nb.run_and_wait("%agent_rules")
-        assert "Edit(./*.ipynb)" in nb.text(k)
+        assert f"Edit(./{name})" in nb.text(k)
     finally:
         nb.close()

@@ -99,6 +99,17 @@ async def test_always_accept_grants_the_rule_always_allow_granted_and_says_so():
     )
 
 
+async def test_always_accept_of_one_notebook_says_this_notebook_and_grants_that_notebook_only():
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    prompt = ApprovalPrompt(cell_edit(Review(), rule="Edit(./analysis.ipynb)"), loop, future)
+    assert prompt.always_button.description == "Always accept edits to this notebook"
+    prompt.always()
+    answer = await future
+    assert (answer.behavior, answer.rule) == ("always", "Edit(./analysis.ipynb)")
+    assert prompt.outcome_text == "Accepted; from now on: accept edits to this notebook (rule Edit(./analysis.ipynb))"
+
+
 async def test_other_prompts_keep_allow_and_deny_and_the_reason_goes_to_the_agent():
     loop = asyncio.get_running_loop()
     prompt = ApprovalPrompt(bash(), loop, loop.create_future())
@@ -307,5 +318,5 @@ def test_what_the_person_saw_of_a_review_is_told_in_its_words(tmp_path: Path):
     agent, _ = run(tmp_path, panel, lambda r: "always", edit("e2", "c2", "y = 20"))
     [record] = [r for r in agent.trace if r.tool_name == "NotebookEdit"]
     assert seen_lines(record, "✓")[1:] == [
-        "Accepted; from now on: accept edits to notebooks in this folder (rule Edit(./*.ipynb))"
+        "Accepted; from now on: accept edits to this notebook (rule Edit(./n.ipynb))"
     ]

@@ -140,6 +140,9 @@ def require_whole_read(ctx: ToolContext, path: Path, display: str) -> None:
     )
 
 
+_PATTERN_CHARS = frozenset("*?[]!\\")
+
+
 def suggest_edit_rule(path: Path, ctx: ToolContext) -> str:
     """The rule an "always allow" answer adds for an edit of `path`.
 
@@ -153,12 +156,19 @@ def suggest_edit_rule(path: Path, ctx: ToolContext) -> str:
       `Edit(./Makefile)`.
     - A file outside cwd: its directory by absolute path, `Edit(//abs/dir/**)` (the leading `//`
       marks an absolute path in Claude Code's rule syntax).
+    - A notebook: that notebook only, `Edit(./analysis.ipynb)` (or `Edit(//abs/nb.ipynb)`), so the
+      review's "Always accept edits to this notebook" grants what it says. A name holding a
+      pattern character (`*?[]!\\`) falls back to the rules above.
     """
     cwd = Path(os.path.normpath(ctx.cwd))
     try:
         rel = path.relative_to(cwd)
     except ValueError:
+        if path.suffix == ".ipynb" and not _PATTERN_CHARS.intersection(str(path)):
+            return f"Edit(/{path.as_posix()})"
         return f"Edit(/{path.parent.as_posix()}/**)"
+    if path.suffix == ".ipynb" and not _PATTERN_CHARS.intersection(str(rel)):
+        return f"Edit(./{rel.as_posix()})"
     if rel.parent == Path("."):
         return f"Edit(./*{path.suffix})" if path.suffix else f"Edit(./{path.name})"
     return f"Edit({rel.parent.as_posix()}/**)"

@@ -278,6 +278,23 @@ def test_flags_rules_and_suggestions(ctx, tmp_path):
     assert_edit_contract(tool, inp, ctx, path=tmp_path / "src/pkg/a.py", rule="Edit(src/pkg/**)")
 
 
+@pytest.mark.parametrize("where", ["analysis.ipynb", "work/nbs/analysis.ipynb"])
+def test_the_suggested_rule_for_a_notebook_names_that_notebook_only(ctx, tmp_path, where):
+    """ "Always accept edits to this notebook" grants this notebook, not its folder's others."""
+    tool = EditTool()
+    rule = tool.suggest_rule(tool.input_model(file_path=where, old_string="a", new_string="b"), ctx)
+    assert rule == f"Edit(./{where})"
+    spec = rule[len("Edit(") : -1]
+    assert gitignore_match(spec, tmp_path / where, cwd=tmp_path)
+    assert not gitignore_match(spec, tmp_path / Path(where).with_name("other.ipynb"), cwd=tmp_path)
+
+
+def test_a_notebook_whose_name_holds_a_pattern_character_gets_the_folder_rule(ctx):
+    tool = EditTool()
+    rule = tool.suggest_rule(tool.input_model(file_path="run[1].ipynb", old_string="a", new_string="b"), ctx)
+    assert rule == "Edit(./*.ipynb)"
+
+
 def test_suggested_rule_for_a_top_level_file_stays_at_the_top_level(ctx, tmp_path):
     tool = EditTool()
     rule = tool.suggest_rule(tool.input_model(file_path="setup.py", old_string="a", new_string="b"), ctx)

@@ -266,7 +266,7 @@ async def test_mode_bits_and_atomic_failure(ctx, nb_path, monkeypatch):
 def test_flags_rules_and_prompt(ctx, tmp_path):
     tool = NotebookEditTool()
     inp = tool.input_model(notebook_path="nbs/a.ipynb", cell_id="cell-0", new_source="")
-    assert_edit_contract(tool, inp, ctx, path=tmp_path / "nbs/a.ipynb", rule="Edit(nbs/**)")
+    assert_edit_contract(tool, inp, ctx, path=tmp_path / "nbs/a.ipynb", rule="Edit(./nbs/a.ipynb)")
     text = tool.description(ctx)
     assert "Read the notebook first" in text and "cell-N" in text and "Edit or Write" in text
     assert "first cell" in text and "cleared" in text
