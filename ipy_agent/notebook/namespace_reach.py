@@ -159,7 +159,73 @@ def reach_through_values(
             out.append(f"uses {name}, which holds {held}")
         elif type(value) is types.FunctionType and value.__globals__ is namespace:
             out.extend(f"uses {name}(), {why}" for why in _function_reach(value.__code__, namespace))
+        else:
+            out.extend(f"uses {name}, {why}" for why in _special_method_reach(value, namespace, reach))
     return tuple(out)
+
+
+# Items of a plain container looked at for values whose class is the notebook's (`print([r])`).
+_MOST_ITEMS = 100_000
+_PLAIN_TYPES = frozenset({int, float, complex, bool, str, bytes, type(None)})
+_CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
+_TYPE_DICT = type.__dict__["__dict__"]
+_TYPE_MRO = type.__dict__["__mro__"]
+
+
+def _special_method_reach(value: object, namespace: Mapping[str, object], reach: list[tuple[object, str]]) -> list[str]:
+    """Why using `value` at all can change the namespace: Python calls its class's special
+    methods without a call the cell shows (`print(r)` runs `__str__`, a last line `r` runs
+    `__repr__`, `r.total` a property, `sorted(rs)` `__lt__`), so a class of the notebook whose code
+    assigns globals or reaches the namespace counts, for the value and for the items of a plain
+    container it holds (one level, at most `_MOST_ITEMS`). Classes are read through `type`'s own
+    descriptors, so no code of a metaclass runs."""
+    classes: dict[int, type] = {}
+    values = [value]
+    # Exact types first (isinstance alone would read a hostile `__class__`): no code of a subclass runs.
+    if type(value) is dict and isinstance(value, dict):
+        items: Iterable[object] = (part for pair in value.items() for part in pair)
+    elif type(value) in _CONTAINERS and isinstance(value, (list, tuple, set, frozenset)):
+        items = value
+    else:
+        items = ()
+    for n, item in enumerate(items):
+        if n >= 2 * _MOST_ITEMS:
+            return ["which holds more items than are looked at"]
+        if type(item) not in _PLAIN_TYPES:
+            values.append(item)
+    for v in values:
+        cls = type(v)
+        for c in (*_TYPE_MRO.__get__(cls), *(_TYPE_MRO.__get__(v) if issubclass(cls, type) else ())):
+            classes.setdefault(id(c), c)
+    codes: list[types.CodeType] = []
+    held: dict[str, None] = {}
+    for c in classes.values():
+        for attr in _TYPE_DICT.__get__(c).values():
+            for f in _functions_of(attr):
+                if type(f) is types.FunctionType and f.__globals__ is namespace:
+                    codes.append(f.__code__)
+                label = next((lbl for obj, lbl in reach if f is obj), None)
+                if label is None and type(f) is types.MethodType:
+                    label = next((f"a method of {lbl}" for obj, lbl in reach if f.__self__ is obj), None)
+                if label is not None:
+                    held.setdefault(f"whose class holds {label}", None)
+    why = list(held)
+    for code in codes:
+        why.extend(
+            f"whose class's {code.co_name} {reason.removeprefix('which ').removeprefix('whose code ')}"
+            for reason in _function_reach(code, namespace)
+        )
+    return list(dict.fromkeys(why))
+
+
+def _functions_of(attr: object) -> tuple[object, ...]:
+    """What a class attribute runs: itself, a static or class method's function, a property's
+    accessors (exact types only, so no descriptor of the class's own runs)."""
+    if type(attr) in (staticmethod, classmethod):
+        return (attr.__func__,)  # type: ignore[attr-defined]
+    if type(attr) is property:
+        return (attr.fget, attr.fset, attr.fdel)
+    return (attr,)
 
 
 def _function_reach(code: types.CodeType, namespace: Mapping[str, object]) -> list[str]:
