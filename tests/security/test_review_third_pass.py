@@ -107,3 +107,85 @@ def test_the_look_at_a_value_s_class_runs_no_code_of_the_value(make_shell: Calla
     assert lines == [ALL_CLEAR]
     # Control: the ways the look avoids do run the notebook's code.
     assert isinstance(shell.user_ns["s"], dict) and shell.user_ns["ran"] == ["class"]
+
+
+# --- Variables: a DataFrame's detail runs no code of what the frame holds ----------------------
+
+
+class _Recorder:
+    """An object that records each time its own code runs once `armed` (pandas' constructor
+    reads `__class__` while it builds the frame)."""
+
+    armed = False
+    ran: list[str] = []  # noqa: RUF012 (the record is the class's)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> _Recorder:
+        if _Recorder.armed:
+            _Recorder.ran.append("__deepcopy__")
+        return self
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        if _Recorder.armed:
+            _Recorder.ran.append("__class__")
+        return object
+
+
+class _LoudFloat(float):
+    """A float subclass: pandas' null check compares it with itself (`x != x`), running this."""
+
+    def __ne__(self, other: object) -> bool:
+        if _Recorder.armed:
+            _Recorder.ran.append("__ne__")
+        return False
+
+    __hash__ = float.__hash__
+
+
+def _detail_runs(frame: Any) -> list[str]:
+    from ipy_agent.notebook.variables import describe_detail
+
+    _Recorder.ran.clear()
+    _Recorder.armed = True
+    try:
+        describe_detail(frame)
+    finally:
+        _Recorder.armed = False
+    return list(_Recorder.ran)
+
+
+@pytest.mark.timeout(60)
+def test_variables_detail_copies_no_attrs_that_hold_objects(monkeypatch: pytest.MonkeyPatch):
+    pd = pytest.importorskip("pandas")
+    from ipy_agent.notebook import variables
+
+    frame = pd.DataFrame({"a": [1, 2]})
+    frame.attrs["meta"] = _Recorder()
+    series = pd.Series([1.0, 2.0])
+    series.attrs["meta"] = _Recorder()
+    assert _detail_runs(frame) == [] and _detail_runs(series) == []
+    assert "no column statistics" in str(variables.describe_detail(frame))
+    plain = pd.DataFrame({"a": [1, None]})
+    plain.attrs["unit"] = {"a": ["m", 1]}
+    assert variables.describe_detail(plain) == "2 rows × 1 columns\n'a': float64, 1 null, range 1 to 1"  # noqa: RUF001
+    # Control: taken for plain data, the attrs are deep-copied by each derived frame.
+    monkeypatch.setattr(variables, "_plain_data", lambda value, depth=0: True)
+    assert "__deepcopy__" in _detail_runs(frame) and "__deepcopy__" in _detail_runs(series)
+
+
+@pytest.mark.timeout(60)
+def test_variables_detail_counts_nulls_of_an_object_column_without_asking_the_elements(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    pd = pytest.importorskip("pandas")
+    from ipy_agent.notebook import variables
+
+    things = pd.Series([_Recorder(), None, _LoudFloat("nan"), _LoudFloat(1.5)], dtype=object)
+    frame = pd.DataFrame({"thing": things, "n": pd.array([1, None, 3, 4], dtype="Int64")})
+    assert _detail_runs(frame) == []
+    assert variables.describe_detail(frame) == (
+        "4 rows × 2 columns\n'thing': object, 2 null\n'n': Int64, 1 null, range 1 to 4"  # noqa: RUF001
+    )
+    # Control: pandas' own null check compares a float subclass with itself.
+    monkeypatch.setattr(variables, "_null_count", lambda column, dtype: f"{int(column.isna().sum())} null")
+    assert "__ne__" in _detail_runs(frame)
