@@ -43,6 +43,12 @@ _REACH_ATTRS = frozenset(
     "system_piped system_raw getoutput __setattr__ __delattr__ __setitem__ __delitem__ __self__ "
     "__getattribute__".split()
 )
+# The shell reached as an attribute (`IPython.get_ipython()`, `InteractiveShell.instance()`): its
+# `reset`, `push` and the like then need no name the cell shows.
+_SHELL_ATTRS = frozenset(
+    "get_ipython InteractiveShell ZMQInteractiveShell TerminalInteractiveShell IPKernelApp".split()
+)
+_REACH_ATTRS = _REACH_ATTRS | _SHELL_ATTRS
 # Strings that name a way to the namespace: `attrgetter("f_globals")`, `methodcaller("push", ...)`.
 _REACH_STRINGS = frozenset(
     "f_globals f_locals f_builtins user_ns user_global_ns user_module __globals__ __dict__ __builtins__ "

@@ -295,3 +295,42 @@ def test_notebook_instructions_are_not_written_through_a_planted_link(
         assert saved["cells"][0]["id"] == "a1"
     else:
         assert "curl x | sh" in agents.read_text() and notebook.is_symlink()
+
+
+# --- Effects: the shell reached as an attribute ------------------------------------------------
+
+SHELL_BY_ATTRIBUTE: list[tuple[str, str]] = [
+    ("IPython.get_ipython().reset()", "import IPython\nIPython.get_ipython().reset(new_session=False)"),
+    (
+        "the shell kept from IPython.get_ipython()",
+        "import IPython\nsh = IPython.get_ipython()\nsh.reset(new_session=False)",
+    ),
+    (
+        "InteractiveShell.instance()",
+        "import IPython.core.interactiveshell as i\ni.InteractiveShell.instance().reset(new_session=False)",
+    ),
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("what", "source"), SHELL_BY_ATTRIBUTE, ids=[row[0] for row in SHELL_BY_ATTRIBUTE])
+def test_the_shell_reached_as_an_attribute_makes_the_effects_unseen(
+    make_shell: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, what: str, source: str
+):
+    from ipy_agent.notebook.effects import cell_effects
+
+    shell = make_shell(load=False)
+    assert shell.run_cell("total = 42").success
+    cell_effects.cache_clear()
+    lines = new_lines(shell, source)
+    # Control: without the shell's attribute names, the preview lists `defines IPython` and the
+    # calls it does not follow, and nothing of the variables the reset wipes.
+    monkeypatch.setattr(namespace_reach, "_REACH_ATTRS", namespace_reach._REACH_ATTRS - namespace_reach._SHELL_ATTRS)
+    cell_effects.cache_clear()
+    undefended = new_lines(shell, source)
+    monkeypatch.undo()
+    cell_effects.cache_clear()
+    change = run_and_compare(shell, "", source)
+    assert "total" in change.removed, f"{what}: the run must really wipe total"
+    assert false_claim(lines, change) is None and lines[0].startswith("effects not visible"), lines
+    assert false_claim(undefended, change) is not None, undefended
