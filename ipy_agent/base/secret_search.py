@@ -19,10 +19,8 @@ So a secret is looked for by value, not by layout:
   removed, so line breaks, columns and case do not matter. The text itself is one view. When it
   holds dump lines (a line that starts with an offset, or `od -An` columns), two more are made
   from those lines: the hex columns without offsets, and the characters (a dump's text column,
-  `od -c` and `od -b` decoded). When the text holds punctuation, one more view leaves it out
-  too, so characters printed with a separator between them (`sed 's/./&,/g'`, Python's
-  `list(s)`, JSON, `printf %q`) read as the form with its punctuation deleted. Each view keeps a
-  map back to the text.
+  `od -c` and `od -b` decoded). One more leaves punctuation out too (`_SEPARATORS`). Each view
+  keeps a map back to the text.
 - **Pieces.** Every run of a view that is part of a form and carries `FRAGMENT` or more
   characters of the secret (10 characters of a form as it is, 20 of hex, 12 of base64, 15 of
   base32: with the characters at its ends, 10 decode) is redacted: a whole form, or a piece of one printed apart from the rest. Runs are
@@ -59,8 +57,8 @@ _GRAM = 8  # bytes per probe: one unsigned 64-bit integer
 _SHIFTS = (0, 3, 6)  # probe offsets within every 8 bytes; the largest gap (3) + _GRAM - 1 = FRAGMENT
 _LOWER = bytes.maketrans(string.ascii_uppercase.encode(), string.ascii_lowercase.encode())
 _SPACE = b" \t\r\n\v\f"
-# The characters the separated view leaves out too: a secret's characters printed with any
-# separator between them (`sed 's/./&,/g'`, Python's `list(s)`, JSON, `paste -sd,`, `printf %q`).
+# Left out by one more view: a secret's characters printed with separators between them (`sed
+# 's/./&,/g'`, `list(s)`, JSON, `paste -sd,`, `printf %q`) read as its form with punctuation deleted.
 _SEPARATORS = _SPACE + string.punctuation.encode("ascii")
 
 
@@ -69,8 +67,7 @@ def canonical(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass").translate(_LOWER, _SPACE)
 
 
-def _canonical(text: str, deleted: bytes) -> bytes:
-    """`canonical`, or with `deleted` left out in place of the whitespace alone."""
+def _canonical(text: str, deleted: bytes) -> bytes:  # `canonical`, or with `deleted` left out
     return canonical(text) if deleted is _SPACE else text.encode("utf-8", "surrogatepass").translate(_LOWER, deleted)
 
 
