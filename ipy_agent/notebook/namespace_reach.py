@@ -57,6 +57,10 @@ _REACH_STRINGS = frozenset(
 )
 # Modules whose import reaches the namespace (the notebook's own module, the builtins).
 _REACH_MODULES = frozenset({"__main__", "builtins", "__builtin__"})
+# Modules whose loaders run whatever code the data names: a pickle's `builtins.exec` runs in the
+# cell's globals (`pickle.loads(b"cbuiltins\nexec\n(Vx = 2\ntR.")` rebinds x).
+_UNPICKLERS = frozenset({"pickle", "_pickle", "dill", "cloudpickle", "joblib", "shelve"})
+_LOADERS = frozenset({"load", "loads", "Unpickler", "open", "read_pickle"})
 # The syntax this module reads (Python 3.11); any other node (a newer Python's) is unseen.
 _KNOWN_NODES: tuple[type[ast.AST], ...] = (
     ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Return, ast.Delete, ast.Assign,
@@ -103,7 +107,29 @@ def unseen_reach(tree: ast.AST) -> list[str]:
                 why = f"imports {', '.join(names)} from {node.module}"
         if why is not None:
             found.setdefault(why, None)
+    for why in _unpickling(tree):
+        found.setdefault(why, None)
     return list(found)
+
+
+def _unpickling(tree: ast.AST) -> list[str]:
+    """Loaders that run code the data names: `pickle.loads(...)` (under any name the cell
+    imports the module as), `from pickle import loads`, and pandas' `.read_pickle`."""
+    aliases = set(_UNPICKLERS)
+    out: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases.update(a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in _UNPICKLERS)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in _UNPICKLERS:
+            for a in node.names:
+                if a.name in _LOADERS or a.name == "*":
+                    out[f"imports {a.name} from {node.module}, which runs code the data names"] = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or node.attr not in _LOADERS:
+            continue
+        if node.attr == "read_pickle" or (isinstance(node.value, ast.Name) and node.value.id in aliases):
+            out[f"uses .{node.attr}, which runs code the data names"] = None
+    return list(out)
 
 
 def _call_name(node: ast.Call) -> str:
@@ -161,6 +187,10 @@ def reach_through_values(
             held = next((f"a method of {label}" for obj, label in reach if owner is obj), None)
         if held is None and type(value) is types.FrameType:
             held = "a frame"
+        if held is None and type(value) is types.ModuleType:
+            module = object.__getattribute__(value, "__dict__").get("__name__")
+            if type(module) is str and module.split(".")[0] in _UNPICKLERS:
+                held = f"the {module} module, whose loaders run code the data names"
         if held is not None:
             out.append(f"uses {name}, which holds {held}")
         elif type(value) is types.FunctionType and value.__globals__ is namespace:

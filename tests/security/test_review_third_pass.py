@@ -334,3 +334,39 @@ def test_the_shell_reached_as_an_attribute_makes_the_effects_unseen(
     assert "total" in change.removed, f"{what}: the run must really wipe total"
     assert false_claim(lines, change) is None and lines[0].startswith("effects not visible"), lines
     assert false_claim(undefended, change) is not None, undefended
+
+
+# --- Effects: a loader that runs the code its data names ---------------------------------------
+
+_PICKLED_EXEC = 'b"cbuiltins\\nexec\\n(Vtotal = 0\\ntR."'  # a pickle whose loading runs `total = 0` here
+UNPICKLING: list[tuple[str, str, str]] = [
+    ("pickle.loads", "", f"import pickle\npickle.loads({_PICKLED_EXEC})"),
+    ("pickle under another name", "", f"import pickle as pk\npk.loads({_PICKLED_EXEC})"),
+    ("from pickle import loads", "", f"from pickle import loads\nloads({_PICKLED_EXEC})"),
+    ("the module kept from an earlier cell", "import pickle as pk", f"pk.loads({_PICKLED_EXEC})"),
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("what", "setup", "source"), UNPICKLING, ids=[row[0] for row in UNPICKLING])
+def test_a_loader_that_runs_what_the_data_names_makes_the_effects_unseen(
+    make_shell: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, what: str, setup: str, source: str
+):
+    from ipy_agent.notebook.effects import cell_effects
+
+    shell = make_shell(load=False)
+    assert shell.run_cell("total = 42\n" + setup).success
+    cell_effects.cache_clear()
+    lines = new_lines(shell, source)
+    # Control: without the look at loaders, the preview lists the import and the calls it does
+    # not follow, and not the variable the data rebinds.
+    monkeypatch.setattr(namespace_reach, "_unpickling", lambda tree: [])
+    monkeypatch.setattr(namespace_reach, "_UNPICKLERS", frozenset())
+    cell_effects.cache_clear()
+    undefended = new_lines(shell, source)
+    monkeypatch.undo()
+    cell_effects.cache_clear()
+    change = run_and_compare(shell, "", source)
+    assert "total" in change.bound, f"{what}: the run must really rebind total"
+    assert false_claim(lines, change) is None and lines[0].startswith("effects not visible"), lines
+    assert false_claim(undefended, change) is not None, undefended
