@@ -370,3 +370,56 @@ def test_a_loader_that_runs_what_the_data_names_makes_the_effects_unseen(
     assert "total" in change.bound, f"{what}: the run must really rebind total"
     assert false_claim(lines, change) is None and lines[0].startswith("effects not visible"), lines
     assert false_claim(undefended, change) is not None, undefended
+
+
+# --- Gateway: a body the gateway and the API could read two ways -------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("defended", [True, False], ids=["defended", "control"])
+def test_the_gateway_refuses_a_body_that_names_the_model_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api_server: Any, defended: bool
+):
+    """`availableModels` lists Sonnet only. A body with an unlisted model first and a listed one
+    last was judged (and held for) by the last; it was forwarded byte for byte, so an API that
+    keeps the first key would run the unlisted model."""
+    import json
+
+    import httpx
+
+    from ipy_agent.config.policy import load_policy
+    from ipy_agent.gateway import server
+    from ipy_agent.gateway.auth import TokenFile
+    from ipy_agent.gateway.charges import Limits
+    from ipy_agent.gateway.usage import UsageDB
+    from tests.support.sse_server import message_events
+
+    if not defended:
+        monkeypatch.setattr(server, "_once_each", dict)
+    (tmp_path / "tokens.json").write_text(json.dumps({"tok-alice": "alice"}))
+    (tmp_path / "managed-settings.json").write_text(json.dumps({"availableModels": ["claude-sonnet-*"]}))
+    api = api_server
+    api.add(message_events([{"type": "text", "text": "ok"}]))
+    gw = server.Gateway(
+        api_key="sk-real",
+        auth=TokenFile(tmp_path / "tokens.json"),
+        db=UsageDB(tmp_path / "usage.sqlite"),
+        limits=Limits(),
+        upstream=api.url,
+        policy=load_policy([tmp_path / "managed-settings.json"]),
+    )
+    url, thread, loop = gw.start_in_thread()
+    try:
+        body = (
+            b'{"model": "claude-opus-4-1", "max_tokens": 4000, "stream": true, '
+            b'"messages": [{"role": "user", "content": "hi"}], "model": "claude-sonnet-4-5"}'
+        )
+        response = httpx.post(f"{url}/v1/messages", content=body, headers={"x-api-key": "tok-alice"}, timeout=20)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+    if defended:
+        assert response.status_code == 400 and "'model' more than once" in response.json()["error"]["message"]
+        assert api.requests == []
+    else:  # forwarded as it is: the API received a body whose first model is the unlisted one
+        assert response.status_code == 200 and len(api.requests) == 1
