@@ -215,27 +215,12 @@ def _special_method_reach(value: object, namespace: Mapping[str, object], reach:
     assigns globals or reaches the namespace counts, for the value and for the items of a plain
     container it holds (one level, at most `_MOST_ITEMS`). Classes are read through `type`'s own
     descriptors, so no code of a metaclass runs."""
-    classes: dict[int, type] = {}
-    values = [value]
-    # Exact types first (isinstance alone would read a hostile `__class__`): no code of a subclass runs.
-    if type(value) is dict and isinstance(value, dict):
-        items: Iterable[object] = (part for pair in value.items() for part in pair)
-    elif type(value) in _CONTAINERS and isinstance(value, (list, tuple, set, frozenset)):
-        items = value
-    else:
-        items = ()
-    for n, item in enumerate(items):
-        if n >= 2 * _MOST_ITEMS:
-            return ["which holds more items than are looked at"]
-        if type(item) not in _PLAIN_TYPES:
-            values.append(item)
-    for v in values:
-        cls = type(v)
-        for c in (*_TYPE_MRO.__get__(cls), *(_TYPE_MRO.__get__(v) if issubclass(cls, type) else ())):
-            classes.setdefault(id(c), c)
+    classes = _classes_of(value)
+    if classes is None:
+        return ["which holds more items than are looked at"]
     codes: list[types.CodeType] = []
     held: dict[str, None] = {}
-    for c in classes.values():
+    for c in classes:
         for attr in _TYPE_DICT.__get__(c).values():
             for f in _functions_of(attr):
                 if type(f) is types.FunctionType and f.__globals__ is namespace:
@@ -252,6 +237,34 @@ def _special_method_reach(value: object, namespace: Mapping[str, object], reach:
             for reason in _function_reach(code, namespace)
         )
     return list(dict.fromkeys(why))
+
+
+def _classes_of(value: object) -> list[type] | None:
+    """The classes (MROs) of `value` and of the items of a plain container it holds, and of
+    `value` itself when it is a class; None past `_MOST_ITEMS` items."""
+    values = [value]
+    # Exact types first (isinstance alone would read a hostile `__class__`): no code of a subclass runs.
+    if type(value) is dict and isinstance(value, dict):
+        items: Iterable[object] = (part for pair in value.items() for part in pair)
+    elif type(value) in _CONTAINERS and isinstance(value, (list, tuple, set, frozenset)):
+        items = value
+    else:
+        items = ()
+    for n, item in enumerate(items):
+        if n >= 2 * _MOST_ITEMS:
+            return None
+        if type(item) not in _PLAIN_TYPES:
+            values.append(item)
+    classes: dict[int, type] = {}
+    seen: set[int] = set()  # types already looked at: a list of 100,000 values has a few
+    for v in values:
+        cls = type(v)
+        if id(cls) in seen and not issubclass(cls, type):
+            continue
+        seen.add(id(cls))
+        for c in (*_TYPE_MRO.__get__(cls), *(_TYPE_MRO.__get__(v) if issubclass(cls, type) else ())):
+            classes.setdefault(id(c), c)
+    return list(classes.values())
 
 
 def _functions_of(attr: object) -> tuple[object, ...]:
