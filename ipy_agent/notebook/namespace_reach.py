@@ -77,10 +77,10 @@ _KNOWN_NODES: tuple[type[ast.AST], ...] = (
 )  # fmt: skip
 
 
-def unseen_reach(tree: ast.AST) -> list[str]:
+def unseen_reach(tree: ast.AST, _strings: int = 2) -> list[str]:
     """Why, at any depth of the cell's syntax tree, its effects cannot all be seen: what reaches
     the namespace other than by a name, and syntax this module does not know."""
-    found: dict[str, None] = {}
+    found: dict[str, None] = dict.fromkeys(_code_in_strings(tree) if _strings else ())
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         why = None
@@ -110,6 +110,47 @@ def unseen_reach(tree: ast.AST) -> list[str]:
     for why in _unpickling(tree):
         found.setdefault(why, None)
     return list(found)
+
+
+_MOST_CODE_CHARS = 20_000  # a string longer than this is not parsed as code
+
+
+def _code_in_strings(tree: ast.AST) -> list[str]:
+    """Strings (and sums of strings) that are Python reaching the namespace: a library may run
+    them in the notebook's globals (`timeit`'s setup, a type hint `get_type_hints` evaluates, a
+    target `mock.patch.dict` imports: `'import __main__; __main__.x = 2'`)."""
+    out: dict[str, None] = {}
+    inner = {id(n) for node in ast.walk(tree) if isinstance(node, ast.BinOp) for n in (node.left, node.right)}
+    for node in ast.walk(tree):
+        if id(node) in inner:
+            continue  # looked at as part of the whole sum
+        text = _folded(node)
+        if text is None or len(text) > _MOST_CODE_CHARS or not any(w in text for w in _CODE_WORDS):
+            continue
+        try:
+            code = ast.parse(text.strip())
+        except (SyntaxError, ValueError):
+            continue
+        if unseen_reach(code, _strings=0):
+            out[f"holds code in a string that reaches the namespace ({text.strip()[:40]!r})"] = None
+    return list(out)
+
+
+# Words one of which code that reaches the namespace spells.
+_CODE_WORDS = tuple(sorted(_REACH_NAMES | _REACH_ATTRS | {"modules", "builtins"} | _UNPICKLERS))
+
+
+def _folded(node: ast.AST) -> str | None:
+    """The string a constant, a sum of constants or an f-string of constants spells; else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded(node.left), _folded(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = [_folded(v) for v in node.values]
+        return "".join(p for p in parts if p is not None) if all(p is not None for p in parts) else None
+    return None
 
 
 def _unpickling(tree: ast.AST) -> list[str]:

@@ -457,3 +457,51 @@ def test_a_saved_conversation_is_not_written_through_a_planted_link(
         assert not saved.is_symlink() and json.loads(saved.read_text())["format"] == conversation_file.SAVE_FORMAT
     else:
         assert "curl x | sh" in agents.read_text()
+
+
+# --- Effects: code in a string a library runs in the notebook's globals ------------------------
+
+CODE_IN_STRINGS: list[tuple[str, str]] = [
+    ("timeit's setup", "import timeit\ntimeit.timeit('0', setup='import __main__; __main__.total = 0', number=1)"),
+    (
+        "a type hint get_type_hints evaluates",
+        "import typing\ntyping.get_type_hints(type('A', (), {'__annotations__': {'a': 'exec(\"total = 0\")'}}))",
+    ),
+    (
+        "a target mock.patch.dict imports, spelled in two",
+        "import unittest.mock as m\nm.patch.dict('__m' + 'ain__.__dict__', {'total': 0}).start()",
+    ),
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("what", "source"), CODE_IN_STRINGS, ids=[row[0] for row in CODE_IN_STRINGS])
+def test_code_in_a_string_that_reaches_the_namespace_makes_the_effects_unseen(
+    make_shell: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, what: str, source: str
+):
+    from ipy_agent.notebook.effects import cell_effects
+
+    shell = make_shell(load=False)
+    assert shell.run_cell("total = 42").success
+    cell_effects.cache_clear()
+    lines = new_lines(shell, source)
+    # Control: without parsing strings as code, the preview names the calls it does not follow,
+    # and not the variable the library's eval rebinds.
+    monkeypatch.setattr(namespace_reach, "_code_in_strings", lambda tree: [])
+    cell_effects.cache_clear()
+    undefended = new_lines(shell, source)
+    monkeypatch.undo()
+    cell_effects.cache_clear()
+    change = run_and_compare(shell, "", source)
+    assert "total" in change.bound, f"{what}: the run must really rebind total"
+    assert false_claim(lines, change) is None and lines[0].startswith("effects not visible"), lines
+    assert false_claim(undefended, change) is not None, undefended
+
+
+@pytest.mark.timeout(60)
+def test_strings_that_are_not_such_code_keep_the_all_clear():
+    from ipy_agent.notebook.effects import cell_effects, effect_lines
+
+    cell_effects.cache_clear()
+    source = "print('execute the evaluation', 'globally', 'x.append(1)', 'import pickle', 'evaluate(x)')"
+    assert effect_lines(cell_effects(source)) == [ALL_CLEAR]
