@@ -19,7 +19,8 @@ So a secret is looked for by value, not by layout:
   removed, so line breaks, columns and case do not matter. The text itself is one view. When it
   holds dump lines (a line that starts with an offset, or `od -An` columns), two more are made
   from those lines: the hex columns without offsets, and the characters (a dump's text column,
-  `od -c` and `od -b` decoded). Each view keeps a map back to the text.
+  `od -c` and `od -b` decoded). One more leaves punctuation out too (`_SEPARATORS`). Each view
+  keeps a map back to the text.
 - **Pieces.** Every run of a view that is part of a form and carries `FRAGMENT` or more
   characters of the secret (10 characters of a form as it is, 20 of hex, 12 of base64, 15 of
   base32: with the characters at its ends, 10 decode) is redacted: a whole form, or a piece of one printed apart from the rest. Runs are
@@ -33,7 +34,8 @@ So a secret is looked for by value, not by layout:
 Not covered: anything that needs a key or a lost piece to read back (encryption, a hash, a
 compressed stream), a secret printed in pieces of fewer than `FRAGMENT` characters (one
 character per call, or `cut -c1-9` and so on), arithmetic on its bytes (`od -d`, xor), encodings
-of encodings (`base64 | base64`), and escapes other than those of `od -c`.
+of encodings (`base64 | base64`), percent-encoding, UTF-16, a shifted alphabet (`tr a-z b-za`),
+and escapes other than those of `od -c`.
 """
 
 from __future__ import annotations
@@ -55,11 +57,18 @@ _GRAM = 8  # bytes per probe: one unsigned 64-bit integer
 _SHIFTS = (0, 3, 6)  # probe offsets within every 8 bytes; the largest gap (3) + _GRAM - 1 = FRAGMENT
 _LOWER = bytes.maketrans(string.ascii_uppercase.encode(), string.ascii_lowercase.encode())
 _SPACE = b" \t\r\n\v\f"
+# Left out by one more view: a secret's characters printed with separators between them (`sed
+# 's/./&,/g'`, `list(s)`, JSON, `paste -sd,`, `printf %q`) read as its form with punctuation deleted.
+_SEPARATORS = _SPACE + string.punctuation.encode("ascii")
 
 
 def canonical(text: str) -> bytes:
     """`text` as UTF-8 with ASCII letters in lower case and ASCII whitespace removed."""
     return text.encode("utf-8", "surrogatepass").translate(_LOWER, _SPACE)
+
+
+def _canonical(text: str, deleted: bytes) -> bytes:  # `canonical`, or with `deleted` left out
+    return canonical(text) if deleted is _SPACE else text.encode("utf-8", "surrogatepass").translate(_LOWER, deleted)
 
 
 def _pieces_of(data: bytes, alphabet_bits: int, block: int) -> list[str]:
@@ -153,13 +162,13 @@ class _Form:
         return f"[redacted ${self.name}{f' ({how})' if how else ''}]"
 
 
-def _char_at(text: str, begin: int, end: int, offset: int) -> int:
+def _char_at(text: str, begin: int, end: int, offset: int, deleted: bytes = _SPACE) -> int:
     """The character of text[begin:end] that byte `offset` of its canonical bytes came from: the
     last position whose canonical prefix is no longer than `offset` (a binary search)."""
     lo, hi = begin, end - 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if len(canonical(text[begin:mid])) <= offset:
+        if len(_canonical(text[begin:mid], deleted)) <= offset:
             lo = mid
         else:
             hi = mid - 1
@@ -176,12 +185,13 @@ class _View:
     data: bytes = b""
     starts: list[int] = field(default_factory=list)  # offset in `data` of each piece
     spans: list[tuple[int, int, bool]] = field(default_factory=list)  # (start, end, exact) in the text
+    deleted: bytes = _SPACE  # what the canonical bytes leave out
 
     @classmethod
-    def whole(cls, text: str) -> _View:
+    def whole(cls, text: str, deleted: bytes = _SPACE) -> _View:
         """The whole text: its canonical bytes at once (one C-level pass); its pieces (blocks of
         the text) only when a span is mapped back."""
-        return cls(text, canonical(text))
+        return cls(text, _canonical(text, deleted), deleted=deleted)
 
     def to_text(self, start: int, end: int) -> tuple[int, int]:
         """The span of the text that bytes [start, end) of the view came from."""
@@ -194,13 +204,13 @@ class _View:
         begin, end, exact = self.spans[piece]
         if not exact:
             return end if last else begin
-        return _char_at(self.text, begin, end, offset - self.starts[piece]) + (1 if last else 0)
+        return _char_at(self.text, begin, end, offset - self.starts[piece], self.deleted) + (1 if last else 0)
 
     def _blocks(self, size: int = 2048) -> None:
         at = 0
         for begin in range(0, len(self.text), size):
             end = min(begin + size, len(self.text))
-            length = len(canonical(self.text[begin:end]))
+            length = len(_canonical(self.text[begin:end], self.deleted))
             if length:
                 self.starts.append(at)
                 self.spans.append((begin, end, True))
@@ -322,6 +332,11 @@ class SecretIndex:
         if not self.forms:
             return []
         views = [_View.whole(text), *_dump_views(text)]
+        separated = _View.whole(text, _SEPARATORS)
+        if _SEPARATORS is not _SPACE and len(separated.data) < len(
+            views[0].data
+        ):  # the text has punctuation to leave out
+            views.append(separated)
         found: list[Found] = []
         for view in views:
             found += self._in_view(view)

@@ -10,6 +10,8 @@ because the Messages API refuses a history with unanswered tool_use blocks.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,21 @@ def save_conversation(agent: Conversation, path: str | Path) -> None:
         "messages": redact_data(agent.messages),
         "granted": granted,
     }  # no credential lands in a file
-    Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    _replace(Path(path), json.dumps(data, indent=1, ensure_ascii=False))
+
+
+def _replace(path: Path, text: str) -> None:
+    """`path` becomes a new file holding `text`. Written to a temporary file made here and now
+    (`O_EXCL`) and renamed onto the name, so a symbolic link at `path` (one a command planted to
+    the person's AGENTS.md) is replaced, never written through."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def load_conversation(path: str | Path, agent: Conversation) -> tuple[bool, list[str]]:

@@ -190,6 +190,24 @@ class _Base(tornado.web.RequestHandler):
         return user
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different. The body is forwarded byte for byte, and a
+    parser that keeps the first of two `model` (or `max_tokens`) keys would run what this
+    gateway, which keeps the last, did not judge or hold for."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(
+                f"the request gives {key!r} more than once; the key gateway refuses a request it cannot read one way"
+            )
+        out[key] = value
+    return out
+
+
 class MessagesHandler(_Base):
     client_gone = False
     copying: asyncio.Task[None] | None = None
@@ -206,7 +224,10 @@ class MessagesHandler(_Base):
             return
         gw = self.gateway
         try:
-            request = json.loads(self.request.body or b"{}")
+            request = json.loads(self.request.body or b"{}", object_pairs_hook=_once_each)
+        except _RepeatedKey as e:
+            self.refuse(400, "invalid_request_error", str(e))
+            return
         except ValueError:
             request = {}
         request = request if isinstance(request, dict) else {}

@@ -10,7 +10,7 @@ compare between cells.
 The claim fails closed. What a parse cannot see is said, never guessed, and the summary then
 says "effects not visible": anything that reaches the namespace other than by a name
 (`get_ipython()`, `globals()`, `.user_ns`, `sys.modules`, `__main__`, `builtins`, frames,
-`setattr`, `exec`, ...) and syntax it does not know (`namespace_reach.py`, which also looks at
+`setattr`, `exec`, a pickle's loader, such code in a string, ...) and syntax it does not know (`namespace_reach.py`, which also looks at
 what the names the cell reads hold now: the shell, the namespace itself, a function that assigns
 globals), a line magic, a `!` line, a cell magic whose arguments or body it cannot read, `from x
 import *`. Even when all is seen, the summary speaks for the cell's own code only: the code it

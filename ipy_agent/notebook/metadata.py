@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,10 +190,28 @@ def _write_file(file: Path, text: str) -> None:
     nb.metadata[KEY] = _updated(nb.metadata.get(KEY), text)
     if not nb.metadata[KEY]:
         del nb.metadata[KEY]
-    tmp = file.with_name(f".{file.name}.ipy_agent-tmp")
     try:
-        nbformat.write(nb, str(tmp))
+        fd, tmp = _temporary(file)
+    except OSError as e:
+        raise ValueError(f"could not write {file}: {e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            nbformat.write(nb, f)
         os.replace(tmp, file)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
         raise ValueError(f"could not write {file}: {e}") from None
+
+
+def _temporary(file: Path) -> tuple[int, str]:
+    """A new file beside `file`, made here and now (`O_EXCL`: a name that already exists, a
+    symbolic link a command planted to send the write elsewhere, is never opened), with the
+    notebook's permissions."""
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".ipy_agent-tmp")
+    try:
+        os.fchmod(fd, stat.S_IMODE(os.stat(file).st_mode))
+    except OSError:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    return fd, tmp

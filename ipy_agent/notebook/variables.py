@@ -228,12 +228,15 @@ def _detail(value: Any, name: str) -> str | None:
 def describe_detail(value: Any) -> str | None:
     """More about a value of a common data type, from the library's own code on its own data:
     columns, dtypes, null counts and numeric ranges (pandas, polars), dtype, shape and range
-    (numpy), dims and coords (xarray). None for other types. Element reprs of object columns are
-    never called: only null checks and the min and max of numeric columns are computed."""
+    (numpy), dims and coords (xarray). None for other types. No code of an object column's
+    elements runs (their nulls are counted by exact type, `_null_count`), and a frame whose
+    `attrs` hold objects is described by its dtypes only (each derived frame deep-copies them)."""
     t = type(value)
     if _exact(t, "pandas", "DataFrame"):
         return _pandas_detail(value)
     if _exact(t, "pandas", "Series"):
+        if not _plain_data(value.attrs):  # to_frame would deep-copy them
+            return f"{value.shape[0]:,} rows, dtype {value.dtype}\n{_ATTRS_WITHHELD}"
         return _pandas_detail(value.to_frame(name=value.name if _label(value.name)[0] != "<" else "value"))
     if _exact(t, "numpy", "ndarray"):
         return _numpy_detail(value)
@@ -249,21 +252,108 @@ def describe_detail(value: Any) -> str | None:
     return None
 
 
+_ATTRS_WITHHELD = "(no column statistics: its attrs hold objects whose copy would run their own code)"
+
+
 def _pandas_detail(frame: Any) -> str:
     import pandas as pd
 
     rows = [f"{frame.shape[0]:,} rows × {frame.shape[1]:,} columns"]  # noqa: RUF001
-    nulls = frame.isna().sum()
+    if not _plain_data(frame.attrs):
+        # Each derived frame (a column, `isna()`) deep-copies `attrs`: an object there runs its
+        # own `__deepcopy__`. Only the dtypes, which derive nothing, are read then.
+        rows.extend(f"{_label(c)}: {d}" for c, d in list(frame.dtypes.items())[:MAX_COLUMNS])
+        rows.append(_ATTRS_WITHHELD)
+        return "\n".join(rows)
     for i, (col, dtype) in enumerate(frame.dtypes.items()):
         if i >= MAX_COLUMNS:
             rows.append(f"… {frame.shape[1] - MAX_COLUMNS} more columns")
             break
-        line = f"{_label(col)}: {dtype}, {int(nulls.iloc[i]):,} null"
+        column = frame.iloc[:, i]
+        line = f"{_label(col)}: {dtype}, {_null_count(column, dtype)}"
         if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) and frame.shape[0]:
-            column = frame.iloc[:, i]
             line += f", range {_number(column.min())} to {_number(column.max())}"
         rows.append(line)
     return "\n".join(rows)
+
+
+_MOST_OBJECTS_COUNTED = 1_000_000
+
+
+def _null_count(column: Any, dtype: Any) -> str:
+    """`'3 null'` for a column, with no code of its elements' classes run: pandas' own `isna`
+    asks an object element `isinstance(x, Decimal)` (a `__class__` property runs) and an extension
+    array of another library its own `isna`; an object column's elements are looked at by
+    exact type instead, and a column of an unknown dtype is not counted."""
+    import numpy as np
+
+    if issubclass(type(dtype), np.dtype):
+        if dtype.kind != "O":
+            return f"{int(column.isna().sum()):,} null"
+        values = column.to_numpy()
+        if len(values) > _MOST_OBJECTS_COUNTED:
+            return "nulls not counted (object column)"
+        return f"{sum(1 for x in values if _is_null_object(x)):,} null"
+    array_type = type(column.array)
+    if any(_exact(array_type, "pandas.arrays", name) for name in _PANDAS_ARRAYS):
+        return f"{int(column.isna().sum()):,} null"
+    return "nulls not counted (an array type of another library)"
+
+
+# pandas' own extension arrays, whose `isna` reads no element's class (not the object-holding ones).
+_PANDAS_ARRAYS = (
+    "IntegerArray",
+    "FloatingArray",
+    "BooleanArray",
+    "StringArray",
+    "ArrowStringArray",
+    "ArrowExtensionArray",
+    "Categorical",
+    "DatetimeArray",
+    "TimedeltaArray",
+    "PeriodArray",
+    "IntervalArray",
+)
+
+
+def _is_null_object(x: object) -> bool:
+    """What `pd.isna` counts as missing, by exact type and identity only."""
+    import decimal
+
+    import numpy as np
+    import pandas as pd
+
+    t = type(x)
+    if x is None or x is pd.NA or x is pd.NaT:
+        return True
+    # The base type's own comparison, so a subclass's `__ne__` is not called.
+    if issubclass(t, float):
+        return bool(float.__ne__(cast(float, x), cast(float, x)))
+    if issubclass(t, complex):
+        return bool(complex.__ne__(cast(complex, x), cast(complex, x)))
+    if issubclass(t, decimal.Decimal):
+        return decimal.Decimal.is_nan(cast(decimal.Decimal, x))
+    if t is np.datetime64 or t is np.timedelta64:
+        return bool(np.isnat(cast(Any, x)))
+    return False
+
+
+def _plain_data(value: object, depth: int = 0) -> bool:
+    """Whether `value` is made of exact builtin data only (str, numbers, None, and lists, tuples
+    and dicts of them), so that copying it runs no code of a class; at most 6 levels deep."""
+    t = type(value)
+    if value is None or _is(t, str, int, float, bool, bytes):
+        return True
+    if depth >= 6:
+        return False
+    if t is dict:
+        return all(
+            _plain_data(k, depth + 1) and _plain_data(v, depth + 1)
+            for k, v in cast(dict[object, object], value).items()
+        )
+    if _is(t, list, tuple):
+        return all(_plain_data(v, depth + 1) for v in cast(list[object], value))
+    return False
 
 
 def _numpy_detail(array: Any) -> str:

@@ -404,6 +404,7 @@ def test_secret_fuzzer_control_the_exact_forms_alone_leak_the_new_layouts(tmp_pa
     monkeypatch.setattr(secret_search, "secret_forms", old_forms)
     monkeypatch.setattr(secret_search, "canonical", lambda text: text.encode("utf-8", "surrogatepass"))
     monkeypatch.setattr(secret_search, "_dump_views", lambda text: [])
+    monkeypatch.setattr(secret_search, "_SEPARATORS", secret_search._SPACE)  # no separated view
     monkeypatch.setattr(secret_search, "FRAGMENT", 10**9)  # whole forms only: no pieces
     monkeypatch.setattr(secret_search, "_LEAST", {})
     monkeypatch.setattr(secrets, "_last", None)  # the index is built again, without the defence
