@@ -14,17 +14,22 @@ import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application'
 import { Notification } from '@jupyterlab/apputils';
 import type { ICodeCellModel } from '@jupyterlab/cells';
 import { PageConfig } from '@jupyterlab/coreutils';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { CellData, CellType, Notebook, PROTOCOL, TARGET, VERSION, hello, reply } from './handler';
 import { drawPrompt, promptShown, withdrawPrompt } from './fallback';
 import { ReviewBoard } from './review';
+import { ReviewBar } from './reviewBar';
 import { DomReviewView } from './reviewView';
+import { ScrollWatch } from './scrollWatch';
 
 /** The comm a panel last heard the kernel on: where the person's decisions go (review.ts). */
 type Link = { comm: Kernel.IComm | null };
 
-/** The panel's staged proposals, drawn in its cells, watched for the person's typing (the stale rule). */
+/**
+ * The panel's staged proposals, drawn in its cells, watched for the person's typing (the stale
+ * rule), counted in the review bar; they end when the run's cell finishes.
+ */
 function panelReview(panel: NotebookPanel, link: Link): ReviewBoard {
   const view = new DomReviewView(panel);
   const board = new ReviewBoard(
@@ -40,6 +45,12 @@ function panelReview(panel: NotebookPanel, link: Link): ReviewBoard {
     () => panel.context.path
   );
   view.board = board;
+  new ReviewBar(panel, board, proposal => view.reveal(proposal));
+  NotebookActions.executed.connect((_, { notebook }) => {
+    if (notebook === panel.content) {
+      board.endRun(); // a run's cell finished: no one waits for an answer to what is still open
+    }
+  });
   const check = () => {
     if (board.open.length === 0 || !panel.model) {
       return;
@@ -70,6 +81,7 @@ function panelReview(panel: NotebookPanel, link: Link): ReviewBoard {
 /** The panel's notebook model, as the handler sees it. */
 function panelNotebook(panel: NotebookPanel, review: ReviewBoard): Notebook {
   const model = () => panel.model!;
+  const scrolling = new ScrollWatch(panel, NotebookActions.executionScheduled);
   const cells = () => model().sharedModel.cells;
   return {
     review,
@@ -113,6 +125,7 @@ function panelNotebook(panel: NotebookPanel, review: ReviewBoard): Notebook {
       panel.content.activeCellIndex = index;
       await panel.content.scrollToItem(index, 'smart');
     },
+    personScrolled: () => scrolling.personScrolled,
     notify: (message, type, autoClose) => Notification.emit(message, type, { autoClose }),
     getMetadata: key => model().getMetadata(key),
     setMetadata: (key, value) => {

@@ -123,6 +123,10 @@ class LiveReview:
             self._followers.append(callback)
 
     @property
+    def shown(self) -> bool:
+        return self._staged
+
+    @property
     def followed(self) -> bool:
         with self._lock:
             return bool(self._followers)
