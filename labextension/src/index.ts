@@ -51,6 +51,11 @@ function panelReview(panel: NotebookPanel, link: Link): ReviewBoard {
       board.endRun(); // a run's cell finished: no one waits for an answer to what is still open
     }
   });
+  panel.sessionContext.statusChanged.connect((_, status) => {
+    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      board.endRun(); // the run went with its kernel
+    }
+  });
   const check = () => {
     if (board.open.length === 0 || !panel.model) {
       return;

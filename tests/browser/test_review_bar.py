@@ -11,21 +11,24 @@ the `%agent` record keeps the outcome. Without a browser these tests skip locall
 from __future__ import annotations
 
 import json
+import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pathlib import Path
-
 from tests.support.browser import TIMEOUT, JupyterServer, NotebookPage
+from tests.support.review_page import shown_outcome, watch_outcomes
 from tests.support.transcript import use
-from tests.support.waits import timed_out, waiting_for
+from tests.support.waits import Deadline, timed_out, waiting_for
 
 pytestmark = pytest.mark.browser
 
 FILLER = 30  # cells between the first cell and the two at the bottom: 33 cells in all
+IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "review-bar.png"
 IN_VIEW_S = 3.0  # how soon a change must come into view: what a person waits, not a benchmark
 
 
@@ -47,15 +50,25 @@ def front(request: Any, tmp_path_factory: Any) -> Iterator[JupyterServer]:
 
 
 def _set_windowing(server: JupyterServer, mode: str) -> None:
+    """The notebook setting `windowingMode`, through the settings API (once the server listens)."""
     body = json.dumps({"raw": json.dumps({"windowingMode": mode})}).encode()
-    req = urllib.request.Request(
-        server.url("lab/api/settings/@jupyterlab/notebook-extension:tracker"),
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=30) as r:  # 127.0.0.1 only
-        r.read()
+    deadline = Deadline(TIMEOUT)
+    with waiting_for(f"the server to take windowingMode {mode!r}"):
+        while True:
+            req = urllib.request.Request(
+                server.url("lab/api/settings/@jupyterlab/notebook-extension:tracker"),
+                data=body,
+                method="PUT",
+                headers={"Content-Type": "application/json"},
+            )
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r:  # 127.0.0.1 only
+                    r.read()
+                return
+            except urllib.error.URLError as e:  # not listening yet
+                if deadline.passed():
+                    raise timed_out(f"the server did not take windowingMode {mode!r}", TIMEOUT, str(e)) from None
+                time.sleep(0.2)
 
 
 @pytest.fixture
@@ -66,7 +79,9 @@ def opened(front: JupyterServer, browser: Any) -> Iterator[list[NotebookPage]]:
         p.close()
 
 
-def long_notebook(server: JupyterServer, browser: Any, opened: list[NotebookPage], name: str, turns: list[Any]) -> NotebookPage:
+def long_notebook(
+    server: JupyterServer, browser: Any, opened: list[NotebookPage], name: str, turns: list[Any]
+) -> NotebookPage:
     """33 cells: c1 `x = 1` at the top, 30 cells of a few lines each, `%load_ext` and `%agent` at the bottom."""
     script = name.replace(".ipynb", ".json")
     (server.root / script).write_text(json.dumps({"turns": turns}))
@@ -76,6 +91,7 @@ def long_notebook(server: JupyterServer, browser: Any, opened: list[NotebookPage
     server.notebook_file(name, sources, ids=ids)
     page = server.open(browser, name)
     opened.append(page)
+    watch_outcomes(page.page)
     return page
 
 
@@ -133,13 +149,19 @@ def test_a_staged_edit_far_above_is_scrolled_into_view(front, browser, opened):
         browser,
         opened,
         name,
-        [[use("NotebookRead", "r1")], [use("NotebookEdit", "e1", notebook_path=name, cell_id="c1", new_source="x = 41")], "Done."],
+        [
+            [use("NotebookRead", "r1")],
+            [use("NotebookEdit", "e1", notebook_path=name, cell_id="c1", new_source="x = 41")],
+            "Done.",
+        ],
     )
     run_at_the_bottom(page)
     box = staged(page)
     comes_into_view(page, box, "the proposal in the first cell")
     assert "+ x = 41" in box.inner_text()
-    assert box.evaluate("el => el.closest('.jp-Cell') === window.jupyterapp.shell.currentWidget.content.widgets[0].node")
+    assert box.evaluate(
+        "el => el.closest('.jp-Cell') === window.jupyterapp.shell.currentWidget.content.widgets[0].node"
+    )
 
 
 def record(page: NotebookPage, index: int, needle: str) -> str:
@@ -154,7 +176,9 @@ def record(page: NotebookPage, index: int, needle: str) -> str:
                 timeout=TIMEOUT * 1000,
             )
         except Exception:
-            raise timed_out(f"cell {index}'s record did not say {needle!r}", TIMEOUT, str(page.outputs(index))) from None
+            raise timed_out(
+                f"cell {index}'s record did not say {needle!r}", TIMEOUT, str(page.outputs(index))
+            ) from None
     return "\n".join(
         "".join(o.get("data", {}).get("text/plain", "")) + "".join(o.get("text", "")) for o in page.outputs(index)
     )
@@ -182,7 +206,9 @@ def gone(page: NotebookPage, selector: str, what: str) -> None:
         try:
             page.page.locator(selector).first.wait_for(state="hidden", timeout=TIMEOUT * 1000)
         except Exception:
-            raise timed_out(f"Chromium still shows {what}", TIMEOUT, page.page.locator(selector).first.inner_text()) from None
+            raise timed_out(
+                f"Chromium still shows {what}", TIMEOUT, page.page.locator(selector).first.inner_text()
+            ) from None
 
 
 # A cell that stages two changes (cell 1 and cell 21) through the bridge, as NotebookEdit's review
@@ -220,13 +246,15 @@ def test_the_bar_counts_two_changes_and_goes_from_one_to_the_next(front, browser
     first = page.page.locator(".ipy-agent-proposal[data-proposal-id]").first
     comes_into_view(page, first, "the first change (cell 1)")
     if front.kind == "lab" and _windowing_default(page):
-        Path("docs/images").mkdir(parents=True, exist_ok=True)
-        shown.screenshot(path="docs/images/review-bar.png")
+        IMAGE.parent.mkdir(parents=True, exist_ok=True)
+        shown.screenshot(path=str(IMAGE))  # the README's picture of the bar
 
     shown.get_by_role("button", name="Next", exact=True).click()
     second = page.page.locator(".ipy-agent-proposal[data-proposal-id]").filter(has_text="x20 = 'new'")
     comes_into_view(page, second, "the second change (cell 21)")
-    assert second.evaluate("el => el.closest('.jp-Cell') === window.jupyterapp.shell.currentWidget.content.widgets[20].node")
+    assert second.evaluate(
+        "el => el.closest('.jp-Cell') === window.jupyterapp.shell.currentWidget.content.widgets[20].node"
+    )
 
     shown.get_by_role("button", name="Previous", exact=True).click()
     back = page.page.locator(".ipy-agent-proposal[data-proposal-id]").filter(has_text="x0 = 'new'")
@@ -235,7 +263,9 @@ def test_the_bar_counts_two_changes_and_goes_from_one_to_the_next(front, browser
     shown.get_by_role("button", name="Accept all", exact=True).click()
 
     page.wait_done(last)  # the cell far below the view: its outputs as the model holds them
-    assert "ANSWERS ['Accepted in the cell (Accept all)', 'Accepted in the cell (Accept all)']" in str(page.outputs(last))
+    assert "ANSWERS ['Accepted in the cell (Accept all)', 'Accepted in the cell (Accept all)']" in str(
+        page.outputs(last)
+    )
     gone(page, ".ipy-agent-review-bar", "the review bar")
     gone(page, ".ipy-agent-proposal", "the answered banners")
 
@@ -257,6 +287,7 @@ def test_reject_all_in_the_bar_answers_the_run_and_the_banners_leave(front, brow
 
     shown.get_by_role("button", name="Reject all", exact=True).click()
 
+    shown_outcome(page.page, "Rejected")
     page.wait_done(agent)
     gone(page, ".ipy-agent-review-bar", "the review bar")
     gone(page, ".ipy-agent-proposal", "the answered banners")
@@ -274,13 +305,17 @@ def test_a_banner_leaves_once_accepted_and_the_record_of_a_rewound_prompt_says_s
         browser,
         opened,
         name,
-        [[use("NotebookRead", "r1")], [use("NotebookEdit", "e1", notebook_path=name, cell_id="c1", new_source="x = 41")], "Done."],
+        [
+            [use("NotebookRead", "r1")],
+            [use("NotebookEdit", "e1", notebook_path=name, cell_id="c1", new_source="x = 41")],
+            "Done.",
+        ],
     )
     agent = run_at_the_bottom(page)
     box = staged(page)
     comes_into_view(page, box, "the proposal")
     box.get_by_role("button", name="Accept", exact=True).click()
-    box.locator(".ipy-agent-proposal-outcome").filter(has_text="Accepted").wait_for(state="attached", timeout=TIMEOUT * 1000)
+    shown_outcome(page.page, "Accepted")
     gone(page, ".ipy-agent-proposal", "the accepted banner")
     page.wait_done(agent)
     assert page.cells()[0]["source"] == "x = 41"
@@ -294,3 +329,30 @@ def test_a_banner_leaves_once_accepted_and_the_record_of_a_rewound_prompt_says_s
     assert page.page.locator(".ipy-agent-proposal").count() == 0  # no banner of the rewound change
     said = record(page, agent, "Rewound (%agent_rewind 1)")
     assert "accepted in the cell" in said  # the outcome stays, with the rewind after it
+
+
+def test_an_open_banner_leaves_when_the_run_is_interrupted(front, browser, opened):
+    name = "interrupt.ipynb"
+    page = long_notebook(
+        front,
+        browser,
+        opened,
+        name,
+        [
+            [use("NotebookRead", "r1")],
+            [use("NotebookEdit", "e1", notebook_path=name, cell_id="c1", new_source="x = 41")],
+            "Done.",
+        ],
+    )
+    agent = run_at_the_bottom(page)
+    staged(page)
+    bar_says(page, "1 change to review")
+
+    page.page.locator("[data-command='notebook:interrupt-kernel']").first.click()  # the toolbar's stop button
+
+    shown_outcome(page.page, "Cancelled")
+    gone(page, ".ipy-agent-proposal", "the banner of the unanswered change")
+    gone(page, ".ipy-agent-review-bar", "the review bar")
+    page.wait_done(agent)
+    assert page.cells()[0]["source"] == "x = 1"
+    record(page, agent, "cancelled")  # the record keeps what became of it
