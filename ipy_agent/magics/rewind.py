@@ -40,7 +40,7 @@ async def rewind_command(session: AgentSession, line: str, *, live: bool) -> Rew
         report = await agent.arewind(prompt, force) if live else agent.rewind(prompt, force)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    session.rewound(agent, report.prompt)
+    session.prompt_records.rewound(agent, report.prompt)
     return report
 
 

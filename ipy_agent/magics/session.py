@@ -45,6 +45,8 @@ from ipy_agent.runtime.trace import RunResult
 from ipy_agent.ui.announce import cell_number
 from ipy_agent.ui.run_ui import RunUI, choose_ui
 
+from .prompt_records import PromptRecords
+
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.display import DisplayHandle
@@ -103,9 +105,7 @@ class AgentSession:
         # The widget view of the latest run (None for text output). A notebook run by nbclient
         # has nobody to click: `view.prompts[tool_use_id].allow()` answers like the button does.
         self.view: RunView | None = None
-        # Each prompt's view, by its conversation and number (as %agent_history numbers them): a
-        # rewind marks the records of the prompts it undid.
-        self.prompt_views: list[tuple[Agent, int, RunView]] = []
+        self.prompt_records = PromptRecords()  # a rewind marks the records of the prompts it undid
         self.background: asyncio.Task[RunResult] | None = None
         # The live-notebook bridge (kernel only): tools reach the open notebook through it.
         self.bridge: NotebookBridge | None = None
@@ -221,23 +221,9 @@ class AgentSession:
             run.agent.remove_listener(run.ui.listener)
             run.ui.close()
             if run.ui.view is not None and len(run.agent.checkpoints.list) > prompts:  # the prompt kept its checkpoint
-                self.prompt_views.append((run.agent, len(run.agent.checkpoints.list), run.ui.view))
+                self.prompt_records.add(run.agent, len(run.agent.checkpoints.list), run.ui.view)
             where = f'"Always allow" in cell [{run.cell}]' if run.cell else '"Always allow"'
             self.grants.collect(run.agent.rules, where)
-
-    def rewound(self, agent: Agent, prompt: int) -> None:
-        """A rewind undid prompt `prompt` and the later ones of `agent`'s conversation: their
-        records say so (the changes they list were undone)."""
-        kept: list[tuple[Agent, int, RunView]] = []
-        for owner, number, view in self.prompt_views:
-            if owner is agent and number >= prompt:
-                view.note_in_record(
-                    f"↶ Rewound (%agent_rewind {prompt}): what this prompt changed was undone, "
-                    "and the conversation went back to before it."
-                )
-            else:
-                kept.append((owner, number, view))
-        self.prompt_views = kept
 
     def run_foreground(self, run: Run) -> None:
         """Terminal IPython: no loop runs while a magic executes, so the run gets its own."""
