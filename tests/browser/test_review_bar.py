@@ -30,6 +30,7 @@ pytestmark = pytest.mark.browser
 FILLER = 30  # cells between the first cell and the two at the bottom: 33 cells in all
 IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "review-bar.png"
 IN_VIEW_S = 3.0  # how soon a change must come into view: what a person waits, not a benchmark
+LEAVES_S = 10.0  # an answered banner shows its outcome a moment (1.5 s), then leaves: well before this
 
 
 @pytest.fixture(scope="module", params=["lab", "lab-full", "notebook"])
@@ -200,15 +201,14 @@ def bar_says(page: NotebookPage, text: str) -> Any:
     return loc
 
 
-def gone(page: NotebookPage, selector: str, what: str) -> None:
-    """Until no element matches `selector` (or none is visible)."""
+def gone(page: NotebookPage, selector: str, what: str, timeout: float = LEAVES_S) -> None:
+    """Until no element matching `selector` is visible (a person sees it leave, not stay for good)."""
     with waiting_for(f"Chromium to remove {what}"):
         try:
-            page.page.locator(selector).first.wait_for(state="hidden", timeout=TIMEOUT * 1000)
+            page.page.locator(selector).first.wait_for(state="hidden", timeout=timeout * 1000)
         except Exception:
-            raise timed_out(
-                f"Chromium still shows {what}", TIMEOUT, page.page.locator(selector).first.inner_text()
-            ) from None
+            still = page.page.locator(selector).first.inner_text()
+            raise timed_out(f"Chromium still shows {what}", timeout, still) from None
 
 
 # A cell that stages two changes (cell 1 and cell 21) through the bridge, as NotebookEdit's review
