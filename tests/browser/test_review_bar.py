@@ -5,7 +5,8 @@ transcript: offline, deterministic); the agent proposes an edit of a cell far ab
 notebook scrolls to it; a bar over the notebook (`.ipy-agent-review-bar`) says how many changes
 wait, with Previous / Next to go from one to the next and Accept all / Reject all. A proposal's
 banner leaves its cell once answered (after showing the outcome a moment) and when the run ends;
-the `%agent` record keeps the outcome. Without a browser these tests skip locally and fail in CI.
+the `%agent` record keeps the outcome. `IPY_AGENT_SCREENSHOTS=1` writes the README's picture of
+the bar (docs/images/review-bar.png). Without a browser these tests skip locally and fail in CI.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.browser import TIMEOUT, JupyterServer, NotebookPage
+from tests.support.browser import SCREENSHOTS, TIMEOUT, JupyterServer, NotebookPage
 from tests.support.review_page import shown_outcome, watch_outcomes
 from tests.support.transcript import use
 from tests.support.waits import Deadline, timed_out, waiting_for
@@ -28,7 +28,6 @@ from tests.support.waits import Deadline, timed_out, waiting_for
 pytestmark = pytest.mark.browser
 
 FILLER = 30  # cells between the first cell and the two at the bottom: 33 cells in all
-IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "review-bar.png"
 IN_VIEW_S = 3.0  # how soon a change must come into view: what a person waits, not a benchmark
 LEAVES_S = 10.0  # an answered banner shows its outcome a moment (1.5 s), then leaves: well before this
 
@@ -246,8 +245,8 @@ def test_the_bar_counts_two_changes_and_goes_from_one_to_the_next(front, browser
     first = page.page.locator(".ipy-agent-proposal[data-proposal-id]").first
     comes_into_view(page, first, "the first change (cell 1)")
     if front.kind == "lab" and _windowing_default(page):
-        IMAGE.parent.mkdir(parents=True, exist_ok=True)
-        shown.screenshot(path=str(IMAGE))  # the README's picture of the bar
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shown.screenshot(path=str(SCREENSHOTS / "review-bar.png"))  # the README's picture of the bar
 
     shown.get_by_role("button", name="Next", exact=True).click()
     second = page.page.locator(".ipy-agent-proposal[data-proposal-id]").filter(has_text="x20 = 'new'")
