@@ -355,3 +355,30 @@ def test_an_open_banner_leaves_when_the_run_is_interrupted(front, browser, opene
     page.wait_done(agent)
     assert page.cells()[0]["source"] == "x = 1"
     record(page, agent, "cancelled")  # the record keeps what became of it
+
+
+def test_after_the_person_scrolled_a_notice_offers_to_go_to_the_change(front, browser, opened):
+    name = "offer.ipynb"
+    edits = [
+        use("NotebookEdit", "e1", notebook_path=name, cell_id="c1", new_source="x = 41"),
+        use("NotebookEdit", "e2", notebook_path=name, cell_id="f20", new_source="v20 = 0"),
+    ]
+    page = long_notebook(front, browser, opened, name, [[use("NotebookRead", "r1")], edits, "Done."])
+    run_at_the_bottom(page)
+    first = staged(page)
+    comes_into_view(page, first, "the first change")
+    page.page.mouse.move(640, 450)
+    page.page.mouse.wheel(0, 400)  # the person scrolls on their own while the run goes on
+
+    first.get_by_role("button", name="Accept", exact=True).click()
+
+    go = page.page.get_by_role("button", name="Go to it")
+    with waiting_for("Chromium to offer to go to the second change"):
+        try:
+            go.wait_for(state="visible", timeout=TIMEOUT * 1000)
+        except Exception:
+            raise timed_out("Chromium did not offer to go to the second change", TIMEOUT) from None
+    second = page.page.locator(".ipy-agent-proposal[data-proposal-id]").filter(has_text="v20 = 0")
+    assert not page.in_viewport(second)  # the page stayed where the person was
+    go.click()
+    comes_into_view(page, second, "the second change (cell 21)")
