@@ -62,6 +62,12 @@ class StagedReview(Protocol):
         ...
 
     @property
+    def shown(self) -> bool:
+        """Whether the change is drawn where it happens (`open` succeeded): the page brings it into
+        view, so a prompt asking the same question leaves the view (and the focus) alone."""
+        ...
+
+    @property
     def followed(self) -> bool:
         """Whether an approver follows this review (then its answer is the decision)."""
         ...

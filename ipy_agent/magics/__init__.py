@@ -1,6 +1,7 @@
 """`%agent` and its companion magics: the edge where IPython meets the runtime.
 
 Modules import one way, each only from those above it in this list:
+- `prompt_records`: each prompt's record, so that `%agent_rewind` marks the ones it undid;
 - `session`: `AgentSession`, the state every magic shares (the conversation's agent, grants, the
   bridge, the run in progress) and how a request is prepared (`Agent.configure`) and run;
 - `standing`: what `%agent_instructions` and `%agent_skills` print, and setting the notebook's

@@ -37,11 +37,11 @@ async def rewind_command(session: AgentSession, line: str, *, live: bool) -> Rew
     if agent.running:
         raise UsageError("The agent is running; stop it first with %agent_stop.")
     try:
-        if live:
-            return await agent.arewind(prompt, force)
-        return agent.rewind(prompt, force)
+        report = await agent.arewind(prompt, force) if live else agent.rewind(prompt, force)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    session.prompt_records.rewound(agent, report.prompt)
+    return report
 
 
 def show_rewind(report: RewindReport) -> None:

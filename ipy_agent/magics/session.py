@@ -45,6 +45,8 @@ from ipy_agent.runtime.trace import RunResult
 from ipy_agent.ui.announce import cell_number
 from ipy_agent.ui.run_ui import RunUI, choose_ui
 
+from .prompt_records import PromptRecords
+
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.display import DisplayHandle
@@ -103,6 +105,7 @@ class AgentSession:
         # The widget view of the latest run (None for text output). A notebook run by nbclient
         # has nobody to click: `view.prompts[tool_use_id].allow()` answers like the button does.
         self.view: RunView | None = None
+        self.prompt_records = PromptRecords()  # a rewind marks the records of the prompts it undid
         self.background: asyncio.Task[RunResult] | None = None
         # The live-notebook bridge (kernel only): tools reach the open notebook through it.
         self.bridge: NotebookBridge | None = None
@@ -210,12 +213,15 @@ class AgentSession:
     async def execute(self, run: Run) -> RunResult:
         run.agent.on_event(run.ui.listener)
         run.agent.configure(approver=run.ui.approver)
+        prompts = len(run.agent.checkpoints.list)
         try:
             self.last_result = await run.agent.arun(run.prompt)
             return self.last_result
         finally:
             run.agent.remove_listener(run.ui.listener)
             run.ui.close()
+            if run.ui.view is not None and len(run.agent.checkpoints.list) > prompts:  # the prompt kept its checkpoint
+                self.prompt_records.add(run.agent, len(run.agent.checkpoints.list), run.ui.view)
             where = f'"Always allow" in cell [{run.cell}]' if run.cell else '"Always allow"'
             self.grants.collect(run.agent.rules, where)
 

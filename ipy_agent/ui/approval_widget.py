@@ -166,7 +166,10 @@ class ApprovalPrompt:
     reject = deny
 
     def focus(self) -> None:
-        """Put the keyboard in the reason box: the browser scrolls the prompt into view."""
+        """Put the keyboard in the reason box: the browser scrolls the prompt into view. Not for a
+        change drawn in its cell: the page scrolls there, and the prompt would scroll it away."""
+        if self.review is not None and self.review.shown:
+            return
         self.reason.focus()
 
     @property

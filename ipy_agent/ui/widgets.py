@@ -294,6 +294,13 @@ class RunView:
         data["text/plain"] = LIVE_TEXT
         return data
 
+    def note_in_record(self, text: str) -> None:
+        """A line for the record of a finished run (a rewind undid what it changed): the record,
+        which replaced the widgets, is published again with it."""
+        self.entries.append(Entry(kind="notice", text=text, level="info"))
+        if self.closed:
+            self.publish_record()
+
     def publish_record(self) -> None:
         if self.handle is not None:
             with contextlib.suppress(Exception):  # the kernel is shutting down: the live view stays

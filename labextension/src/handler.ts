@@ -17,7 +17,7 @@ import type { ICellMetadata, IOutput } from '@jupyterlab/nbformat';
 import protocol from '../../ipy_agent/notebook/protocol.json';
 import { waitUntil } from './fallback';
 import type { Behavior, PromptAnswer, PromptQuestion, PromptRequest } from './fallback';
-import { OUTCOMES, Outcome, ReviewBoard, makeProposal, proposalProblem } from './review';
+import { OUTCOMES, Outcome, ReviewBoard, arrivalOf, makeProposal, proposalProblem } from './review';
 
 export const PROTOCOL: number = protocol.version;
 export const TARGET: string = protocol.target;
@@ -55,6 +55,8 @@ export interface Notebook {
   /** Replace a code cell's outputs; an `executionCount` of undefined leaves the count alone. */
   setOutputs(index: number, outputs: IOutput[], executionCount?: number | null): void;
   scrollTo(index: number): Promise<void>;
+  /** Whether the person scrolled the notebook since the run began (then the page does not scroll away). */
+  personScrolled?(): boolean;
   /** Show a notification; returns its id. */
   notify(message: string, type: NotifyType, autoClose: number): string;
   /** The notebook's metadata under `key`, or undefined. */
@@ -329,11 +331,11 @@ export const handlers: { readonly [op in Op]: Handler } = {
     } else {
       index = findIndex(nb, args.cell_id);
     }
-    const scroll = args.scroll !== false && nb.review.open.length === 0; // to the first proposal
-    if (scroll && nb.cellIds().length > 0) {
+    const arrival = arrivalOf(args.scroll !== false, nb.review.open.length === 0, nb.personScrolled?.() ?? false);
+    if (arrival === 'reveal' && nb.cellIds().length > 0) {
       await nb.scrollTo(Math.min(index, nb.cellIds().length - 1));
     }
-    nb.review.stage(makeProposal(args, index), scroll);
+    nb.review.stage(makeProposal(args, index), arrival);
     return { proposal_id: args.proposal_id, index };
   },
 

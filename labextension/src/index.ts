@@ -14,19 +14,24 @@ import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application'
 import { Notification } from '@jupyterlab/apputils';
 import type { ICodeCellModel } from '@jupyterlab/cells';
 import { PageConfig } from '@jupyterlab/coreutils';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { CellData, CellType, Notebook, PROTOCOL, TARGET, VERSION, hello, reply } from './handler';
 import { drawPrompt, promptShown, withdrawPrompt } from './fallback';
 import { ReviewBoard } from './review';
+import { ReviewBar } from './reviewBar';
 import { DomReviewView } from './reviewView';
 import { watchPolicies } from './policyBadge';
 import { watchFollowup } from './followupView';
+import { ScrollWatch } from './scrollWatch';
 
 /** The comm a panel last heard the kernel on: where the person's decisions go (review.ts). */
 type Link = { comm: Kernel.IComm | null };
 
-/** The panel's staged proposals, drawn in its cells, watched for the person's typing (the stale rule). */
+/**
+ * The panel's staged proposals, drawn in its cells, watched for the person's typing (the stale
+ * rule), counted in the review bar; they end when the run's cell finishes.
+ */
 function panelReview(panel: NotebookPanel, link: Link): ReviewBoard {
   const view = new DomReviewView(panel);
   const board = new ReviewBoard(
@@ -42,6 +47,17 @@ function panelReview(panel: NotebookPanel, link: Link): ReviewBoard {
     () => panel.context.path
   );
   view.board = board;
+  new ReviewBar(panel, board, proposal => view.reveal(proposal));
+  NotebookActions.executed.connect((_, { notebook }) => {
+    if (notebook === panel.content) {
+      board.endRun(); // a run's cell finished: no one waits for an answer to what is still open
+    }
+  });
+  panel.sessionContext.statusChanged.connect((_, status) => {
+    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      board.endRun(); // the run went with its kernel
+    }
+  });
   const check = () => {
     if (board.open.length === 0 || !panel.model) {
       return;
@@ -72,6 +88,7 @@ function panelReview(panel: NotebookPanel, link: Link): ReviewBoard {
 /** The panel's notebook model, as the handler sees it. */
 function panelNotebook(panel: NotebookPanel, review: ReviewBoard): Notebook {
   const model = () => panel.model!;
+  const scrolling = new ScrollWatch(panel, NotebookActions.executionScheduled);
   const cells = () => model().sharedModel.cells;
   return {
     review,
@@ -115,6 +132,7 @@ function panelNotebook(panel: NotebookPanel, review: ReviewBoard): Notebook {
       panel.content.activeCellIndex = index;
       await panel.content.scrollToItem(index, 'smart');
     },
+    personScrolled: () => scrolling.personScrolled,
     notify: (message, type, autoClose) => Notification.emit(message, type, { autoClose }),
     getMetadata: key => model().getMetadata(key),
     setMetadata: (key, value) => {

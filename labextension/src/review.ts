@@ -35,11 +35,32 @@ export interface Proposal {
   label: string;
 }
 
+/**
+ * How a newly staged proposal is brought to the person: the notebook scrolls to it, or (when the
+ * person scrolled since the run began, so the page does not take their place away) a notice
+ * offers to go there, or nothing (a later proposal: the review bar counts it).
+ */
+export type Arrival = 'reveal' | 'offer' | 'none';
+
+/**
+ * How a staged proposal arrives: only the first open one moves the page (a later one waits its
+ * turn in the review bar); it is scrolled to unless the kernel asked not to, or the person
+ * scrolled since the run began, when a notice offers to go there instead.
+ */
+export function arrivalOf(scroll: boolean, first: boolean, personScrolled: boolean): Arrival {
+  if (!scroll || !first) {
+    return 'none';
+  }
+  return personScrolled ? 'offer' : 'reveal';
+}
+
 /** What the DOM side does: draw a proposal, show its outcome, bring it into view. */
 export interface ReviewView {
   show(proposal: Proposal): void;
   settle(proposal: Proposal, outcome: Outcome, text: string): void;
   reveal(proposal: Proposal): void;
+  /** A notice that offers to go to the proposal, instead of scrolling there. */
+  offer(proposal: Proposal): void;
   /** Buttons off while a decision is on its way to the kernel. */
   busy(proposal: Proposal, on: boolean): void;
 }
@@ -135,6 +156,7 @@ export class ReviewBoard {
   readonly proposals = new Map<string, Proposal>();
   readonly outcomes = new Map<string, Outcome>();
   private readonly sent = new Set<string>(); // decided here, the kernel's resolve still to come
+  private readonly listeners: (() => void)[] = [];
 
   constructor(
     private readonly view: ReviewView,
@@ -147,12 +169,44 @@ export class ReviewBoard {
     return [...this.proposals.values()].filter(p => !this.outcomes.has(p.id));
   }
 
-  stage(proposal: Proposal, scroll: boolean): void {
+  /** Call `listener` whenever the open proposals change (the review bar counts them). */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) {
+      listener();
+    }
+  }
+
+  /** Whether a decision on `id` is on its way to the kernel (its buttons are off). */
+  pending(id: string): boolean {
+    return this.sent.has(id);
+  }
+
+  stage(proposal: Proposal, arrival: Arrival): void {
     this.proposals.set(proposal.id, proposal);
     this.view.show(proposal);
-    if (scroll && this.open[0]?.id === proposal.id) {
-      this.view.reveal(proposal); // the notebook scrolls to the first proposal
+    if (arrival === 'reveal') {
+      this.view.reveal(proposal);
+    } else if (arrival === 'offer') {
+      this.view.offer(proposal);
     }
+    this.changed();
+  }
+
+  /**
+   * The run ended (its cell finished) with proposals still open: no one waits for their answer
+   * any more, so they end as cancelled and their banners leave. The kernel's own resolve comes
+   * first when it can send one; this is for a kernel that could not (it died, or was restarted).
+   */
+  endRun(): string[] {
+    const ended = this.open.map(p => p.id);
+    for (const id of ended) {
+      this.resolve(id, 'cancelled', '');
+    }
+    return ended;
   }
 
   /** The kernel says how a proposal ended; false when it does not know it. */
@@ -164,6 +218,7 @@ export class ReviewBoard {
     this.outcomes.set(id, outcome);
     this.sent.delete(id);
     this.view.settle(proposal, outcome, outcomeText(outcome, reason));
+    this.changed();
     return true;
   }
 
@@ -186,6 +241,7 @@ export class ReviewBoard {
     }
     this.sent.add(id);
     this.view.busy(proposal, true);
+    this.changed();
     return true;
   }
 

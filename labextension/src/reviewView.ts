@@ -7,6 +7,7 @@
  * Accept). A deletion also marks the cell. Events in a proposal stay there: the notebook does
  * not take a click or a key in it for its own (command mode, drag, focus).
  */
+import { Notification } from '@jupyterlab/apputils';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { Decision, Outcome, Proposal, ReviewBoard, ReviewView, headline, lineDiff } from './review';
 
@@ -28,8 +29,8 @@ const CSS = `
 .jp-Cell.ipy-agent-proposed-delete { outline: 2px dashed rgba(248, 81, 73, 0.7); }
 `;
 const KEPT_EVENTS = ['mousedown', 'dblclick', 'keydown', 'keypress', 'keyup', 'focusin', 'contextmenu'];
-/** How long a settled proposal shows its outcome before it goes. */
-const SETTLED_MS = 30000;
+/** How long a settled proposal shows its outcome ("Accepted") before its banner leaves the cell. */
+export const SETTLED_MS = 1500;
 
 /**
  * Keys typed into a proposal's reason box are the box's: Notebook 7 runs its shortcuts on the
@@ -164,8 +165,38 @@ export class DomReviewView implements ReviewView {
     }
   }
 
+  /**
+   * Bring the proposal into view. The notebook may not render a cell far from view (its
+   * windowing modes), so the notebook scrolls to the cell by its index first; then the box, now
+   * in the page, is scrolled to within it.
+   */
   reveal(proposal: Proposal): void {
-    this.boxes.get(proposal.id)?.scrollIntoView({ block: 'nearest' });
+    void this.goTo(proposal);
+  }
+
+  async goTo(proposal: Proposal): Promise<void> {
+    const content = this.panel.content;
+    const id = proposal.cellId ?? content.widgets[0]?.model.id;
+    const index = content.widgets.findIndex(w => w.model.id === id);
+    if (index >= 0) {
+      try {
+        await content.scrollToItem(index, 'smart');
+      } catch {
+        // another scroll was asked meanwhile (the person's Next): it takes over
+        return;
+      }
+    }
+    const box = this.boxes.get(proposal.id);
+    if (box?.isConnected) {
+      box.scrollIntoView({ block: 'nearest' });
+    }
+  }
+
+  offer(proposal: Proposal): void {
+    Notification.emit(headline(proposal), 'info', {
+      autoClose: 15000,
+      actions: [{ label: 'Go to it', caption: 'Scroll to the change to review', callback: () => this.reveal(proposal) }]
+    });
   }
 
   busy(proposal: Proposal, on: boolean): void {

@@ -35,6 +35,7 @@ class ListNotebook implements Notebook {
   promptShown?: (promptId: string) => boolean;
   askPermission?: (request: PromptRequest) => Promise<PromptAnswer>;
   withdrawPrompt?: (promptId: string, outcome: string) => boolean;
+  personScrolled?: () => boolean;
   private made = 0;
   view = new RecordingView();
   decisions: Result[] = [];
@@ -384,6 +385,14 @@ describe('stage_proposal and resolve_proposal', () => {
     expect(nb.view.shown).toEqual(['p1', 'p2', 'p3']);
     expect(nb.scrolled).toEqual([2]); // only to the first open proposal
     expect(nb.review.open.map(p => p.kind)).toEqual(['replace', 'insert', 'insert']);
+  });
+
+  it('does not scroll when the person scrolled since the run began: a notice offers to go there', async () => {
+    nb.personScrolled = () => true;
+    await ok('stage_proposal', { ...stage, proposal_id: 'p1', scroll: true });
+    expect(nb.scrolled).toEqual([]);
+    expect(nb.view.offered).toEqual(['p1']);
+    expect(nb.view.revealed).toEqual([]);
   });
 
   it('shows the outcome the kernel sends, and refuses an unknown proposal or outcome', async () => {

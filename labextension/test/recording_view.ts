@@ -6,6 +6,7 @@ export class RecordingView implements ReviewView {
   shown: string[] = [];
   settled: [string, Outcome, string][] = [];
   revealed: string[] = [];
+  offered: string[] = [];
   busyIds: string[] = [];
   show(p: Proposal): void {
     this.shown.push(p.id);
@@ -15,6 +16,9 @@ export class RecordingView implements ReviewView {
   }
   reveal(p: Proposal): void {
     this.revealed.push(p.id);
+  }
+  offer(p: Proposal): void {
+    this.offered.push(p.id);
   }
   busy(p: Proposal, on: boolean): void {
     if (on) {

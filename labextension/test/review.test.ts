@@ -6,6 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import protocol from '../../ipy_agent/notebook/protocol.json';
 import {
   DIFF_LINE_LIMIT,
+  arrivalOf,
   Message,
   Proposal,
   ReviewBoard,
@@ -114,16 +115,16 @@ describe('the inline diff', () => {
 
 describe('the board', () => {
   it('draws a proposal and reveals only the first open one', () => {
-    board.stage(proposal('p1'), true);
-    board.stage(proposal('p2', 'replace', 'b'), true);
+    board.stage(proposal('p1'), arrivalOf(true, board.open.length === 0, false));
+    board.stage(proposal('p2', 'replace', 'b'), arrivalOf(true, board.open.length === 0, false));
     expect(view.shown).toEqual(['p1', 'p2']);
     expect(view.revealed).toEqual(['p1']);
     expect(board.open.map(p => p.id)).toEqual(['p1', 'p2']);
   });
 
   it('sends the decision with the protocol keys; a reason only with a rejection', () => {
-    board.stage(proposal('p1'), true);
-    board.stage(proposal('p2'), true);
+    board.stage(proposal('p1'), 'reveal');
+    board.stage(proposal('p2'), 'reveal');
     expect(board.decide('p1', 'reject', '  keep it  ')).toBe(true);
     expect(board.decide('p2', 'accept', 'ignored')).toBe(true);
     expect(Object.keys(sent[0]).sort()).toEqual([...protocol.messages.decision].sort());
@@ -137,14 +138,14 @@ describe('the board', () => {
   });
 
   it('sends one decision per proposal, none for an unknown or settled one, and keeps the buttons without a comm', () => {
-    board.stage(proposal('p1'), true);
+    board.stage(proposal('p1'), 'reveal');
     expect(board.decide('p1', 'accept')).toBe(true);
     expect(board.decide('p1', 'reject')).toBe(false); // a double click
     expect(board.decide('nope', 'accept')).toBe(false);
-    board.stage(proposal('p2'), true);
+    board.stage(proposal('p2'), 'reveal');
     board.resolve('p2', 'accepted', '');
     expect(board.decide('p2', 'reject')).toBe(false);
-    board.stage(proposal('p3'), true);
+    board.stage(proposal('p3'), 'reveal');
     connected = false;
     expect(board.decide('p3', 'accept')).toBe(false);
     expect(view.busyIds).toEqual(['p1']);
@@ -152,7 +153,7 @@ describe('the board', () => {
   });
 
   it('shows how a proposal ended, whoever decided', () => {
-    board.stage(proposal('p1'), true);
+    board.stage(proposal('p1'), 'reveal');
     expect(board.resolve('p1', 'rejected', 'not now')).toBe(true);
     expect(board.resolve('zz', 'accepted', '')).toBe(false);
     expect(view.settled).toEqual([['p1', 'rejected', 'Rejected: not now']]);
@@ -163,9 +164,9 @@ describe('the board', () => {
   });
 
   it('finds a proposal stale when its cell no longer holds the source it was made against', () => {
-    board.stage(proposal('p1'), true); // cell a, made against "x = 1"
-    board.stage(proposal('p2', 'delete', 'b'), true);
-    board.stage(proposal('p3', 'insert', 'a'), true);
+    board.stage(proposal('p1'), 'reveal'); // cell a, made against "x = 1"
+    board.stage(proposal('p2', 'delete', 'b'), 'reveal');
+    board.stage(proposal('p3', 'insert', 'a'), 'reveal');
     const sources: { [id: string]: string } = { a: 'x = 1', b: 'x = 1' };
     expect(board.check(id => sources[id])).toEqual([]);
     sources.a = 'x = 1  # mine';
@@ -174,5 +175,48 @@ describe('the board', () => {
     delete sources.b; // the person deleted the cell under review
     expect(board.check(id => sources[id])).toEqual(['p2']);
     expect(board.check(id => sources[id])).toEqual([]); // said once
+  });
+});
+
+describe('a proposal arriving', () => {
+  it('is scrolled to when first, offered when the person scrolled since the run began, else only counted', () => {
+    expect(arrivalOf(true, true, false)).toBe('reveal');
+    expect(arrivalOf(true, true, true)).toBe('offer');
+    expect(arrivalOf(true, false, false)).toBe('none');
+    expect(arrivalOf(false, true, false)).toBe('none');
+  });
+
+  it('offered: a notice, and the page stays where the person is', () => {
+    board.stage(proposal('p1'), 'offer');
+    expect(view.offered).toEqual(['p1']);
+    expect(view.revealed).toEqual([]);
+  });
+});
+
+describe('the end of a run', () => {
+  it('ends the proposals still open as cancelled, and tells whoever counts them', () => {
+    let changes = 0;
+    board.onChange(() => changes++);
+    board.stage(proposal('p1'), 'reveal');
+    board.stage(proposal('p2', 'replace', 'b'), 'none');
+    board.resolve('p1', 'accepted', '');
+    expect(changes).toBe(3);
+    expect(board.endRun()).toEqual(['p2']);
+    expect(view.settled.map(([id, outcome]) => [id, outcome])).toEqual([
+      ['p1', 'accepted'],
+      ['p2', 'cancelled']
+    ]);
+    expect(board.open).toEqual([]);
+    expect(changes).toBe(4);
+    expect(sent).toEqual([]); // nothing to tell the kernel: its run is over
+  });
+
+  it('a decision on its way is pending until the kernel resolves it', () => {
+    board.stage(proposal('p1'), 'reveal');
+    expect(board.pending('p1')).toBe(false);
+    board.decide('p1', 'accept');
+    expect(board.pending('p1')).toBe(true);
+    board.resolve('p1', 'accepted', '');
+    expect(board.pending('p1')).toBe(false);
   });
 });

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.browser import SCREENSHOTS, TIMEOUT, JupyterServer, NotebookPage
+from tests.support.review_page import shown_outcome, watch_outcomes
 from tests.support.transcript import use
 from tests.support.waits import timed_out, waiting_for
 
@@ -58,6 +59,7 @@ def start(server: JupyterServer, browser: Any, opened: list[NotebookPage], name:
     )
     page = server.open(browser, name)
     opened.append(page)
+    watch_outcomes(page.page)
     page.run(0)
     page.wait_done(0)
     page.run(AGENT)
@@ -87,18 +89,9 @@ def by_id(page: NotebookPage, box: Any) -> Any:
 
 
 def outcome(page: NotebookPage, box: Any, needle: str) -> str:
-    """Until the proposal shows its outcome containing `needle`; returns the outcome line."""
-    line = box.locator(".ipy-agent-proposal-outcome")
-    with waiting_for(f"Chromium to show {needle!r} as the proposal's outcome"):
-        try:
-            line.filter(has_text=needle).wait_for(state="visible", timeout=TIMEOUT * 1000)
-        except Exception:
-            raise timed_out(
-                f"Chromium did not show {needle!r} as the proposal's outcome",
-                TIMEOUT,
-                f"it shows: {box.inner_text() if box.count() else '(no proposal)'}\nconsole: {page.console[-10:]}",
-            ) from None
-    return str(line.inner_text())
+    """Until the proposal has shown its outcome containing `needle` (it shows it a moment, then its
+    banner leaves the cell); returns the outcome line."""
+    return shown_outcome(page.page, needle)
 
 
 def sources(page: NotebookPage) -> list[str]:
@@ -191,7 +184,8 @@ def test_accept_all_applies_three_proposals(front, browser, opened):
     page.wait_text(AGENT, "Done reviewing.")
     assert sources(page) == ["x = 10", "print(x + 10)", "y = 20"]
     outcome(page, box, "Accepted")
-    assert page.page.locator(".ipy-agent-proposal:not([data-outcome])").count() == 0
+    page.page.locator(".ipy-agent-proposal").first.wait_for(state="detached", timeout=TIMEOUT * 1000)
+    assert page.page.locator(".ipy-agent-proposal").count() == 0  # the answered banners left their cells
 
 
 def test_typing_in_a_cell_under_review_makes_the_proposal_stale(front, browser, opened):

@@ -138,6 +138,10 @@ class LiveReview:
         )
 
     @property
+    def shown(self) -> bool:
+        return self._staged
+
+    @property
     def followed(self) -> bool:
         with self._lock:
             return bool(self._followers)
