@@ -16,7 +16,7 @@ the magics turn into UsageError.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,12 @@ from ipy_agent.mcp.config import user_config_dir
 from ipy_agent.permissions.builtin import matches_everything
 from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
 
-__all__ = ["SETTINGS_FILES", "SettingsError", "load_settings_rules", "rules_from_lists"]
+from .settings_approvals import SettingsApprovals
+
+__all__ = ["SETTINGS_FILES", "ApproveAllowRules", "SettingsError", "load_settings_rules", "rules_from_lists"]
+
+# Asked with (the file as the person knows it, its allow rules); True applies them.
+ApproveAllowRules = Callable[[str, list[str]], bool]
 
 KINDS: tuple[RuleKind, ...] = ("allow", "ask", "deny")
 
@@ -56,9 +61,14 @@ class SettingsError(ValueError):
     """
 
 
-def load_settings_rules(cwd: str | Path) -> tuple[list[RuleSpec], list[str]]:
+def load_settings_rules(
+    cwd: str | Path, *, approve: ApproveAllowRules | None = None, approvals: SettingsApprovals | None = None
+) -> tuple[list[RuleSpec], list[str]]:
     """Rules from the settings files under `cwd`, and a warning for each harmless problem.
 
+    A project file's allow rules apply only as the person approved them (settings_approvals.py):
+    new or changed ones are put to `approve` once, and without it (or with a no) they are left
+    out with a warning; its deny and ask rules always apply.
     Raises SettingsError naming the file when its deny or ask rules cannot be trusted."""
     base = Path(cwd)
     rules: list[RuleSpec] = []
@@ -69,9 +79,41 @@ def load_settings_rules(cwd: str | Path) -> tuple[list[RuleSpec], list[str]]:
         if not path.is_file() or (n > 0 and user.is_file() and path.resolve() == user.resolve()):
             continue  # the home directory as a project: its file is the user's own, read once
         found, problems = _read_file(path, label)
+        if n > 0:
+            found = _approved_only(found, path, label, approve, approvals or SettingsApprovals(), problems)
         rules.extend(found)
         warnings.extend(problems)
     return rules, warnings
+
+
+def _approved_only(
+    found: list[RuleSpec],
+    path: Path,
+    label: str,
+    approve: ApproveAllowRules | None,
+    approvals: SettingsApprovals,
+    warnings: list[str],
+) -> list[RuleSpec]:
+    """`found` without its allow rules unless the person approved exactly these for this file."""
+    allow = [r.text for r in found if r.kind == "allow"]
+    if not allow:
+        return found
+    where = path.resolve()
+    if approvals.is_approved(where, allow):
+        return found
+    if approve is not None and approve(str(where), allow):
+        try:
+            approvals.remember(where, allow)
+        except OSError as e:
+            warnings.append(f"Could not remember your approval of {label} in {approvals.path} ({e}); it asks again.")
+        return found
+    warnings.append(
+        f"{where}: its allow rules {', '.join(allow)} were not applied: they are new or changed since you "
+        "last approved this file, and any command that runs here could have written it. Run %agent where "
+        "it can ask you (a notebook or IPython), or give the rules yourself (%agent --allow '...'). Its "
+        "deny and ask rules apply."
+    )
+    return [r for r in found if r.kind != "allow"]
 
 
 _UNTRUSTED = (
