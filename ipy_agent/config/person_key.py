@@ -2,7 +2,7 @@
 
 A file in the working directory (a saved conversation) can be edited by any command that runs
 there, an allowed one included. What such a file carries that would loosen a prompt (the rules
-granted with "always") is signed with an HMAC keyed by 32 random bytes kept in the person's
+granted with "always") is signed with an HMAC keyed by 32 random bytes (as hex) kept in the person's
 settings folder (`base/paths.py: signing_key`, in `settings_dir()`): a protected surface, which the writable
 sandbox binds read-only and the rule layer asks before writing, and a built-in Read deny that
 no tool or sandboxed command can read (`permissions/builtin.py`). So a signature that
@@ -32,8 +32,8 @@ def _key_path() -> Path:
 
 def _read_key() -> bytes | None:
     try:
-        key = _key_path().read_bytes()
-    except OSError:
+        key = bytes.fromhex(_key_path().read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
         return None
     return key if len(key) == _KEY_BYTES else None
 
@@ -50,8 +50,8 @@ def _key(create: bool) -> bytes | None:
         return _read_key()  # made meanwhile by another kernel of the person's
     except OSError:
         return None
-    with os.fdopen(fd, "wb") as f:
-        f.write(os.urandom(_KEY_BYTES))
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(os.urandom(_KEY_BYTES).hex() + "\n")
     return _read_key()
 
 
