@@ -16,6 +16,7 @@ the magics turn into UsageError.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,8 @@ def _approved_only(
     allow = [r.text for r in found if r.kind == "allow"]
     if not allow:
         return found
-    where = path.resolve()
+    # The path as read, links not followed: a link to an approved file elsewhere is a new file.
+    where = Path(os.path.abspath(path))
     if approvals.is_approved(where, allow):
         return found
     if approve is not None and approve(str(where), allow):

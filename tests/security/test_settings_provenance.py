@@ -295,3 +295,37 @@ def test_control_without_the_built_in_deny_the_key_is_read(
     _saved_then_edited(project)
     monkeypatch.setattr(builtin_module, "signing_key", lambda: home / "elsewhere")
     assert signing_key().read_text().strip() in _read_the_key(home)
+
+
+def _command_reads_the_key(home: Path) -> str:
+    """An allowed command in the writable sandbox, cwd at home, opens the key by a name it
+    builds at run time (no word of the command names it)."""
+    code = "print(open('.ipy_' + 'agent/signing' + '.key').read())"
+    agent = Agent(
+        ScriptedModel([[use("Bash", "b", command=f'python3 -c "{code}"')], "done"]),
+        cwd=home,
+        tools=builtin_tools(),
+        allow=["Bash(python3:*)"],
+        approver=lambda req: asked.append(req.reason) or "deny",
+    )
+    asked: list[str] = []
+    agent.run("go")
+    out = str(_blocks(agent)["b"]["content"])
+    assert asked == [], asked  # the allow rule runs it: in the writable sandbox
+    return out
+
+
+@pytest.mark.usefixtures("need_bwrap")
+def test_no_sandboxed_command_reads_the_signing_key(home: Path, project: Path):
+    _saved_then_edited(project)
+    out = _command_reads_the_key(home)
+    assert signing_key().read_text().strip() not in out and "hidden by the sandbox" in out
+
+
+@pytest.mark.usefixtures("need_bwrap")
+def test_control_without_the_built_in_deny_a_sandboxed_command_reads_the_key(
+    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+):
+    _saved_then_edited(project)
+    monkeypatch.setattr(builtin_module, "signing_key", lambda: home / "elsewhere")
+    assert signing_key().read_text().strip() in _command_reads_the_key(home)
