@@ -1,7 +1,8 @@
 """A conversation saved to JSON, and loaded back so it can go on in another cell or kernel.
 
 What is saved is what the next request needs: the messages, exactly as the model saw them, and
-the rules the person granted with "always" (so the same calls are not asked about again). Read
+the rules the person granted with "always" (so the same calls are not asked about again),
+signed with the person's key so that an edit of the file brings back no grant (person_key.py). Read
 state is not saved on purpose: after a reload the files may have changed, so the agent must
 read them again before it edits. A file written during an interrupted run is repaired on load,
 because the Messages API refuses a history with unanswered tool_use blocks.

@@ -7,6 +7,9 @@ A person keeps one set of rules for ipy_agent and Claude Code: besides their own
 so `%agent_tools` can say why a call is allowed. A broken file must not stop the agent: it
 becomes a warning that names the file and what is wrong, and its rules are skipped.
 
+A project file may have been written by a command we never saw (settings_approvals.py says
+why): its allow rules apply only as the person approved them, asked once through `approve`.
+
 An administrator's managed policy (policy.py) adds its rules on top; deny beats ask beats
 allow whatever the source, so none of these files loosens it. The options of the `%agent` line are the last source of rules (config/options.py reads them). This
 module is plain Python (no IPython): errors are ValueErrors with a message for the person, which

@@ -289,9 +289,7 @@ def test_no_tool_reads_the_signing_key(home: Path, project: Path):
     assert "denied" in out.lower() and signing_key().read_text().strip() not in out
 
 
-def test_control_without_the_built_in_deny_the_key_is_read(
-    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
-):
+def test_control_without_the_built_in_deny_the_key_is_read(home: Path, project: Path, monkeypatch: pytest.MonkeyPatch):
     _saved_then_edited(project)
     monkeypatch.setattr(builtin_module, "signing_key", lambda: home / "elsewhere")
     assert signing_key().read_text().strip() in _read_the_key(home)
