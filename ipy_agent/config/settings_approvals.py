@@ -25,7 +25,7 @@ from typing import Any
 
 from ipy_agent.base.paths import settings_dir
 
-__all__ = ["SettingsApprovals", "allow_fingerprint"]
+__all__ = ["SettingsApprovals", "allow_fingerprint", "ask_on_stdin"]
 
 _LOCK = threading.Lock()
 
@@ -72,3 +72,20 @@ class SettingsApprovals:
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
+
+
+def ask_on_stdin(where: str, allow: list[str]) -> bool:
+    """Ask the person, once, whether a project settings file's new allow rules apply; False
+    where nobody can answer (no stdin: nbconvert, papermill, a test)."""
+    print(
+        f"{where} has allow rules you have not approved (a command may have written them):\n"
+        + "".join(f"  allow {text}\n" for text in allow)
+        + "They would let these calls run without asking. Their deny and ask rules apply either way."
+    )
+    try:
+        answer = input("Apply these allow rules (remembered until they change)? [y/N] ")
+    except KeyboardInterrupt:
+        raise
+    except Exception:  # EOFError, OSError, IPython's StdinNotImplementedError: nobody to ask
+        return False
+    return answer.strip().lower() in ("y", "yes")

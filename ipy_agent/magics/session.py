@@ -33,6 +33,7 @@ from ipy_agent.config.grants import SessionGrants
 from ipy_agent.config.options import AgentLine, parse_line
 from ipy_agent.config.policy import PolicyError, PolicyViolation
 from ipy_agent.config.settings import SettingsError, load_settings_rules, rules_from_lists
+from ipy_agent.config.settings_approvals import ask_on_stdin
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxSetting
 from ipy_agent.history.messages import repair_history
@@ -291,7 +292,7 @@ class AgentSession:
             raise UsageError(f"AgentMagics.allow/ask/deny: {e}") from None
         try:
             # A run asks the person about a project file's new allow rules; a listing only says so.
-            files, warnings = load_settings_rules(agent.cwd, approve=ask_about_allow_rules if request else None)
+            files, warnings = load_settings_rules(agent.cwd, approve=ask_on_stdin if request else None)
         except SettingsError as e:
             raise UsageError(str(e)) from None
         warnings += _apply_mcp_files(agent)
@@ -384,23 +385,6 @@ class AgentSession:
                 f'Rules granted earlier with "always" are back: {", ".join(restored)} (%agent_tools lists every rule).'
             )
         return agent
-
-
-def ask_about_allow_rules(where: str, allow: list[str]) -> bool:
-    """Ask the person, once, whether a project settings file's new allow rules apply; False
-    where nobody can answer (no stdin: nbconvert, papermill, a test)."""
-    print(
-        f"{where} has allow rules you have not approved (a command may have written them):\n"
-        + "".join(f"  allow {text}\n" for text in allow)
-        + "They would let these calls run without asking. Their deny and ask rules apply either way."
-    )
-    try:
-        answer = input("Apply these allow rules (remembered until they change)? [y/N] ")
-    except KeyboardInterrupt:
-        raise
-    except Exception:  # EOFError, OSError, IPython's StdinNotImplementedError: nobody to ask
-        return False
-    return answer.strip().lower() in ("y", "yes")
 
 
 def _apply_mcp_files(agent: Agent) -> list[str]:
