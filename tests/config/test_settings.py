@@ -98,6 +98,23 @@ def test_an_allow_rule_from_our_settings_skips_the_prompt_once_approved(shell, s
     assert (tmp_path / "a.txt").read_text() == "again\n" and len(asked) == 1
 
 
+def test_without_stdin_a_project_files_new_allow_rule_is_left_out_and_the_person_told(
+    shell, script, tmp_path, monkeypatch, capsys
+):
+    from IPython.core.error import StdinNotImplementedError
+
+    def no_stdin(prompt: str = "") -> str:  # nbconvert, papermill: nobody to answer
+        raise StdinNotImplementedError("raw_input was called, but this frontend does not support input requests.")
+
+    monkeypatch.setattr("builtins.input", no_stdin)
+    write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": ["Edit(a.txt)"]}})
+    path = edit_script(script, tmp_path, "bye")
+    shell.run_line_magic("agent", f"--script {path} change it")
+    captured = capsys.readouterr()
+    assert (tmp_path / "a.txt").read_text() == "hello\n"  # the edit was not allowed by the file
+    assert "its allow rules Edit(a.txt) were not applied" in captured.out + captured.err
+
+
 def test_a_malformed_settings_file_stops_the_run_with_the_fix(shell, magics, script, tmp_path, capsys):
     write(tmp_path / ".claude" / "settings.json", '{"permissions": {"deny": ["Bash(rm:*)"],}}')
     shell.run_cell(f"%agent --script {script('should not run')} hi")
