@@ -74,9 +74,16 @@ class SettingsApprovals:
                 raise
 
 
+_DECLINED: set[tuple[str, str]] = set()  # answered no in this kernel: not asked again until they change
+
+
 def ask_on_stdin(where: str, allow: list[str]) -> bool:
     """Ask the person, once, whether a project settings file's new allow rules apply; False
-    where nobody can answer (no stdin: nbconvert, papermill, a test)."""
+    where nobody can answer (no stdin: nbconvert, papermill, a test), and without asking again
+    for rules the person declined in this kernel."""
+    key = (where, allow_fingerprint(allow))
+    if key in _DECLINED:
+        return False
     print(
         f"{where} has allow rules you have not approved (a command may have written them):\n"
         + "".join(f"  allow {text}\n" for text in allow)
@@ -88,4 +95,7 @@ def ask_on_stdin(where: str, allow: list[str]) -> bool:
         raise
     except Exception:  # EOFError, OSError, IPython's StdinNotImplementedError: nobody to ask
         return False
-    return answer.strip().lower() in ("y", "yes")
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    _DECLINED.add(key)
+    return False

@@ -115,6 +115,26 @@ def test_without_stdin_a_project_files_new_allow_rule_is_left_out_and_the_person
     assert "its allow rules Edit(a.txt) were not applied" in captured.out + captured.err
 
 
+def test_a_declined_allow_rule_is_not_asked_about_again_until_it_changes(shell, script, tmp_path, monkeypatch):
+    asked: list[str] = []
+
+    def answer(prompt: str = "") -> str:
+        asked.append(prompt)
+        return "n"
+
+    monkeypatch.setattr("builtins.input", answer)
+    settings = tmp_path / ".ipy_agent" / "settings.json"
+    write(settings, {"permissions": {"allow": ["Edit(a.txt)"]}})
+    for _ in range(2):
+        shell.run_line_magic("agent", f"--script {edit_script(script, tmp_path, 'bye')} change it")
+    # The file's question once; each run's Edit asks (and is refused): the rule did not apply.
+    assert [p for p in asked if "Apply these allow rules" in p] == [asked[0]]
+    assert (tmp_path / "a.txt").read_text() == "hello\n"
+    write(settings, {"permissions": {"allow": ["Edit(a.txt)", "Edit(b.txt)"]}})
+    shell.run_line_magic("agent", f"--script {edit_script(script, tmp_path, 'bye')} change it")
+    assert len([p for p in asked if "Apply these allow rules" in p]) == 2  # changed: asked again
+
+
 def test_a_malformed_settings_file_stops_the_run_with_the_fix(shell, magics, script, tmp_path, capsys):
     write(tmp_path / ".claude" / "settings.json", '{"permissions": {"deny": ["Bash(rm:*)"],}}')
     shell.run_cell(f"%agent --script {script('should not run')} hi")
