@@ -17,7 +17,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["folders_down_to", "home_relative", "personal_dir", "personal_dirs", "repository_root", "settings_dir"]
+__all__ = [
+    "folders_down_to",
+    "home_relative",
+    "personal_dir",
+    "personal_dirs",
+    "repository_root",
+    "settings_dir",
+    "signing_key",
+]
 
 
 def personal_dir() -> Path:
@@ -35,6 +43,12 @@ def settings_dir() -> Path:
     not exist): `$IPY_AGENT_CONFIG_DIR`, or `~/.ipy_agent`."""
     env = os.environ.get("IPY_AGENT_CONFIG_DIR", "").strip()
     return Path(env).expanduser() if env else Path.home() / ".ipy_agent"
+
+
+def signing_key() -> Path:
+    """The person's signing key (`config/person_key.py`), in `settings_dir()`: a protected
+    surface no command writes, and a built-in Read deny, so no tool or command reads it."""
+    return settings_dir() / "signing.key"
 
 
 def personal_dirs() -> list[Path]:

@@ -1,11 +1,13 @@
 """What a person configures and keeps, and what an administrator sets: settings, policy, `%agent` options, grants, instructions, saved conversations.
 
 Modules import one way, each only from those above it in this list:
+- `settings_approvals`: which allow rules of a project's settings files the person approved, by content;
 - `settings`: permission rules from settings files, each labelled with where it came from;
 - `options`: the options of the `%agent` line, one table for its splitter and its parser;
 - `policy`: the managed policy an administrator sets, which a person cannot loosen;
 - `spending`: what this person has spent per day and in all, for the policy's budgets;
 - `grants`: the rules granted with "Always allow", kept for the kernel session;
 - `instructions`: AGENTS.md, CLAUDE.md and the notebook's instructions, as blocks for the system prompt;
+- `person_key`: the person's secret, to sign what is kept where commands write (saved grants);
 - `conversation_file`: a conversation saved to JSON and loaded back.
 """

@@ -1,7 +1,8 @@
 """A conversation saved to JSON, and loaded back so it can go on in another cell or kernel.
 
 What is saved is what the next request needs: the messages, exactly as the model saw them, and
-the rules the person granted with "always" (so the same calls are not asked about again). Read
+the rules the person granted with "always" (so the same calls are not asked about again),
+signed with the person's key so that an edit of the file brings back no grant (person_key.py). Read
 state is not saved on purpose: after a reload the files may have changed, so the agent must
 read them again before it edits. A file written during an interrupted run is repaired on load,
 because the Messages API refuses a history with unanswered tool_use blocks.
@@ -21,9 +22,12 @@ from ipy_agent.permissions.builtin import matches_everything
 from ipy_agent.permissions.rules import parse_rule
 from ipy_agent.runtime.conversation import Conversation
 
+from .person_key import sign, verify
+
 __all__ = ["SAVE_FORMAT", "load_conversation", "save_conversation", "shape_problem"]
 
 SAVE_FORMAT = "ipy_agent.conversation"
+_GRANTS = "saved grants"  # what the signature is for, so it signs nothing else
 
 
 def save_conversation(agent: Conversation, path: str | Path) -> None:
@@ -35,6 +39,8 @@ def save_conversation(agent: Conversation, path: str | Path) -> None:
         "model": agent.model.name,
         "messages": redact_data(agent.messages),
         "granted": granted,
+        # The file sits where commands write: its grants come back only with the person's signature.
+        "granted_signature": sign(_GRANTS, [str(agent.cwd), granted]),
     }  # no credential lands in a file
     _replace(Path(path), json.dumps(data, indent=1, ensure_ascii=False))
 
@@ -126,9 +132,11 @@ def shape_problem(messages: list[Any]) -> str | None:
 def _restore_granted(data: dict[str, Any], agent: Conversation) -> list[str]:
     """Put back the allow rules granted with "always"; return why any were not.
 
-    A saved file may come from someone else, or from another project: rules only come back
-    for the directory they were granted in (path rules are relative to it), never as a
-    whole-tool grant (`Bash` would allow any command), and the caller lists what came back.
+    A saved file may come from someone else, from another project, or have been changed by a
+    command since it was saved (it sits in the working directory): rules only come back when
+    the person's key signed them (`person_key.py`: so %agent_save wrote them as they are), for
+    the directory they were granted in (path rules are relative to it), never as a whole-tool
+    grant (`Bash` would allow any command), and the caller lists what came back.
     """
     granted = data.get("granted") or {}
     texts = granted.get("allow") if isinstance(granted, dict) else None
@@ -137,6 +145,13 @@ def _restore_granted(data: dict[str, Any], agent: Conversation) -> list[str]:
     if str(data.get("cwd", "")) != str(agent.cwd):
         return [
             f"{len(texts)} granted rule(s) were for {data.get('cwd')!r}, not {str(agent.cwd)!r}; grant them again here if you want them"
+        ]
+    if not verify(_GRANTS, [str(data.get("cwd", "")), granted], data.get("granted_signature")):
+        return [
+            f"{len(texts)} granted rule(s) were not restored: they do not carry the signature %agent_save "
+            "gives them with your key, so they were written or changed after the save, by hand or by a "
+            "command (or saved by another person); the conversation itself is back. Grant them again if "
+            "you want them"
         ]
     skipped = []
     for text in texts:

@@ -7,6 +7,9 @@ A person keeps one set of rules for ipy_agent and Claude Code: besides their own
 so `%agent_tools` can say why a call is allowed. A broken file must not stop the agent: it
 becomes a warning that names the file and what is wrong, and its rules are skipped.
 
+A project file may have been written by a command we never saw (settings_approvals.py says
+why): its allow rules apply only as the person approved them, asked once through `approve`.
+
 An administrator's managed policy (policy.py) adds its rules on top; deny beats ask beats
 allow whatever the source, so none of these files loosens it. The options of the `%agent` line are the last source of rules (config/options.py reads them). This
 module is plain Python (no IPython): errors are ValueErrors with a message for the person, which
@@ -16,7 +19,8 @@ the magics turn into UsageError.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,12 @@ from ipy_agent.mcp.config import user_config_dir
 from ipy_agent.permissions.builtin import matches_everything
 from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
 
-__all__ = ["SETTINGS_FILES", "SettingsError", "load_settings_rules", "rules_from_lists"]
+from .settings_approvals import SettingsApprovals
+
+__all__ = ["SETTINGS_FILES", "ApproveAllowRules", "SettingsError", "load_settings_rules", "rules_from_lists"]
+
+# Asked with (the file as the person knows it, its allow rules); True applies them.
+ApproveAllowRules = Callable[[str, list[str]], bool]
 
 KINDS: tuple[RuleKind, ...] = ("allow", "ask", "deny")
 
@@ -56,9 +65,14 @@ class SettingsError(ValueError):
     """
 
 
-def load_settings_rules(cwd: str | Path) -> tuple[list[RuleSpec], list[str]]:
+def load_settings_rules(
+    cwd: str | Path, *, approve: ApproveAllowRules | None = None, approvals: SettingsApprovals | None = None
+) -> tuple[list[RuleSpec], list[str]]:
     """Rules from the settings files under `cwd`, and a warning for each harmless problem.
 
+    A project file's allow rules apply only as the person approved them (settings_approvals.py):
+    new or changed ones are put to `approve` once, and without it (or with a no) they are left
+    out with a warning; its deny and ask rules always apply.
     Raises SettingsError naming the file when its deny or ask rules cannot be trusted."""
     base = Path(cwd)
     rules: list[RuleSpec] = []
@@ -69,9 +83,42 @@ def load_settings_rules(cwd: str | Path) -> tuple[list[RuleSpec], list[str]]:
         if not path.is_file() or (n > 0 and user.is_file() and path.resolve() == user.resolve()):
             continue  # the home directory as a project: its file is the user's own, read once
         found, problems = _read_file(path, label)
+        if n > 0:
+            found = _approved_only(found, path, label, approve, approvals or SettingsApprovals(), problems)
         rules.extend(found)
         warnings.extend(problems)
     return rules, warnings
+
+
+def _approved_only(
+    found: list[RuleSpec],
+    path: Path,
+    label: str,
+    approve: ApproveAllowRules | None,
+    approvals: SettingsApprovals,
+    warnings: list[str],
+) -> list[RuleSpec]:
+    """`found` without its allow rules unless the person approved exactly these for this file."""
+    allow = [r.text for r in found if r.kind == "allow"]
+    if not allow:
+        return found
+    # The path as read, links not followed: a link to an approved file elsewhere is a new file.
+    where = Path(os.path.abspath(path))
+    if approvals.is_approved(where, allow):
+        return found
+    if approve is not None and approve(str(where), allow):
+        try:
+            approvals.remember(where, allow)
+        except OSError as e:
+            warnings.append(f"Could not remember your approval of {label} in {approvals.path} ({e}); it asks again.")
+        return found
+    warnings.append(
+        f"{where}: its allow rules {', '.join(allow)} were not applied: they are new or changed since you "
+        "last approved this file, and any command that runs here could have written it. Run %agent where "
+        "it can ask you (a notebook or IPython), or give the rules yourself (%agent --allow '...'). Its "
+        "deny and ask rules apply."
+    )
+    return [r for r in found if r.kind != "allow"]
 
 
 _UNTRUSTED = (

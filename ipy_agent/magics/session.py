@@ -33,6 +33,7 @@ from ipy_agent.config.grants import SessionGrants
 from ipy_agent.config.options import AgentLine, parse_line
 from ipy_agent.config.policy import PolicyError, PolicyViolation
 from ipy_agent.config.settings import SettingsError, load_settings_rules, rules_from_lists
+from ipy_agent.config.settings_approvals import ask_on_stdin
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxSetting
 from ipy_agent.history.messages import repair_history
@@ -296,7 +297,8 @@ class AgentSession:
         except ValueError as e:
             raise UsageError(f"AgentMagics.allow/ask/deny: {e}") from None
         try:
-            files, warnings = load_settings_rules(agent.cwd)
+            # A run asks the person about a project file's new allow rules; a listing only says so.
+            files, warnings = load_settings_rules(agent.cwd, approve=ask_on_stdin if request else None)
         except SettingsError as e:
             raise UsageError(str(e)) from None
         warnings += _apply_mcp_files(agent)

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ipy_agent.base.gitignore import gitignore_match
+from ipy_agent.base.paths import signing_key
 
 from .rules import Rule, parse_rule
 
@@ -80,10 +81,14 @@ def _jupyter_runtime_dir() -> str | None:
         return None
 
 
-@functools.lru_cache(maxsize=1)
 def builtin_specs() -> frozenset[str]:
-    """The built-in rules' specifiers, as `ToolContext.read_deny` holds them (found once: the
-    Jupyter runtime directory is looked up the first time, not at import)."""
+    """The built-in rules' specifiers, as `ToolContext.read_deny` holds them (found once per
+    settings folder: the Jupyter runtime directory is looked up the first time, not at import)."""
+    return _builtin_specs(str(signing_key()))
+
+
+@functools.lru_cache(maxsize=4)
+def _builtin_specs(key: str) -> frozenset[str]:
     return frozenset(r.specifier or "" for r in builtin_read_denies())
 
 
@@ -93,6 +98,8 @@ def builtin_read_denies() -> list[Rule]:
     runtime = _jupyter_runtime_dir()
     if runtime:
         specs.append("/" + runtime)  # `//abs/path`
+    # The key that signs what a command could otherwise forge (saved grants): read by no tool.
+    specs.append("/" + os.path.normpath(os.path.abspath(signing_key())))
     return [parse_rule(f"Read({s})", BUILTIN) for s in specs]
 
 

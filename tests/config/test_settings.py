@@ -21,7 +21,7 @@ def test_all_three_files_are_read_with_their_sources(tmp_path):
     write(tmp_path / ".ipy_agent" / "settings.json", {"allow": ["Read(src/**)"], "deny": ["Bash(rm:*)"]})
     write(tmp_path / ".claude" / "settings.json", {"permissions": {"ask": ["Write"]}, "model": "ignored"})
     write(tmp_path / ".claude" / "settings.local.json", {"permissions": {"allow": ["Bash(git status:*)"]}})
-    rules, warnings = load_settings_rules(tmp_path)
+    rules, warnings = load_settings_rules(tmp_path, approve=lambda where, allow: True)
     assert warnings == []
     assert [(r.kind, r.text, r.source) for r in rules] == [
         ("allow", "Read(src/**)", ".ipy_agent/settings.json"),
@@ -37,7 +37,7 @@ def test_broken_allow_rules_are_warnings_naming_the_file(tmp_path):
         {"permissions": {"allow": ["Edit(", "Read(docs/**)"], "deny": ["Bash(rm:*)"]}},
     )
     write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": "Bash"}})
-    rules, warnings = load_settings_rules(tmp_path)
+    rules, warnings = load_settings_rules(tmp_path, approve=lambda where, allow: True)
     assert [r.text for r in rules] == ["Read(docs/**)", "Bash(rm:*)"]
     text = "\n".join(warnings)
     assert ".claude/settings.local.json: permissions.allow: permission rule 'Edit(' is not valid" in text
@@ -79,15 +79,60 @@ def test_a_deny_rule_from_claude_settings_governs_the_run(shell, magics, script,
     )
 
 
-def test_an_allow_rule_from_our_settings_skips_the_prompt(shell, script, tmp_path, monkeypatch):
-    def no_input(prompt: str = "") -> str:
-        raise AssertionError("the rule should have allowed it")
+def test_an_allow_rule_from_our_settings_skips_the_prompt_once_approved(shell, script, tmp_path, monkeypatch, capsys):
+    asked: list[str] = []
 
-    monkeypatch.setattr("builtins.input", no_input)
+    def approve_the_file_only(prompt: str = "") -> str:
+        asked.append(prompt)
+        assert "Apply these allow rules" in prompt, "the rule should have allowed the edit"
+        return "y"
+
+    monkeypatch.setattr("builtins.input", approve_the_file_only)
     write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": ["Edit(a.txt)"]}})
     path = edit_script(script, tmp_path, "bye")
     shell.run_line_magic("agent", f"--script {path} change it")
     assert (tmp_path / "a.txt").read_text() == "bye\n"
+    assert "allow Edit(a.txt)" in capsys.readouterr().out  # what the person approved
+    path = edit_script(script, tmp_path, "again")
+    shell.run_line_magic("agent", f"--script {path} change it")  # remembered: no second question
+    assert (tmp_path / "a.txt").read_text() == "again\n" and len(asked) == 1
+
+
+def test_without_stdin_a_project_files_new_allow_rule_is_left_out_and_the_person_told(
+    shell, script, tmp_path, monkeypatch, capsys
+):
+    from IPython.core.error import StdinNotImplementedError
+
+    def no_stdin(prompt: str = "") -> str:  # nbconvert, papermill: nobody to answer
+        raise StdinNotImplementedError("raw_input was called, but this frontend does not support input requests.")
+
+    monkeypatch.setattr("builtins.input", no_stdin)
+    write(tmp_path / ".ipy_agent" / "settings.json", {"permissions": {"allow": ["Edit(a.txt)"]}})
+    path = edit_script(script, tmp_path, "bye")
+    shell.run_line_magic("agent", f"--script {path} change it")
+    captured = capsys.readouterr()
+    assert (tmp_path / "a.txt").read_text() == "hello\n"  # the edit was not allowed by the file
+    assert "its allow rules Edit(a.txt) were not applied" in captured.out + captured.err
+
+
+def test_a_declined_allow_rule_is_not_asked_about_again_until_it_changes(shell, script, tmp_path, monkeypatch):
+    asked: list[str] = []
+
+    def answer(prompt: str = "") -> str:
+        asked.append(prompt)
+        return "n"
+
+    monkeypatch.setattr("builtins.input", answer)
+    settings = tmp_path / ".ipy_agent" / "settings.json"
+    write(settings, {"permissions": {"allow": ["Edit(a.txt)"]}})
+    for _ in range(2):
+        shell.run_line_magic("agent", f"--script {edit_script(script, tmp_path, 'bye')} change it")
+    # The file's question once; each run's Edit asks (and is refused): the rule did not apply.
+    assert [p for p in asked if "Apply these allow rules" in p] == [asked[0]]
+    assert (tmp_path / "a.txt").read_text() == "hello\n"
+    write(settings, {"permissions": {"allow": ["Edit(a.txt)", "Edit(b.txt)"]}})
+    shell.run_line_magic("agent", f"--script {edit_script(script, tmp_path, 'bye')} change it")
+    assert len([p for p in asked if "Apply these allow rules" in p]) == 2  # changed: asked again
 
 
 def test_a_malformed_settings_file_stops_the_run_with_the_fix(shell, magics, script, tmp_path, capsys):
@@ -121,7 +166,7 @@ def test_allow_rules_that_match_everything_are_skipped_and_named(tmp_path):
         tmp_path / ".claude" / "settings.json",
         {"permissions": {"allow": ["Bash(*)", "Read(**)", "Edit", "Bash(:*)", "Read(//**)", "Bash(git status:*)"]}},
     )
-    rules, warnings = load_settings_rules(tmp_path)
+    rules, warnings = load_settings_rules(tmp_path, approve=lambda where, allow: True)
     assert [r.text for r in rules] == ["Bash(git status:*)"]
     assert len(warnings) == 5 and all("would allow every" in w and ".claude/settings.json" in w for w in warnings)
     assert "%agent --allow 'Bash(*)'" in warnings[0]

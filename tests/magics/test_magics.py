@@ -476,6 +476,9 @@ def test_history_is_compact(shell, script, tmp_path, capsys):
 
 
 def test_tools_lists_flags_hidden_reasons_and_rule_sources(shell, tmp_path, capsys):
+    from ipy_agent.config.settings_approvals import SettingsApprovals
+
+    SettingsApprovals().remember(tmp_path / ".claude" / "settings.json", ["Bash(git status:*)"])  # approved before
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text(
         json.dumps({"permissions": {"deny": ["NotebookEdit"], "allow": ["Bash(git status:*)"]}})
@@ -613,17 +616,13 @@ def test_the_result_limit_override_leaves_reads_alone(shell, magics, script, tmp
     assert "<persisted-output>" not in content and "2000\tword" in content  # Read pages itself
 
 
-def test_resume_restores_granted_rules_only_where_they_were_granted(shell, magics, tmp_path, capsys):
-    base = {"format": "ipy_agent.conversation", "version": 1, "messages": [{"role": "user", "content": "hi"}]}
-    (tmp_path / "here.json").write_text(
-        json.dumps(
-            {
-                **base,
-                "cwd": str(tmp_path),
-                "granted": {"allow": ["Bash(pytest:*)", "Bash", "Bash(*)", "Read(**)", "Edit(//**)", "Edit(src/**)"]},
-            }
-        )
-    )
+def test_resume_restores_granted_rules_only_as_saved_and_where_they_were_granted(shell, magics, tmp_path, capsys):
+    # A file %agent_save wrote: its grants carry the person's signature and come back, never a
+    # whole-tool grant.
+    shell.run_line_magic("agent", "--new")
+    for text in ("Bash(pytest:*)", "Bash", "Bash(*)", "Read(**)", "Edit(//**)", "Edit(src/**)"):
+        magics.session.agent.rules.add("allow", text, source="granted")
+    shell.run_line_magic("agent_save", "here.json")
     shell.run_line_magic("agent", "--resume here.json")
     out = capsys.readouterr()
     assert [r.text for r in magics.session.agent.rules.allow if r.source == "granted"] == [
@@ -634,6 +633,18 @@ def test_resume_restores_granted_rules_only_where_they_were_granted(shell, magic
     for everything in ("'Bash' would allow every Bash call", "'Bash(*)' would allow every Bash call"):
         assert everything in out.err
     assert "'Read(**)' would allow every Read call" in out.err and "'Edit(//**)' would allow every Edit" in out.err
+
+    # Written by hand (or by a command: the file sits in the working directory): the
+    # conversation comes back, its grants do not, and the person is told why.
+    base = {"format": "ipy_agent.conversation", "version": 1, "messages": [{"role": "user", "content": "hi"}]}
+    (tmp_path / "by_hand.json").write_text(
+        json.dumps({**base, "cwd": str(tmp_path), "granted": {"allow": ["Edit(src/**)"]}})
+    )
+    shell.run_line_magic("agent", "--resume by_hand.json")
+    out = capsys.readouterr()
+    assert magics.session.agent.messages == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert [r for r in magics.session.agent.rules.allow if r.source == "granted"] == []
+    assert "were not restored: they do not carry the signature" in out.err and "Grant them again" in out.err
 
     (tmp_path / "there.json").write_text(
         json.dumps({**base, "cwd": "/some/other/project", "granted": {"allow": ["Edit(src/**)"]}})

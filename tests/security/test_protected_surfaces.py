@@ -25,6 +25,7 @@ import pytest
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.base import surfaces as surfaces_module
 from ipy_agent.base.surfaces import refresh
+from ipy_agent.config import settings as settings_module
 from ipy_agent.config.settings import load_settings_rules
 from ipy_agent.tools import builtin_tools
 from ipy_agent.tools.bash import sandbox as sandbox_module
@@ -124,6 +125,11 @@ def test_control_without_the_read_only_binds_the_conftest_writes_the_rule(
     project = write_tree(tmp_path / "proj", {"test_x.py": "def test_x():\n    assert True\n"})
     _conftest_attack(project)
     assert (project / ".ipy_agent" / "settings.json").is_file()
+    # The loader's layer alone still holds: an allow rule nobody approved is not applied
+    # (tests/security/test_settings_provenance.py) ...
+    assert load_settings_rules(project)[0] == [] and not _next_run_reads_the_credential(project)
+    # ... and with neither layer, the rule reads the credential.
+    monkeypatch.setattr(settings_module, "_approved_only", lambda found, *a: found)
     rules, _ = load_settings_rules(project)
     assert [r.text for r in rules] == ["Read(~/.aws/credentials)"]
     assert _next_run_reads_the_credential(project)
