@@ -16,6 +16,10 @@ The build fails, naming the notebook and the cell:
   static record (HTML and text) when the run ends (ipy_agent/ui/record.py); the record is what
   the page shows, never "Error displaying widget".
 
+Nobody clicks in a build: the kernel gets IPY_AGENT_COURSE_AUTOANSWER=1, so each prompt is answered
+through its buttons as the transcript's scene says, and the cell says so (ipy_agent/ui/course_answers.py).
+In JupyterLab the learner answers them.
+
 Each page gets a "Run this yourself" header with the command, a bar linking the course, and
 exercise solutions folded into a `<details>` (cells tagged `solution`, collapsed in JupyterLab
 too). The index lists the notebooks in order with the concepts each covers.
@@ -144,6 +148,7 @@ def execute(path: Path, config_dir: Path) -> nbformat.NotebookNode:
     nb.cells.append(nbformat.v4.new_code_cell(SETTLE))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_"))}
     env.update(IPY_AGENT_CONFIG_DIR=str(config_dir), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    env["IPY_AGENT_COURSE_AUTOANSWER"] = "1"  # nobody clicks here: prompts answered as the scene says, and said so
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)  # the kernel inherits this process's environment

@@ -26,7 +26,8 @@ SLOW = {"11_long_sessions", "12_mcp"}
 # What a reader sees happen, per notebook, in the order the notebook shows it.
 EXPECT: dict[str, list[str]] = {
     "01_tour": [
-        "notes.txt on disk while the prompt is open:\nMeeting notes\nWe agreed on teh plan.",
+        "Prompts in this run are answered automatically for the course build",  # the cell says so
+        "Allowed once\n",  # the prompt the learner answers with Allow in JupyterLab
         "run ended: end_turn after 3 turns",
         "notes.txt on disk now:\nMeeting notes\nWe agreed on the plan.",
         "Permission: allow (default: read-only)",
@@ -334,6 +335,7 @@ def execute(path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> nb
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(config_dir))  # MCP trust and user settings: not the person's
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.setenv("IPY_AGENT_COURSE_AUTOANSWER", "1")  # nobody clicks: answered as the scene says
     nb = nbformat.read(path, as_version=4)
     NotebookClient(
         nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
