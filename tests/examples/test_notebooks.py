@@ -269,7 +269,8 @@ EXPECT: dict[str, list[str]] = {
         "#1 Task explore: find the learning rate  [batch 1, done,",
         '    ↳ Grep "LEARNING_RATE"  [done,',
         "    ↳ Read train/config.py  [done,",
-        "[question in the cell] How should I tune the learning rate?",
+        "Prompts in this run are answered automatically for the course build",  # the cell says so
+        "Answered: Tuning: Schedule",  # the option the learner clicks in JupyterLab
         '"How should I tune the learning rate?" = "Schedule"',
         "There is no person to ask (this run is non-interactive: a headless run).",
         "[prompt in the cell] Bash: Train the model  ->  allow",
