@@ -46,7 +46,8 @@ def clone(tmp_path_factory: Any) -> Path:
 @pytest.fixture(scope="module")
 def lab(clone: Path) -> Iterator[JupyterServer]:
     _need_browser(extension=True)
-    server = JupyterServer("lab", clone).start()
+    # Run All with nobody at the prompts: answered as each scene says, and said in the cells.
+    server = JupyterServer("lab", clone, env={"IPY_AGENT_COURSE_AUTOANSWER": "1"}).start()
     try:
         yield server
     finally:

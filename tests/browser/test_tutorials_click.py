@@ -1,0 +1,87 @@
+"""Teaching notebooks answered as a learner answers them: JupyterLab, the real widgets, the mouse.
+
+The course build and the notebook tests answer prompts automatically (IPY_AGENT_COURSE_AUTOANSWER,
+ui/course_answers.py). Here that setting is off, as it is for a learner: the tour's `%agent` cell
+stops at its approval prompt until Allow is clicked, and notebook 15's question waits for an
+option and Answer. The notebooks are copies of the committed ones (examples/), opened from a
+JupyterLab served at the copy's root, and run cell by cell as a learner runs them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.browser import PROJECT_ROOT, JupyterServer, NotebookPage
+
+pytestmark = pytest.mark.browser
+
+NOTICE = "answered automatically"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: Any) -> Iterator[JupyterServer]:
+    from tests.browser.conftest import _need_browser
+
+    _need_browser(extension=True)
+    root = tmp_path_factory.mktemp("tutorials")
+    shutil.copytree(PROJECT_ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    server = JupyterServer("lab", root).start()  # no IPY_AGENT_COURSE_AUTOANSWER: a learner's server
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def run(nb: NotebookPage, cell_id: str) -> int:
+    i = nb.index_of(cell_id)
+    assert i >= 0, f"no cell {cell_id!r} in {nb.name}"
+    nb.run(i)
+    return i
+
+
+def run_and_wait(nb: NotebookPage, *cell_ids: str) -> None:
+    for cell_id in cell_ids:
+        nb.wait_done(run(nb, cell_id), timeout=120)
+
+
+def test_the_tour_waits_at_its_prompt_until_the_learner_clicks_allow(lab: JupyterServer, browser: Any):
+    nb = lab.open(browser, "examples/01_tour.ipynb")
+    try:
+        run_and_wait(nb, "c01-01", "c01-02")
+        i = run(nb, "c01-06")  # %agent fix the typo in notes.txt
+        nb.prompt(i)
+        shown = nb.text(i)
+        assert "-We agreed on teh plan." in shown and "+We agreed on the plan." in shown  # the diff
+        assert NOTICE not in shown  # off by default: nothing is answered for the learner
+        nb.button(i, "Allow").click()
+        nb.wait_text(i, "Allowed once")
+        nb.wait_done(i)
+        j = run(nb, "c01-07")
+        nb.wait_done(j)
+        after = nb.wait_text(j, "notes.txt on disk now:")
+        assert "We agreed on the plan." in after and "run ended: end_turn" in after
+    finally:
+        nb.close()
+        lab.stop_kernels()
+
+
+def test_notebook_15s_question_waits_for_the_learners_option(lab: JupyterServer, browser: Any):
+    nb = lab.open(browser, "examples/15_delegation.ipynb")
+    try:
+        run_and_wait(nb, "15-load-ext")
+        i = run(nb, "1ef26e83")  # %agent --script transcripts/15_question.json ...
+        nb.button(i, "Schedule").click()
+        assert NOTICE not in nb.text(i)
+        nb.button(i, "Answer").click()
+        nb.wait_text(i, "Answered: Tuning: Schedule")
+        nb.wait_done(i)
+        j = run(nb, "15-question-told")
+        nb.wait_done(j)
+        assert '"How should I tune the learning rate?" = "Schedule"' in nb.wait_text(j, "what the model got back")
+    finally:
+        nb.close()
+        lab.stop_kernels()
