@@ -234,6 +234,13 @@ EXPECT: dict[str, list[str]] = {
         "NOTES.md is yours: True",
         "messages left: 4 | prompts left: [1]",
         "the model was told: [The person rewound the conversation to before their prompt 2.",
+        "Prompts in this run are answered automatically for the course build",  # the cell says so
+        "accepted: replace cell 17",  # the report cell's edit (in JupyterLab: Accept in the cell)
+        "rejected: replace cell 16",  # the prices' edit, with the learner's reason
+        "keep the cents in the data",
+        'after the review, 13-prices: prices = {"north": 1610.40, "south": 950.10}',
+        'after the review, 13-report: print(f"{region}: {round(total)} euros")',
+        'after the rewind, 13-report: print(f"{region}: {total:.2f}")',
     ],
     "14_running_cells": [
         "front end: connected to 'analysis.ipynb' (ipy-agent-notebook stand-in)",
