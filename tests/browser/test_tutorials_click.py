@@ -85,3 +85,67 @@ def test_notebook_15s_question_waits_for_the_learners_option(lab: JupyterServer,
     finally:
         nb.close()
         lab.stop_kernels()
+
+
+def source_of(nb: NotebookPage, cell_id: str) -> str:
+    """The cell's source as the page's notebook model holds it (what Save writes)."""
+    return str(next(c["source"] for c in nb.cells() if c["id"] == cell_id))
+
+
+def wait_source(nb: NotebookPage, cell_id: str, ending: str) -> None:
+    """Until the page's model holds cell `cell_id` with a source ending in `ending`."""
+    nb.wait_js(
+        f"cell {cell_id} to end with {ending!r}",
+        "const c = P().content.model.sharedModel.cells.find(c => c.id === arg[0]);"
+        "return !!c && c.getSource().endsWith(arg[1]);",
+        [cell_id, ending],
+        timeout=120,
+    )
+
+
+def open_proposal(nb: NotebookPage, cell_id: str) -> Any:
+    """The open proposal drawn in the cell `cell_id`, once it is visible."""
+    box = nb.cell(nb.index_of(cell_id)).locator(".ipy-agent-proposal:not([data-outcome])").first
+    box.wait_for(state="visible", timeout=120_000)
+    return nb.page.locator(f".ipy-agent-proposal[data-proposal-id='{box.get_attribute('data-proposal-id')}']")
+
+
+def test_notebook_13s_edit_of_its_own_cells_is_accepted_rejected_and_rewound_in_the_cells(
+    lab: JupyterServer, browser: Any
+):
+    nb = lab.open(browser, "examples/13_review_and_rewind.ipynb")
+    before = {cell_id: source_of(nb, cell_id) for cell_id in ("13-prices", "13-report")}
+    try:
+        run_and_wait(nb, "13-prices", "13-report", "13-load-ext", "13-page")
+        i = run(nb, "13-agent")
+
+        report = open_proposal(nb, "13-report")
+        shown = report.inner_text()
+        assert 'print(f"{region}: {round(total)} euros")' in shown and "Accept" in shown
+        assert source_of(nb, "13-report") == before["13-report"]  # nothing changes before Accept
+        report.get_by_role("button", name="Accept", exact=True).click()
+        report.locator(".ipy-agent-proposal-outcome", has_text="Accepted").wait_for(timeout=120_000)
+        wait_source(nb, "13-report", 'print(f"{region}: {round(total)} euros")')  # the kernel applies it
+
+        prices = open_proposal(nb, "13-prices")
+        reason = prices.get_by_role("textbox", name="Reason for rejecting")
+        reason.click()
+        reason.press_sequentially("keep the cents in the data", delay=40)
+        prices.get_by_role("button", name="Reject", exact=True).click()
+        prices.locator(".ipy-agent-proposal-outcome", has_text="keep the cents").wait_for(timeout=120_000)
+        nb.wait_done(i, timeout=120)
+        record = nb.text(i)
+        assert NOTICE not in record and "keep the cents in the data" in record
+        assert source_of(nb, "13-prices") == before["13-prices"]
+        k = run(nb, "13-cells-now")
+        nb.wait_done(k)
+        assert 'after the review, 13-report: print(f"{region}: {round(total)} euros")' in nb.text(k)
+
+        run_and_wait(nb, "13-rewind")
+        wait_source(nb, "13-report", before["13-report"])  # the accepted edit, put back in the cell
+        j = run(nb, "13-cells-rewound")
+        nb.wait_done(j)
+        assert 'after the rewind, 13-report: print(f"{region}: {total:.2f}")' in nb.text(j)
+    finally:
+        nb.close()
+        lab.stop_kernels()
