@@ -88,6 +88,11 @@ class StandInPage:
         c["source"] = args["source"]
         return {"cell": self.summary(c, False)}
 
+    def op_set_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
+        c = self.cell(args["cell_id"])
+        c["outputs"], c["execution_count"] = args["outputs"], args.get("execution_count")
+        return {"cell": self.summary(c, False)}
+
     def op_scroll_to(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"index": self.cells.index(self.cell(args["cell_id"]))}
 
@@ -104,8 +109,8 @@ class StandInPage:
         return {"removed": False}
 
 
-async def open_here(session: Any, notebook: str) -> StandInPage | None:
-    """Connect a stand-in for `notebook` (in the kernel's working directory) when no page with the
+async def open_here(session: Any, notebook: str | Path) -> StandInPage | None:
+    """Connect a stand-in for `notebook` (relative: to the kernel's working directory) when no page with the
     ipy_agent extension answered: the course build and the tests. None in JupyterLab."""
     bridge = session.bridge
     if bridge is None or await bridge.ensure():

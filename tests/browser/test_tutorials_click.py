@@ -149,3 +149,24 @@ def test_notebook_13s_edit_of_its_own_cells_is_accepted_rejected_and_rewound_in_
     finally:
         nb.close()
         lab.stop_kernels()
+
+
+def test_notebook_14s_effects_prompt_is_answered_by_the_learner(lab: JupyterServer, browser: Any):
+    nb = lab.open(browser, "examples/14_running_cells.ipynb")
+    try:
+        run_and_wait(nb, "6e2aa07c", "14-here-data", "14-here-load")
+        i = run(nb, "14-here-agent")
+        nb.prompt(i)
+        shown = nb.text(i)
+        # What the run will do to the learner's variables, before anything runs: 3 rows, 2 columns now.
+        assert "overwrites orders: DataFrame 3 × 2" in shown and "may modify orders (item assignment)" in shown  # noqa: RUF001
+        assert NOTICE not in shown
+        nb.button(i, "Allow").click()
+        nb.wait_text(i, "Allowed once")
+        nb.wait_done(i, timeout=120)
+        j = run(nb, "14-here-after")
+        nb.wait_done(j)
+        assert "orders now: 2 rows, columns ['item', 'price', 'price_eur']" in nb.text(j)
+    finally:
+        nb.close()
+        lab.stop_kernels()

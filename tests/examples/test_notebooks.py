@@ -265,6 +265,11 @@ EXPECT: dict[str, list[str]] = {
         "(from the cells' definitions and uses and the order they ran; rerun the fewest cells that fix it, in "
         "notebook order):\n- cell 3 · model = fit_slowly(sales) (id 'train'): never run in this kernel",
         "rows in sales now: 1996",
+        "Prompts in this run are answered automatically for the course build",  # the cell says so
+        "Allowed once",  # the effects prompt the learner answers with Allow in JupyterLab
+        "overwrites orders: DataFrame",
+        "may modify orders (item assignment)",
+        "orders now: 2 rows, columns ['item', 'price', 'price_eur']",
     ],
     "15_delegation": [
         "explore's tools: Read, Glob, Grep, Bash, NotebookRead, Variables",
