@@ -429,3 +429,51 @@ def test_notebook_opens_with_its_question_and_says_what_to_notice(path: Path):
     source = "\n".join(c.source for c in nb.cells)
     assert "ANTHROPIC_API_KEY" in source, f"{path.name} should say how it runs with a real model"
     assert not re.search(r"https?://|\.\./", source), f"{path.name} points outside the repository"
+
+
+def _one_prompt(tmp_path: Path) -> nbformat.NotebookNode:
+    """A notebook whose `%agent` run asks once (an Edit of notes.txt), as a teaching notebook's does."""
+    (tmp_path / "notes.txt").write_text("teh plan\n")
+    (tmp_path / "scene.json").write_text(
+        '{"turns": [[{"type": "tool_use", "id": "r", "name": "Read", "input": {"file_path": "notes.txt"}}],'
+        ' [{"type": "tool_use", "id": "e", "name": "Edit", "input": {"file_path": "notes.txt",'
+        ' "old_string": "teh", "new_string": "the"}}], "Fixed."], "person": {"e": "allow"}}'
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext ipy_agent"),
+        nbformat.v4.new_code_cell("%agent --script scene.json fix"),
+    ]
+    return nb
+
+
+@pytest.mark.kernel
+def test_without_the_course_setting_a_headless_prompt_waits_for_a_person(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Off by default: nbclient has no page and nobody clicks, so the prompt waits and the cell times out.
+    from nbclient.exceptions import CellTimeoutError
+
+    monkeypatch.delenv("IPY_AGENT_COURSE_AUTOANSWER", raising=False)
+    monkeypatch.delenv("IPY_AGENT_NONINTERACTIVE", raising=False)
+    monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path / "config"))
+    nb = _one_prompt(tmp_path)
+    with pytest.raises(CellTimeoutError):
+        NotebookClient(nb, timeout=15, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert (tmp_path / "notes.txt").read_text() == "teh plan\n"
+    assert "answered automatically" not in outputs_text(nb)
+
+
+@pytest.mark.kernel
+def test_with_the_course_setting_the_prompt_is_answered_and_the_cell_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("IPY_AGENT_COURSE_AUTOANSWER", "1")
+    monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path / "config"))
+    nb = _one_prompt(tmp_path)
+    NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert (tmp_path / "notes.txt").read_text() == "the plan\n"
+    text = outputs_text(nb)
+    assert text.index("Prompts in this run are answered automatically for the course build") < text.index(
+        "Allowed once"
+    )
