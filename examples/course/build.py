@@ -18,6 +18,10 @@ A chapter fails, naming the notebook and the cell:
 A failing chapter does not stop the others: the site is written with that chapter's page saying it
 failed and why, the index marks it failed, and the build exits non-zero naming every failed chapter.
 
+Nobody clicks in a build: the kernel gets IPY_AGENT_COURSE_AUTOANSWER=1, so each prompt is answered
+through its buttons as the transcript's scene says, and the cell says so (ipy_agent/ui/course_answers.py).
+In JupyterLab the learner answers them.
+
 Each page gets a "Run this yourself" header with the command, a bar linking the course, and
 exercise solutions folded into a `<details>` (cells tagged `solution`, collapsed in JupyterLab
 too). The index lists the notebooks in order with the concepts each covers.
@@ -162,6 +166,7 @@ def execute(path: Path, config_dir: Path) -> nbformat.NotebookNode:
     nb.cells.append(nbformat.v4.new_code_cell(SETTLE))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IPY_AGENT_"))}
     env.update(IPY_AGENT_CONFIG_DIR=str(config_dir), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    env["IPY_AGENT_COURSE_AUTOANSWER"] = "1"  # nobody clicks here: prompts answered as the scene says, and said so
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)  # the kernel inherits this process's environment

@@ -79,6 +79,7 @@ class ScriptedModel:
         summaries: list[str] | None = None,
         pace: float = 0.0,
         provenance: dict[str, Any] | None = None,
+        person: dict[str, str] | None = None,
     ) -> None:
         if keep_requests is not None and keep_requests < 0:
             raise ValueError(f"keep_requests must be at least 0 or None, not {keep_requests!r}")
@@ -96,6 +97,7 @@ class ScriptedModel:
         self.keep_requests = keep_requests
         self.pace = pace
         self.provenance = dict(provenance or {})
+        self.person = dict(person or {})  # the scene's answers by tool_use id (models/transcript.py)
         self.requests: list[dict[str, Any]] = []
         self._sizes = _SizeCache()
         self._history_ids = HistoryIds()  # ids already in the conversation, counted once each
@@ -114,6 +116,7 @@ class ScriptedModel:
         transcript = load_transcript(p)
         kwargs.setdefault("summaries", transcript.compactions)
         kwargs.setdefault("provenance", transcript.provenance)
+        kwargs.setdefault("person", transcript.person)
         return cls(transcript.turns, name=kwargs.pop("name", f"scripted:{p.name}"), **kwargs)
 
     @property

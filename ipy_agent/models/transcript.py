@@ -4,7 +4,8 @@ A transcript is a JSON object:
 
     {"provenance": {"kind": "hand-written" | "recorded", "model": "...", "date": "...", ...},
      "turns": [TURN, ...],
-     "compactions": ["summary", ...]}
+     "compactions": ["summary", ...],
+     "person": {"toolu_id": "allow" | "deny: reason" | "an option's label", ...}}
 
 `turns` are the model's replies, one per request, in order. A TURN is one of:
 
@@ -25,8 +26,10 @@ A transcript is a JSON object:
 
 `compactions` answer the requests for a summary of the conversation, in order (a default
 summary when they run out). `provenance` says who made the file: "hand-written", or "recorded"
-with the model, the date and how to record it again. Anything else at the top is kept and
-ignored.
+with the model, the date and how to record it again. `person` (optional) holds the person's
+answers in the scene, by tool_use id: `"allow"`, `"deny"`, `"deny: a reason"`, or a question's
+option label; only a run with `IPY_AGENT_COURSE_AUTOANSWER=1` gives them (ui/course_answers.py),
+anywhere else the person answers. Anything else at the top is kept and ignored.
 
 Tool results are compared as text after `normalize`: the run's own places (its working
 directory, its spill directory: `ModelRequest.places`) become their placeholders, times of day
@@ -77,6 +80,9 @@ class Transcript:
     turns: list[Any]
     compactions: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
+    # The person's answers in the scene, by tool_use id ("allow", "deny: reason", a question's
+    # option label): what an auto-answered course build clicks (ui/course_answers.py).
+    person: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
@@ -113,7 +119,12 @@ def load_transcript(path: str | Path) -> Transcript:
     provenance = data.get("provenance", {})
     if not isinstance(provenance, dict):
         raise ValueError(f'transcript {str(p)!r}: "provenance" must be an object')
-    return Transcript(turns=data["turns"], compactions=compactions, provenance=provenance)
+    person = data.get("person", {})
+    if not isinstance(person, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in person.items()):
+        raise ValueError(
+            f'transcript {str(p)!r}: "person" must map tool_use ids to answers ("allow", "deny: reason", an option)'
+        )
+    return Transcript(turns=data["turns"], compactions=compactions, provenance=provenance, person=person)
 
 
 def check_turn(turn: Any, where: str) -> None:

@@ -235,6 +235,8 @@ class NotebookBridge:
                 await asyncio.sleep(TICK)
             self._waited = True
             return self.front_end is not None
+        if isinstance(self.front_end.comm, _LocalComm):
+            return True  # a page in this process (connect_local) is not reloaded or closed by a browser
         old = self._comm
         probe = self.probe()
         end = time.monotonic() + probe_wait

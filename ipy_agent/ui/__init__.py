@@ -17,6 +17,7 @@ Modules import one way, each only from those above it in this list:
 - `approver`: approvers for runs nobody watches, and a timeout for unanswered prompts;
 - `text`: a run as text, for terminal IPython and kernels without widgets;
 - `widgets`: `RunView`, the notebook view of one run;
+- `course_answers`: prompts answered automatically for the course build and tests, said in the cell;
 - `run_ui`: how a run is shown and who answers its prompts, chosen once per run;
 - `rewind_view`: a rewind's report, a compact box with its text twin;
 - `inspection`: text views of what the runtime did (`%agent_tools`, `%agent_inspect`, ...).

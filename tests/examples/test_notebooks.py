@@ -26,7 +26,8 @@ SLOW = {"11_long_sessions", "12_mcp"}
 # What a reader sees happen, per notebook, in the order the notebook shows it.
 EXPECT: dict[str, list[str]] = {
     "01_tour": [
-        "notes.txt on disk while the prompt is open:\nMeeting notes\nWe agreed on teh plan.",
+        "Prompts in this run are answered automatically for the course build",  # the cell says so
+        "Allowed once\n",  # the prompt the learner answers with Allow in JupyterLab
         "run ended: end_turn after 3 turns",
         "notes.txt on disk now:\nMeeting notes\nWe agreed on the plan.",
         "Permission: allow (default: read-only)",
@@ -233,6 +234,13 @@ EXPECT: dict[str, list[str]] = {
         "NOTES.md is yours: True",
         "messages left: 4 | prompts left: [1]",
         "the model was told: [The person rewound the conversation to before their prompt 2.",
+        "Prompts in this run are answered automatically for the course build",  # the cell says so
+        "accepted: replace cell 17",  # the report cell's edit (in JupyterLab: Accept in the cell)
+        "rejected: replace cell 16",  # the prices' edit, with the learner's reason
+        "keep the cents in the data",
+        'after the review, 13-prices: prices = {"north": 1610.40, "south": 950.10}',
+        'after the review, 13-report: print(f"{region}: {round(total)} euros")',
+        'after the rewind, 13-report: print(f"{region}: {total:.2f}")',
     ],
     "14_running_cells": [
         "front end: connected to 'analysis.ipynb' (ipy-agent-notebook stand-in)",
@@ -257,6 +265,11 @@ EXPECT: dict[str, list[str]] = {
         "(from the cells' definitions and uses and the order they ran; rerun the fewest cells that fix it, in "
         "notebook order):\n- cell 3 · model = fit_slowly(sales) (id 'train'): never run in this kernel",
         "rows in sales now: 1996",
+        "Prompts in this run are answered automatically for the course build",  # the cell says so
+        "Allowed once",  # the effects prompt the learner answers with Allow in JupyterLab
+        "overwrites orders: DataFrame",
+        "may modify orders (item assignment)",
+        "orders now: 2 rows, columns ['item', 'price', 'price_eur']",
     ],
     "15_delegation": [
         "explore's tools: Read, Glob, Grep, Bash, NotebookRead, Variables",
@@ -268,7 +281,8 @@ EXPECT: dict[str, list[str]] = {
         "#1 Task explore: find the learning rate  [batch 1, done,",
         '    ↳ Grep "LEARNING_RATE"  [done,',
         "    ↳ Read train/config.py  [done,",
-        "[question in the cell] How should I tune the learning rate?",
+        "Prompts in this run are answered automatically for the course build",  # the cell says so
+        "Answered: Tuning: Schedule",  # the option the learner clicks in JupyterLab
         '"How should I tune the learning rate?" = "Schedule"',
         "There is no person to ask (this run is non-interactive: a headless run).",
         "[prompt in the cell] Bash: Train the model  ->  allow",
@@ -334,6 +348,7 @@ def execute(path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> nb
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(config_dir))  # MCP trust and user settings: not the person's
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.setenv("IPY_AGENT_COURSE_AUTOANSWER", "1")  # nobody clicks: answered as the scene says
     nb = nbformat.read(path, as_version=4)
     NotebookClient(
         nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
@@ -414,3 +429,51 @@ def test_notebook_opens_with_its_question_and_says_what_to_notice(path: Path):
     source = "\n".join(c.source for c in nb.cells)
     assert "ANTHROPIC_API_KEY" in source, f"{path.name} should say how it runs with a real model"
     assert not re.search(r"https?://|\.\./", source), f"{path.name} points outside the repository"
+
+
+def _one_prompt(tmp_path: Path) -> nbformat.NotebookNode:
+    """A notebook whose `%agent` run asks once (an Edit of notes.txt), as a teaching notebook's does."""
+    (tmp_path / "notes.txt").write_text("teh plan\n")
+    (tmp_path / "scene.json").write_text(
+        '{"turns": [[{"type": "tool_use", "id": "r", "name": "Read", "input": {"file_path": "notes.txt"}}],'
+        ' [{"type": "tool_use", "id": "e", "name": "Edit", "input": {"file_path": "notes.txt",'
+        ' "old_string": "teh", "new_string": "the"}}], "Fixed."], "person": {"e": "allow"}}'
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext ipy_agent"),
+        nbformat.v4.new_code_cell("%agent --script scene.json fix"),
+    ]
+    return nb
+
+
+@pytest.mark.kernel
+def test_without_the_course_setting_a_headless_prompt_waits_for_a_person(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Off by default: nbclient has no page and nobody clicks, so the prompt waits and the cell times out.
+    from nbclient.exceptions import CellTimeoutError
+
+    monkeypatch.delenv("IPY_AGENT_COURSE_AUTOANSWER", raising=False)
+    monkeypatch.delenv("IPY_AGENT_NONINTERACTIVE", raising=False)
+    monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path / "config"))
+    nb = _one_prompt(tmp_path)
+    with pytest.raises(CellTimeoutError):
+        NotebookClient(nb, timeout=15, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert (tmp_path / "notes.txt").read_text() == "teh plan\n"
+    assert "answered automatically" not in outputs_text(nb)
+
+
+@pytest.mark.kernel
+def test_with_the_course_setting_the_prompt_is_answered_and_the_cell_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("IPY_AGENT_COURSE_AUTOANSWER", "1")
+    monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path / "config"))
+    nb = _one_prompt(tmp_path)
+    NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert (tmp_path / "notes.txt").read_text() == "the plan\n"
+    text = outputs_text(nb)
+    assert text.index("Prompts in this run are answered automatically for the course build") < text.index(
+        "Allowed once"
+    )

@@ -147,9 +147,16 @@ class JupyterServer:
     """One `jupyter lab` or `jupyter notebook` (7) process serving `root`; stop() ends it by PID."""
 
     def __init__(
-        self, kind: Kind, root: Path, *, token: str = "ipy-agent-test", extra_args: Sequence[str] = ()
+        self,
+        kind: Kind,
+        root: Path,
+        *,
+        token: str = "ipy-agent-test",
+        extra_args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         self.kind = kind
+        self.env = dict(env or {})  # for the kernels too, e.g. IPY_AGENT_COURSE_AUTOANSWER=1
         self.extra_args = tuple(extra_args)  # e.g. --gateway-url=... for kernels behind a gateway
         self.root = Path(root)
         self.token = token
@@ -183,6 +190,7 @@ class JupyterServer:
             JUPYTER_PLATFORM_DIRS="1",
             PYTHONPATH=os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p),
         )
+        env.update(self.env)
         app = "ServerApp"
         argv = [
             sys.executable,
