@@ -191,7 +191,7 @@ def test_a_cell_edit_under_review_is_answered_in_the_cells_words_with_the_extens
             "Reject",
             "Accept all",
             "Reject all",
-            "Always accept edits to notebooks in this folder",
+            "Always accept edits to this notebook",
         ]
         placeholder = box.locator("input").get_attribute("placeholder")
         assert placeholder == "Reason for rejecting (optional, sent to the agent)"

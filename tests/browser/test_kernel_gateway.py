@@ -136,7 +136,9 @@ def test_a_live_edit_approved_on_a_gateway_kernel(gateway_lab, kernel_host, brow
         assert page.wait_text(1, "kernel in").strip() == f"kernel in {workdir}"  # not the Lab server's root
         assert Path(gateway_lab.root).resolve() != workdir.resolve()
         page.run(2)
-        page.button(2, "Allow").click()  # the prompt arrived through the gateway's websocket
+        page.button(
+            2, "Accept"
+        ).click()  # the prompt arrived through the gateway's websocket (a cell edit under review: Accept)
         page.wait_done(2)
         page.wait_text(2, "Changed x in the open notebook.")
         sources = [c["source"] for c in page.cells()]
