@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import PROJECT_ROOT, JupyterServer, NotebookPage
+from tests.support.browser import PROJECT_ROOT, SCREENSHOTS, JupyterServer, NotebookPage
 
 pytestmark = pytest.mark.browser
 
@@ -123,6 +123,8 @@ def test_notebook_13s_edit_of_its_own_cells_is_accepted_rejected_and_rewound_in_
         shown = report.inner_text()
         assert 'print(f"{region}: {round(total)} euros")' in shown and "Accept" in shown
         assert source_of(nb, "13-report") == before["13-report"]  # nothing changes before Accept
+        # The README's picture of a tutorial's live prompt (IPY_AGENT_SCREENSHOTS=1 writes it).
+        nb.screenshot(nb.cell(nb.index_of("13-report")), SCREENSHOTS / "tutorial-review.png")
         report.get_by_role("button", name="Accept", exact=True).click()
         report.locator(".ipy-agent-proposal-outcome", has_text="Accepted").wait_for(timeout=120_000)
         wait_source(nb, "13-report", 'print(f"{region}: {round(total)} euros")')  # the kernel applies it
