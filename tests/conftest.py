@@ -90,6 +90,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             f"fast suites only: {left_out} kernel, browser, hub and slow tests were left out; "
             "`python -m pytest -q --full` runs everything"
         )
+    from tests.test_layers import LONG_MODULE_LINES, long_modules
+
+    if long := long_modules():
+        terminalreporter.write_line(
+            f"modules over {LONG_MODULE_LINES} lines (check each still holds one concept): "
+            + ", ".join(f"{name} ({n})" for name, n in sorted(long.items()))
+        )
 
 
 @pytest.hookimpl(wrapper=True)

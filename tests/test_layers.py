@@ -318,14 +318,16 @@ def test_no_module_outside_the_bash_family_depends_on_bash():
     assert found == [], "\n".join(found)
 
 
-MAX_MODULE_LINES = 400
+LONG_MODULE_LINES = 700
 
 
-def test_modules_stay_small():
-    """A module is one job a reader can hold in mind: past MAX_MODULE_LINES it is split."""
-    big = {
+def long_modules() -> dict[str, int]:
+    """Modules past LONG_MODULE_LINES. A module holds one concept, however many lines that takes:
+    a line count does not split it (a cap did, and spread one turn over four files). The test
+    run names these at its end (tests/conftest.py), a prompt to check each still holds one
+    concept; it fails nothing."""
+    return {
         name: n
         for name, path in _modules().items()
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > LONG_MODULE_LINES
     }
-    assert big == {}, f"split these modules (over {MAX_MODULE_LINES} lines): {big}"

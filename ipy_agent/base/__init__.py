@@ -5,6 +5,7 @@
 - `secret_search`: where a secret's value occurs in a text, in any form and layout a shell prints it;
 - `secrets`: credentials kept out of tools' processes and redacted from text;
 - `paths`: where the person's own ipy_agent files live, and where a project's root is;
+- `json_store`: one JSON object in a file, read whole and replaced whole (the person's approvals);
 - `surface_names`: the names that make a file or folder a protected surface wherever it is;
 - `surfaces`: the one list of protected surfaces: where a written file becomes code that runs
   later or decides what is allowed, from the live environment;

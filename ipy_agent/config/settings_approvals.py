@@ -16,18 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ipy_agent.base.json_store import read_object, section, update_object
 from ipy_agent.base.paths import settings_dir
 
 __all__ = ["SettingsApprovals", "allow_fingerprint", "ask_on_stdin"]
-
-_LOCK = threading.Lock()
 
 
 def allow_fingerprint(texts: Sequence[str]) -> str:
@@ -45,11 +41,7 @@ class SettingsApprovals:
         return self._path or settings_dir() / "settings_approvals.json"
 
     def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        return read_object(self.path)
 
     def is_approved(self, file: Path, allow: Sequence[str]) -> bool:
         files = self._load().get("files", {})
@@ -57,21 +49,8 @@ class SettingsApprovals:
 
     def remember(self, file: Path, allow: Sequence[str]) -> None:
         """Record the approval; an OSError (read-only home) is the caller's to report."""
-        with _LOCK:
-            data = self._load()
-            files = data.setdefault("files", {})
-            if not isinstance(files, dict):
-                files = data["files"] = {}
-            files[str(file)] = allow_fingerprint(allow)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".settings_approvals.")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(data, f, indent=1, sort_keys=True)
-                os.replace(tmp, self.path)  # a crash mid-write leaves the old approvals intact
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+        fingerprint = allow_fingerprint(allow)
+        update_object(self.path, lambda data: section(data, "files").__setitem__(str(file), fingerprint))
 
 
 _DECLINED: set[tuple[str, str]] = set()  # answered no in this kernel: not asked again until they change

@@ -11,18 +11,14 @@ that cannot be read counts as no approvals.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-import threading
 from pathlib import Path
 from typing import Any
+
+from ipy_agent.base.json_store import read_object, section, update_object
 
 from .config import ServerConfig, user_config_dir
 
 __all__ = ["TrustStore"]
-
-_LOCK = threading.Lock()
 
 
 class TrustStore:
@@ -35,11 +31,7 @@ class TrustStore:
         return self._path or user_config_dir() / "mcp_trust.json"
 
     def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        return read_object(self.path)
 
     def is_trusted(self, project: Path, server: ServerConfig) -> bool:
         entry = self._load().get("projects", {}).get(str(project), {})
@@ -47,19 +39,9 @@ class TrustStore:
 
     def remember(self, project: Path, server: ServerConfig) -> None:
         """Record the approval; an OSError (read-only home) is the caller's to report."""
-        with _LOCK:
-            data = self._load()
-            projects = data.setdefault("projects", {})
-            if not isinstance(projects, dict):
-                projects = data["projects"] = {}
-            entry = projects.setdefault(str(project), {})
-            entry[server.name] = server.fingerprint(project)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".mcp_trust.")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(data, f, indent=1, sort_keys=True)
-                os.replace(tmp, self.path)  # a crash mid-write leaves the old approvals intact
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+        fingerprint = server.fingerprint(project)
+
+        def change(data: dict[str, Any]) -> None:
+            section(section(data, "projects"), str(project))[server.name] = fingerprint
+
+        update_object(self.path, change)

@@ -1,0 +1,56 @@
+"""One JSON object in a file, read whole and replaced whole: where the person's approvals live.
+
+The stores that remember what the person approved (`mcp/trust.py`: project MCP servers;
+`config/settings_approvals.py`: a project settings file's allow rules) each keep one JSON object
+in the person's settings folder. A file that is missing, unreadable or not an object reads as
+empty (no approvals). An update reads, changes and writes under one process-wide lock, through a
+temporary file in the same folder renamed over the old one, so a crash mid-write leaves the old
+approvals intact; an OSError (a read-only home) is the caller's to report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["read_object", "section", "update_object"]
+
+_LOCK = threading.Lock()
+
+
+def read_object(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`, or {} when there is none to read."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def update_object(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Apply `change` to the object in `path` (in place) and write it back atomically."""
+    with _LOCK:
+        data = read_object(path)
+        change(data)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """`data[key]` as a dict, made (or replaced, when it is something else) if need be."""
+    value = data.get(key)
+    if not isinstance(value, dict):
+        value = data[key] = {}
+    return value
