@@ -106,7 +106,7 @@ def test_jupyterlab_new_from_the_launcher(lab_server: JupyterServer, browser: An
 @pytest.mark.timeout(600)  # two notebooks, a reopen and the whole tour: longer than one browser test
 def test_the_readme_by_url_then_the_tour_with_run_all(server: JupyterServer, browser: Any):
     """JupyterLab and Notebook 7, each notebook opened by its URL: the README's cells, saved and
-    reopened without the kernel; then the tour with Run All, saved."""
+    reopened without the kernel; then the tour with Run All, its approval clicked, saved."""
     clone = fresh_clone(server)
     name = f"{clone.name}/first_hour.ipynb"
     nb = server.open(browser, name)
@@ -121,6 +121,10 @@ def test_the_readme_by_url_then_the_tour_with_run_all(server: JupyterServer, bro
 
     tour = server.open(browser, f"{clone.name}/examples/01_tour.ipynb")
     tour.js("void window.jupyterapp.commands.execute('notebook:run-all-cells'); return true;")
+    # The tour's `%agent` cell waits for the learner: Run All stops there until Allow is clicked.
+    agent_cell = next(i for i, c in enumerate(tour.cells()) if c["source"].startswith("%agent fix the typo"))
+    tour.button(agent_cell, "Allow").click()
+    tour.wait_text(agent_cell, "Allowed once")
     last = max(i for i, c in enumerate(tour.cells()) if c["cell_type"] == "code")
     tour.wait_done(last, timeout=240)
     cells = tour.cells()
