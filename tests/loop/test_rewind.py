@@ -15,6 +15,7 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.checkpoints import Checkpoints, assigned_names
+from ipy_agent.ui.prompt_words import prompt_notes
 from tests.support.frontend import Panel, cell, connected_bridge
 from tests.support.transcript import all_results, result_text, use
 
@@ -321,7 +322,8 @@ def test_the_prompt_names_cells_as_the_person_sees_them_and_says_rewind_puts_it_
     preview = asked[0].preview  # type: ignore[attr-defined]
     assert preview.title == 'Replace cell 2 · df = load("sales.csv") in the open notebook nb.ipynb'
     assert "nb.ipynb [cell 2]" in preview.diff
-    assert any("%agent_rewind puts it back" in note for note in preview.notes)
+    # What the prompt warns, as the person reads it: the tool's notes and what an answer does.
+    assert any("%agent_rewind puts it back" in note for note in prompt_notes(asked[0]))  # type: ignore[arg-type]
 
 
 def test_rewinding_one_prompt_after_another_walks_back_without_calling_the_agents_own_writes_the_persons(
