@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import JupyterServer, Kind, browser_missing, launch_browser
+from tests.support.browser import JupyterServer, Kind, NotebookPage, browser_missing, launch_browser
 
 
 def _need_browser(*, extension: bool = False) -> None:
@@ -85,3 +85,20 @@ def project(server: JupyterServer) -> Path:
     d = server.root / f"p{uuid.uuid4().hex[:8]}"
     d.mkdir()
     return d
+
+
+@pytest.fixture(scope="module", params=["lab", "notebook"])
+def front(request: Any, tmp_path_factory: Any) -> Iterator[JupyterServer]:
+    """JupyterLab, then Notebook 7, each with this checkout's build of the extension (a module may
+    define its own, as test_review_bar.py does for JupyterLab's windowing modes)."""
+    _need_browser(extension=True)
+    yield from _serve(request.param, tmp_path_factory)
+
+
+@pytest.fixture
+def opened(front: JupyterServer, browser: Any) -> Iterator[list[NotebookPage]]:
+    """The pages a test opens, closed after it."""
+    pages: list[NotebookPage] = []
+    yield pages
+    for p in pages:
+        p.close()

@@ -15,7 +15,6 @@ Without a browser these tests skip locally and fail in CI (CI=true).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,27 +25,6 @@ from tests.support.transcript import use
 pytestmark = pytest.mark.browser
 
 BADGE = ".ipy-agent-policy-badge"
-
-
-@pytest.fixture(scope="module", params=["lab", "notebook"])
-def front(request: Any, tmp_path_factory: Any) -> Iterator[JupyterServer]:
-    """JupyterLab, then Notebook 7, each with this checkout's build of the extension."""
-    from tests.browser.conftest import _need_browser
-
-    _need_browser(extension=True)
-    s = JupyterServer(request.param, tmp_path_factory.mktemp(f"badge_{request.param}")).start()
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
-@pytest.fixture
-def opened(front: JupyterServer, browser: Any) -> Iterator[list[NotebookPage]]:
-    pages: list[NotebookPage] = []
-    yield pages
-    for p in pages:
-        p.close()
 
 
 def open_notebook(front: JupyterServer, browser: Any, opened: list[NotebookPage], name: str, cells: list[str]) -> Any:

@@ -71,14 +71,6 @@ def _set_windowing(server: JupyterServer, mode: str) -> None:
                 time.sleep(0.2)
 
 
-@pytest.fixture
-def opened(front: JupyterServer, browser: Any) -> Iterator[list[NotebookPage]]:
-    pages: list[NotebookPage] = []
-    yield pages
-    for p in pages:
-        p.close()
-
-
 def long_notebook(
     server: JupyterServer, browser: Any, opened: list[NotebookPage], name: str, turns: list[Any]
 ) -> NotebookPage:

@@ -12,7 +12,6 @@ CI (CI=true).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,27 +24,6 @@ from tests.support.waits import timed_out, waiting_for
 pytestmark = pytest.mark.browser
 
 AGENT = 1  # the %agent cell; the notebook's cells after it are c1 `x = 1`, c2 `print(x + 1)`, c3 `y = 2`
-
-
-@pytest.fixture(scope="module", params=["lab", "notebook"])
-def front(request: Any, tmp_path_factory: Any) -> Iterator[JupyterServer]:
-    """JupyterLab, then Notebook 7, each with this checkout's build of the extension."""
-    from tests.browser.conftest import _need_browser
-
-    _need_browser(extension=True)
-    s = JupyterServer(request.param, tmp_path_factory.mktemp(f"review_{request.param}")).start()
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
-@pytest.fixture
-def opened(front: JupyterServer, browser: Any) -> Iterator[list[NotebookPage]]:
-    pages: list[NotebookPage] = []
-    yield pages
-    for p in pages:
-        p.close()
 
 
 def start(server: JupyterServer, browser: Any, opened: list[NotebookPage], name: str, edits: list[Any]) -> NotebookPage:
