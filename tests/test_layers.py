@@ -211,6 +211,23 @@ def test_the_core_runs_without_ipython_loaded():
     assert out.stdout.strip() == "[]"
 
 
+def test_loading_the_extension_leaves_the_loop_and_the_tools_to_the_first_run():
+    """`%load_ext ipy_agent` registers the magics and nothing more: the loop, the tools and the
+    run's UI are imported by the first `%agent` (bench/startup.py times the load)."""
+    code = (
+        "import sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "sh = InteractiveShell.instance()\n"
+        "sh.run_line_magic('load_ext', 'ipy_agent')\n"
+        "assert 'agent' in sh.magics_manager.magics['line']\n"
+        "late = ('ipy_agent.loop.agent', 'ipy_agent.tools', 'ipy_agent.ui.run_ui', 'ipy_agent.mcp.manager', 'anthropic')\n"
+        "print(sorted(m for m in late if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_no_private_name_is_imported_from_another_module():
     """A `_name` is its module's own business; a helper two modules need is made public where it
     lives, or moved to where both may import it."""
