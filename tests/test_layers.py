@@ -279,6 +279,25 @@ def test_the_architecture_page_draws_this_table():
     assert set(re.findall(r"^  (\w+)/", tree.group(1), flags=re.M)) == set(LAYERS)
 
 
+def test_the_readme_draws_the_package_tree_by_layer():
+    """README.md's Layout shows one line per folder of the package: the layer folders with the
+    numbers of LAYERS, lowest first, and under them every subpackage (and no folder that is gone)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    tree = re.search(r"```text\nipy_agent/ .*?\n(.*?)```", readme, flags=re.S)
+    assert tree is not None, "README.md has no package tree (a ```text block starting with ipy_agent/)"
+    layers = [(m.group(1), int(m.group(2))) for m in re.finditer(r"^  (\w+)/\s+(\d+)\s", tree.group(1), flags=re.M)]
+    assert dict(layers) == LAYERS
+    assert [n for _, n in layers] == sorted(n for _, n in layers), "the tree lists the layers lowest first"
+    drawn, path = set(), []
+    for m in re.finditer(r"^( +)([\w-]+)/", tree.group(1), flags=re.M):
+        depth = len(m.group(1)) // 2
+        path = [*path[: depth - 1], m.group(2)]
+        drawn.add("/".join(path))
+    packages = {str(p.parent.relative_to(PACKAGE)) for p in PACKAGE.rglob("*/__init__.py")}
+    assert sorted(packages - drawn) == [], "README.md's tree misses these folders"
+    assert sorted(d for d in drawn if not (PACKAGE / d).is_dir()) == [], "README.md's tree names folders that are gone"
+
+
 def _top_level_names(tree: ast.Module) -> tuple[list[str] | None, set[str]]:
     """The module's `__all__` (None when it has none) and the names it defines itself."""
     exported: list[str] | None = None
