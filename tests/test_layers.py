@@ -298,6 +298,18 @@ def test_the_readme_draws_the_package_tree_by_layer():
     assert sorted(d for d in drawn if not (PACKAGE / d).is_dir()) == [], "README.md's tree names folders that are gone"
 
 
+def test_the_glossary_points_at_modules_that_exist():
+    """docs/ARCHITECTURE.md's Glossary says where each term lives; a module that moved or went
+    away leaves a stale entry, so every `folder/module.py` it names exists."""
+    page = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    assert "\n## Glossary\n" in page
+    glossary = page.split("\n## Glossary\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`((?:\w+/)+\w+\.(?:py|json))", glossary))
+    in_package = {n for n in named if n.split("/")[0] in LAYERS}
+    assert len(in_package) > 40
+    assert sorted(n for n in in_package if not (PACKAGE / n).exists()) == []
+
+
 def _top_level_names(tree: ast.Module) -> tuple[list[str] | None, set[str]]:
     """The module's `__all__` (None when it has none) and the names it defines itself."""
     exported: list[str] | None = None
