@@ -4,7 +4,7 @@
 imported when the first request is made). Each sample is a new `python -c` process; we time only
 the statement under test inside it (after IPython itself is up, since every user of the magics
 already has IPython running). The result is a ratio of medians measured in the same run, so a
-slower or faster machine does not change the verdict. Target: ratio <= 0.3.
+slower or faster machine does not change the verdict. Target: ratio <= 0.2.
 
     python bench/startup.py [--runs N]
 """
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET = 0.3
+TARGET = 0.2
 
 LOAD_EXT = """
 import time, sys

@@ -1,12 +1,15 @@
 """ipy_agent: an LLM agent inside IPython and Jupyter, with a Claude Code style tool runtime.
 
-`import ipy_agent` only defines things: no directories, no network, no heavy imports. The
-model SDKs (anthropic, openai) are imported when the first request is made.
+`import ipy_agent` only defines things: no directories, no network, no heavy imports. Each public
+name below is imported when it is first used, and `%load_ext ipy_agent` imports only what the
+magics need to be registered: the loop, the tools and the UI load with the first `%agent`, and the
+model SDKs (anthropic, openai) when the first request is made.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ipy_agent.base import imports as _imports
 
@@ -14,20 +17,22 @@ from ipy_agent.base import imports as _imports
 # a module of the same name in the project (base/imports.py).
 _imports.install()
 
-from ipy_agent.contract.build_tool import build_tool  # noqa: E402
-from ipy_agent.contract.hooks import HookEvent, HookOutcome  # noqa: E402
-from ipy_agent.contract.read_state import ReadState  # noqa: E402
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError  # noqa: E402
-from ipy_agent.contract.tool_context import SandboxLimits, ToolContext  # noqa: E402
-from ipy_agent.loop.agent import Agent  # noqa: E402
-from ipy_agent.loop.rewind_report import RewindReport  # noqa: E402
-from ipy_agent.models.base import ModelError, Usage  # noqa: E402
-from ipy_agent.models.recording import RecordingModel, lesson_model  # noqa: E402
-from ipy_agent.models.scripted import ScriptedModel  # noqa: E402
-from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest  # noqa: E402
-from ipy_agent.runtime.trace import RunResult  # noqa: E402
-
-from .tools import builtin_tools  # noqa: E402
+if TYPE_CHECKING:
+    from ipy_agent.contract.build_tool import build_tool
+    from ipy_agent.contract.hooks import HookEvent, HookOutcome
+    from ipy_agent.contract.read_state import ReadState
+    from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
+    from ipy_agent.contract.tool_context import SandboxLimits, ToolContext
+    from ipy_agent.loop.agent import Agent
+    from ipy_agent.loop.rewind_report import RewindReport
+    from ipy_agent.models.anthropic import AnthropicModel
+    from ipy_agent.models.base import ModelError, Usage
+    from ipy_agent.models.openai import OpenAIModel
+    from ipy_agent.models.recording import RecordingModel, lesson_model
+    from ipy_agent.models.scripted import ScriptedModel
+    from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
+    from ipy_agent.runtime.trace import RunResult
+    from ipy_agent.tools import builtin_tools
 
 __all__ = [
     "Agent",
@@ -61,17 +66,48 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+# Each public name and the module that defines it. The names are imported on first use, so that
+# `import ipy_agent` and `%load_ext ipy_agent` do not pay for the loop, the tools and pydantic
+# before the first `%agent` needs them (bench/startup.py measures it).
+_EXPORTS = {
+    "Agent": "ipy_agent.loop.agent",
+    "AnthropicModel": "ipy_agent.models.anthropic",
+    "HookEvent": "ipy_agent.contract.hooks",
+    "HookOutcome": "ipy_agent.contract.hooks",
+    "ModelError": "ipy_agent.models.base",
+    "OpenAIModel": "ipy_agent.models.openai",
+    "PermissionAnswer": "ipy_agent.permissions.decide",
+    "PermissionCheck": "ipy_agent.contract.tool",
+    "PermissionPreview": "ipy_agent.contract.tool",
+    "PermissionRequest": "ipy_agent.permissions.decide",
+    "ReadState": "ipy_agent.contract.read_state",
+    "RecordingModel": "ipy_agent.models.recording",
+    "RewindReport": "ipy_agent.loop.rewind_report",
+    "RuleSubject": "ipy_agent.contract.tool",
+    "RunResult": "ipy_agent.runtime.trace",
+    "SandboxLimits": "ipy_agent.contract.tool_context",
+    "ScriptedModel": "ipy_agent.models.scripted",
+    "Tool": "ipy_agent.contract.tool",
+    "ToolContext": "ipy_agent.contract.tool_context",
+    "ToolError": "ipy_agent.contract.tool",
+    "Usage": "ipy_agent.models.base",
+    "build_tool": "ipy_agent.contract.build_tool",
+    "builtin_tools": "ipy_agent.tools",
+    "lesson_model": "ipy_agent.models.recording",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # The model modules import their SDKs only on the first request, but keep the door shut anyway.
-    if name == "AnthropicModel":
-        from ipy_agent.models.anthropic import AnthropicModel
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ipy_agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
 
-        return AnthropicModel
-    if name == "OpenAIModel":
-        from ipy_agent.models.openai import OpenAIModel
 
-        return OpenAIModel
-    raise AttributeError(f"module 'ipy_agent' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def load_ipython_extension(ipython: Any) -> None:

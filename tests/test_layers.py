@@ -211,6 +211,23 @@ def test_the_core_runs_without_ipython_loaded():
     assert out.stdout.strip() == "[]"
 
 
+def test_loading_the_extension_leaves_the_loop_and_the_tools_to_the_first_run():
+    """`%load_ext ipy_agent` registers the magics and nothing more: the loop, the tools and the
+    run's UI are imported by the first `%agent` (bench/startup.py times the load)."""
+    code = (
+        "import sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "sh = InteractiveShell.instance()\n"
+        "sh.run_line_magic('load_ext', 'ipy_agent')\n"
+        "assert 'agent' in sh.magics_manager.magics['line']\n"
+        "late = ('ipy_agent.loop.agent', 'ipy_agent.tools', 'ipy_agent.ui.run_ui', 'ipy_agent.mcp.manager', 'anthropic')\n"
+        "print(sorted(m for m in late if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_no_private_name_is_imported_from_another_module():
     """A `_name` is its module's own business; a helper two modules need is made public where it
     lives, or moved to where both may import it."""
@@ -262,6 +279,37 @@ def test_the_architecture_page_draws_this_table():
     assert set(re.findall(r"^  (\w+)/", tree.group(1), flags=re.M)) == set(LAYERS)
 
 
+def test_the_readme_draws_the_package_tree_by_layer():
+    """README.md's Layout shows one line per folder of the package: the layer folders with the
+    numbers of LAYERS, lowest first, and under them every subpackage (and no folder that is gone)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    tree = re.search(r"```text\nipy_agent/ .*?\n(.*?)```", readme, flags=re.S)
+    assert tree is not None, "README.md has no package tree (a ```text block starting with ipy_agent/)"
+    layers = [(m.group(1), int(m.group(2))) for m in re.finditer(r"^  (\w+)/\s+(\d+)\s", tree.group(1), flags=re.M)]
+    assert dict(layers) == LAYERS
+    assert [n for _, n in layers] == sorted(n for _, n in layers), "the tree lists the layers lowest first"
+    drawn, path = set(), []
+    for m in re.finditer(r"^( +)([\w-]+)/", tree.group(1), flags=re.M):
+        depth = len(m.group(1)) // 2
+        path = [*path[: depth - 1], m.group(2)]
+        drawn.add("/".join(path))
+    packages = {str(p.parent.relative_to(PACKAGE)) for p in PACKAGE.rglob("*/__init__.py")}
+    assert sorted(packages - drawn) == [], "README.md's tree misses these folders"
+    assert sorted(d for d in drawn if not (PACKAGE / d).is_dir()) == [], "README.md's tree names folders that are gone"
+
+
+def test_the_glossary_points_at_modules_that_exist():
+    """docs/ARCHITECTURE.md's Glossary says where each term lives; a module that moved or went
+    away leaves a stale entry, so every `folder/module.py` it names exists."""
+    page = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    assert "\n## Glossary\n" in page
+    glossary = page.split("\n## Glossary\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`((?:\w+/)+\w+\.(?:py|json))", glossary))
+    in_package = {n for n in named if n.split("/")[0] in LAYERS}
+    assert len(in_package) > 40
+    assert sorted(n for n in in_package if not (PACKAGE / n).exists()) == []
+
+
 def _top_level_names(tree: ast.Module) -> tuple[list[str] | None, set[str]]:
     """The module's `__all__` (None when it has none) and the names it defines itself."""
     exported: list[str] | None = None
@@ -295,27 +343,85 @@ def test_every_exported_name_is_defined_where_it_is_exported(module):
     assert foreign == [], f"{module}.__all__ lists names defined elsewhere (import them from there): {foreign}"
 
 
-def test_no_module_outside_the_bash_family_depends_on_bash():
-    """What Bash needs from the loop or the UI is asked through the tool contract (a flag or a
-    method), so no module outside tools/bash names it in code: no import of the family, no
-    comparison with the name "Bash". Only the catalogue of built-in tools lists it."""
-    catalogue = "ipy_agent.tools"
-    found = []
+# The modules outside tools/ that name a built-in tool in code, each with the names and why it
+# needs them. Any other module asks the tool contract (contract/tool.py: a flag, a method) what
+# it would otherwise know by a tool's name. Prose may name any tool: a message for the model or
+# the person ("Read it first") and a rule given as an example ("'Bash(git status:*)'") are text,
+# not a branch on a name.
+NAMES_TOOLS: dict[str, set[str]] = {
+    # The built-in 'explore' subagent type lists the tools it may use, as a person's subagent
+    # type in AgentMagics.subagents does.
+    "ipy_agent.loop.subagent": {"Read", "Glob", "Grep", "Bash", "NotebookRead", "Variables"},
+    # The notebook part of the system prompt teaches these tools and is shown only while they are
+    # offered (a tool's own prompt_section would be the contract's way; not moved yet).
+    "ipy_agent.loop.system_prompt": {"Variables", "NotebookRun", "NotebookEdit"},
+    # A permission rule names its tool: the built-in deny rules are Read rules, and only an allow
+    # rule for Read can lift one.
+    "ipy_agent.permissions.builtin": {"Read"},
+    # The Read deny rules a ToolContext matches paths against are shown as `Read(spec)`.
+    "ipy_agent.contract.tool_context": {"Read"},
+    # "Always accept edits to ..." is the label of an `Edit(...)` rule.
+    "ipy_agent.ui.prompt_words": {"Edit"},
+    # The record lists each NotebookEdit with the person's review outcome.
+    "ipy_agent.ui.record": {"NotebookEdit"},
+    # A cleared Read result says "Read the file again"; other tools' say "call NAME again".
+    "ipy_agent.context.clearing": {"Read"},
+    # %agent_skills lists what the Skill tool finds (imports the skills family).
+    "ipy_agent.magics.standing": {"Skill"},
+}
+
+
+def _builtin_tool_names() -> dict[str, set[str]]:
+    """Each family folder of tools/ and the names of its built-in tools, from the catalogue."""
+    from ipy_agent.tools import builtin_tools
+
+    families: dict[str, set[str]] = {}
+    for tool in builtin_tools():
+        families.setdefault(type(tool).__module__.split(".")[2], set()).add(tool.name)
+    return families
+
+
+def _tools_named(name: str, path: Path, families: dict[str, set[str]]) -> set[str]:
+    """The built-in tools `name` names in code: a string that is a tool's name or starts a rule
+    for it (`"Read("`), or an import of the tool's family. Docstrings are prose."""
+    every = set().union(*families.values())
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    named: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            named |= {t for t in every if node.value in (t, f"{t}(")}
+    for target in _graph()[name]:
+        parts = target.split(".")
+        if parts[:2] == ["ipy_agent", "tools"] and len(parts) >= 3:
+            named |= families.get(parts[2], set())
+    return named
+
+
+def test_no_module_outside_tools_names_a_tool_unless_listed():
+    """What a tool needs from the loop or the UI is asked through the tool contract, so no module
+    outside tools/ names a built-in tool in code, save those in NAMES_TOOLS, each with its reason.
+    The list is exact: a module that stops naming a tool leaves it."""
+    families = _builtin_tool_names()
+    assert {"Bash", "Read", "NotebookEdit", "Skill"} <= set().union(*families.values())
+    found = {}
     for name, path in _modules().items():
-        if name.startswith("ipy_agent.tools.bash") or name == catalogue:
+        if name == "ipy_agent.tools" or name.startswith("ipy_agent.tools."):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        found += [f"{name} imports {t}" for t in _graph()[name] if t.startswith("ipy_agent.tools.bash")]
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Compare):
-                for side in (node.left, *node.comparators):
-                    if isinstance(side, ast.Constant) and side.value == "Bash":
-                        found.append(f"{name}:{node.lineno} compares with 'Bash'")
-                    elif isinstance(side, ast.Tuple | ast.List | ast.Set) and any(
-                        isinstance(e, ast.Constant) and e.value == "Bash" for e in side.elts
-                    ):
-                        found.append(f"{name}:{node.lineno} looks for 'Bash' in a collection")
-    assert found == [], "\n".join(found)
+        named = _tools_named(name, path, families)
+        if named:
+            found[name] = named
+    extra = {m: sorted(n - NAMES_TOOLS.get(m, set())) for m, n in found.items() if n - NAMES_TOOLS.get(m, set())}
+    stale = {m: sorted(n - found.get(m, set())) for m, n in NAMES_TOOLS.items() if n - found.get(m, set())}
+    assert extra == {}, f"these modules name tools: ask the tool contract instead (or list them, with why): {extra}"
+    assert stale == {}, f"NAMES_TOOLS lists what these modules no longer name: {stale}"
 
 
 LONG_MODULE_LINES = 700

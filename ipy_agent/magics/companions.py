@@ -12,15 +12,15 @@ They hold the same `AgentSession` (session.py) as `%agent`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
-from ipy_agent.config.conversation_file import save_conversation
-from ipy_agent.runtime.trace import AgentEvent, ContextEvent
-
 from .session import AgentSession
+
+if TYPE_CHECKING:
+    from ipy_agent.runtime.trace import AgentEvent
 
 __all__ = ["CompanionMagics"]
 
@@ -109,6 +109,8 @@ class CompanionMagics(Magics):
         agent = self.session.need_agent()
         if agent.running:
             raise UsageError("The agent is running; stop it first with %agent_stop.")
+        from ipy_agent.runtime.trace import ContextEvent
+
         cm = agent.context_manager
         events: list[AgentEvent] = []
         agent.on_event(events.append)
@@ -225,6 +227,8 @@ class CompanionMagics(Magics):
         path = line.strip().strip("'\"")
         if not path:
             raise UsageError("%agent_save needs a file name, e.g. `%agent_save conversation.json`")
+        from ipy_agent.config.conversation_file import save_conversation
+
         agent = self.session.need_agent()
         try:
             save_conversation(agent, path)

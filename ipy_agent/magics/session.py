@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ipy_agent.config.conversation_file import load_conversation
 from ipy_agent.config.grants import SessionGrants
 from ipy_agent.config.options import AgentLine, parse_line
 from ipy_agent.config.policy import PolicyError, PolicyViolation
@@ -37,14 +36,10 @@ from ipy_agent.config.settings_approvals import ask_on_stdin
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxSetting
 from ipy_agent.history.messages import repair_history
-from ipy_agent.loop.agent import Agent
-from ipy_agent.loop.subagent import set_subagent_types, types_from_settings
 from ipy_agent.models.base import Model, model_label
 from ipy_agent.permissions.decide import PermissionMode
 from ipy_agent.permissions.rules import RuleSpec
-from ipy_agent.runtime.trace import RunResult
 from ipy_agent.ui.announce import cell_number
-from ipy_agent.ui.run_ui import RunUI, choose_ui
 
 from .prompt_records import PromptRecords
 
@@ -52,7 +47,10 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.display import DisplayHandle
 
+    from ipy_agent.loop.agent import Agent
     from ipy_agent.notebook.bridge import NotebookBridge
+    from ipy_agent.runtime.trace import RunResult
+    from ipy_agent.ui.run_ui import RunUI
     from ipy_agent.ui.widgets import RunView
 
 __all__ = ["AgentSession", "Run", "SessionSettings"]
@@ -192,6 +190,8 @@ class AgentSession:
             agent.check_policy()  # a broken policy, or a mode or model it forbids, stops here
         except ValueError as e:  # PolicyError, PolicyViolation, a bad budget
             raise UsageError(str(e)) from None
+        from ipy_agent.ui.run_ui import choose_ui  # the loop and the UI load with the first run, not %load_ext
+
         wanted = request.background or settings.background
         ui = choose_ui(
             agent,
@@ -302,6 +302,8 @@ class AgentSession:
         except SettingsError as e:
             raise UsageError(str(e)) from None
         warnings += _apply_mcp_files(agent)
+        from ipy_agent.loop.subagent import set_subagent_types, types_from_settings
+
         try:
             set_subagent_types(agent.tools, types_from_settings(settings.subagents))
         except (ValueError, TypeError) as e:
@@ -359,6 +361,8 @@ class AgentSession:
 
     @staticmethod
     def _make_agent(model: Model, settings: SessionSettings, tools: list[Tool] | None) -> Agent:
+        from ipy_agent.loop.agent import Agent
+
         return Agent(
             model=model,
             cwd=os.getcwd(),
@@ -377,6 +381,8 @@ class AgentSession:
 
     @staticmethod
     def _resume(path: str, agent: Agent) -> Agent:
+        from ipy_agent.config.conversation_file import load_conversation
+
         try:
             repaired, skipped = load_conversation(path, agent)
         except ValueError as e:

@@ -16,9 +16,13 @@ each only from those above it in this list:
 
 from __future__ import annotations
 
-from .config import McpConfigError, ServerConfig, load_mcp_files, parse_servers, user_config_dir
-from .manager import McpManager, close_all
-from .trust import TrustStore
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import McpConfigError, ServerConfig, load_mcp_files, parse_servers, user_config_dir
+    from .manager import McpManager, close_all
+    from .trust import TrustStore
 
 __all__ = [
     "McpConfigError",
@@ -30,3 +34,25 @@ __all__ = [
     "parse_servers",
     "user_config_dir",
 ]
+
+# Each name and the module that defines it, imported on first use: the settings read
+# `user_config_dir` at `%load_ext`, which must not start the manager's imports.
+_EXPORTS = {
+    "McpConfigError": "config",
+    "McpManager": "manager",
+    "ServerConfig": "config",
+    "TrustStore": "trust",
+    "close_all": "manager",
+    "load_mcp_files": "config",
+    "parse_servers": "config",
+    "user_config_dir": "config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
