@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.config.policy import Policy
 from ipy_agent.context import ContextManager
-from ipy_agent.contract.hooks import Hooks
+from ipy_agent.contract.hooks import HookEvent, Hooks
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
@@ -35,6 +35,7 @@ from ipy_agent.runtime.meter import Meter
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
 from ipy_agent.runtime.run_env import RunEnv
 from ipy_agent.runtime.trace import (
+    AgentEvent,
     CallRecord,
     Listeners,
     NoticeEvent,
@@ -51,14 +52,25 @@ from .rewind import Rewinding
 from .spend import Managed
 from .standing import Standing
 from .subagent import current_agent, default_tools
-from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
-from .turn_end import after_reply, answer_tools, close_early, forget_unanswered, model_failed, prompt_blocks
+from .turn import (
+    Turn,
+    after_reply,
+    answer_tools,
+    close_early,
+    model_failed,
+    previous_calls,
+    stream_reply,
+    take_reply,
+)
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
 
 __all__ = ["INTERRUPTED_NOTICE", "Agent"]
 
+
+Messages = list[dict[str, Any]]
+Emit = Callable[[AgentEvent], None]
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
 INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
@@ -398,3 +410,51 @@ class Agent(Rewinding, Listeners):
         self.usage, self._batches = Usage(), [0]
         self.context_manager.reset()
         self.standing.reset()
+
+
+# --- a run's prompt: in before the first turn, taken out when the model never answered ---
+
+
+async def prompt_blocks(
+    prompt: str | list[dict[str, Any]], hooks: Hooks, emit: Emit
+) -> list[dict[str, Any]] | RunResult:
+    """The person's request as content blocks, with what UserPromptSubmit hooks add; or the
+    run's end when a hook blocks it."""
+    blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+    text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    hr = await hooks.run(HookEvent(event="UserPromptSubmit", prompt=text))
+    if hr.decision == "deny" or hr.stop:
+        emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
+        return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
+    return blocks + [{"type": "text", "text": c} for c in hr.additional_context]
+
+
+def forget_unanswered(messages: Messages, before: Messages, emit: Emit) -> bool:
+    """`forget_prompt` when no reply of the model reached the history since it looked like
+    `before`; whether it did."""
+    if any(m["role"] == "assistant" for m in messages[len(before) :]):
+        return False
+    forget_prompt(messages, before, emit)
+    return True
+
+
+def forget_prompt(messages: Messages, before: Messages, emit: Emit) -> None:
+    """The model never answered: put the history back as it was before the prompt, or the prompt
+    would be merged into the next request."""
+    messages[:] = before
+    emit(
+        NoticeEvent(
+            text="The model did not answer, so this request was not added to the "
+            "conversation; run it again when the problem is fixed.",
+            level="info",
+        )
+    )
+
+
+def usage_delta(total: Usage, start: Usage) -> Usage:
+    return Usage(
+        input_tokens=total.input_tokens - start.input_tokens,
+        output_tokens=total.output_tokens - start.output_tokens,
+        cache_read_input_tokens=total.cache_read_input_tokens - start.cache_read_input_tokens,
+        cache_creation_input_tokens=total.cache_creation_input_tokens - start.cache_creation_input_tokens,
+    )

@@ -1,20 +1,32 @@
-"""One turn's pieces: the state an early end needs, and reading the model's stream.
+"""One turn: one model request and its tool calls, from the stream to the turn's end.
 
 The agent loop (agent.py) says what a turn does: request, answer the tool calls, decide to go
 on. This module holds what that needs and is not the loop itself: what one turn has put into
 the history so far (`Turn`, so an interrupt or a failure can close it validly), and
 `stream_reply`, which turns the model's events into text on screen and tool calls started as
 soon as their blocks are whole. The records a run returns and keeps (`RunResult`,
-`TurnRecord`) are in runtime/trace.py; how a turn ends is turn_end.py.
+`TurnRecord`) are in runtime/trace.py. A turn ends
+
+- with its tool calls answered (`answer_tools`): the loop goes on, unless a hook stopped the run;
+- with a reply that calls no tools (`after_reply`): after pause_turn the loop goes on; a refusal
+  or the max_tokens limit ends the run with a notice; otherwise the run ends, unless a Stop hook
+  sends the agent on;
+- with the model failing (`model_failed`): tools already started from complete blocks finish,
+  and their results are kept;
+- early (`close_early`): an interrupt or an internal error answers every tool_use once.
+
+Each way leaves the history a valid conversation and tells the person what happened through `emit`.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ipy_agent.history.messages import append_assistant, clean_content
+from ipy_agent.contract.hooks import HookEvent, Hooks
+from ipy_agent.history.messages import append_assistant, append_user, clean_content, close_turn, last_text
 from ipy_agent.history.tool_ids import ToolUseIds
 from ipy_agent.models.base import (
     BlockComplete,
@@ -25,13 +37,35 @@ from ipy_agent.models.base import (
     ModelRequest,
     TextDelta,
     ThinkingDelta,
-    Usage,
 )
 from ipy_agent.runtime.executor import ToolExecutor
 from ipy_agent.runtime.run_env import RunEnv
-from ipy_agent.runtime.trace import AgentEvent, CallRecord, TextEvent, ThinkingEvent, TurnEvent, TurnRecord, now
+from ipy_agent.runtime.trace import (
+    AgentEvent,
+    CallRecord,
+    NoticeEvent,
+    RunResult,
+    StopReason,
+    TextEvent,
+    ThinkingEvent,
+    TurnEvent,
+    TurnRecord,
+    now,
+)
 
-__all__ = ["Turn", "previous_calls", "stream_reply", "take_reply", "usage_delta"]
+__all__ = [
+    "Turn",
+    "after_reply",
+    "answer_tools",
+    "close_early",
+    "model_failed",
+    "previous_calls",
+    "stream_reply",
+    "take_reply",
+]
+
+Messages = list[dict[str, Any]]
+Emit = Callable[[AgentEvent], None]
 
 _ASKED = ("person", "approver")
 
@@ -99,15 +133,6 @@ def take_reply(
     emit(TurnEvent(turn=record.turn, phase="end", usage=reply.usage, stop_reason=reply.stop_reason))
 
 
-def usage_delta(total: Usage, start: Usage) -> Usage:
-    return Usage(
-        input_tokens=total.input_tokens - start.input_tokens,
-        output_tokens=total.output_tokens - start.output_tokens,
-        cache_read_input_tokens=total.cache_read_input_tokens - start.cache_read_input_tokens,
-        cache_creation_input_tokens=total.cache_creation_input_tokens - start.cache_creation_input_tokens,
-    )
-
-
 def previous_calls(trace: list[CallRecord], turn: int, messages: list[dict[str, Any]]) -> tuple[CallOutcome, ...]:
     """How the tool calls of `turn` ended, when the latest message answers them (a replay
     branches on it, a recording writes it down; see ModelRequest.calls)."""
@@ -137,3 +162,88 @@ def _outcome(record: CallRecord) -> CallOutcome:
     return CallOutcome(
         tool_use_id=record.tool_use_id, name=record.tool_name, outcome="error", reason=reason, asked=asked
     )
+
+
+async def answer_tools(turn: Turn, messages: Messages, emit: Emit) -> RunResult | None:
+    """Every tool_use answered in order (within the message budget); a hook may stop the run."""
+    append_user(messages, await turn.executor.results())
+    turn.answered = True
+    if turn.env.stop_requested:
+        emit(NoticeEvent(text=f"Stopped by a hook: {turn.env.stop_reason}", level="warning"))
+        return RunResult(stop_reason="stopped_by_hook", text=turn.env.stop_reason)
+    return None
+
+
+async def after_reply(reply: MessageComplete, messages: Messages, hooks: Hooks, emit: Emit) -> RunResult | None:
+    """A reply without tool calls: go on after pause_turn, else end (Stop hooks may object)."""
+    match reply.stop_reason:
+        case "pause_turn":
+            return None if clean_content(reply.content) else RunResult(stop_reason="end_turn", text="")
+        case "refusal":
+            emit(NoticeEvent(text="The model declined to continue with this request (refusal).", level="warning"))
+            return RunResult(stop_reason="refusal", text=last_text(messages))
+        case "max_tokens":
+            emit(
+                NoticeEvent(
+                    text="The reply was cut off at the max_tokens limit; ask the agent to continue.", level="warning"
+                )
+            )
+            return RunResult(stop_reason="max_tokens", text=last_text(messages))
+    return await _stop_hooks(messages, hooks, emit)
+
+
+async def _stop_hooks(messages: Messages, hooks: Hooks, emit: Emit) -> RunResult | None:
+    text = last_text(messages)
+    if not hooks.has("Stop"):
+        return RunResult(stop_reason="end_turn", text=text)
+    hr = await hooks.run(HookEvent(event="Stop", last_message=text))
+    if hr.errors:
+        # A broken Stop hook must not keep the agent going (its error is no instruction).
+        emit(NoticeEvent(text="A Stop hook failed: " + "; ".join(hr.errors), level="error"))
+        return RunResult(stop_reason="end_turn", text=text)
+    if hr.decision == "deny" and not hr.stop:
+        # A Stop hook that blocks stopping sends its reason back and the agent goes on.
+        append_user(messages, [{"type": "text", "text": hr.reason or "A Stop hook asked you to continue."}])
+        return None
+    return RunResult(stop_reason="stopped_by_hook" if hr.stop else "end_turn", text=text)
+
+
+async def model_failed(err: ModelError, turn: Turn, messages: Messages, emit: Emit) -> RunResult:
+    turn.record.end, turn.record.stop_reason = now(), "error"
+    if turn.executor.submitted:
+        # Tools already started from complete blocks: let them finish and keep the truth.
+        turn.appended, turn.answered = close_turn(
+            messages,
+            completed=turn.completed,
+            results=await turn.executor.results(),
+            appended=turn.appended,
+            answered=turn.answered,
+            note=None,
+        )
+    emit(NoticeEvent(text=str(err), level="error"))
+    kind = getattr(err, "kind", "other")
+    stop: StopReason = "budget_exceeded" if kind == "budget_exceeded" else "error"
+    return RunResult(stop_reason=stop, text=str(err), error=str(err), error_kind=kind)
+
+
+async def close_early(turn: Turn | None, messages: Messages, reason: str, note: str | None) -> None:
+    """End a turn early (interrupt or internal error) with every tool_use answered once."""
+    task = asyncio.current_task()
+    if task is not None:
+        while task.uncancel():
+            pass
+    if turn is None:
+        return
+    turn.appended, turn.answered = close_turn(
+        messages,
+        completed=turn.completed,
+        results=turn.executor.interrupt(reason),
+        appended=turn.appended,
+        answered=turn.answered,
+        note=note,
+    )
+    try:
+        await turn.executor.drain()  # let cancelled tools kill their processes
+    except asyncio.CancelledError:
+        if task is not None:
+            task.uncancel()  # a second interrupt while cleaning up: the history is already valid
