@@ -47,19 +47,22 @@ from ipy_agent.runtime.trace import (
 
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
-from .offer import begin_run, end_session, offer_tools, remind, sync_mcp
 from .rewind import Rewinding
 from .spend import Managed
 from .standing import Standing
 from .subagent import current_agent, default_tools
+from .tool_session import begin_run, end_session
 from .turn import (
     Turn,
     after_reply,
     answer_tools,
     close_early,
     model_failed,
+    offer_tools,
     previous_calls,
+    remind,
     stream_reply,
+    sync_mcp,
     take_reply,
 )
 

@@ -21,13 +21,16 @@ Each way leaves the history a valid conversation and tells the person what happe
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ipy_agent.contract.hooks import HookEvent, Hooks
+from ipy_agent.contract.tool import Tool
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.messages import append_assistant, append_user, clean_content, close_turn, last_text
 from ipy_agent.history.tool_ids import ToolUseIds
+from ipy_agent.mcp import McpManager
 from ipy_agent.models.base import (
     BlockComplete,
     CallOutcome,
@@ -38,7 +41,9 @@ from ipy_agent.models.base import (
     TextDelta,
     ThinkingDelta,
 )
+from ipy_agent.permissions.decide import Approver, PermissionRules
 from ipy_agent.runtime.executor import ToolExecutor
+from ipy_agent.runtime.registry import Exposure, ToolRegistry
 from ipy_agent.runtime.run_env import RunEnv
 from ipy_agent.runtime.trace import (
     AgentEvent,
@@ -59,8 +64,11 @@ __all__ = [
     "answer_tools",
     "close_early",
     "model_failed",
+    "offer_tools",
     "previous_calls",
+    "remind",
     "stream_reply",
+    "sync_mcp",
     "take_reply",
 ]
 
@@ -83,6 +91,51 @@ class Turn:
     ids: ToolUseIds = field(default_factory=ToolUseIds)
     appended: bool = False  # the assistant message of this turn is in the history
     answered: bool = False  # and its tool results are too
+
+
+def offer_tools(
+    registry: ToolRegistry, rules: PermissionRules, ctx: ToolContext, *, simple: bool, emit: Emit | None
+) -> tuple[Exposure, list[dict[str, Any]]]:
+    """The tools for this request and their API form; a tool whose description fails is hidden
+    (and the person is told, when `emit` is given)."""
+    exposure = registry.exposed(ctx, rules, simple=simple)
+    offered, api, hidden = [], [], dict(exposure.hidden)
+    for tool in exposure.offered:
+        try:
+            api.append(tool.to_api(ctx))
+            offered.append(tool)
+        except Exception as e:
+            hidden[tool.name] = f"its description failed ({type(e).__name__}: {e})"
+            if emit is not None:
+                emit(NoticeEvent(text=f"Tool {tool.name} is hidden this turn: {hidden[tool.name]}", level="warning"))
+    return Exposure(offered=tuple(offered), hidden=hidden), api
+
+
+async def sync_mcp(mcp: McpManager, registry: ToolRegistry, approver: Approver | None, emit: Emit) -> None:
+    """MCP servers: start them at the first request that needs them (asking about project
+    ones), pick up changed tool lists, tell the person what is down; then offer their tools."""
+    if mcp.idle:
+        return
+    for level, text in await mcp.sync(approver):
+        emit(NoticeEvent(text=text, level=level))
+    mcp.skipped.update(registry.set_group("mcp", mcp.tools()))
+
+
+def remind(messages: list[dict[str, Any]], tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:
+    """What tools have to tell the model since its last turn (`Tool.take_reminders`): added to
+    the person's last message, which ends the history when a turn begins, and shown in the cell."""
+    notes: list[str] = []
+    for tool in tools:
+        try:
+            notes += tool.take_reminders(ctx)
+        except Exception:  # news is a courtesy; a broken tool must not stop the turn
+            continue
+    if not notes or not messages or messages[-1]["role"] != "user":
+        return
+    for note in notes:
+        emit(NoticeEvent(text=note, level="info"))
+    text = "\n".join(notes)
+    append_user(messages, [{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}])
 
 
 async def stream_reply(
