@@ -3,11 +3,10 @@
 Modules import one way, each only from those above it in this list:
 - `arguments`: checks of the agent's arguments, and `KEEP` for what `configure` leaves alone;
 - `spill`: where spilled results live for one conversation, and how they go away;
+- `tool_session`: what each run starts with (tools' warnings, once per kernel), what a conversation's end closes;
 - `system_prompt`: the model's environment and how to work with the tools here;
 - `standing`: what follows the base prompt (instructions, the tools' sections), read once per prompt;
-- `offer`: the tools of one request in their API form, MCP servers' tools, tools' warnings;
-- `turn`: one turn's records, the state an early end needs, and reading the model's stream;
-- `turn_end`: each way a turn can end, leaving the history valid;
+- `turn`: one turn, `run_turn`: the request and its tools, the model's stream, the tool calls, its end;
 - `rewind_report`: what a rewind did, in words for the person and for the model;
 - `rewind`: back to the state just before a prompt, from its checkpoints;
 - `spend`: the budgets in force and the run's meter (shared with its subagents), and the policy in force;

@@ -1,15 +1,16 @@
 """Agent: the conversation and the loop. run -> turn -> stream the model -> execute tools.
 
-The loop reads in one screen; the complexity lives in `runtime/`, a turn in turn.py, its ends in
-turn_end.py, rewind in rewind.py. Whatever happens (a tool or hook raises, the model errors, the person
-interrupts) the loop ends with `self.messages` a valid conversation, so the next `run()` goes on."""
+The loop reads in one screen; the complexity lives in `runtime/`, a turn (from its request to its
+end) in turn.py, rewind in rewind.py. Whatever happens (a tool or hook raises, the model errors,
+the person interrupts) the loop ends with `self.messages` a valid conversation, so the next
+`run()` goes on."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,51 +18,48 @@ from typing import TYPE_CHECKING, Any
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.config.policy import Policy
 from ipy_agent.context import ContextManager
-from ipy_agent.contract.hooks import Hooks
+from ipy_agent.contract.hooks import HookEvent, Hooks
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxLimits, SandboxSetting, ToolContext
 from ipy_agent.history.messages import append_user, last_text
-from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
+from ipy_agent.history.tool_ids import HistoryIds
 from ipy_agent.mcp import McpManager
-from ipy_agent.models.base import Model, ModelError, ModelRequest, Usage
+from ipy_agent.models.base import Model, Usage
 from ipy_agent.models.recording import RecordingModel, recording_into, swap_model
 from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode, PermissionRules
 from ipy_agent.permissions.rules import Rule, RuleSpec
 from ipy_agent.runtime.budget import ResultBudget
-from ipy_agent.runtime.executor import INTERRUPTED_TEXT, ToolExecutor
 from ipy_agent.runtime.meter import Meter
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
-from ipy_agent.runtime.run_env import RunEnv
 from ipy_agent.runtime.trace import (
+    AgentEvent,
     CallRecord,
     Listeners,
     NoticeEvent,
     RunEndEvent,
     RunResult,
-    TurnEvent,
     TurnRecord,
 )
 
 from . import spill
 from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
-from .offer import begin_run, end_session, offer_tools, remind, sync_mcp
 from .rewind import Rewinding
 from .spend import Managed
 from .standing import Standing
 from .subagent import current_agent, default_tools
-from .turn import Turn, previous_calls, stream_reply, take_reply, usage_delta
-from .turn_end import after_reply, answer_tools, close_early, forget_unanswered, model_failed, prompt_blocks
+from .tool_session import begin_run, end_session
+from .turn import interrupted, offer_tools, run_turn
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
 
-__all__ = ["INTERRUPTED_NOTICE", "Agent"]
+__all__ = ["Agent"]
 
 
-INTERRUPT_NOTE = "[The person interrupted this request.]"
-INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs that show the outcome skip it)
+Messages = list[dict[str, Any]]
+Emit = Callable[[AgentEvent], None]
 
 
 class Agent(Rewinding, Listeners):
@@ -287,7 +285,7 @@ class Agent(Rewinding, Listeners):
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:
                 task.uncancel()
-            return self._interrupted(0)
+            return interrupted(self.messages, self.emit, 0)
         if isinstance(blocks, RunResult):
             return blocks  # a UserPromptSubmit hook blocked it
         # The history as it was: a run the model never answered (no API key, network down) leaves no
@@ -307,7 +305,7 @@ class Agent(Rewinding, Listeners):
                 self.emit(NoticeEvent(text=outcome.text, level="warning"))
             else:
                 turns += 1
-                outcome = await self._turn()
+                outcome = await run_turn(self)
             failed = outcome is not None and outcome.stop_reason in ("error", "budget_exceeded")
             if failed and forget_unanswered(self.messages, before, self.emit):
                 self.standing.undo()
@@ -315,74 +313,10 @@ class Agent(Rewinding, Listeners):
             if outcome is not None:
                 return replace(outcome, turns=turns)
 
-    async def _turn(self) -> RunResult | None:
-        """One model request and its tool calls. None: the loop goes on."""
-        turn: Turn | None = None
-        try:
-            await sync_mcp(self.mcp, self.registry, self.approver, self.emit)
-            turn, request = self._begin_turn()
-            try:
-                # The context window is managed here, and only here: the context manager streams the
-                # model's reply after clearing or compacting the history to fit, and retries a
-                # "prompt is too long" once after compacting.
-                reply = await stream_reply(
-                    self.context_manager, request, turn, emit=self.emit, streaming_tools=self.streaming_tools
-                )
-            except ModelError as e:
-                return await model_failed(e, turn, self.messages, self.emit)
-            self.usage += reply.usage  # its cost was settled by the meter the request passed
-            take_reply(turn, reply, self.messages, self.emit)
-            if turn.tool_uses:
-                return await answer_tools(turn, self.messages, self.emit)
-            return await after_reply(reply, self.messages, self.hooks, self.emit)
-        except asyncio.CancelledError:
-            await close_early(turn, self.messages, INTERRUPTED_TEXT, INTERRUPT_NOTE)
-            return self._interrupted(len(self.turns))
-        except Exception as e:
-            # A bug in the runtime or in a custom tool's contract: end the run, keep the history valid.
-            error = f"internal error ({type(e).__name__}: {e}); the run was stopped"
-            await close_early(turn, self.messages, f"Not run: the agent stopped because of an {error}.", None)
-            self.emit(NoticeEvent(text=error.capitalize(), level="error"))
-            return RunResult(stop_reason="error", text=error, error=error, error_kind="internal")
-
-    def _begin_turn(self) -> tuple[Turn, ModelRequest]:
-        """Offer the tools, open the turn's record and executor, and build the request."""
-        exposure, api_tools = offer_tools(
-            self.registry, self.rules, self.tool_context(), simple=self.simple, emit=self.emit
-        )
-        remind(self.messages, self.tools, self.tool_context(), self.emit)  # a background command ended...
-        record = TurnRecord(turn=len(self.turns) + 1, offered=exposure.names, hidden=dict(exposure.hidden))
-        self.turns.append(record)
-        env = RunEnv(
-            tools={t.name: t for t in exposure.offered},
-            rules=self.rules,
-            hooks=self.hooks,
-            budget=self.budget,
-            make_ctx=self.tool_context,
-            mode=lambda: self.permission_mode,
-            approver=self.approver,
-            emit=self.emit,
-            result_limit=self.registry.result_limit,
-        )
-        executor = ToolExecutor(
-            env, turn=record.turn, trace=self.trace, batch_counter=self._batches, max_concurrency=self.max_concurrency
-        )
-        # The history itself, not a copy (a model that keeps the request copies it: ModelRequest).
-        calls = previous_calls(self.trace, record.turn - 1, self.messages)  # what a replay branches on
-        places = (("<cwd>", str(self.cwd)), ("<spill>", str(self.spill_dir)))
-        request = ModelRequest(system=self.system(exposure), messages=self.messages, tools=api_tools, calls=calls)
-        self.emit(TurnEvent(turn=record.turn, phase="start"))
-        ids = ToolUseIds(self._history_ids.synced(self.messages))
-        return Turn(record=record, env=env, executor=executor, ids=ids), replace(request, places=places)
-
     def close(self) -> None:
         """Stop the MCP servers (their processes too); they start again at the next run."""
         self.mcp.close()
         self.registry.set_group("mcp", [])
-
-    def _interrupted(self, turns: int) -> RunResult:
-        self.emit(NoticeEvent(text=INTERRUPTED_NOTICE, level="warning"))
-        return RunResult(stop_reason="interrupted", text=last_text(self.messages), turns=turns)
 
     def reset(self) -> None:
         """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""
@@ -398,3 +332,51 @@ class Agent(Rewinding, Listeners):
         self.usage, self._batches = Usage(), [0]
         self.context_manager.reset()
         self.standing.reset()
+
+
+# --- a run's prompt: in before the first turn, taken out when the model never answered ---
+
+
+async def prompt_blocks(
+    prompt: str | list[dict[str, Any]], hooks: Hooks, emit: Emit
+) -> list[dict[str, Any]] | RunResult:
+    """The person's request as content blocks, with what UserPromptSubmit hooks add; or the
+    run's end when a hook blocks it."""
+    blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+    text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    hr = await hooks.run(HookEvent(event="UserPromptSubmit", prompt=text))
+    if hr.decision == "deny" or hr.stop:
+        emit(NoticeEvent(text=f"Prompt blocked by a UserPromptSubmit hook: {hr.reason}", level="warning"))
+        return RunResult(stop_reason="blocked_by_hook", text=hr.reason)
+    return blocks + [{"type": "text", "text": c} for c in hr.additional_context]
+
+
+def forget_unanswered(messages: Messages, before: Messages, emit: Emit) -> bool:
+    """`forget_prompt` when no reply of the model reached the history since it looked like
+    `before`; whether it did."""
+    if any(m["role"] == "assistant" for m in messages[len(before) :]):
+        return False
+    forget_prompt(messages, before, emit)
+    return True
+
+
+def forget_prompt(messages: Messages, before: Messages, emit: Emit) -> None:
+    """The model never answered: put the history back as it was before the prompt, or the prompt
+    would be merged into the next request."""
+    messages[:] = before
+    emit(
+        NoticeEvent(
+            text="The model did not answer, so this request was not added to the "
+            "conversation; run it again when the problem is fixed.",
+            level="info",
+        )
+    )
+
+
+def usage_delta(total: Usage, start: Usage) -> Usage:
+    return Usage(
+        input_tokens=total.input_tokens - start.input_tokens,
+        output_tokens=total.output_tokens - start.output_tokens,
+        cache_read_input_tokens=total.cache_read_input_tokens - start.cache_read_input_tokens,
+        cache_creation_input_tokens=total.cache_creation_input_tokens - start.cache_creation_input_tokens,
+    )

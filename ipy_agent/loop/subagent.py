@@ -38,8 +38,8 @@ from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionM
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import AgentEvent, CallEvent, CallRecord, RunResult, nested_calls
 
-from .offer import end_session
 from .spend import Managed
+from .tool_session import end_session
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge

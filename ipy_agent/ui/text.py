@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ipy_agent.contract.questions import Question
-from ipy_agent.loop.agent import INTERRUPTED_NOTICE
+from ipy_agent.loop.turn import INTERRUPTED_NOTICE
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.runtime.trace import (
     AgentEvent,

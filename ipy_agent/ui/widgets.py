@@ -27,7 +27,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from ipy_agent.loop.agent import INTERRUPTED_NOTICE
+from ipy_agent.loop.turn import INTERRUPTED_NOTICE
 from ipy_agent.models.base import Usage
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.runtime.conversation import Conversation

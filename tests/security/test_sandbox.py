@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import ipy_agent.loop.offer as offer_mod
+import ipy_agent.loop.tool_session as tool_session
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
@@ -294,7 +294,7 @@ def test_leaving_the_sandbox_asks_the_person(project):
 @pytest.fixture
 def no_bwrap(monkeypatch):
     monkeypatch.setattr(sandbox_mod, "BWRAP", "no-such-bwrap-ipy-agent")
-    monkeypatch.setattr(offer_mod, "_SAID", set())  # what tools warned about, said once per kernel
+    monkeypatch.setattr(tool_session, "_SAID", set())  # what tools warned about, said once per kernel
     sandbox_mod.sandbox_status.cache_clear()
     yield
     sandbox_mod.sandbox_status.cache_clear()
