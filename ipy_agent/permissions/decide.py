@@ -1,7 +1,7 @@
 """The permission decision for one tool call: rules, mode, the tool's and the hooks' opinions.
 
 Order (first that applies wins), modelled on Claude Code and stricter where it helps:
-1. a deny rule (tool or content) -> deny; a built-in one (builtin.py) unless an allow rule lifts it
+1. a deny rule (tool or content) -> deny; a built-in one (rules.py) unless an allow rule lifts it
 2. the tool's own deny (`check_permissions`) -> deny
 3. plan mode and the call is not read-only -> deny
 4. an ask rule, the tool's insistent ask (`PermissionCheck.always`), or a hook's ask -> ask
@@ -25,8 +25,17 @@ from typing import Any, Literal, get_args
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool
 from ipy_agent.contract.tool_context import DecisionSource, ToolContext
 
-from .builtin import BUILTIN, allow_example, builtin_read_denies, lifted, read_deny_specs
-from .rules import Rule, RuleSpec, matches_subject, parse_rule
+from .rules import (
+    BUILTIN,
+    Rule,
+    RuleSpec,
+    allow_example,
+    builtin_read_denies,
+    lifted,
+    matches_subject,
+    parse_rule,
+    read_deny_specs,
+)
 
 __all__ = [
     "PERMISSION_MODES",
@@ -146,7 +155,7 @@ class PermissionRules:
 
     def read_deny(self, cwd: Path, dirs: tuple[Path, ...]) -> tuple[str, ...]:
         """The Read deny specifiers every tool honours (`ToolContext.read_deny`), in the order
-        that gives their precedence (see builtin.py)."""
+        that gives their precedence (see rules.py)."""
         return read_deny_specs(self.deny, self.allow, cwd, dirs)
 
     def of(self, kind: Behavior) -> list[Rule]:
