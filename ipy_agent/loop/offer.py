@@ -18,7 +18,8 @@ from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.messages import append_user
 from ipy_agent.mcp import McpManager
-from ipy_agent.permissions.decide import Approver, PermissionRules
+from ipy_agent.permissions.decide import Approver
+from ipy_agent.permissions.rules import PermissionRules
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
 from ipy_agent.runtime.trace import AgentEvent, NoticeEvent
 

@@ -1,8 +1,8 @@
 """Whether a tool call may run: rules, modes, and asking a person.
 
 Modules import one way, each only from those above it in this list:
-- `rules`: permission rules in Claude Code's syntax (`Tool` or `Tool(specifier)`) and matching,
-  and the built-in Read deny rules nobody writes (credential stores) with what lifts them;
+- `rules`: permission rules in Claude Code's syntax (`Tool` or `Tool(specifier)`), matching, the
+  built-in Read deny rules nobody writes (credential stores) and a conversation's rule set;
 - `decide`: the decision for one call from rules, mode, the tool's and the hooks' opinions;
 - `approval`: the permission stage's work: decide, ask the person on "ask", word a denial.
 """

@@ -42,19 +42,20 @@ import fnmatch
 import functools
 import os
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from ipy_agent.base.gitignore import gitignore_match
 from ipy_agent.base.paths import signing_key
-from ipy_agent.contract.tool import CommandPart, RuleSubject
+from ipy_agent.contract.tool import CommandPart, RuleSubject, Tool
 
 __all__ = [
     "BUILTIN",
     "CREDENTIAL_STORES",
     "ENV_FILES",
+    "PermissionRules",
     "Rule",
     "RuleKind",
     "RuleSpec",
@@ -342,3 +343,113 @@ def _literal(spec: str) -> str:
     """A person's specifier that starts with `!` names a file: escape it so it is not an exception."""
     spec = spec.strip()
     return "\\" + spec if spec.startswith("!") else spec
+
+
+# --- a conversation's rules ---------------------------------------------------------------
+
+
+@dataclass
+class PermissionRules:
+    """allow / ask / deny rules for one conversation, plus those granted by "always"."""
+
+    allow: list[Rule] = field(default_factory=list)
+    ask: list[Rule] = field(default_factory=list)
+    deny: list[Rule] = field(default_factory=list)
+
+    @classmethod
+    def from_lists(
+        cls,
+        allow: list[str] | None = None,
+        ask: list[str] | None = None,
+        deny: list[str] | None = None,
+        source: str = "argument",
+    ) -> PermissionRules:
+        return cls(
+            allow=[parse_rule(r, source) for r in allow or []],
+            ask=[parse_rule(r, source) for r in ask or []],
+            deny=[parse_rule(r, source) for r in deny or []],
+        )
+
+    def add(self, kind: RuleKind, rule: str | Rule, source: str = "argument") -> Rule:
+        r = rule if isinstance(rule, Rule) else parse_rule(rule, source)
+        bucket = getattr(self, kind)
+        if all(existing.text != r.text for existing in bucket):
+            bucket.append(r)
+        return r
+
+    @classmethod
+    def with_builtin(
+        cls, allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None
+    ) -> PermissionRules:
+        """`from_lists` with the built-in Read deny rules (credential stores) in front."""
+        rules = cls.from_lists(allow, ask, deny)
+        rules.deny[:0] = builtin_read_denies()
+        return rules
+
+    def read_deny(self, cwd: Path, dirs: tuple[Path, ...]) -> tuple[str, ...]:
+        """The Read deny specifiers every tool honours (`ToolContext.read_deny`), in the order
+        that gives their precedence (see rules.py)."""
+        return read_deny_specs(self.deny, self.allow, cwd, dirs)
+
+    def of(self, kind: RuleKind) -> list[Rule]:
+        """The rules of one kind (the list itself: changing it changes the rules)."""
+        bucket: list[Rule] = getattr(self, kind)
+        return bucket
+
+    def replace(self, previous: Sequence[Rule], specs: Iterable[RuleSpec]) -> list[Rule]:
+        """Take `previous` (rules an earlier call added) off and add `specs`; return what was added.
+
+        Rules granted by the person ("always") and rules given in code stay untouched, so a
+        settings file or a `%config` change applies at the next run without losing a grant."""
+        gone = {id(r) for r in previous}
+        for kind in ("allow", "ask", "deny"):
+            bucket: list[Rule] = getattr(self, kind)
+            bucket[:] = [r for r in bucket if id(r) not in gone]
+        added: list[Rule] = []
+        for spec in specs:
+            rule = self.add(spec.kind, spec.text, source=spec.source)
+            if all(r is not rule for r in added) and any(r is rule for r in getattr(self, spec.kind)):
+                added.append(rule)  # not a duplicate of a rule that stays
+        return added
+
+    def denies_whole(self, tool: Tool) -> Rule | None:
+        names = {tool.name, *tool.rule_groups}
+        return next((r for r in self.deny if r.tool in names and r.whole_tool), None)
+
+    def find(
+        self, kind: RuleKind, tool: Tool, subject: RuleSubject | None, cwd: Path, dirs: tuple[Path, ...] = ()
+    ) -> Rule | None:
+        """The first rule of `kind` covering the call. A built-in deny rule is skipped where an
+        explicit allow rule lifts it, or for `.env*`, inside the working directories `dirs`."""
+        names = {tool.name, *tool.rule_names, *tool.rule_groups}
+        for rule in self.of(kind):
+            if rule.tool not in names:
+                continue
+            if rule.source == BUILTIN and kind == "deny":
+                path = subject.value if subject is not None and subject.kind == "path" else None
+                if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind) and not lifted(
+                    rule, path, self.allow, cwd, dirs
+                ):
+                    return rule
+                continue
+            if rule.whole_tool:
+                # `Edit` whole-tool rules name Edit only; Write answers to Edit(...) content rules.
+                # A group (`mcp__srv`) names every tool in it.
+                if rule.tool == tool.name or rule.tool in tool.rule_groups:
+                    return rule
+                continue
+            if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind):
+                return rule
+        return None
+
+    def find_allow_for_parts(self, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
+        """A compound command is allowed when each of its commands is allowed by some rule."""
+        if subject is None or subject.kind != "command" or subject.parts is None or len(subject.parts) < 2:
+            return None
+        found: Rule | None = None
+        for part in subject.parts:
+            rule = self.find("allow", tool, RuleSubject(kind="command", value=part.text, parts=(part,)), cwd)
+            if rule is None:
+                return None
+            found = found or rule
+        return found
