@@ -165,7 +165,7 @@ def matches_subject(spec: str, subject: RuleSubject | None, *, cwd: Path, kind: 
     return bool(subject.hidden) or any(command_matches(spec, c) for c in (subject.value, *subject.spellings))
 
 
-# --- built-in deny rules ---------------------------------------------------------------
+# --- built-in deny rules ------------------------------------------------------------------
 
 BUILTIN = "built-in"
 CREDENTIAL_STORES: tuple[str, ...] = (

@@ -2,7 +2,7 @@
 
 The page draws the proposal in the cell it changes (notebook/review.py has the protocol); the
 person may Accept or Reject there, with a reason, or answer the `%agent` cell's prompt: one
-decision (permissions/approval.py waits for both). What the page answers becomes what the
+decision (permissions/decide.py waits for both). What the page answers becomes what the
 prompt would have answered, so the model reads a rejection's reason exactly as it reads a
 reason typed in the prompt. The stale rule: the person's typing in a cell under review makes
 the proposal stale, and the call is denied with a message telling the model to read the cell again.
