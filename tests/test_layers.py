@@ -357,7 +357,7 @@ NAMES_TOOLS: dict[str, set[str]] = {
     "ipy_agent.loop.system_prompt": {"Variables", "NotebookRun", "NotebookEdit"},
     # A permission rule names its tool: the built-in deny rules are Read rules, and only an allow
     # rule for Read can lift one.
-    "ipy_agent.permissions.builtin": {"Read"},
+    "ipy_agent.permissions.rules": {"Read"},
     # The Read deny rules a ToolContext matches paths against are shown as `Read(spec)`.
     "ipy_agent.contract.tool_context": {"Read"},
     # "Always accept edits to ..." is the label of an `Edit(...)` rule.

@@ -18,8 +18,7 @@ from typing import Any
 
 from ipy_agent.base.secrets import redact_data
 from ipy_agent.history.messages import history_problems, repair_history
-from ipy_agent.permissions.builtin import matches_everything
-from ipy_agent.permissions.rules import parse_rule
+from ipy_agent.permissions.rules import matches_everything, parse_rule
 from ipy_agent.runtime.conversation import Conversation
 
 from .person_key import sign, verify

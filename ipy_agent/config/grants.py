@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipy_agent.permissions.builtin import builtin_listing
-from ipy_agent.permissions.decide import PermissionRules
+from ipy_agent.permissions.rules import PermissionRules, builtin_listing
 
 __all__ = ["SessionGrants"]
 

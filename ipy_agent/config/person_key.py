@@ -5,7 +5,7 @@ there, an allowed one included. What such a file carries that would loosen a pro
 granted with "always") is signed with an HMAC keyed by 32 random bytes (as hex) kept in the person's
 settings folder (`base/paths.py: signing_key`, in `settings_dir()`): a protected surface, which the writable
 sandbox binds read-only and the rule layer asks before writing, and a built-in Read deny that
-no tool or sandboxed command can read (`permissions/builtin.py`). So a signature that
+no tool or sandboxed command can read (`permissions/rules.py`). So a signature that
 verifies was made by this person's kernel; a hand-written or changed one does not verify.
 The key is made on first use; a folder that cannot hold it means nothing gets signed (and so
 nothing signed is restored), never an error.

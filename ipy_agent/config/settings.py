@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.mcp.config import user_config_dir
-from ipy_agent.permissions.builtin import matches_everything
-from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
+from ipy_agent.permissions.rules import RuleKind, RuleSpec, matches_everything, parse_rule
 
 from .settings_approvals import SettingsApprovals
 

@@ -4,7 +4,7 @@ NotebookEdit on the open notebook stages its change in the page (the target cell
 diff with Accept and Reject). The permission wait then has two places to answer: the approver
 (the `%agent` cell's prompt) and the page. Both answer one question; the first answer wins and
 both show it. A tool offers this by putting a `StagedReview` on its `PermissionPreview.review`;
-permissions/approval.py does the waiting, and an approver that draws a prompt may `follow` the
+permissions/decide.py does the waiting, and an approver that draws a prompt may `follow` the
 review to show an answer given in the page.
 """
 

@@ -94,7 +94,7 @@ class ToolContext:
     # Specifiers of the `Read(...)` deny rules in force (not whole-tool `Read`): the files they
     # name stay hidden from every tool, not only from Read (Grep, Glob, Bash check them too).
     # Read as a .gitignore is (base/gitignore.py): the last matching specifier decides, and one
-    # starting with `!` takes a path back out. The agent orders them (permissions/builtin.py):
+    # starting with `!` takes a path back out. The agent orders them (permissions/rules.py):
     # the built-in credential-store denies, `!` exceptions (`.env*` inside the working
     # directories, what explicit allow rules lift), then the person's own denies. A consumer
     # that cannot express an exception (a mount that masks a whole directory) may ignore the

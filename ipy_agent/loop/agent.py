@@ -28,8 +28,8 @@ from ipy_agent.history.tool_ids import HistoryIds
 from ipy_agent.mcp import McpManager
 from ipy_agent.models.base import Model, Usage
 from ipy_agent.models.recording import RecordingModel, recording_into, swap_model
-from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode, PermissionRules
-from ipy_agent.permissions.rules import Rule, RuleSpec
+from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode
+from ipy_agent.permissions.rules import PermissionRules, Rule, RuleSpec
 from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.runtime.meter import Meter
 from ipy_agent.runtime.registry import Exposure, ToolRegistry

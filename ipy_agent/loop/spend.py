@@ -19,8 +19,7 @@ from ipy_agent.config.spending import SpendingLedger
 from ipy_agent.contract.tool_context import SandboxSetting
 from ipy_agent.mcp import McpManager
 from ipy_agent.models.base import Model, model_label
-from ipy_agent.permissions.decide import PermissionRules
-from ipy_agent.permissions.rules import Rule
+from ipy_agent.permissions.rules import PermissionRules, Rule
 from ipy_agent.runtime.meter import Limit, LimitKind, Meter
 from ipy_agent.runtime.trace import RunResult
 

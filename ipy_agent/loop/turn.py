@@ -52,7 +52,8 @@ from ipy_agent.models.base import (
     TextDelta,
     ThinkingDelta,
 )
-from ipy_agent.permissions.decide import Approver, PermissionRules
+from ipy_agent.permissions.decide import Approver
+from ipy_agent.permissions.rules import PermissionRules
 from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.executor import INTERRUPTED_TEXT, ToolExecutor

@@ -1,7 +1,9 @@
-"""The permission decision for one tool call: rules, mode, the tool's and the hooks' opinions.
+"""The permission stage for one tool call: the decision, then asking a person when it is "ask".
+
+The decision (`decide`) is pure: rules, mode, the tool's and the hooks' opinions, in `STEPS`.
 
 Order (first that applies wins), modelled on Claude Code and stricter where it helps:
-1. a deny rule (tool or content) -> deny; a built-in one (builtin.py) unless an allow rule lifts it
+1. a deny rule (tool or content) -> deny; a built-in one (rules.py) unless an allow rule lifts it
 2. the tool's own deny (`check_permissions`) -> deny
 3. plan mode and the call is not read-only -> deny
 4. an ask rule, the tool's insistent ask (`PermissionCheck.always`), or a hook's ask -> ask
@@ -12,21 +14,30 @@ Order (first that applies wins), modelled on Claude Code and stricter where it h
 9. the tool's ask (e.g. a read outside the working directories) -> ask
 10. read-only, and inside the working directories when it names a path -> allow
 11. anything else -> ask (the decision records which step made it, for the trace and `%agent_inspect`)
+
+Around it, for one call (`decide_permission`): prompts come one at a time, the decision is taken
+again once it is this call's turn (an "always" answer to the prompt before may cover it now), a
+run with no approver denies instead of asking (fail closed), and the model is told why in words
+it can act on (`denial_text`). The call's record is written by the lifecycle; this module only
+reports back through `before_prompt`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool
-from ipy_agent.contract.tool_context import DecisionSource, ToolContext
+from pydantic import BaseModel
 
-from .builtin import BUILTIN, allow_example, builtin_read_denies, lifted, read_deny_specs
-from .rules import Rule, RuleSpec, matches_subject, parse_rule
+from ipy_agent.contract.review import ReviewAnswer, StagedReview
+from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, maybe_await
+from ipy_agent.contract.tool_context import DecisionSource, ToolContext
+from ipy_agent.contract.tool_input import dump_input
+
+from .rules import BUILTIN, PermissionRules, Rule, allow_example
 
 __all__ = [
     "PERMISSION_MODES",
@@ -37,8 +48,9 @@ __all__ = [
     "PermissionAnswer",
     "PermissionMode",
     "PermissionRequest",
-    "PermissionRules",
     "decide",
+    "decide_permission",
+    "denial_text",
     "normalize_answer",
 ]
 
@@ -106,111 +118,56 @@ def normalize_answer(answer: object) -> PermissionAnswer:
     raise ValueError(f"an approver must answer 'allow', 'always', 'deny' or a PermissionAnswer, not {answer!r}")
 
 
-@dataclass
-class PermissionRules:
-    """allow / ask / deny rules for one conversation, plus those granted by "always"."""
+# --- the stage: decide, and ask on "ask" --------------------------------------------------
 
-    allow: list[Rule] = field(default_factory=list)
-    ask: list[Rule] = field(default_factory=list)
-    deny: list[Rule] = field(default_factory=list)
 
-    @classmethod
-    def from_lists(
-        cls,
-        allow: list[str] | None = None,
-        ask: list[str] | None = None,
-        deny: list[str] | None = None,
-        source: str = "argument",
-    ) -> PermissionRules:
-        return cls(
-            allow=[parse_rule(r, source) for r in allow or []],
-            ask=[parse_rule(r, source) for r in ask or []],
-            deny=[parse_rule(r, source) for r in deny or []],
+async def decide_permission(
+    tool: Tool,
+    inp: BaseModel,
+    ctx: ToolContext,
+    *,
+    rules: PermissionRules,
+    mode: str,
+    hook_decision: tuple[Behavior, str] | None,
+    approver: Approver | None,
+    lock: asyncio.Lock,
+    summary: str,
+    before_prompt: Callable[[PermissionPreview | None, str], None],
+) -> Decision:
+    """The final decision for this call, asking the approver when the rules say "ask".
+
+    `before_prompt(preview, preview_error)` runs just before the approver is called."""
+    try:
+        check = await tool.check_permissions(inp, ctx)
+    except Exception as e:
+        check = PermissionCheck(
+            behavior="ask", message=f"{tool.name}'s permission check failed ({type(e).__name__}: {e})"
         )
 
-    def add(self, kind: Behavior, rule: str | Rule, source: str = "argument") -> Rule:
-        r = rule if isinstance(rule, Rule) else parse_rule(rule, source)
-        bucket = getattr(self, kind)
-        if all(existing.text != r.text for existing in bucket):
-            bucket.append(r)
-        return r
+    def decision_now() -> Decision:
+        return decide(
+            tool=tool,
+            inp=inp,
+            ctx=ctx,
+            rules=rules,
+            mode=mode,
+            tool_check=check,
+            hook_decision=hook_decision,
+        )
 
-    @classmethod
-    def with_builtin(
-        cls, allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None
-    ) -> PermissionRules:
-        """`from_lists` with the built-in Read deny rules (credential stores) in front."""
-        rules = cls.from_lists(allow, ask, deny)
-        rules.deny[:0] = builtin_read_denies()
-        return rules
+    decision = decision_now()
+    if decision.behavior != "ask":
+        return decision
+    # One prompt at a time; decide again once it is our turn, since an "always" answer to the
+    # prompt before may cover this call now.
+    async with lock:
+        decision = decision_now()
+        if decision.behavior == "ask":
+            decision = await _ask(tool, inp, ctx, rules, approver, summary, decision, before_prompt)
+    return decision
 
-    def read_deny(self, cwd: Path, dirs: tuple[Path, ...]) -> tuple[str, ...]:
-        """The Read deny specifiers every tool honours (`ToolContext.read_deny`), in the order
-        that gives their precedence (see builtin.py)."""
-        return read_deny_specs(self.deny, self.allow, cwd, dirs)
 
-    def of(self, kind: Behavior) -> list[Rule]:
-        """The rules of one kind (the list itself: changing it changes the rules)."""
-        bucket: list[Rule] = getattr(self, kind)
-        return bucket
-
-    def replace(self, previous: Sequence[Rule], specs: Iterable[RuleSpec]) -> list[Rule]:
-        """Take `previous` (rules an earlier call added) off and add `specs`; return what was added.
-
-        Rules granted by the person ("always") and rules given in code stay untouched, so a
-        settings file or a `%config` change applies at the next run without losing a grant."""
-        gone = {id(r) for r in previous}
-        for kind in ("allow", "ask", "deny"):
-            bucket: list[Rule] = getattr(self, kind)
-            bucket[:] = [r for r in bucket if id(r) not in gone]
-        added: list[Rule] = []
-        for spec in specs:
-            rule = self.add(spec.kind, spec.text, source=spec.source)
-            if all(r is not rule for r in added) and any(r is rule for r in getattr(self, spec.kind)):
-                added.append(rule)  # not a duplicate of a rule that stays
-        return added
-
-    def denies_whole(self, tool: Tool) -> Rule | None:
-        names = {tool.name, *tool.rule_groups}
-        return next((r for r in self.deny if r.tool in names and r.whole_tool), None)
-
-    def find(
-        self, kind: Behavior, tool: Tool, subject: RuleSubject | None, cwd: Path, dirs: tuple[Path, ...] = ()
-    ) -> Rule | None:
-        """The first rule of `kind` covering the call. A built-in deny rule is skipped where an
-        explicit allow rule lifts it, or for `.env*`, inside the working directories `dirs`."""
-        names = {tool.name, *tool.rule_names, *tool.rule_groups}
-        for rule in self.of(kind):
-            if rule.tool not in names:
-                continue
-            if rule.source == BUILTIN and kind == "deny":
-                path = subject.value if subject is not None and subject.kind == "path" else None
-                if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind) and not lifted(
-                    rule, path, self.allow, cwd, dirs
-                ):
-                    return rule
-                continue
-            if rule.whole_tool:
-                # `Edit` whole-tool rules name Edit only; Write answers to Edit(...) content rules.
-                # A group (`mcp__srv`) names every tool in it.
-                if rule.tool == tool.name or rule.tool in tool.rule_groups:
-                    return rule
-                continue
-            if matches_subject(rule.specifier or "", subject, cwd=cwd, kind=kind):
-                return rule
-        return None
-
-    def find_allow_for_parts(self, tool: Tool, subject: RuleSubject | None, cwd: Path) -> Rule | None:
-        """A compound command is allowed when each of its commands is allowed by some rule."""
-        if subject is None or subject.kind != "command" or subject.parts is None or len(subject.parts) < 2:
-            return None
-        found: Rule | None = None
-        for part in subject.parts:
-            rule = self.find("allow", tool, RuleSubject(kind="command", value=part.text, parts=(part,)), cwd)
-            if rule is None:
-                return None
-            found = found or rule
-        return found
+# --- the decision -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -398,3 +355,153 @@ def _link_target(subject: RuleSubject | None) -> RuleSubject | None:
 
 def _subject_inside(subject: RuleSubject | None, ctx: ToolContext) -> bool:
     return subject is not None and subject.kind == "path" and ctx.is_inside_working_dirs(subject.value)
+
+
+# --- asking the person --------------------------------------------------------------------
+
+
+async def _ask(
+    tool: Tool,
+    inp: BaseModel,
+    ctx: ToolContext,
+    rules: PermissionRules,
+    approver: Approver | None,
+    summary: str,
+    asked: Decision,
+    before_prompt: Callable[[PermissionPreview | None, str], None],
+) -> Decision:
+    suggested = _safe_rule(tool, inp, ctx)
+    if approver is None:
+        return Decision(
+            behavior="deny",
+            source="approver",
+            reason=(
+                f"{asked.reason}, and no one is available to approve it in this non-interactive run. "
+                f"A person can allow it with the rule {suggested!r} (allow=[...]) or a permission mode."
+            ),
+        )
+    preview_error = ""
+    try:
+        preview = await tool.preview(inp, ctx)
+    except Exception as e:
+        preview, preview_error = None, f"(preview failed: {type(e).__name__}: {e})"
+    request = PermissionRequest(
+        tool_name=tool.name,
+        input=dump_input(inp),
+        summary=summary,
+        suggested_rule=suggested,
+        tool_use_id=ctx.tool_use_id or "",
+        reason=asked.reason,
+        diff=getattr(preview, "diff", None),
+        preview=preview,
+        read_only=tool.is_read_only(inp),
+        destructive=tool.is_destructive(inp),
+        display_name=tool.display_name(),
+    )
+    before_prompt(preview, preview_error)
+    review = preview.review if preview is not None else None
+    answer = await (_answer(approver, request) if review is None else _reviewed(approver, request, review))
+    if answer.behavior == "deny":
+        reason = await _apply_action(preview, answer) if answer.action else answer.message
+        return Decision(behavior="deny", source="approver" if answer.automatic else "person", reason=reason)
+    if answer.behavior == "always":
+        rule = rules.add("allow", answer.rule or suggested, source="granted")
+        return Decision(behavior="allow", source="person", rule=rule.text, reason=f"always allowed: {rule.text}")
+    if answer.answers is not None:
+        return Decision(behavior="allow", source="person", reason="answered", answers=dict(answer.answers))
+    return Decision(behavior="allow", source="person", reason="allowed once")
+
+
+async def _answer(approver: Approver, request: PermissionRequest) -> PermissionAnswer:
+    try:
+        return normalize_answer(await maybe_await(approver(request)))
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        return PermissionAnswer(behavior="deny", message=f"the approval prompt failed ({type(e).__name__}: {e})")
+
+
+def _from_review(answer: ReviewAnswer) -> PermissionAnswer:
+    return PermissionAnswer(behavior=answer.behavior, message=answer.message, automatic=answer.automatic)
+
+
+async def _reviewed(approver: Approver, request: PermissionRequest, review: StagedReview) -> PermissionAnswer:
+    """The approver and the page where the change is staged answer one question; the first wins.
+
+    An approver that follows the review (the `%agent` cell's prompt) is resolved by the page's
+    answer, so its answer is the decision either way; one that does not is cancelled when the
+    page answers first. The page is told the outcome, whoever gave it."""
+    preset = review.preset()
+    if preset is not None:  # Accept all / Reject all, earlier in this run
+        await review.close(preset.behavior, preset.message, automatic=preset.automatic, where="all")
+        return _from_review(preset)
+    if getattr(approver, "interactive", True) is False:
+        # No one answers this run's prompts (--no-widgets, a background run): a change drawn in
+        # the cell would only flash there and be taken back.
+        return await _answer(approver, request)
+    shown = False
+    try:
+        shown = await review.open()
+    except Exception:  # the page could not draw it: the prompt alone asks, as without a page
+        shown = False
+    if not shown:
+        return await _answer(approver, request)
+    asking = asyncio.ensure_future(_answer(approver, request))
+    page = asyncio.ensure_future(review.decision())
+    try:
+        await asyncio.wait({asking, page}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        asking.cancel()
+        page.cancel()
+        await review.close("deny", "", automatic=True, where="none")
+        raise
+    page_answered = page.done() and not page.cancelled() and page.exception() is None
+    if page_answered and review.followed:
+        answer = await asking  # the prompt resolves with the page's answer (or its own, if it was first)
+    elif page_answered and not asking.done():
+        asking.cancel()
+        answer = _from_review(page.result())
+    else:
+        page.cancel()
+        answer = await asking
+    where = "cell" if review.answered_in_page else "prompt"
+    await review.close(
+        "deny" if answer.behavior == "deny" else "allow", answer.message, automatic=answer.automatic, where=where
+    )
+    return answer
+
+
+async def _apply_action(preview: PermissionPreview | None, answer: PermissionAnswer) -> str:
+    """Carry out the PromptAction the person chose with their denial; what the model is told."""
+    action = next((a for a in (preview.actions if preview is not None else ()) if a.label == answer.action), None)
+    if action is None:
+        return answer.message or f"the person chose {answer.action!r}"
+    try:
+        await action.apply()
+    except Exception as e:  # the call is denied either way; say what did not stick
+        return f"{action.message} (but recording it failed: {type(e).__name__}: {e})"
+    return action.message + (f" {answer.message}" if answer.message else "")
+
+
+def _safe_rule(tool: Tool, inp: BaseModel, ctx: ToolContext) -> str:
+    try:
+        return tool.suggest_rule(inp, ctx) or tool.name
+    except Exception:
+        return tool.name
+
+
+# --- what the model is told ---------------------------------------------------------------
+
+
+def denial_text(tool: Tool, d: Decision) -> str:
+    """What the model reads when a call was denied, by who denied it."""
+    if d.source == "person":
+        base = f"The person declined this {tool.name} call, so nothing was run or changed."
+        if d.reason:
+            return f"{base} Their reason: {d.reason}\nAdjust your approach to what they said; do not retry the same call unchanged."
+        return f"{base} Stop and wait for them to tell you how to proceed; do not retry the same call."
+    if d.source == "approver":
+        return d.reason or f"This {tool.name} call was not approved, so nothing was run."
+    if d.source == "hook":
+        return f"A PreToolUse hook blocked this {tool.name} call: {d.reason}"
+    return f"Permission to use {tool.name} was denied ({d.reason}). Nothing was run."

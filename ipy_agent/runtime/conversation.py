@@ -19,7 +19,8 @@ from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.models.base import Model, Usage
-from ipy_agent.permissions.decide import PermissionMode, PermissionRules
+from ipy_agent.permissions.decide import PermissionMode
+from ipy_agent.permissions.rules import PermissionRules
 
 from .meter import Meter
 from .registry import Exposure

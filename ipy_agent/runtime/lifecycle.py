@@ -29,8 +29,7 @@ from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.contract.tool_input import dump_input, parse_input
-from ipy_agent.permissions.approval import decide_permission, denial_text
-from ipy_agent.permissions.decide import Behavior
+from ipy_agent.permissions.decide import Behavior, decide_permission, denial_text
 
 from .run_env import RunEnv, error_result, set_status, settle
 from .trace import CallRecord, CallStatus, Stage, now

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ipy_agent.contract.limits import SELF_LIMITING
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
-from ipy_agent.permissions.decide import PermissionRules
+from ipy_agent.permissions.rules import PermissionRules
 
 __all__ = ["Exposure", "ToolRegistry"]
 

@@ -18,7 +18,8 @@ from typing import Any
 from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
-from ipy_agent.permissions.decide import Approver, PermissionRules
+from ipy_agent.permissions.decide import Approver
+from ipy_agent.permissions.rules import PermissionRules
 
 from .budget import ResultBudget
 from .trace import CallEvent, CallRecord, CallStatus, Stage, now

@@ -51,7 +51,7 @@ class NonInteractiveApprover:
     `denied` keeps the requests it refused, so a caller can list them after the run.
     """
 
-    interactive = False  # it answers at once: a change is not staged in the page for it (approval.py)
+    interactive = False  # it answers at once: a change is not staged in the page for it (permissions/decide.py)
 
     def __init__(self, why: str = "widgets are switched off") -> None:
         self.why = why

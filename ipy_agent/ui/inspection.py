@@ -20,7 +20,7 @@ from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.loop.agent import Agent
 from ipy_agent.models.base import model_label
 from ipy_agent.models.recording import RecordingModel
-from ipy_agent.permissions.builtin import BUILTIN, builtin_listing
+from ipy_agent.permissions.rules import BUILTIN, builtin_listing
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import CallRecord, nested_calls
 

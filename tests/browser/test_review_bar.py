@@ -203,13 +203,13 @@ def gone(page: NotebookPage, selector: str, what: str, timeout: float = LEAVES_S
 
 
 # A cell that stages two changes (cell 1 and cell 21) through the bridge, as NotebookEdit's review
-# does (tools/notebook/review_live.py), and waits for the page's answers: the agent asks one
+# does (tools/notebook/edit_live.py: LiveReview), and waits for the page's answers: the agent asks one
 # change at a time, so two open at once is the page's own case (another notebook's run, a page
 # reloaded mid-review), driven here from the kernel side.
 TWO_STAGED = """
 import asyncio
 from ipy_agent.magics import current_session
-from ipy_agent.tools.notebook.review_live import LiveReview
+from ipy_agent.tools.notebook.edit_live import LiveReview
 b = current_session().bridge
 await b.ensure()
 cells = await b.list_cells()

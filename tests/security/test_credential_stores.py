@@ -16,7 +16,7 @@ import pytest
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.config.grants import SessionGrants
-from ipy_agent.permissions.builtin import CREDENTIAL_STORES, builtin_read_denies
+from ipy_agent.permissions.rules import CREDENTIAL_STORES, builtin_read_denies
 from ipy_agent.tools import builtin_tools
 from ipy_agent.ui.inspection import tools_text
 from tests.support.tools import write_tree

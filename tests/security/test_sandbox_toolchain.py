@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from ipy_agent.permissions.decide import PermissionRules
+from ipy_agent.permissions.rules import PermissionRules
 from ipy_agent.tools.bash import BashInput, BashTool, sandbox, toolchain
 from tests.support.bash import decision, project
 from tests.support.containment import context

@@ -35,7 +35,7 @@ from ipy_agent.config.conversation_file import load_conversation, save_conversat
 from ipy_agent.config.settings import load_settings_rules
 from ipy_agent.mcp import load_mcp_files
 from ipy_agent.mcp.trust import TrustStore
-from ipy_agent.permissions import builtin as builtin_module
+from ipy_agent.permissions import rules as rules_module
 from ipy_agent.tools import builtin_tools
 from ipy_agent.tools.files.read import ReadTool
 from tests.support.mcp import TOOLBOX, offered
@@ -291,7 +291,7 @@ def test_no_tool_reads_the_signing_key(home: Path, project: Path):
 
 def test_control_without_the_built_in_deny_the_key_is_read(home: Path, project: Path, monkeypatch: pytest.MonkeyPatch):
     _saved_then_edited(project)
-    monkeypatch.setattr(builtin_module, "signing_key", lambda: home / "elsewhere")
+    monkeypatch.setattr(rules_module, "signing_key", lambda: home / "elsewhere")
     assert signing_key().read_text().strip() in _read_the_key(home)
 
 
@@ -325,5 +325,5 @@ def test_control_without_the_built_in_deny_a_sandboxed_command_reads_the_key(
     home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ):
     _saved_then_edited(project)
-    monkeypatch.setattr(builtin_module, "signing_key", lambda: home / "elsewhere")
+    monkeypatch.setattr(rules_module, "signing_key", lambda: home / "elsewhere")
     assert signing_key().read_text().strip() in _command_reads_the_key(home)

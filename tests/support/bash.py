@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ipy_agent.permissions.decide import Decision, PermissionRules, decide
+from ipy_agent.permissions.decide import Decision, decide
+from ipy_agent.permissions.rules import PermissionRules
 from ipy_agent.tools.bash import BashInput, BashTool
 
 from .tools import tool_ctx

@@ -150,8 +150,8 @@ def test_every_reason_box_says_where_the_reason_goes_in_the_same_words():
 
 def test_a_warning_is_true_when_the_prompt_is_drawn():
     # A change shown in the cell changes nothing until accepted; one the page could not show
-    # changes the open notebook at once when accepted. The review says which (review_live.py).
-    from ipy_agent.tools.notebook.review_live import LiveReview
+    # changes the open notebook at once when accepted. The review says which (edit_live.py: LiveReview).
+    from ipy_agent.tools.notebook.edit_live import LiveReview
 
     class Page:
         reviews = None

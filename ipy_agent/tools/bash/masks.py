@@ -37,7 +37,7 @@ from typing import Literal
 
 from ipy_agent.base.gitignore import is_exception, literal_root, rule_matcher
 from ipy_agent.contract.tool_context import ToolContext
-from ipy_agent.permissions.builtin import ENV_FILES
+from ipy_agent.permissions.rules import ENV_FILES
 
 __all__ = ["MAX_MASKS", "MAX_WALK", "NOTICE", "Mask", "mask_paths", "notice_file"]
 

@@ -20,8 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ipy_agent.contract.checkpoints import watching
 from ipy_agent.contract.tool import BackgroundTask, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
-from ipy_agent.permissions.builtin import builtin_specs
-from ipy_agent.permissions.rules import part_matches
+from ipy_agent.permissions.rules import builtin_specs, part_matches
 from ipy_agent.runtime.budget import spill_file_name
 
 from .background import finished_note, shells_of, start_background

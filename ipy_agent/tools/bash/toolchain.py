@@ -48,7 +48,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ipy_agent.permissions.builtin import ENV_FILES, builtin_read_denies
+from ipy_agent.permissions.rules import ENV_FILES, builtin_read_denies
 
 __all__ = ["MAX_DIRS", "MAX_PROGRAMS", "Toolchain", "refresh", "toolchain"]
 
