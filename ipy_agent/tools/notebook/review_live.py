@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ipy_agent.contract.review import ReviewAnswer
+from ipy_agent.notebook.protocol_types import LiveCell
 from ipy_agent.notebook.review import PageDecision, Proposal, ReviewOutcome, Reviews
 
 __all__ = ["EFFECT_AT_ONCE", "LiveReview", "stale_message"]
@@ -64,18 +65,19 @@ class LiveReview:
         nb: Any,
         *,
         kind: str,
-        cell: dict[str, Any] | None,
+        cell: LiveCell | None,
         source: str,
         old_source: str,
         cell_type: str,
         label: str,
         tool_use_id: str,
     ) -> LiveReview:
-        index = int((cell or {}).get("index", -1)) + 1 if kind == "insert" else int((cell or {}).get("index", 0))
+        at = cell.get("index") if cell is not None else None  # where the cell is; none: an insert at the top
+        index = (int(at) + 1 if at is not None else 0) if kind == "insert" else int(at or 0)
         proposal = Proposal(
             id=uuid.uuid4().hex,
             kind=kind,  # type: ignore[arg-type]
-            cell_id=(cell or {}).get("id"),
+            cell_id=cell.get("id") if cell is not None else None,
             index=index,
             source=source,
             old_source=old_source,
