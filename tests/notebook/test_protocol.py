@@ -165,31 +165,35 @@ def test_the_bridge_uses_the_protocol_file():
     assert (bridge.PROTOCOL, bridge.TARGET) == (PROTOCOL, TARGET) == (SPEC["version"], SPEC["target"])
 
 
-def sent_requests() -> list[tuple[str, str, set[str]]]:
-    """Every `<x>.request("<op>", key=...)` in the package: (where, op, its keyword arguments)."""
+def sent_requests() -> list[tuple[str, str, set[str], bool]]:
+    """Every `<x>.request("<op>", key=...)` and `<x>.post("<op>", ...)` in the package: (where, op,
+    its keyword arguments, whether more come from a `**mapping`)."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "request"
+                and node.func.attr in ("request", "post")
                 and node.args
                 and isinstance(node.args[0], ast.Constant)
                 and isinstance(node.args[0].value, str)
             ):
                 keys = {k.arg for k in node.keywords if k.arg is not None}
-                found.append((f"{path.relative_to(ROOT)}:{node.lineno}", node.args[0].value, keys))
+                spread = any(k.arg is None for k in node.keywords)
+                found.append((f"{path.relative_to(ROOT)}:{node.lineno}", node.args[0].value, keys, spread))
     return found
 
 
 def test_every_op_the_kernel_sends_is_in_the_protocol_file_with_its_arguments():
     found = sent_requests()
-    assert {op for _, op, _ in found} >= {"list_cells", "replace_source", "set_outputs"}, "the scan finds nothing"
-    for where, op, keys in found:
+    assert {op for _, op, _, _ in found} >= {"list_cells", "replace_source", "set_outputs"}, "the scan finds nothing"
+    for where, op, keys, spread in found:
         assert op in OPS, f"{where} sends op {op!r}, which protocol.json does not define"
         unknown = keys - {"timeout"} - set(args_schema(op)["properties"])  # timeout is request()'s own
         assert not unknown, f"{where} sends {op!r} with {sorted(unknown)}, not among its args in protocol.json"
+        missing = set(args_schema(op).get("required", [])) - keys
+        assert spread or not missing, f"{where} sends {op!r} without {sorted(missing)}, which protocol.json requires"
 
 
 def test_the_fake_front_end_handles_exactly_the_protocol_ops():
