@@ -295,7 +295,7 @@ export const handlers: { readonly [O in Op]: Handler<O> } = {
       throw new BridgeError('bad_request', `cell ${args.cell_id} is a ${type} cell; only code cells have outputs`);
     }
     const outputs = Array.isArray(args.outputs) ? (args.outputs as IOutput[]) : []; // nbformat's, as the kernel made them
-    const count = 'execution_count' in args ? ((args.execution_count ?? null) as number | null) : undefined;
+    const count = 'execution_count' in args ? (args.execution_count ?? null) : undefined; // absent: the count stays
     nb.setOutputs(index, outputs, count);
     return { cell: listedCell(nb, index) };
   },
