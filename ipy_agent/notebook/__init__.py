@@ -2,7 +2,10 @@
 
 Plain Python (the bridge opens a comm with the `comm` package, never through IPython).
 Modules import one way, each only from those above it in this list:
-- `protocol`: the live-notebook protocol, read from `protocol.json` (the extension reads it too);
+- `protocol_types`: the protocol's types (TypedDicts, `PageRequests`), generated from `protocol.json`;
+- `protocol`: the live-notebook protocol, read from `protocol.json` (the extension reads it too),
+  and the light check of a value against its schemas;
+- `protocol_gen`: writes `protocol_types` and the extension's `protocol.ts` from the schemas;
 - `naming`: a cell as a person names it (`cell 4 · df = load(...)`);
 - `render`: notebook cells as the model reads them (id, type, source, outputs), never raw JSON;
 - `cell_bindings`: the names a cell's code binds, deletes and reads at the top level (`ast`);

@@ -22,6 +22,10 @@ Decisions:
   page was closed): later requests fail fast until a new hello arrives.
 - Both sides carry a protocol number; a mismatch is reported with what to do (install the same
   version in the kernel and the server), never guessed around.
+- Each reply is checked against its op's schema (`protocol.reply_problem`) before a caller sees
+  it: a page that answers out of protocol fails the request with code `bad_reply`, saying what
+  is wrong and which extension answered, instead of a `KeyError` somewhere in a tool. What
+  `request` returns is then typed by the op (`protocol_types.PageRequests`).
 """
 
 from __future__ import annotations
@@ -32,15 +36,21 @@ import functools
 import os
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import EllipsisType
+from typing import TYPE_CHECKING, Any
 
 from .cell_guard import KEY, breaches
 from .comm_guard import CommGuard
-from .protocol import PROTOCOL, TARGET
+from .protocol import PROTOCOL, TARGET, extension_version, reply_problem
+from .protocol_types import AgentMetadata, ConnectMessage, ListedCell, NotifyType, Output, PageRequests, ReadCell
 from .review import Reviews
 from .runlog import RunLog
+
+if TYPE_CHECKING:
+    from .execute import RunOutcome
 
 __all__ = ["BridgeError", "FrontEnd", "NotConnected", "NotebookBridge"]
 
@@ -88,7 +98,7 @@ def _abs_path(path: str, server_root: str | None, session_name: str | None, cwd:
     return os.path.normpath(cwd / Path(path).name)
 
 
-class NotebookBridge:
+class NotebookBridge(PageRequests):
     """One per kernel. Give it to the Agent as `notebook`; tools reach it as `ctx.notebook`."""
 
     def __init__(self, shell: Any = None, *, session_name: str | None = None, cwd: str | Path | None = None) -> None:
@@ -98,7 +108,7 @@ class NotebookBridge:
         self.front_end: FrontEnd | None = None
         self.problem: str | None = None  # why the front end cannot be used (a version mismatch)
         self.others: list[str] = []  # other panels on this kernel that said hello
-        self._pending: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        self._pending: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[dict[str, object]]]] = {}
         self._comm: Any = None
         self._probe_at: float | None = None
         self._waited = False
@@ -148,27 +158,27 @@ class NotebookBridge:
     def probe(self) -> Any:
         from comm import create_comm
 
-        comm: Any = create_comm(
-            target_name=TARGET, data={"protocol": PROTOCOL, "event": "connect", "path": self.session_name}
-        )
+        data: ConnectMessage = {"protocol": PROTOCOL, "event": "connect", "path": self.session_name}
+        comm: Any = create_comm(target_name=TARGET, data=data)
         comm.on_msg(functools.partial(self._on_msg, comm))
         self._comm = comm
         self._probe_at = time.monotonic()
         return comm
 
-    def _on_comm_open(self, comm: Any, msg: dict[str, Any]) -> None:
+    def _on_comm_open(self, comm: Any, msg: Mapping[str, object]) -> None:
         comm.on_msg(functools.partial(self._on_msg, comm))
         comm.on_close(lambda _msg: self._on_close(comm))
-        self._on_data(comm, msg.get("content", {}).get("data") or {})
+        self._on_data(comm, _comm_data(msg))
 
     def _on_close(self, comm: Any) -> None:
         if self.front_end is not None and self.front_end.comm is comm:
             self.front_end = None
 
-    def _on_msg(self, comm: Any, msg: dict[str, Any]) -> None:
-        self._on_data(comm, msg.get("content", {}).get("data") or {})
+    def _on_msg(self, comm: Any, msg: Mapping[str, object]) -> None:
+        self._on_data(comm, _comm_data(msg))
 
-    def _on_data(self, comm: Any, data: dict[str, Any]) -> None:
+    def _on_data(self, comm: Any, data: object) -> None:
+        """A message from a page: a hello, a decision, or a reply (checked when its request takes it)."""
         if not isinstance(data, dict):
             return
         if data.get("event") == "hello":
@@ -178,13 +188,13 @@ class NotebookBridge:
             front = self.front_end
             if front is not None and data.get("path") == front.path and data.get("protocol") == PROTOCOL:
                 self.reviews.decided(data)
-        elif isinstance(data.get("reply_to"), str):
-            self._resolve(data["reply_to"], data)
+        elif isinstance(reply_to := data.get("reply_to"), str):
+            self._resolve(reply_to, data)
 
     def _matches(self, path: str) -> bool:
         return self.session_name is None or self.session_name == path or self.session_name.endswith("/" + path)
 
-    def _hello(self, comm: Any, data: dict[str, Any]) -> None:
+    def _hello(self, comm: Any, data: dict[str, object]) -> None:
         path = data.get("path")
         if not isinstance(path, str) or not path:
             return
@@ -201,9 +211,10 @@ class NotebookBridge:
                 self.others.append(path)
             return
         self.problem = None
+        root = data.get("server_root")
         self.front_end = FrontEnd(
             path=path,
-            abs_path=_abs_path(path, data.get("server_root"), self.session_name, self.cwd),
+            abs_path=_abs_path(path, root if isinstance(root, str) else None, self.session_name, self.cwd),
             extension_version=str(data.get("extension_version", "?")),
             comm=comm,
             at=time.monotonic(),
@@ -251,7 +262,7 @@ class NotebookBridge:
         return self.front_end is not None
 
     # --- requests ---------------------------------------------------------------------------
-    def _resolve(self, request_id: str, data: dict[str, Any]) -> None:
+    def _resolve(self, request_id: str, data: dict[str, object]) -> None:
         entry = self._pending.pop(request_id, None)
         if entry is None:
             return
@@ -263,17 +274,22 @@ class NotebookBridge:
 
         loop.call_soon_threadsafe(settle)
 
-    async def request(self, op: str, timeout: float | None = REQUEST_TIMEOUT, **args: Any) -> dict[str, Any]:
+    async def send_request(
+        self, op: str, args: dict[str, object], timeout: float | EllipsisType | None
+    ) -> Mapping[str, object]:
         """Send one op to the connected panel and return its `result`; raise BridgeError otherwise.
-        `timeout` None waits as long as the page takes (a person's answer, `ask_permission`)."""
+        Called as `request(op, timeout, **args)`, typed per op. `timeout` None waits as long as
+        the page takes (a person's answer, `ask_permission`); `...` is REQUEST_TIMEOUT."""
+        if isinstance(timeout, EllipsisType):
+            timeout = REQUEST_TIMEOUT
         front = self.front_end
         if front is None:
             raise NotConnected(f"The live notebook is not available: {self.status()}.")
         request_id = uuid.uuid4().hex
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        future: asyncio.Future[dict[str, object]] = loop.create_future()
         self._pending[request_id] = (loop, future)
-        front.comm.send({"protocol": PROTOCOL, "request_id": request_id, "op": op, "path": front.path, "args": args})
+        front.comm.send(_request_message(request_id, op, front.path, args))
         try:
             reply = await asyncio.wait_for(future, timeout)
         except TimeoutError:
@@ -293,12 +309,21 @@ class NotebookBridge:
             )
             self.front_end = None
             raise BridgeError("version_mismatch", self.problem)
-        if not reply.get("ok"):
-            raise BridgeError(str(reply.get("code") or "error"), str(reply.get("error") or "unknown error"))
-        result = reply.get("result")
-        return result if isinstance(result, dict) else {}
+        problem = reply_problem(op, reply)
+        if problem:
+            raise BridgeError(
+                "bad_reply",
+                f"The notebook page answered {op!r} out of protocol {PROTOCOL}: {problem}. The page runs "
+                f"ipy-agent-notebook {front.extension_version}, this kernel's ipy_agent comes with "
+                f"{extension_version() or 'no built extension'}; install the same ipy_agent version in the "
+                "kernel's and the server's environment, then reload the page.",
+            )
+        result = reply["result"] if reply["ok"] else None
+        if not isinstance(result, dict):  # an error reply, as checked
+            raise BridgeError(str(reply["code"]), str(reply["error"]))
+        return result
 
-    def post(self, op: str, **args: Any) -> bool:
+    def post(self, op: str, **args: object) -> bool:
         """Send one op without waiting for its reply (which is dropped when it comes); safe from
         any thread, so a cell that blocks the event loop can still show its outputs as they come.
         False when no page is connected or the send failed."""
@@ -306,27 +331,25 @@ class NotebookBridge:
         if front is None:
             return False
         try:
-            front.comm.send(
-                {"protocol": PROTOCOL, "request_id": uuid.uuid4().hex, "op": op, "path": front.path, "args": args}
-            )
+            front.comm.send(_request_message(uuid.uuid4().hex, op, front.path, args))
         except Exception:  # best effort: the final outputs are sent with `request` after the run
             return False
         return True
 
     # --- conveniences the tools use ----------------------------------------------------------
-    async def list_cells(self) -> list[dict[str, Any]]:
-        return list((await self.request("list_cells")).get("cells") or [])
+    async def list_cells(self) -> list[ListedCell]:
+        return list((await self.request("list_cells"))["cells"])
 
-    async def read_cells(self, cell_ids: list[str] | None = None) -> list[dict[str, Any]]:
-        args: dict[str, Any] = {} if cell_ids is None else {"cell_ids": cell_ids}
-        return list((await self.request("read_cells", **args)).get("cells") or [])
+    async def read_cells(self, cell_ids: list[str] | None = None) -> list[ReadCell]:
+        if cell_ids is None:
+            return list((await self.request("read_cells"))["cells"])
+        return list((await self.request("read_cells", cell_ids=cell_ids))["cells"])
 
-    async def agent_metadata(self) -> dict[str, Any]:
+    async def agent_metadata(self) -> AgentMetadata:
         """The open notebook's `ipy_agent` metadata, as the page has it (unsaved edits included)."""
-        value = (await self.request("get_agent_metadata", timeout=METADATA_TIMEOUT)).get("metadata")
-        return value if isinstance(value, dict) else {}
+        return (await self.request("get_agent_metadata", timeout=METADATA_TIMEOUT))["metadata"]
 
-    async def set_agent_metadata(self, metadata: dict[str, Any]) -> None:
+    async def set_agent_metadata(self, metadata: AgentMetadata) -> None:
         """Replace the open notebook's `ipy_agent` metadata (an empty dict removes it). A change
         that would remove or weaken a cell policy held there is refused (code `policy`): only
         the person lifts one, in the page (cell_guard.py)."""
@@ -335,7 +358,7 @@ class NotebookBridge:
             raise BridgeError("policy", f"Not changed: {verdict.question(self.display_path or 'the open notebook')}.")
         await self.request("set_agent_metadata", metadata=metadata)
 
-    async def notify(self, message: str, type: str = "info") -> None:
+    async def notify(self, message: str, type: NotifyType = "info") -> None:
         await self.request("notify", message=message, type=type)
 
     async def scroll_to(self, cell_id: str) -> None:
@@ -345,8 +368,10 @@ class NotebookBridge:
         gone, so the edit, already made, was reported as failed)."""
         self.post("scroll_to", cell_id=cell_id)
 
-    async def run_code(self, code: str, *, timeout: float, on_progress: Any = None) -> Any:
-        from .execute import run_code
+    async def run_code(
+        self, code: str, *, timeout: float, on_progress: Callable[[list[Output]], object] | None = None
+    ) -> RunOutcome:
+        from .execute import run_code  # IPython's shell is needed only here
 
         if self.shell is None:
             raise NotConnected("There is no IPython kernel to run code in.")
@@ -363,6 +388,17 @@ class NotebookBridge:
         return describe_namespace(self.shell, **kwargs)
 
 
+def _comm_data(msg: Mapping[str, object]) -> object:
+    """The data of a comm message (a Jupyter message: its content's `data`)."""
+    content = msg.get("content")
+    return (content.get("data") if isinstance(content, Mapping) else None) or {}
+
+
+def _request_message(request_id: str, op: str, path: str, args: dict[str, object]) -> dict[str, object]:
+    """A request as protocol.json's `request` message has it."""
+    return {"protocol": PROTOCOL, "request_id": request_id, "op": op, "path": path, "args": args}
+
+
 class _LocalComm:
     """The comm to a page in this process: a request is answered on the loop's next turn, as a
     reply over a real comm arrives after the request was sent."""
@@ -370,7 +406,7 @@ class _LocalComm:
     def __init__(self, bridge: NotebookBridge, page: Any) -> None:
         self.bridge, self.page = bridge, page
 
-    def send(self, data: dict[str, Any]) -> None:
+    def send(self, data: Mapping[str, object]) -> None:
         answer = self.page.answer(data)
         try:
             loop = asyncio.get_running_loop()

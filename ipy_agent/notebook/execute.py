@@ -31,18 +31,19 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import summarize_error
+from .protocol_types import Output
 
 __all__ = ["RunOutcome", "run_code"]
 
 
 @dataclass(kw_only=True)
 class RunOutcome:
-    outputs: list[dict[str, Any]] = field(default_factory=list)  # nbformat v4 outputs
+    outputs: list[Output] = field(default_factory=list)  # nbformat v4 outputs, as `set_outputs` sends them
     execution_count: int | None = None
     error: str | None = None  # "Name: value" of an error the code raised
     summary: str | None = None  # the error told for the fix (errors.py): the cell's line, the person's frames
@@ -54,7 +55,7 @@ class RunOutcome:
 class _Stream:
     """Stands in for sys.stdout / sys.stderr during the run."""
 
-    def __init__(self, name: str, outputs: list[dict[str, Any]], lock: threading.Lock) -> None:
+    def __init__(self, name: str, outputs: list[Output], lock: threading.Lock) -> None:
         self.name = name
         self._outputs = outputs
         self._lock = lock
@@ -66,7 +67,8 @@ class _Stream:
         with self._lock:
             last = self._outputs[-1] if self._outputs else None
             if last is not None and last.get("output_type") == "stream" and last.get("name") == self.name:
-                last["text"] += text
+                before = last.get("text", "")
+                last["text"] = (before if isinstance(before, str) else "".join(before)) + text
             elif text:
                 self._outputs.append({"output_type": "stream", "name": self.name, "text": text})
         return len(text)
@@ -90,14 +92,14 @@ class _DisplayPub:
 
     is_publishing = False
 
-    def __init__(self, outputs: list[dict[str, Any]], lock: threading.Lock) -> None:
+    def __init__(self, outputs: list[Output], lock: threading.Lock) -> None:
         self._outputs = outputs
         self._lock = lock
 
     def publish(
         self,
-        data: dict[str, Any],
-        metadata: dict[str, Any] | None = None,
+        data: Mapping[str, object],
+        metadata: Mapping[str, object] | None = None,
         source: Any = None,
         *,
         transient: Any = None,
@@ -118,7 +120,7 @@ class _DisplayPub:
 class _DisplayHook:
     """Stands in for sys.displayhook: the last expression's value becomes an execute_result."""
 
-    def __init__(self, shell: Any, outputs: list[dict[str, Any]], lock: threading.Lock) -> None:
+    def __init__(self, shell: Any, outputs: list[Output], lock: threading.Lock) -> None:
         self.shell = shell
         self._outputs = outputs
         self._lock = lock
@@ -156,7 +158,7 @@ def _running_count(shell: Any) -> int | None:
 
 
 async def run_code(
-    shell: Any, code: str, *, timeout: float, on_progress: Callable[[list[dict[str, Any]]], Any] | None = None
+    shell: Any, code: str, *, timeout: float, on_progress: Callable[[list[Output]], object] | None = None
 ) -> RunOutcome:
     """Run `code` as a cell in `shell`; outputs are captured, not sent to any front end.
     `on_progress`, when given, is called from a thread with a copy of the outputs so far each
@@ -227,7 +229,7 @@ def _transform(shell: Any, code: str) -> tuple[str, Any]:
 async def _run(
     shell: Any,
     code: str,
-    run_args: dict[str, Any],
+    run_args: dict[str, object],
     timeout: float,
     is_async: bool,
     deadline: _Deadline | None,
@@ -294,7 +296,7 @@ PROGRESS_EVERY = 0.5
 class _Progress:
     """A thread that hands a copy of the outputs to a callback when they changed."""
 
-    def __init__(self, outputs: list[dict[str, Any]], callback: Callable[[list[dict[str, Any]]], Any]) -> None:
+    def __init__(self, outputs: list[Output], callback: Callable[[list[Output]], object]) -> None:
         self.lock = threading.Lock()
         self._outputs, self._callback = outputs, callback
         self._seen: tuple[int, int, int] = (0, 0, 0)
@@ -306,12 +308,14 @@ class _Progress:
         while not self._stop.wait(PROGRESS_EVERY):
             with self.lock:
                 outs = self._outputs
-                last = outs[-1] if outs else {}
-                mark = (len(outs), len(last.get("text", "")), id(last))  # streams grow their last output
+                last: Mapping[str, object] = outs[-1] if outs else {}
+                text = last.get("text", "")
+                # Streams grow their last output.
+                mark = (len(outs), len(text) if isinstance(text, str | list) else 0, id(last))
                 if mark == self._seen:
                     continue
                 self._seen = mark
-                snapshot = [dict(o) for o in outs]
+                snapshot = [o.copy() for o in outs]
             with contextlib.suppress(Exception):  # showing progress never fails the run
                 self._callback(snapshot)
 
@@ -321,7 +325,7 @@ class _Progress:
 
 
 @contextlib.contextmanager
-def _captured(shell: Any, outputs: list[dict[str, Any]], progress: _Progress | None = None) -> Iterator[None]:
+def _captured(shell: Any, outputs: list[Output], progress: _Progress | None = None) -> Iterator[None]:
     """stdout, stderr, the display hook, the display publisher and the traceback hook send what
     the cell shows into `outputs` for the run; all are restored after it, whatever happens."""
     lock = progress.lock if progress is not None else threading.Lock()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .bridge import BridgeError, NotebookBridge
+from .protocol_types import AgentMetadata
 
 __all__ = [
     "KEY",
@@ -171,7 +172,7 @@ async def write_instructions(bridge: NotebookBridge | None, file: Path | None, t
     return f"{what} the instructions in {file} (on disk).{note}"
 
 
-def _updated(meta: Any, text: str) -> dict[str, Any]:
+def _updated(meta: Any, text: str) -> AgentMetadata:
     out = dict(meta) if isinstance(meta, dict) else {}
     if text:
         out[_FIELD] = text

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .protocol_types import AgentMetadata
+
 __all__ = [
     "ASK",
     "NEVER_RUN",
@@ -113,7 +115,7 @@ def _seconds(text: str) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
-def with_cell_tag(agent_metadata: Mapping[str, Any], cell_id: str, tag: str) -> dict[str, Any]:
+def with_cell_tag(agent_metadata: Mapping[str, Any], cell_id: str, tag: str) -> AgentMetadata:
     """The notebook's `ipy_agent` metadata with `tag` added to the cell's policy."""
     meta = dict(agent_metadata)
     per_cell = dict(meta.get("cell_policies") or {}) if isinstance(meta.get("cell_policies"), dict) else {}

@@ -29,12 +29,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .protocol import DECISIONS
+from .protocol_types import DECISIONS, Outcome
+from .protocol_types import ProposalKind as Kind
 
 __all__ = ["PageDecision", "Proposal", "ReviewOutcome", "Reviews"]
 
-Kind = Literal["replace", "insert", "delete"]
-Outcome = Literal["accepted", "rejected", "stale", "cancelled"]
 Where = Literal["cell", "prompt", "all", "none"]
 
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .effects import cell_effects
 from .naming import cell_label
+from .protocol_types import LiveCell
 from .runlog import RunLog
 
 __all__ = ["StaleMark", "stale_marks"]
@@ -37,7 +37,7 @@ class StaleMark:
     text: str
 
 
-def stale_marks(cells: Sequence[dict[str, Any]], runs: RunLog) -> list[StaleMark]:
+def stale_marks(cells: Sequence[LiveCell], runs: RunLog) -> list[StaleMark]:
     """The marks of `cells` (the notebook's cells in order, with `id`, `cell_type`, `source`)."""
     code = [c for c in cells if c.get("cell_type") == "code" and (c.get("source") or "").strip()]
     effects = {c["id"]: cell_effects(c.get("source") or "") for c in code}

@@ -15,9 +15,11 @@
  * validates the requests.
  */
 
-export const PROMPT_CLASS = 'ipy-agent-prompt-';
+import type { Behavior } from './protocol';
 
-export type Behavior = 'allow' | 'always' | 'deny' | 'accept_all' | 'reject_all'; // the last two: a review's
+export type { Behavior }; // the last two, accept_all and reject_all: a review's
+
+export const PROMPT_CLASS = 'ipy-agent-prompt-';
 
 /** Where a typed reason goes, the same words in every reason box (the kernel's ui/prompt_words.py). */
 export const REASON_GOES = 'optional, sent to the agent';

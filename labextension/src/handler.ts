@@ -3,9 +3,12 @@
  * the kernel in, one reply out. `index.ts` gives it a notebook panel behind the small `Notebook`
  * interface below; the unit tests give it a list of cells.
  *
- * The protocol (version, comm target, message keys, ops) is defined once, in
- * ipy_agent/notebook/protocol.json, which the kernel side reads too. `handlers` must have exactly
- * its ops: an op listed there without a handler here (or the other way round) does not compile.
+ * The protocol (version, comm target, messages, ops) is defined once, as JSON Schemas, in
+ * ipy_agent/notebook/protocol.json, which the kernel side reads too; `./protocol.ts` holds the
+ * types generated from it. `handlers` must have exactly its ops, each taking its op's args and
+ * returning its op's result: an op without a handler (or the other way round), or a result of
+ * the wrong shape, does not compile. A request's args come from another process, so each
+ * handler still checks the values it cannot do without (`bad_request`).
  *
  *   kernel -> front end: {protocol, request_id, op, path, args}
  *   front end -> kernel: {protocol, reply_to, ok, result | error, code}
@@ -14,21 +17,45 @@
  * keys (`request_id`, `reply_to`).
  */
 import type { ICellMetadata, IOutput } from '@jupyterlab/nbformat';
-import protocol from '../../ipy_agent/notebook/protocol.json';
+import extension from '../package.json';
 import { waitUntil } from './fallback';
-import type { Behavior, PromptAnswer, PromptQuestion, PromptRequest } from './fallback';
-import { OUTCOMES, Outcome, ReviewBoard, arrivalOf, makeProposal, proposalProblem } from './review';
+import type { PromptAnswer, PromptQuestion, PromptRequest } from './fallback';
+import {
+  NOTIFY_TYPES,
+  OUTCOMES,
+  PROTOCOL,
+  TARGET,
+  type AgentMetadata,
+  type CellType,
+  type ErrorCode,
+  type HelloMessage,
+  type LiveCell,
+  type ListedCell,
+  type NotifyType,
+  type Op,
+  type OpArgs,
+  type OpResults,
+  type Output,
+  type OutputSummary,
+  type ReadCell,
+  type ReplyMessage
+} from './protocol';
+import { ReviewBoard, arrivalOf, makeProposal, proposalProblem } from './review';
 
-export const PROTOCOL: number = protocol.version;
-export const TARGET: string = protocol.target;
-export const VERSION = '0.1.0';
+export { PROTOCOL, TARGET };
+export type { CellType, ErrorCode, NotifyType, Op };
+/** The extension's version: its package.json's (the kernel reads the built copy of that file). */
+export const VERSION: string = extension.version;
 
-export type Op = keyof typeof protocol.ops;
-export type ErrorCode = keyof typeof protocol.errors;
-export type CellType = 'code' | 'markdown' | 'raw';
-export type NotifyType = 'default' | 'info' | 'success' | 'warning' | 'error' | 'in-progress';
+/** A request's args as they come over the comm: not checked yet. */
 export type Args = { readonly [key: string]: unknown };
-export type Result = { [key: string]: unknown };
+/**
+ * An op's args as a handler takes them: typed as the schema says, each possibly missing (the
+ * page does not rely on the kernel: what a handler cannot do without, it checks).
+ */
+export type Received<T> = { readonly [K in keyof T]?: T[K] };
+/** The result of any op. */
+export type Result = OpResults[Op];
 
 /** A cell as nbformat has it, its source as one string; only code cells have outputs. */
 export interface CellData {
@@ -62,7 +89,7 @@ export interface Notebook {
   /** The notebook's metadata under `key`, or undefined. */
   getMetadata(key: string): unknown;
   /** Set the notebook's metadata under `key` (the notebook becomes dirty); undefined deletes it. */
-  setMetadata(key: string, value: Result | undefined): void;
+  setMetadata(key: string, value: AgentMetadata | undefined): void;
   /** Is the approval prompt's widget on the page? (fallback.ts; a page without it says no) */
   promptShown?(promptId: string): boolean;
   /** Draw answer buttons under the cell; resolves when the person clicks (fallback.ts). */
@@ -83,15 +110,14 @@ export class BridgeError extends Error {
   }
 }
 
-const NOTIFY_TYPES: readonly string[] = ['default', 'info', 'success', 'warning', 'error', 'in-progress'];
 /** The one metadata key the kernel may read and write: its own (its instructions live there). */
 export const AGENT_METADATA_KEY = 'ipy_agent';
 
-function isObject(value: unknown): value is Result {
+function isObject(value: unknown): value is { [key: string]: unknown } {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function agentMetadata(nb: Notebook): Result {
+function agentMetadata(nb: Notebook): AgentMetadata {
   const value = nb.getMetadata(AGENT_METADATA_KEY);
   return isObject(value) ? value : {};
 }
@@ -100,12 +126,13 @@ function outputSize(output: IOutput): number {
   return JSON.stringify(output).length;
 }
 
-function summariseOutput(output: IOutput, size: number): Result {
-  const summary: Result = { output_type: output.output_type, size };
+function summariseOutput(output: IOutput, size: number): OutputSummary {
+  const summary: OutputSummary = { output_type: output.output_type, size };
+  // (A key left undefined is left out of the JSON the kernel gets.)
   if (output.output_type === 'stream') {
-    summary.name = output.name;
+    summary.name = typeof output.name === 'string' ? output.name : undefined;
   } else if (output.output_type === 'error') {
-    summary.ename = output.ename;
+    summary.ename = typeof output.ename === 'string' ? output.ename : undefined;
   } else if ('data' in output) {
     summary.mime_types = Object.keys(output.data || {});
   }
@@ -118,11 +145,9 @@ function cellTags(cell: CellData): string[] {
   return Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [];
 }
 
-/** A cell as the kernel gets it: with its outputs (read_cells), or a summary of them. */
-function cellJSON(nb: Notebook, index: number, withOutputs: boolean): Result {
-  const cell = nb.cell(index);
-  const sizes = cell.outputs.map(outputSize); // each output serialised once: a PNG is large
-  const result: Result = {
+/** What the kernel gets of every cell; `sizes`: each output serialised once (a PNG is large). */
+function liveCell(cell: CellData, index: number, sizes: number[]): LiveCell {
+  return {
     id: cell.id,
     index,
     cell_type: cell.cell_type,
@@ -132,12 +157,21 @@ function cellJSON(nb: Notebook, index: number, withOutputs: boolean): Result {
     outputs_size: sizes.reduce((n, size) => n + size, 0),
     tags: cellTags(cell)
   };
-  if (withOutputs) {
-    result.outputs = cell.outputs;
-  } else {
-    result.output_summary = cell.outputs.map((output, k) => summariseOutput(output, sizes[k]));
-  }
-  return result;
+}
+
+/** A cell as listed (list_cells, and the cell an edit leaves): with a summary of its outputs. */
+function listedCell(nb: Notebook, index: number): ListedCell {
+  const cell = nb.cell(index);
+  const sizes = cell.outputs.map(outputSize);
+  const summary = cell.outputs.map((output, k) => summariseOutput(output, sizes[k]));
+  return { ...liveCell(cell, index, sizes), output_summary: summary };
+}
+
+/** A cell as read (read_cells): with its outputs, as nbformat has them. */
+function readCell(nb: Notebook, index: number): ReadCell {
+  const cell = nb.cell(index);
+  const outputs: Output[] = cell.outputs;
+  return { ...liveCell(cell, index, cell.outputs.map(outputSize)), outputs };
 }
 
 function allIndices(nb: Notebook): number[] {
@@ -170,7 +204,7 @@ function cellType(value: unknown): CellType {
 }
 
 /** A prompt id as the kernel makes them (it becomes part of a CSS class). */
-function promptId(args: Args): string {
+function promptId(args: Received<{ prompt_id: string }>): string {
   const id = args.prompt_id;
   if (typeof id !== 'string' || !/^[A-Za-z0-9_-]+$/.test(id)) {
     throw new BridgeError('bad_request', `prompt_id must be letters, digits, - or _, not ${JSON.stringify(id)}`);
@@ -200,19 +234,19 @@ function promptQuestions(value: unknown): PromptQuestion[] {
   });
 }
 
-type Handler = (nb: Notebook, args: Args) => Result | Promise<Result>;
+type Handler<O extends Op> = (nb: Notebook, args: Received<OpArgs[O]>) => OpResults[O] | Promise<OpResults[O]>;
 
-export const handlers: { readonly [op in Op]: Handler } = {
+export const handlers: { readonly [O in Op]: Handler<O> } = {
   list_cells: nb => ({
     path: nb.path,
     dirty: nb.dirty,
-    cells: allIndices(nb).map(i => cellJSON(nb, i, false))
+    cells: allIndices(nb).map(i => listedCell(nb, i))
   }),
 
   read_cells: (nb, args) => {
-    const ids = args.cell_ids;
+    const ids: unknown = args.cell_ids;
     const indices = Array.isArray(ids) ? ids.map(id => findIndex(nb, id)) : allIndices(nb);
-    return { path: nb.path, cells: indices.map(i => cellJSON(nb, i, true)) };
+    return { path: nb.path, cells: indices.map(i => readCell(nb, i)) };
   },
 
   replace_source: (nb, args) => {
@@ -233,7 +267,7 @@ export const handlers: { readonly [op in Op]: Handler } = {
         }
       }
     });
-    return { cell: cellJSON(nb, index, false) };
+    return { cell: listedCell(nb, index) };
   },
 
   insert_cell: (nb, args) => {
@@ -243,13 +277,13 @@ export const handlers: { readonly [op in Op]: Handler } = {
     const id = typeof args.cell_id === 'string' && args.cell_id && !nb.cellIds().includes(args.cell_id);
     const kept = id ? { id: args.cell_id as string } : {};
     nb.insertCell(index, { ...kept, cell_type: type, source: String(args.source ?? '') });
-    return { cell: cellJSON(nb, index, false) };
+    return { cell: listedCell(nb, index) };
   },
 
   delete_cell: (nb, args) => {
     const index = findIndex(nb, args.cell_id);
     checkSource(nb, index, args.expected_source);
-    const gone = cellJSON(nb, index, false);
+    const gone = listedCell(nb, index);
     nb.deleteCell(index);
     return { cell: gone, cell_count: nb.cellIds().length };
   },
@@ -260,10 +294,10 @@ export const handlers: { readonly [op in Op]: Handler } = {
     if (type !== 'code') {
       throw new BridgeError('bad_request', `cell ${args.cell_id} is a ${type} cell; only code cells have outputs`);
     }
-    const outputs = Array.isArray(args.outputs) ? (args.outputs as IOutput[]) : [];
-    const count = 'execution_count' in args ? ((args.execution_count ?? null) as number | null) : undefined;
+    const outputs = Array.isArray(args.outputs) ? (args.outputs as IOutput[]) : []; // nbformat's, as the kernel made them
+    const count = 'execution_count' in args ? (args.execution_count ?? null) : undefined; // absent: the count stays
     nb.setOutputs(index, outputs, count);
-    return { cell: cellJSON(nb, index, false) };
+    return { cell: listedCell(nb, index) };
   },
 
   scroll_to: async (nb, args) => {
@@ -273,7 +307,7 @@ export const handlers: { readonly [op in Op]: Handler } = {
   },
 
   notify: (nb, args) => {
-    const type = NOTIFY_TYPES.includes(args.type as string) ? (args.type as NotifyType) : 'info';
+    const type = args.type !== undefined && NOTIFY_TYPES.includes(args.type) ? args.type : 'info';
     const autoClose = typeof args.auto_close === 'number' ? args.auto_close : 8000;
     return { notification_id: nb.notify(String(args.message ?? ''), type, autoClose) };
   },
@@ -312,8 +346,7 @@ export const handlers: { readonly [op in Op]: Handler } = {
       throw new BridgeError('error', 'this page cannot draw answer buttons');
     }
     const answer = await nb.askPermission(request);
-    const behavior: Behavior = answer.behavior;
-    return { behavior, message: answer.message, answers: answer.answers ?? null }; // answers: questions only
+    return { behavior: answer.behavior, message: answer.message, answers: answer.answers ?? null }; // answers: questions only
   },
 
   withdraw_prompt: (nb, args) => ({
@@ -335,22 +368,24 @@ export const handlers: { readonly [op in Op]: Handler } = {
     if (arrival === 'reveal' && nb.cellIds().length > 0) {
       await nb.scrollTo(Math.min(index, nb.cellIds().length - 1));
     }
-    nb.review.stage(makeProposal(args, index), arrival);
-    return { proposal_id: args.proposal_id, index };
+    const proposal = makeProposal(args, index);
+    nb.review.stage(proposal, arrival);
+    return { proposal_id: proposal.id, index };
   },
 
   resolve_proposal: (nb, args) => {
-    if (!OUTCOMES.includes(args.outcome as string)) {
+    const outcome = args.outcome;
+    if (outcome === undefined || !OUTCOMES.includes(outcome)) {
       throw new BridgeError(
         'bad_request',
-        `outcome must be one of ${OUTCOMES.join(', ')}, not ${JSON.stringify(args.outcome)}`
+        `outcome must be one of ${OUTCOMES.join(', ')}, not ${JSON.stringify(outcome)}`
       );
     }
     const id = String(args.proposal_id ?? '');
-    if (!nb.review.resolve(id, args.outcome as Outcome, String(args.reason ?? ''))) {
+    if (!nb.review.resolve(id, outcome, String(args.reason ?? ''))) {
       throw new BridgeError('not_found', `no staged proposal ${JSON.stringify(args.proposal_id)} in ${nb.path}`);
     }
-    return { proposal_id: id, outcome: args.outcome };
+    return { proposal_id: id, outcome };
   }
 };
 
@@ -366,7 +401,9 @@ export async function handle(nb: Notebook, op: string, args: Args): Promise<Resu
   if (!isOp(op)) {
     throw new BridgeError('unknown_op', `unknown op ${JSON.stringify(op)}`);
   }
-  return handlers[op](nb, args);
+  // The args as received, for the op's handler to check: each takes them as its op's, possibly missing.
+  const handler = handlers[op] as (nb: Notebook, args: Args) => Result | Promise<Result>;
+  return handler(nb, args);
 }
 
 type Request = { protocol?: unknown; request_id?: unknown; op?: unknown; path?: unknown; args?: Args };
@@ -375,12 +412,12 @@ type Request = { protocol?: unknown; request_id?: unknown; op?: unknown; path?: 
  * The reply to one comm message from the kernel, or null when there is none to send: the
  * message is for another notebook on the same kernel (a kernel may be shared), or no request.
  */
-export async function reply(nb: Notebook, data: unknown): Promise<Result | null> {
+export async function reply(nb: Notebook, data: unknown): Promise<ReplyMessage | null> {
   const req: Request = typeof data === 'object' && data !== null ? data : {};
   if ((req.path && req.path !== nb.path) || !req.request_id) {
     return null;
   }
-  const base = { protocol: PROTOCOL, reply_to: req.request_id };
+  const base = { protocol: PROTOCOL, reply_to: String(req.request_id) };
   if (req.protocol !== PROTOCOL) {
     return {
       ...base,
@@ -405,6 +442,6 @@ export async function reply(nb: Notebook, data: unknown): Promise<Result | null>
 }
 
 /** What a panel says when a comm opens: which notebook it shows, and where the server's root is. */
-export function hello(nb: Notebook, serverRoot: string): Result {
+export function hello(nb: Notebook, serverRoot: string): HelloMessage {
   return { protocol: PROTOCOL, event: 'hello', path: nb.path, server_root: serverRoot, extension_version: VERSION };
 }

@@ -13,15 +13,20 @@
  * `ReviewBoard` keeps one notebook's proposals and decides what to send; drawing them is a
  * `ReviewView`'s work (reviewView.ts, the DOM), so this file is unit-tested without a browser.
  */
-import protocol from '../../ipy_agent/notebook/protocol.json';
+import {
+  DECISIONS,
+  OUTCOMES,
+  PROTOCOL,
+  type Decision,
+  type DecisionMessage,
+  type Outcome,
+  type ProposalKind,
+  type StageProposalArgs
+} from './protocol';
 
-export type Kind = 'replace' | 'insert' | 'delete';
-export type Decision = 'accept' | 'reject' | 'accept_all' | 'reject_all' | 'stale';
-export type Outcome = 'accepted' | 'rejected' | 'stale' | 'cancelled';
-export type Message = { [key: string]: unknown };
-
-export const DECISIONS: readonly string[] = protocol.decisions;
-export const OUTCOMES: readonly string[] = protocol.outcomes;
+export { DECISIONS, OUTCOMES };
+export type { Decision, DecisionMessage, Outcome };
+export type Kind = ProposalKind;
 
 /** One staged change, as the kernel sent it (index: where the cell is, or where the new one goes). */
 export interface Proposal {
@@ -65,8 +70,11 @@ export interface ReviewView {
   busy(proposal: Proposal, on: boolean): void;
 }
 
+/** A stage_proposal request's args as received: typed as the schema says, each possibly missing. */
+export type StageArgs = { readonly [K in keyof StageProposalArgs]?: StageProposalArgs[K] };
+
 /** Why a stage_proposal request is malformed, or null when it is well formed. */
-export function proposalProblem(args: { readonly [key: string]: unknown }): string | null {
+export function proposalProblem(args: StageArgs): string | null {
   if (typeof args.proposal_id !== 'string' || !args.proposal_id) {
     return 'proposal_id must be a non-empty string';
   }
@@ -80,7 +88,7 @@ export function proposalProblem(args: { readonly [key: string]: unknown }): stri
 }
 
 /** A proposal from its request's args, placed at `index` (found by the handler). */
-export function makeProposal(args: { readonly [key: string]: unknown }, index: number): Proposal {
+export function makeProposal(args: StageArgs, index: number): Proposal {
   return {
     id: String(args.proposal_id),
     kind: args.kind as Kind,
@@ -160,7 +168,7 @@ export class ReviewBoard {
 
   constructor(
     private readonly view: ReviewView,
-    private readonly send: (message: Message) => boolean,
+    private readonly send: (message: DecisionMessage) => boolean,
     private readonly path: () => string
   ) {}
 
@@ -228,8 +236,8 @@ export class ReviewBoard {
     if (!proposal || this.outcomes.has(id) || this.sent.has(id)) {
       return false;
     }
-    const message: Message = {
-      protocol: protocol.version,
+    const message: DecisionMessage = {
+      protocol: PROTOCOL,
       event: 'decision',
       path: this.path(),
       proposal_id: id,

@@ -1,22 +1,14 @@
 /**
  * The message handler against an in-memory notebook: every op of the protocol, its reply's keys
- * as ipy_agent/notebook/protocol.json lists them, and the requests it must refuse or ignore.
+ * as the schemas of ipy_agent/notebook/protocol.json name them, and the requests it must refuse
+ * or ignore. (The kernel's tests check the same replies' values against the schemas.)
  */
 import type { IOutput } from '@jupyterlab/nbformat';
 import { beforeEach, describe, expect, it } from 'vitest';
 import protocol from '../../ipy_agent/notebook/protocol.json';
-import {
-  CellData,
-  CellType,
-  Notebook,
-  NotifyType,
-  PROTOCOL,
-  Result,
-  VERSION,
-  handlers,
-  hello,
-  reply
-} from '../src/handler';
+import extension from '../package.json';
+import { CellData, CellType, Notebook, NotifyType, PROTOCOL, VERSION, handlers, hello, reply } from '../src/handler';
+import type { AgentMetadata, DecisionMessage, Op, OpResults, ReplyError, ReplyMessage, ReplyOk } from '../src/protocol';
 import type { PromptAnswer, PromptRequest } from '../src/fallback';
 import { ReviewBoard } from '../src/review';
 import { RecordingView } from './recording_view';
@@ -38,7 +30,7 @@ class ListNotebook implements Notebook {
   personScrolled?: () => boolean;
   private made = 0;
   view = new RecordingView();
-  decisions: Result[] = [];
+  decisions: DecisionMessage[] = [];
   review = new ReviewBoard(
     this.view,
     m => this.decisions.push(m) > 0,
@@ -89,7 +81,7 @@ class ListNotebook implements Notebook {
   getMetadata(key: string): unknown {
     return this.metadata[key];
   }
-  setMetadata(key: string, value: Result | undefined): void {
+  setMetadata(key: string, value: AgentMetadata | undefined): void {
     if (value === undefined) {
       delete this.metadata[key];
     } else {
@@ -126,42 +118,56 @@ beforeEach(() => {
 });
 
 /** Send one request as the kernel does; returns the reply (or null when none is sent). */
-function send(op: string, args: object = {}, extra: object = {}): Promise<Result | null> {
+function send(op: string, args: object = {}, extra: object = {}): Promise<ReplyMessage | null> {
   return reply(nb, { protocol: PROTOCOL, request_id: `r${++requests}`, op, path: PATH, args, ...extra });
 }
 
+type Schema = { $ref?: string; properties?: { [key: string]: unknown }; allOf?: Schema[]; [key: string]: unknown };
+const defs: { [name: string]: Schema } = protocol.$defs;
+
+/** The keys a schema of protocol.json names (with those of the schemas it refers to or extends). */
+function keysOf(schema: Schema): string[] {
+  const resolved = schema.$ref ? defs[schema.$ref.replace('#/$defs/', '')] : schema;
+  const inherited = (resolved.allOf ?? []).flatMap(keysOf);
+  return [...inherited, ...Object.keys(resolved.properties ?? {})].sort();
+}
+
 /** The result of a request that must succeed, after checking the reply's and result's keys. */
-async function ok(op: keyof typeof protocol.ops, args: object = {}): Promise<Result> {
+async function ok<O extends Op>(op: O, args: object = {}): Promise<OpResults[O]> {
   const answer = await send(op, args);
   expect(answer).toMatchObject({ protocol: PROTOCOL, reply_to: `r${requests}`, ok: true });
-  expect(Object.keys(answer!).sort()).toEqual(['ok', 'protocol', 'reply_to', 'result']);
-  const result = answer!.result as Result;
-  expect(Object.keys(result).sort()).toEqual([...protocol.ops[op].result].sort());
+  expect(Object.keys(answer!).sort()).toEqual(keysOf(defs.ReplyOk));
+  const result = (answer as ReplyOk).result as OpResults[O];
+  expect(Object.keys(result).sort()).toEqual(keysOf(protocol.ops[op].result));
   return result;
 }
 
 /** The code and message of a request that must be refused. */
-async function refused(op: string, args: object = {}, extra: object = {}): Promise<{ code: string; error: string }> {
+async function refused(op: string, args: object = {}, extra: object = {}): Promise<ReplyError> {
   const answer = await send(op, args, extra);
   expect(answer).toMatchObject({ protocol: PROTOCOL, ok: false });
-  expect(Object.keys(answer!).sort()).toEqual(['code', 'error', 'ok', 'protocol', 'reply_to']);
-  expect(Object.keys(protocol.errors)).toContain(answer!.code);
-  return answer as unknown as { code: string; error: string };
+  expect(Object.keys(answer!).sort()).toEqual(keysOf(defs.ReplyError));
+  expect(Object.keys(protocol.errors)).toContain((answer as ReplyError).code);
+  return answer as ReplyError;
 }
 
-const listedKeys = [...protocol.cell.keys, ...protocol.cell.listed].sort();
-const readKeys = [...protocol.cell.keys, ...protocol.cell.read].sort();
+const listedKeys = keysOf(defs.ListedCell);
+const readKeys = keysOf(defs.ReadCell);
 
 describe('the protocol file', () => {
   it('has a handler for exactly its ops', () => {
     expect(Object.keys(handlers).sort()).toEqual(Object.keys(protocol.ops).sort());
   });
 
-  it('lists the keys of every message the extension sends', () => {
-    expect(Object.keys(hello(nb, '/srv')).sort()).toEqual([...protocol.messages.hello].sort());
-    for (const key of ['reply_to', 'ok', 'result', 'error', 'code']) {
-      expect(protocol.messages.reply).toContain(key);
-    }
+  it('names the keys of every message the extension sends', () => {
+    expect(Object.keys(hello(nb, '/srv')).sort()).toEqual(keysOf(protocol.messages.hello));
+    expect(listedKeys).toContain('tags');
+    expect(readKeys).toContain('outputs');
+  });
+
+  it('is the version package.json gives', () => {
+    expect(VERSION).toBe(extension.version);
+    expect(VERSION).toMatch(/^\d+\.\d+\.\d+/);
   });
 });
 
@@ -182,7 +188,7 @@ describe('list_cells', () => {
     const result = await ok('list_cells');
     expect(result.path).toBe(PATH);
     expect(result.dirty).toBe(true);
-    const cells = result.cells as Result[];
+    const cells = result.cells;
     expect(cells.map(c => c.id)).toEqual(['a', 'b', 'c']);
     for (const c of cells) {
       expect(Object.keys(c).sort()).toEqual(listedKeys);
@@ -206,14 +212,14 @@ describe('list_cells', () => {
 describe('tags', () => {
   it('sends the string tags of each cell (its policy for the agent among them), [] without any', async () => {
     nb.cells[0].metadata = { tags: ['agent:never-run', 7, 'slow'] } as unknown as CellData['metadata'];
-    const cells = (await ok('list_cells')).cells as Result[];
+    const cells = (await ok('list_cells')).cells;
     expect(cells.map(c => c.tags)).toEqual([['agent:never-run', 'slow'], [], ['keep']]);
   });
 });
 
 describe('read_cells', () => {
   it('reads the cells asked for, in that order, with their outputs', async () => {
-    const cells = (await ok('read_cells', { cell_ids: ['c', 'a'] })).cells as Result[];
+    const cells = (await ok('read_cells', { cell_ids: ['c', 'a'] })).cells;
     expect(cells.map(c => [c.id, c.index])).toEqual([
       ['c', 2],
       ['a', 0]
@@ -223,7 +229,7 @@ describe('read_cells', () => {
   });
 
   it('reads every cell without ids', async () => {
-    const cells = (await ok('read_cells')).cells as Result[];
+    const cells = (await ok('read_cells')).cells;
     expect(cells.map(c => c.id)).toEqual(['a', 'b', 'c']);
   });
 

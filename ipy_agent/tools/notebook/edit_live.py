@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from ipy_agent.contract.review import ReviewAnswer
 from ipy_agent.contract.tool import PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
+from ipy_agent.notebook.protocol_types import ListedCell, LiveCell, ReadCell
 from ipy_agent.notebook.review import PageDecision, Proposal, ReviewOutcome, Reviews
 from ipy_agent.tools.shared.diff import make_diff
 
@@ -50,7 +51,7 @@ STAGE_TIMEOUT = 5.0  # a page that cannot draw the proposal in this time leaves 
 @dataclass(frozen=True, kw_only=True)
 class LivePlan:
     edit_mode: str
-    cell: dict[str, Any] | None  # the cell replaced or deleted, or inserted after
+    cell: ReadCell | None  # the cell replaced or deleted, or inserted after
     old_source: str
     new_source: str
     cell_type: str
@@ -87,7 +88,7 @@ async def plan_live(inp: Any, ctx: ToolContext, nb: Any) -> LivePlan:
 
 def _type_change(plan: LivePlan) -> str | None:
     """The old type when a replace changes the cell's type."""
-    old = (plan.cell or {}).get("cell_type")
+    old = plan.cell.get("cell_type") if plan.cell else None
     return old if plan.edit_mode == "replace" and old and old != plan.cell_type else None
 
 
@@ -99,7 +100,7 @@ def _texts(plan: LivePlan) -> tuple[str, str]:
     return old, new
 
 
-def _named(cell: dict[str, Any] | None) -> str:
+def _named(cell: LiveCell | None) -> str:
     """A cell as the person sees it: its position in the page and its first line."""
     return cell_label(cell) if cell is not None else "a cell"
 
@@ -155,9 +156,9 @@ async def preview_live(inp: Any, ctx: ToolContext, nb: Any, *, staged: bool = Tr
     )
 
 
-def _change(plan: LivePlan, nb: Any, cell: dict[str, Any], cells: list[dict[str, Any]]) -> CellChange:
+def _change(plan: LivePlan, nb: Any, cell: LiveCell, cells: list[ListedCell]) -> CellChange:
     """What a rewind needs to undo this edit of the open notebook."""
-    before = plan.cell or {}
+    before: Mapping[str, Any] = plan.cell or {}
     index = int(cell.get("index", before.get("index", 0)) or 0)
     after_id = None
     if plan.edit_mode == "delete" and index > 0 and index - 1 < len(cells):
@@ -178,7 +179,7 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
     plan = await plan_live(inp, ctx, nb)
     from ipy_agent.notebook.bridge import BridgeError
 
-    target = plan.cell or {}
+    target: Mapping[str, Any] = plan.cell or {}
     if plan.cell is not None and plan.edit_mode != "insert":
         # The person's cell policies, against the cell and the metadata as the page has them now.
         verdict = await cell_verdict(nb, plan.cell, inp)
@@ -217,7 +218,7 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
                 "notebook again with NotebookRead."
             ) from None
         raise ToolError(str(e)) from None
-    cell = reply.get("cell") or {}
+    cell: ListedCell = reply["cell"]  # the bridge checked the reply against the op's schema
     if plan.edit_mode != "delete":
         record_cells(ctx, nb, [cell], source="NotebookEdit")
         await nb.scroll_to(cell.get("id", ""))
@@ -237,9 +238,9 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
         cell_id=str(cell.get("id")),
         cell_type=plan.cell_type,
         index=int(cell.get("index", 0)),
-        after=(plan.cell or {}).get("id") if plan.edit_mode == "insert" else None,
+        after=plan.cell.get("id") if plan.edit_mode == "insert" and plan.cell else None,
         total_cells=len(cells) if cells is not None else None,
-        outputs_cleared=plan.edit_mode == "replace" and bool((plan.cell or {}).get("output_count")),
+        outputs_cleared=plan.edit_mode == "replace" and bool(plan.cell and plan.cell.get("output_count")),
         upgraded=False,
         added=d.added,
         removed=d.removed,
@@ -288,18 +289,19 @@ class LiveReview:
         nb: Any,
         *,
         kind: str,
-        cell: dict[str, Any] | None,
+        cell: LiveCell | None,
         source: str,
         old_source: str,
         cell_type: str,
         label: str,
         tool_use_id: str,
     ) -> LiveReview:
-        index = int((cell or {}).get("index", -1)) + 1 if kind == "insert" else int((cell or {}).get("index", 0))
+        at = cell.get("index") if cell is not None else None  # where the cell is; none: an insert at the top
+        index = (int(at) + 1 if at is not None else 0) if kind == "insert" else int(at or 0)
         proposal = Proposal(
             id=uuid.uuid4().hex,
             kind=kind,  # type: ignore[arg-type]
-            cell_id=(cell or {}).get("id"),
+            cell_id=cell.get("id") if cell is not None else None,
             index=index,
             source=source,
             old_source=old_source,

@@ -9,8 +9,9 @@ the agent read it would silently undo their work. Other cells are not affected b
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ipy_agent.contract.read_state import cell_key
 from ipy_agent.contract.tool import ToolError
@@ -18,6 +19,7 @@ from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.cell_guard import Verdict, cell_edit_breaches
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import CellPolicy, cell_policy
+from ipy_agent.notebook.protocol_types import LiveCell, ReadCell
 
 __all__ = [
     "NOTEBOOK_MARK",
@@ -33,6 +35,8 @@ __all__ = [
     "record_cells",
     "require_fresh_cell",
 ]
+
+T = TypeVar("T")
 
 # The read-state key for "this notebook's cell list was read" (what an insert needs).
 NOTEBOOK_MARK = ""
@@ -73,7 +77,7 @@ def live_target(ctx: ToolContext, notebook_path: str | None) -> Any:
     return None
 
 
-async def bridge_call(coro: Any) -> Any:
+async def bridge_call(coro: Awaitable[T]) -> T:
     """Await a bridge request, turning its errors into messages the model can act on."""
     from ipy_agent.notebook.bridge import BridgeError  # the bridge module imports nothing from IPython
 
@@ -83,7 +87,7 @@ async def bridge_call(coro: Any) -> Any:
         raise ToolError(str(e)) from None
 
 
-async def fetch_cell(nb: Any, cell_id: str) -> dict[str, Any]:
+async def fetch_cell(nb: Any, cell_id: str) -> ReadCell:
     """The cell with this id, or `cell-N` for the cell at 0-based index N (as NotebookEdit names
     cells of files), with its outputs."""
     from ipy_agent.notebook.bridge import BridgeError
@@ -102,7 +106,7 @@ async def fetch_cell(nb: Any, cell_id: str) -> dict[str, Any]:
                 "wrong. Read the notebook again with NotebookRead to see its cells and their ids."
             ) from None
         raise ToolError(str(e)) from None
-    cell: dict[str, Any] = cells[0]
+    cell: ReadCell = cells[0]
     return cell
 
 
@@ -116,13 +120,13 @@ def key_for(nb: Any, cell_id: str) -> str:
     return cell_key(Path(nb.path), cell_id)
 
 
-def named(cell: dict[str, Any]) -> str:
+def named(cell: Mapping[str, object]) -> str:
     """A cell in a message to the model: as the person names it, with its id (`Cell 4 · x = 1 (id 'c1')`)."""
     label = cell_label(cell, with_id=True)
     return label[:1].upper() + label[1:]
 
 
-def require_fresh_cell(ctx: ToolContext, nb: Any, cell: dict[str, Any]) -> None:
+def require_fresh_cell(ctx: ToolContext, nb: Any, cell: LiveCell) -> None:
     entry = ctx.read_state.get(key_for(nb, cell["id"]))
     if entry is None:
         raise ToolError(
@@ -134,7 +138,7 @@ def require_fresh_cell(ctx: ToolContext, nb: Any, cell: dict[str, Any]) -> None:
         raise ToolError(message.replace("Read it again", "Read it again with NotebookRead"))
 
 
-def record_cells(ctx: ToolContext, nb: Any, cells: list[dict[str, Any]], *, source: str = "read") -> None:
+def record_cells(ctx: ToolContext, nb: Any, cells: Sequence[LiveCell], *, source: str = "read") -> None:
     for cell in cells:
         ctx.read_state.record(key_for(nb, cell["id"]), content=cell.get("source") or "", source=source)
 
@@ -147,7 +151,7 @@ def require_listed(ctx: ToolContext, nb: Any) -> None:
         )
 
 
-async def cell_policy_of(nb: Any, cell: dict[str, Any]) -> CellPolicy:
+async def cell_policy_of(nb: Any, cell: LiveCell) -> CellPolicy:
     """The person's policy for `cell`: its tags and the notebook's metadata (read live; a page that
     cannot answer the metadata leaves the cell's own tags)."""
     from ipy_agent.notebook.bridge import BridgeError
@@ -171,7 +175,7 @@ async def edit_verdict(nb: Any, inp: Any) -> Verdict:
     return await cell_verdict(nb, cell, inp)
 
 
-async def cell_verdict(nb: Any, cell: dict[str, Any], inp: Any) -> Verdict:
+async def cell_verdict(nb: Any, cell: LiveCell, inp: Any) -> Verdict:
     """`edit_verdict` for a cell already fetched."""
     from ipy_agent.notebook.bridge import BridgeError
 

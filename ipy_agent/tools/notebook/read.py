@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
+from ipy_agent.notebook.protocol_types import ListCellsResult, ReadCell
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 
 from .live import NOTEBOOK_MARK, bridge_call, key_for, live_bridge, live_missing, live_target, record_cells
@@ -102,8 +103,8 @@ class NotebookReadTool(Tool):
                 "The open notebook is no longer connected (the page was closed or reloaded). Read the "
                 "file with Read instead, or ask the person to open the notebook again."
             )
-        listing = await bridge_call(nb.request("list_cells"))
-        all_cells = list(listing.get("cells") or [])
+        listing: ListCellsResult = await bridge_call(nb.request("list_cells"))
+        all_cells = list(listing["cells"])
         if inp.cell_ids:
             known = {c["id"] for c in all_cells}
             missing = [c for c in inp.cell_ids if c not in known]
@@ -112,7 +113,7 @@ class NotebookReadTool(Tool):
                     f"No cell with id {missing[0]!r} in the open notebook {nb.display_path!r}. Omit "
                     "cell_ids to read every cell and see their ids."
                 )
-        cells = await bridge_call(nb.read_cells(inp.cell_ids))
+        cells: list[ReadCell] = await bridge_call(nb.read_cells(inp.cell_ids))
         record_cells(ctx, nb, cells)
         ctx.read_state.record(key_for(nb, NOTEBOOK_MARK), content=" ".join(c["id"] for c in all_cells))
         if ctx.tool_use_id:  # clearing this result from the context forgets these reads
@@ -121,7 +122,7 @@ class NotebookReadTool(Tool):
         # Cells are rendered with their notebook index, so `index` in the output is the live position.
         head = (
             f"The open notebook {nb.display_path} ({len(all_cells)} cells"
-            f"{', unsaved changes' if listing.get('dirty') else ''}); showing {len(cells)}. The person sees a "
+            f"{', unsaved changes' if listing['dirty'] else ''}); showing {len(cells)}. The person sees a "
             "cell as its position counted from 1 and its first line (index 2 below is `cell 3 · ...` to them): "
             "name cells that way to the person, and by id in your calls.\n"
         )
@@ -136,7 +137,7 @@ class NotebookReadTool(Tool):
             blocks=blocks,
             cells=len(cells),
             total_cells=len(all_cells),
-            dirty=bool(listing.get("dirty")),
+            dirty=listing["dirty"],
         )
 
     def map_result(self, output: NotebookReadResult, tool_use_id: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, PromptAc
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import NEVER_RUN, with_cell_tag
+from ipy_agent.notebook.protocol_types import LiveCell, Output, ReadCell
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 from ipy_agent.notebook.runlog import CellRun
 
@@ -159,7 +160,7 @@ class NotebookRunTool(Tool):
             )
         return nb
 
-    async def _cells(self, inp: NotebookRunInput, ctx: ToolContext) -> tuple[Any, list[dict[str, Any]]]:
+    async def _cells(self, inp: NotebookRunInput, ctx: ToolContext) -> tuple[Any, list[ReadCell]]:
         if bool(inp.cell_id) == bool(inp.cell_ids):
             raise ToolError("Give either cell_id (one cell) or cell_ids (cells run in order), not both or neither.")
         nb = self._notebook(inp, ctx)
@@ -244,14 +245,14 @@ class NotebookRunTool(Tool):
             return runs[0]
         return NotebookRunsResult(runs=runs, not_run=[cell_label(c, with_id=True) for c in cells[len(runs) :]])
 
-    async def _run_one(self, nb: Any, cell: dict[str, Any], timeout: float, ctx: ToolContext) -> NotebookRunResult:
+    async def _run_one(self, nb: Any, cell: ReadCell, timeout: float, ctx: ToolContext) -> NotebookRunResult:
         code = cell.get("source") or ""
         effects = tuple(effect_notes(nb, cell))
         await nb.scroll_to(cell["id"])
         await bridge_call(nb.request("set_outputs", cell_id=cell["id"], outputs=[], execution_count=None))
         cell_id = cell["id"]
 
-        def show(outputs: list[dict[str, Any]]) -> None:  # from a thread, while the code runs
+        def show(outputs: list[Output]) -> None:  # from a thread, while the code runs
             nb.post("set_outputs", cell_id=cell_id, outputs=outputs, execution_count=None)
 
         keep_variables(ctx, nb, cell, code)
@@ -339,7 +340,7 @@ class NotebookRunTool(Tool):
         return "\n".join(p for p in parts if p)[:2000]
 
 
-def _never_run_action(nb: Any, cell: dict[str, Any]) -> PromptAction:
+def _never_run_action(nb: Any, cell: LiveCell) -> PromptAction:
     """The prompt's "Never run this cell": the person's policy, kept in the notebook's metadata."""
     cell_id = cell["id"]
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from ipy_agent.notebook.effects import cell_effects, effect_lines
 from ipy_agent.notebook.namespace_reach import reach_through_values
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import CellPolicy, cell_policy
+from ipy_agent.notebook.protocol_types import LiveCell
 from ipy_agent.notebook.runlog import describe_run
 from ipy_agent.notebook.staleness import stale_marks
 
@@ -39,14 +41,14 @@ def _short(type_name: str, summary: str) -> str:
     return text if len(text) <= _SHORT else text[: _SHORT - 1] + "…"
 
 
-def cells_label(cells: list[dict[str, Any]]) -> str:
+def cells_label(cells: Sequence[LiveCell]) -> str:
     """Cells as the person names them: `cell 4 · df = load(...)`; `cells 3 · a = 1; 4 · b = 2`."""
     if len(cells) == 1:
         return cell_label(cells[0])
     return "cells " + "; ".join(cell_label(c).removeprefix("cell ") for c in cells)
 
 
-def effect_notes(nb: Any, cell: dict[str, Any]) -> list[str]:
+def effect_notes(nb: Any, cell: LiveCell) -> list[str]:
     """The lines the prompt and the result show about what running `cell` can change."""
     effects = cell_effects(cell.get("source") or "")
     names = list(dict.fromkeys([*effects.binds, *effects.deletes]))
@@ -85,7 +87,7 @@ def policy_note(policy: CellPolicy) -> str | None:
     return None
 
 
-async def notebook_notes(nb: Any, cells: list[dict[str, Any]], shown: set[str]) -> str:
+async def notebook_notes(nb: Any, cells: Sequence[LiveCell], shown: set[str]) -> str:
     """NotebookRead's section on the cells it shows: the person's policies, and which cells may be
     stale or never ran in this kernel (from sources and this kernel's run order)."""
     from ipy_agent.notebook.bridge import BridgeError  # as live.py: loaded with the bridge

@@ -10,6 +10,7 @@ from typing import Any
 from ipy_agent.contract.checkpoints import assigned_names
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
+from ipy_agent.notebook.protocol_types import LiveCell
 
 __all__ = ["fingerprint_variables", "keep_variables"]
 
@@ -26,7 +27,7 @@ def _names_code(nb: Any, code: str) -> str:
         return code
 
 
-def keep_variables(ctx: ToolContext, nb: Any, cell: dict[str, Any], code: str) -> None:
+def keep_variables(ctx: ToolContext, nb: Any, cell: LiveCell, code: str) -> None:
     """Keep the variables the cell can rebind, for a rewind (contract/checkpoints.py)."""
     namespace = getattr(getattr(nb, "shell", None), "user_ns", None)
     if ctx.checkpoints is None or not isinstance(namespace, dict):
