@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ipy_agent.base.surfaces import refresh as refresh_surfaces
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import Message, ToolSpec
 from ipy_agent.history.messages import append_user
 from ipy_agent.mcp import McpManager
 from ipy_agent.permissions.decide import Approver, PermissionRules
@@ -31,11 +31,12 @@ _SAID: set[str] = set()  # warnings tools gave that were said in this process (t
 
 def offer_tools(
     registry: ToolRegistry, rules: PermissionRules, ctx: ToolContext, *, simple: bool, emit: Emit | None
-) -> tuple[Exposure, list[dict[str, Any]]]:
+) -> tuple[Exposure, list[ToolSpec]]:
     """The tools for this request and their API form; a tool whose description fails is hidden
     (and the person is told, when `emit` is given)."""
     exposure = registry.exposed(ctx, rules, simple=simple)
-    offered, api, hidden = [], [], dict(exposure.hidden)
+    offered, hidden = [], dict(exposure.hidden)
+    api: list[ToolSpec] = []
     for tool in exposure.offered:
         try:
             api.append(tool.to_api(ctx))
@@ -76,7 +77,7 @@ async def sync_mcp(mcp: McpManager, registry: ToolRegistry, approver: Approver |
     mcp.skipped.update(registry.set_group("mcp", mcp.tools()))
 
 
-def remind(messages: list[dict[str, Any]], tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:
+def remind(messages: list[Message], tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:
     """What tools have to tell the model since its last turn (`Tool.take_reminders`): added to
     the person's last message, which ends the history when a turn begins, and shown in the cell."""
     notes: list[str] = []
@@ -93,7 +94,7 @@ def remind(messages: list[dict[str, Any]], tools: Sequence[Tool], ctx: ToolConte
     append_user(messages, [{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}])
 
 
-def end_session(session: dict[str, Any]) -> None:
+def end_session(session: dict[str, object]) -> None:
     """Forget what tools kept for the conversation, closing what can be closed first (Bash's
     background commands are stopped)."""
     for value in list(session.values()):

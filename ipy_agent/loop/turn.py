@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from ipy_agent.history.blocks import ContentBlock, Message, ToolUseBlock
 from ipy_agent.history.messages import append_assistant, clean_content
 from ipy_agent.history.tool_ids import ToolUseIds
 from ipy_agent.models.base import (
@@ -43,8 +43,8 @@ class Turn:
     record: TurnRecord
     env: RunEnv
     executor: ToolExecutor
-    completed: list[dict[str, Any]] = field(default_factory=list)  # whole blocks streamed so far
-    tool_uses: list[dict[str, Any]] = field(default_factory=list)  # of the complete message
+    completed: list[ContentBlock] = field(default_factory=list)  # whole blocks streamed so far
+    tool_uses: list[ToolUseBlock] = field(default_factory=list)  # of the complete message
     # The model's tool_use ids are untrusted: made well-formed and unique, the same streamed and final.
     ids: ToolUseIds = field(default_factory=ToolUseIds)
     appended: bool = False  # the assistant message of this turn is in the history
@@ -67,9 +67,9 @@ async def stream_reply(
                 case ThinkingDelta():
                     emit(ThinkingEvent(text=event.text))
                 case BlockComplete():
-                    block = turn.ids.fix(event.block) if event.block.get("type") == "tool_use" else event.block
+                    block = turn.ids.fix(event.block) if event.block["type"] == "tool_use" else event.block
                     turn.completed.append(block)
-                    if block.get("type") == "tool_use" and streaming_tools:
+                    if block["type"] == "tool_use" and streaming_tools:
                         turn.executor.submit(block)
                 case MessageComplete():
                     final = event
@@ -82,14 +82,12 @@ async def stream_reply(
     return final
 
 
-def take_reply(
-    turn: Turn, reply: MessageComplete, messages: list[dict[str, Any]], emit: Callable[[AgentEvent], None]
-) -> None:
+def take_reply(turn: Turn, reply: MessageComplete, messages: list[Message], emit: Callable[[AgentEvent], None]) -> None:
     """The whole message goes into the history; tool calls not started while streaming start now."""
     record = turn.record
     record.usage, record.stop_reason, record.end = reply.usage, reply.stop_reason, now()
     content = turn.ids.fix_all(clean_content(reply.content))
-    turn.tool_uses = [b for b in content if b.get("type") == "tool_use"]
+    turn.tool_uses = [b for b in content if b["type"] == "tool_use"]
     for b in turn.tool_uses:
         if not turn.executor.has(str(b.get("id"))):
             turn.executor.submit(b)
@@ -108,11 +106,11 @@ def usage_delta(total: Usage, start: Usage) -> Usage:
     )
 
 
-def previous_calls(trace: list[CallRecord], turn: int, messages: list[dict[str, Any]]) -> tuple[CallOutcome, ...]:
+def previous_calls(trace: list[CallRecord], turn: int, messages: list[Message]) -> tuple[CallOutcome, ...]:
     """How the tool calls of `turn` ended, when the latest message answers them (a replay
     branches on it, a recording writes it down; see ModelRequest.calls)."""
-    last = messages[-1] if messages else {}
-    content = last.get("content") if last.get("role") == "user" else None
+    last = messages[-1] if messages else None
+    content = last["content"] if last is not None and last["role"] == "user" else None
     answered = {b.get("tool_use_id") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_result"}
     records: list[CallRecord] = []
     for record in reversed(trace):

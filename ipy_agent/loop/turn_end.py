@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from ipy_agent.contract.hooks import HookEvent, Hooks
+from ipy_agent.history.blocks import ContentBlock, Message
 from ipy_agent.history.messages import append_user, clean_content, close_turn, last_text
 from ipy_agent.models.base import MessageComplete, ModelError
 from ipy_agent.runtime.trace import AgentEvent, NoticeEvent, RunResult, StopReason, now
@@ -38,7 +38,7 @@ __all__ = [
     "prompt_blocks",
 ]
 
-Messages = list[dict[str, Any]]
+Messages = list[Message]
 Emit = Callable[[AgentEvent], None]
 
 
@@ -127,12 +127,10 @@ async def close_early(turn: Turn | None, messages: Messages, reason: str, note: 
             task.uncancel()  # a second interrupt while cleaning up: the history is already valid
 
 
-async def prompt_blocks(
-    prompt: str | list[dict[str, Any]], hooks: Hooks, emit: Emit
-) -> list[dict[str, Any]] | RunResult:
+async def prompt_blocks(prompt: str | list[ContentBlock], hooks: Hooks, emit: Emit) -> list[ContentBlock] | RunResult:
     """The person's request as content blocks, with what UserPromptSubmit hooks add; or the
     run's end when a hook blocks it."""
-    blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+    blocks: list[ContentBlock] = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
     text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     hr = await hooks.run(HookEvent(event="UserPromptSubmit", prompt=text))
     if hr.decision == "deny" or hr.stop:
