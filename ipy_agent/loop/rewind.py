@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -351,7 +352,7 @@ def _variables(store: Checkpoints, spent: list[Checkpoint], report: RewindReport
             store.left[name] = fingerprint(ns[name])
 
 
-def _changed_since_run(store: Checkpoints, ns: dict[str, Any], name: str) -> str | None:
+def _changed_since_run(store: Checkpoints, ns: Mapping[str, object], name: str) -> str | None:
     """How `name` differs from what the agent's last run left in it, or None when it does not.
     Compared by identity, type and (builtin values) value: no code of the value's class runs."""
     if name not in store.left:
