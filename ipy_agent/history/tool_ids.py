@@ -89,7 +89,7 @@ class ToolUseIds:
         if position < len(self._by_position):
             return self._by_position[position]
         good = isinstance(raw, str) and _VALID.match(raw) is not None and raw not in self._taken
-        new = raw if good and isinstance(raw, str) else f"toolu_fixed_{uuid.uuid4().hex[:20]}"
+        new = raw if isinstance(raw, str) and good else f"toolu_fixed_{uuid.uuid4().hex[:20]}"
         self._taken.add(new)
         self._by_position.append(new)
         return new

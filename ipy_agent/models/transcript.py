@@ -207,7 +207,8 @@ def as_reply(turn: str | list[ContentBlock] | RecordedReply) -> Reply:
     """A plain or recorded turn as a Reply (blocks copied: the transcript stays as it is)."""
     meta: RecordedReply = turn if isinstance(turn, dict) else {"reply": turn}
     body = meta["reply"]
-    blocks, delays = [], []
+    blocks: list[ContentBlock] = []
+    delays: list[float | None] = []
     for b in [text_block(body)] if isinstance(body, str) else body:
         copied: dict[str, object] = dict(b)
         delay = copied.pop("_delay", None)
