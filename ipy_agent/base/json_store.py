@@ -16,14 +16,15 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from ipy_agent.history.blocks import JsonObject
 
 __all__ = ["read_object", "section", "update_object"]
 
 _LOCK = threading.Lock()
 
 
-def read_object(path: Path) -> dict[str, Any]:
+def read_object(path: Path) -> JsonObject:
     """The JSON object in `path`, or {} when there is none to read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -32,7 +33,7 @@ def read_object(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def update_object(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+def update_object(path: Path, change: Callable[[JsonObject], None]) -> None:
     """Apply `change` to the object in `path` (in place) and write it back atomically."""
     with _LOCK:
         data = read_object(path)
@@ -48,7 +49,7 @@ def update_object(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
             raise
 
 
-def section(data: dict[str, Any], key: str) -> dict[str, Any]:
+def section(data: JsonObject, key: str) -> JsonObject:
     """`data[key]` as a dict, made (or replaced, when it is something else) if need be."""
     value = data.get(key)
     if not isinstance(value, dict):

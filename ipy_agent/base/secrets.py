@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipy_agent.base.secret_search import SecretIndex, secret_forms
+from ipy_agent.history.blocks import ResultPart, ToolResultBlock
 
 __all__ = [
     "SECRET_PATTERNS",
@@ -262,7 +263,7 @@ def _redact_data(data: Any, r: Redactor) -> Any:
     return data
 
 
-def redact_block(block: dict[str, Any]) -> dict[str, Any]:
+def redact_block(block: ToolResultBlock) -> ToolResultBlock:
     """A tool_result with secret values redacted from its text (images are left alone)."""
     r = redactor()
     content = block.get("content")
@@ -270,8 +271,10 @@ def redact_block(block: dict[str, Any]) -> dict[str, Any]:
         new = r(content)
         return block if new == content else {**block, "content": new}
     if isinstance(content, list):
-        parts = [
-            {**b, "text": r(b["text"])} if isinstance(b, dict) and isinstance(b.get("text"), str) else b
+        parts: list[ResultPart] = [
+            {**b, "text": r(b["text"])}
+            if isinstance(b, dict) and isinstance(b.get("text"), str) and b["type"] == "text"
+            else b
             for b in content
         ]
         return {**block, "content": parts}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.base.secrets import redact_data
+from ipy_agent.history.blocks import JsonObject
 from ipy_agent.history.messages import history_problems, repair_history
 from ipy_agent.permissions.rules import matches_everything, parse_rule
 from ipy_agent.runtime.conversation import Conversation
@@ -128,7 +129,7 @@ def shape_problem(messages: list[Any]) -> str | None:
     return None
 
 
-def _restore_granted(data: dict[str, Any], agent: Conversation) -> list[str]:
+def _restore_granted(data: JsonObject, agent: Conversation) -> list[str]:
     """Put back the allow rules granted with "always"; return why any were not.
 
     A saved file may come from someone else, from another project, or have been changed by a

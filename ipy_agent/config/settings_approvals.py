@@ -18,10 +18,10 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ipy_agent.base.json_store import read_object, section, update_object
 from ipy_agent.base.paths import settings_dir
+from ipy_agent.history.blocks import JsonObject
 
 __all__ = ["SettingsApprovals", "allow_fingerprint", "ask_on_stdin"]
 
@@ -40,7 +40,7 @@ class SettingsApprovals:
         # Resolved late: tests and people may point IPY_AGENT_CONFIG_DIR elsewhere after import.
         return self._path or settings_dir() / "settings_approvals.json"
 
-    def _load(self) -> dict[str, Any]:
+    def _load(self) -> JsonObject:
         return read_object(self.path)
 
     def is_approved(self, file: Path, allow: Sequence[str]) -> bool:

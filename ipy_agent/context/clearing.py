@@ -11,8 +11,8 @@ again", or the call that produced it.
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from ipy_agent.history.blocks import JsonObject, ToolResultBlock
 from ipy_agent.runtime.budget import result_chars
 
 __all__ = ["CLEARED_PREFIX", "clear_note", "cleared_block", "is_cleared"]
@@ -25,7 +25,7 @@ def _size(chars: int) -> str:
     return f"{chars:,} characters" if chars < 10_240 else f"{chars / 1024:.0f} KB"
 
 
-def _call_text(name: str, tool_input: dict[str, Any]) -> str:
+def _call_text(name: str, tool_input: JsonObject) -> str:
     try:
         text = json.dumps(tool_input, ensure_ascii=False, separators=(", ", ": "))
     except (TypeError, ValueError):
@@ -33,7 +33,7 @@ def _call_text(name: str, tool_input: dict[str, Any]) -> str:
     return f"{name} {text if len(text) <= _INPUT_CHARS else text[:_INPUT_CHARS] + '…'}"
 
 
-def clear_note(*, name: str, tool_input: dict[str, Any], chars: int, spilled_to: str | None, reads_file: bool) -> str:
+def clear_note(*, name: str, tool_input: JsonObject, chars: int, spilled_to: str | None, reads_file: bool) -> str:
     """What the model reads in place of a cleared result."""
     what = f"{CLEARED_PREFIX}: the {_size(chars)} output of {_call_text(name, tool_input)}."
     if spilled_to:
@@ -47,17 +47,17 @@ def clear_note(*, name: str, tool_input: dict[str, Any], chars: int, spilled_to:
     return what + how + "]"
 
 
-def is_cleared(block: dict[str, Any]) -> bool:
-    content = block.get("content")
+def is_cleared(block: ToolResultBlock) -> bool:
+    content: object = block.get("content")
     if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
         content = content[0].get("text")
     return isinstance(content, str) and content.startswith(CLEARED_PREFIX)
 
 
-def cleared_block(block: dict[str, Any], note: str) -> dict[str, Any]:
+def cleared_block(block: ToolResultBlock, note: str) -> ToolResultBlock:
     """A copy of the tool_result `block` with its content replaced by `note` (pairing kept)."""
     return {**block, "content": note}
 
 
-def content_chars(block: dict[str, Any]) -> int:
+def content_chars(block: ToolResultBlock) -> int:
     return result_chars(block)

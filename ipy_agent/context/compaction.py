@@ -17,9 +17,10 @@ system prompt of its own (`render_transcript`, `compaction_prompt`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
 
+from ipy_agent.history.blocks import Message, ToolSpec, text_block
+from ipy_agent.history.messages import as_blocks
 from ipy_agent.models.base import ModelRequest
 
 from .tokens import message_tokens
@@ -68,7 +69,7 @@ _INPUT_CHARS = 600
 _RESULT_CHARS = 1_500
 
 
-def choose_split(messages: list[dict[str, Any]], keep_tokens: float, scale: float = 1.0) -> int | None:
+def choose_split(messages: Sequence[Message], keep_tokens: float, scale: float = 1.0) -> int | None:
     """Index of the first kept message: an assistant message, as late as needed to keep at most
     `keep_tokens` (estimated, times `scale`) verbatim, and never the first message. At least
     the last assistant message is kept. None when there is nothing to summarise."""
@@ -87,9 +88,9 @@ def choose_split(messages: list[dict[str, Any]], keep_tokens: float, scale: floa
     return split
 
 
-def _is_summary(message: dict[str, Any]) -> bool:
+def _is_summary(message: Message) -> bool:
     content = message.get("content")
-    first = content[0] if isinstance(content, list) and content else {}
+    first = content[0] if isinstance(content, list) and content else None
     return isinstance(first, dict) and str(first.get("text", "")).startswith(SUMMARY_HEADER)
 
 
@@ -97,11 +98,11 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more characters]"
 
 
-def _result_text(content: Any) -> str:
+def _result_text(content: object) -> str:
     if isinstance(content, str):
         return content
     parts = []
-    for b in content or []:
+    for b in content if isinstance(content, list) else []:
         if isinstance(b, dict) and b.get("type") == "text":
             parts.append(str(b.get("text", "")))
         elif isinstance(b, dict):
@@ -109,19 +110,17 @@ def _result_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def _entries(messages: list[dict[str, Any]]) -> list[str]:
+def _entries(messages: Sequence[Message]) -> list[str]:
     names: dict[str, str] = {}
     out: list[str] = []
     for m in messages:
         role = "Person" if m.get("role") == "user" else "Agent"
-        content = m.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        for b in blocks:
+        for b in as_blocks(m.get("content")):
             if not isinstance(b, dict):
                 continue
             kind = b.get("type")
             if kind == "text" and str(b.get("text", "")).strip():
-                out.append(f"{role}: {_cut(str(b['text']), _TEXT_CHARS)}")
+                out.append(f"{role}: {_cut(str(b.get('text')), _TEXT_CHARS)}")
             elif kind == "tool_use":
                 names[str(b.get("id"))] = str(b.get("name"))
                 raw = json.dumps(b.get("input", {}), ensure_ascii=False)
@@ -135,7 +134,7 @@ def _entries(messages: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def render_transcript(messages: list[dict[str, Any]], max_chars: int) -> str:
+def render_transcript(messages: Sequence[Message], max_chars: int) -> str:
     """The older part as plain text, at most about `max_chars`: the start (often an earlier
     summary) and as much of the end as fits, with a note where the middle was left out."""
     entries = _entries(messages)
@@ -166,21 +165,19 @@ def compaction_prompt(transcript: str, extra: list[str]) -> str:
     return f"{_INSTRUCTIONS}{more}\n\n<transcript>\n{transcript}\n</transcript>"
 
 
-def in_conversation(messages: list[dict[str, Any]], extra: list[str]) -> list[dict[str, Any]]:
+def in_conversation(messages: Sequence[Message], extra: list[str]) -> list[Message]:
     """The conversation's own messages with the summary instructions at the end: added to its last
     user message (after any tool results) or as a new user message after an assistant's reply.
     The messages given are not changed."""
     more = "".join(f"\n\nAlso: {e.strip()}" for e in extra if e and e.strip())
-    ask = {"type": "text", "text": f"{_IN_CONVERSATION}{more}"}
+    ask = text_block(f"{_IN_CONVERSATION}{more}")
     if messages and messages[-1].get("role") == "user":
         last = messages[-1]
-        content = last.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        return [*messages[:-1], {**last, "content": [*blocks, ask]}]
+        return [*messages[:-1], {**last, "content": [*as_blocks(last.get("content")), ask]}]
     return [*messages, {"role": "user", "content": [ask]}]
 
 
-def summary_message(summary: str, summarised: int) -> dict[str, Any]:
+def summary_message(summary: str, summarised: int) -> Message:
     text = (
         f"{SUMMARY_HEADER} The earlier part of this conversation ({summarised} messages) was replaced by this "
         f"summary to free the context window. File contents shown earlier are no longer visible: Read a file "
@@ -190,11 +187,11 @@ def summary_message(summary: str, summarised: int) -> dict[str, Any]:
 
 
 def summary_requests(
-    messages: list[dict[str, Any]],
+    messages: Sequence[Message],
     split: int,
     extra: list[str],
     system: str,
-    tools: list[dict[str, Any]],
+    tools: list[ToolSpec],
     tokens: int,
     window: int,
     too_long: bool,
@@ -206,10 +203,7 @@ def summary_requests(
     compaction system prompt."""
     if not too_long and tokens + SUMMARY_ROOM <= window:
         yield ModelRequest(system=system, tools=tools, purpose="compaction", messages=in_conversation(messages, extra))
-    ask = {
-        "type": "text",
-        "text": compaction_prompt(render_transcript(messages[:split], int(window * SUMMARY_INPUT) * 4), extra),
-    }
+    ask = text_block(compaction_prompt(render_transcript(messages[:split], int(window * SUMMARY_INPUT) * 4), extra))
     yield ModelRequest(
         system=COMPACTION_SYSTEM, tools=[], purpose="compaction", messages=[{"role": "user", "content": [ask]}]
     )

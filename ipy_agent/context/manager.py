@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.contract.hooks import HookEvent
+from ipy_agent.history.blocks import ContentBlock, JsonObject, ToolSpec
 from ipy_agent.history.messages import history_problems
 from ipy_agent.models.base import CountsTokens, Discovers, MessageComplete, ModelError, ModelEvent, ModelRequest
 from ipy_agent.models.pricing import context_window
@@ -41,7 +42,7 @@ from .compaction import (
     summary_requests,
 )
 from .ledger import Ledger
-from .tokens import message_tokens, request_tokens, text_tokens, tools_tokens
+from .tokens import content_tokens, message_tokens, request_tokens, text_tokens, tools_tokens
 
 __all__ = ["CompactTrigger", "ContextManager", "RequestSize"]
 
@@ -123,13 +124,13 @@ class ContextManager:
     def trigger(self) -> int:
         return int(self.window * self.threshold)
 
-    def _fixed_tokens(self, system: str, tools: list[dict[str, Any]]) -> int:
+    def _fixed_tokens(self, system: str, tools: list[ToolSpec]) -> int:
         key = (system, tuple(str(t.get("name")) for t in tools))
         if self._fixed[0] != key:
             self._fixed = (key, text_tokens(system) + tools_tokens(tools))
         return self._fixed[1]
 
-    def _raw(self, system: str, tools: list[dict[str, Any]]) -> int:
+    def _raw(self, system: str, tools: list[ToolSpec]) -> int:
         messages = self.conversation.messages
         self.ledger.sync(messages)
         last = message_tokens(messages[-1]) if messages else 0
@@ -142,7 +143,7 @@ class ContextManager:
         if real > 0 and raw > 0:
             self.factor = min(2.5, max(0.5, real / raw))
 
-    def estimate(self, system: str, tools: list[dict[str, Any]]) -> int:
+    def estimate(self, system: str, tools: list[ToolSpec]) -> int:
         """Tokens the next request would take (the estimate the decisions use)."""
         return self._scaled(self._raw(system, tools))
 
@@ -234,7 +235,7 @@ class ContextManager:
         return int(real)
 
     # --- clearing ----------------------------------------------------------------------------
-    def _result_source(self, name: str, tool_input: dict[str, Any], tool_use_id: str) -> tuple[str, ...]:
+    def _result_source(self, name: str, tool_input: JsonObject, tool_use_id: str) -> tuple[str, ...]:
         """What a result shows: the tool's answer from its input (Read's file), and the keys the
         call noted as shown while it ran (NotebookRead's cells)."""
         tool = self.conversation.tool(name)
@@ -242,7 +243,7 @@ class ContextManager:
         shown = self.conversation.read_state.shown_by(tool_use_id)
         return (key, *shown) if key is not None else shown
 
-    def _use_source(self, name: str, tool_input: dict[str, Any]) -> str | None:
+    def _use_source(self, name: str, tool_input: JsonObject) -> str | None:
         tool = self.conversation.tool(name)
         return tool.input_source(tool_input, self.conversation.cwd) if tool is not None else None
 
@@ -256,12 +257,16 @@ class ContextManager:
         messages = self.conversation.messages
         while tokens > goal and len(ledger.results) > keep:
             entry = ledger.results.popleft()
-            message = messages[entry.position] if entry.position < len(messages) else {}
-            content = message.get("content")
-            if not isinstance(content, list) or entry.index >= len(content):
+            message = messages[entry.position] if entry.position < len(messages) else None
+            content = message.get("content") if message is not None else None
+            if message is None or not isinstance(content, list) or entry.index >= len(content):
                 continue
             block = content[entry.index]
-            if not isinstance(block, dict) or str(block.get("tool_use_id")) != entry.tool_use_id:
+            if (
+                not isinstance(block, dict)
+                or block["type"] != "tool_result"
+                or str(block.get("tool_use_id")) != entry.tool_use_id
+            ):
                 continue  # the message was changed behind our back; leave it alone
             note = clear_note(
                 name=entry.name,
@@ -271,8 +276,8 @@ class ContextManager:
                 reads_file=bool(entry.sources),
             )
             new = cleared_block(block, note)
-            delta = message_tokens({"content": [block]}) - message_tokens({"content": [new]})
-            changed = list(content)
+            delta = content_tokens([block]) - content_tokens([new])
+            changed: list[ContentBlock] = list(content)
             changed[entry.index] = new
             ledger.replace(messages, entry.position, {**message, "content": changed})
             ledger.tokens -= delta
@@ -308,7 +313,7 @@ class ContextManager:
         trigger: CompactTrigger = "manual",
         instructions: str = "",
         system: str | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolSpec] | None = None,
     ) -> bool:
         """Summarise the older turns into one message; True if the history was compacted.
 

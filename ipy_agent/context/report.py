@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from ipy_agent.history.messages import as_blocks
+
 from .clearing import is_cleared
 from .manager import ContextManager
 from .tokens import MESSAGE_OVERHEAD, block_tokens, text_tokens, tools_tokens
@@ -47,11 +49,9 @@ def context_breakdown(manager: ContextManager) -> dict[str, int]:
     results = 0
     for m in conversation.messages:
         parts["messages"] += MESSAGE_OVERHEAD
-        content = m.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        for b in blocks:
+        for b in as_blocks(m.get("content")):
             n = block_tokens(b)
-            if isinstance(b, dict) and b.get("type") == "tool_result":
+            if isinstance(b, dict) and b["type"] == "tool_result":
                 parts["cleared" if is_cleared(b) else "results"] += n
                 results += 0 if is_cleared(b) else 1
             else:

@@ -12,7 +12,9 @@ rescanning a whole history.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+
+from ipy_agent.history.blocks import Message, ToolSpec
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -37,14 +39,14 @@ def text_tokens(text: str) -> int:
     return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
-def _json_tokens(value: Any) -> int:
+def _json_tokens(value: object) -> int:
     try:
         return text_tokens(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     except (TypeError, ValueError):
         return text_tokens(str(value))
 
 
-def content_tokens(content: Any) -> int:
+def content_tokens(content: object) -> int:
     """Tokens of a message's or tool_result's content (a string or a list of blocks)."""
     if content is None:
         return 0
@@ -55,7 +57,7 @@ def content_tokens(content: Any) -> int:
     return _json_tokens(content)
 
 
-def block_tokens(block: Any) -> int:
+def block_tokens(block: object) -> int:
     if not isinstance(block, dict):
         return _json_tokens(block)
     kind = block.get("type")
@@ -81,18 +83,18 @@ def block_tokens(block: Any) -> int:
     return n + BLOCK_OVERHEAD
 
 
-def message_tokens(message: dict[str, Any]) -> int:
+def message_tokens(message: Message) -> int:
     return content_tokens(message.get("content")) + MESSAGE_OVERHEAD
 
 
-def messages_tokens(messages: list[dict[str, Any]]) -> int:
+def messages_tokens(messages: Sequence[Message]) -> int:
     return sum(message_tokens(m) for m in messages)
 
 
-def tools_tokens(tools: list[dict[str, Any]]) -> int:
+def tools_tokens(tools: Sequence[ToolSpec]) -> int:
     return sum(_json_tokens(t) for t in tools)
 
 
-def request_tokens(system: str, tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> int:
+def request_tokens(system: str, tools: Sequence[ToolSpec], messages: Sequence[Message]) -> int:
     """The whole request, scanned: for tests, `%agent_context` and the first request."""
     return text_tokens(system) + tools_tokens(tools) + messages_tokens(messages)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ipy_agent.history.blocks import Message
 from ipy_agent.notebook.effects import cell_effects
 from ipy_agent.notebook.fingerprint import Fingerprint, fingerprint
 
@@ -104,7 +105,7 @@ class Checkpoint:
     prompt: int
     text: str
     at: float
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     read_state: ReadState
     files: dict[str, FileSave] = field(default_factory=dict)
     cells: list[CellChange] = field(default_factory=list)
@@ -173,7 +174,7 @@ class Checkpoints:
             self._dir = None
 
     # --- opening and closing checkpoints --------------------------------------------------
-    def begin(self, text: str, messages: list[dict[str, Any]], read_state: ReadState) -> Checkpoint:
+    def begin(self, text: str, messages: list[Message], read_state: ReadState) -> Checkpoint:
         """A new prompt starts: keep the conversation and read state as they are now."""
         cp = Checkpoint(
             prompt=len(self.list) + 1,

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ipy_agent.history.blocks import ToolResultBlock
+
 from .tool import maybe_await
 
 __all__ = ["HOOK_EVENTS", "HookEvent", "HookOutcome", "HookResult", "Hooks"]
@@ -42,7 +44,7 @@ class HookEvent:
     input: dict[str, Any] | None = None
     tool_use_id: str | None = None
     output: Any = None
-    result: dict[str, Any] | None = None
+    result: ToolResultBlock | None = None
     error: str | None = None
     prompt: str | None = None
     last_message: str | None = None

@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ipy_agent.history.blocks import ToolSpec
+
 from .limits import TOOL_RESULT_CHARS
 from .questions import Question
 from .review import StagedReview
@@ -225,7 +227,7 @@ class Tool:
         the same for a whole run and the cached prefix with it."""
         return ""
 
-    def to_api(self, ctx: ToolContext) -> dict[str, Any]:
+    def to_api(self, ctx: ToolContext) -> ToolSpec:
         return {"name": self.name, "description": self.description(ctx), "input_schema": self.input_schema()}
 
     # --- runtime control ---------------------------------------------------------------

@@ -12,9 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ipy_agent.config.policy import Policy
+from ipy_agent.history.blocks import JsonObject, JsonValue
 from ipy_agent.models.base import Usage
 
 __all__ = [
@@ -62,7 +63,7 @@ class BudgetRefusal:
     resets_at: dt.datetime | None  # None: it does not reset (a budget in all)
     message: str
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JsonObject:
         return {
             "type": "error",
             "error": {
@@ -103,17 +104,17 @@ class SseUsage:
         if not isinstance(payload, dict):
             return
         if payload.get("type") == "message_start":
-            message = payload.get("message") or {}
+            message = _object(payload.get("message"))
             self.model = str(message.get("model") or "")
-            self.read(message.get("usage") or {})
+            self.read(_object(message.get("usage")))
         elif payload.get("type") == "message_delta":
-            self.final = self.read(payload.get("usage") or {}) or self.final
+            self.final = self.read(_object(payload.get("usage"))) or self.final
 
-    def read(self, usage: dict[str, Any]) -> bool:
+    def read(self, usage: JsonObject) -> bool:
         """Take the counts of `usage`; whether it held the output's count (the final usage)."""
         for key in _TOKENS:
-            if isinstance(usage.get(key), int):
-                self.tokens[key] = usage[key]  # message_delta's counts are cumulative
+            if isinstance(count := usage.get(key), int):
+                self.tokens[key] = count  # message_delta's counts are cumulative
         return isinstance(usage.get("output_tokens"), int)
 
     def read_body(self, body: bytes) -> None:
@@ -154,11 +155,15 @@ def over_budget(user: str, day: float, total: float, held: float, limits: Limits
     return None
 
 
+def _object(value: JsonValue | None) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
 def usage_of(tokens: dict[str, int]) -> Usage:
     return Usage(**{k: tokens.get(k, 0) for k in _TOKENS})
 
 
-def max_tokens_of(request: dict[str, Any]) -> int:
+def max_tokens_of(request: JsonObject) -> int:
     value = request.get("max_tokens")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else _NO_MAX_TOKENS
 

@@ -33,7 +33,6 @@ import asyncio
 import datetime as dt
 import json
 import threading
-from typing import Any
 
 import httpx
 import tornado.httpserver
@@ -43,6 +42,7 @@ import tornado.web
 from tornado.http1connection import HTTP1Connection
 
 from ipy_agent.config.policy import Policy, PolicyViolation
+from ipy_agent.history.blocks import JsonObject, JsonValue
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
 
@@ -100,7 +100,7 @@ class Gateway:
             return str(e)
         return None
 
-    def hold(self, user: str, body: bytes, request: dict[str, Any]) -> Hold:
+    def hold(self, user: str, body: bytes, request: JsonObject) -> Hold:
         """Hold the most the request (`body`, parsed: `request`) can cost for `user` (release it)."""
         most = Usage(input_tokens=len(body) // 3 + 1, output_tokens=max_tokens_of(request))
         model = str(request.get("model") or "")
@@ -194,11 +194,11 @@ class _RepeatedKey(ValueError):
     pass
 
 
-def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _once_each(pairs: list[tuple[str, JsonValue]]) -> JsonObject:
     """A JSON object whose keys are all different. The body is forwarded byte for byte, and a
     parser that keeps the first of two `model` (or `max_tokens`) keys would run what this
     gateway, which keeps the last, did not judge or hold for."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in pairs:
         if key in out:
             raise _RepeatedKey(

@@ -14,7 +14,9 @@ carries and what ScriptedModel keeps), and no turn needs a deep copy of the conv
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+
+from .blocks import ContentBlock, Message, Role, ToolResultBlock, is_content_block, text_block, tool_result
 
 __all__ = [
     "MISSING_RESULT_TEXT",
@@ -33,15 +35,23 @@ MISSING_RESULT_TEXT = (
     "No result was recorded for this tool call (the run was interrupted or failed); assume it did not complete."
 )
 
+# The checker and the repair read histories from outside too (a saved file, one a person
+# assigned): any mapping, read with `.get`; what the repair returns is a typed history.
 
-def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+
+def _role(message: Mapping[str, object]) -> Role | None:
+    role = message.get("role")
+    return "user" if role == "user" else "assistant" if role == "assistant" else None
+
+
+def _blocks(message: Mapping[str, object]) -> list[Mapping[str, object]]:
     content = message.get("content")
     if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [b for b in content or [] if isinstance(b, dict)]
+        return [text_block(content)]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def history_problems(messages: list[dict[str, Any]]) -> list[str]:
+def history_problems(messages: Sequence[Mapping[str, object]]) -> list[str]:
     """Every way `messages` breaks the invariant; an empty list means it is valid."""
     problems: list[str] = []
     if messages and messages[0].get("role") != "user":
@@ -61,7 +71,7 @@ def history_problems(messages: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def _use_problems(messages: list[dict[str, Any]], i: int) -> list[str]:
+def _use_problems(messages: Sequence[Mapping[str, object]], i: int) -> list[str]:
     """Message i (the model's): each tool_use id once, each answered once in the next message."""
     uses = [b.get("id") for b in _blocks(messages[i]) if b.get("type") == "tool_use"]
     problems = [f"message {i} repeats a tool_use id"] if len(set(uses)) != len(uses) else []
@@ -76,7 +86,7 @@ def _use_problems(messages: list[dict[str, Any]], i: int) -> list[str]:
     return problems
 
 
-def _result_problems(messages: list[dict[str, Any]], i: int) -> list[str]:
+def _result_problems(messages: Sequence[Mapping[str, object]], i: int) -> list[str]:
     """Message i (the person's): each tool_result answers a tool_use just before, and comes first."""
     blocks = _blocks(messages[i])
     results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
@@ -92,50 +102,44 @@ def _result_problems(messages: list[dict[str, Any]], i: int) -> list[str]:
     return problems
 
 
-def repair_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _use_ids(blocks: Sequence[ContentBlock]) -> list[str]:
+    return [b["id"] for b in blocks if b["type"] == "tool_use"]
+
+
+def repair_history(messages: Sequence[Mapping[str, object]]) -> list[Message]:
     """A valid copy: unanswered tool_uses get a synthetic error; same-role neighbours merge."""
-    out: list[dict[str, Any]] = []
+    merged: list[tuple[Role, list[ContentBlock]]] = []
     for m in messages:
-        blocks = _blocks(m)
-        if not blocks or m.get("role") not in ("user", "assistant"):
+        blocks = [b for b in _blocks(m) if is_content_block(b)]
+        role = _role(m)
+        if not blocks or role is None:
             continue
-        if out and out[-1]["role"] == m["role"]:
-            out[-1] = {"role": m["role"], "content": [*_blocks(out[-1]), *blocks]}
+        if merged and merged[-1][0] == role:
+            merged[-1] = (role, [*merged[-1][1], *blocks])
         else:
-            out.append({"role": m["role"], "content": blocks})
-    while out and out[0]["role"] != "user":
-        out.pop(0)
-    fixed: list[dict[str, Any]] = []
-    for i, m in enumerate(out):
-        if m["role"] == "user":
-            prev_uses = [b.get("id") for b in fixed[-1]["content"] if b.get("type") == "tool_use"] if fixed else []
-            results = [b for b in m["content"] if b.get("type") == "tool_result" and b.get("tool_use_id") in prev_uses]
+            merged.append((role, blocks))
+    while merged and merged[0][0] != "user":
+        merged.pop(0)
+    fixed: list[Message] = []
+    for i, (role, blocks) in enumerate(merged):
+        if role == "user":
+            prev_uses = _use_ids(merged[i - 1][1]) if i else []
             seen: set[str] = set()
-            kept = []
-            for b in results:
-                if b["tool_use_id"] not in seen:
+            kept: list[ToolResultBlock] = []
+            for b in blocks:
+                if b["type"] == "tool_result" and b["tool_use_id"] in prev_uses and b["tool_use_id"] not in seen:
                     seen.add(b["tool_use_id"])
                     kept.append(b)
-            missing = [
-                {"type": "tool_result", "tool_use_id": u, "content": MISSING_RESULT_TEXT, "is_error": True}
-                for u in prev_uses
-                if u not in seen
-            ]
-            others = [b for b in m["content"] if b.get("type") != "tool_result"]
-            content = [*kept, *missing, *others]
-            fixed.append({"role": "user", "content": content or [{"type": "text", "text": "(continue)"}]})
+            missing = [tool_result(u, MISSING_RESULT_TEXT, is_error=True) for u in prev_uses if u not in seen]
+            others = [b for b in blocks if b["type"] != "tool_result"]
+            content: list[ContentBlock] = [*kept, *missing, *others]
+            fixed.append({"role": "user", "content": content or [text_block("(continue)")]})
         else:
-            fixed.append(m)
-            uses = [b.get("id") for b in m["content"] if b.get("type") == "tool_use"]
-            if uses and (i + 1 >= len(out) or out[i + 1]["role"] != "user"):
+            fixed.append({"role": "assistant", "content": blocks})
+            uses = _use_ids(blocks)
+            if uses and (i + 1 >= len(merged) or merged[i + 1][0] != "user"):
                 fixed.append(
-                    {
-                        "role": "user",
-                        "content": [
-                            {"type": "tool_result", "tool_use_id": u, "content": MISSING_RESULT_TEXT, "is_error": True}
-                            for u in uses
-                        ],
-                    }
+                    {"role": "user", "content": [tool_result(u, MISSING_RESULT_TEXT, is_error=True) for u in uses]}
                 )
     return fixed
 
@@ -143,43 +147,44 @@ def repair_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- growing the history -----------------------------------------------------------------------
 
 
-def as_blocks(content: Any) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+def as_blocks(content: str | Sequence[ContentBlock] | None) -> list[ContentBlock]:
+    return [text_block(content)] if isinstance(content, str) else list(content or [])
 
 
-def clean_content(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def clean_content(content: Sequence[ContentBlock]) -> list[ContentBlock]:
     """The API rejects empty text blocks; drop them (and our private `_` keys)."""
-    out = []
+    out: list[ContentBlock] = []
     for b in content:
         if b.get("type") == "text" and not str(b.get("text", "")).strip():
             continue
-        out.append({k: v for k, v in b.items() if not k.startswith("_")})
+        public = {k: v for k, v in b.items() if not k.startswith("_")}
+        out.append(public if is_content_block(public) else b)
     return out
 
 
-def append_user(messages: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
+def append_user(messages: list[Message], blocks: Sequence[ContentBlock]) -> None:
     if messages and messages[-1]["role"] == "user":
         # After an interrupt or an error the history can end with the person; merge.
         messages[-1] = {"role": "user", "content": [*as_blocks(messages[-1]["content"]), *blocks]}
     else:
-        messages.append({"role": "user", "content": blocks})
+        messages.append({"role": "user", "content": list(blocks)})
 
 
-def append_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> None:
+def append_assistant(messages: list[Message], content: Sequence[ContentBlock]) -> None:
     if not content:
         return
     # After pause_turn the API continues the same assistant message; so do we.
     if messages and messages[-1]["role"] == "assistant":
         messages[-1] = {"role": "assistant", "content": [*as_blocks(messages[-1]["content"]), *content]}
     else:
-        messages.append({"role": "assistant", "content": content})
+        messages.append({"role": "assistant", "content": list(content)})
 
 
 def close_turn(
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     *,
-    completed: list[dict[str, Any]],
-    results: list[dict[str, Any]],
+    completed: Sequence[ContentBlock],
+    results: Sequence[ToolResultBlock],
     appended: bool,
     answered: bool,
     note: str | None,
@@ -192,21 +197,21 @@ def close_turn(
     if not appended:
         # Only blocks that are whole go in; a tool_use with no result would break the history.
         ids = {r["tool_use_id"] for r in results}
-        content = clean_content([b for b in completed if b.get("type") != "tool_use" or b.get("id") in ids])
+        content = clean_content([b for b in completed if b["type"] != "tool_use" or b["id"] in ids])
         if content:
             append_assistant(messages, content)
             appended = True
     if appended and results and not answered:
-        append_user(messages, [*results, *([{"type": "text", "text": note}] if note else [])])
+        append_user(messages, [*results, *([text_block(note)] if note else [])])
         answered = True
     return appended, answered
 
 
-def last_text(messages: list[dict[str, Any]]) -> str:
+def last_text(messages: Sequence[Message]) -> str:
     """The text of the last assistant message (what a run returns)."""
     for m in reversed(messages):
         if m["role"] == "assistant":
-            return "".join(b.get("text", "") for b in as_blocks(m["content"]) if b.get("type") == "text")
+            return "".join(b.get("text", "") for b in as_blocks(m["content"]) if b["type"] == "text")
     return ""
 
 
@@ -223,9 +228,9 @@ class SettledPrefix:
 
     def __init__(self) -> None:
         self.settled = 0
-        self._anchor: dict[str, Any] | None = None
+        self._anchor: Message | None = None
 
-    def sync(self, messages: list[dict[str, Any]]) -> bool:
+    def sync(self, messages: Sequence[Message]) -> bool:
         """Settle every message but the last; True when the history had been replaced."""
         replaced = bool(self.settled) and (
             len(messages) < self.settled or messages[self.settled - 1] is not self._anchor
@@ -241,10 +246,10 @@ class SettledPrefix:
         """Drop everything counted; the next `sync` counts from the first message."""
         self.settled, self._anchor = 0, None
 
-    def replaced_settled(self, position: int, message: dict[str, Any]) -> None:
+    def replaced_settled(self, position: int, message: Message) -> None:
         """A settled message was swapped for a changed copy at `position` (the caller keeps its counts right)."""
         if position == self.settled - 1:
             self._anchor = message
 
-    def settle(self, message: dict[str, Any], position: int) -> None:
+    def settle(self, message: Message, position: int) -> None:
         raise NotImplementedError

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
-from collections.abc import Container
-from typing import Any
+from collections.abc import Container, Sequence
 
+from .blocks import ContentBlock, Message, ToolUseBlock
 from .messages import SettledPrefix
 
 __all__ = ["HistoryIds", "TakenIds", "ToolUseIds"]
@@ -23,7 +23,7 @@ __all__ = ["HistoryIds", "TakenIds", "ToolUseIds"]
 _VALID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
-def _message_ids(message: dict[str, Any]) -> list[str]:
+def _message_ids(message: Message) -> list[str]:
     content = message.get("content")
     if not isinstance(content, list):
         return []
@@ -57,7 +57,7 @@ class HistoryIds(SettledPrefix):
     def __contains__(self, tool_use_id: object) -> bool:
         return tool_use_id in self._tail or self._counts[tool_use_id] > 0  # type: ignore[index]
 
-    def sync(self, messages: list[dict[str, Any]]) -> bool:
+    def sync(self, messages: Sequence[Message]) -> bool:
         replaced = super().sync(messages)
         self._tail = set(_message_ids(messages[-1])) if len(messages) > self.settled else set()
         return replaced
@@ -66,10 +66,10 @@ class HistoryIds(SettledPrefix):
         super().forget()
         self._counts.clear()
 
-    def settle(self, message: dict[str, Any], position: int) -> None:
+    def settle(self, message: Message, position: int) -> None:
         self._counts.update(_message_ids(message))
 
-    def synced(self, messages: list[dict[str, Any]]) -> HistoryIds:
+    def synced(self, messages: Sequence[Message]) -> HistoryIds:
         """Brought up to `messages`, ready for `in`."""
         self.sync(messages)
         return self
@@ -85,25 +85,26 @@ class ToolUseIds:
         self._by_position: list[str] = []
         self._streamed = 0
 
-    def _id_for(self, position: int, raw: Any) -> str:
+    def _id_for(self, position: int, raw: object) -> str:
         if position < len(self._by_position):
             return self._by_position[position]
         good = isinstance(raw, str) and _VALID.match(raw) is not None and raw not in self._taken
-        new = raw if good else f"toolu_fixed_{uuid.uuid4().hex[:20]}"
+        new = raw if isinstance(raw, str) and good else f"toolu_fixed_{uuid.uuid4().hex[:20]}"
         self._taken.add(new)
         self._by_position.append(new)
         return new
 
-    def fix(self, block: dict[str, Any]) -> dict[str, Any]:
+    def fix(self, block: ToolUseBlock) -> ToolUseBlock:
         """The next streamed tool_use block, with a usable id (a copy when it changed)."""
         new = self._id_for(self._streamed, block.get("id"))
         self._streamed += 1
         return block if block.get("id") == new else {**block, "id": new}
 
-    def fix_all(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out, position = [], 0
+    def fix_all(self, content: Sequence[ContentBlock]) -> list[ContentBlock]:
+        out: list[ContentBlock] = []
+        position = 0
         for b in content:
-            if b.get("type") == "tool_use":
+            if b["type"] == "tool_use":
                 new = self._id_for(position, b.get("id"))
                 position += 1
                 b = b if b.get("id") == new else {**b, "id": new}

@@ -23,6 +23,7 @@ from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxLimits, SandboxSetting, ToolContext
+from ipy_agent.history.blocks import ContentBlock, Message, ToolSpec
 from ipy_agent.history.messages import append_user, last_text
 from ipy_agent.history.tool_ids import HistoryIds
 from ipy_agent.mcp import McpManager
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent"]
 
 
-Messages = list[dict[str, Any]]
+Messages = list[Message]
 Emit = Callable[[AgentEvent], None]
 
 
@@ -127,14 +128,14 @@ class Agent(Rewinding, Listeners):
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
         self.spill_dir, self._owns_spill_dir = spill.choose_dir(spill_dir, self.conversation_id)
         self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
         self._history_ids = HistoryIds()  # tool_use ids in the history, counted once each
         self.read_state = ReadState()
         self.trace: list[CallRecord] = []
         self.turns: list[TurnRecord] = []
         self.hooks = Hooks()
         self.usage = Usage()
-        self.session: dict[str, Any] = {}
+        self.session: dict[str, object] = {}
         Listeners.__init__(self)  # on_event, remove_listener, emit
         self._batches = [0]
         self._task: asyncio.Task[Any] | None = None
@@ -227,7 +228,7 @@ class Agent(Rewinding, Listeners):
     def exposure(self) -> Exposure:
         return self.registry.exposed(self.tool_context(), self.rules, simple=self.simple)
 
-    def request_parts(self) -> tuple[str, list[dict[str, Any]]]:
+    def request_parts(self) -> tuple[str, list[ToolSpec]]:
         """The system prompt and the tool list the next request would carry."""
         exposure, tools = offer_tools(self.registry, self.rules, self.tool_context(), simple=self.simple, emit=None)
         return self.system(exposure), tools
@@ -251,14 +252,14 @@ class Agent(Rewinding, Listeners):
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def run(self, prompt: str | list[dict[str, Any]]) -> RunResult:
+    def run(self, prompt: str | list[ContentBlock]) -> RunResult:
         """Run to the end of the turn. From code with a running event loop, use `await arun()`.
 
         Called from inside a running loop (a notebook cell), it runs on a private loop in a
         thread; every Ctrl-C asks the run to stop, and it returns once the history is closed."""
         return run_to_end(lambda: self.arun(prompt), interrupt=self.interrupt)
 
-    async def arun(self, prompt: str | list[dict[str, Any]]) -> RunResult:
+    async def arun(self, prompt: str | list[ContentBlock]) -> RunResult:
         if self.running:
             raise RuntimeError("this agent is already running; wait for it, or call agent.interrupt() first")
         self.check_policy()  # before anything runs: a broken or violated policy stops it here
@@ -277,7 +278,7 @@ class Agent(Rewinding, Listeners):
         return result
 
     # --- the loop --------------------------------------------------------------------------
-    async def _run(self, prompt: str | list[dict[str, Any]]) -> RunResult:
+    async def _run(self, prompt: str | list[ContentBlock]) -> RunResult:
         try:
             blocks = await prompt_blocks(prompt, self.hooks, self.emit)
             if not isinstance(blocks, RunResult):  # the standing text, read once for this prompt
@@ -337,12 +338,10 @@ class Agent(Rewinding, Listeners):
 # --- a run's prompt: in before the first turn, taken out when the model never answered ---
 
 
-async def prompt_blocks(
-    prompt: str | list[dict[str, Any]], hooks: Hooks, emit: Emit
-) -> list[dict[str, Any]] | RunResult:
+async def prompt_blocks(prompt: str | list[ContentBlock], hooks: Hooks, emit: Emit) -> list[ContentBlock] | RunResult:
     """The person's request as content blocks, with what UserPromptSubmit hooks add; or the
     run's end when a hook blocks it."""
-    blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+    blocks: list[ContentBlock] = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
     text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     hr = await hooks.run(HookEvent(event="UserPromptSubmit", prompt=text))
     if hr.decision == "deny" or hr.stop:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.contract.checkpoints import CellChange, Checkpoint, Checkpoints, FileSave, VariableSave
 from ipy_agent.contract.read_state import file_digest
+from ipy_agent.history.blocks import ContentBlock, Message
 from ipy_agent.notebook.fingerprint import fingerprint, unchanged
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.fileio import atomic_write, real_path, remove_file
@@ -58,7 +60,9 @@ class Rewinding:
             self._checkpoints = Checkpoints()
         return self._checkpoints
 
-    def checkpoint(self: Rewindable, prompt: str | list[dict[str, Any]], blocks: list[dict[str, Any]]) -> list[Any]:
+    def checkpoint(
+        self: Rewindable, prompt: str | list[ContentBlock], blocks: list[ContentBlock]
+    ) -> list[ContentBlock]:
         """A prompt starts: open its checkpoint (the history and read state as they are), and put
         the note of a rewind before the prompt's blocks."""
         from ipy_agent.runtime.trace import NoticeEvent
@@ -91,7 +95,7 @@ class Rewindable(Protocol):
     """What a rewind needs of a conversation (`Agent` is one)."""
 
     cwd: Path
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     read_state: ReadState
     notebook: NotebookBridge | None
     rewind_note: str | None  # what the model is told before the next prompt
@@ -126,7 +130,7 @@ async def rewind_conversation(conv: Rewindable, prompt: int | None, force: bool,
     return report
 
 
-def prompt_text(prompt: str | list[dict[str, Any]]) -> str:
+def prompt_text(prompt: str | list[ContentBlock]) -> str:
     """A prompt's text, as the checkpoint names it."""
     if isinstance(prompt, str):
         return prompt
@@ -348,7 +352,7 @@ def _variables(store: Checkpoints, spent: list[Checkpoint], report: RewindReport
             store.left[name] = fingerprint(ns[name])
 
 
-def _changed_since_run(store: Checkpoints, ns: dict[str, Any], name: str) -> str | None:
+def _changed_since_run(store: Checkpoints, ns: Mapping[str, object], name: str) -> str | None:
     """How `name` differs from what the agent's last run left in it, or None when it does not.
     Compared by identity, type and (builtin values) value: no code of the value's class runs."""
     if name not in store.left:

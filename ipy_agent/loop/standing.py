@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ipy_agent.config.instructions import Instructions, change_note, load_instructions
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ContentBlock
 from ipy_agent.mcp import McpManager
 from ipy_agent.notebook.metadata import instructions_on_disk, notebook_file, read_instructions
 from ipy_agent.permissions.decide import PermissionMode
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Standing", "StandingSource", "StandingText"]
 
-Block = dict[str, Any]
 Emit = Callable[[AgentEvent], None]
 
 
@@ -76,7 +76,7 @@ class Standing:
         self.current: StandingText | None = None  # None until the first prompt
         self._before: StandingText | None = None
 
-    async def refresh(self, source: StandingSource, blocks: list[Block], emit: Emit) -> list[Block]:
+    async def refresh(self, source: StandingSource, blocks: list[ContentBlock], emit: Emit) -> list[ContentBlock]:
         """Read everything afresh for a new prompt, whose content is `blocks`; returns them, after
         a note for the model when the instructions changed since the previous prompt (the person
         is told too)."""

@@ -67,7 +67,7 @@ class Parent(Conversation, Protocol):
 
     working_dirs: tuple[Path, ...]
     approver: Approver | None
-    session: dict[str, Any]
+    session: dict[str, object]
     spill_dir: Path
     notebook: NotebookBridge | None
     notebook_path: str | None

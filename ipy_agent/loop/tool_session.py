@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ipy_agent.base.surfaces import refresh as refresh_surfaces
 from ipy_agent.contract.tool import Tool
@@ -45,7 +44,7 @@ def warn_once(tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:
             emit(NoticeEvent(text=status.text, level="warning"))
 
 
-def end_session(session: dict[str, Any]) -> None:
+def end_session(session: dict[str, object]) -> None:
     """Forget what tools kept for the conversation, closing what can be closed first (Bash's
     background commands are stopped)."""
     for value in list(session.values()):

@@ -33,12 +33,13 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ipy_agent.context import ContextManager
 from ipy_agent.contract.hooks import HookEvent, Hooks
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ContentBlock, Message, ToolSpec, ToolUseBlock
 from ipy_agent.history.messages import append_assistant, append_user, clean_content, close_turn, last_text
 from ipy_agent.history.tool_ids import HistoryIds, ToolUseIds
 from ipy_agent.mcp import McpManager
@@ -74,7 +75,7 @@ from ipy_agent.runtime.trace import (
 
 __all__ = ["INTERRUPTED_NOTICE", "Turn", "TurnAgent", "interrupted", "offer_tools", "run_turn"]
 
-Messages = list[dict[str, Any]]
+Messages = list[Message]
 Emit = Callable[[AgentEvent], None]
 
 INTERRUPT_NOTE = "[The person interrupted this request.]"
@@ -108,8 +109,8 @@ class Turn:
     record: TurnRecord
     env: RunEnv
     executor: ToolExecutor
-    completed: list[dict[str, Any]] = field(default_factory=list)  # whole blocks streamed so far
-    tool_uses: list[dict[str, Any]] = field(default_factory=list)  # of the complete message
+    completed: list[ContentBlock] = field(default_factory=list)  # whole blocks streamed so far
+    tool_uses: list[ToolUseBlock] = field(default_factory=list)  # of the complete message
     # The model's tool_use ids are untrusted: made well-formed and unique, the same streamed and final.
     ids: ToolUseIds = field(default_factory=ToolUseIds)
     appended: bool = False  # the assistant message of this turn is in the history
@@ -193,11 +194,12 @@ async def sync_mcp(mcp: McpManager, registry: ToolRegistry, approver: Approver |
 
 def offer_tools(
     registry: ToolRegistry, rules: PermissionRules, ctx: ToolContext, *, simple: bool, emit: Emit | None
-) -> tuple[Exposure, list[dict[str, Any]]]:
+) -> tuple[Exposure, list[ToolSpec]]:
     """The tools for this request and their API form; a tool whose description fails is hidden
     (and the person is told, when `emit` is given)."""
     exposure = registry.exposed(ctx, rules, simple=simple)
-    offered, api, hidden = [], [], dict(exposure.hidden)
+    offered, hidden = [], dict(exposure.hidden)
+    api: list[ToolSpec] = []
     for tool in exposure.offered:
         try:
             api.append(tool.to_api(ctx))
@@ -209,7 +211,7 @@ def offer_tools(
     return Exposure(offered=tuple(offered), hidden=hidden), api
 
 
-def remind(messages: list[dict[str, Any]], tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:
+def remind(messages: list[Message], tools: Sequence[Tool], ctx: ToolContext, emit: Emit) -> None:
     """What tools have to tell the model since its last turn (`Tool.take_reminders`): added to
     the person's last message, which ends the history when a turn begins, and shown in the cell."""
     notes: list[str] = []
@@ -226,11 +228,11 @@ def remind(messages: list[dict[str, Any]], tools: Sequence[Tool], ctx: ToolConte
     append_user(messages, [{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}])
 
 
-def previous_calls(trace: list[CallRecord], turn: int, messages: list[dict[str, Any]]) -> tuple[CallOutcome, ...]:
+def previous_calls(trace: list[CallRecord], turn: int, messages: list[Message]) -> tuple[CallOutcome, ...]:
     """How the tool calls of `turn` ended, when the latest message answers them (a replay
     branches on it, a recording writes it down; see ModelRequest.calls)."""
-    last = messages[-1] if messages else {}
-    content = last.get("content") if last.get("role") == "user" else None
+    last = messages[-1] if messages else None
+    content = last["content"] if last is not None and last["role"] == "user" else None
     answered = {b.get("tool_use_id") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_result"}
     records: list[CallRecord] = []
     for record in reversed(trace):
@@ -276,9 +278,9 @@ async def stream_reply(
                 case ThinkingDelta():
                     emit(ThinkingEvent(text=event.text))
                 case BlockComplete():
-                    block = turn.ids.fix(event.block) if event.block.get("type") == "tool_use" else event.block
+                    block = turn.ids.fix(event.block) if event.block["type"] == "tool_use" else event.block
                     turn.completed.append(block)
-                    if block.get("type") == "tool_use" and streaming_tools:
+                    if block["type"] == "tool_use" and streaming_tools:
                         turn.executor.submit(block)
                 case MessageComplete():
                     final = event
@@ -291,14 +293,12 @@ async def stream_reply(
     return final
 
 
-def take_reply(
-    turn: Turn, reply: MessageComplete, messages: list[dict[str, Any]], emit: Callable[[AgentEvent], None]
-) -> None:
+def take_reply(turn: Turn, reply: MessageComplete, messages: list[Message], emit: Callable[[AgentEvent], None]) -> None:
     """The whole message goes into the history; tool calls not started while streaming start now."""
     record = turn.record
     record.usage, record.stop_reason, record.end = reply.usage, reply.stop_reason, now()
     content = turn.ids.fix_all(clean_content(reply.content))
-    turn.tool_uses = [b for b in content if b.get("type") == "tool_use"]
+    turn.tool_uses = [b for b in content if b["type"] == "tool_use"]
     for b in turn.tool_uses:
         if not turn.executor.has(str(b.get("id"))):
             turn.executor.submit(b)

@@ -21,9 +21,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from ipy_agent.base.paths import settings_dir
+from ipy_agent.history.blocks import JsonObject
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -73,7 +74,7 @@ class ServerConfig:
         asks again). Env and header values count too, without being stored anywhere. With
         `project`, so do the files in it that the command names (`python server.py`): an edit
         of the script is a change of what runs, and asks again like a changed command."""
-        what: dict[str, Any] = {
+        what: JsonObject = {
             "transport": self.transport,
             "command": self.command,
             "args": list(self.args),
@@ -197,6 +198,17 @@ def _seconds(raw: Mapping[str, Any], key: str, name: str, default: float) -> flo
     return float(value)
 
 
+class _Common(TypedDict):
+    """The fields every server's config has."""
+
+    name: str
+    transport: Transport
+    source: Source
+    origin: str
+    timeout: float
+    startup_timeout: float
+
+
 def parse_server(
     name: Any, raw: Any, *, source: Source = "code", origin: str = "Agent(mcp_servers=...)"
 ) -> ServerConfig:
@@ -235,9 +247,9 @@ def parse_server(
             f"MCP server {name!r} ({origin}): 'type' must be 'stdio' or 'http', not {kind!r}"
             + (" (SSE servers are not supported; most also serve streamable HTTP)" if kind == "sse" else "")
         )
-    common: dict[str, Any] = {
+    common: _Common = {
         "name": name,
-        "transport": kind,
+        "transport": "stdio" if kind == "stdio" else "http",
         "source": source,
         "origin": origin,
         "timeout": _seconds(raw, "timeout", name, DEFAULT_CALL_TIMEOUT),

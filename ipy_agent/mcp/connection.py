@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ipy_agent.history.blocks import JsonObject
+
 from .config import ServerConfig
 
 __all__ = ["CallOutcome", "ServerConnection", "ServerDown", "Status", "ToolInfo"]
@@ -44,13 +46,13 @@ class CallFailed(Exception):
 class ToolInfo:
     name: str
     description: str
-    input_schema: dict[str, Any]
-    annotations: dict[str, Any] = field(default_factory=dict)
+    input_schema: JsonObject
+    annotations: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
 class CallOutcome:
-    content: list[dict[str, Any]]
+    content: list[JsonObject]
     structured: Any = None
     is_error: bool = False
 
@@ -241,7 +243,7 @@ class ServerConnection:
                 await self._shutdown()
 
     # --- calls ---------------------------------------------------------------------------
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallOutcome:
+    async def call(self, tool: str, arguments: JsonObject) -> CallOutcome:
         from mcp.shared.exceptions import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 

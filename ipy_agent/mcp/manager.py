@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from ipy_agent.base.secrets import redact
 from ipy_agent.contract.tool import PermissionPreview, Tool, maybe_await
+from ipy_agent.history.blocks import JsonObject
 from ipy_agent.permissions.decide import Approver, PermissionRequest, normalize_answer
 
 from .config import ServerConfig, parse_servers
@@ -242,7 +243,7 @@ class McpManager:
                 out.append(tool)
         return out
 
-    async def _invoke(self, server: str, tool: str, arguments: dict[str, Any]) -> CallOutcome:
+    async def _invoke(self, server: str, tool: str, arguments: JsonObject) -> CallOutcome:
         conn = self._conns.get(server)
         if conn is None:
             cfg = self.configs.get(server)
@@ -299,7 +300,7 @@ class McpManager:
 
 
 def _trust_request(cfg: ServerConfig, project: Path) -> PermissionRequest:
-    what: dict[str, Any] = {"server": cfg.name, "from": cfg.origin, "type": cfg.transport}
+    what: dict[str, object] = {"server": cfg.name, "from": cfg.origin, "type": cfg.transport}
     if cfg.transport == "stdio":
         what.update(command=cfg.command, args=list(cfg.args))
         if scripts := cfg.script_files(project):

@@ -16,9 +16,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
 
 from ipy_agent.base import images
+from ipy_agent.history.blocks import JsonObject, JsonValue, ResultPart, TextBlock
 
 from .connection import CallOutcome
 
@@ -38,7 +38,7 @@ class _Room:
         self.size = 0
 
 
-def _image(data: Any, media: Any, what: str, room: _Room) -> dict[str, Any]:
+def _image(data: JsonValue, media: JsonValue, what: str, room: _Room) -> ResultPart:
     declared = str(media or "").lower() or "unknown"
     if not isinstance(data, str):
         return _text(f"[{what}: no image data]")
@@ -67,11 +67,11 @@ def _image(data: Any, media: Any, what: str, room: _Room) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": encoded}}
 
 
-def _text(text: str) -> dict[str, Any]:
+def _text(text: str) -> TextBlock:
     return {"type": "text", "text": text}
 
 
-def _block(item: dict[str, Any], room: _Room) -> dict[str, Any]:
+def _block(item: JsonObject, room: _Room) -> ResultPart:
     kind = item.get("type")
     if kind == "text":
         return _text(str(item.get("text", "")))
@@ -85,7 +85,8 @@ def _block(item: dict[str, Any], room: _Room) -> dict[str, Any]:
         mime = f", {item['mimeType']}" if item.get("mimeType") else ""
         return _text(f"[resource link: {item.get('uri', '?')}{name}{mime}]")
     if kind == "resource":
-        res = item.get("resource") or {}
+        resource = item.get("resource")
+        res = resource if isinstance(resource, dict) else {}
         uri, media = str(res.get("uri", "?")), res.get("mimeType")
         if "text" in res:
             return _text(f"Resource {uri}" + (f" ({media})" if media else "") + f":\n{res['text']}")
@@ -96,7 +97,7 @@ def _block(item: dict[str, Any], room: _Room) -> dict[str, Any]:
     return _text(f"[a content block of unknown type {kind!r}]")
 
 
-def result_blocks(outcome: CallOutcome) -> list[dict[str, Any]]:
+def result_blocks(outcome: CallOutcome) -> list[ResultPart]:
     room = _Room()
     blocks = [_block(item, room) for item in outcome.content if isinstance(item, dict)]
     has_text = any(b["type"] == "text" and b["text"].strip() for b in blocks)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ipy_agent.contract.tool import Tool, ToolError, text_of
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import JsonObject
 
 from .connection import CallFailed, CallOutcome, ServerDown, ToolInfo
 from .results import result_blocks
@@ -30,7 +31,7 @@ MAX_DESCRIPTION = 2048
 MAX_NAME = 64  # the Messages API's limit for a tool name
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
-Invoke = Callable[[str, str, dict[str, Any]], Awaitable[CallOutcome]]
+Invoke = Callable[[str, str, JsonObject], Awaitable[CallOutcome]]
 
 
 class McpInput(BaseModel):
@@ -94,7 +95,7 @@ class McpTool(Tool):
             text = text[: MAX_DESCRIPTION - 1] + "…"
         return text
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> JsonObject:
         return self._schema
 
     # --- runtime control -----------------------------------------------------------------
@@ -160,7 +161,7 @@ class McpTool(Tool):
         return ", ".join(parts) or "no output"
 
 
-def _arguments(inp: Any) -> dict[str, Any]:
+def _arguments(inp: Any) -> JsonObject:
     if isinstance(inp, BaseModel):
         return inp.model_dump(mode="json")
     return dict(inp) if isinstance(inp, dict) else {}

@@ -12,9 +12,9 @@ that cannot be read counts as no approvals.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ipy_agent.base.json_store import read_object, section, update_object
+from ipy_agent.history.blocks import JsonObject
 
 from .config import ServerConfig, user_config_dir
 
@@ -30,18 +30,19 @@ class TrustStore:
         # Resolved late: tests and people may point IPY_AGENT_CONFIG_DIR elsewhere after import.
         return self._path or user_config_dir() / "mcp_trust.json"
 
-    def _load(self) -> dict[str, Any]:
+    def _load(self) -> JsonObject:
         return read_object(self.path)
 
     def is_trusted(self, project: Path, server: ServerConfig) -> bool:
-        entry = self._load().get("projects", {}).get(str(project), {})
+        projects = self._load().get("projects")
+        entry = projects.get(str(project)) if isinstance(projects, dict) else None
         return isinstance(entry, dict) and entry.get(server.name) == server.fingerprint(project)
 
     def remember(self, project: Path, server: ServerConfig) -> None:
         """Record the approval; an OSError (read-only home) is the caller's to report."""
         fingerprint = server.fingerprint(project)
 
-        def change(data: dict[str, Any]) -> None:
+        def change(data: JsonObject) -> None:
             section(section(data, "projects"), str(project))[server.name] = fingerprint
 
         update_object(self.path, change)

@@ -27,7 +27,9 @@ import os
 import re
 import typing
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypedDict, cast
+
+from ipy_agent.history.blocks import ContentBlock, JsonObject, Message, TextBlock, ToolSpec
 
 from .anthropic_errors import to_model_error
 from .base import (
@@ -57,9 +59,6 @@ __all__ = ["MISSING_KEY_MESSAGE", "AnthropicModel", "default_model"]
 # Used only when the installed SDK lists no Sonnet alias at all.
 FALLBACK_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 16_000
-_EPHEMERAL = {"type": "ephemeral"}
-# Blocks that cannot carry a cache breakpoint (the API rejects cache_control on them).
-_NO_CACHE_CONTROL = {"thinking", "redacted_thinking"}
 
 MISSING_KEY_MESSAGE = (
     "No Anthropic API key found: ANTHROPIC_API_KEY is not set. Set it before running %agent, "
@@ -67,6 +66,19 @@ MISSING_KEY_MESSAGE = (
     "`os.environ['ANTHROPIC_API_KEY'] = '...'` in a cell (keys: https://console.anthropic.com). "
     "To try the agent offline, replay a transcript with `%agent --script PATH`."
 )
+
+
+class MessagesParams(TypedDict, total=False):
+    """The keyword arguments of the SDK's `messages.create` that the agent sends."""
+
+    model: str
+    max_tokens: int
+    messages: list[Message]
+    system: list[TextBlock]
+    tools: list[ToolSpec]
+    thinking: JsonObject
+    extra_headers: dict[str, str]
+
 
 _SONNET_ALIAS = re.compile(r"claude-sonnet-(\d{1,2}(?:-\d{1,2})?)")
 
@@ -118,7 +130,7 @@ class AnthropicModel:
         model: str | None = None,
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        thinking: dict[str, Any] | None = None,
+        thinking: JsonObject | None = None,
         betas: typing.Sequence[str] = (),
         platform: Platform | None = None,
         client: Any = None,
@@ -173,20 +185,20 @@ class AnthropicModel:
 
     # -- the request ---------------------------------------------------------------------------
 
-    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+    def request_params(self, request: ModelRequest) -> MessagesParams:
         """The keyword arguments for `messages.create`, with cache breakpoints on the tool
         list, the system prompt, the latest message and the user message before it (four, the
         API's most). `request` is never modified."""
-        params: dict[str, Any] = {
+        params: MessagesParams = {
             "model": self.name,
             "max_tokens": self.max_tokens,
             "messages": _messages_with_breakpoint(request.messages),
         }
         if request.system:
-            params["system"] = [{"type": "text", "text": request.system, "cache_control": dict(_EPHEMERAL)}]
+            params["system"] = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]
         if request.tools:
             # Copy only what changes: the list and its last tool (the history is shared).
-            params["tools"] = [*request.tools[:-1], {**request.tools[-1], "cache_control": dict(_EPHEMERAL)}]
+            params["tools"] = [*request.tools[:-1], {**request.tools[-1], "cache_control": {"type": "ephemeral"}}]
         if self.thinking:
             params["thinking"] = copy.deepcopy(self.thinking)
         if self.betas:
@@ -261,9 +273,9 @@ class _MessageFolder:
     def __init__(self, model: str, title: str = "the Anthropic API") -> None:
         self.model = model
         self.title = title
-        self.open: dict[int, dict[str, Any]] = {}
+        self.open: dict[int, JsonObject] = {}  # blocks being streamed, as the SDK dumps them
         self.json_parts: dict[int, list[str]] = {}
-        self.content: list[dict[str, Any]] = []
+        self.content: list[ContentBlock] = []
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.stopped = False
@@ -290,20 +302,22 @@ class _MessageFolder:
             self.stopped = True
         return []
 
-    def _delta(self, block: dict[str, Any], index: int, delta: Any) -> list[ModelEvent]:
+    def _delta(self, block: JsonObject, index: int, delta: Any) -> list[ModelEvent]:
         match delta.type:
             case "text_delta":
-                block["text"] = block.get("text", "") + delta.text
+                block["text"] = str(block.get("text", "")) + delta.text
                 return [TextDelta(text=delta.text)]
             case "thinking_delta":
-                block["thinking"] = block.get("thinking", "") + delta.thinking
+                block["thinking"] = str(block.get("thinking", "")) + delta.thinking
                 return [ThinkingDelta(text=delta.thinking)]
             case "signature_delta":
-                block["signature"] = block.get("signature", "") + delta.signature
+                block["signature"] = str(block.get("signature", "")) + delta.signature
             case "input_json_delta":
                 self.json_parts.setdefault(index, []).append(delta.partial_json)
             case "citations_delta":
-                block.setdefault("citations", []).append(delta.citation.model_dump(mode="json", exclude_none=True))
+                citations = block.setdefault("citations", [])
+                if isinstance(citations, list):
+                    citations.append(delta.citation.model_dump(mode="json", exclude_none=True))
         return []
 
     def _close(self, index: int) -> list[ModelEvent]:
@@ -322,8 +336,10 @@ class _MessageFolder:
         # The API rejects an empty text block in a later request, so one never enters history.
         if block.get("type") == "text" and not block.get("text"):
             return []
-        self.content.append(block)
-        return [BlockComplete(block=copy.deepcopy(block), index=len(self.content) - 1)]
+        # The SDK's own block, dumped as JSON in request format: the edge where it becomes ours.
+        whole = cast(ContentBlock, block)
+        self.content.append(whole)
+        return [BlockComplete(block=copy.deepcopy(whole), index=len(self.content) - 1)]
 
     def _update_usage(self, usage: Any) -> None:
         # message_start carries the prompt side; message_delta carries cumulative totals.
@@ -352,7 +368,7 @@ class _MessageFolder:
         )
 
 
-def _messages_with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _messages_with_breakpoint(messages: list[Message]) -> list[Message]:
     """`messages` with a cache breakpoint on the last block of the latest message, and one on
     the last block of the user message before it.
 
@@ -375,7 +391,7 @@ def _messages_with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, 
     return out
 
 
-def _with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
+def _with_breakpoint(message: Message) -> Message:
     """A copy of `message` whose last block that may carry one has a cache breakpoint."""
     content = message.get("content")
     if isinstance(content, str):
@@ -385,7 +401,10 @@ def _with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
     blocks = list(content or [])
     for i in range(len(blocks) - 1, -1, -1):
         block = blocks[i]
-        if isinstance(block, dict) and block.get("type") not in _NO_CACHE_CONTROL:
-            blocks[i] = {**block, "cache_control": dict(_EPHEMERAL)}
+        # Thinking blocks cannot carry a cache breakpoint (the API rejects cache_control on them).
+        if block["type"] != "thinking" and block["type"] != "redacted_thinking":
+            cached = block.copy()
+            cached["cache_control"] = {"type": "ephemeral"}
+            blocks[i] = cached
             return {**message, "content": blocks}
     return message

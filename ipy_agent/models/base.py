@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
+
+from ipy_agent.history.blocks import ContentBlock, Message, ToolSpec
 
 __all__ = [
     "BlockComplete",
@@ -88,8 +90,8 @@ class ModelRequest:
     keeps a copy of the list (the history's messages are never edited in place)."""
 
     system: str
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
+    messages: list[Message]
+    tools: list[ToolSpec]
     # "compaction": a request for a summary of the conversation (ipy_agent/context), not a turn
     # of it. A real model answers it like any request; ScriptedModel answers it with a fixed
     # summary, so scripted transcripts stay as written.
@@ -117,14 +119,14 @@ class ThinkingDelta:
 class BlockComplete:
     """A whole content block (text, thinking, tool_use...) in Anthropic format."""
 
-    block: dict[str, Any]
+    block: ContentBlock
     index: int
     type: Literal["block_complete"] = "block_complete"
 
 
 @dataclass(frozen=True, kw_only=True)
 class MessageComplete:
-    content: list[dict[str, Any]]
+    content: list[ContentBlock]
     stop_reason: str
     usage: Usage = field(default_factory=Usage)
     model: str = ""

@@ -25,7 +25,9 @@ import asyncio
 import os
 import re
 from collections.abc import AsyncIterator
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict
+
+from ipy_agent.history.blocks import JsonObject
 
 from .base import Cost, MessageComplete, ModelError, ModelEvent, ModelRequest, Usage
 from .openai_wire import ChatFolder, chat_messages, chat_tools
@@ -57,6 +59,18 @@ _CALL_AS_TEXT = re.compile(r"<tool_call>|\"(name|function)\"\s*:\s*\"(?P<name>[\
 _STATUS_KIND = {401: "authentication", 403: "permission", 404: "not_found", 413: "context_too_long", 429: "rate_limit"}
 
 
+class ChatParams(TypedDict, total=False):
+    """The keyword arguments of the SDK's `chat.completions.create` that the agent sends."""
+
+    model: str
+    messages: list[JsonObject]
+    stream: bool
+    stream_options: JsonObject
+    tools: list[JsonObject]
+    max_tokens: int
+    extra_body: JsonObject
+
+
 class OpenAIModel:
     """A Chat Completions server as a Model (see the module docstring).
 
@@ -80,7 +94,7 @@ class OpenAIModel:
         prices: tuple[float, float] | Prices | None = None,
         max_tokens: int | None = None,
         vision: bool | None = None,
-        extra_body: dict[str, Any] | None = None,
+        extra_body: JsonObject | None = None,
         client: Any = None,
         **client_kwargs: Any,
     ) -> None:
@@ -182,8 +196,8 @@ class OpenAIModel:
 
     # -- the stream ----------------------------------------------------------------------------
 
-    def request_params(self, request: ModelRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {
+    def request_params(self, request: ModelRequest) -> ChatParams:
+        params: ChatParams = {
             "model": self._name,
             "messages": chat_messages(request.system, request.messages, vision=self.vision is not False),
             "stream": True,

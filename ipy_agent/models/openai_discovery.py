@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipy_agent.history.blocks import JsonObject, JsonValue
+
 __all__ = ["Found", "discover_model"]
 
 _TIMEOUT = 3.0
@@ -41,7 +43,7 @@ async def discover_model(base_url: str, model: str, api_key: str | None) -> Foun
         listed = await _get_json(http, "GET", f"{base_url}/models")
         entry = _entry(listed, model)
         found.window = _int(entry.get("max_model_len")) or _int(entry.get("loaded_context_length"))
-        trained = _int((entry.get("meta") or {}).get("n_ctx_train")) or _int(entry.get("context_length"))
+        trained = _int(_object(entry.get("meta")).get("n_ctx_train")) or _int(entry.get("context_length"))
         if "api.openai.com" in base_url:
             return found
         shown = await _get_json(http, "POST", f"{root}/api/show", json={"model": model})
@@ -49,7 +51,7 @@ async def discover_model(base_url: str, model: str, api_key: str | None) -> Foun
             _ollama(shown, found)
             trained = trained or _trained_length(shown)
         props = await _get_json(http, "GET", f"{root}/props")
-        settings = props.get("default_generation_settings") or {}
+        settings = _object(props.get("default_generation_settings"))
         found.window = found.window or _int(props.get("n_ctx")) or _int(settings.get("n_ctx"))
         if found.window is None:
             studio = await _get_json(http, "GET", f"{root}/api/v0/models/{model}")
@@ -58,7 +60,7 @@ async def discover_model(base_url: str, model: str, api_key: str | None) -> Foun
     return found
 
 
-def _ollama(shown: dict[str, Any], found: Found) -> None:
+def _ollama(shown: JsonObject, found: Found) -> None:
     capabilities = shown.get("capabilities")
     if isinstance(capabilities, list):
         found.capabilities = [str(c) for c in capabilities]
@@ -69,7 +71,7 @@ def _ollama(shown: dict[str, Any], found: Found) -> None:
         found.window = found.window or int(m.group(1))
 
 
-def _trained_length(shown: dict[str, Any]) -> int | None:
+def _trained_length(shown: JsonObject) -> int | None:
     info = shown.get("model_info") or {}
     for key, value in info.items() if isinstance(info, dict) else ():
         if key.endswith(".context_length"):
@@ -77,18 +79,23 @@ def _trained_length(shown: dict[str, Any]) -> int | None:
     return None
 
 
-def _entry(listed: dict[str, Any], model: str) -> dict[str, Any]:
-    for entry in listed.get("data") or []:
+def _entry(listed: JsonObject, model: str) -> JsonObject:
+    entries = listed.get("data")
+    for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict) and entry.get("id") == model:
             return entry
     return {}
 
 
-def _int(value: Any) -> int | None:
+def _object(value: JsonValue | None) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: JsonValue | None) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-async def _get_json(http: Any, method: str, url: str, **kwargs: Any) -> dict[str, Any]:
+async def _get_json(http: Any, method: str, url: str, **kwargs: Any) -> JsonObject:
     try:
         response = await http.request(method, url, **kwargs)
         if response.status_code != 200:

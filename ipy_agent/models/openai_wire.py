@@ -42,7 +42,20 @@ Reply, Chat Completions stream -> Anthropic:
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypedDict
+
+from ipy_agent.history.blocks import (
+    ContentBlock,
+    JsonObject,
+    JsonValue,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+)
+from ipy_agent.history.messages import as_blocks
 
 from .base import BlockComplete, MessageComplete, ModelError, ModelEvent, TextDelta, ThinkingDelta, Usage
 
@@ -52,7 +65,7 @@ _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_us
 _STOP["content_filter"] = "refusal"
 
 
-def chat_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def chat_tools(tools: Sequence[ToolSpec]) -> list[JsonObject]:
     """Anthropic tool definitions as Chat Completions functions."""
     return [
         {
@@ -67,12 +80,11 @@ def chat_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def chat_messages(system: str, messages: list[dict[str, Any]], *, vision: bool) -> list[dict[str, Any]]:
+def chat_messages(system: str, messages: Sequence[Message], *, vision: bool) -> list[JsonObject]:
     """The conversation as Chat Completions messages (see the table in the module docstring)."""
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    out: list[JsonObject] = [{"role": "system", "content": system}] if system else []
     for message in messages:
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        blocks = as_blocks(message.get("content"))
         if message.get("role") == "assistant":
             out += _assistant(blocks)
         else:
@@ -80,31 +92,30 @@ def chat_messages(system: str, messages: list[dict[str, Any]], *, vision: bool) 
     return out
 
 
-def _assistant(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-    calls = [
+def _assistant(blocks: list[ContentBlock]) -> list[JsonObject]:
+    text = "".join(str(b.get("text", "")) for b in blocks if b["type"] == "text")
+    calls: list[JsonValue] = [
         {
             "id": str(b.get("id")),
             "type": "function",
             "function": {"name": str(b.get("name")), "arguments": json.dumps(b.get("input") or {})},
         }
         for b in blocks
-        if b.get("type") == "tool_use"
+        if b["type"] == "tool_use"
     ]
     if not text and not calls:
         return []
-    message: dict[str, Any] = {"role": "assistant", "content": text}
+    message: JsonObject = {"role": "assistant", "content": text}
     if calls:
         message["tool_calls"] = calls
     return [message]
 
 
-def _user(blocks: list[dict[str, Any]], *, vision: bool) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    parts: list[dict[str, Any]] = []
+def _user(blocks: list[ContentBlock], *, vision: bool) -> list[JsonObject]:
+    out: list[JsonObject] = []
+    parts: list[JsonObject] = []
     for block in blocks:
-        kind = block.get("type")
-        if kind == "tool_result":
+        if block["type"] == "tool_result":
             text, images = _result_parts(block, vision=vision)
             out.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id")), "content": text})
             if images:
@@ -114,32 +125,32 @@ def _user(blocks: list[dict[str, Any]], *, vision: bool) -> list[dict[str, Any]]
             parts += _part(block, vision=vision)
     if parts:
         only_text = all(p["type"] == "text" for p in parts)
-        out.append({"role": "user", "content": "\n\n".join(p["text"] for p in parts) if only_text else parts})
+        content: JsonValue = "\n\n".join(str(p["text"]) for p in parts) if only_text else [*parts]
+        out.append({"role": "user", "content": content})
     return out
 
 
-def _result_parts(block: dict[str, Any], *, vision: bool) -> tuple[str, list[dict[str, Any]]]:
+def _result_parts(block: ToolResultBlock, *, vision: bool) -> tuple[str, list[JsonObject]]:
     content = block.get("content")
-    items = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+    items = as_blocks(content) if isinstance(content, str) else list(content or [])
     texts: list[str] = []
-    images: list[dict[str, Any]] = []
+    images: list[JsonObject] = []
     for item in items:
-        if item.get("type") == "image" and vision:
+        if item["type"] == "image" and vision:
             images += _part(item, vision=True)
         else:
-            texts += [p["text"] for p in _part(item, vision=False)]
+            texts += [str(p["text"]) for p in _part(item, vision=False)]
     text = "\n".join(texts) or "(no output)"
     if block.get("is_error") and not text.startswith("Error"):
         text = f"Error: {text}"
     return text, images
 
 
-def _part(block: dict[str, Any], *, vision: bool) -> list[dict[str, Any]]:
-    kind = block.get("type")
-    if kind == "text":
+def _part(block: ContentBlock, *, vision: bool) -> list[JsonObject]:
+    if block["type"] == "text":
         return [{"type": "text", "text": str(block.get("text", ""))}]
-    if kind == "image":
-        source = block.get("source") or {}
+    if block["type"] == "image":
+        source: Mapping[str, object] = block.get("source") or {}
         if not vision:
             return [{"type": "text", "text": image_note(source)}]
         if source.get("type") == "url":
@@ -147,20 +158,36 @@ def _part(block: dict[str, Any], *, vision: bool) -> list[dict[str, Any]]:
         else:
             url = f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
         return [{"type": "image_url", "image_url": {"url": url}}]
-    if kind == "document":
+    if block["type"] == "document":
         title = block.get("title") or (block.get("source") or {}).get("media_type", "a document")
         return [{"type": "text", "text": f"[document {title}: not shown, this model takes no documents]"}]
-    if kind in ("thinking", "redacted_thinking", "tool_use"):
+    if block["type"] in ("thinking", "redacted_thinking", "tool_use"):
         return []
     return [{"type": "text", "text": json.dumps({k: v for k, v in block.items() if k != "cache_control"})}]
 
 
-def image_note(source: dict[str, Any]) -> str:
+def image_note(source: Mapping[str, object]) -> str:
     """The text that stands for an image a model cannot see."""
     if source.get("type") == "url":
         return f"[image at {source.get('url')}: not shown, this model does not take images]"
     size = len(str(source.get("data", ""))) * 3 // 4
     return f"[image ({source.get('media_type', 'image')}, {max(1, size // 1024)} KB): not shown, this model does not take images]"
+
+
+def _object(value: JsonValue | None) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: JsonValue | None) -> int:
+    return int(value) if isinstance(value, int | float | str) and value else 0
+
+
+class _Call(TypedDict):
+    """A tool call being streamed: its id, its name and its arguments' text so far."""
+
+    id: str
+    name: str
+    args: list[str]
 
 
 class ChatFolder:
@@ -171,22 +198,23 @@ class ChatFolder:
     def __init__(self, model: str, title: str) -> None:
         self.model = model
         self.title = title
-        self.content: list[dict[str, Any]] = []
+        self.content: list[ContentBlock] = []
         self.text: str | None = None  # the text block being streamed
-        self.calls: dict[int, dict[str, Any]] = {}  # index -> {"id", "name", "args": [...]}
+        self.calls: dict[int, _Call] = {}  # by the call's index
         self.usage = Usage()
         self.finish: str | None = None
         self._ids = 0
 
-    def feed(self, chunk: dict[str, Any]) -> list[ModelEvent]:
+    def feed(self, chunk: JsonObject) -> list[ModelEvent]:
         self.model = str(chunk.get("model") or self.model)
         if isinstance(usage := chunk.get("usage"), dict):
             self._usage(usage)
         out: list[ModelEvent] = []
-        for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
+            delta = _object(choice.get("delta"))
             thinking = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(thinking, str) and thinking:
                 out.append(ThinkingDelta(text=thinking))
@@ -195,22 +223,23 @@ class ChatFolder:
                 out += self._close_calls()
                 self.text = (self.text or "") + text
                 out.append(TextDelta(text=text))
-            for position, call in enumerate(delta.get("tool_calls") or []):
-                out += self._call_delta(call, position)
+            calls = delta.get("tool_calls")
+            for position, call in enumerate(calls if isinstance(calls, list) else []):
+                out += self._call_delta(_object(call), position)
             if choice.get("finish_reason"):
                 self.finish = str(choice["finish_reason"])
         return out
 
-    def _call_delta(self, call: dict[str, Any], position: int) -> list[ModelEvent]:
-        index = call.get("index")
-        index = position if not isinstance(index, int) else index
+    def _call_delta(self, call: JsonObject, position: int) -> list[ModelEvent]:
+        given = call.get("index")
+        index = given if isinstance(given, int) else position
         out: list[ModelEvent] = []
         if index not in self.calls:
             out += self._close_text()
             out += self._close_calls(below=index)  # calls stream one after another: earlier ones are whole
             self.calls[index] = {"id": "", "name": "", "args": []}
         state = self.calls[index]
-        function = call.get("function") or {}
+        function = _object(call.get("function"))
         state["id"] = state["id"] or str(call.get("id") or "")
         state["name"] += str(function.get("name") or "")
         if function.get("arguments"):
@@ -222,10 +251,10 @@ class ChatFolder:
         if not self.text:
             self.text = None
             return []
-        block = {"type": "text", "text": self.text}
+        block: TextBlock = {"type": "text", "text": self.text}
         self.text = None
         self.content.append(block)
-        return [BlockComplete(block=dict(block), index=len(self.content) - 1)]
+        return [BlockComplete(block=block.copy(), index=len(self.content) - 1)]
 
     def _close_calls(self, below: int | None = None) -> list[ModelEvent]:
         out: list[ModelEvent] = []
@@ -239,11 +268,11 @@ class ChatFolder:
                 out.append(BlockComplete(block=json.loads(json.dumps(block)), index=len(self.content) - 1))
         return out
 
-    def _tool_use(self, state: dict[str, Any]) -> dict[str, Any] | None:
+    def _tool_use(self, state: _Call) -> ToolUseBlock | None:
         raw = "".join(state["args"]).strip()
         name = state["name"] or "?"
         try:
-            value: Any = json.loads(raw) if raw else {}
+            value: JsonValue = json.loads(raw) if raw else {}
             if isinstance(value, str):  # arguments encoded twice, as some small models do
                 value = json.loads(value)
         except json.JSONDecodeError:
@@ -258,13 +287,12 @@ class ChatFolder:
         self._ids += 1
         return {"type": "tool_use", "id": state["id"] or f"call_{self._ids}", "name": name, "input": value}
 
-    def _usage(self, usage: dict[str, Any]) -> None:
-        prompt = int(usage.get("prompt_tokens") or 0)
-        details = usage.get("prompt_tokens_details") or {}
-        cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+    def _usage(self, usage: JsonObject) -> None:
+        prompt = _count(usage.get("prompt_tokens"))
+        cached = _count(_object(usage.get("prompt_tokens_details")).get("cached_tokens"))
         self.usage = Usage(
             input_tokens=max(0, prompt - cached),
-            output_tokens=int(usage.get("completion_tokens") or 0),
+            output_tokens=_count(usage.get("completion_tokens")),
             cache_read_input_tokens=cached,
         )
 

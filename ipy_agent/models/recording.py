@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.base.secrets import redact_data
+from ipy_agent.history.blocks import JsonObject, ToolResultBlock
+from ipy_agent.history.messages import as_blocks
 
-from .base import BlockComplete, MessageComplete, Model, ModelEvent, ModelRequest, model_label
-from .transcript import outcome_of, result_text
+from .base import BlockComplete, CallOutcome, MessageComplete, Model, ModelEvent, ModelRequest, model_label
+from .transcript import Expected, RecordedReply, TranscriptTurn, outcome_of, result_text
 
 __all__ = ["RECORD_ENV", "RecordingModel", "lesson_model", "recording_into", "redact_keys", "swap_model"]
 
@@ -63,9 +65,9 @@ class RecordingModel:
     def __init__(self, model: Model, path: str | Path, *, how: str = "") -> None:
         self.model = model
         self.path = Path(path)
-        self.turns: list[Any] = []
+        self.turns: list[TranscriptTurn] = []
         self.compactions: list[str] = []
-        self.provenance: dict[str, Any] = {
+        self.provenance: JsonObject = {
             "kind": "recorded",
             "model": model_label(model),
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
@@ -110,21 +112,20 @@ class RecordingModel:
             self.turns.append(self._turn(request, final, timing))
         self.write()
 
-    def _turn(self, request: ModelRequest, final: MessageComplete, timing: list[float]) -> dict[str, Any]:
-        turn: dict[str, Any] = {
+    def _turn(self, request: ModelRequest, final: MessageComplete, timing: list[float]) -> TranscriptTurn:
+        turn: RecordedReply = {
             "reply": final.content,
             "stop_reason": final.stop_reason,
             "usage": asdict(final.usage),
             "model": final.model,
             "timing": timing,
         }
-        last = request.messages[-1] if request.messages else {}
-        content = last.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        words = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
-        if words and last.get("role") == "user":
+        last = request.messages[-1] if request.messages else None
+        blocks = as_blocks(last["content"]) if last is not None else []
+        words = "\n".join(str(b.get("text", "")) for b in blocks if b["type"] == "text").strip()
+        if words and last is not None and last["role"] == "user":
             turn["request"] = words[:500]
-        results = [b for b in blocks if b.get("type") == "tool_result"]
+        results = [b for b in blocks if b["type"] == "tool_result"]
         if results:
             by_id = {c.tool_use_id: c for c in request.calls}
             turn["expect"] = [self._expected(b, by_id, request.places) for b in results]
@@ -135,7 +136,9 @@ class RecordingModel:
         return turn
 
     @staticmethod
-    def _expected(block: dict[str, Any], by_id: dict[str, Any], places: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    def _expected(
+        block: ToolResultBlock, by_id: dict[str, CallOutcome], places: tuple[tuple[str, str], ...]
+    ) -> Expected:
         call = by_id.get(str(block.get("tool_use_id")))
         outcome = call.outcome if call is not None else ("error" if block.get("is_error") else "allowed")
         text = result_text(block)

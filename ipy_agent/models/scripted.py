@@ -14,18 +14,38 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
+from ipy_agent.history.blocks import ContentBlock, JsonObject, Message, TextBlock, ToolSpec
 from ipy_agent.history.tool_ids import HistoryIds, TakenIds
 
 from .base import BlockComplete, MessageComplete, ModelError, ModelEvent, ModelRequest, TextDelta, Usage
-from .transcript import Divergence, Reply, as_reply, check_expected, check_turn, choose_branch, load_transcript
+from .transcript import (
+    Divergence,
+    Reply,
+    TranscriptTurn,
+    as_reply,
+    check_expected,
+    check_turn,
+    choose_branch,
+    load_transcript,
+)
 
-__all__ = ["ScriptedModel"]
+__all__ = ["KeptRequest", "ScriptedModel"]
 
-Turn = str | list[dict[str, Any]] | dict[str, Any] | Callable[[list[dict[str, Any]]], Any]
+# A transcript's turn, or a callable that is given the conversation so far and returns one.
+Turn = TranscriptTurn | Callable[[list[Message]], TranscriptTurn]
+
+
+class KeptRequest(TypedDict):
+    """A request as the scripted model was shown it (for tests to assert on)."""
+
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec]
+
 
 _FINAL_TEXT = "(The scripted model has no more turns.)"
 COMPACTION_SUMMARY = (
@@ -69,7 +89,7 @@ class ScriptedModel:
 
     def __init__(
         self,
-        turns: list[Turn] | None = None,
+        turns: Sequence[Turn] | None = None,
         *,
         name: str = "scripted",
         block_delay: float = 0.0,
@@ -78,7 +98,7 @@ class ScriptedModel:
         compaction_summary: str = COMPACTION_SUMMARY,
         summaries: list[str] | None = None,
         pace: float = 0.0,
-        provenance: dict[str, Any] | None = None,
+        provenance: JsonObject | None = None,
         person: dict[str, str] | None = None,
     ) -> None:
         if keep_requests is not None and keep_requests < 0:
@@ -90,7 +110,7 @@ class ScriptedModel:
         self.turns: list[Turn] = list(turns or [])
         self.compaction_summary = compaction_summary
         self.summaries = list(summaries or [])  # recorded summaries, used before compaction_summary
-        self.compactions: list[dict[str, Any]] = []
+        self.compactions: list[KeptRequest] = []
         self.name = name
         self.block_delay = block_delay
         self.chunk_size = chunk_size
@@ -98,7 +118,7 @@ class ScriptedModel:
         self.pace = pace
         self.provenance = dict(provenance or {})
         self.person = dict(person or {})  # the scene's answers by tool_use id (models/transcript.py)
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[KeptRequest] = []
         self._sizes = _SizeCache()
         self._history_ids = HistoryIds()  # ids already in the conversation, counted once each
         # Per-block completion times (loop clock), for tests and the streaming bench.
@@ -152,8 +172,8 @@ class ScriptedModel:
             )
             await asyncio.sleep(0)
             text = self.summaries.pop(0) if self.summaries else self.compaction_summary
-            summary: dict[str, Any] = {"type": "text", "text": text}
-            yield BlockComplete(block=dict(summary), index=0)
+            summary: TextBlock = {"type": "text", "text": text}
+            yield BlockComplete(block=summary.copy(), index=0)
             yield MessageComplete(
                 content=[summary],
                 stop_reason="end_turn",
@@ -172,24 +192,24 @@ class ScriptedModel:
         except Divergence as e:
             raise ModelError(f"The replay stopped. {e}", kind="replay_diverged") from None
         loop = asyncio.get_running_loop()
-        content: list[dict[str, Any]] = []
+        content: list[ContentBlock] = []
         # A tool_use id is unique within a conversation (the API's ids are). A transcript replayed
         # twice in one conversation repeats its ids, and `%agent_history` / `%agent_inspect ID`
         # would then mix up the calls: a repeated id gets a suffix.
         used = TakenIds(self._history_ids.synced(request.messages))
         elapsed = 0.0
         for index, block in enumerate(reply.blocks):
-            delay = block.pop("_delay", self.block_delay)
+            given = reply.delays[index] if index < len(reply.delays) else None
+            delay = given if given is not None else self.block_delay
             if index < len(reply.timing) and self.pace:
                 delay, elapsed = max(0.0, reply.timing[index] - elapsed) * self.pace, reply.timing[index]
-            if block.get("type") == "tool_use" and not block.get("id"):
-                self._ids += 1
-                block["id"] = f"toolu_scripted_{self._ids:04d}"
-            if block.get("type") == "tool_use":
+            if block["type"] == "tool_use":
+                if not block.get("id"):
+                    self._ids += 1
+                    block["id"] = f"toolu_scripted_{self._ids:04d}"
                 block["id"] = _unique(str(block["id"]), used)
-            if block.get("type") == "tool_use":
                 block.setdefault("input", {})
-            if block.get("type") == "text":
+            if block["type"] == "text":
                 text = str(block.get("text", ""))
                 step = max(1, self.chunk_size)
                 for start in range(0, len(text), step):
@@ -218,11 +238,11 @@ class _SizeCache:
     a resumed conversation walks back to the start and is measured afresh."""
 
     def __init__(self) -> None:
-        self._seen: list[dict[str, Any]] = []
+        self._seen: list[Message] = []
         self._sizes: list[int] = []
         self._total = 0
 
-    def total(self, messages: list[dict[str, Any]]) -> int:
+    def total(self, messages: list[Message]) -> int:
         same = min(len(self._seen), len(messages))
         while same and messages[same - 1] is not self._seen[same - 1]:
             same -= 1

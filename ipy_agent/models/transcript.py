@@ -43,17 +43,24 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, final
+
+from ipy_agent.history.blocks import ContentBlock, JsonObject, Message, ToolResultBlock, is_content_block, text_block
 
 from .base import CallOutcome, Outcome, Usage
 
 __all__ = [
     "OUTCOMES",
+    "Branch",
     "Divergence",
+    "Expected",
+    "RecordedReply",
     "Reply",
     "Transcript",
+    "TranscriptTurn",
     "as_reply",
     "check_expected",
     "check_turn",
@@ -71,15 +78,46 @@ _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds?|minutes?)\b")
 _BLANKS = re.compile(r"\s+")
 
 
+class Expected(TypedDict, total=False):
+    """How a tool call of the previous turn ended when the reply was recorded."""
+
+    name: str
+    outcome: str
+    result: str
+
+
+@final
+class RecordedReply(TypedDict, total=False):
+    """A reply with what was recorded about it (see the module docstring)."""
+
+    reply: Required[str | list[ContentBlock]]
+    stop_reason: str
+    usage: dict[str, int]
+    model: str
+    timing: list[float]
+    expect: list[Expected]
+    request: str
+
+
+@final
+class Branch(TypedDict):
+    """The turns to play by how the previous turn's tool calls ended."""
+
+    when: dict[str, str | list[TranscriptTurn]]
+
+
+TranscriptTurn = str | list[ContentBlock] | RecordedReply | Branch
+
+
 class Divergence(Exception):
     """A replay reached a point where the run no longer matches its transcript."""
 
 
 @dataclass(kw_only=True)
 class Transcript:
-    turns: list[Any]
+    turns: list[TranscriptTurn]
     compactions: list[str] = field(default_factory=list)
-    provenance: dict[str, Any] = field(default_factory=dict)
+    provenance: JsonObject = field(default_factory=dict)
     # The person's answers in the scene, by tool_use id ("allow", "deny: reason", a question's
     # option label): what an auto-answered course build clicks (ui/course_answers.py).
     person: dict[str, str] = field(default_factory=dict)
@@ -89,12 +127,14 @@ class Transcript:
 class Reply:
     """One turn made ready to stream: its blocks and what was recorded about it."""
 
-    blocks: list[dict[str, Any]]
+    blocks: list[ContentBlock]
     stop_reason: str | None = None
     usage: Usage | None = None
     model: str = ""
     timing: list[float] = field(default_factory=list)
-    expect: list[dict[str, Any]] | None = None
+    expect: list[Expected] | None = None
+    # Each block's `"_delay"` (seconds before it completes), taken off the block.
+    delays: list[float | None] = field(default_factory=list)
 
 
 def load_transcript(path: str | Path) -> Transcript:
@@ -130,8 +170,8 @@ def load_transcript(path: str | Path) -> Transcript:
 def check_turn(turn: Any, where: str) -> None:
     """ValueError naming `where` when `turn` is not one of the TURN forms (branches included)."""
     if isinstance(turn, str | list) or callable(turn):
-        if isinstance(turn, list) and not all(isinstance(b, dict) for b in turn):
-            raise ValueError(f"{where} must be a list of content blocks (objects)")
+        if isinstance(turn, list) and not all(is_content_block(b) for b in turn):
+            raise ValueError(f'{where} must be a list of content blocks (objects with a "type")')
         return
     if not isinstance(turn, dict):
         raise ValueError(
@@ -163,14 +203,21 @@ def check_turn(turn: Any, where: str) -> None:
         raise ValueError(f"{where} → reply must be a string or a list of blocks")
 
 
-def as_reply(turn: Any) -> Reply:
+def as_reply(turn: str | list[ContentBlock] | RecordedReply) -> Reply:
     """A plain or recorded turn as a Reply (blocks copied: the transcript stays as it is)."""
-    meta: dict[str, Any] = turn if isinstance(turn, dict) else {}
-    body = meta.get("reply", turn)
-    blocks = [{"type": "text", "text": body}] if isinstance(body, str) else [dict(b) for b in body]
+    meta: RecordedReply = turn if isinstance(turn, dict) else {"reply": turn}
+    body = meta["reply"]
+    blocks: list[ContentBlock] = []
+    delays: list[float | None] = []
+    for b in [text_block(body)] if isinstance(body, str) else body:
+        copied: dict[str, object] = dict(b)
+        delay = copied.pop("_delay", None)
+        delays.append(float(delay) if isinstance(delay, int | float) else None)
+        blocks.append(copied if is_content_block(copied) else b)
     usage = meta.get("usage")
     return Reply(
         blocks=blocks,
+        delays=delays,
         stop_reason=meta.get("stop_reason"),
         usage=Usage(**{k: int(v) for k, v in usage.items() if k in Usage.__dataclass_fields__})
         if isinstance(usage, dict)
@@ -189,7 +236,9 @@ def outcome_of(calls: tuple[CallOutcome, ...]) -> Outcome | None:
     return "denied" if "denied" in outcomes else "error" if "error" in outcomes else "allowed"
 
 
-def choose_branch(branches: dict[str, Any], calls: tuple[CallOutcome, ...], where: str) -> list[Any]:
+def choose_branch(
+    branches: Mapping[str, str | list[TranscriptTurn]], calls: tuple[CallOutcome, ...], where: str
+) -> list[TranscriptTurn]:
     """The turns of the branch the previous calls chose; Divergence when the transcript has none."""
     outcome = outcome_of(calls)
     if outcome is not None and outcome in branches:
@@ -205,7 +254,7 @@ def choose_branch(branches: dict[str, Any], calls: tuple[CallOutcome, ...], wher
     )
 
 
-def result_text(block: dict[str, Any]) -> str:
+def result_text(block: ToolResultBlock) -> str:
     """The text of a tool_result block (images as a placeholder)."""
     content = block.get("content")
     if isinstance(content, str):
@@ -228,17 +277,17 @@ def normalize(text: str, places: tuple[tuple[str, str], ...]) -> str:
 
 
 def check_expected(
-    expect: list[dict[str, Any]],
-    messages: list[dict[str, Any]],
+    expect: list[Expected],
+    messages: Sequence[Message],
     calls: tuple[CallOutcome, ...],
     places: tuple[tuple[str, str], ...],
     where: str,
 ) -> None:
     """Divergence, with a diff of the tool results, when the previous turn's calls did not end
     as they did in the recording."""
-    last = messages[-1] if messages else {}
-    content = last.get("content") if last.get("role") == "user" else None
-    results = [b for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    last = messages[-1] if messages else None
+    content = last["content"] if last is not None and last["role"] == "user" else None
+    results = [b for b in content or [] if isinstance(b, dict) and b["type"] == "tool_result"]
     by_id = {c.tool_use_id: c for c in calls}
     for i, want in enumerate(expect):
         name = str(want.get("name", "?"))

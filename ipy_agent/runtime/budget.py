@@ -14,7 +14,8 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from ipy_agent.history.blocks import ImageBlock, ResultPart, ToolResultBlock
 
 __all__ = [
     "MAX_SPILL_BYTES",
@@ -60,17 +61,17 @@ def empty_placeholder(tool_name: str) -> str:
     return f"({tool_name} completed with no output)"
 
 
-def result_chars(block: dict[str, Any]) -> int:
+def result_chars(block: ToolResultBlock) -> int:
     """Size of a tool_result's text, the part a budget can move to disk."""
     content = block.get("content")
     if isinstance(content, str):
         return len(content)
     if isinstance(content, list):
-        return sum(len(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return sum(len(b.get("text", "")) for b in content if isinstance(b, dict) and b["type"] == "text")
     return 0
 
 
-def _is_empty(content: Any) -> bool:
+def _is_empty(content: str | list[ResultPart] | None) -> bool:
     if content is None:
         return True
     if isinstance(content, str):
@@ -104,19 +105,19 @@ class ResultBudget:
     message_limit: int = MESSAGE_RESULT_CHARS
     default_tool_limit: int = TOOL_RESULT_CHARS
 
-    def fill_empty(self, block: dict[str, Any], tool_name: str) -> dict[str, Any]:
+    def fill_empty(self, block: ToolResultBlock, tool_name: str) -> ToolResultBlock:
         if _is_empty(block.get("content")):
             return {**block, "content": empty_placeholder(tool_name)}
         return block
 
-    def apply_tool_limit(self, block: dict[str, Any], limit: int | None) -> tuple[dict[str, Any], Path | None]:
+    def apply_tool_limit(self, block: ToolResultBlock, limit: int | None) -> tuple[ToolResultBlock, Path | None]:
         limit = self.default_tool_limit if limit is None else limit
         if limit >= SELF_LIMITING or result_chars(block) <= limit:
             return block, None
         return self.spill(block)
 
     def apply_message_limit(
-        self, blocks: list[dict[str, Any]], exempt: frozenset[str] = frozenset()
+        self, blocks: list[ToolResultBlock], exempt: frozenset[str] = frozenset()
     ) -> dict[str, Path | None]:
         """Spill the largest results in place until the message fits.
 
@@ -142,7 +143,7 @@ class ResultBudget:
             total += result_chars(new) - before
         return changed
 
-    def spill(self, block: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
+    def spill(self, block: ToolResultBlock) -> tuple[ToolResultBlock, Path | None]:
         content = block.get("content")
         if self.spill_dir is None:
             return block, None
@@ -164,19 +165,19 @@ class ResultBudget:
             f"The full output was saved to: {path}\nRead that file (with offset/limit) or Grep it for the parts you need.\n\n"
             f"Preview (first {_human_size(min(len(full), PREVIEW_CHARS))}):\n{_preview(full)}\n...\n</persisted-output>"
         )
-        new_content: Any = note if not images else [{"type": "text", "text": note}, *images]
+        new_content: str | list[ResultPart] = note if not images else [{"type": "text", "text": note}, *images]
         return {**block, "content": new_content}, path
 
 
-def _split_content(content: Any) -> tuple[list[str], list[dict[str, Any]]]:
+def _split_content(content: str | list[ResultPart] | None) -> tuple[list[str], list[ImageBlock]]:
     if isinstance(content, str):
         return [content], []
     texts: list[str] = []
-    images: list[dict[str, Any]] = []
+    images: list[ImageBlock] = []
     for b in content or []:
         if isinstance(b, dict) and b.get("type") == "text":
             texts.append(str(b.get("text", "")))
-        elif isinstance(b, dict) and b.get("type") == "image":
+        elif isinstance(b, dict) and b["type"] == "image":
             images.append(b)
         else:
             texts.append(json.dumps(b, ensure_ascii=False))

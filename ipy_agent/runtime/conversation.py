@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ipy_agent.contract.checkpoints import Checkpoints
 from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import Message, ToolSpec
 from ipy_agent.models.base import Model, Usage
 from ipy_agent.permissions.decide import PermissionMode
 from ipy_agent.permissions.rules import PermissionRules
@@ -26,9 +27,8 @@ from .meter import Meter
 from .registry import Exposure
 from .trace import AgentEvent, CallRecord, TurnRecord
 
-__all__ = ["Conversation", "Listener", "Message"]
+__all__ = ["Conversation", "Listener"]
 
-Message = dict[str, Any]  # one Messages API message, exactly as the model sees it
 Listener = Callable[[AgentEvent], None]
 
 
@@ -83,7 +83,7 @@ class Conversation(Protocol):
         """The tools the model would be offered now, and why the others are hidden."""
         ...
 
-    def request_parts(self) -> tuple[str, list[dict[str, Any]]]:
+    def request_parts(self) -> tuple[str, list[ToolSpec]]:
         """The system prompt and the tool list the next request would carry."""
         ...
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import asyncio
 import functools
 from dataclasses import dataclass, field
-from typing import Any
 
 from ipy_agent.base.threads import reserve_threads
 from ipy_agent.contract.limits import SELF_LIMITING
+from ipy_agent.history.blocks import ToolResultBlock, ToolUseBlock
 
 from .lifecycle import Call, prepare, run_call
 from .run_env import RunEnv, error_result, mark_started, note_budget, settle
@@ -37,11 +37,11 @@ INTERRUPTED_TEXT = (
 
 @dataclass(kw_only=True)
 class _Entry:
-    block: dict[str, Any]
+    block: ToolUseBlock
     record: CallRecord
     call: Call | None = None  # found and parsed (by `prepare`), once, when first needed
-    task: asyncio.Task[dict[str, Any]] | None = None
-    result: dict[str, Any] | None = None
+    task: asyncio.Task[ToolResultBlock] | None = None
+    result: ToolResultBlock | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -63,7 +63,7 @@ class ToolExecutor:
         self._cancel_reason: str | None = None
 
     # --- intake ------------------------------------------------------------------------
-    def submit(self, block: dict[str, Any]) -> None:
+    def submit(self, block: ToolUseBlock) -> None:
         tid = str(block.get("id"))
         name = str(block.get("name"))
         tool = self.env.tools.get(name)
@@ -135,7 +135,7 @@ class ToolExecutor:
         entry.task = asyncio.ensure_future(run_call(self._prepared(entry)))
         entry.task.add_done_callback(functools.partial(self._on_done, entry))
 
-    def _on_done(self, entry: _Entry, task: asyncio.Task[dict[str, Any]]) -> None:
+    def _on_done(self, entry: _Entry, task: asyncio.Task[ToolResultBlock]) -> None:
         if entry.result is not None:
             return
         if task.cancelled():
@@ -187,13 +187,13 @@ class ToolExecutor:
                     e.task.cancel()
                 self._finish(e, error_result(e.record.tool_use_id, reason), "cancelled")
 
-    def _finish(self, entry: _Entry, block: dict[str, Any], status: CallStatus) -> None:
+    def _finish(self, entry: _Entry, block: ToolResultBlock, status: CallStatus) -> None:
         entry.result = block
         settle(self.env, entry.record, block, status, summary=status)
         entry.done.set()
 
     # --- completion ----------------------------------------------------------------------
-    async def results(self) -> list[dict[str, Any]]:
+    async def results(self) -> list[ToolResultBlock]:
         """Wait for every submitted call; the results in tool_use order, within the message budget."""
         for entry in list(self._entries):
             await entry.done.wait()
@@ -201,7 +201,7 @@ class ToolExecutor:
         self._apply_message_budget(results)
         return results
 
-    def _apply_message_budget(self, results: list[dict[str, Any]]) -> None:
+    def _apply_message_budget(self, results: list[ToolResultBlock]) -> None:
         """Spill the largest results when the message's results together are over budget.
 
         Self-limiting tools (Read) keep theirs; each replaced result is noted on its record."""
@@ -216,7 +216,7 @@ class ToolExecutor:
             entry.result = next(b for b in results if b.get("tool_use_id") == tid)
             note_budget(self.env, entry.record, entry.result, None if path is None else str(path), started)
 
-    def interrupt(self, reason: str = INTERRUPTED_TEXT) -> list[dict[str, Any]]:
+    def interrupt(self, reason: str = INTERRUPTED_TEXT) -> list[ToolResultBlock]:
         """Answer every unanswered call with `reason` now; running tasks are cancelled."""
         self._cancel_reason = reason
         for e in self._entries:

@@ -29,6 +29,7 @@ from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.contract.tool_input import dump_input, parse_input
+from ipy_agent.history.blocks import ToolResultBlock, ToolUseBlock, is_tool_result
 from ipy_agent.permissions.decide import Behavior, decide_permission, denial_text
 
 from .run_env import RunEnv, error_result, set_status, settle
@@ -55,7 +56,7 @@ class GoOn:
 class Finished:
     """The call ends at this stage with `block` (an `is_error` tool_result)."""
 
-    block: dict[str, Any]
+    block: ToolResultBlock
     status: CallStatus = "error"
     outcome: str = "error"
     detail: str = ""
@@ -65,7 +66,7 @@ class Finished:
 class Call:
     """One call between its stages: what the stages so far found, for the stages after them."""
 
-    block: dict[str, Any]
+    block: ToolUseBlock
     env: RunEnv
     record: CallRecord
     tool: Tool | None = None
@@ -76,7 +77,7 @@ class Call:
     context: list[str] = field(default_factory=list)  # additional context from hooks, appended at the end
     output: Any = None
     failure: str | None = None  # the tool itself failed (in call or map): what the model is told
-    result: dict[str, Any] | None = None  # the tool_result as it stands after the last stage
+    result: ToolResultBlock | None = None  # the tool_result as it stands after the last stage
     _ctx: ToolContext | None = None
 
     @property
@@ -118,7 +119,7 @@ async def _timed(call: Call, name: str, step: StageFn) -> GoOn | Finished:
 # --- taking the call in: find and parse ----------------------------------------------------
 
 
-def prepare(block: dict[str, Any], env: RunEnv, record: CallRecord) -> Call:
+def prepare(block: ToolUseBlock, env: RunEnv, record: CallRecord) -> Call:
     """Find the tool and parse the input (timed stages); the safety flags go on the record."""
     call = Call(block=block, env=env, record=record)
     for name, step in (("find", _find), ("parse", _parse)):
@@ -256,7 +257,7 @@ async def _map(call: Call) -> GoOn | Finished:
     tid = call.record.tool_use_id
     try:
         mapped = tool.map_result(call.output, tid)
-        if not isinstance(mapped, dict) or mapped.get("type") != "tool_result":
+        if not is_tool_result(mapped):
             raise TypeError(f"map_result must return a tool_result block, not {type(mapped).__name__}")
     except Exception as e:
         call.failure = f"{tool.name} produced a result that could not be converted for you ({type(e).__name__}: {e})."
@@ -282,7 +283,11 @@ async def _post_hooks(call: Call) -> GoOn | Finished:
     tool, inp = call.parsed
     env, tid = call.env, call.record.tool_use_id
     result = call.result if call.failure is None else error_result(tid, call.failure)
-    event = "PostToolUseFailure" if call.failure is not None or (result or {}).get("is_error") else "PostToolUse"
+    event = (
+        "PostToolUseFailure"
+        if call.failure is not None or (result is not None and result.get("is_error"))
+        else "PostToolUse"
+    )
     hr = await env.hooks.run(
         HookEvent(
             event=event,
@@ -303,7 +308,7 @@ async def _post_hooks(call: Call) -> GoOn | Finished:
 
 
 def _post_event(call: Call) -> str:
-    if call.failure is not None or (call.result or {}).get("is_error"):
+    if call.failure is not None or (call.result is not None and call.result.get("is_error")):
         return "PostToolUseFailure"
     return "PostToolUse"
 
@@ -345,7 +350,7 @@ async def run_stages(call: Call) -> Finished:
     return Finished(block=block, status="error" if block.get("is_error") else "done", outcome="ok")
 
 
-async def run_call(call: Call) -> dict[str, Any]:
+async def run_call(call: Call) -> ToolResultBlock:
     """Run a prepared, started call to its end; its record is settled and emitted."""
     end = await run_stages(call)
     block = redact_block(end.block)  # failures and hook context too: no credential reaches the model
@@ -354,7 +359,7 @@ async def run_call(call: Call) -> dict[str, Any]:
     return block
 
 
-def _with_context(block: dict[str, Any], context: list[str]) -> dict[str, Any]:
+def _with_context(block: ToolResultBlock, context: list[str]) -> ToolResultBlock:
     if not context:
         return block
     note = "\n".join(context)

@@ -18,6 +18,7 @@ from typing import Any
 from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock, tool_result
 from ipy_agent.permissions.decide import Approver
 from ipy_agent.permissions.rules import PermissionRules
 
@@ -45,8 +46,8 @@ class RunEnv:
     stop_reason: str = ""
 
 
-def error_result(tool_use_id: str, text: str) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": True}
+def error_result(tool_use_id: str, text: str) -> ToolResultBlock:
+    return tool_result(tool_use_id, text, is_error=True)
 
 
 def mark_started(env: RunEnv, record: CallRecord) -> None:
@@ -56,7 +57,7 @@ def mark_started(env: RunEnv, record: CallRecord) -> None:
 
 
 def settle(
-    env: RunEnv, record: CallRecord, block: dict[str, Any], status: CallStatus, *, summary: str | None = None
+    env: RunEnv, record: CallRecord, block: ToolResultBlock, status: CallStatus, *, summary: str | None = None
 ) -> None:
     """The call's final result, on its record and on the person's row.
 
@@ -72,7 +73,7 @@ def settle(
     set_status(env, record, status)
 
 
-def note_budget(env: RunEnv, record: CallRecord, block: dict[str, Any], spilled: str | None, started: float) -> None:
+def note_budget(env: RunEnv, record: CallRecord, block: ToolResultBlock, spilled: str | None, started: float) -> None:
     """The message budget replaced this call's result after the call had settled: record what
     the model receives now, as a stage of its own, and tell the person's row."""
     record.stages.append(
@@ -95,7 +96,7 @@ def set_status(env: RunEnv, record: CallRecord, status: CallStatus) -> None:
     env.emit(CallEvent(record=record))
 
 
-def _first_line(block: dict[str, Any]) -> str:
+def _first_line(block: ToolResultBlock) -> str:
     content = block.get("content")
     text = (
         content

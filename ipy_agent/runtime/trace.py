@@ -12,9 +12,10 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ipy_agent.contract.tool import PermissionPreview
+from ipy_agent.history.blocks import JsonObject, ToolResultBlock
 from ipy_agent.models.base import Usage
 from ipy_agent.permissions.decide import Decision
 
@@ -74,17 +75,17 @@ class CallRecord:
     index: int
     tool_use_id: str
     tool_name: str
-    input: dict[str, Any]
+    input: JsonObject  # as the model sent it (not an object: under "_raw")
     turn: int
     batch: int = 0
     status: CallStatus = "queued"
     concurrency_safe: bool = False
     read_only: bool = False
     destructive: bool = False
-    final_input: dict[str, Any] | None = None
+    final_input: JsonObject | None = None
     stages: list[Stage] = field(default_factory=list)
     decision: Decision | None = None
-    result: dict[str, Any] | None = None  # the tool_result block the model received
+    result: ToolResultBlock | None = None  # the tool_result block the model received
     is_error: bool = False
     call_failed: bool = False  # the tool itself failed (not a denial or a bad input)
     summary_use: str = ""
@@ -214,7 +215,7 @@ def _k(tokens: int) -> str:
 AgentEvent = TextEvent | ThinkingEvent | CallEvent | TurnEvent | NoticeEvent | RunEndEvent | ContextEvent
 
 
-def nested_calls(session: dict[str, Any]) -> dict[str, list[CallRecord]]:
+def nested_calls(session: dict[str, object]) -> dict[str, list[CallRecord]]:
     """The calls made on behalf of a call (a Task's subagent), by that call's tool_use_id: kept in
     the conversation's session for `%agent_trace` and `%agent_inspect`."""
     calls = session.get("nested_calls")

@@ -20,9 +20,11 @@ from typing import Any
 
 import ipywidgets as W
 
+from ipy_agent.history.blocks import JsonObject
+
 __all__ = ["AckText", "idle_ack"]
 
-Ack = Callable[[dict[str, Any]], None]
+Ack = Callable[[JsonObject], None]
 
 
 def idle_ack() -> Ack | None:
@@ -43,9 +45,10 @@ def idle_ack() -> Ack | None:
     except Exception:
         return None
 
-    def ack(msg: dict[str, Any]) -> None:
-        data = (msg.get("content") or {}).get("data") or {}
-        if data.get("method") != "update":
+    def ack(msg: JsonObject) -> None:
+        content = msg.get("content")
+        data = content.get("data") if isinstance(content, dict) else None
+        if not isinstance(data, dict) or data.get("method") != "update":
             return
         try:
             topic = kernel._topic("status")
@@ -63,11 +66,11 @@ def idle_ack() -> Ack | None:
 class AckText(W.Text):
     """A Text whose front-end updates are acknowledged by `ack` (see the module docstring)."""
 
-    def __init__(self, *, ack: Callable[[dict[str, Any]], None] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, ack: Ack | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._ack = ack
 
-    def _handle_msg(self, msg: dict[str, Any]) -> None:
+    def _handle_msg(self, msg: JsonObject) -> None:
         super()._handle_msg(msg)
         if self._ack is not None:
             self._ack(msg)

@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
+from ipy_agent.history.blocks import JsonObject
 from ipy_agent.notebook.bridge import BridgeError
 from ipy_agent.permissions.decide import PermissionAnswer
 
@@ -178,7 +179,7 @@ async def watch(
                 bridge.post("withdraw_prompt", prompt_id=prompt_id, outcome=prompt.outcome_text or "Answered")
 
 
-def _questions(prompt: ApprovalPrompt) -> list[dict[str, Any]]:
+def _questions(prompt: ApprovalPrompt) -> list[JsonObject]:
     """AskUserQuestion's questions as the page draws them; [] for an approval prompt."""
     preview = prompt.request.preview
     return [
@@ -195,16 +196,16 @@ def _questions(prompt: ApprovalPrompt) -> list[dict[str, Any]]:
 def _answer(
     prompt: ApprovalPrompt,
     behavior: Literal["allow", "always", "deny"],
-    reply: dict[str, Any],
-    questions: list[dict[str, Any]],
+    reply: JsonObject,
+    questions: list[JsonObject],
 ) -> PermissionAnswer:
     """The page's reply as the prompt's own answer: for questions, Answer or Skip as in the widget."""
     if questions:
         if behavior == "deny":
             return PermissionAnswer(behavior="deny", message=SKIPPED)
         got = reply.get("answers")
-        given: dict[str, Any] = got if isinstance(got, dict) else {}  # an older page sends none
-        asked = [q["question"] for q in questions]  # only what was asked, as text
+        given: JsonObject = got if isinstance(got, dict) else {}  # an older page sends none
+        asked = [str(q["question"]) for q in questions]  # only what was asked, as text
         return PermissionAnswer(behavior="allow", answers={q: str(given.get(q) or "") for q in asked})
     return PermissionAnswer(
         behavior=behavior,

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from ipy_agent.contract.read_state import ReadEntry
 from ipy_agent.contract.tool import Tool, ToolStatus
@@ -140,14 +139,14 @@ def find_call(agent: Conversation, key: str | int | None = None) -> CallRecord:
     raise LookupError(f"no call has tool_use_id {text!r}; %agent_trace lists the calls and their ids")
 
 
-def _content_text(result: dict[str, Any] | None) -> str:
+def _content_text(result: Mapping[str, object] | None) -> str:
     if result is None:
         return "(no result was recorded)"
     content = result.get("content")
     if isinstance(content, str):
         return content
     parts = []
-    for b in content or []:
+    for b in content if isinstance(content, list) else []:
         if b.get("type") == "text":
             parts.append(str(b.get("text", "")))
         else:

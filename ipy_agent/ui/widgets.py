@@ -288,7 +288,7 @@ class RunView:
             markdown=markdown_html,
         )
 
-    def live_bundle(self) -> dict[str, Any]:
+    def live_bundle(self) -> dict[str, object]:
         """What displays the live view: the widget, and a text that says what it is."""
         data = dict(self.widget._repr_mimebundle_() or {})
         data["text/plain"] = LIVE_TEXT
