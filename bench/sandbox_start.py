@@ -17,8 +17,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ipy_agent.contract.decision import DecisionSource
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool_context import DecisionSource, ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import contain, sandbox
 from ipy_agent.tools.bash.process import run_command
 

@@ -4,6 +4,7 @@ Modules import one way, each only from those above it in this list:
 - `limits`: the size limits on what tools send the model;
 - `read_state`: what the agent has read, at which version (the basis of edit-before-read);
 - `checkpoints`: what each prompt's run changed, kept so that a rewind can put it back;
+- `decision`: the permission words a tool and the runtime share: modes, behaviours, who decided;
 - `tool_context`: `ToolContext`, what a tool may know about the call it serves;
 - `review`: a change shown where it happens, answerable there too (staged cell edits);
 - `questions`: questions a tool asks the person (AskUserQuestion), and their answers;

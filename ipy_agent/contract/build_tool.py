@@ -17,11 +17,14 @@ from pydantic import BaseModel
 
 from ipy_agent.base.threads import run_blocking
 
+from .decision import CHECK_BEHAVIORS, CheckBehavior
 from .limits import TOOL_RESULT_CHARS
 from .tool import Flag, PermissionCheck, RuleSubject, Tool, ToolKind, maybe_await
 from .tool_context import ToolContext
 
 __all__ = ["build_tool"]
+
+_CHECK_BEHAVIORS: dict[str, CheckBehavior] = {b: b for b in CHECK_BEHAVIORS}
 
 
 def _flag(value: Flag, name: str) -> Callable[[Any], bool]:
@@ -94,7 +97,8 @@ class _BuiltTool(Tool):
         if answer is None:
             return PermissionCheck()
         if isinstance(answer, str):
-            return PermissionCheck(behavior=answer)  # type: ignore[arg-type]
+            # A word that is no behaviour gives no opinion, as a check that said nothing.
+            return PermissionCheck(behavior=_CHECK_BEHAVIORS.get(answer, "passthrough"))
         if not isinstance(answer, PermissionCheck):
             raise TypeError(
                 f"check_permissions of {self.name!r} must return a PermissionCheck or a behavior, not {answer!r}"

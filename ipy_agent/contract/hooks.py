@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .decision import Behavior
 from .tool import maybe_await
 
 __all__ = ["HOOK_EVENTS", "HookEvent", "HookOutcome", "HookResult", "Hooks"]
@@ -60,7 +61,7 @@ class HookEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class HookOutcome:
-    decision: Literal["allow", "ask", "deny"] | None = None
+    decision: Behavior | None = None
     reason: str | None = None
     updated_input: dict[str, Any] | None = None
     additional_context: str | None = None
@@ -71,7 +72,7 @@ class HookOutcome:
 class HookResult:
     """All matching hooks of one event, combined."""
 
-    decision: Literal["allow", "ask", "deny"] | None = None
+    decision: Behavior | None = None
     reason: str = ""
     updated_input: dict[str, Any] | None = None
     additional_context: tuple[str, ...] = ()
@@ -124,7 +125,7 @@ class Hooks:
         return any(h.event == event for h in self._hooks)
 
     async def run(self, event: HookEvent) -> HookResult:
-        decision: str | None = None
+        decision: Behavior | None = None
         reasons: list[str] = []
         updated: dict[str, Any] | None = None
         context: list[str] = []
@@ -162,7 +163,7 @@ class Hooks:
             stop = stop or out.stop
         reason = "; ".join([*errors, *reasons])
         return HookResult(
-            decision=decision,  # type: ignore[arg-type]
+            decision=decision,
             reason=reason,
             updated_input=updated,
             additional_context=tuple(context),

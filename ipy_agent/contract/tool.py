@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from .decision import CheckBehavior
 from .limits import TOOL_RESULT_CHARS
 from .questions import Question
 from .review import StagedReview
@@ -99,7 +100,7 @@ class PermissionCheck:
     rule says otherwise.
     """
 
-    behavior: Literal["allow", "ask", "deny", "passthrough"] = "passthrough"
+    behavior: CheckBehavior = "passthrough"
     message: str = ""
     always: bool = False
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ipy_agent.base.gitignore import first_matching, is_exception, rule_matcher
 
+from .decision import APPROVALS, DecisionSource, PermissionMode
+
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
 
@@ -25,9 +27,7 @@ if TYPE_CHECKING:
     from .read_state import ReadState
 
 __all__ = [
-    "APPROVALS",
     "SANDBOX_SETTINGS",
-    "DecisionSource",
     "SandboxLimits",
     "SandboxSetting",
     "ToolContext",
@@ -35,11 +35,6 @@ __all__ = [
     "realpath_via",
 ]
 
-# Which step of the permission decision let a call run (see `permissions.decide`). "rule",
-# "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the
-# call safe by itself, so a tool may contain it (Bash runs such commands in its OS sandbox).
-DecisionSource = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
-APPROVALS: frozenset[str] = frozenset({"rule", "mode", "hook", "person"})
 SandboxSetting = Literal["auto", "always", "off"]
 SANDBOX_SETTINGS: tuple[SandboxSetting, ...] = get_args(SandboxSetting)
 
@@ -82,7 +77,7 @@ class ToolContext:
     read_state: ReadState
     working_dirs: tuple[Path, ...] = ()
     spill_dir: Path | None = None
-    permission_mode: str = "default"  # a permissions.decide.PermissionMode
+    permission_mode: PermissionMode = "default"
     tool_use_id: str | None = None
     # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd and its
     # background commands here); a value with a `close()` is closed when the conversation is reset.

@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import PERMISSION_MODES, PermissionMode
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import PermissionCheck, Tool, ToolError, maybe_await
 from ipy_agent.contract.tool_context import SandboxLimits, SandboxSetting, ToolContext
 from ipy_agent.models.base import Model, Usage
-from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode, PermissionRequest
+from ipy_agent.permissions.decide import Approver, PermissionRequest
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import AgentEvent, CallEvent, CallRecord, RunResult, nested_calls
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from ipy_agent.contract.decision import Behavior, PermissionMode
 from ipy_agent.contract.review import ReviewAnswer, StagedReview
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, maybe_await
 from ipy_agent.contract.tool_context import ToolContext
@@ -22,7 +23,6 @@ from ipy_agent.contract.tool_input import dump_input
 
 from .decide import (
     Approver,
-    Behavior,
     Decision,
     PermissionAnswer,
     PermissionRequest,
@@ -40,7 +40,7 @@ async def decide_permission(
     ctx: ToolContext,
     *,
     rules: PermissionRules,
-    mode: str,
+    mode: PermissionMode,
     hook_decision: tuple[Behavior, str] | None,
     approver: Approver | None,
     lock: asyncio.Lock,

@@ -20,31 +20,27 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
+from ipy_agent.contract.decision import Behavior, DecisionSource, PermissionMode
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool
-from ipy_agent.contract.tool_context import DecisionSource, ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 
 from .builtin import BUILTIN, allow_example, builtin_read_denies, lifted, read_deny_specs
 from .rules import Rule, RuleSpec, matches_subject, parse_rule
 
 __all__ = [
-    "PERMISSION_MODES",
     "STEPS",
     "AnswerLike",
     "Approver",
     "Decision",
     "PermissionAnswer",
-    "PermissionMode",
     "PermissionRequest",
     "PermissionRules",
     "decide",
     "normalize_answer",
 ]
 
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
-PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
-Behavior = Literal["allow", "ask", "deny"]
 Source = DecisionSource
 
 
@@ -221,7 +217,7 @@ class _Call:
     inp: Any
     ctx: ToolContext
     rules: PermissionRules
-    mode: str
+    mode: PermissionMode
     check: PermissionCheck  # the tool's own opinion
     hook: tuple[Behavior, str] | None  # what PreToolUse hooks said
     subject: RuleSubject | None
@@ -241,7 +237,7 @@ def decide(
     inp: Any,
     ctx: ToolContext,
     rules: PermissionRules,
-    mode: str,
+    mode: PermissionMode,
     tool_check: PermissionCheck,
     hook_decision: tuple[Behavior, str] | None,
 ) -> Decision:

@@ -25,12 +25,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from ipy_agent.base.secrets import redact, redact_block
+from ipy_agent.contract.decision import Behavior
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.contract.tool_input import dump_input, parse_input
 from ipy_agent.permissions.approval import decide_permission, denial_text
-from ipy_agent.permissions.decide import Behavior
 
 from .run_env import RunEnv, error_result, set_status, settle
 from .trace import CallRecord, CallStatus, Stage, now
