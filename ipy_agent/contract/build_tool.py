@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from ipy_agent.base.threads import run_blocking
 
-from .decision import CHECK_BEHAVIORS, CheckBehavior
+from .decision import CHECK_BEHAVIORS, UNDECIDED, CallDecision, CheckBehavior
 from .limits import TOOL_RESULT_CHARS
 from .tool import Flag, PermissionCheck, RuleSubject, Tool, ToolKind, maybe_await
 from .tool_context import ToolContext
@@ -114,7 +114,7 @@ class _BuiltTool(Tool):
         except Exception:
             return False
 
-    async def call(self, inp: Any, ctx: ToolContext) -> Any:
+    async def call(self, inp: Any, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Any:
         fn = self._call
         if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
             return await fn(inp, ctx)

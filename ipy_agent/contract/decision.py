@@ -1,5 +1,6 @@
 """The permission stage's words, as a tool and the runtime share them: the modes a person runs
-in, what a rule or a hook or a tool may say about a call, and who let a call run.
+in, what a rule or a hook or a tool may say about a call, who let a call run, and the
+`CallDecision` a tool's `call` is given.
 
 They live in the contract because both sides name them: the permission stage (permissions/)
 decides with them, and a tool reads them (Bash contains what no one approved, the run's mode
@@ -8,6 +9,8 @@ shows in its guidance).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 __all__ = [
@@ -15,7 +18,9 @@ __all__ = [
     "BEHAVIORS",
     "CHECK_BEHAVIORS",
     "PERMISSION_MODES",
+    "UNDECIDED",
     "Behavior",
+    "CallDecision",
     "CheckBehavior",
     "DecisionSource",
     "PermissionMode",
@@ -36,3 +41,30 @@ CHECK_BEHAVIORS: tuple[CheckBehavior, ...] = get_args(CheckBehavior)
 # call safe by itself, so a tool may contain it (Bash runs such commands in its OS sandbox).
 DecisionSource = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
 APPROVALS: frozenset[DecisionSource] = frozenset({"rule", "mode", "hook", "person"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallDecision:
+    """What the permission stage decided for one call, given to the tool's `call` with its input.
+
+    `source` is who let the call run (None: nobody said, as for a direct call, which counts as
+    "not approved": fail closed); `answers` are the person's answers to the questions the call
+    asked (AskUserQuestion), question -> answer, None when no person answered.
+    """
+
+    source: DecisionSource | None = None
+    answers: Mapping[str, str] | None = None
+
+    @property
+    def approved(self) -> bool:
+        """A person, a rule, a mode or a hook let this call run (not the runtime's own judgement)."""
+        return self.source in APPROVALS
+
+    @property
+    def by_person(self) -> bool:
+        """A person answered this very call's prompt."""
+        return self.source == "person"
+
+
+# The decision of a call no permission stage saw (a tool called directly): nothing approved it.
+UNDECIDED = CallDecision()

@@ -5,8 +5,9 @@ input schema, description), what the runtime consults before running it (validat
 permissions, safety flags), and how its natural output becomes a `tool_result` block for the
 model and a compact line for the person. Safety flags are functions of the parsed input; when one
 raises, the caller gets the unsafe answer, because a runtime that guesses "safe" on a bug runs
-things in parallel or without a prompt that it should not. What a tool knows about its call is
-a `ToolContext` (tool_context.py).
+things in parallel or without a prompt that it should not. What a tool knows about the run is
+a `ToolContext` (tool_context.py); what the permission stage decided for the call is the
+`CallDecision` given to `call` with the input (decision.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .decision import CheckBehavior
+from .decision import UNDECIDED, CallDecision, CheckBehavior
 from .limits import TOOL_RESULT_CHARS
 from .questions import Question
 from .review import StagedReview
@@ -322,7 +323,8 @@ class Tool:
         return None
 
     # --- execution and results -----------------------------------------------------------
-    async def call(self, inp: Any, ctx: ToolContext) -> Any:
+    async def call(self, inp: Any, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Any:
+        """Do the work; `decision` says who let the call run (none given: not approved)."""
         raise NotImplementedError
 
     def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:

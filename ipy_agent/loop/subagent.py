@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.contract.decision import PERMISSION_MODES, PermissionMode
+from ipy_agent.contract.decision import PERMISSION_MODES, UNDECIDED, CallDecision, PermissionMode
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import PermissionCheck, Tool, ToolError, maybe_await
 from ipy_agent.contract.tool_context import SandboxLimits, SandboxSetting, ToolContext
@@ -194,7 +194,7 @@ class TaskTool(Tool):
         # Starting one changes nothing: each of its calls is checked (and asked) on its own.
         return PermissionCheck(behavior="allow", message="the subagent's own calls are checked one by one")
 
-    async def call(self, inp: TaskInput, ctx: ToolContext) -> SubagentResult:
+    async def call(self, inp: TaskInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> SubagentResult:
         parent = current_agent.get()
         if parent is None:
             raise ToolError("A Task runs only inside an agent's run.")

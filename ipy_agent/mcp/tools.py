@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError, text_of
 from ipy_agent.contract.tool_context import ToolContext
 
@@ -123,7 +124,7 @@ class McpTool(Tool):
         )
 
     # --- execution and results -----------------------------------------------------------
-    async def call(self, inp: Any, ctx: ToolContext) -> CallOutcome:
+    async def call(self, inp: Any, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> CallOutcome:
         try:
             return await self._invoke(self.server, self.remote_name, _arguments(inp))
         except ServerDown as e:

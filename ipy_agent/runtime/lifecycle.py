@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ipy_agent.base.secrets import redact, redact_block
-from ipy_agent.contract.decision import Behavior
+from ipy_agent.contract.decision import UNDECIDED, Behavior, CallDecision
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
@@ -78,6 +78,7 @@ class Call:
     output: Any = None
     failure: str | None = None  # the tool itself failed (in call or map): what the model is told
     result: dict[str, Any] | None = None  # the tool_result as it stands after the last stage
+    decided: CallDecision = UNDECIDED  # what the permission stage decided, for the tool's `call`
     _ctx: ToolContext | None = None
 
     @property
@@ -223,8 +224,9 @@ async def _permission(call: Call) -> GoOn | Finished:
         before_prompt=before_prompt,
     )
     record.decision = decision
-    call.ctx.decided_by = decision.source  # the tool may contain what no one approved (Bash's sandbox)
-    call.ctx.answers = decision.answers  # what the person answered to the call's questions
+    # Given to the tool's `call`: it may contain what no one approved (Bash's sandbox), and it
+    # reads what the person answered to the call's questions.
+    call.decided = CallDecision(source=decision.source, answers=decision.answers)
     detail = f"{decision.source}: {decision.reason}"
     if decision.behavior == "deny":
         block = error_result(record.tool_use_id, denial_text(tool, decision))
@@ -236,7 +238,7 @@ async def _call(call: Call) -> GoOn | Finished:
     tool, inp = call.parsed
     set_status(call.env, call.record, "running")
     try:
-        call.output = await tool.call(inp, call.ctx)
+        call.output = await tool.call(inp, call.ctx, call.decided)
     except asyncio.CancelledError:
         raise
     except Exception as e:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.questions import Question, QuestionOption, answers_text
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
@@ -114,10 +115,10 @@ class AskUserQuestionTool(Tool):
     async def preview(self, inp: AskUserQuestionInput, ctx: ToolContext) -> PermissionPreview:
         return PermissionPreview(title="A question for you", questions=_questions(inp))
 
-    async def call(self, inp: AskUserQuestionInput, ctx: ToolContext) -> Answered:
-        if ctx.answers is None:
+    async def call(self, inp: AskUserQuestionInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Answered:
+        if decision.answers is None:
             raise ToolError("No person answered (the call was not asked through a prompt). Choose yourself and say so.")
-        return Answered(questions=_questions(inp), answers=dict(ctx.answers))
+        return Answered(questions=_questions(inp), answers=dict(decision.answers))
 
     def map_result(self, output: Answered, tool_use_id: str) -> dict[str, Any]:
         text = (

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, Tool
 from ipy_agent.contract.tool_context import ToolContext
 
@@ -70,7 +71,7 @@ class BashOutputTool(Tool):
     async def check_permissions(self, inp: BashOutputInput, ctx: ToolContext) -> PermissionCheck:
         return PermissionCheck(behavior="allow", message="reads a command this conversation started")
 
-    async def call(self, inp: BashOutputInput, ctx: ToolContext) -> Read:
+    async def call(self, inp: BashOutputInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Read:
         return await asyncio.to_thread(shells_of(ctx.session).read, inp.bash_id, inp.filter)
 
     def map_result(self, output: Read, tool_use_id: str) -> dict[str, Any]:
@@ -114,7 +115,7 @@ class KillShellTool(Tool):
     async def check_permissions(self, inp: KillShellInput, ctx: ToolContext) -> PermissionCheck:
         return PermissionCheck(behavior="allow", message="stops a command this conversation started")
 
-    async def call(self, inp: KillShellInput, ctx: ToolContext) -> Killed:
+    async def call(self, inp: KillShellInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Killed:
         shells = shells_of(ctx.session)
         running = shells.get(inp.shell_id).running
         return Killed(shell=await asyncio.to_thread(shells.kill, inp.shell_id), stopped=running)

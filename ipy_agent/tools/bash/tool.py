@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ipy_agent.contract.checkpoints import watching
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import BackgroundTask, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.permissions.builtin import builtin_specs
@@ -301,11 +302,16 @@ class BashTool(Tool):
         )
 
     # --- execution -------------------------------------------------------------------------
-    async def call(self, inp: BashInput, ctx: ToolContext) -> BashOutput:
+    async def call(self, inp: BashInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> BashOutput:
         cwd = start_cwd(ctx)
         if inp.run_in_background:
             shell = await start_background(
-                inp.command, cwd, ctx, description=inp.description or "", unsandboxed=inp.dangerouslyDisableSandbox
+                inp.command,
+                cwd,
+                ctx,
+                decision,
+                description=inp.description or "",
+                unsandboxed=inp.dangerouslyDisableSandbox,
             )
             text = (
                 f"Command running in background with ID: {shell.id}. Its output is being written to: {shell.log_path}"
@@ -314,9 +320,9 @@ class BashTool(Tool):
         spill = None
         if ctx.spill_dir is not None:
             spill = Path(ctx.spill_dir) / spill_file_name(ctx.tool_use_id or uuid.uuid4().hex, prefix="bash-")
-        async with watching(ctx.checkpoints if ctx.approved else None, ctx.all_dirs(), inp.command):
+        async with watching(ctx.checkpoints if decision.approved else None, ctx.all_dirs(), inp.command):
             run, notes = await contained_run(
-                inp.command, cwd, inp.timeout / 1000, spill, ctx, unsandboxed=inp.dangerouslyDisableSandbox
+                inp.command, cwd, inp.timeout / 1000, spill, ctx, decision, unsandboxed=inp.dangerouslyDisableSandbox
             )
         if run.final_cwd is not None and inside_working_dirs(Path(run.final_cwd), ctx):
             ctx.session["bash_cwd"] = run.final_cwd

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.base.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
 from ipy_agent.base.threads import run_blocking
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.limits import SELF_LIMITING
 from ipy_agent.contract.read_state import file_key, file_stamp
 from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolError
@@ -130,7 +131,7 @@ class ReadTool(Tool):
         dirs = ", ".join(str(d) for d in ctx.all_dirs())
         return PermissionCheck(behavior="ask", message=f"Read {str(path)!r}: outside the working directories ({dirs}).")
 
-    async def call(self, inp: ReadInput, ctx: ToolContext) -> ReadOutput:
+    async def call(self, inp: ReadInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> ReadOutput:
         return await run_blocking(self._read, inp, ctx)
 
     # --- results ---------------------------------------------------------------------------

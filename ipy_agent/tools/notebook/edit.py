@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
@@ -169,9 +170,11 @@ class NotebookEditTool(FileEditingTool):
         staged = (await edit_verdict(nb, inp)).demand is None
         return await preview_live(inp, ctx, nb, staged=staged)
 
-    async def call(self, inp: NotebookEditInput, ctx: ToolContext) -> Any:
+    async def call(self, inp: NotebookEditInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Any:
         nb = live_target(ctx, inp.notebook_path)
-        return await super().call(inp, ctx) if nb is None else await apply_live(inp, ctx, nb, NotebookEditResult)
+        if nb is None:
+            return await super().call(inp, ctx, decision)
+        return await apply_live(inp, ctx, decision, nb, NotebookEditResult)
 
     def _target(self, inp: NotebookEditInput) -> str:
         return inp.notebook_path

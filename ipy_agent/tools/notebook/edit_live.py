@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipy_agent.contract.checkpoints import CellChange
+from ipy_agent.contract.decision import CallDecision
 from ipy_agent.contract.tool import PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
@@ -155,7 +156,7 @@ def _change(plan: LivePlan, nb: Any, cell: dict[str, Any], cells: list[dict[str,
     )
 
 
-async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> Any:
+async def apply_live(inp: Any, ctx: ToolContext, decision: CallDecision, nb: Any, result_type: Any) -> Any:
     plan = await plan_live(inp, ctx, nb)
     from ipy_agent.notebook.bridge import BridgeError
 
@@ -165,7 +166,7 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
         verdict = await cell_verdict(nb, plan.cell, inp)
         if verdict.demand == "refuse":
             raise ToolError(verdict.refusal(nb.display_path))
-        if verdict.demand == "ask" and ctx.decided_by != "person":
+        if verdict.demand == "ask" and not decision.by_person:
             raise ToolError(
                 f"Not changed: {verdict.question(nb.display_path)}, and no person approved this call. Ask the "
                 "person to change the cell's policy themselves, or leave it."

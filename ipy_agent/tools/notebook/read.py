@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
@@ -95,7 +96,9 @@ class NotebookReadTool(Tool):
             )
         return None
 
-    async def call(self, inp: NotebookReadInput, ctx: ToolContext) -> NotebookReadResult:
+    async def call(
+        self, inp: NotebookReadInput, ctx: ToolContext, decision: CallDecision = UNDECIDED
+    ) -> NotebookReadResult:
         nb = live_target(ctx, inp.notebook_path)
         if nb is None:
             raise ToolError(

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, PromptAction, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
@@ -228,7 +229,9 @@ class NotebookRunTool(Tool):
             actions=actions,
         )
 
-    async def call(self, inp: NotebookRunInput, ctx: ToolContext) -> NotebookRunResult | NotebookRunsResult:
+    async def call(
+        self, inp: NotebookRunInput, ctx: ToolContext, decision: CallDecision = UNDECIDED
+    ) -> NotebookRunResult | NotebookRunsResult:
         nb, cells = await self._cells(inp, ctx)
         runs: list[NotebookRunResult] = []
         for cell in cells:

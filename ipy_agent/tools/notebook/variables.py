@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 
@@ -71,7 +72,7 @@ class VariablesTool(Tool):
     def _concurrency_safe(self, inp: Any) -> bool:
         return True
 
-    async def call(self, inp: VariablesInput, ctx: ToolContext) -> VariablesResult:
+    async def call(self, inp: VariablesInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> VariablesResult:
         if ctx.notebook is None or getattr(ctx.notebook, "shell", None) is None:
             raise ToolError("There is no kernel here whose variables could be listed.")
         infos = ctx.notebook.variables(names=inp.names)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool_context import ToolContext
 
 from .ripgrep import DenyFilter, SearchTool, display_prefix, plural, run_rg, vcs_globs
@@ -126,7 +127,7 @@ class GlobTool(SearchTool):
             )
         return None
 
-    async def call(self, inp: GlobInput, ctx: ToolContext) -> GlobResult:
+    async def call(self, inp: GlobInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> GlobResult:
         root, pattern = self._split(inp, ctx)
         args = ["--files", "--hidden", "--no-ignore", "--sortr=modified", "--null", "--glob", pattern, *vcs_globs()]
         run = await run_rg(args, cwd=root)

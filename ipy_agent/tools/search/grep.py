@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool_context import ToolContext
 
 from .grep_results import GrepResult, OutputMode, group_content, page, parse_counts, path_key, render_grep, strip_dot
@@ -159,7 +160,7 @@ class GrepTool(SearchTool):
             return "The pattern is empty. To list files by name, use Glob; otherwise give a regex."
         return self.missing_path_message(self.search_root(inp, ctx), ctx)
 
-    async def call(self, inp: GrepInput, ctx: ToolContext) -> GrepResult:
+    async def call(self, inp: GrepInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> GrepResult:
         root = self.search_root(inp, ctx)
         # ripgrep runs inside the searched directory so that `glob` patterns with '/' are
         # relative to it; a single file is searched from its parent.

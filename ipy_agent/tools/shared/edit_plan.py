@@ -24,6 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext, WriteDecision
 
@@ -295,20 +296,20 @@ class FileEditingTool(Tool):
             title=self._preview_title(plan), diff=d.text, added=d.added, removed=d.removed, notes=plan.notes
         )
 
-    async def call(self, inp: Any, ctx: ToolContext) -> Any:
-        return await asyncio.to_thread(self._apply, inp, ctx)
+    async def call(self, inp: Any, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Any:
+        return await asyncio.to_thread(self._apply, inp, ctx, decision)
 
     def _plan_with_diff(self, inp: Any, ctx: ToolContext) -> Plan:
         plan = self._plan(inp, ctx)
         _ = plan.diff  # difflib is CPU work: do it here in the worker thread, not on the loop
         return plan
 
-    def _apply(self, inp: Any, ctx: ToolContext) -> Any:
+    def _apply(self, inp: Any, ctx: ToolContext, decision: CallDecision) -> Any:
         # Re-reading and re-checking here, in the same thread as the write, is the last guard
         # against clobbering a change made after validation (or while the prompt was open).
         plan = self._plan_with_diff(inp, ctx)
         # The person's cell policies, against the notebook as it is on disk right now.
-        check_before_write(plan.path, plan.new_raw, plan.display, ctx)
+        check_before_write(plan.path, plan.new_raw, plan.display, decision)
         seen = ctx.read_state.get(plan.path)
         checkpoints = ctx.checkpoints
 
@@ -317,13 +318,13 @@ class FileEditingTool(Tool):
                 checkpoints.before_write(final, tool=self.name)
 
         # Where the permission decision looked (None: called directly, so the decision is now).
-        decision = ctx.write_decisions.get(str(ctx.resolve(self._target(inp))))
+        looked = ctx.write_decisions.get(str(ctx.resolve(self._target(inp))))
         try:
             atomic_write(
                 plan.path,
                 plan.new_raw,
                 make_parents=self.make_parents,
-                decision=decision,
+                decision=looked,
                 why_protected=write_checker(ctx),
                 before_replace=keep_for_rewind,
             )

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.base.secrets import redact
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 
@@ -112,7 +113,7 @@ class SkillTool(Tool):
         names = ", ".join(s.name for s in catalog.skills) or "none"
         return f"There is no skill named {inp.skill!r}. The skills here are: {names}."
 
-    async def call(self, inp: SkillInput, ctx: ToolContext) -> SkillLoaded:
+    async def call(self, inp: SkillInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> SkillLoaded:
         skill = self.catalog(ctx).get(inp.skill)
         if skill is None:
             raise ToolError(f"The skill {inp.skill!r} is gone (its folder was removed or renamed).")
