@@ -8,7 +8,8 @@ Modules import one way, each only from those above it in this list:
 - `tool_context`: `ToolContext`, what a tool may know about the call it serves;
 - `review`: a change shown where it happens, answerable there too (staged cell edits);
 - `questions`: questions a tool asks the person (AskUserQuestion), and their answers;
-- `tool`: the `Tool` contract with fail-closed defaults, `ToolError`, permission answers;
+- `tool_result`: `ToolResultBlock`, the tool_result block a result becomes for the model;
+- `tool`: the `Tool[InputT, ResultT]` contract with fail-closed defaults, `ToolError`, permission answers;
 - `tool_input`: a call's input as the model wrote it, checked against the tool's model;
 - `build_tool`: a tool assembled from a pydantic model and plain functions;
 - `hooks`: Python callables the runtime calls at fixed points of a run.

@@ -258,15 +258,14 @@ async def _map(call: Call) -> GoOn | Finished:
     tool, _ = call.parsed
     tid = call.record.tool_use_id
     try:
-        mapped = tool.map_result(call.output, tid)
-        if not isinstance(mapped, dict) or mapped.get("type") != "tool_result":
-            raise TypeError(f"map_result must return a tool_result block, not {type(mapped).__name__}")
+        mapped = tool.map_result(call.output, tid)  # a ToolResultBlock, by the contract's type
+        block = {**mapped, "tool_use_id": tid}
     except Exception as e:
         call.failure = f"{tool.name} produced a result that could not be converted for you ({type(e).__name__}: {e})."
         return GoOn(outcome="error", detail=call.failure)
     # A credential from the kernel's environment never reaches the model, the trace, a spill file
     # or the notebook.
-    call.result = redact_block({**mapped, "tool_use_id": tid})
+    call.result = redact_block(block)
     return GoOn()
 
 

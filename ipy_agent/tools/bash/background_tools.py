@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, Tool
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_result import ToolResultBlock
 
 from .background import BackgroundShell, shells_of, started_any
 from .logs import Read
@@ -44,7 +44,13 @@ class KillShellInput(BaseModel):
     shell_id: str = Field(description="The id of the background command to stop (bash_1, ...).")
 
 
-class BashOutputTool(Tool):
+@dataclass(frozen=True)
+class Killed:
+    shell: BackgroundShell
+    stopped: bool  # it was running, and now is not
+
+
+class BashOutputTool(Tool[BashOutputInput, Read]):
     name = "BashOutput"
     input_model = BashOutputInput
     max_result_chars = OUTPUT_LIMIT + 2_000
@@ -74,7 +80,7 @@ class BashOutputTool(Tool):
     async def call(self, inp: BashOutputInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Read:
         return await asyncio.to_thread(shells_of(ctx.session).read, inp.bash_id, inp.filter)
 
-    def map_result(self, output: Read, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: Read, tool_use_id: str) -> ToolResultBlock:
         if output.shown:
             body = output.text.rstrip("\n")
         elif output.lines:
@@ -98,7 +104,7 @@ class BashOutputTool(Tool):
         return output.text[-4000:]
 
 
-class KillShellTool(Tool):
+class KillShellTool(Tool[KillShellInput, Killed]):
     name = "KillShell"
     input_model = KillShellInput
     kind = "execute"
@@ -120,7 +126,7 @@ class KillShellTool(Tool):
         running = shells.get(inp.shell_id).running
         return Killed(shell=await asyncio.to_thread(shells.kill, inp.shell_id), stopped=running)
 
-    def map_result(self, output: Killed, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: Killed, tool_use_id: str) -> ToolResultBlock:
         shell = output.shell
         if output.stopped:
             text = f"Stopped {shell.id} and its process group ({shell.state()})."
@@ -133,9 +139,3 @@ class KillShellTool(Tool):
 
     def summarize_result(self, output: Killed) -> str:
         return "stopped" if output.stopped else "had already ended"
-
-
-@dataclass(frozen=True)
-class Killed:
-    shell: BackgroundShell
-    stopped: bool  # it was running, and now is not

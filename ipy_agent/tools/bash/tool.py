@@ -21,6 +21,7 @@ from ipy_agent.contract.checkpoints import watching
 from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import BackgroundTask, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_result import ToolResultBlock
 from ipy_agent.permissions.builtin import builtin_specs
 from ipy_agent.permissions.rules import part_matches
 from ipy_agent.runtime.budget import spill_file_name
@@ -165,7 +166,7 @@ that says why.
 """
 
 
-class BashTool(Tool):
+class BashTool(Tool[BashInput, BashOutput]):
     name = "Bash"
     input_model = BashInput
     max_result_chars = OUTPUT_LIMIT + 5_000  # room for "Exit code N" and notes around the capped output
@@ -342,7 +343,7 @@ class BashTool(Tool):
             notes=tuple(notes),
         )
 
-    def map_result(self, output: BashOutput, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: BashOutput, tool_use_id: str) -> ToolResultBlock:
         body = output.output.rstrip("\n")
         if output.timed_out:
             head = (
@@ -359,7 +360,7 @@ class BashTool(Tool):
             text = body
         if output.notes:
             text = "\n".join([text, *output.notes]) if text else "\n".join(output.notes)
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+        block: ToolResultBlock = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
         if output.is_error:
             block["is_error"] = True
         return block

@@ -26,6 +26,7 @@ from ipy_agent.contract.limits import SELF_LIMITING
 from ipy_agent.contract.read_state import file_key, file_stamp
 from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_result import ToolResultBlock
 
 from .read_notebook import read_notebook
 from .read_text import (
@@ -96,7 +97,7 @@ How it reads:
 """
 
 
-class ReadTool(Tool):
+class ReadTool(Tool[ReadInput, ReadOutput]):
     name = "Read"
     input_model = ReadInput
     # Read limits itself (size and token checks); a spill would hide the text the model asked for.
@@ -135,7 +136,7 @@ class ReadTool(Tool):
         return await run_blocking(self._read, inp, ctx)
 
     # --- results ---------------------------------------------------------------------------
-    def map_result(self, output: ReadOutput, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: ReadOutput, tool_use_id: str) -> ToolResultBlock:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": output.content}
 
     def summarize_use(self, inp: ReadInput) -> str:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_result import ToolResultBlock
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.cell_policies import EVERY_TIME
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
@@ -122,7 +123,7 @@ def _as_lines(source: str) -> str:
     return source if not source or source.endswith("\n") else source + "\n"
 
 
-class NotebookEditTool(FileEditingTool):
+class NotebookEditTool(FileEditingTool[NotebookEditInput, NotebookEditResult]):
     name = "NotebookEdit"
     input_model = NotebookEditInput
     make_parents = False
@@ -170,7 +171,9 @@ class NotebookEditTool(FileEditingTool):
         staged = (await edit_verdict(nb, inp)).demand is None
         return await preview_live(inp, ctx, nb, staged=staged)
 
-    async def call(self, inp: NotebookEditInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Any:
+    async def call(
+        self, inp: NotebookEditInput, ctx: ToolContext, decision: CallDecision = UNDECIDED
+    ) -> NotebookEditResult:
         nb = live_target(ctx, inp.notebook_path)
         if nb is None:
             return await super().call(inp, ctx, decision)
@@ -325,7 +328,7 @@ class NotebookEditTool(FileEditingTool):
             problems=r["problems"],
         )
 
-    def map_result(self, output: NotebookEditResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: NotebookEditResult, tool_use_id: str) -> ToolResultBlock:
         o = output
         if o.live and o.label:
             text = _live_text(o)

@@ -13,12 +13,13 @@ the front end applies a replace or delete only if the cell's source is still the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ipy_agent.contract.checkpoints import CellChange
 from ipy_agent.contract.decision import CallDecision
-from ipy_agent.contract.tool import PermissionPreview, ToolError
+from ipy_agent.contract.tool import PermissionPreview, ResultT, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.diff import make_diff
@@ -156,7 +157,9 @@ def _change(plan: LivePlan, nb: Any, cell: dict[str, Any], cells: list[dict[str,
     )
 
 
-async def apply_live(inp: Any, ctx: ToolContext, decision: CallDecision, nb: Any, result_type: Any) -> Any:
+async def apply_live(
+    inp: Any, ctx: ToolContext, decision: CallDecision, nb: Any, result_type: Callable[..., ResultT]
+) -> ResultT:
     plan = await plan_live(inp, ctx, nb)
     from ipy_agent.notebook.bridge import BridgeError
 

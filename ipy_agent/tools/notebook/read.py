@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_result import ToolResultBlock
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
 
@@ -63,7 +64,7 @@ class NotebookReadResult:
     dirty: bool
 
 
-class NotebookReadTool(Tool):
+class NotebookReadTool(Tool[NotebookReadInput, NotebookReadResult]):
     name = "NotebookRead"
     input_model = NotebookReadInput
     kind = "read"
@@ -80,10 +81,10 @@ class NotebookReadTool(Tool):
     def _enabled(self, ctx: ToolContext) -> bool:
         return live_bridge(ctx) is not None
 
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: NotebookReadInput) -> bool:
         return True
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: NotebookReadInput) -> bool:
         return True
 
     async def validate_input(self, inp: NotebookReadInput, ctx: ToolContext) -> str | None:
@@ -142,7 +143,7 @@ class NotebookReadTool(Tool):
             dirty=bool(listing.get("dirty")),
         )
 
-    def map_result(self, output: NotebookReadResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: NotebookReadResult, tool_use_id: str) -> ToolResultBlock:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": output.blocks}
 
     def summarize_use(self, inp: NotebookReadInput) -> str:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, PromptAction, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_result import ToolResultBlock
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import NEVER_RUN, with_cell_tag
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
@@ -119,7 +120,7 @@ class NotebookRunsResult:
     not_run: list[str]
 
 
-class NotebookRunTool(Tool):
+class NotebookRunTool(Tool[NotebookRunInput, NotebookRunResult | NotebookRunsResult]):
     name = "NotebookRun"
     input_model = NotebookRunInput
     kind = "execute"
@@ -141,7 +142,7 @@ class NotebookRunTool(Tool):
         nb = live_bridge(ctx)
         return nb is not None and getattr(nb, "shell", None) is not None
 
-    def _destructive(self, inp: Any) -> bool:
+    def _destructive(self, inp: NotebookRunInput) -> bool:
         # A rewind puts back the variables a run rebinds; the prompt says what it cannot undo.
         return False
 
@@ -303,19 +304,17 @@ class NotebookRunTool(Tool):
             error_summary=outcome.summary,
         )
 
-    def map_result(self, output: NotebookRunResult | NotebookRunsResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: NotebookRunResult | NotebookRunsResult, tool_use_id: str) -> ToolResultBlock:
         runs = output.runs if isinstance(output, NotebookRunsResult) else [output]
         blocks: list[dict[str, Any]] = []
         for o in runs:
             blocks.extend(_one_result(o))
         if isinstance(output, NotebookRunsResult) and output.not_run:
             blocks.append({"type": "text", "text": f"Not run, after the failure above: {'; '.join(output.not_run)}.\n"})
-        return {
-            "type": "tool_result",
-            "tool_use_id": tool_use_id,
-            "content": blocks,
-            **({"is_error": True} if any(o.failed for o in runs) else {}),
-        }
+        block: ToolResultBlock = {"type": "tool_result", "tool_use_id": tool_use_id, "content": blocks}
+        if any(o.failed for o in runs):
+            block["is_error"] = True
+        return block
 
     def summarize_use(self, inp: NotebookRunInput) -> str:
         ids = inp.ids()
@@ -332,7 +331,7 @@ class NotebookRunTool(Tool):
             return done if not last.failed else f"{done}; {last.label}: {_one_line(last)}"
         return _one_line(output)
 
-    def detail_for_person(self, inp: Any, output: Any) -> str:
+    def detail_for_person(self, inp: NotebookRunInput, output: NotebookRunResult | NotebookRunsResult) -> str:
         runs: list[NotebookRunResult] = output.runs if isinstance(output, NotebookRunsResult) else [output]
         parts: list[str] = []
         for o in runs:

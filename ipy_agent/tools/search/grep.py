@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.contract.tool_result import ToolResultBlock
 
 from .grep_results import GrepResult, OutputMode, group_content, page, parse_counts, path_key, render_grep, strip_dot
 from .ripgrep import (
@@ -147,7 +148,7 @@ class GrepInput(BaseModel):
     offset: int = Field(default=0, ge=0, description="Skip this many results first, to page on. Default 0.")
 
 
-class GrepTool(SearchTool):
+class GrepTool(SearchTool[GrepInput, GrepResult]):
     name = "Grep"
     input_model = GrepInput
     max_result_chars = 20_000
@@ -213,7 +214,7 @@ class GrepTool(SearchTool):
         hidden.add(listed)
         return page(mode="content", items=lines, num_files=num_files, hidden_note=hidden.note(), **common)
 
-    def map_result(self, output: GrepResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: GrepResult, tool_use_id: str) -> ToolResultBlock:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": render_grep(output)}
 
     def summarize_use(self, inp: GrepInput) -> str:

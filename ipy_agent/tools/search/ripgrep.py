@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.base.secrets import tool_environ
-from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolError
+from ipy_agent.contract.tool import InputT, PermissionCheck, ResultT, RuleSubject, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 
 __all__ = [
@@ -203,7 +203,7 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (words or word + 's')}"
 
 
-class SearchTool(Tool):
+class SearchTool(Tool[InputT, ResultT]):
     """Glob and Grep: read-only, parallel-safe, governed by Read(...) rules on the search path."""
 
     kind = "read"

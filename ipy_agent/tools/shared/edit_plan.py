@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.contract.decision import UNDECIDED, CallDecision
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
+from ipy_agent.contract.tool import InputT, PermissionCheck, PermissionPreview, ResultT, RuleSubject, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext, WriteDecision
 
 from .cell_policies import check_before_write, permission_for, refusal_for
@@ -181,7 +181,7 @@ def _judge(path: str, ctx: ToolContext) -> WriteDecision:
     return WriteDecision(real=real_path(path), protected=write_reason(path, ctx))
 
 
-class FileEditingTool(Tool):
+class FileEditingTool(Tool[InputT, ResultT]):
     """Base of the three editing tools: flags, rules, and the plan/preview/write cycle."""
 
     kind = "edit"
@@ -199,7 +199,7 @@ class FileEditingTool(Tool):
         """Check everything and compute the bytes to write; raise ToolError to refuse."""
         raise NotImplementedError
 
-    def _result(self, plan: Plan, ctx: ToolContext) -> Any:
+    def _result(self, plan: Plan, ctx: ToolContext) -> ResultT:
         raise NotImplementedError
 
     def _preview_title(self, plan: Plan) -> str:
@@ -296,7 +296,7 @@ class FileEditingTool(Tool):
             title=self._preview_title(plan), diff=d.text, added=d.added, removed=d.removed, notes=plan.notes
         )
 
-    async def call(self, inp: Any, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Any:
+    async def call(self, inp: InputT, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> ResultT:
         return await asyncio.to_thread(self._apply, inp, ctx, decision)
 
     def _plan_with_diff(self, inp: Any, ctx: ToolContext) -> Plan:
@@ -304,7 +304,7 @@ class FileEditingTool(Tool):
         _ = plan.diff  # difflib is CPU work: do it here in the worker thread, not on the loop
         return plan
 
-    def _apply(self, inp: Any, ctx: ToolContext, decision: CallDecision) -> Any:
+    def _apply(self, inp: InputT, ctx: ToolContext, decision: CallDecision) -> ResultT:
         # Re-reading and re-checking here, in the same thread as the write, is the last guard
         # against clobbering a change made after validation (or while the prompt was open).
         plan = self._plan_with_diff(inp, ctx)
