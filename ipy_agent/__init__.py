@@ -15,6 +15,7 @@ from ipy_agent.base import imports as _imports
 _imports.install()
 
 from ipy_agent.contract.build_tool import build_tool  # noqa: E402
+from ipy_agent.contract.decision import CallDecision  # noqa: E402
 from ipy_agent.contract.hooks import HookEvent, HookOutcome  # noqa: E402
 from ipy_agent.contract.read_state import ReadState  # noqa: E402
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError  # noqa: E402
@@ -32,6 +33,7 @@ from .tools import builtin_tools  # noqa: E402
 __all__ = [
     "Agent",
     "AnthropicModel",
+    "CallDecision",
     "HookEvent",
     "HookOutcome",
     "ModelError",
