@@ -192,10 +192,10 @@ class FileEditingTool(Tool[InputT, ResultT]):
     make_parents = True
 
     # --- what subclasses provide -----------------------------------------------------------
-    def _target(self, inp: Any) -> str:
+    def _target(self, inp: InputT) -> str:
         raise NotImplementedError
 
-    def _plan(self, inp: Any, ctx: ToolContext) -> Plan:
+    def _plan(self, inp: InputT, ctx: ToolContext) -> Plan:
         """Check everything and compute the bytes to write; raise ToolError to refuse."""
         raise NotImplementedError
 
@@ -213,16 +213,16 @@ class FileEditingTool(Tool[InputT, ResultT]):
         return real_path(given), ctx.display_path(given)
 
     # --- shared behaviour -------------------------------------------------------------------
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: InputT) -> bool:
         return False
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: InputT) -> bool:
         return False
 
-    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+    def rule_subject(self, inp: InputT, ctx: ToolContext) -> RuleSubject | None:
         return RuleSubject(kind="path", value=str(ctx.resolve(self._target(inp))))
 
-    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+    async def check_permissions(self, inp: InputT, ctx: ToolContext) -> PermissionCheck:
         """The person's cell policies on a notebook first (deny, or an ask in every mode: see
         cell_policies.py), then the files that decide what runs (`_protected_check`)."""
         policy = await asyncio.to_thread(self._policy_check, inp, ctx)
@@ -234,7 +234,7 @@ class FileEditingTool(Tool[InputT, ResultT]):
         message = f"{check.message}; {policy.message}" if check.behavior == "ask" and check.message else policy.message
         return PermissionCheck(behavior="ask", always=True, message=message)
 
-    def _policy_check(self, inp: Any, ctx: ToolContext) -> PermissionCheck | None:
+    def _policy_check(self, inp: InputT, ctx: ToolContext) -> PermissionCheck | None:
         """The person's cell policies on a notebook (cell_policies.py): deny, ask, or None."""
         try:
             plan = self._plan(inp, ctx)
@@ -242,7 +242,7 @@ class FileEditingTool(Tool[InputT, ResultT]):
             return None  # validation tells the model what is wrong
         return permission_for(plan.path, plan.new_raw, plan.display)
 
-    async def _protected_check(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+    async def _protected_check(self, inp: InputT, ctx: ToolContext) -> PermissionCheck:
         """A file that decides what runs or what is allowed (`.git/hooks`, settings, ~/.bashrc:
         see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
         where they point."""
@@ -258,20 +258,20 @@ class FileEditingTool(Tool[InputT, ResultT]):
             message=f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed",
         )
 
-    def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
+    def suggest_rule(self, inp: InputT, ctx: ToolContext) -> str:
         return suggest_edit_rule(ctx.resolve(self._target(inp)), ctx)
 
-    def summarize_use(self, inp: Any) -> str:
+    def summarize_use(self, inp: InputT) -> str:
         return self._target(inp)
 
-    def detail_for_person(self, inp: Any, output: Any) -> str:
+    def detail_for_person(self, inp: InputT, output: ResultT) -> str:
         # The person expands the compact line to see what changed; every result carries its diff.
         return str(getattr(output, "diff", "") or "")
 
-    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+    async def validate_input(self, inp: InputT, ctx: ToolContext) -> str | None:
         return await asyncio.to_thread(self._validate, inp, ctx)
 
-    def _validate(self, inp: Any, ctx: ToolContext) -> str | None:
+    def _validate(self, inp: InputT, ctx: ToolContext) -> str | None:
         # The plan is dropped here, in the thread, for the reason given in `_preview`.
         try:
             plan = self._plan(inp, ctx)
@@ -279,10 +279,10 @@ class FileEditingTool(Tool[InputT, ResultT]):
             return str(e)
         return refusal_for(plan.path, plan.new_raw, plan.display)
 
-    async def preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
+    async def preview(self, inp: InputT, ctx: ToolContext) -> PermissionPreview | None:
         return await asyncio.to_thread(self._preview, inp, ctx)
 
-    def _preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
+    def _preview(self, inp: InputT, ctx: ToolContext) -> PermissionPreview | None:
         # Built in the worker thread so only the small preview leaves it: a Plan holds the whole
         # file two or three times, and a finished future can keep its result alive until the
         # garbage collector runs, which for a big file doubled the memory an edit needs.
@@ -299,7 +299,7 @@ class FileEditingTool(Tool[InputT, ResultT]):
     async def call(self, inp: InputT, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> ResultT:
         return await asyncio.to_thread(self._apply, inp, ctx, decision)
 
-    def _plan_with_diff(self, inp: Any, ctx: ToolContext) -> Plan:
+    def _plan_with_diff(self, inp: InputT, ctx: ToolContext) -> Plan:
         plan = self._plan(inp, ctx)
         _ = plan.diff  # difflib is CPU work: do it here in the worker thread, not on the loop
         return plan
