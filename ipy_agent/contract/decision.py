@@ -10,7 +10,8 @@ shows in its guidance).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, get_args
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "CheckBehavior",
     "DecisionSource",
     "PermissionMode",
+    "WriteDecision",
 ]
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
@@ -44,16 +46,30 @@ APPROVALS: frozenset[DecisionSource] = frozenset({"rule", "mode", "hook", "perso
 
 
 @dataclass(frozen=True, kw_only=True)
+class WriteDecision:
+    """What the permission decision saw of a file a tool is about to write: where its path
+    really led then (symlinks resolved), and why writing there changes what runs (None: nothing
+    said so). The file writer (tools/shared/fileio.py: `atomic_write`) lands there or nowhere."""
+
+    real: Path
+    protected: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class CallDecision:
     """What the permission stage decided for one call, given to the tool's `call` with its input.
 
     `source` is who let the call run (None: nobody said, as for a direct call, which counts as
     "not approved": fail closed); `answers` are the person's answers to the questions the call
-    asked (AskUserQuestion), question -> answer, None when no person answered.
+    asked (AskUserQuestion), question -> answer, None when no person answered; `writes`, what
+    the tool's own permission check saw of each file the call will write, by the path as named
+    (`resolve`d): the writer refuses to land anywhere else, so a directory swapped for a symlink
+    after the decision cannot redirect it.
     """
 
     source: DecisionSource | None = None
     answers: Mapping[str, str] | None = None
+    writes: Mapping[str, WriteDecision] = field(default_factory=dict)
 
     @property
     def approved(self) -> bool:

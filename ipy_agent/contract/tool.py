@@ -13,15 +13,15 @@ a `ToolContext` (tool_context.py); what the permission stage decided for the cal
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from .decision import UNDECIDED, CallDecision, CheckBehavior
+from .decision import UNDECIDED, CallDecision, CheckBehavior, WriteDecision
 from .limits import TOOL_RESULT_CHARS
 from .questions import Question
 from .review import StagedReview
@@ -114,6 +114,9 @@ class PermissionCheck:
     behavior: CheckBehavior = "passthrough"
     message: str = ""
     always: bool = False
+    # What the check saw of each file the call will write (the editing tools), by resolved path:
+    # the permission stage hands it to `call` in the `CallDecision`.
+    writes: Mapping[str, WriteDecision] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -32,7 +32,6 @@ __all__ = [
     "SandboxLimits",
     "SandboxSetting",
     "ToolContext",
-    "WriteDecision",
     "realpath_via",
 ]
 
@@ -61,19 +60,9 @@ class SandboxLimits:
 
 
 @dataclass(frozen=True, kw_only=True)
-class WriteDecision:
-    """What the permission decision saw of a file a tool is about to write: where its path
-    really led then (symlinks resolved), and why writing there changes what runs (None: nothing
-    said so). The file writer (tools/shared/fileio.py: `atomic_write`) lands there or nowhere."""
-
-    real: Path
-    protected: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
 class ToolContext:
     """What a tool may know about the run it is part of. One per call (`tool_use_id` differs);
-    frozen (`session`, `read_state` and `write_decisions` are the shared state it carries)."""
+    frozen (`session` and `read_state` are the conversation's state it carries)."""
 
     cwd: Path
     read_state: ReadState
@@ -108,10 +97,6 @@ class ToolContext:
     # Where what the agent changes is kept before it changes (contract/checkpoints.py), so that
     # `Agent.rewind` can put it back; None: nothing is kept (a tool called directly).
     checkpoints: Checkpoints | None = None
-    # What the permission decision saw of each file this call will write, by the path as named
-    # (`resolve`d), set by the editing tools' `check_permissions`: the writer refuses to land
-    # anywhere else, so a directory swapped for a symlink after the decision cannot redirect it.
-    write_decisions: dict[str, WriteDecision] = field(default_factory=dict)
 
     def resolve(self, path: str | Path) -> Path:
         """An absolute, normalised path: relative paths resolve against cwd, `~` expands."""

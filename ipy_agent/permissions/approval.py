@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 
 from pydantic import BaseModel
 
@@ -70,14 +71,14 @@ async def decide_permission(
 
     decision = decision_now()
     if decision.behavior != "ask":
-        return decision
+        return replace(decision, writes=check.writes)
     # One prompt at a time; decide again once it is our turn, since an "always" answer to the
     # prompt before may cover this call now.
     async with lock:
         decision = decision_now()
         if decision.behavior == "ask":
             decision = await _ask(tool, inp, ctx, rules, approver, summary, decision, before_prompt)
-    return decision
+    return replace(decision, writes=check.writes)  # the call writes where the check looked
 
 
 async def _ask(

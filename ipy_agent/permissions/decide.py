@@ -17,12 +17,12 @@ Order (first that applies wins), modelled on Claude Code and stricter where it h
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ipy_agent.contract.decision import Behavior, DecisionSource, PermissionMode
+from ipy_agent.contract.decision import Behavior, DecisionSource, PermissionMode, WriteDecision
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool
 from ipy_agent.contract.tool_context import ToolContext
 
@@ -51,6 +51,7 @@ class Decision:
     reason: str
     rule: str | None = None
     answers: dict[str, str] | None = None  # the person's answers to the call's questions
+    writes: Mapping[str, WriteDecision] = field(default_factory=dict)  # what the tool's check saw of its writes
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -224,9 +224,9 @@ async def _permission(call: Call) -> GoOn | Finished:
         before_prompt=before_prompt,
     )
     record.decision = decision
-    # Given to the tool's `call`: it may contain what no one approved (Bash's sandbox), and it
-    # reads what the person answered to the call's questions.
-    call.decided = CallDecision(source=decision.source, answers=decision.answers)
+    # Given to the tool's `call`: it may contain what no one approved (Bash's sandbox), it reads
+    # what the person answered to the call's questions, and it writes where its check looked.
+    call.decided = CallDecision(source=decision.source, answers=decision.answers, writes=decision.writes)
     detail = f"{decision.source}: {decision.reason}"
     if decision.behavior == "deny":
         block = error_result(record.tool_use_id, denial_text(tool, decision))

@@ -155,7 +155,7 @@ class NotebookEditTool(FileEditingTool[NotebookEditInput, NotebookEditResult]):
         if verdict.demand == "ask":
             question = f"{verdict.question(nb.display_path)}, {EVERY_TIME}"
             message = f"{check.message}; {question}" if check.behavior == "ask" and check.message else question
-            return PermissionCheck(behavior="ask", always=True, message=message)
+            return PermissionCheck(behavior="ask", always=True, message=message, writes=check.writes)
         return check
 
     def _policy_check(self, inp: NotebookEditInput, ctx: ToolContext) -> PermissionCheck | None:

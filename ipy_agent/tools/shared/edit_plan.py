@@ -24,9 +24,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ipy_agent.contract.decision import UNDECIDED, CallDecision
+from ipy_agent.contract.decision import UNDECIDED, CallDecision, WriteDecision
 from ipy_agent.contract.tool import InputT, PermissionCheck, PermissionPreview, ResultT, RuleSubject, Tool, ToolError
-from ipy_agent.contract.tool_context import ToolContext, WriteDecision
+from ipy_agent.contract.tool_context import ToolContext
 
 from .cell_policies import check_before_write, permission_for, refusal_for
 from .diff import Diff, Span, diff_spans, make_diff
@@ -232,7 +232,7 @@ class FileEditingTool(Tool[InputT, ResultT]):
         if policy is None:
             return check
         message = f"{check.message}; {policy.message}" if check.behavior == "ask" and check.message else policy.message
-        return PermissionCheck(behavior="ask", always=True, message=message)
+        return PermissionCheck(behavior="ask", always=True, message=message, writes=check.writes)
 
     def _policy_check(self, inp: InputT, ctx: ToolContext) -> PermissionCheck | None:
         """The person's cell policies on a notebook (cell_policies.py): deny, ask, or None."""
@@ -247,15 +247,16 @@ class FileEditingTool(Tool[InputT, ResultT]):
         see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
         where they point."""
         path = str(ctx.resolve(self._target(inp)))
-        decision = await asyncio.to_thread(_judge, path, ctx)
-        ctx.write_decisions[path] = decision  # the writer lands where this decision looked, or nowhere
-        reason = decision.protected
+        looked = await asyncio.to_thread(_judge, path, ctx)
+        writes = {path: looked}  # the writer lands where this decision looked, or nowhere
+        reason = looked.protected
         if reason is None:
-            return PermissionCheck()
+            return PermissionCheck(writes=writes)
         return PermissionCheck(
             behavior="ask",
             always=True,
             message=f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed",
+            writes=writes,
         )
 
     def suggest_rule(self, inp: InputT, ctx: ToolContext) -> str:
@@ -318,7 +319,7 @@ class FileEditingTool(Tool[InputT, ResultT]):
                 checkpoints.before_write(final, tool=self.name)
 
         # Where the permission decision looked (None: called directly, so the decision is now).
-        looked = ctx.write_decisions.get(str(ctx.resolve(self._target(inp))))
+        looked = decision.writes.get(str(ctx.resolve(self._target(inp))))
         try:
             atomic_write(
                 plan.path,
