@@ -18,6 +18,7 @@ ripgrep's exit status 1 means "no match", not failure; status 2 with no output i
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -155,6 +156,9 @@ class GrepTool(SearchTool[GrepInput, GrepResult]):
 
     def description(self, ctx: ToolContext) -> str:
         return _DESCRIPTION
+
+    def search_root(self, inp: GrepInput, ctx: ToolContext) -> Path:
+        return ctx.resolve(inp.path) if inp.path else ctx.cwd
 
     async def validate_input(self, inp: GrepInput, ctx: ToolContext) -> str | None:
         if not inp.pattern:
