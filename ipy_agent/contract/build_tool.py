@@ -69,13 +69,13 @@ class _BuiltTool(Tool[InputT, ResultT]):
         self._rule_subject = spec["rule_subject"]
 
     # The base class turns an exception in any of these into the unsafe answer.
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: InputT) -> bool:
         return self._flags["is_read_only"](inp)
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: InputT) -> bool:
         return self._flags["is_concurrency_safe"](inp)
 
-    def _destructive(self, inp: Any) -> bool:
+    def _destructive(self, inp: InputT) -> bool:
         return self._flags["is_destructive"](inp)
 
     def _enabled(self, ctx: ToolContext) -> bool:
@@ -85,13 +85,13 @@ class _BuiltTool(Tool[InputT, ResultT]):
         d = self._description
         return d(ctx) if callable(d) else str(d)
 
-    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+    async def validate_input(self, inp: InputT, ctx: ToolContext) -> str | None:
         if self._validate is None:
             return None
         message = await maybe_await(self._validate(inp, ctx))
         return None if message is None else str(message)
 
-    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+    async def check_permissions(self, inp: InputT, ctx: ToolContext) -> PermissionCheck:
         if self._check is None:
             return PermissionCheck()
         answer = await maybe_await(self._check(inp, ctx))
@@ -106,10 +106,10 @@ class _BuiltTool(Tool[InputT, ResultT]):
             )
         return answer
 
-    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+    def rule_subject(self, inp: InputT, ctx: ToolContext) -> RuleSubject | None:
         return self._rule_subject(inp, ctx) if self._rule_subject else None
 
-    def cancels_siblings_on_error(self, inp: Any) -> bool:
+    def cancels_siblings_on_error(self, inp: InputT) -> bool:
         try:
             return bool(self._flags["cancels_siblings_on_error"](inp))
         except Exception:
@@ -134,7 +134,7 @@ class _BuiltTool(Tool[InputT, ResultT]):
             return cast(ToolResultBlock, mapped)
         return super().map_result(mapped, tool_use_id)
 
-    def summarize_use(self, inp: Any) -> str:
+    def summarize_use(self, inp: InputT) -> str:
         return self._sum_use(inp) if self._sum_use else super().summarize_use(inp)
 
     def summarize_result(self, output: ResultT) -> str:
