@@ -127,6 +127,7 @@ def make_notebook(path: Path, setup: list[str], cells: int = CELLS) -> None:
 # reloaded page answers with its hello), then one round.
 KERNEL = r"""
 import asyncio, json, time
+from ipy_agent.contract.decision import CallDecision
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.magics import current_session
@@ -136,8 +137,8 @@ from ipy_agent.tools.notebook.read import NotebookReadInput, NotebookReadTool
 
 _b = current_session().bridge
 await _b.ensure()
-_ctx = ToolContext(cwd=_b.cwd, read_state=ReadState(), notebook=_b, permission_mode="acceptEdits",
-                   decided_by="mode")
+_ctx = ToolContext(cwd=_b.cwd, read_state=ReadState(), notebook=_b, permission_mode="acceptEdits")
+_decision = CallDecision(source="mode")
 _edit, _read = NotebookEditTool(), NotebookReadTool()
 _n = [0]
 
@@ -155,7 +156,7 @@ async def _edit_once():
         assert problem is None, problem
         check = await _edit.check_permissions(inp, _ctx)
         assert check.behavior != 'deny', check
-        return await _edit.call(inp, _ctx)
+        return await _edit.call(inp, _ctx, _decision)
     return await _t(go())
 
 async def timed(phase):

@@ -33,17 +33,18 @@ _PATH = _DIR / "many.ipynb"
 
 
 def ours_seconds(i: int = 0) -> float:
+    from ipy_agent.contract.decision import CallDecision
     from ipy_agent.contract.read_state import ReadState
     from ipy_agent.contract.tool import ToolContext
     from ipy_agent.tools.notebook.edit import NotebookEditInput, NotebookEditTool
 
     if not _PATH.exists():
         make_notebook(_PATH)
-    ctx = ToolContext(cwd=_DIR, read_state=ReadState(), spill_dir=_DIR / "spill", decided_by="person")
+    ctx = ToolContext(cwd=_DIR, read_state=ReadState(), spill_dir=_DIR / "spill")
     ctx.read_state.record(_PATH, content=_PATH.read_bytes())
     inp = NotebookEditInput(notebook_path=str(_PATH), cell_id=f"c{CELLS // 2:07d}", new_source=f"x = {i}")
     start = time.perf_counter()
-    asyncio.run(NotebookEditTool().call(inp, ctx))
+    asyncio.run(NotebookEditTool().call(inp, ctx, CallDecision(source="person")))
     return time.perf_counter() - start
 
 

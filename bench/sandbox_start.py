@@ -17,8 +17,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ipy_agent.contract.decision import CallDecision, DecisionSource
 from ipy_agent.contract.read_state import ReadState
-from ipy_agent.contract.tool_context import DecisionSource, ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import contain, sandbox
 from ipy_agent.tools.bash.process import run_command
 
@@ -36,7 +37,7 @@ def available() -> str | None:
 
 
 def _ctx(access: str) -> ToolContext:
-    return ToolContext(cwd=str(CWD), read_state=ReadState(), decided_by=DECIDED_BY[access])
+    return ToolContext(cwd=CWD, read_state=ReadState())
 
 
 def bare_seconds(calls: int) -> float:
@@ -51,11 +52,11 @@ def bare_seconds(calls: int) -> float:
 
 
 def sandboxed_seconds(access: str, calls: int) -> float:
-    ctx = _ctx(access)
+    ctx, decision = _ctx(access), CallDecision(source=DECIDED_BY[access])
 
     async def go() -> None:
         for _ in range(calls):
-            result, _notes = await contain.contained_run("true", CWD, 30, None, ctx)
+            result, _notes = await contain.contained_run("true", CWD, 30, None, ctx, decision)
             assert result.exit_code == 0, result.output
 
     start = time.perf_counter()

@@ -19,6 +19,7 @@ _imports.install()
 
 if TYPE_CHECKING:
     from ipy_agent.contract.build_tool import build_tool
+    from ipy_agent.contract.decision import CallDecision
     from ipy_agent.contract.hooks import HookEvent, HookOutcome
     from ipy_agent.contract.read_state import ReadState
     from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Agent",
     "AnthropicModel",
+    "CallDecision",
     "HookEvent",
     "HookOutcome",
     "ModelError",
@@ -72,6 +74,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Agent": "ipy_agent.loop.agent",
     "AnthropicModel": "ipy_agent.models.anthropic",
+    "CallDecision": "ipy_agent.contract.decision",
     "HookEvent": "ipy_agent.contract.hooks",
     "HookOutcome": "ipy_agent.contract.hooks",
     "ModelError": "ipy_agent.models.base",

@@ -11,7 +11,6 @@ image over the limits is refused with a message rather than downscaled.
 
 from __future__ import annotations
 
-import base64
 import struct
 
 __all__ = [
@@ -19,7 +18,6 @@ __all__ = [
     "MAX_IMAGE_BASE64",
     "MAX_IMAGE_SIDE",
     "base64_len",
-    "image_block",
     "image_dimensions",
     "image_problem",
     "sniff_image",
@@ -105,10 +103,3 @@ def image_problem(nbytes: int, dims: tuple[int, int] | None) -> str | None:
     if dims is not None and max(dims) > MAX_IMAGE_SIDE:
         return f"it is {dims[0]}x{dims[1]} pixels, over the API's limit of {MAX_IMAGE_SIDE} pixels per side"
     return None
-
-
-def image_block(data: bytes, media_type: str) -> dict[str, object]:
-    return {
-        "type": "image",
-        "source": {"type": "base64", "media_type": media_type, "data": base64.b64encode(data).decode("ascii")},
-    }

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from ipy_agent.permissions.decide import PERMISSION_MODES, PermissionMode
+from ipy_agent.contract.decision import PERMISSION_MODES, PermissionMode
 from ipy_agent.permissions.rules import RuleSpec
 
 from .settings import rules_from_lists

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipy_agent.contract.decision import PERMISSION_MODES
 from ipy_agent.mcp.config import ServerConfig
-from ipy_agent.permissions.decide import PERMISSION_MODES
 from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
 
 __all__ = [

@@ -49,10 +49,11 @@ def rules_from_lists(
 ) -> list[RuleSpec]:
     """RuleSpecs from plain lists; raises ValueError (parse_rule's message) on a bad rule."""
     out: list[RuleSpec] = []
-    for kind, texts in (("allow", allow), ("ask", ask), ("deny", deny)):
+    lists: tuple[tuple[RuleKind, Iterable[str]], ...] = (("allow", allow), ("ask", ask), ("deny", deny))
+    for kind, texts in lists:
         for text in texts:
             parse_rule(text, source)  # validate now, where the mistake was made
-            out.append(RuleSpec(kind=kind, text=str(text).strip(), source=source))  # type: ignore[arg-type]
+            out.append(RuleSpec(kind=kind, text=str(text).strip(), source=source))
     return out
 
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from ipy_agent.history.blocks import ToolResultBlock
 
+from .decision import Behavior
 from .tool import maybe_await
 
 __all__ = ["HOOK_EVENTS", "HookEvent", "HookOutcome", "HookResult", "Hooks"]
@@ -62,7 +63,7 @@ class HookEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class HookOutcome:
-    decision: Literal["allow", "ask", "deny"] | None = None
+    decision: Behavior | None = None
     reason: str | None = None
     updated_input: dict[str, Any] | None = None
     additional_context: str | None = None
@@ -73,7 +74,7 @@ class HookOutcome:
 class HookResult:
     """All matching hooks of one event, combined."""
 
-    decision: Literal["allow", "ask", "deny"] | None = None
+    decision: Behavior | None = None
     reason: str = ""
     updated_input: dict[str, Any] | None = None
     additional_context: tuple[str, ...] = ()
@@ -126,7 +127,7 @@ class Hooks:
         return any(h.event == event for h in self._hooks)
 
     async def run(self, event: HookEvent) -> HookResult:
-        decision: str | None = None
+        decision: Behavior | None = None
         reasons: list[str] = []
         updated: dict[str, Any] | None = None
         context: list[str] = []
@@ -164,7 +165,7 @@ class Hooks:
             stop = stop or out.stop
         reason = "; ".join([*errors, *reasons])
         return HookResult(
-            decision=decision,  # type: ignore[arg-type]
+            decision=decision,
             reason=reason,
             updated_input=updated,
             additional_context=tuple(context),

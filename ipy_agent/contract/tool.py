@@ -5,22 +5,25 @@ input schema, description), what the runtime consults before running it (validat
 permissions, safety flags), and how its natural output becomes a `tool_result` block for the
 model and a compact line for the person. Safety flags are functions of the parsed input; when one
 raises, the caller gets the unsafe answer, because a runtime that guesses "safe" on a bug runs
-things in parallel or without a prompt that it should not. What a tool knows about its call is
-a `ToolContext` (tool_context.py).
+things in parallel or without a prompt that it should not. What a tool knows about the run is
+a `ToolContext` (tool_context.py); what the permission stage decided for the call is the
+`CallDecision` given to `call` with the input (decision.py).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
-from ipy_agent.history.blocks import ToolSpec
+from ipy_agent.history.blocks import ToolResultBlock, ToolSpec
 
+from .decision import UNDECIDED, CallDecision, CheckBehavior, WriteDecision
 from .limits import TOOL_RESULT_CHARS
 from .questions import Question
 from .review import StagedReview
@@ -29,9 +32,11 @@ from .tool_context import ToolContext
 __all__ = [
     "BackgroundTask",
     "CommandPart",
+    "InputT",
     "PermissionCheck",
     "PermissionPreview",
     "PromptAction",
+    "ResultT",
     "RuleSubject",
     "Tool",
     "ToolError",
@@ -42,6 +47,12 @@ __all__ = [
 
 Flag = bool | Callable[[Any], bool]
 ToolKind = Literal["read", "edit", "execute", "other"]
+
+# A tool's parsed input (its pydantic model) and its natural result (what `call` returns, before
+# `map_result` makes it a tool_result block). A bare `Tool` is a tool of any input and result:
+# the runtime's view of the tools it runs side by side.
+InputT = TypeVar("InputT", bound=BaseModel, default=Any)
+ResultT = TypeVar("ResultT", default=Any)
 
 
 class ToolError(Exception):
@@ -101,9 +112,12 @@ class PermissionCheck:
     rule says otherwise.
     """
 
-    behavior: Literal["allow", "ask", "deny", "passthrough"] = "passthrough"
+    behavior: CheckBehavior = "passthrough"
     message: str = ""
     always: bool = False
+    # What the check saw of each file the call will write (the editing tools), by resolved path:
+    # the permission stage hands it to `call` in the `CallDecision`.
+    writes: Mapping[str, WriteDecision] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,7 +181,7 @@ async def maybe_await(value: MaybeAwaitable) -> Any:
     return value
 
 
-def text_of(output: Any) -> str:
+def text_of(output: object) -> str:
     """The default way any natural output becomes text for the model."""
     if output is None:
         return ""
@@ -185,15 +199,16 @@ def text_of(output: Any) -> str:
     return str(output)
 
 
-class Tool:
-    """A tool as the runtime sees it. Build one with `build_tool()` or subclass it.
+class Tool(Generic[InputT, ResultT]):
+    """A tool as the runtime sees it. Build one with `build_tool()` or subclass it, naming its
+    input model and its result: `class ReadTool(Tool[ReadInput, ReadOutput])`.
 
     Subclasses override what they need; every default fails closed (not read-only, not
     concurrency-safe), and every flag accessor turns an exception into the unsafe answer.
     """
 
     name: str = ""
-    input_model: type[BaseModel]
+    input_model: type[InputT]
     max_result_chars: int = TOOL_RESULT_CHARS
     # Which rule names govern this tool: Write and NotebookEdit answer to Edit(...) rules.
     rule_names: tuple[str, ...] = ()
@@ -231,38 +246,38 @@ class Tool:
         return {"name": self.name, "description": self.description(ctx), "input_schema": self.input_schema()}
 
     # --- runtime control ---------------------------------------------------------------
-    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+    async def validate_input(self, inp: InputT, ctx: ToolContext) -> str | None:
         """None when the call may go ahead, or a message the model can act on."""
         return None
 
-    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+    async def check_permissions(self, inp: InputT, ctx: ToolContext) -> PermissionCheck:
         return PermissionCheck()
 
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: InputT) -> bool:
         return False
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: InputT) -> bool:
         return False
 
-    def _destructive(self, inp: Any) -> bool:
+    def _destructive(self, inp: InputT) -> bool:
         return False
 
     def _enabled(self, ctx: ToolContext) -> bool:
         return True
 
-    def is_read_only(self, inp: Any) -> bool:
+    def is_read_only(self, inp: InputT) -> bool:
         try:
             return bool(self._read_only(inp))
         except Exception:
             return False
 
-    def is_concurrency_safe(self, inp: Any) -> bool:
+    def is_concurrency_safe(self, inp: InputT) -> bool:
         try:
             return bool(self._concurrency_safe(inp))
         except Exception:
             return False
 
-    def is_destructive(self, inp: Any) -> bool:
+    def is_destructive(self, inp: InputT) -> bool:
         # Unsafe here means "yes, destructive": the prompt then warns rather than reassures.
         try:
             return bool(self._destructive(inp))
@@ -279,19 +294,19 @@ class Tool:
         """Why `is_enabled` is false here, in words a person acts on (`%agent_tools` shows it)."""
         return "not available here (the tool says it is disabled in this setting)"
 
-    def cancels_siblings_on_error(self, inp: Any) -> bool:
+    def cancels_siblings_on_error(self, inp: InputT) -> bool:
         """Whether an error from this call cancels the calls after it in the same message."""
         return False
 
-    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+    def rule_subject(self, inp: InputT, ctx: ToolContext) -> RuleSubject | None:
         """What `Tool(specifier)` rules match for this call; None: only whole-tool rules apply."""
         return None
 
-    def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
+    def suggest_rule(self, inp: InputT, ctx: ToolContext) -> str:
         """The rule an "always allow" answer adds. Default: the whole tool."""
         return self.name
 
-    async def preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
+    async def preview(self, inp: InputT, ctx: ToolContext) -> PermissionPreview | None:
         """What the approval prompt shows; computed before anything is written."""
         return None
 
@@ -323,28 +338,32 @@ class Tool:
         return None
 
     # --- execution and results -----------------------------------------------------------
-    async def call(self, inp: Any, ctx: ToolContext) -> Any:
+    async def call(self, inp: InputT, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> ResultT:
+        """Do the work; `decision` says who let the call run (none given: not approved)."""
         raise NotImplementedError
 
-    def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:
-        content: Any = output if _is_block_list(output) else text_of(output)
-        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    def map_result(self, output: ResultT, tool_use_id: str) -> ToolResultBlock:
+        """What the model reads of the result: a tool_result block (default: the result as text,
+        or as it is when it is already a list of content blocks)."""
+        if isinstance(output, list) and _is_block_list(output):
+            return {"type": "tool_result", "tool_use_id": tool_use_id, "content": output}
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text_of(output)}
 
-    def summarize_use(self, inp: Any) -> str:
+    def summarize_use(self, inp: InputT) -> str:
         return _short_args(inp)
 
-    async def describe_use(self, inp: Any, ctx: ToolContext) -> str | None:
+    async def describe_use(self, inp: InputT, ctx: ToolContext) -> str | None:
         """The row's summary once the input is valid, when naming what the call acts on needs a
         look (a notebook cell as the person sees it: `cell 4 · df = load(...)`); None keeps
         `summarize_use`."""
         return None
 
-    def summarize_result(self, output: Any) -> str:
-        text = text_of(output) if not _is_block_list(output) else f"{len(output)} blocks"
+    def summarize_result(self, output: ResultT) -> str:
+        text = f"{len(output)} blocks" if isinstance(output, list) and _is_block_list(output) else text_of(output)
         lines = text.count("\n") + 1 if text else 0
         return f"{lines} line{'s' if lines != 1 else ''}" if text else "no output"
 
-    def detail_for_person(self, inp: Any, output: Any) -> str:
+    def detail_for_person(self, inp: InputT, output: ResultT) -> str:
         """What the person may expand under the compact line: a diff, an output excerpt.
 
         Never the raw tool_result: that stays in the kernel for `%agent_inspect`.
@@ -358,7 +377,7 @@ class Tool:
         return f"<Tool {self.name}>"
 
 
-def _is_block_list(output: Any) -> bool:
+def _is_block_list(output: object) -> bool:
     return isinstance(output, list) and all(isinstance(b, dict) and "type" in b for b in output) and bool(output)
 
 

@@ -1,10 +1,11 @@
-"""What a tool may know about the call it serves: `ToolContext`, and who let the call run.
+"""What a tool may know about the run its call belongs to: `ToolContext`.
 
 One is made per call (runtime/lifecycle.py asks the agent for it), so a tool never reaches into
 the agent: the working directories it may touch, the read state edit-before-read checks, the
-Read deny rules every tool honours, and the permission decision, which Bash consults to contain
-what no one approved. Path questions (inside the working directories? denied to Read?) are
-answered here, by name and by where a path really is, so every tool answers them alike.
+Read deny rules every tool honours. It is frozen: nothing the runtime learns during the call is
+written on it (who let the call run is the `CallDecision` given to `call`: decision.py). Path
+questions (inside the working directories? denied to Read?) are answered here, by name and by
+where a path really is, so every tool answers them alike.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ipy_agent.base.gitignore import first_matching, is_exception, rule_matcher
 
+from .decision import PermissionMode
+
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
 
@@ -25,21 +28,13 @@ if TYPE_CHECKING:
     from .read_state import ReadState
 
 __all__ = [
-    "APPROVALS",
     "SANDBOX_SETTINGS",
-    "DecisionSource",
     "SandboxLimits",
     "SandboxSetting",
     "ToolContext",
-    "WriteDecision",
     "realpath_via",
 ]
 
-# Which step of the permission decision let a call run (see `permissions.decide`). "rule",
-# "person", "mode" and "hook" are approvals; "tool" and "default" mean the runtime judged the
-# call safe by itself, so a tool may contain it (Bash runs such commands in its OS sandbox).
-DecisionSource = Literal["rule", "mode", "hook", "person", "tool", "default", "approver"]
-APPROVALS: frozenset[str] = frozenset({"rule", "mode", "hook", "person"})
 SandboxSetting = Literal["auto", "always", "off"]
 SANDBOX_SETTINGS: tuple[SandboxSetting, ...] = get_args(SandboxSetting)
 
@@ -65,24 +60,15 @@ class SandboxLimits:
 
 
 @dataclass(frozen=True, kw_only=True)
-class WriteDecision:
-    """What the permission decision saw of a file a tool is about to write: where its path
-    really led then (symlinks resolved), and why writing there changes what runs (None: nothing
-    said so). The file writer (tools/shared/fileio.py: `atomic_write`) lands there or nowhere."""
-
-    real: Path
-    protected: str | None = None
-
-
-@dataclass(kw_only=True)
 class ToolContext:
-    """What a tool may know about the run it is part of. One per call (`tool_use_id` differs)."""
+    """What a tool may know about the run it is part of. One per call (`tool_use_id` differs);
+    frozen (`session` and `read_state` are the conversation's state it carries)."""
 
     cwd: Path
     read_state: ReadState
     working_dirs: tuple[Path, ...] = ()
     spill_dir: Path | None = None
-    permission_mode: str = "default"  # a permissions.decide.PermissionMode
+    permission_mode: PermissionMode = "default"
     tool_use_id: str | None = None
     # Per-conversation scratch space tools may keep between calls (Bash keeps its cwd and its
     # background commands here); a value with a `close()` is closed when the conversation is reset.
@@ -103,9 +89,6 @@ class ToolContext:
     # Files (or directories) the run itself makes executable, with why: the scripts MCP servers
     # run. Writing them asks in every mode, as for the files tools/shared/protected.py knows.
     protected_files: tuple[tuple[str, str], ...] = ()
-    # Who let this call run, set by the lifecycle once the permission decision is made. None
-    # (a direct call, or a caller that did not say) counts as "not approved": fail closed.
-    decided_by: DecisionSource | None = None
     # How Bash contains commands (`Agent(sandbox=...)`): "auto" sandboxes what runs without
     # approval, "always" also approved ones (writes limited to the working directories), "off"
     # sandboxes nothing and so lets only a small core of commands run without asking.
@@ -114,18 +97,6 @@ class ToolContext:
     # Where what the agent changes is kept before it changes (contract/checkpoints.py), so that
     # `Agent.rewind` can put it back; None: nothing is kept (a tool called directly).
     checkpoints: Checkpoints | None = None
-    # The person's answers to the questions this call asked (AskUserQuestion), question ->
-    # answer, set by the lifecycle with `decided_by`; None when no person answered.
-    answers: dict[str, str] | None = None
-    # What the permission decision saw of each file this call will write, by the path as named
-    # (`resolve`d), set by the editing tools' `check_permissions`: the writer refuses to land
-    # anywhere else, so a directory swapped for a symlink after the decision cannot redirect it.
-    write_decisions: dict[str, WriteDecision] = field(default_factory=dict)
-
-    @property
-    def approved(self) -> bool:
-        """A person, a rule, a mode or a hook let this call run (not the runtime's own judgement)."""
-        return self.decided_by in APPROVALS
 
     def resolve(self, path: str | Path) -> Path:
         """An absolute, normalised path: relative paths resolve against cwd, `~` expands."""

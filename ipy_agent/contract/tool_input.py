@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .tool import Tool
+from .tool import InputT, Tool
 
 __all__ = ["dump_input", "format_validation_error", "parse_input"]
 
@@ -81,7 +81,7 @@ def _allowed_keys(model: type[BaseModel]) -> set[str] | None:
     return keys
 
 
-def parse_input(tool: Tool, raw: Any) -> BaseModel | str:
+def parse_input(tool: Tool[InputT, Any], raw: Any) -> InputT | str:
     """The parsed input, or the message for the model (unexpected keys are reported too)."""
     if not isinstance(raw, dict):
         return f"{tool.name} input must be a JSON object with the tool's parameters, not {_json_type(raw)}."

@@ -14,6 +14,7 @@ narrows them with `isinstance`.
 
 from __future__ import annotations
 
+import base64
 from typing import Literal, NotRequired, TypeAlias, TypedDict, TypeGuard
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "ToolSpec",
     "ToolUseBlock",
     "UrlSource",
+    "image_block",
     "is_content_block",
     "is_tool_result",
     "text_block",
@@ -98,6 +100,14 @@ class ToolUseBlock(TypedDict):
 
 # What a tool result may hold besides plain text.
 ResultPart = TextBlock | ImageBlock
+
+
+def image_block(data: bytes, media_type: str) -> ImageBlock:
+    """An image given inline, as the API takes it (base64)."""
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": media_type, "data": base64.b64encode(data).decode("ascii")},
+    }
 
 
 class ToolResultBlock(TypedDict):

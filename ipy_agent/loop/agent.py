@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ipy_agent.base.threads import run_to_end
 from ipy_agent.config.policy import Policy
 from ipy_agent.context import ContextManager
+from ipy_agent.contract.decision import PERMISSION_MODES, PermissionMode
 from ipy_agent.contract.hooks import HookEvent, Hooks
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.read_state import ReadState
@@ -29,7 +30,7 @@ from ipy_agent.history.tool_ids import HistoryIds
 from ipy_agent.mcp import McpManager
 from ipy_agent.models.base import Model, Usage
 from ipy_agent.models.recording import RecordingModel, recording_into, swap_model
-from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode
+from ipy_agent.permissions.decide import Approver
 from ipy_agent.permissions.rules import PermissionRules, Rule, RuleSpec
 from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.runtime.meter import Meter

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ipy_agent.config.instructions import Instructions, change_note, load_instructions
+from ipy_agent.contract.decision import PermissionMode
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.blocks import ContentBlock
 from ipy_agent.mcp import McpManager
 from ipy_agent.notebook.metadata import instructions_on_disk, notebook_file, read_instructions
-from ipy_agent.permissions.decide import PermissionMode
 from ipy_agent.runtime.registry import Exposure
 from ipy_agent.runtime.trace import AgentEvent, NoticeEvent
 

@@ -30,11 +30,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import PERMISSION_MODES, UNDECIDED, CallDecision, PermissionMode
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import PermissionCheck, Tool, ToolError, maybe_await
 from ipy_agent.contract.tool_context import SandboxLimits, SandboxSetting, ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 from ipy_agent.models.base import Model, Usage
-from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode, PermissionRequest
+from ipy_agent.permissions.decide import Approver, PermissionRequest
 from ipy_agent.runtime.conversation import Conversation
 from ipy_agent.runtime.trace import AgentEvent, CallEvent, CallRecord, RunResult, nested_calls
 
@@ -155,7 +157,7 @@ class SubagentResult:
     calls: tuple[CallRecord, ...]
 
 
-class TaskTool(Tool):
+class TaskTool(Tool[TaskInput, SubagentResult]):
     name = "Task"
     input_model = TaskInput
     kind = "other"
@@ -193,7 +195,7 @@ class TaskTool(Tool):
         # Starting one changes nothing: each of its calls is checked (and asked) on its own.
         return PermissionCheck(behavior="allow", message="the subagent's own calls are checked one by one")
 
-    async def call(self, inp: TaskInput, ctx: ToolContext) -> SubagentResult:
+    async def call(self, inp: TaskInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> SubagentResult:
         parent = current_agent.get()
         if parent is None:
             raise ToolError("A Task runs only inside an agent's run.")
@@ -234,11 +236,11 @@ class TaskTool(Tool):
             calls=tuple(child.trace),
         )
 
-    def map_result(self, output: SubagentResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: SubagentResult, tool_use_id: str) -> ToolResultBlock:
         text = output.text.strip() or "(the subagent ended without a report)"
         if output.stop_reason not in ("end_turn", "stop_sequence"):
             text += f"\n[The subagent stopped early: {output.stop_reason}.]"
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+        block: ToolResultBlock = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
         if output.stop_reason == "error":
             block["is_error"] = True
         return block

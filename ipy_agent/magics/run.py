@@ -20,9 +20,9 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode
 
 from ipy_agent.config.options import AGENT_OPTIONS
+from ipy_agent.contract.decision import PERMISSION_MODES
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.tool_context import SANDBOX_SETTINGS
-from ipy_agent.permissions.decide import PERMISSION_MODES
 
 from .session import AgentSession, SessionSettings
 

@@ -33,11 +33,11 @@ from ipy_agent.config.options import AgentLine, parse_line
 from ipy_agent.config.policy import PolicyError, PolicyViolation
 from ipy_agent.config.settings import SettingsError, load_settings_rules, rules_from_lists
 from ipy_agent.config.settings_approvals import ask_on_stdin
+from ipy_agent.contract.decision import PermissionMode
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxSetting
 from ipy_agent.history.messages import repair_history
 from ipy_agent.models.base import Model, model_label
-from ipy_agent.permissions.decide import PermissionMode
 from ipy_agent.permissions.rules import RuleSpec
 from ipy_agent.ui.announce import cell_number
 

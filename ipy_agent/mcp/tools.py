@@ -18,9 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError, text_of
 from ipy_agent.contract.tool_context import ToolContext
-from ipy_agent.history.blocks import JsonObject
+from ipy_agent.history.blocks import JsonObject, ToolResultBlock
 
 from .connection import CallFailed, CallOutcome, ServerDown, ToolInfo
 from .results import result_blocks
@@ -66,7 +67,7 @@ def schema_problem(schema: Any) -> str | None:
     return None
 
 
-class McpTool(Tool):
+class McpTool(Tool[McpInput, CallOutcome]):
     input_model = McpInput
 
     def __init__(self, *, server: str, origin: str, info: ToolInfo, invoke: Invoke) -> None:
@@ -99,16 +100,16 @@ class McpTool(Tool):
         return self._schema
 
     # --- runtime control -----------------------------------------------------------------
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: McpInput) -> bool:
         return self._ro
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: McpInput) -> bool:
         return self._ro
 
-    def _destructive(self, inp: Any) -> bool:
+    def _destructive(self, inp: McpInput) -> bool:
         return self._destroys
 
-    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+    async def validate_input(self, inp: McpInput, ctx: ToolContext) -> str | None:
         args = _arguments(inp)
         errors = sorted(self._validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
         if not errors:
@@ -124,7 +125,7 @@ class McpTool(Tool):
         )
 
     # --- execution and results -----------------------------------------------------------
-    async def call(self, inp: Any, ctx: ToolContext) -> CallOutcome:
+    async def call(self, inp: McpInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> CallOutcome:
         try:
             return await self._invoke(self.server, self.remote_name, _arguments(inp))
         except ServerDown as e:
@@ -136,15 +137,15 @@ class McpTool(Tool):
         except CallFailed as e:
             raise ToolError(f"The MCP tool {self.remote_name!r} of server {self.server!r} failed: {e}") from None
 
-    def map_result(self, output: Any, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: CallOutcome, tool_use_id: str) -> ToolResultBlock:
         if not isinstance(output, CallOutcome):
             return super().map_result(output, tool_use_id)
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": result_blocks(output)}
+        block: ToolResultBlock = {"type": "tool_result", "tool_use_id": tool_use_id, "content": result_blocks(output)}
         if output.is_error:
             block["is_error"] = True
         return block
 
-    def summarize_result(self, output: Any) -> str:
+    def summarize_result(self, output: CallOutcome) -> str:
         if not isinstance(output, CallOutcome):
             return super().summarize_result(output)
         if output.is_error:

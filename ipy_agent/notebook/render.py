@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipy_agent.base.images import base64_len, image_dimensions, image_problem, sniff_image
+from ipy_agent.history.blocks import ResultPart
 
 __all__ = ["RenderedCells", "render_cells", "render_notebook", "strip_ansi"]
 
@@ -40,7 +41,7 @@ def strip_ansi(text: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class RenderedCells:
-    blocks: list[dict[str, Any]]  # text and image blocks, adjacent text merged
+    blocks: list[ResultPart]  # text and image blocks, adjacent text merged
     cell_count: int  # cells rendered
     image_count: int
     text_chars: int
@@ -84,14 +85,14 @@ class _Blocks:
     would copy it again every time (a notebook with 50 MB of outputs took 18 s to render)."""
 
     def __init__(self) -> None:
-        self._blocks: list[dict[str, Any]] = []
+        self._blocks: list[ResultPart] = []
         self._pending: list[str] = []  # text since the last image
         self.images = 0
         self.image_chars = 0
         self.text_chars = 0
 
     @property
-    def blocks(self) -> list[dict[str, Any]]:
+    def blocks(self) -> list[ResultPart]:
         self._end_text()
         return self._blocks
 

@@ -26,27 +26,26 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ipy_agent.contract.decision import Behavior, DecisionSource, PermissionMode, WriteDecision
 from ipy_agent.contract.review import ReviewAnswer, StagedReview
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, maybe_await
-from ipy_agent.contract.tool_context import DecisionSource, ToolContext
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.contract.tool_input import dump_input
 
 from .rules import BUILTIN, PermissionRules, Rule, allow_example
 
 __all__ = [
-    "PERMISSION_MODES",
     "STEPS",
     "AnswerLike",
     "Approver",
     "Decision",
     "PermissionAnswer",
-    "PermissionMode",
     "PermissionRequest",
     "decide",
     "decide_permission",
@@ -54,9 +53,6 @@ __all__ = [
     "normalize_answer",
 ]
 
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
-PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
-Behavior = Literal["allow", "ask", "deny"]
 Source = DecisionSource
 
 
@@ -67,6 +63,7 @@ class Decision:
     reason: str
     rule: str | None = None
     answers: dict[str, str] | None = None  # the person's answers to the call's questions
+    writes: Mapping[str, WriteDecision] = field(default_factory=dict)  # what the tool's check saw of its writes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +124,7 @@ async def decide_permission(
     ctx: ToolContext,
     *,
     rules: PermissionRules,
-    mode: str,
+    mode: PermissionMode,
     hook_decision: tuple[Behavior, str] | None,
     approver: Approver | None,
     lock: asyncio.Lock,
@@ -157,14 +154,14 @@ async def decide_permission(
 
     decision = decision_now()
     if decision.behavior != "ask":
-        return decision
+        return replace(decision, writes=check.writes)
     # One prompt at a time; decide again once it is our turn, since an "always" answer to the
     # prompt before may cover this call now.
     async with lock:
         decision = decision_now()
         if decision.behavior == "ask":
             decision = await _ask(tool, inp, ctx, rules, approver, summary, decision, before_prompt)
-    return decision
+    return replace(decision, writes=check.writes)  # the call writes where the check looked
 
 
 # --- the decision -------------------------------------------------------------------------
@@ -178,7 +175,7 @@ class _Call:
     inp: Any
     ctx: ToolContext
     rules: PermissionRules
-    mode: str
+    mode: PermissionMode
     check: PermissionCheck  # the tool's own opinion
     hook: tuple[Behavior, str] | None  # what PreToolUse hooks said
     subject: RuleSubject | None
@@ -198,7 +195,7 @@ def decide(
     inp: Any,
     ctx: ToolContext,
     rules: PermissionRules,
-    mode: str,
+    mode: PermissionMode,
     tool_check: PermissionCheck,
     hook_decision: tuple[Behavior, str] | None,
 ) -> Decision:

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Protocol
 
 from ipy_agent.contract.checkpoints import Checkpoints
+from ipy_agent.contract.decision import PermissionMode
 from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.blocks import Message, ToolSpec
 from ipy_agent.models.base import Model, Usage
-from ipy_agent.permissions.decide import PermissionMode
 from ipy_agent.permissions.rules import PermissionRules
 
 from .meter import Meter

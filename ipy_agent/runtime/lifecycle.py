@@ -25,12 +25,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from ipy_agent.base.secrets import redact, redact_block
+from ipy_agent.contract.decision import UNDECIDED, Behavior, CallDecision
 from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.contract.tool_input import dump_input, parse_input
-from ipy_agent.history.blocks import ToolResultBlock, ToolUseBlock, is_tool_result
-from ipy_agent.permissions.decide import Behavior, decide_permission, denial_text
+from ipy_agent.history.blocks import ToolResultBlock, ToolUseBlock
+from ipy_agent.permissions.decide import decide_permission, denial_text
 
 from .run_env import RunEnv, error_result, set_status, settle
 from .trace import CallRecord, CallStatus, Stage, now
@@ -78,6 +79,7 @@ class Call:
     output: Any = None
     failure: str | None = None  # the tool itself failed (in call or map): what the model is told
     result: ToolResultBlock | None = None  # the tool_result as it stands after the last stage
+    decided: CallDecision = UNDECIDED  # what the permission stage decided, for the tool's `call`
     _ctx: ToolContext | None = None
 
     @property
@@ -223,8 +225,9 @@ async def _permission(call: Call) -> GoOn | Finished:
         before_prompt=before_prompt,
     )
     record.decision = decision
-    call.ctx.decided_by = decision.source  # the tool may contain what no one approved (Bash's sandbox)
-    call.ctx.answers = decision.answers  # what the person answered to the call's questions
+    # Given to the tool's `call`: it may contain what no one approved (Bash's sandbox), it reads
+    # what the person answered to the call's questions, and it writes where its check looked.
+    call.decided = CallDecision(source=decision.source, answers=decision.answers, writes=decision.writes)
     detail = f"{decision.source}: {decision.reason}"
     if decision.behavior == "deny":
         block = error_result(record.tool_use_id, denial_text(tool, decision))
@@ -236,7 +239,7 @@ async def _call(call: Call) -> GoOn | Finished:
     tool, inp = call.parsed
     set_status(call.env, call.record, "running")
     try:
-        call.output = await tool.call(inp, call.ctx)
+        call.output = await tool.call(inp, call.ctx, call.decided)
     except asyncio.CancelledError:
         raise
     except Exception as e:
@@ -256,15 +259,15 @@ async def _map(call: Call) -> GoOn | Finished:
     tool, _ = call.parsed
     tid = call.record.tool_use_id
     try:
-        mapped = tool.map_result(call.output, tid)
-        if not is_tool_result(mapped):
-            raise TypeError(f"map_result must return a tool_result block, not {type(mapped).__name__}")
+        mapped = tool.map_result(call.output, tid)  # a ToolResultBlock, by the contract's type
+        block = mapped.copy()
+        block["tool_use_id"] = tid
     except Exception as e:
         call.failure = f"{tool.name} produced a result that could not be converted for you ({type(e).__name__}: {e})."
         return GoOn(outcome="error", detail=call.failure)
     # A credential from the kernel's environment never reaches the model, the trace, a spill file
     # or the notebook.
-    call.result = redact_block({**mapped, "tool_use_id": tid})
+    call.result = redact_block(block)
     return GoOn()
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipy_agent.contract.decision import PermissionMode
 from ipy_agent.contract.hooks import Hooks
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
@@ -37,7 +38,7 @@ class RunEnv:
     hooks: Hooks
     budget: ResultBudget
     make_ctx: Callable[[str], ToolContext]
-    mode: Callable[[], str]
+    mode: Callable[[], PermissionMode]
     approver: Approver | None = None
     emit: Callable[[Any], None] = lambda _e: None
     result_limit: Callable[[Tool], int] = lambda tool: tool.max_result_chars

@@ -177,10 +177,10 @@ class ApprovalPrompt:
         return not self._clicked and not self._future.done()
 
     # --- internals -------------------------------------------------------------------------
-    def _click(self, behavior: str) -> None:
+    def _click(self, behavior: Literal["allow", "always", "deny"]) -> None:
         message = self.reason.value.strip() if behavior == "deny" else ""
         rule = self.rule if behavior == "always" else None
-        self.resolve(PermissionAnswer(behavior=behavior, message=message, rule=rule))  # type: ignore[arg-type]
+        self.resolve(PermissionAnswer(behavior=behavior, message=message, rule=rule))
 
     def answer_all(self, behavior: Literal["allow", "deny"], reason: str | None = None) -> None:
         """Accept all / Reject all: this answer, and a standing one for the run's later staged

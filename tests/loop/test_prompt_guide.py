@@ -77,7 +77,7 @@ def test_every_rule_the_guide_states_has_its_proof():
 
 
 def test_every_mode_the_prompt_describes_is_a_permission_mode():
-    from ipy_agent.permissions.decide import PERMISSION_MODES
+    from ipy_agent.contract.decision import PERMISSION_MODES
 
     assert set(MODE_RULES) == set(PERMISSION_MODES)
 

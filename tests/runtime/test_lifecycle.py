@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from pydantic import BaseModel, ConfigDict
 
 from ipy_agent import Agent, ScriptedModel, ToolError, build_tool
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
+from ipy_agent.contract.read_state import ReadState
+from ipy_agent.contract.tool import Tool
+from ipy_agent.contract.tool_context import ToolContext
 from tests.support.transcript import results_of, use
 
 
@@ -134,3 +139,34 @@ def test_full_stage_order_with_hooks(tmp_path):
 def test_empty_result_gets_a_placeholder(tmp_path):
     agent, _, _ = _run(_tool(call=lambda a, c: ""), [use("T", "a", path="p")], cwd=tmp_path)
     assert results_of(agent.messages[2])["a"]["content"] == "(T completed with no output)"
+
+
+class _Seen(Tool[Args, str]):
+    """Says who let it run, as the lifecycle's decision told its `call`."""
+
+    name = "Seen"
+    input_model = Args
+
+    def description(self, ctx):
+        return "d"
+
+    async def call(self, inp: Args, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> str:
+        return f"source={decision.source} approved={decision.approved}"
+
+
+@pytest.mark.parametrize(
+    ("agent_kw", "said"),
+    [
+        ({"allow": ["Seen"]}, "source=rule approved=True"),
+        ({"approver": lambda request: "allow"}, "source=person approved=True"),
+        ({"permission_mode": "bypassPermissions"}, "source=mode approved=True"),
+    ],
+)
+def test_the_call_is_given_who_let_it_run(tmp_path, agent_kw, said):
+    agent, _, _ = _run(_Seen(), [use("Seen", "t1", path="p")], cwd=tmp_path, **agent_kw)
+    assert results_of(agent.messages[2])["t1"]["content"] == said
+
+
+async def test_a_direct_call_without_a_decision_is_not_approved(tmp_path):
+    out = await _Seen().call(Args(path="p"), ToolContext(cwd=tmp_path, read_state=ReadState()))
+    assert out == "source=None approved=False"

@@ -25,19 +25,21 @@ SIZE = 3 * 1024 * 1024
 _CHILD = r"""
 import asyncio, sys
 from pathlib import Path
+from ipy_agent.contract.decision import CallDecision
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.files.write import WriteTool, WriteInput
 
 target = Path(sys.argv[1])
 contents = [("a" * 99 + "\n") * (int(sys.argv[2]) // 100), ("b" * 99 + "\n") * (int(sys.argv[2]) // 100)]
-ctx = ToolContext(cwd=target.parent, read_state=ReadState(), decided_by="person")
+ctx = ToolContext(cwd=target.parent, read_state=ReadState())
+person = CallDecision(source="person")
 ctx.read_state.record(target, content=target.read_bytes())  # as after a full Read
 
 async def main():
     tool, i = WriteTool(), 0
     while True:
-        await tool.call(WriteInput(file_path=str(target), content=contents[i % 2]), ctx)
+        await tool.call(WriteInput(file_path=str(target), content=contents[i % 2]), ctx, person)
         if i == 0:
             print("ready", flush=True)
         i += 1

@@ -23,6 +23,7 @@ import pytest
 from nbformat import v4
 
 from ipy_agent import Agent, ScriptedModel
+from ipy_agent.contract.decision import CallDecision
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.notebook.bridge import BridgeError
 from ipy_agent.notebook.cell_guard import Verdict
@@ -399,6 +400,6 @@ async def test_a_write_that_lifts_a_policy_lands_only_if_a_person_approved_it(tm
     with pytest.raises(ToolError, match="no person approved this call"):
         await tool.call(inp, ctx)
     assert "fit_slowly" in nb.read_text()
-    ctx.decided_by = "person"  # the person answered the prompt that named the cell and the policy
-    await tool.call(inp, ctx)
+    # the person answered the prompt that named the cell and the policy
+    await tool.call(inp, ctx, CallDecision(source="person"))
     assert "fit_slowly" not in nb.read_text()

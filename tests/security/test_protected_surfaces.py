@@ -294,7 +294,7 @@ async def test_a_background_command_keeps_its_placeholders_until_it_ends(home: P
 
     project = write_tree(tmp_path / "proj", {"go.sh": "while [ ! -e release ]; do sleep 0.05; done\n"})
     ctx = context(project, "mode")
-    await BashTool().call(BashInput(command="bash go.sh", run_in_background=True), ctx)
+    await BashTool().call(BashInput(command="bash go.sh", run_in_background=True), ctx, ctx.decision)
     shell = shells_of(ctx.session).get("bash_1")
     assert {".ipy_agent", ".claude", ".mcp.json"} <= set(os.listdir(project))  # held while it runs
     (project / "release").write_text("")

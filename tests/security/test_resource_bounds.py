@@ -15,7 +15,6 @@ from IPython.core.error import UsageError
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.config.conversation_file import load_conversation
 from ipy_agent.contract.tool import ToolError
-from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.messages import history_problems
 from ipy_agent.runtime import budget as budget_mod
 from ipy_agent.runtime.budget import ResultBudget
@@ -25,11 +24,11 @@ from ipy_agent.tools.notebook.edit import NotebookEditInput, NotebookEditTool
 from ipy_agent.tools.search import ripgrep as _search
 from ipy_agent.tools.search.glob_tool import GlobTool
 from ipy_agent.tools.search.grep import GrepTool
-from tests.support.tools import tool_ctx, write_tree
+from tests.support.tools import DecidedContext, tool_ctx, write_tree
 from tests.support.transcript import results_of
 
 
-def _ctx(cwd: Path, **kw) -> ToolContext:
+def _ctx(cwd: Path, **kw) -> DecidedContext:
     return tool_ctx(cwd, spill_dir=cwd / "spill", **kw)
 
 
@@ -72,9 +71,8 @@ def test_a_spill_file_stops_at_its_cap(tmp_path, monkeypatch):
 async def test_bash_spill_file_stops_at_its_cap(tmp_path, monkeypatch):
     monkeypatch.setattr(budget_mod, "MAX_SPILL_BYTES", 300_000)
     tool = BashTool()
-    out = await tool.call(
-        BashInput(command="head -c 2000000 /dev/zero | tr '\\0' y"), _ctx(tmp_path, decided_by="person")
-    )
+    ctx = _ctx(tmp_path, decided_by="person")
+    out = await tool.call(BashInput(command="head -c 2000000 /dev/zero | tr '\\0' y"), ctx, ctx.decision)
     spill = Path(out.spill_path)
     assert 300_000 <= spill.stat().st_size < 300_200
     assert "1,700,000 more bytes were not saved" in spill.read_text()[-200:]
@@ -97,7 +95,7 @@ async def test_notebook_edit_on_a_large_notebook_stays_within_a_few_times_its_si
     tracemalloc.start()
     try:
         await NotebookEditTool().call(
-            NotebookEditInput(notebook_path=str(path), cell_id="cell-3", new_source="print(1)"), ctx
+            NotebookEditInput(notebook_path=str(path), cell_id="cell-3", new_source="print(1)"), ctx, ctx.decision
         )
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -128,7 +126,7 @@ async def test_notebook_edit_of_150000_one_line_cells_stays_within_10x_its_size(
     fields = {"cell_id": "c0075000", "new_source": "print('edited')"}
     tracemalloc.start()
     try:
-        await NotebookEditTool().call(NotebookEditInput(notebook_path=str(path), **fields), ctx)
+        await NotebookEditTool().call(NotebookEditInput(notebook_path=str(path), **fields), ctx, ctx.decision)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -17,12 +17,11 @@ import pytest
 
 import ipy_agent.loop.tool_session as tool_session
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash import sandbox as sandbox_mod
 from ipy_agent.tools.bash.core import CORE_PROGRAMS, core_read_only
 from tests.support.fuzz_world import Listener
-from tests.support.tools import tool_ctx, write_tree
+from tests.support.tools import DecidedContext, tool_ctx, write_tree
 from tests.support.transcript import results_of, use
 
 pytestmark = pytest.mark.usefixtures("need_bwrap")
@@ -30,7 +29,7 @@ pytestmark = pytest.mark.usefixtures("need_bwrap")
 STOPPED = "dangerouslyDisableSandbox"  # the clear message names the way out
 
 
-def _ctx(cwd: Path, decided_by: str | None = "tool", **kw) -> ToolContext:
+def _ctx(cwd: Path, decided_by: str | None = "tool", **kw) -> DecidedContext:
     return tool_ctx(
         cwd,
         tool_use_id="toolu_1",
@@ -40,9 +39,9 @@ def _ctx(cwd: Path, decided_by: str | None = "tool", **kw) -> ToolContext:
     )  # type: ignore[arg-type]
 
 
-async def _bash(ctx: ToolContext, command: str) -> dict:
+async def _bash(ctx: DecidedContext, command: str) -> dict:
     tool = BashTool()
-    return tool.map_result(await tool.call(BashInput(command=command), ctx), "toolu_1")
+    return tool.map_result(await tool.call(BashInput(command=command), ctx, ctx.decision), "toolu_1")
 
 
 def _snapshot(*roots: Path) -> dict[str, bytes | None]:

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool, sandbox_user, seccomp
 from ipy_agent.tools.bash import sandbox as sandbox_mod
-from tests.support.tools import tool_ctx, write_tree
+from tests.support.tools import DecidedContext, tool_ctx, write_tree
 
 pytestmark = pytest.mark.usefixtures("need_bwrap")
 
@@ -49,13 +48,13 @@ OPEN_FOR_WRITING = (
 )
 
 
-def _ctx(cwd: Path, access: str) -> ToolContext:
+def _ctx(cwd: Path, access: str) -> DecidedContext:
     return tool_ctx(cwd, tool_use_id="toolu_1", spill_dir=cwd.parent / "spill", decided_by=ACCESS[access])  # type: ignore[arg-type]
 
 
-async def _bash(ctx: ToolContext, command: str) -> dict:
+async def _bash(ctx: DecidedContext, command: str) -> dict:
     tool = BashTool()
-    return tool.map_result(await tool.call(BashInput(command=command), ctx), "toolu_1")
+    return tool.map_result(await tool.call(BashInput(command=command), ctx, ctx.decision), "toolu_1")
 
 
 def _as_root_before(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,7 +113,7 @@ async def test_the_kernel_settings_are_read_only_mounts_whoever_runs_the_sandbox
 # --- who the sandbox's processes are, seen from the host ---------------------------------------------
 
 
-async def _host_ids_of_reader(project: Path, ctx: ToolContext) -> tuple[list[str], list[str]]:
+async def _host_ids_of_reader(project: Path, ctx: DecidedContext) -> tuple[list[str], list[str]]:
     """Run `cat` on a FIFO in the sandbox, find it from the host by the FIFO it holds open, and
     read its Uid and Gid lines from the host's /proc (the writer end, held here, keeps it there)."""
     fifo = project / "pipe"

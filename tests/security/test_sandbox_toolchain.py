@@ -77,7 +77,7 @@ class Ran:
 def run(cwd: Path, decided_by: str, command: str, rules: tuple[str, ...] = ()) -> Ran:
     ctx = context(cwd, decided_by, read_deny=rules)
     tool = BashTool()
-    out = asyncio.run(tool.call(BashInput(command=command, timeout=60_000), ctx))
+    out = asyncio.run(tool.call(BashInput(command=command, timeout=60_000), ctx, ctx.decision))
     return Ran(out.exit_code, tool.map_result(out, "toolu_c")["content"])
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.tool_context import WriteDecision
+from ipy_agent.contract.decision import WriteDecision
 from ipy_agent.loop import rewind as rewind_module
 from ipy_agent.tools.files.edit import EditTool
 from ipy_agent.tools.files.read import ReadTool

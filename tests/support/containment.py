@@ -15,24 +15,25 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ipy_agent.contract.tool_context import SandboxLimits, ToolContext
+from ipy_agent.contract.decision import DecisionSource
+from ipy_agent.contract.tool_context import SandboxLimits
 from ipy_agent.tools.bash import BashInput, BashTool
 
-from .tools import tool_ctx
+from .tools import DecidedContext, tool_ctx
 
 # Who let a call run, and the sandbox that gets: "tool" (judged read-only) -> read-only;
 # "rule" / "mode" -> write-workdirs.
 DECIDERS = ("tool", "mode")
 
 
-def context(cwd: Path, decided_by: str = "tool", **kw) -> ToolContext:
+def context(cwd: Path, decided_by: DecisionSource = "tool", **kw) -> DecidedContext:
     kw.setdefault("spill_dir", cwd.parent / f"spill-{cwd.name}")
     return tool_ctx(cwd, tool_use_id="toolu_c", decided_by=decided_by, **kw)
 
 
-async def bash(ctx: ToolContext, command: str, timeout_ms: int = 30_000) -> dict:
+async def bash(ctx: DecidedContext, command: str, timeout_ms: int = 30_000) -> dict:
     tool = BashTool()
-    out = await tool.call(BashInput(command=command, timeout=timeout_ms), ctx)
+    out = await tool.call(BashInput(command=command, timeout=timeout_ms), ctx, ctx.decision)
     return tool.map_result(out, "toolu_c")
 
 

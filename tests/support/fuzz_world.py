@@ -293,7 +293,7 @@ class World:
         os.environ.update(self.env())
         try:
             ctx = tool_ctx(self.scratch, decided_by=decided_by)  # type: ignore[arg-type]
-            asyncio.run(BashTool().call(BashInput(command=command, timeout=int(timeout * 1000)), ctx))
+            asyncio.run(BashTool().call(BashInput(command=command, timeout=int(timeout * 1000)), ctx, ctx.decision))
         finally:
             os.environ.clear()
             os.environ.update(saved)

@@ -1,7 +1,7 @@
 """Tools for the tests, and one call of a tool the way the runtime makes it.
 
 `tool_ctx` is a ToolContext as the agent builds it for one call (the `ctx` fixture is one in
-tmp_path); `Recorder` builds small tools that record when they ran; `write_tree` lays out a
+tmp_path), carrying the decision the lifecycle would give that call's `call` (`ctx.decision`); `Recorder` builds small tools that record when they ran; `write_tree` lays out a
 project; `run` validates and calls a tool and gives back what the model and the person get;
 `read` is the Read the model does before an edit; the rest check what the editing tools promise.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ipy_agent import build_tool
+from ipy_agent.contract.decision import UNDECIDED, CallDecision, DecisionSource
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import RuleSubject, Tool
 from ipy_agent.contract.tool_context import ToolContext
@@ -24,11 +25,28 @@ from ipy_agent.tools.files.read import ReadTool
 from ipy_agent.tools.shared import fileio
 
 
-def tool_ctx(cwd: Path, **fields: Any) -> ToolContext:
-    """A ToolContext as the agent builds it for one call in `cwd`, any field overridden. Results
-    spill beside cwd (where a listing of cwd never shows them); `spill_dir=None` spills nowhere."""
+@dataclass(frozen=True, kw_only=True)
+class DecidedContext(ToolContext):
+    """A call's context with the decision the permission stage would have made for it, which a
+    test passes to `call` itself (`tool.call(inp, ctx, ctx.decision)`), as the lifecycle does."""
+
+    decision: CallDecision = UNDECIDED
+
+
+def tool_ctx(
+    cwd: Path, *, decided_by: DecisionSource | None = None, answers: dict[str, str] | None = None, **fields: Any
+) -> DecidedContext:
+    """A ToolContext as the agent builds it for one call in `cwd`, any field overridden, and who
+    let the call run (`decided_by`; None: nobody, as for a direct call). Results spill beside cwd
+    (where a listing of cwd never shows them); `spill_dir=None` spills nowhere."""
     fields.setdefault("spill_dir", cwd.parent / f"{cwd.name}-spill")
-    return ToolContext(cwd=cwd, read_state=ReadState(), **fields)
+    decision = CallDecision(source=decided_by, answers=answers)
+    return DecidedContext(cwd=cwd, read_state=ReadState(), decision=decision, **fields)
+
+
+def decision_of(ctx: ToolContext) -> CallDecision:
+    """What the lifecycle would give `call` with `ctx` (a plain ToolContext: nothing decided)."""
+    return ctx.decision if isinstance(ctx, DecidedContext) else UNDECIDED
 
 
 class Note(BaseModel):
@@ -94,7 +112,7 @@ async def run(tool: Tool, ctx: ToolContext, **fields: Any) -> Outcome:
     error = await tool.validate_input(inp, ctx)
     if error:
         return Outcome(error=error)
-    out = await tool.call(inp, ctx)
+    out = await tool.call(inp, ctx, decision_of(ctx))
     return Outcome(
         error=None, output=out, content=tool.map_result(out, "toolu_1")["content"], summary=tool.summarize_result(out)
     )
@@ -110,7 +128,7 @@ async def call_direct(tool: Tool, ctx: ToolContext, **fields: Any) -> tuple[Any,
 async def read(ctx: ToolContext, path: str | Path) -> None:
     """What the model does before editing: a real Read, which records the read state."""
     tool = ReadTool()
-    await tool.call(tool.input_model(file_path=str(path)), ctx)
+    await tool.call(tool.input_model(file_path=str(path)), ctx, decision_of(ctx))
 
 
 def leftovers(directory: Path) -> list[str]:

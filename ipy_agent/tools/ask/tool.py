@@ -11,13 +11,14 @@ other; the model is then told there is no person to ask. The call only reads.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.questions import Question, QuestionOption, answers_text
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 
 __all__ = ["AskUserQuestionInput", "AskUserQuestionTool"]
 
@@ -96,7 +97,7 @@ class Answered:
     answers: dict[str, str]
 
 
-class AskUserQuestionTool(Tool):
+class AskUserQuestionTool(Tool[AskUserQuestionInput, Answered]):
     name = "AskUserQuestion"
     input_model = AskUserQuestionInput
     kind = "other"
@@ -114,12 +115,12 @@ class AskUserQuestionTool(Tool):
     async def preview(self, inp: AskUserQuestionInput, ctx: ToolContext) -> PermissionPreview:
         return PermissionPreview(title="A question for you", questions=_questions(inp))
 
-    async def call(self, inp: AskUserQuestionInput, ctx: ToolContext) -> Answered:
-        if ctx.answers is None:
+    async def call(self, inp: AskUserQuestionInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Answered:
+        if decision.answers is None:
             raise ToolError("No person answered (the call was not asked through a prompt). Choose yourself and say so.")
-        return Answered(questions=_questions(inp), answers=dict(ctx.answers))
+        return Answered(questions=_questions(inp), answers=dict(decision.answers))
 
-    def map_result(self, output: Answered, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: Answered, tool_use_id: str) -> ToolResultBlock:
         text = (
             "The person answered your questions:\n"
             + answers_text(output.questions, output.answers)

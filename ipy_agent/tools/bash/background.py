@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipy_agent.contract.decision import CallDecision
 from ipy_agent.contract.tool import BackgroundTask, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.runtime import budget
@@ -307,11 +308,17 @@ def shells_of(session: dict[str, Any]) -> BackgroundShells:
 
 
 async def start_background(
-    command: str, cwd: Path, ctx: ToolContext, *, description: str = "", unsandboxed: bool = False
+    command: str,
+    cwd: Path,
+    ctx: ToolContext,
+    decision: CallDecision,
+    *,
+    description: str = "",
+    unsandboxed: bool = False,
 ) -> BackgroundShell:
     """Start `command` in the background, contained as its approval requires (as in the
     foreground: a sandboxed command keeps the sandbox, and nothing it leaves outlives it)."""
-    launch, cgroup = await contained_launch(command, cwd, ctx, unsandboxed=unsandboxed)
+    launch, cgroup = await contained_launch(command, cwd, ctx, decision, unsandboxed=unsandboxed)
     try:
         return await asyncio.to_thread(
             shells_of(ctx.session).start,
@@ -320,7 +327,7 @@ async def start_background(
             log_dir=ctx.spill_dir,
             launch=launch,
             cgroup=cgroup,
-            end_group=launch is not None or not ctx.approved,
+            end_group=launch is not None or not decision.approved,
             description=description,
         )
     except BaseException:

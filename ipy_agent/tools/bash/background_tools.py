@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, Tool
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 
 from .background import BackgroundShell, shells_of, started_any
 from .logs import Read
@@ -43,7 +44,13 @@ class KillShellInput(BaseModel):
     shell_id: str = Field(description="The id of the background command to stop (bash_1, ...).")
 
 
-class BashOutputTool(Tool):
+@dataclass(frozen=True)
+class Killed:
+    shell: BackgroundShell
+    stopped: bool  # it was running, and now is not
+
+
+class BashOutputTool(Tool[BashOutputInput, Read]):
     name = "BashOutput"
     input_model = BashOutputInput
     max_result_chars = OUTPUT_LIMIT + 2_000
@@ -70,10 +77,10 @@ class BashOutputTool(Tool):
     async def check_permissions(self, inp: BashOutputInput, ctx: ToolContext) -> PermissionCheck:
         return PermissionCheck(behavior="allow", message="reads a command this conversation started")
 
-    async def call(self, inp: BashOutputInput, ctx: ToolContext) -> Read:
+    async def call(self, inp: BashOutputInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Read:
         return await asyncio.to_thread(shells_of(ctx.session).read, inp.bash_id, inp.filter)
 
-    def map_result(self, output: Read, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: Read, tool_use_id: str) -> ToolResultBlock:
         if output.shown:
             body = output.text.rstrip("\n")
         elif output.lines:
@@ -97,7 +104,7 @@ class BashOutputTool(Tool):
         return output.text[-4000:]
 
 
-class KillShellTool(Tool):
+class KillShellTool(Tool[KillShellInput, Killed]):
     name = "KillShell"
     input_model = KillShellInput
     kind = "execute"
@@ -114,12 +121,12 @@ class KillShellTool(Tool):
     async def check_permissions(self, inp: KillShellInput, ctx: ToolContext) -> PermissionCheck:
         return PermissionCheck(behavior="allow", message="stops a command this conversation started")
 
-    async def call(self, inp: KillShellInput, ctx: ToolContext) -> Killed:
+    async def call(self, inp: KillShellInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> Killed:
         shells = shells_of(ctx.session)
         running = shells.get(inp.shell_id).running
         return Killed(shell=await asyncio.to_thread(shells.kill, inp.shell_id), stopped=running)
 
-    def map_result(self, output: Killed, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: Killed, tool_use_id: str) -> ToolResultBlock:
         shell = output.shell
         if output.stopped:
             text = f"Stopped {shell.id} and its process group ({shell.state()})."
@@ -132,9 +139,3 @@ class KillShellTool(Tool):
 
     def summarize_result(self, output: Killed) -> str:
         return "stopped" if output.stopped else "had already ended"
-
-
-@dataclass(frozen=True)
-class Killed:
-    shell: BackgroundShell
-    stopped: bool  # it was running, and now is not

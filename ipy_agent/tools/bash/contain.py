@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from ipy_agent.contract.decision import CallDecision
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
 
@@ -37,24 +38,24 @@ from .surface_mounts import Held
 __all__ = ["contained_launch", "contained_run", "containment", "finish_cgroup", "limit_note"]
 
 
-def containment(ctx: ToolContext, *, unsandboxed: bool = False) -> Access | None:
+def containment(ctx: ToolContext, decision: CallDecision, *, unsandboxed: bool = False) -> Access | None:
     """The sandbox a call gets by who approved it (None: none), where one can be made."""
-    if ctx.decided_by == "person":
+    if decision.by_person:
         return "write-workdirs" if ctx.sandbox == "always" and not unsandboxed else None
-    if ctx.approved:
+    if decision.approved:
         return "write-workdirs"  # a rule, a hook or a mode: no person saw this call
     return "read-only"
 
 
 async def contained_launch(
-    command: str, cwd: Path, ctx: ToolContext, *, unsandboxed: bool = False
+    command: str, cwd: Path, ctx: ToolContext, decision: CallDecision, *, unsandboxed: bool = False
 ) -> tuple[Launch | None, Cgroup | None]:
     """How `command` must start, as its approval requires: inside the sandbox (a `Launch`, and
     the cgroup it joins, which the caller removes with `finish_cgroup`), or unsandboxed (None).
     Raises ToolError where it may not run at all."""
-    access = containment(ctx, unsandboxed=unsandboxed)
+    access = containment(ctx, decision, unsandboxed=unsandboxed)
     if access is None or not sandbox_usable(ctx):
-        if not ctx.approved and not core_read_only(command):
+        if not decision.approved and not core_read_only(command):
             raise ToolError(
                 "Not run: no one approved this command and it cannot be sandboxed here. "
                 f"{availability_note(ctx)} Ask the person, or use Read, Grep and Glob instead."
@@ -101,21 +102,22 @@ async def contained_run(
     timeout_s: float,
     spill: Path | None,
     ctx: ToolContext,
+    decision: CallDecision,
     *,
     unsandboxed: bool = False,
 ) -> tuple[RunResult, list[str]]:
     """Run `command` contained as its approval requires; (result, notes for the model)."""
-    launch, cgroup = await contained_launch(command, cwd, ctx, unsandboxed=unsandboxed)
+    launch, cgroup = await contained_launch(command, cwd, ctx, decision, unsandboxed=unsandboxed)
     if launch is None:
         # Unsandboxed: what no one approved is a core command, and nothing it starts outlives it.
-        return await run_command(command, str(cwd), timeout_s, spill, end_group=not ctx.approved), []
+        return await run_command(command, str(cwd), timeout_s, spill, end_group=not decision.approved), []
     try:
         run = await run_command(command, str(cwd), timeout_s, spill, launch=launch, end_group=True)
     finally:
         if launch.on_exit is not None:
             launch.on_exit()
         limit = await asyncio.to_thread(finish_cgroup, cgroup)
-    access = containment(ctx, unsandboxed=unsandboxed) or "read-only"
+    access = containment(ctx, decision, unsandboxed=unsandboxed) or "read-only"
     notes = []
     if limit is not None:
         notes.append(limit_note(limit, ctx))

@@ -18,8 +18,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ipy_agent.contract.checkpoints import watching
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import BackgroundTask, PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolStatus
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 from ipy_agent.permissions.rules import builtin_specs, part_matches
 from ipy_agent.runtime.budget import spill_file_name
 
@@ -163,7 +165,7 @@ that says why.
 """
 
 
-class BashTool(Tool):
+class BashTool(Tool[BashInput, BashOutput]):
     name = "Bash"
     input_model = BashInput
     max_result_chars = OUTPUT_LIMIT + 5_000  # room for "Exit code N" and notes around the capped output
@@ -300,11 +302,16 @@ class BashTool(Tool):
         )
 
     # --- execution -------------------------------------------------------------------------
-    async def call(self, inp: BashInput, ctx: ToolContext) -> BashOutput:
+    async def call(self, inp: BashInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> BashOutput:
         cwd = start_cwd(ctx)
         if inp.run_in_background:
             shell = await start_background(
-                inp.command, cwd, ctx, description=inp.description or "", unsandboxed=inp.dangerouslyDisableSandbox
+                inp.command,
+                cwd,
+                ctx,
+                decision,
+                description=inp.description or "",
+                unsandboxed=inp.dangerouslyDisableSandbox,
             )
             text = (
                 f"Command running in background with ID: {shell.id}. Its output is being written to: {shell.log_path}"
@@ -313,9 +320,9 @@ class BashTool(Tool):
         spill = None
         if ctx.spill_dir is not None:
             spill = Path(ctx.spill_dir) / spill_file_name(ctx.tool_use_id or uuid.uuid4().hex, prefix="bash-")
-        async with watching(ctx.checkpoints if ctx.approved else None, ctx.all_dirs(), inp.command):
+        async with watching(ctx.checkpoints if decision.approved else None, ctx.all_dirs(), inp.command):
             run, notes = await contained_run(
-                inp.command, cwd, inp.timeout / 1000, spill, ctx, unsandboxed=inp.dangerouslyDisableSandbox
+                inp.command, cwd, inp.timeout / 1000, spill, ctx, decision, unsandboxed=inp.dangerouslyDisableSandbox
             )
         if run.final_cwd is not None and inside_working_dirs(Path(run.final_cwd), ctx):
             ctx.session["bash_cwd"] = run.final_cwd
@@ -335,7 +342,7 @@ class BashTool(Tool):
             notes=tuple(notes),
         )
 
-    def map_result(self, output: BashOutput, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: BashOutput, tool_use_id: str) -> ToolResultBlock:
         body = output.output.rstrip("\n")
         if output.timed_out:
             head = (
@@ -352,7 +359,7 @@ class BashTool(Tool):
             text = body
         if output.notes:
             text = "\n".join([text, *output.notes]) if text else "\n".join(output.notes)
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+        block: ToolResultBlock = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
         if output.is_error:
             block["is_error"] = True
         return block

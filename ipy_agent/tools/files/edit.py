@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 from ipy_agent.tools.shared.diff import Span, count_lines, numbered_snippet
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, quote, read_existing, require_fresh
 from ipy_agent.tools.shared.fileio import decode_text, encode_text, undecodable_reason
@@ -229,7 +230,7 @@ def _not_found(text: str, old: str, display: str) -> str:
     )
 
 
-class EditTool(FileEditingTool):
+class EditTool(FileEditingTool[EditInput, EditResult]):
     name = "Edit"
     input_model = EditInput
     offered_in_simple_mode = True
@@ -340,7 +341,7 @@ class EditTool(FileEditingTool):
             note=plan.extra.get("note", ""),
         )
 
-    def map_result(self, output: EditResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: EditResult, tool_use_id: str) -> ToolResultBlock:
         if output.created:
             head = f"Created {output.path} ({output.lines} lines)."
         else:

@@ -26,12 +26,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipy_agent.base.images import IMAGE_SUFFIXES, image_block, image_dimensions, image_problem, sniff_image
+from ipy_agent.base.images import IMAGE_SUFFIXES, image_dimensions, image_problem, sniff_image
 from ipy_agent.base.threads import run_blocking
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.limits import SELF_LIMITING
 from ipy_agent.contract.read_state import ReadState, file_key, file_stamp
 from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ResultPart, ToolResultBlock, image_block
 from ipy_agent.notebook.render import render_notebook
 
 from .read_text import (
@@ -76,7 +78,7 @@ class ReadOutput:
 
     kind: Literal["text", "empty", "image", "notebook"]
     path: str
-    content: str | list[dict[str, Any]]
+    content: str | list[ResultPart]
     first_line: int = 0
     lines: int = 0
     total_lines: int | None = None
@@ -103,7 +105,7 @@ How it reads:
 """
 
 
-class ReadTool(Tool):
+class ReadTool(Tool[ReadInput, ReadOutput]):
     name = "Read"
     input_model = ReadInput
     # Read limits itself (size and token checks); a spill would hide the text the model asked for.
@@ -138,11 +140,11 @@ class ReadTool(Tool):
         dirs = ", ".join(str(d) for d in ctx.all_dirs())
         return PermissionCheck(behavior="ask", message=f"Read {str(path)!r}: outside the working directories ({dirs}).")
 
-    async def call(self, inp: ReadInput, ctx: ToolContext) -> ReadOutput:
+    async def call(self, inp: ReadInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> ReadOutput:
         return await run_blocking(self._read, inp, ctx)
 
     # --- results ---------------------------------------------------------------------------
-    def map_result(self, output: ReadOutput, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: ReadOutput, tool_use_id: str) -> ToolResultBlock:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": output.content}
 
     def summarize_use(self, inp: ReadInput) -> str:
@@ -338,7 +340,7 @@ def _text_output(
 
 @dataclass(frozen=True, kw_only=True)
 class NotebookRead:
-    blocks: list[dict[str, Any]]
+    blocks: list[ResultPart]
     cells: int  # cells shown
     total_cells: int
     nbytes: int
@@ -380,9 +382,10 @@ def read_notebook(
     header += "" if whole else f"; showing cell-{start - 1} to cell-{shown_to - 1}"
     header += ")\n" if total else "): it has no cells.\n"
     header += _id_notes(cells, start - 1, shown_to)
-    blocks = [{"type": "text", "text": header}, *rendered.blocks]
-    if blocks[1:] and blocks[1]["type"] == "text":
-        blocks[:2] = [{"type": "text", "text": header + blocks[1]["text"]}]
+    blocks: list[ResultPart] = [{"type": "text", "text": header}, *rendered.blocks]
+    second = blocks[1] if blocks[1:] else None
+    if second is not None and second["type"] == "text":
+        blocks[:2] = [{"type": "text", "text": header + second["text"]}]
     if shown_to < total:
         blocks.append(
             {

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ipy_agent.contract.read_state import file_key
 from ipy_agent.contract.tool import ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 from ipy_agent.tools.shared.diff import count_lines
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh, require_whole_read
 from ipy_agent.tools.shared.fileio import decode_text, encode_text, undecodable_reason
@@ -62,7 +63,7 @@ class WriteResult:
     diff: str
 
 
-class WriteTool(FileEditingTool):
+class WriteTool(FileEditingTool[WriteInput, WriteResult]):
     name = "Write"
     input_model = WriteInput
 
@@ -132,7 +133,7 @@ class WriteTool(FileEditingTool):
             diff=d.text,
         )
 
-    def map_result(self, output: WriteResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: WriteResult, tool_use_id: str) -> ToolResultBlock:
         if output.created:
             text = f"Created {output.path} ({_lines(output.lines)})."
         elif not output.diff:

@@ -35,8 +35,10 @@ from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.tools.shared.cell_policies import EVERY_TIME
 from ipy_agent.tools.shared.edit_plan import FileEditingTool, Plan, read_existing, require_fresh
@@ -122,7 +124,7 @@ def _as_lines(source: str) -> str:
     return source if not source or source.endswith("\n") else source + "\n"
 
 
-class NotebookEditTool(FileEditingTool):
+class NotebookEditTool(FileEditingTool[NotebookEditInput, NotebookEditResult]):
     name = "NotebookEdit"
     input_model = NotebookEditInput
     make_parents = False
@@ -154,7 +156,7 @@ class NotebookEditTool(FileEditingTool):
         if verdict.demand == "ask":
             question = f"{verdict.question(nb.display_path)}, {EVERY_TIME}"
             message = f"{check.message}; {question}" if check.behavior == "ask" and check.message else question
-            return PermissionCheck(behavior="ask", always=True, message=message)
+            return PermissionCheck(behavior="ask", always=True, message=message, writes=check.writes)
         return check
 
     def _policy_check(self, inp: NotebookEditInput, ctx: ToolContext) -> PermissionCheck | None:
@@ -170,9 +172,13 @@ class NotebookEditTool(FileEditingTool):
         staged = (await edit_verdict(nb, inp)).demand is None
         return await preview_live(inp, ctx, nb, staged=staged)
 
-    async def call(self, inp: NotebookEditInput, ctx: ToolContext) -> Any:
+    async def call(
+        self, inp: NotebookEditInput, ctx: ToolContext, decision: CallDecision = UNDECIDED
+    ) -> NotebookEditResult:
         nb = live_target(ctx, inp.notebook_path)
-        return await super().call(inp, ctx) if nb is None else await apply_live(inp, ctx, nb, NotebookEditResult)
+        if nb is None:
+            return await super().call(inp, ctx, decision)
+        return await apply_live(inp, ctx, decision, nb, NotebookEditResult)
 
     def _target(self, inp: NotebookEditInput) -> str:
         return inp.notebook_path
@@ -323,7 +329,7 @@ class NotebookEditTool(FileEditingTool):
             problems=r["problems"],
         )
 
-    def map_result(self, output: NotebookEditResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: NotebookEditResult, tool_use_id: str) -> ToolResultBlock:
         o = output
         if o.live and o.label:
             text = _live_text(o)

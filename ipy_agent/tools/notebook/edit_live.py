@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ipy_agent.contract.checkpoints import CellChange
+from ipy_agent.contract.decision import CallDecision
 from ipy_agent.contract.review import ReviewAnswer
-from ipy_agent.contract.tool import PermissionPreview, ToolError
+from ipy_agent.contract.tool import PermissionPreview, ResultT, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.protocol_types import ListedCell, LiveCell, ReadCell
@@ -175,7 +176,9 @@ def _change(plan: LivePlan, nb: Any, cell: LiveCell, cells: list[ListedCell]) ->
     )
 
 
-async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> Any:
+async def apply_live(
+    inp: Any, ctx: ToolContext, decision: CallDecision, nb: Any, result_type: Callable[..., ResultT]
+) -> ResultT:
     plan = await plan_live(inp, ctx, nb)
     from ipy_agent.notebook.bridge import BridgeError
 
@@ -185,7 +188,7 @@ async def apply_live(inp: Any, ctx: ToolContext, nb: Any, result_type: Any) -> A
         verdict = await cell_verdict(nb, plan.cell, inp)
         if verdict.demand == "refuse":
             raise ToolError(verdict.refusal(nb.display_path))
-        if verdict.demand == "ask" and ctx.decided_by != "person":
+        if verdict.demand == "ask" and not decision.by_person:
             raise ToolError(
                 f"Not changed: {verdict.question(nb.display_path)}, and no person approved this call. Ask the "
                 "person to change the cell's policy themselves, or leave it."

@@ -11,12 +11,13 @@ person changed since. It is offered only while a front end with the extension is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ResultPart, ToolResultBlock
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.protocol_types import ListCellsResult, ReadCell
 from ipy_agent.notebook.render import OUTPUT_BUDGET_CHARS, render_cells
@@ -57,13 +58,13 @@ class NotebookReadInput(BaseModel):
 @dataclass(frozen=True, kw_only=True)
 class NotebookReadResult:
     display: str
-    blocks: list[dict[str, Any]]
+    blocks: list[ResultPart]
     cells: int
     total_cells: int
     dirty: bool
 
 
-class NotebookReadTool(Tool):
+class NotebookReadTool(Tool[NotebookReadInput, NotebookReadResult]):
     name = "NotebookRead"
     input_model = NotebookReadInput
     kind = "read"
@@ -80,10 +81,10 @@ class NotebookReadTool(Tool):
     def _enabled(self, ctx: ToolContext) -> bool:
         return live_bridge(ctx) is not None
 
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: NotebookReadInput) -> bool:
         return True
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: NotebookReadInput) -> bool:
         return True
 
     async def validate_input(self, inp: NotebookReadInput, ctx: ToolContext) -> str | None:
@@ -96,7 +97,9 @@ class NotebookReadTool(Tool):
             )
         return None
 
-    async def call(self, inp: NotebookReadInput, ctx: ToolContext) -> NotebookReadResult:
+    async def call(
+        self, inp: NotebookReadInput, ctx: ToolContext, decision: CallDecision = UNDECIDED
+    ) -> NotebookReadResult:
         nb = live_target(ctx, inp.notebook_path)
         if nb is None:
             raise ToolError(
@@ -127,7 +130,7 @@ class NotebookReadTool(Tool):
             "name cells that way to the person, and by id in your calls.\n"
         )
         notes = await notebook_notes(nb, all_cells, {c["id"] for c in cells})
-        rendered: list[dict[str, Any]] = [{"type": "text", "text": head + notes}]
+        rendered: list[ResultPart] = [{"type": "text", "text": head + notes}]
         for cell in cells:
             first = int(cell.get("index", 0))
             rendered += render_cells([cell], first_index=first, output_budget=OUTPUT_BUDGET_CHARS).blocks
@@ -140,7 +143,7 @@ class NotebookReadTool(Tool):
             dirty=listing["dirty"],
         )
 
-    def map_result(self, output: NotebookReadResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: NotebookReadResult, tool_use_id: str) -> ToolResultBlock:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": output.blocks}
 
     def summarize_use(self, inp: NotebookReadInput) -> str:
@@ -159,9 +162,9 @@ class NotebookReadTool(Tool):
         return f"Read {output.cells}{of} cell{'s' if output.total_cells != 1 else ''} of {output.display} (live)"
 
 
-def _merge(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merge(blocks: list[ResultPart]) -> list[ResultPart]:
     """Adjacent text blocks joined into one (each text joined once: linear in the notebook's size)."""
-    out: list[dict[str, Any]] = []
+    out: list[ResultPart] = []
     texts: list[str] = []
     for b in blocks:
         if b["type"] == "text":
@@ -170,7 +173,7 @@ def _merge(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if texts:
             out.append({"type": "text", "text": "".join(texts)})
             texts = []
-        out.append(dict(b))
+        out.append(b.copy())
     if texts:
         out.append({"type": "text", "text": "".join(texts)})
     return out

@@ -23,8 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, PromptAction, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ResultPart, ToolResultBlock
 from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import NEVER_RUN, with_cell_tag
 from ipy_agent.notebook.protocol_types import LiveCell, Output, ReadCell
@@ -97,7 +99,7 @@ class NotebookRunResult:
     label: str  # the cell as the person names it: `cell 4 · df = load(...)`
     display: str
     execution_count: int | None
-    blocks: list[dict[str, Any]]
+    blocks: list[ResultPart]
     error: str | None
     timed_out: bool
     interrupted: bool
@@ -119,7 +121,7 @@ class NotebookRunsResult:
     not_run: list[str]
 
 
-class NotebookRunTool(Tool):
+class NotebookRunTool(Tool[NotebookRunInput, NotebookRunResult | NotebookRunsResult]):
     name = "NotebookRun"
     input_model = NotebookRunInput
     kind = "execute"
@@ -141,7 +143,7 @@ class NotebookRunTool(Tool):
         nb = live_bridge(ctx)
         return nb is not None and getattr(nb, "shell", None) is not None
 
-    def _destructive(self, inp: Any) -> bool:
+    def _destructive(self, inp: NotebookRunInput) -> bool:
         # A rewind puts back the variables a run rebinds; the prompt says what it cannot undo.
         return False
 
@@ -229,7 +231,9 @@ class NotebookRunTool(Tool):
             actions=actions,
         )
 
-    async def call(self, inp: NotebookRunInput, ctx: ToolContext) -> NotebookRunResult | NotebookRunsResult:
+    async def call(
+        self, inp: NotebookRunInput, ctx: ToolContext, decision: CallDecision = UNDECIDED
+    ) -> NotebookRunResult | NotebookRunsResult:
         nb, cells = await self._cells(inp, ctx)
         runs: list[NotebookRunResult] = []
         for cell in cells:
@@ -283,7 +287,7 @@ class NotebookRunTool(Tool):
         shown_outputs = [o for o in outcome.outputs if not (outcome.summary and o.get("output_type") == "error")]
         shown = {"id": cell["id"], "cell_type": "code", "source": "", "outputs": shown_outputs}
         rendered = render_cells([shown], output_budget=OUTPUT_BUDGET_CHARS)
-        outputs_text = [b for b in rendered.blocks if b["type"] == "image"]
+        outputs_text: list[ResultPart] = [b for b in rendered.blocks if b["type"] == "image"]
         text = "".join(b["text"] for b in rendered.blocks if b["type"] == "text")
         body = text.split("<outputs>\n", 1)[1].rsplit("</outputs>", 1)[0] if "<outputs>" in text else ""
         return NotebookRunResult(
@@ -301,19 +305,17 @@ class NotebookRunTool(Tool):
             error_summary=outcome.summary,
         )
 
-    def map_result(self, output: NotebookRunResult | NotebookRunsResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: NotebookRunResult | NotebookRunsResult, tool_use_id: str) -> ToolResultBlock:
         runs = output.runs if isinstance(output, NotebookRunsResult) else [output]
-        blocks: list[dict[str, Any]] = []
+        blocks: list[ResultPart] = []
         for o in runs:
             blocks.extend(_one_result(o))
         if isinstance(output, NotebookRunsResult) and output.not_run:
             blocks.append({"type": "text", "text": f"Not run, after the failure above: {'; '.join(output.not_run)}.\n"})
-        return {
-            "type": "tool_result",
-            "tool_use_id": tool_use_id,
-            "content": blocks,
-            **({"is_error": True} if any(o.failed for o in runs) else {}),
-        }
+        block: ToolResultBlock = {"type": "tool_result", "tool_use_id": tool_use_id, "content": blocks}
+        if any(o.failed for o in runs):
+            block["is_error"] = True
+        return block
 
     def summarize_use(self, inp: NotebookRunInput) -> str:
         ids = inp.ids()
@@ -330,13 +332,13 @@ class NotebookRunTool(Tool):
             return done if not last.failed else f"{done}; {last.label}: {_one_line(last)}"
         return _one_line(output)
 
-    def detail_for_person(self, inp: Any, output: Any) -> str:
+    def detail_for_person(self, inp: NotebookRunInput, output: NotebookRunResult | NotebookRunsResult) -> str:
         runs: list[NotebookRunResult] = output.runs if isinstance(output, NotebookRunsResult) else [output]
         parts: list[str] = []
         for o in runs:
             parts.append(f"{o.label}: " + "; ".join(o.effects) if o.effects else "")
             parts.append(o.error_summary or "")
-            parts.append("".join(b.get("text", "") for b in o.blocks))
+            parts.append("".join(b["text"] for b in o.blocks if b["type"] == "text"))
         return "\n".join(p for p in parts if p)[:2000]
 
 
@@ -369,7 +371,7 @@ def _one_line(o: NotebookRunResult) -> str:
     )
 
 
-def _one_result(o: NotebookRunResult) -> list[dict[str, Any]]:
+def _one_result(o: NotebookRunResult) -> list[ResultPart]:
     name = f"{o.label[:1].upper()}{o.label[1:]} (id {o.cell_id!r})"  # as live.named() says it
     if o.timed_out:
         head = f"{name} was stopped after {o.seconds:.1f} s (timeout); its outputs until then:"

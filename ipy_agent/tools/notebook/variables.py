@@ -10,12 +10,13 @@ without the JupyterLab extension.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 
 from .live import live_missing
 
@@ -50,7 +51,7 @@ class VariablesResult:
     details: dict[str, str] = field(default_factory=dict)
 
 
-class VariablesTool(Tool):
+class VariablesTool(Tool[VariablesInput, VariablesResult]):
     name = "Variables"
     input_model = VariablesInput
     kind = "read"
@@ -65,13 +66,13 @@ class VariablesTool(Tool):
     def _enabled(self, ctx: ToolContext) -> bool:
         return ctx.notebook is not None and getattr(ctx.notebook, "shell", None) is not None
 
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: VariablesInput) -> bool:
         return True
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: VariablesInput) -> bool:
         return True
 
-    async def call(self, inp: VariablesInput, ctx: ToolContext) -> VariablesResult:
+    async def call(self, inp: VariablesInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> VariablesResult:
         if ctx.notebook is None or getattr(ctx.notebook, "shell", None) is None:
             raise ToolError("There is no kernel here whose variables could be listed.")
         infos = ctx.notebook.variables(names=inp.names)
@@ -82,7 +83,7 @@ class VariablesTool(Tool):
             details={i.name: i.detail for i in infos if i.detail},
         )
 
-    def map_result(self, output: VariablesResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: VariablesResult, tool_use_id: str) -> ToolResultBlock:
         lines = []
         for name, type_, summary in output.rows:
             lines.append(f"{name}: {type_} = {summary}")

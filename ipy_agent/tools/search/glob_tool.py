@@ -15,11 +15,12 @@ import glob as _glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 
 from .ripgrep import DenyFilter, SearchTool, display_prefix, plural, run_rg, vcs_globs
 
@@ -84,7 +85,7 @@ narrow the pattern or search a deeper path. When nothing matches, it says so.
 """
 
 
-class GlobTool(SearchTool):
+class GlobTool(SearchTool[GlobInput, GlobResult]):
     name = "Glob"
     input_model = GlobInput
     max_result_chars = 100_000
@@ -126,7 +127,7 @@ class GlobTool(SearchTool):
             )
         return None
 
-    async def call(self, inp: GlobInput, ctx: ToolContext) -> GlobResult:
+    async def call(self, inp: GlobInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> GlobResult:
         root, pattern = self._split(inp, ctx)
         args = ["--files", "--hidden", "--no-ignore", "--sortr=modified", "--null", "--glob", pattern, *vcs_globs()]
         run = await run_rg(args, cwd=root)
@@ -148,7 +149,7 @@ class GlobTool(SearchTool):
             hidden_note=hidden.note(),
         )
 
-    def map_result(self, output: GlobResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: GlobResult, tool_use_id: str) -> ToolResultBlock:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": render_glob(output)}
 
     def summarize_use(self, inp: GlobInput) -> str:

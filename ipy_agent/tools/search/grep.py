@@ -18,11 +18,14 @@ ripgrep's exit status 1 means "no match", not failure; status 2 with no output i
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 
 from .grep_results import GrepResult, OutputMode, group_content, page, parse_counts, path_key, render_grep, strip_dot
 from .ripgrep import (
@@ -146,7 +149,7 @@ class GrepInput(BaseModel):
     offset: int = Field(default=0, ge=0, description="Skip this many results first, to page on. Default 0.")
 
 
-class GrepTool(SearchTool):
+class GrepTool(SearchTool[GrepInput, GrepResult]):
     name = "Grep"
     input_model = GrepInput
     max_result_chars = 20_000
@@ -154,12 +157,15 @@ class GrepTool(SearchTool):
     def description(self, ctx: ToolContext) -> str:
         return _DESCRIPTION
 
+    def search_root(self, inp: GrepInput, ctx: ToolContext) -> Path:
+        return ctx.resolve(inp.path) if inp.path else ctx.cwd
+
     async def validate_input(self, inp: GrepInput, ctx: ToolContext) -> str | None:
         if not inp.pattern:
             return "The pattern is empty. To list files by name, use Glob; otherwise give a regex."
         return self.missing_path_message(self.search_root(inp, ctx), ctx)
 
-    async def call(self, inp: GrepInput, ctx: ToolContext) -> GrepResult:
+    async def call(self, inp: GrepInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> GrepResult:
         root = self.search_root(inp, ctx)
         # ripgrep runs inside the searched directory so that `glob` patterns with '/' are
         # relative to it; a single file is searched from its parent.
@@ -212,7 +218,7 @@ class GrepTool(SearchTool):
         hidden.add(listed)
         return page(mode="content", items=lines, num_files=num_files, hidden_note=hidden.note(), **common)
 
-    def map_result(self, output: GrepResult, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: GrepResult, tool_use_id: str) -> ToolResultBlock:
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": render_grep(output)}
 
     def summarize_use(self, inp: GrepInput) -> str:

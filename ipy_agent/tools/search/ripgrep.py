@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ipy_agent.base.secrets import tool_environ
-from ipy_agent.contract.tool import PermissionCheck, RuleSubject, Tool, ToolError
+from ipy_agent.contract.tool import InputT, PermissionCheck, ResultT, RuleSubject, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 
 __all__ = [
@@ -203,30 +203,31 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (words or word + 's')}"
 
 
-class SearchTool(Tool):
+class SearchTool(Tool[InputT, ResultT]):
     """Glob and Grep: read-only, parallel-safe, governed by Read(...) rules on the search path."""
 
     kind = "read"
     rule_names = ("Read",)
 
-    def search_root(self, inp: Any, ctx: ToolContext) -> Path:
-        return ctx.resolve(inp.path) if inp.path else ctx.cwd
+    def search_root(self, inp: InputT, ctx: ToolContext) -> Path:
+        """Where the search starts: the directory its rules and its prompt are about."""
+        raise NotImplementedError
 
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: InputT) -> bool:
         return True
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: InputT) -> bool:
         return True
 
-    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+    def rule_subject(self, inp: InputT, ctx: ToolContext) -> RuleSubject | None:
         return RuleSubject(kind="path", value=str(self.search_root(inp, ctx)))
 
-    def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
+    def suggest_rule(self, inp: InputT, ctx: ToolContext) -> str:
         root = self.search_root(inp, ctx)
         # Rules take `//` for an absolute path; the rule covers the tree that was searched.
         return f"Read(/{root.as_posix()}/**)"
 
-    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+    async def check_permissions(self, inp: InputT, ctx: ToolContext) -> PermissionCheck:
         root = self.search_root(inp, ctx)
         if ctx.is_readable_without_prompt(root):
             return PermissionCheck()

@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ipy_agent.contract.decision import CallDecision
 from ipy_agent.contract.tool import PermissionCheck, ToolError
-from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.cell_guard import Verdict, file_breaches
 
 __all__ = ["EVERY_TIME", "check_before_write", "permission_for", "refusal_for", "verdict_for"]
@@ -59,12 +59,12 @@ def permission_for(path: Path, new_raw: bytes, display: str) -> PermissionCheck 
     return None
 
 
-def check_before_write(path: Path, new_raw: bytes, display: str, ctx: ToolContext) -> None:
+def check_before_write(path: Path, new_raw: bytes, display: str, decision: CallDecision) -> None:
     """Raise unless the write keeps the policies, or only lifts some the person was asked about."""
     verdict = verdict_for(path, new_raw)
     if verdict.demand == "refuse":
         raise ToolError(verdict.refusal(display))
-    if verdict.demand == "ask" and ctx.decided_by != "person":
+    if verdict.demand == "ask" and not decision.by_person:
         raise ToolError(
             f"Not written: {verdict.question(display)}, and no person approved this call. Ask the person to "
             "change the cell's policy themselves, or leave it."

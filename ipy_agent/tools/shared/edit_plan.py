@@ -24,8 +24,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError
-from ipy_agent.contract.tool_context import ToolContext, WriteDecision
+from ipy_agent.contract.decision import UNDECIDED, CallDecision, WriteDecision
+from ipy_agent.contract.tool import InputT, PermissionCheck, PermissionPreview, ResultT, RuleSubject, Tool, ToolError
+from ipy_agent.contract.tool_context import ToolContext
 
 from .cell_policies import check_before_write, permission_for, refusal_for
 from .diff import Diff, Span, diff_spans, make_diff
@@ -180,7 +181,7 @@ def _judge(path: str, ctx: ToolContext) -> WriteDecision:
     return WriteDecision(real=real_path(path), protected=write_reason(path, ctx))
 
 
-class FileEditingTool(Tool):
+class FileEditingTool(Tool[InputT, ResultT]):
     """Base of the three editing tools: flags, rules, and the plan/preview/write cycle."""
 
     kind = "edit"
@@ -191,14 +192,14 @@ class FileEditingTool(Tool):
     make_parents = True
 
     # --- what subclasses provide -----------------------------------------------------------
-    def _target(self, inp: Any) -> str:
+    def _target(self, inp: InputT) -> str:
         raise NotImplementedError
 
-    def _plan(self, inp: Any, ctx: ToolContext) -> Plan:
+    def _plan(self, inp: InputT, ctx: ToolContext) -> Plan:
         """Check everything and compute the bytes to write; raise ToolError to refuse."""
         raise NotImplementedError
 
-    def _result(self, plan: Plan, ctx: ToolContext) -> Any:
+    def _result(self, plan: Plan, ctx: ToolContext) -> ResultT:
         raise NotImplementedError
 
     def _preview_title(self, plan: Plan) -> str:
@@ -212,16 +213,16 @@ class FileEditingTool(Tool):
         return real_path(given), ctx.display_path(given)
 
     # --- shared behaviour -------------------------------------------------------------------
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: InputT) -> bool:
         return False
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: InputT) -> bool:
         return False
 
-    def rule_subject(self, inp: Any, ctx: ToolContext) -> RuleSubject | None:
+    def rule_subject(self, inp: InputT, ctx: ToolContext) -> RuleSubject | None:
         return RuleSubject(kind="path", value=str(ctx.resolve(self._target(inp))))
 
-    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+    async def check_permissions(self, inp: InputT, ctx: ToolContext) -> PermissionCheck:
         """The person's cell policies on a notebook first (deny, or an ask in every mode: see
         cell_policies.py), then the files that decide what runs (`_protected_check`)."""
         policy = await asyncio.to_thread(self._policy_check, inp, ctx)
@@ -231,9 +232,9 @@ class FileEditingTool(Tool):
         if policy is None:
             return check
         message = f"{check.message}; {policy.message}" if check.behavior == "ask" and check.message else policy.message
-        return PermissionCheck(behavior="ask", always=True, message=message)
+        return PermissionCheck(behavior="ask", always=True, message=message, writes=check.writes)
 
-    def _policy_check(self, inp: Any, ctx: ToolContext) -> PermissionCheck | None:
+    def _policy_check(self, inp: InputT, ctx: ToolContext) -> PermissionCheck | None:
         """The person's cell policies on a notebook (cell_policies.py): deny, ask, or None."""
         try:
             plan = self._plan(inp, ctx)
@@ -241,36 +242,37 @@ class FileEditingTool(Tool):
             return None  # validation tells the model what is wrong
         return permission_for(plan.path, plan.new_raw, plan.display)
 
-    async def _protected_check(self, inp: Any, ctx: ToolContext) -> PermissionCheck:
+    async def _protected_check(self, inp: InputT, ctx: ToolContext) -> PermissionCheck:
         """A file that decides what runs or what is allowed (`.git/hooks`, settings, ~/.bashrc:
         see `protected`) asks in every mode and whatever the allow rules say, symlinks judged by
         where they point."""
         path = str(ctx.resolve(self._target(inp)))
-        decision = await asyncio.to_thread(_judge, path, ctx)
-        ctx.write_decisions[path] = decision  # the writer lands where this decision looked, or nowhere
-        reason = decision.protected
+        looked = await asyncio.to_thread(_judge, path, ctx)
+        writes = {path: looked}  # the writer lands where this decision looked, or nowhere
+        reason = looked.protected
         if reason is None:
-            return PermissionCheck()
+            return PermissionCheck(writes=writes)
         return PermissionCheck(
             behavior="ask",
             always=True,
             message=f"{ctx.display_path(path)!r}: {reason}, so this edit is always confirmed",
+            writes=writes,
         )
 
-    def suggest_rule(self, inp: Any, ctx: ToolContext) -> str:
+    def suggest_rule(self, inp: InputT, ctx: ToolContext) -> str:
         return suggest_edit_rule(ctx.resolve(self._target(inp)), ctx)
 
-    def summarize_use(self, inp: Any) -> str:
+    def summarize_use(self, inp: InputT) -> str:
         return self._target(inp)
 
-    def detail_for_person(self, inp: Any, output: Any) -> str:
+    def detail_for_person(self, inp: InputT, output: ResultT) -> str:
         # The person expands the compact line to see what changed; every result carries its diff.
         return str(getattr(output, "diff", "") or "")
 
-    async def validate_input(self, inp: Any, ctx: ToolContext) -> str | None:
+    async def validate_input(self, inp: InputT, ctx: ToolContext) -> str | None:
         return await asyncio.to_thread(self._validate, inp, ctx)
 
-    def _validate(self, inp: Any, ctx: ToolContext) -> str | None:
+    def _validate(self, inp: InputT, ctx: ToolContext) -> str | None:
         # The plan is dropped here, in the thread, for the reason given in `_preview`.
         try:
             plan = self._plan(inp, ctx)
@@ -278,10 +280,10 @@ class FileEditingTool(Tool):
             return str(e)
         return refusal_for(plan.path, plan.new_raw, plan.display)
 
-    async def preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
+    async def preview(self, inp: InputT, ctx: ToolContext) -> PermissionPreview | None:
         return await asyncio.to_thread(self._preview, inp, ctx)
 
-    def _preview(self, inp: Any, ctx: ToolContext) -> PermissionPreview | None:
+    def _preview(self, inp: InputT, ctx: ToolContext) -> PermissionPreview | None:
         # Built in the worker thread so only the small preview leaves it: a Plan holds the whole
         # file two or three times, and a finished future can keep its result alive until the
         # garbage collector runs, which for a big file doubled the memory an edit needs.
@@ -295,20 +297,20 @@ class FileEditingTool(Tool):
             title=self._preview_title(plan), diff=d.text, added=d.added, removed=d.removed, notes=plan.notes
         )
 
-    async def call(self, inp: Any, ctx: ToolContext) -> Any:
-        return await asyncio.to_thread(self._apply, inp, ctx)
+    async def call(self, inp: InputT, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> ResultT:
+        return await asyncio.to_thread(self._apply, inp, ctx, decision)
 
-    def _plan_with_diff(self, inp: Any, ctx: ToolContext) -> Plan:
+    def _plan_with_diff(self, inp: InputT, ctx: ToolContext) -> Plan:
         plan = self._plan(inp, ctx)
         _ = plan.diff  # difflib is CPU work: do it here in the worker thread, not on the loop
         return plan
 
-    def _apply(self, inp: Any, ctx: ToolContext) -> Any:
+    def _apply(self, inp: InputT, ctx: ToolContext, decision: CallDecision) -> ResultT:
         # Re-reading and re-checking here, in the same thread as the write, is the last guard
         # against clobbering a change made after validation (or while the prompt was open).
         plan = self._plan_with_diff(inp, ctx)
         # The person's cell policies, against the notebook as it is on disk right now.
-        check_before_write(plan.path, plan.new_raw, plan.display, ctx)
+        check_before_write(plan.path, plan.new_raw, plan.display, decision)
         seen = ctx.read_state.get(plan.path)
         checkpoints = ctx.checkpoints
 
@@ -317,13 +319,13 @@ class FileEditingTool(Tool):
                 checkpoints.before_write(final, tool=self.name)
 
         # Where the permission decision looked (None: called directly, so the decision is now).
-        decision = ctx.write_decisions.get(str(ctx.resolve(self._target(inp))))
+        looked = decision.writes.get(str(ctx.resolve(self._target(inp))))
         try:
             atomic_write(
                 plan.path,
                 plan.new_raw,
                 make_parents=self.make_parents,
-                decision=decision,
+                decision=looked,
                 why_protected=write_checker(ctx),
                 before_replace=keep_for_rewind,
             )

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ipy_agent.contract.tool_context import WriteDecision
+from ipy_agent.contract.decision import WriteDecision
 
 from .protected import protected_reason
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.base.secrets import redact
+from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.history.blocks import ToolResultBlock
 
 from .catalog import Skill, SkillCatalog, discover_skills
 
@@ -60,7 +61,7 @@ class SkillLoaded:
     files: list[str]  # the files beside SKILL.md, relative to its folder
 
 
-class SkillTool(Tool):
+class SkillTool(Tool[SkillInput, SkillLoaded]):
     name = "Skill"
     input_model = SkillInput
     kind = "read"
@@ -69,10 +70,10 @@ class SkillTool(Tool):
     def description(self, ctx: ToolContext) -> str:
         return DESCRIPTION
 
-    def _read_only(self, inp: Any) -> bool:
+    def _read_only(self, inp: SkillInput) -> bool:
         return True
 
-    def _concurrency_safe(self, inp: Any) -> bool:
+    def _concurrency_safe(self, inp: SkillInput) -> bool:
         return True
 
     def catalog(self, ctx: ToolContext) -> SkillCatalog:
@@ -112,7 +113,7 @@ class SkillTool(Tool):
         names = ", ".join(s.name for s in catalog.skills) or "none"
         return f"There is no skill named {inp.skill!r}. The skills here are: {names}."
 
-    async def call(self, inp: SkillInput, ctx: ToolContext) -> SkillLoaded:
+    async def call(self, inp: SkillInput, ctx: ToolContext, decision: CallDecision = UNDECIDED) -> SkillLoaded:
         skill = self.catalog(ctx).get(inp.skill)
         if skill is None:
             raise ToolError(f"The skill {inp.skill!r} is gone (its folder was removed or renamed).")
@@ -126,7 +127,7 @@ class SkillTool(Tool):
             text += line
         return SkillLoaded(skill=skill, text=text, cut_at_line=cut_at, lines=len(lines), files=_files(skill))
 
-    def map_result(self, output: SkillLoaded, tool_use_id: str) -> dict[str, Any]:
+    def map_result(self, output: SkillLoaded, tool_use_id: str) -> ToolResultBlock:
         skill = output.skill
         head = [f'Skill "{skill.name}" ({skill.where}), loaded from {skill.path}', f"Its folder: {skill.folder}"]
         if output.files:

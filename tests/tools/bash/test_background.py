@@ -13,29 +13,28 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
-from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.messages import history_problems
 from ipy_agent.tools.bash import BashInput, BashOutputTool, BashTool, KillShellTool
 from ipy_agent.tools.bash.background import shells_of
 from ipy_agent.tools.bash.background_tools import BashOutputInput, KillShellInput
 from ipy_agent.tools.bash.process import group_alive
 from ipy_agent.ui.inspection import tasks_text
-from tests.support.tools import tool_ctx
+from tests.support.tools import DecidedContext, tool_ctx
 from tests.support.transcript import all_results, result_text, use
 from tests.support.waits import Deadline, timed_out, waiting_for
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _ctx(tmp_path: Path, **kw) -> ToolContext:
+def _ctx(tmp_path: Path, **kw) -> DecidedContext:
     kw.setdefault("spill_dir", tmp_path / "spill")
     kw.setdefault("decided_by", "person")
     return tool_ctx(tmp_path, tool_use_id="toolu_1", **kw)
 
 
-async def _start(ctx: ToolContext, command: str) -> str:
+async def _start(ctx: DecidedContext, command: str) -> str:
     tool = BashTool()
-    out = await tool.call(BashInput(command=command, run_in_background=True), ctx)
+    out = await tool.call(BashInput(command=command, run_in_background=True), ctx, ctx.decision)
     block = tool.map_result(out, "toolu_1")
     assert not block.get("is_error")
     assert block["content"].startswith(f"Command running in background with ID: {out.background_id}.")
@@ -43,9 +42,9 @@ async def _start(ctx: ToolContext, command: str) -> str:
     return str(out.background_id)
 
 
-async def _output(ctx: ToolContext, shell_id: str, pattern: str | None = None) -> str:
+async def _output(ctx: DecidedContext, shell_id: str, pattern: str | None = None) -> str:
     tool = BashOutputTool()
-    out = await tool.call(BashOutputInput(bash_id=shell_id, filter=pattern), ctx)
+    out = await tool.call(BashOutputInput(bash_id=shell_id, filter=pattern), ctx, ctx.decision)
     return result_text(tool.map_result(out, "toolu_2"))
 
 
@@ -119,12 +118,12 @@ async def test_started_read_twice_with_a_filter_killed_and_its_group_gone(tmp_pa
     assert "Nothing runs in the background" in listing
 
     kill = KillShellTool()
-    stopped = await kill.call(KillShellInput(shell_id=shell_id), ctx)
+    stopped = await kill.call(KillShellInput(shell_id=shell_id), ctx, ctx.decision)
     assert result_text(kill.map_result(stopped, "toolu_3")).startswith(f"Stopped {shell_id} and its process group")
     assert not group_alive(shell.proc.pid) and _pids_in_group(shell.proc.pid) == []
     assert child not in _pids_in_group(child) and not _running(child)
     assert (await _output(ctx, shell_id)).startswith(f"[{shell_id}: killed after ")
-    again = await kill.call(KillShellInput(shell_id=shell_id), ctx)
+    again = await kill.call(KillShellInput(shell_id=shell_id), ctx, ctx.decision)
     assert "was no longer running: it killed after" in result_text(kill.map_result(again, "x"))
 
 
@@ -231,7 +230,7 @@ def test_process_exit_stops_background_commands(tmp_path):
         from tests.support.tools import tool_ctx
         from pathlib import Path
         ctx = tool_ctx(Path({str(tmp_path)!r}), decided_by="person", spill_dir=Path({str(tmp_path / "spill")!r}))
-        out = asyncio.run(BashTool().call(BashInput(command="echo $$ > pgid; sleep 300", run_in_background=True), ctx))
+        out = asyncio.run(BashTool().call(BashInput(command="echo $$ > pgid; sleep 300", run_in_background=True), ctx, ctx.decision))
         import time
         while not Path({str(tmp_path / "pgid")!r}).read_text() if Path({str(tmp_path / "pgid")!r}).exists() else True:
             time.sleep(0.02)

@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.tools.bash import BashInput, BashTool
 from ipy_agent.tools.bash.process import OUTPUT_LIMIT
-from tests.support.tools import tool_ctx
+from tests.support.tools import DecidedContext, tool_ctx
 from tests.support.transcript import all_results
 
 
-def _ctx(tmp_path: Path, **kw) -> ToolContext:
+def _ctx(tmp_path: Path, **kw) -> DecidedContext:
     kw.setdefault("spill_dir", tmp_path / "spill")
     # These calls test the mechanics of a command someone approved (unapproved ones are
     # sandboxed: tests/security/test_sandbox.py).
@@ -25,9 +24,9 @@ def _ctx(tmp_path: Path, **kw) -> ToolContext:
     return tool_ctx(tmp_path, tool_use_id="toolu_1", **kw)
 
 
-async def _run(ctx: ToolContext, command: str, **kw) -> tuple[dict, str]:
+async def _run(ctx: DecidedContext, command: str, **kw) -> tuple[dict, str]:
     tool = BashTool()
-    out = await tool.call(BashInput(command=command, **kw), ctx)
+    out = await tool.call(BashInput(command=command, **kw), ctx, ctx.decision)
     return tool.map_result(out, "toolu_1"), tool.summarize_result(out)
 
 
@@ -345,7 +344,8 @@ def test_rule_subject_and_sibling_cancellation(tmp_path):
 async def test_the_person_can_expand_the_last_lines_of_output(tmp_path):
     tool = BashTool()
     inp = BashInput(command="seq 1 50")
-    detail = tool.detail_for_person(inp, await tool.call(inp, _ctx(tmp_path)))
+    ctx = _ctx(tmp_path)
+    detail = tool.detail_for_person(inp, await tool.call(inp, ctx, ctx.decision))
     assert detail.splitlines()[:2] == ["$ seq 1 50", "... (30 earlier lines)"]
     assert detail.splitlines()[2:] == [str(i) for i in range(31, 51)]
 

@@ -108,4 +108,4 @@ async def _run(command: str, cwd, decided_by: str, rules: tuple[str, ...]):
     from ipy_agent.tools.bash import BashInput, BashTool
 
     ctx = tool_ctx(cwd, decided_by=decided_by, read_deny=rules, spill_dir=cwd.parent / "spill")
-    return await BashTool().call(BashInput(command=command, timeout=20_000), ctx)
+    return await BashTool().call(BashInput(command=command, timeout=20_000), ctx, ctx.decision)
