@@ -1,7 +1,6 @@
 """The conversation and its loop: run -> turn -> stream the model -> execute tools.
 
 Modules import one way, each only from those above it in this list:
-- `arguments`: checks of the agent's arguments, and `KEEP` for what `configure` leaves alone;
 - `spill`: where spilled results live for one conversation, and how they go away;
 - `system_prompt`: the model's environment and how to work with the tools here;
 - `standing`: what follows the base prompt (instructions, the tools' sections), read once per prompt;
