@@ -19,6 +19,7 @@ from ipy_agent.contract.hooks import HookEvent, HookOutcome  # noqa: E402
 from ipy_agent.contract.read_state import ReadState  # noqa: E402
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError  # noqa: E402
 from ipy_agent.contract.tool_context import SandboxLimits, ToolContext  # noqa: E402
+from ipy_agent.config.agent_config import AgentConfig  # noqa: E402
 from ipy_agent.loop.agent import Agent  # noqa: E402
 from ipy_agent.loop.rewind_report import RewindReport  # noqa: E402
 from ipy_agent.models.base import ModelError, Usage  # noqa: E402
@@ -31,6 +32,7 @@ from .tools import builtin_tools  # noqa: E402
 
 __all__ = [
     "Agent",
+    "AgentConfig",
     "AnthropicModel",
     "HookEvent",
     "HookOutcome",
