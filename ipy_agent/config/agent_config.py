@@ -29,7 +29,7 @@ from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SANDBOX_SETTINGS, SandboxLimits, SandboxSetting
 from ipy_agent.models.base import Model
 from ipy_agent.permissions.decide import PERMISSION_MODES, Approver, PermissionMode
-from ipy_agent.permissions.rules import RuleSpec, parse_rule
+from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
 
 from .policy import Policy
 
@@ -45,6 +45,7 @@ __all__ = [
     "FromConfig",
     "Keep",
     "check_choice",
+    "given_rules",
     "setting_names",
 ]
 
@@ -176,6 +177,16 @@ class AgentConfig:
 
 def setting_names() -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(AgentConfig))
+
+
+def given_rules(config: AgentConfig) -> list[RuleSpec]:
+    """The config's `allow`, `ask` and `deny`, as the rules given in code."""
+    kinds: tuple[tuple[RuleKind, tuple[str, ...]], ...] = (
+        ("allow", config.allow),
+        ("ask", config.ask),
+        ("deny", config.deny),
+    )
+    return [RuleSpec(kind=kind, text=text, source="argument") for kind, texts in kinds for text in texts]
 
 
 def _check_names(settings: Mapping[str, object]) -> None:

@@ -23,6 +23,7 @@ from ipy_agent.config.agent_config import (
     AgentSettings,
     FromConfig,
     Keep,
+    given_rules,
     setting_names,
 )
 from ipy_agent.context import ContextManager
@@ -73,7 +74,8 @@ INTERRUPTED_NOTICE = "Interrupted."  # the notice of an interrupted run (UIs tha
 
 class Agent(Rewinding, Listeners):
     """One conversation with a model through tools: `run(prompt)` (or `await arun(prompt)`) goes on
-    from the history, `rewind(n)` back to before prompt n. docs/ARCHITECTURE.md explains the arguments."""
+    from the history, `rewind(n)` back to before prompt n. Its settings are `agent.config` (an
+    `AgentConfig`, config/agent_config.py: what each setting is), its state the rest."""
 
     # Settings read from `self.config` (setting one makes a new config: config/agent_config.py).
     cwd = FromConfig[Path]()
@@ -103,6 +105,9 @@ class Agent(Rewinding, Listeners):
         self.managed = Managed(config.policy, config.max_budget_usd, config.permission_mode)  # the policy, the meter
         self._model: Model = recording_into(config.model, config.record) if config.record else config.model
         self.rules = PermissionRules.with_builtin(list(config.allow), list(config.ask), list(config.deny))
+        self._given_rules = [
+            r for kind in ("allow", "ask", "deny") for r in self.rules.of(kind) if r.source == "argument"
+        ]
         tools = default_tools() if config.tools is None else config.tools  # Task among the defaults
         self.registry = ToolRegistry(list(tools))
         self.registry.result_limit_override = config.result_limit
@@ -225,6 +230,8 @@ class Agent(Rewinding, Listeners):
             self._model = swap_model(self._model, new.model)  # a recorded conversation goes on being recorded
         if "rules" in again:
             self._configured_rules = self.rules.replace(self._configured_rules, new.rules)
+        if changed & {"allow", "ask", "deny"}:
+            self._given_rules = self.rules.replace(self._given_rules, given_rules(new))
         if "message_budget" in again:
             self.budget.message_limit = new.message_budget
         if "result_limit" in again:

@@ -145,3 +145,12 @@ def test_a_recorded_conversation_goes_on_recording_with_the_new_model(model, tmp
     assert isinstance(agent.model, RecordingModel) and agent.model.model is other
     assert agent.config.model is other
     assert agent.config.record == Path(tmp_path / "t.json")
+
+
+def test_a_new_config_with_other_rules_in_code_replaces_those_alone(model, tmp_path):
+    agent = Agent(model, cwd=tmp_path, deny=["Write"], allow=["Bash(ls:*)"])
+    agent.rules.add("allow", "Read(./notes/**)", source="granted")  # as "Always allow" does
+    agent.configure(agent.config.replace(deny=["Bash(rm:*)"]))
+    assert [r.text for r in agent.rules.deny if r.source == "argument"] == ["Bash(rm:*)"]
+    assert {r.text for r in agent.rules.allow} >= {"Bash(ls:*)", "Read(./notes/**)"}
+    assert any(r.source == "built-in" for r in agent.rules.deny)
