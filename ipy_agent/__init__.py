@@ -14,12 +14,12 @@ from ipy_agent.base import imports as _imports
 # a module of the same name in the project (base/imports.py).
 _imports.install()
 
+from ipy_agent.config.agent_config import AgentConfig  # noqa: E402
 from ipy_agent.contract.build_tool import build_tool  # noqa: E402
 from ipy_agent.contract.hooks import HookEvent, HookOutcome  # noqa: E402
 from ipy_agent.contract.read_state import ReadState  # noqa: E402
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, RuleSubject, Tool, ToolError  # noqa: E402
 from ipy_agent.contract.tool_context import SandboxLimits, ToolContext  # noqa: E402
-from ipy_agent.config.agent_config import AgentConfig  # noqa: E402
 from ipy_agent.loop.agent import Agent  # noqa: E402
 from ipy_agent.loop.rewind_report import RewindReport  # noqa: E402
 from ipy_agent.models.base import ModelError, Usage  # noqa: E402
