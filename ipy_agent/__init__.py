@@ -18,6 +18,7 @@ from ipy_agent.base import imports as _imports
 _imports.install()
 
 if TYPE_CHECKING:
+    from ipy_agent.config.agent_config import AgentConfig
     from ipy_agent.contract.build_tool import build_tool
     from ipy_agent.contract.decision import CallDecision
     from ipy_agent.contract.hooks import HookEvent, HookOutcome
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Agent",
+    "AgentConfig",
     "AnthropicModel",
     "CallDecision",
     "HookEvent",
@@ -72,6 +74,7 @@ __version__ = "0.1.0"
 # `import ipy_agent` and `%load_ext ipy_agent` do not pay for the loop, the tools and pydantic
 # before the first `%agent` needs them (bench/startup.py measures it).
 _EXPORTS = {
+    "AgentConfig": "ipy_agent.config.agent_config",
     "Agent": "ipy_agent.loop.agent",
     "AnthropicModel": "ipy_agent.models.anthropic",
     "CallDecision": "ipy_agent.contract.decision",

@@ -1,7 +1,6 @@
 """The conversation and its loop: run -> turn -> stream the model -> execute tools.
 
 Modules import one way, each only from those above it in this list:
-- `arguments`: checks of the agent's arguments, and `KEEP` for what `configure` leaves alone;
 - `spill`: where spilled results live for one conversation, and how they go away;
 - `tool_session`: what each run starts with (tools' warnings, once per kernel), what a conversation's end closes;
 - `system_prompt`: the model's environment and how to work with the tools here;

@@ -10,20 +10,29 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ipy_agent.base.threads import run_to_end
-from ipy_agent.config.policy import Policy
+from ipy_agent.config.agent_config import (
+    FIXED_SETTINGS,
+    KEEP,
+    AgentChanges,
+    AgentConfig,
+    AgentSettings,
+    FromConfig,
+    Keep,
+    given_rules,
+    setting_names,
+)
 from ipy_agent.context import ContextManager
-from ipy_agent.contract.decision import PERMISSION_MODES, PermissionMode
+from ipy_agent.contract.decision import PermissionMode
 from ipy_agent.contract.hooks import HookEvent, Hooks
-from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
-from ipy_agent.contract.tool_context import SandboxLimits, SandboxSetting, ToolContext
+from ipy_agent.contract.tool_context import SandboxLimits, ToolContext
 from ipy_agent.history.blocks import ContentBlock, Message, ToolSpec
 from ipy_agent.history.messages import append_user, last_text
 from ipy_agent.history.tool_ids import HistoryIds
@@ -31,7 +40,7 @@ from ipy_agent.mcp import McpManager
 from ipy_agent.models.base import Model, Usage
 from ipy_agent.models.recording import RecordingModel, recording_into, swap_model
 from ipy_agent.permissions.decide import Approver
-from ipy_agent.permissions.rules import PermissionRules, Rule, RuleSpec
+from ipy_agent.permissions.rules import PermissionRules, RuleSpec
 from ipy_agent.runtime.budget import ResultBudget
 from ipy_agent.runtime.meter import Meter
 from ipy_agent.runtime.registry import Exposure, ToolRegistry
@@ -46,7 +55,6 @@ from ipy_agent.runtime.trace import (
 )
 
 from . import spill
-from .arguments import KEEP, Keep, check_choice, check_sandbox, check_turns
 from .rewind import Rewinding
 from .spend import Managed
 from .standing import Standing
@@ -66,69 +74,51 @@ Emit = Callable[[AgentEvent], None]
 
 class Agent(Rewinding, Listeners):
     """One conversation with a model through tools: `run(prompt)` (or `await arun(prompt)`) goes on
-    from the history, `rewind(n)` back to before prompt n. docs/ARCHITECTURE.md explains the arguments."""
+    from the history, `rewind(n)` back to before prompt n. Its settings are `agent.config` (an
+    `AgentConfig`, config/agent_config.py: what each setting is), its state the rest."""
+
+    # Settings read from `self.config` (setting one makes a new config: config/agent_config.py).
+    cwd = FromConfig[Path]()
+    working_dirs = FromConfig[tuple[Path, ...]]()
+    permission_mode = FromConfig[PermissionMode]()
+    approver = FromConfig[Approver | None]()
+    max_turns = FromConfig[int]()
+    system_prompt = FromConfig[str | None]()
+    append_system_prompt = FromConfig[str | None]()
+    simple = FromConfig[bool]()
+    max_concurrency = FromConfig[int]()
+    streaming_tools = FromConfig[bool]()
+    notebook = FromConfig["NotebookBridge | None"]()
+    notebook_path = FromConfig[str | None]()
+    instructions = FromConfig[bool]()
+    sandbox_limits = FromConfig[SandboxLimits]()
 
     def __init__(
-        self,
-        model: Model,
-        *,
-        cwd: str | Path | None = None,
-        permission_mode: PermissionMode = "default",
-        allow: Sequence[str] | None = None,
-        deny: Sequence[str] | None = None,
-        ask: Sequence[str] | None = None,
-        approver: Approver | None = None,
-        tools: Sequence[Tool] | None = None,
-        max_turns: int = 50,
-        working_dirs: Sequence[str | Path] = (),
-        system_prompt: str | None = None,
-        append_system_prompt: str | None = None,
-        simple: bool = False,
-        max_concurrency: int = 10,
-        streaming_tools: bool = True,
-        message_budget: int = MESSAGE_RESULT_CHARS,
-        spill_dir: str | Path | None = None,
-        notebook: NotebookBridge | None = None,
-        notebook_path: str | None = None,
-        context_window: int | None = None,
-        context_threshold: float = 0.8,
-        sandbox: SandboxSetting = "auto",
-        sandbox_limits: SandboxLimits | Mapping[str, int] | None = None,
-        mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
-        record: str | Path | None = None,
-        instructions: bool = True,
-        max_budget_usd: float | None = None,
-        policy: Policy | None = None,
+        self, model: Model | None = None, *, config: AgentConfig | None = None, **settings: Unpack[AgentSettings]
     ) -> None:
-        check_choice("permission_mode", permission_mode, PERMISSION_MODES)
-        check_turns(max_turns)
-        self.managed = Managed(policy, max_budget_usd, permission_mode)  # the policy, the run's meter
-        self.model: Model = recording_into(model, record) if record else model
-        self.cwd = Path(cwd or Path.cwd()).expanduser().resolve()
-        if not self.cwd.is_dir():
-            raise ValueError(f"cwd {str(self.cwd)!r} is not a directory")
-        self.working_dirs = tuple(Path(d).expanduser().resolve() for d in working_dirs)
-        self.permission_mode = permission_mode
-        self.rules = PermissionRules.with_builtin(list(allow or []), list(ask or []), list(deny or []))
-        self.approver = approver
-        self.registry = ToolRegistry(list(default_tools() if tools is None else tools))  # Task among them
-        self.max_turns = max_turns
-        self.system_prompt = system_prompt
-        self.append_system_prompt = append_system_prompt
-        self.simple = simple
-        self.max_concurrency = max_concurrency
-        self.streaming_tools = streaming_tools
-        self.notebook = notebook
-        self.notebook_path = notebook_path
-        self.instructions, self.standing = instructions, Standing()  # AGENTS.md...; read once per prompt
+        """`Agent(model, max_turns=5, ...)` or `Agent(config=AgentConfig(model=..., ...))`."""
+        if config is None:
+            config = AgentConfig.build(model, **settings)
+        elif model is not None or settings:
+            raise TypeError("give Agent either config= or the model and settings, not both (config.replace(...))")
+        self._config = config
+        self.managed = Managed(config.policy, config.max_budget_usd, config.permission_mode)  # the policy, the meter
+        self._model: Model = recording_into(config.model, config.record) if config.record else config.model
+        self.rules = PermissionRules.with_builtin(list(config.allow), list(config.ask), list(config.deny))
+        self._given_rules = [
+            r for kind in ("allow", "ask", "deny") for r in self.rules.of(kind) if r.source == "argument"
+        ]
+        tools = default_tools() if config.tools is None else config.tools  # Task among the defaults
+        self.registry = ToolRegistry(list(tools))
+        self.registry.result_limit_override = config.result_limit
+        self.standing = Standing()  # AGENTS.md...; read once per prompt
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
-        self.mcp = McpManager(self.cwd, mcp_servers)
-        self.sandbox, self.sandbox_limits = check_sandbox(sandbox, sandbox_limits)
-        self.sandbox = self.managed.apply(self.rules, self.sandbox, self.mcp)
+        self.mcp = McpManager(self.cwd, config.mcp_servers)
+        self.sandbox = self.managed.apply(self.rules, config.sandbox, self.mcp)  # the policy may require it
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
-        self.spill_dir, self._owns_spill_dir = spill.choose_dir(spill_dir, self.conversation_id)
-        self.budget = ResultBudget(self.spill_dir, message_limit=message_budget)
+        self.spill_dir, self._owns_spill_dir = spill.choose_dir(config.spill_dir, self.conversation_id)
+        self.budget = ResultBudget(self.spill_dir, message_limit=config.message_budget)
         self.messages: list[Message] = []
         self._history_ids = HistoryIds()  # tool_use ids in the history, counted once each
         self.read_state = ReadState()
@@ -142,8 +132,28 @@ class Agent(Rewinding, Listeners):
         self._task: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # Sizes each request and clears or compacts the history to fit the window (ipy_agent/context).
-        self.context_manager = ContextManager(self, window=context_window, threshold=context_threshold)
-        self._configured_rules: list[Rule] = []  # what the last `configure(rules=...)` added
+        self.context_manager = ContextManager(self, window=config.context_window, threshold=config.context_threshold)
+        self._configured_rules = self.rules.replace([], config.rules)  # what the config's `rules` added
+
+    @property
+    def config(self) -> AgentConfig:
+        """Every setting of this agent (config/agent_config.py); `configure` puts a new one in force."""
+        return self._config
+
+    @config.setter
+    def config(self, new: AgentConfig) -> None:
+        self._put(new, forced=())
+
+    @property
+    def model(self) -> Model:
+        """The model in use: the config's, recording when the conversation is recorded."""
+        return self._model
+
+    @model.setter
+    def model(self, model: Model) -> None:
+        self._model = model
+        inner = model.model if isinstance(model, RecordingModel) else model
+        self._config = self._config.replace(model=inner)
 
     @property
     def tools(self) -> list[Tool]:
@@ -162,6 +172,8 @@ class Agent(Rewinding, Listeners):
 
     def configure(
         self,
+        config: AgentConfig | None = None,
+        /,
         *,
         model: Model | None = None,
         permission_mode: PermissionMode | None = None,
@@ -173,31 +185,61 @@ class Agent(Rewinding, Listeners):
         approver: Approver | Keep | None = KEEP,
         instructions: bool | None = None,
     ) -> None:
-        """Change how the next run goes; what is not given stays (the magics call this before each
-        run). `rules` replace those the previous `configure` added, never the constructor's or the
+        """Change how the next run goes (the magics call this before each run): put `config` in
+        force (a `self.config.replace(...)`), or change the settings given; what is not given
+        stays. `rules` replace those the previous config added, never the constructor's or the
         person's grants; `result_limit` caps every tool's result (None: each tool's own);
-        `instructions`: whether requests carry the standing instructions (config/instructions.py)."""
+        `instructions`: whether requests carry the standing instructions (config/instructions.py);
+        `notebook` sets the notebook's path too."""
         if self.running:
             raise RuntimeError("cannot configure the agent while it runs; wait for it or interrupt it")
-        if permission_mode is not None:
-            self.permission_mode = check_choice("permission_mode", permission_mode, PERMISSION_MODES)
-        if max_turns is not None:
-            self.max_turns = check_turns(max_turns)
+        changes: AgentChanges = {}
         if model is not None:
-            self.model = swap_model(self.model, model)  # a recorded conversation goes on being recorded
+            changes["model"] = model
+        if permission_mode is not None:
+            changes["permission_mode"] = permission_mode
+        if max_turns is not None:
+            changes["max_turns"] = max_turns
         if rules is not None:
-            self._configured_rules = self.rules.replace(self._configured_rules, rules)
+            changes["rules"] = rules
         if message_budget is not None:
-            self.budget.message_limit = message_budget
-        if not isinstance(result_limit, Keep):
-            self.registry.result_limit_override = result_limit
-        if not isinstance(notebook, Keep):
-            self.notebook = notebook
-            self.notebook_path = notebook.display_path if notebook is not None else None
-        if not isinstance(approver, Keep):
-            self.approver = approver
+            changes["message_budget"] = message_budget
         if instructions is not None:
-            self.instructions = instructions
+            changes["instructions"] = instructions
+        if not isinstance(result_limit, Keep):
+            changes["result_limit"] = result_limit
+        if not isinstance(notebook, Keep):
+            changes["notebook"] = notebook
+            changes["notebook_path"] = notebook.display_path if notebook is not None else None
+        if not isinstance(approver, Keep):
+            changes["approver"] = approver
+        if config is not None:
+            self._put(config.replace(**changes), forced=setting_names())  # all of it in force again
+        else:
+            self._put(self._config.replace(**changes), forced=set(changes))
+
+    def _put(self, new: AgentConfig, forced: Collection[str]) -> None:
+        """Make `new` the config, and the state made from a setting follow it: the settings that
+        changed, and those in `forced` (a rule the person revoked comes back when configured)."""
+        changed = self._config.changed(new)
+        if fixed := sorted(changed & FIXED_SETTINGS):
+            raise ValueError(f"{', '.join(fixed)} cannot change once the agent is made: make a new Agent(config=...)")
+        self._config = new
+        again = changed | set(forced)
+        if "model" in again:
+            self._model = swap_model(self._model, new.model)  # a recorded conversation goes on being recorded
+        if "rules" in again:
+            self._configured_rules = self.rules.replace(self._configured_rules, new.rules)
+        if changed & {"allow", "ask", "deny"}:
+            self._given_rules = self.rules.replace(self._given_rules, given_rules(new))
+        if "message_budget" in again:
+            self.budget.message_limit = new.message_budget
+        if "result_limit" in again:
+            self.registry.result_limit_override = new.result_limit
+        if "max_budget_usd" in again:
+            self.managed.max_budget_usd = self.managed.check_budget(new.max_budget_usd)
+        if "sandbox" in changed:
+            self.sandbox = self.managed.apply(self.rules, new.sandbox, self.mcp)
 
     def check_policy(self) -> None:
         """Re-read the managed policy and check the next run (PolicyError, PolicyViolation: spend.py)."""
@@ -205,7 +247,8 @@ class Agent(Rewinding, Listeners):
 
     def record(self, path: str | Path, *, how: str = "") -> RecordingModel:
         """Record the conversation from here on into the transcript `path` (models/recording.py)."""
-        self.model = recorder = recording_into(self.model, path, how=how)
+        self._model = recorder = recording_into(self._model, path, how=how)
+        self._config = self._config.replace(record=path)
         return recorder
 
     def tool_context(self, tool_use_id: str | None = None) -> ToolContext:

@@ -2,8 +2,10 @@
 
 Modules import one way, each only from those above it in this list:
 - `prompt_records`: each prompt's record, so that `%agent_rewind` marks the ones it undid;
+- `run_settings`: the magics' configuration and a `%agent` line's options as the agent's config
+  (a new conversation's, and the next run's);
 - `session`: `AgentSession`, the state every magic shares (the conversation's agent, grants, the
-  bridge, the run in progress) and how a request is prepared (`Agent.configure`) and run;
+  bridge, the run in progress) and how a request is prepared (one `Agent.configure(config)`) and run;
 - `standing`: what `%agent_instructions` and `%agent_skills` print, and setting the notebook's
   instructions;
 - `rewind`: `%agent_rewind`, back to just before a prompt, and its report;

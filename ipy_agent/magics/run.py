@@ -24,7 +24,8 @@ from ipy_agent.contract.decision import PERMISSION_MODES
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.tool_context import SANDBOX_SETTINGS
 
-from .session import AgentSession, SessionSettings
+from .run_settings import SessionSettings
+from .session import AgentSession
 
 __all__ = ["AgentMagics"]
 

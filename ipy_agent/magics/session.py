@@ -6,10 +6,10 @@ companion magics (companions.py) are separate IPython classes that hold the same
 cell runner (cell_runner.py) drives it in a kernel. A request goes through two steps:
 
 - `prepare(line)`: the parsed line (parsed once, `config/options.py: parse_line`) finds or makes
-  the agent, configures it for this run (`Agent.configure`: model, mode, turns, rules from the
-  configuration, settings files and the line, budgets and limits, the notebook, whether the
-  standing instructions are read) and picks how
-  the run is shown and who answers its prompts (`ui/run_ui.py: choose_ui`);
+  the agent, puts this run's config in force with one `Agent.configure(config)` (run_settings.py:
+  model, mode, turns, rules from the configuration, settings files and the line, budgets and
+  limits, the notebook, whether the standing instructions are read) and picks how the run is
+  shown and who answers its prompts (`ui/run_ui.py: choose_ui`);
 - `execute(run)`: runs it, with the view listening and the grants collected at the end.
 
 Configuration comes from the magics' traitlets as a plain `SessionSettings` read at each request,
@@ -22,9 +22,9 @@ import asyncio
 import html
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
@@ -33,15 +33,14 @@ from ipy_agent.config.options import AgentLine, parse_line
 from ipy_agent.config.policy import PolicyError, PolicyViolation
 from ipy_agent.config.settings import SettingsError, load_settings_rules, rules_from_lists
 from ipy_agent.config.settings_approvals import ask_on_stdin
-from ipy_agent.contract.decision import PermissionMode
 from ipy_agent.contract.tool import Tool
-from ipy_agent.contract.tool_context import SandboxSetting
 from ipy_agent.history.messages import repair_history
 from ipy_agent.models.base import Model, model_label
 from ipy_agent.permissions.rules import RuleSpec
 from ipy_agent.ui.announce import cell_number
 
 from .prompt_records import PromptRecords
+from .run_settings import SessionSettings, new_config, run_config
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -53,30 +52,7 @@ if TYPE_CHECKING:
     from ipy_agent.ui.run_ui import RunUI
     from ipy_agent.ui.widgets import RunView
 
-__all__ = ["AgentSession", "Run", "SessionSettings"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class SessionSettings:
-    """The magics' configuration as plain values (the traitlets of `AgentMagics`)."""
-
-    model: str = ""
-    permission_mode: PermissionMode = "default"
-    sandbox: SandboxSetting = "auto"
-    sandbox_limits: tuple[tuple[str, int], ...] = ()  # (name, value) given; the rest default
-    allow: tuple[str, ...] = ()
-    ask: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
-    max_turns: int = 50
-    background: bool = False
-    max_result_chars: int | None = None
-    message_budget: int | None = None
-    widgets: bool = True
-    approval_timeout: float | None = None
-    context_window: int | None = None
-    # Options per provider: {"ollama": {"base_url": ..., "context_window": ...}, "openai": {"prices": ...}}
-    providers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    subagents: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # Task's types, by name
+__all__ = ["AgentSession", "Run"]
 
 
 @dataclass(kw_only=True)
@@ -186,9 +162,8 @@ class AgentSession:
             raise UsageError("%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.")
         warnings = self._configure(agent, settings, request.rules(), model=model, request=request)
         try:
-            agent.managed.max_budget_usd = agent.managed.check_budget(request.max_budget_usd)
             agent.check_policy()  # a broken policy, or a mode or model it forbids, stops here
-        except ValueError as e:  # PolicyError, PolicyViolation, a bad budget
+        except ValueError as e:  # PolicyError, PolicyViolation
             raise UsageError(str(e)) from None
         from ipy_agent.ui.run_ui import choose_ui  # the loop and the UI load with the first run, not %load_ext
 
@@ -289,7 +264,9 @@ class AgentSession:
         model: Model | None = None,
         request: AgentLine | None = None,
     ) -> list[str]:
-        """Put the configuration in force on `agent` for the next run; return warnings."""
+        """Put the configuration in force on `agent` for the next run (run_settings.py: its
+        config, with the rules of the magics' configuration, the settings files and `extra`;
+        the MCP servers of the files; the subagent types); return warnings."""
         try:
             configured = rules_from_lists(
                 "AgentMagics config", allow=settings.allow, ask=settings.ask, deny=settings.deny
@@ -309,21 +286,13 @@ class AgentSession:
         except (ValueError, TypeError) as e:
             raise UsageError(f"AgentMagics.subagents: {e}") from None
         try:
-            agent.managed.policy.check_mode(
-                (request.mode if request else None) or settings.permission_mode, "%agent --mode / AgentMagics"
+            agent.managed.policy.check_mode(settings.mode(request), "%agent --mode / AgentMagics")
+            config = run_config(
+                agent.config, settings, request, rules=[*configured, *files, *extra], model=model, notebook=self.bridge
             )
-        except PolicyViolation as e:
+            agent.configure(config)
+        except ValueError as e:  # PolicyViolation; a configured value that is not allowed (the budget...)
             raise UsageError(str(e)) from None
-        agent.configure(
-            model=model,
-            permission_mode=(request.mode if request else None) or settings.permission_mode,
-            max_turns=(request.max_turns if request else None) or settings.max_turns,
-            rules=[*configured, *files, *extra],
-            message_budget=settings.message_budget,
-            result_limit=settings.max_result_chars,
-            notebook=self.bridge,
-            instructions=not request.no_instructions if request else None,
-        )
         return warnings
 
     def _model_for(self, request: AgentLine, settings: SessionSettings) -> Model:
@@ -363,16 +332,7 @@ class AgentSession:
     def _make_agent(model: Model, settings: SessionSettings, tools: list[Tool] | None) -> Agent:
         from ipy_agent.loop.agent import Agent
 
-        return Agent(
-            model=model,
-            cwd=os.getcwd(),
-            permission_mode=settings.permission_mode,
-            max_turns=settings.max_turns,
-            tools=tools,
-            context_window=settings.context_window,
-            sandbox=settings.sandbox,
-            sandbox_limits=dict(settings.sandbox_limits),
-        )
+        return Agent(config=new_config(model, settings, cwd=os.getcwd(), tools=tools))
 
     def _use(self, agent: Agent) -> None:
         if self.agent is not None and self.agent is not agent:
