@@ -76,7 +76,6 @@ class ToolContext:
     # The kernel's notebook bridge (ipy_agent.notebook.bridge) when running in a kernel, None
     # otherwise; its `connected` says whether a JupyterLab front end with the extension answers.
     notebook: NotebookBridge | None = None
-    simple: bool = False
     # Specifiers of the `Read(...)` deny rules in force (not whole-tool `Read`): the files they
     # name stay hidden from every tool, not only from Read (Grep, Glob, Bash check them too).
     # Read as a .gitignore is (base/gitignore.py): the last matching specifier decides, and one

@@ -261,7 +261,6 @@ class Agent(Rewinding, Listeners):
             tool_use_id=tool_use_id,
             session=self.session,
             notebook=self.notebook,
-            simple=self.simple,
             sandbox=self.sandbox,
             sandbox_limits=self.sandbox_limits,
             read_deny=self.rules.read_deny(self.cwd, (self.cwd, *self.working_dirs)),  # rules change: read now
