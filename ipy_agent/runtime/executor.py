@@ -75,6 +75,7 @@ class ToolExecutor:
             input=dict(raw_input) if isinstance(raw_input, dict) else {"_raw": raw_input},
             turn=self.turn,
             display_name=tool.display_name() if tool else name,
+            client=self.env.client,
         )
         self.trace.append(record)
         entry = _Entry(block=block, record=record)
