@@ -23,6 +23,7 @@ from ipy_agent.contract.decision import UNDECIDED
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.loop.mcp_serve import SERVED_TOOLS, McpServeHandle, connect_lines
 from ipy_agent.permissions.decide import PermissionRequest
+from ipy_agent.ui.inspection import inspect_text, trace_text
 from tests.support.frontend import Panel, cell, connected_bridge
 
 T = TypeVar("T")
@@ -109,6 +110,8 @@ def test_a_client_lists_the_served_tools_and_reads_the_cells(tmp_path: Path, sto
     assert "x = 1" in text_of(read) and "kept = 1" in text_of(read)
     (record,) = agent.trace
     assert (record.tool_name, record.client, record.status) == ("NotebookRead", CLIENT, "done")
+    assert record.display_name == f"NotebookRead · via {CLIENT}"  # what the row and the record show
+    assert f"via {CLIENT}" in trace_text(agent) and f"outside MCP client: {CLIENT}" in inspect_text(agent)
 
 
 def test_an_edit_asks_the_person_and_lands_only_when_allowed(tmp_path: Path, stop: list[McpServeHandle]):
