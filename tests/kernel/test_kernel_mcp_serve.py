@@ -108,6 +108,26 @@ def test_an_outside_edit_is_staged_in_the_cell_and_accepted_there(tmp_path: Path
             httpx2.post(url, json={}, headers={"Authorization": f"Bearer {token}"})
 
 
+def test_an_outside_notebook_run_is_asked_in_the_serve_cell_and_runs_in_the_kernel(tmp_path: Path, panel: Panel):
+    with connected_kernel(tmp_path, panel) as k:
+        found = LINE.search(k.check("%agent_serve"))
+        assert found is not None
+        url, token = found.groups()
+
+        async def work(session: Any) -> Any:
+            await session.call_tool("NotebookRead", {})
+            return await session.call_tool("NotebookRun", {"cell_id": "c1"})
+
+        client = Client(url, token, work)
+        client.start()
+        k.click(k.wait_for("the Allow button in the %agent_serve cell", lambda: k.find_button("Allow")))
+        ran = finished(k, client)
+
+        assert not ran.is_error, ran
+        assert k.check("print(x)").strip() == "1"  # the cell ran in the person's kernel
+        assert panel.cells[1]["execution_count"] is not None
+
+
 def test_a_wrong_token_gets_401_from_the_kernel(tmp_path: Path, panel: Panel):
     with connected_kernel(tmp_path, panel) as k:
         found = LINE.search(k.check("%agent_serve"))
