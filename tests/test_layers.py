@@ -368,6 +368,8 @@ NAMES_TOOLS: dict[str, set[str]] = {
     "ipy_agent.context.clearing": {"Read"},
     # %agent_skills lists what the Skill tool finds (imports the skills family).
     "ipy_agent.magics.standing": {"Skill"},
+    # The notebook served over MCP offers outside agents these tools, and no shell.
+    "ipy_agent.loop.mcp_serve": {"NotebookRead", "NotebookEdit", "NotebookRun", "Variables", "Read", "Grep", "Glob"},
 }
 
 

@@ -65,6 +65,8 @@ from .turn import interrupted, offer_tools, run_turn
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
 
+    from .mcp_serve import McpServeHandle
+
 __all__ = ["Agent"]
 
 
@@ -134,6 +136,7 @@ class Agent(Rewinding, Listeners):
         # Sizes each request and clears or compacts the history to fit the window (ipy_agent/context).
         self.context_manager = ContextManager(self, window=config.context_window, threshold=config.context_threshold)
         self._configured_rules = self.rules.replace([], config.rules)  # what the config's `rules` added
+        self.served: McpServeHandle | None = None  # the notebook served to outside agents (serve_mcp)
 
     @property
     def config(self) -> AgentConfig:
@@ -357,10 +360,33 @@ class Agent(Rewinding, Listeners):
             if outcome is not None:
                 return replace(outcome, turns=turns)
 
+    def serve_mcp(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        approver: Approver | None = None,
+        listener: Callable[[AgentEvent], None] | None = None,
+    ) -> McpServeHandle:
+        """Serve this conversation's notebook tools to outside agents (Claude Code, Codex) over
+        MCP's streamable HTTP, bearer token required; every call goes through this agent's rules,
+        modes, cell policies and prompts (loop/mcp_serve.py). Serving again stops the previous
+        server. `approver`: who answers calls that ask (None: `self.approver` at the time)."""
+        from .mcp_serve import serve_mcp
+
+        if self.served is not None:
+            self.served.stop()
+        self.served = serve_mcp(self, host, port, approver=approver, listener=listener)
+        return self.served
+
     def close(self) -> None:
-        """Stop the MCP servers (their processes too); they start again at the next run."""
+        """Stop the MCP servers (their processes too; they start again at the next run) and the
+        notebook served to outside agents."""
         self.mcp.close()
         self.registry.set_group("mcp", [])
+        if self.served is not None:
+            self.served.stop()
+            self.served = None
 
     def reset(self) -> None:
         """Forget the conversation, read state, trace and spilled results; keep configuration and rules."""

@@ -68,13 +68,16 @@ class ToolExecutor:
         name = str(block.get("name"))
         tool = self.env.tools.get(name)
         raw_input = block.get("input")
+        shown = tool.display_name() if tool else name
         record = CallRecord(
             index=len(self.trace),
             tool_use_id=tid,
             tool_name=name,
             input=dict(raw_input) if isinstance(raw_input, dict) else {"_raw": raw_input},
             turn=self.turn,
-            display_name=tool.display_name() if tool else name,
+            # The row and the record say who made a call from outside (an MCP client).
+            display_name=f"{shown} · via {self.env.client}" if self.env.client else shown,
+            client=self.env.client,
         )
         self.trace.append(record)
         entry = _Entry(block=block, record=record)

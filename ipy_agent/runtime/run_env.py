@@ -45,6 +45,9 @@ class RunEnv:
     approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     stop_requested: bool = False
     stop_reason: str = ""
+    # Who makes the calls: "" for the conversation's own model; an outside MCP client's name for
+    # the calls it makes to the notebook served (loop/mcp_serve.py). Every record says so.
+    client: str = ""
 
 
 def error_result(tool_use_id: str, text: str) -> ToolResultBlock:

@@ -91,6 +91,7 @@ class CallRecord:
     summary_use: str = ""
     summary_result: str = ""
     display_name: str = ""
+    client: str = ""  # who made the call: "" the conversation's model, else an outside MCP client's name
     detail: str = ""  # what the person may expand: a diff, an output excerpt
     preview: PermissionPreview | None = None  # shown at the prompt
     read_state_key: str | None = None

@@ -177,7 +177,8 @@ def inspect_text(agent: Conversation, key: str | int | None = None) -> str:
     result_text = _content_text(rec.result)
     d = rec.duration
     lines = [
-        f"Call #{rec.index + 1}: {rec.tool_name}  (tool_use_id {rec.tool_use_id}, turn {rec.turn}, batch {rec.batch})",
+        f"Call #{rec.index + 1}: {rec.tool_name}  (tool_use_id {rec.tool_use_id}, turn {rec.turn}, batch {rec.batch})"
+        + (f"\nMade by an outside MCP client: {rec.client}" if rec.client else ""),
         f"Status: {rec.status}" + (f", {format_duration(d, precise=True)}" if d is not None else ""),
         f"Input: {json.dumps(rec.final_input or rec.input, ensure_ascii=False)}",
     ]
@@ -258,7 +259,8 @@ def trace_text(agent: Conversation, turn: int | None = None) -> str:
     for r in calls:
         d = format_duration(r.duration, precise=True) or "-"
         lines.append(
-            f"#{r.index + 1} {r.tool_name} {r.summary_use}  [batch {r.batch}, {r.status}, {d}]  {r.tool_use_id}"
+            f"#{r.index + 1} {r.tool_name}{f' · via {r.client}' if r.client else ''} {r.summary_use}  "
+            f"[batch {r.batch}, {r.status}, {d}]  {r.tool_use_id}"
         )
         lines += _wrap_stages(_stage_parts(r))
         for n in _nested(agent).get(r.tool_use_id, []):  # what its subagent did
