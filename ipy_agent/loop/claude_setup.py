@@ -1,0 +1,183 @@
+"""A person's Claude Code setup in an agent: plugins, slash commands and agent files.
+
+`ClaudeSetup.load(cwd, plugins)` finds, in the order that wins a name:
+- slash commands: the project's `.claude/commands/`, the person's `~/.claude/commands/`, then each
+  plugin's (also reachable as `/PLUGIN:NAME`, which never clashes);
+- agent files: the project's `.claude/agents/`, the person's `~/.claude/agents/`, then each plugin's;
+  each becomes a Task `subagent_type` (`subagent_types`), with the tools it names of the parent's
+  (never more: loop/subagent.py), the parent's rules, hooks, policy and meter;
+- skills: each plugin's `skills/` folder, given to the Skill tool.
+
+A prompt `/NAME args` (`expand`) becomes the command's body with its arguments; while its run
+lasts, the command's `allowed-tools` narrows the tools offered (a tool it does not name is not
+offered, and a call of it is refused as unknown), and its `model` is used. Neither grants
+anything: every call still passes the rules, the mode and the policy. A prompt whose first word
+names no command is sent as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ipy_agent.config.markdown_definitions import AgentFile, DefinitionProblem, SlashCommand, read_folder
+from ipy_agent.config.plugins import Plugin, load_plugins
+from ipy_agent.models.base import Model
+from ipy_agent.models.providers import PLATFORMS, model_from_spec
+
+from .subagent import SubagentType
+
+__all__ = ["MODEL_ALIASES", "ClaudeSetup", "CommandRun", "command_model", "split_command"]
+
+# Claude Code's model aliases in a command's or an agent file's `model`.
+MODEL_ALIASES = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-1", "haiku": "claude-haiku-4-5"}
+
+
+def split_command(prompt: str) -> tuple[str, str] | None:
+    """(name, arguments) of a prompt `/name arguments`; None for any other prompt."""
+    if not prompt.startswith("/") or prompt.startswith("//"):
+        return None
+    head, _, rest = prompt[1:].partition(" ")
+    name = head.strip()
+    if not name or "/" in name:
+        return None  # a path (`/tmp/x ...`), not a command
+    return name, rest.strip()
+
+
+def command_model(spec: str, current: Model) -> Model | str:
+    """The model a command's or agent file's `model` names, or why it is not used (the current
+    one is). An alias (`sonnet`) is Claude's on the current model's platform."""
+    provider = str(getattr(current, "provider", "") or "anthropic")
+    name = MODEL_ALIASES.get(spec, spec)
+    if ":" not in name:
+        if provider not in PLATFORMS:
+            return f"model {spec!r} is a Claude model, and this agent talks to {provider}"
+        name = f"{provider}:{name}"
+    try:
+        return model_from_spec(name)
+    except Exception as e:  # no key, a package missing: the current model answers
+        return f"model {spec!r} could not be made ({type(e).__name__}: {e})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandRun:
+    """A prompt that named a command: what is sent, and what its run narrows or changes."""
+
+    command: SlashCommand
+    prompt: str
+    allowed_tools: tuple[str, ...] | None
+    model: str | None
+
+
+@dataclass(kw_only=True)
+class ClaudeSetup:
+    plugins: list[Plugin] = field(default_factory=list)
+    commands: dict[str, SlashCommand] = field(default_factory=dict)  # by name and by plugin:name
+    agent_files: list[AgentFile] = field(default_factory=list)
+    problems: list[DefinitionProblem] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, cwd: Path, plugins: Sequence[Path] = (), *, home: Path | None = None) -> ClaudeSetup:
+        home = home if home is not None else Path.home()
+        setup = cls(plugins=load_plugins(tuple(plugins)))
+        places = [(cwd / ".claude", "project")]
+        if home.resolve() != cwd.resolve():
+            places.append((home / ".claude", "personal"))
+        for folder, source in places:
+            setup._add(*read_folder(folder / "commands", "command", source=source))
+            setup._add(*read_folder(folder / "agents", "agent", source=source))
+        for plugin in setup.plugins:
+            if plugin.problem is None:
+                setup._add([*plugin.commands, *plugin.agents], list(plugin.problems))
+        return setup
+
+    def _add(self, found: Sequence[SlashCommand | AgentFile], problems: Sequence[DefinitionProblem]) -> None:
+        self.problems.extend(problems)
+        for item in found:
+            if isinstance(item, SlashCommand):
+                self.commands.setdefault(item.name, item)
+                if item.plugin:
+                    self.commands.setdefault(item.qualified_name, item)
+            elif all(a.name != item.name for a in self.agent_files):
+                self.agent_files.append(item)
+
+    def listed_commands(self) -> list[SlashCommand]:
+        """Each command once (a plugin's by `plugin:name`)."""
+        seen: dict[Path, SlashCommand] = {c.path: c for c in self.commands.values()}
+        return sorted(seen.values(), key=lambda c: c.qualified_name)
+
+    def skill_dirs(self) -> tuple[Path, ...]:
+        return tuple(d for p in self.plugins if p.problem is None for d in p.skill_dirs)
+
+    def mcp_servers(self) -> dict[str, object]:
+        """The MCP servers of the trusted plugins, each named `plugin:server`... as Claude Code
+        names them (`plugin_NAME_SERVER` keeps MCP's tool names valid)."""
+        out: dict[str, object] = {}
+        for p in self.plugins:
+            if p.problem is None and p.trusted:
+                out.update({f"plugin_{p.name}_{name}": spec for name, spec in p.mcp_servers.items()})
+        return out
+
+    def subagent_types(
+        self, parent_tools: Sequence[str], model: Model, warn: Callable[[str], None]
+    ) -> list[SubagentType]:
+        """Each agent file as a Task type: its tools (none named: the parent's), its model."""
+        out: list[SubagentType] = []
+        for a in self.agent_files:
+            chosen: Model | None = None
+            if a.model:
+                made = command_model(a.model, model)
+                if isinstance(made, str):
+                    warn(f"Agent {a.name} ({a.path}): {made}; it uses the parent's model.")
+                else:
+                    chosen = made
+            tools = a.tools if a.tools is not None else tuple(parent_tools)
+            out.append(
+                SubagentType(
+                    name=a.name,
+                    description=f"{a.description} (from {a.source})",
+                    system_prompt=a.system_prompt,
+                    tools=tools,
+                    model=chosen,
+                    may_delegate="Task" in tools,
+                )
+            )
+        return out
+
+    def expand(self, prompt: str) -> CommandRun | None:
+        """The run of `/name args` when `name` is a command, else None."""
+        split = split_command(prompt)
+        command = self.commands.get(split[0]) if split else None
+        if split is None or command is None:
+            return None
+        return CommandRun(
+            command=command,
+            prompt=command.expand(split[1]),
+            allowed_tools=command.allowed_tools,
+            model=command.model,
+        )
+
+    def describe(self) -> str:
+        """The plugins, commands, agents and problems, for `%agent_plugins` and `%agent?`."""
+        lines: list[str] = []
+        for p in self.plugins:
+            if p.problem:
+                lines.append(f"plugin {p.name} ({p.root}): NOT LOADED: {p.problem}")
+                continue
+            trust = "" if p.trusted or not p.runs_code() else " (untrusted: its hooks and MCP servers do not run)"
+            lines.append(f"plugin {p.name} {p.version} ({p.root}){trust}: {p.description}".rstrip(": "))
+            if p.skill_dirs:
+                lines.append(f"  skills: {', '.join(p.skill_names)}")
+            if p.hooks_file:
+                lines.append(f"  hooks: {p.hooks_file}")
+        if commands := self.listed_commands():
+            lines.append("Slash commands:")
+            for c in commands:
+                hint = f" {c.argument_hint}" if c.argument_hint else ""
+                lines.append(f"  /{c.qualified_name}{hint}: {c.description} ({c.source})")
+        if self.agent_files:
+            lines.append("Subagent types from agent files:")
+            lines += [f"  {a.name}: {a.description} ({a.source})" for a in self.agent_files]
+        lines += [f"not used: {p.path}: {p.problem}" for p in self.problems]
+        return "\n".join(lines) or "No plugins, slash commands or agent files."
