@@ -42,6 +42,7 @@ __all__ = [
     "expand_plugin_root",
     "load_plugin",
     "load_plugins",
+    "plugin_fingerprint",
     "plugins_from_settings",
     "read_marketplace",
 ]
@@ -72,9 +73,6 @@ class Plugin:
     @property
     def skill_names(self) -> list[str]:
         return sorted(p.name for d in self.skill_dirs for p in d.iterdir() if (p / "SKILL.md").is_file())
-
-    def fingerprint(self) -> str:
-        return plugin_fingerprint(self.root)
 
     def runs_code(self) -> bool:
         """Whether it has anything that runs (hooks or MCP servers), which needs trust."""
@@ -246,7 +244,8 @@ def plugin_fingerprint(root: Path) -> str:
 
 
 class PluginTrust:
-    """The plugins the person trusted, by folder and fingerprint, in their config directory."""
+    """The plugin (or marketplace) folders the person trusted, each with the fingerprint of its
+    files, in their config directory (not in the project, where it could be committed)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self._path = path
@@ -255,14 +254,15 @@ class PluginTrust:
     def path(self) -> Path:
         return self._path or user_config_dir() / "plugin_trust.json"
 
-    def is_trusted(self, plugin: Plugin) -> bool:
+    def is_trusted(self, folder: Path) -> bool:
         entry = read_object(self.path).get("plugins")
-        return isinstance(entry, dict) and entry.get(str(plugin.root)) == plugin.fingerprint()
+        return isinstance(entry, dict) and entry.get(str(folder.resolve())) == plugin_fingerprint(folder.resolve())
 
-    def remember(self, plugin: Plugin) -> None:
-        fingerprint = plugin.fingerprint()
+    def remember(self, folder: Path) -> None:
+        """Trust `folder` as it is now; an OSError (read-only home) is the caller's to report."""
+        fingerprint = plugin_fingerprint(folder.resolve())
 
         def change(data: JsonObject) -> None:
-            section(data, "plugins")[str(plugin.root)] = fingerprint
+            section(data, "plugins")[str(folder.resolve())] = fingerprint
 
         update_object(self.path, change)

@@ -10,5 +10,6 @@ Modules import one way, each only from those above it in this list:
 - `rewind`: back to the state just before a prompt, from its checkpoints;
 - `spend`: the budgets in force and the run's meter (shared with its subagents), and the policy in force;
 - `subagent`: the Task tool, subagent types, and the run a Task's call belongs to;
+- `claude_setup`: a Claude Code setup in an agent: plugins, `/name args` slash commands, agent files as Task types;
 - `agent`: `Agent`, the conversation and the loop that puts model, runtime and tools together.
 """

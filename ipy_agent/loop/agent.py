@@ -53,7 +53,6 @@ from ipy_agent.runtime.trace import (
     RunResult,
     TurnRecord,
 )
-from ipy_agent.tools.skills.tool import SkillTool
 
 from . import spill
 from .claude_setup import ClaudeSetup, CommandRun, command_model
@@ -257,11 +256,9 @@ class Agent(Rewinding, Listeners):
         def warn(text: str) -> None:
             self.emit(NoticeEvent(text=text, level="warning"))
 
-        types = setup.subagent_types(names, self._config.model, warn)
-        set_subagent_types(self.tools, types)
-        for tool in self.tools:
-            if isinstance(tool, SkillTool):
-                tool.plugin_dirs = setup.skill_dirs()
+        self.file_subagent_types = setup.subagent_types(names, self._config.model, warn)
+        set_subagent_types(self.tools, self.file_subagent_types)
+        setup.give_skills(self.tools)
 
     def check_policy(self) -> None:
         """Re-read the managed policy and check the next run (PolicyError, PolicyViolation: spend.py)."""

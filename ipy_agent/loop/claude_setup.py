@@ -22,13 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipy_agent.config.markdown_definitions import AgentFile, DefinitionProblem, SlashCommand, read_folder
-from ipy_agent.config.plugins import Plugin, load_plugins
+from ipy_agent.config.plugins import Plugin, PluginTrust, load_plugins, plugins_from_settings
+from ipy_agent.contract.tool import Tool
 from ipy_agent.models.base import Model
 from ipy_agent.models.providers import PLATFORMS, model_from_spec
+from ipy_agent.tools.skills.tool import SkillTool
 
 from .subagent import SubagentType
 
-__all__ = ["MODEL_ALIASES", "ClaudeSetup", "CommandRun", "command_model", "split_command"]
+__all__ = ["MODEL_ALIASES", "ClaudeSetup", "CommandRun", "command_model", "session_setup", "split_command"]
 
 # Claude Code's model aliases in a command's or an agent file's `model`.
 MODEL_ALIASES = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-1", "haiku": "claude-haiku-4-5"}
@@ -78,9 +80,14 @@ class ClaudeSetup:
     problems: list[DefinitionProblem] = field(default_factory=list)
 
     @classmethod
-    def load(cls, cwd: Path, plugins: Sequence[Path] = (), *, home: Path | None = None) -> ClaudeSetup:
+    def load(
+        cls, cwd: Path, plugins: Sequence[Path] = (), *, untrusted: Sequence[Path] = (), home: Path | None = None
+    ) -> ClaudeSetup:
+        """`plugins` are trusted (given in code or by the person); `untrusted` (named by a project
+        file, not yet trusted) contribute text only: no hook, no MCP server."""
         home = home if home is not None else Path.home()
-        setup = cls(plugins=load_plugins(tuple(plugins)))
+        loaded = load_plugins(tuple(plugins)) + load_plugins(tuple(untrusted), source="a project file", trusted=False)
+        setup = cls(plugins=loaded)
         places = [(cwd / ".claude", "project")]
         if home.resolve() != cwd.resolve():
             places.append((home / ".claude", "personal"))
@@ -109,6 +116,12 @@ class ClaudeSetup:
 
     def skill_dirs(self) -> tuple[Path, ...]:
         return tuple(d for p in self.plugins if p.problem is None for d in p.skill_dirs)
+
+    def give_skills(self, tools: Sequence[Tool]) -> None:
+        """The Skill tool among `tools` finds the plugins' skills too."""
+        for tool in tools:
+            if isinstance(tool, SkillTool):
+                tool.plugin_dirs = self.skill_dirs()
 
     def mcp_servers(self) -> dict[str, object]:
         """The MCP servers of the trusted plugins, each named `plugin:server`... as Claude Code
@@ -181,3 +194,24 @@ class ClaudeSetup:
             lines += [f"  {a.name}: {a.description} ({a.source})" for a in self.agent_files]
         lines += [f"not used: {p.path}: {p.problem}" for p in self.problems]
         return "\n".join(lines) or "No plugins, slash commands or agent files."
+
+
+def session_setup(
+    cwd: Path, given: Sequence[Path], added: Sequence[Path], trust: PluginTrust | None = None
+) -> tuple[ClaudeSetup, list[str]]:
+    """The setup of a magics' session: the plugins given in code (`given`), those the person
+    added (`%agent_plugins add`) and those of the settings files' `plugins` key; a project file's
+    plugin is trusted only as the person trusted its files (`PluginTrust`), else it runs nothing.
+    Returns the setup and a warning for each plugin whose hooks or MCP servers wait for trust."""
+    trust = trust or PluginTrust()
+    trusted, untrusted = [*given, *added], []
+    for path, _label, own in plugins_from_settings(cwd):
+        (trusted if own or trust.is_trusted(path) else untrusted).append(path)
+    setup = ClaudeSetup.load(cwd, trusted, untrusted=untrusted)
+    warnings = [
+        f"Plugin {p.name} ({p.root}) is named by a project file: its hooks and MCP servers do not run until "
+        f"you trust it (%agent_plugins trust {p.name}; a change to its files asks again)."
+        for p in setup.plugins
+        if not p.trusted and p.problem is None and p.runs_code()
+    ]
+    return setup, warnings
