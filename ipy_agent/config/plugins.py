@@ -114,9 +114,8 @@ def load_plugin(path: str | Path, *, source: str = "code", trusted: bool = True)
         return broken(f".claude-plugin/plugin.json is not valid JSON ({e.msg} at line {e.lineno})")
     if not isinstance(meta, dict):
         return broken(".claude-plugin/plugin.json is not a JSON object")
-    name = meta.get("name")
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        name = root.name
+    given = meta.get("name")
+    if not isinstance(given, str) or not _NAME.fullmatch(given):
         return broken("plugin.json needs a `name` in kebab-case (lowercase letters, digits, hyphens)")
     places: dict[str, Path] = {}
     for key, default in (("commands", "commands"), ("agents", "agents"), ("skills", "skills")):
@@ -127,6 +126,7 @@ def load_plugin(path: str | Path, *, source: str = "code", trusted: bool = True)
     hooks = _inside(root, meta.get("hooks"), "hooks/hooks.json")
     if isinstance(hooks, str):
         return broken(f"plugin.json `hooks`: {hooks}")
+    name = given
     mcp = _mcp_servers(root, meta.get("mcpServers"))
     if isinstance(mcp, str):
         return broken(mcp)

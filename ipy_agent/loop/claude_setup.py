@@ -25,7 +25,8 @@ from ipy_agent.config.markdown_definitions import AgentFile, DefinitionProblem, 
 from ipy_agent.config.plugins import Plugin, PluginTrust, load_plugins, plugins_from_settings
 from ipy_agent.contract.tool import Tool
 from ipy_agent.models.base import Model
-from ipy_agent.models.providers import PLATFORMS, model_from_spec
+from ipy_agent.models.platforms import PLATFORMS
+from ipy_agent.models.providers import model_from_spec
 from ipy_agent.tools.skills.tool import SkillTool
 
 from .subagent import SubagentType
@@ -204,7 +205,8 @@ def session_setup(
     plugin is trusted only as the person trusted its files (`PluginTrust`), else it runs nothing.
     Returns the setup and a warning for each plugin whose hooks or MCP servers wait for trust."""
     trust = trust or PluginTrust()
-    trusted, untrusted = [*given, *added], []
+    trusted: list[Path] = [*given, *added]
+    untrusted: list[Path] = []
     for path, _label, own in plugins_from_settings(cwd):
         (trusted if own or trust.is_trusted(path) else untrusted).append(path)
     setup = ClaudeSetup.load(cwd, trusted, untrusted=untrusted)
