@@ -59,7 +59,7 @@ from .claude_setup import ClaudeSetup, CommandRun, command_model
 from .rewind import Rewinding
 from .spend import Managed
 from .standing import Standing
-from .subagent import current_agent, default_tools, set_subagent_types
+from .subagent import SubagentType, current_agent, default_tools
 from .tool_session import begin_run, end_session
 from .turn import interrupted, offer_tools, run_turn
 
@@ -136,6 +136,7 @@ class Agent(Rewinding, Listeners):
         # Sizes each request and clears or compacts the history to fit the window (ipy_agent/context).
         self.context_manager = ContextManager(self, window=config.context_window, threshold=config.context_threshold)
         self._configured_rules = self.rules.replace([], config.rules)  # what the config's `rules` added
+        self.file_subagent_types: list[SubagentType] = []  # the agent files' Task types
         self.use_claude_setup(self.claude)
 
     @property
@@ -256,8 +257,9 @@ class Agent(Rewinding, Listeners):
         def warn(text: str) -> None:
             self.emit(NoticeEvent(text=text, level="warning"))
 
+        before = self.file_subagent_types
         self.file_subagent_types = setup.subagent_types(names, self._config.model, warn)
-        set_subagent_types(self.tools, self.file_subagent_types)
+        setup.give_subagent_types(self.tools, self.file_subagent_types, before)
         setup.give_skills(self.tools)
 
     def check_policy(self) -> None:

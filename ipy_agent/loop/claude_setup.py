@@ -29,7 +29,7 @@ from ipy_agent.models.platforms import PLATFORMS
 from ipy_agent.models.providers import model_from_spec
 from ipy_agent.tools.skills.tool import SkillTool
 
-from .subagent import SubagentType
+from .subagent import SubagentType, TaskTool
 
 __all__ = ["MODEL_ALIASES", "ClaudeSetup", "CommandRun", "command_model", "session_setup", "split_command"]
 
@@ -117,6 +117,20 @@ class ClaudeSetup:
 
     def skill_dirs(self) -> tuple[Path, ...]:
         return tuple(d for p in self.plugins if p.problem is None for d in p.skill_dirs)
+
+    @staticmethod
+    def give_subagent_types(
+        tools: Sequence[Tool], types: Sequence[SubagentType], before: Sequence[SubagentType]
+    ) -> None:
+        """Each Task among `tools` offers `types` instead of `before` (the previous setup's); a
+        type given in code keeps its name."""
+        for tool in tools:
+            if isinstance(tool, TaskTool):
+                for old in before:
+                    if tool.types.get(old.name) is old:
+                        del tool.types[old.name]
+                for kind in types:
+                    tool.types.setdefault(kind.name, kind)
 
     def give_skills(self, tools: Sequence[Tool]) -> None:
         """The Skill tool among `tools` finds the plugins' skills too."""

@@ -136,11 +136,13 @@ class AgentMagics(Magics):
         AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
         Every request also carries the standing instructions (AGENTS.md, CLAUDE.md, the notebook's;
         see %agent_instructions) and the list of skills (%agent_skills).
+        A request `/NAME args` runs a slash command (.claude/commands/NAME.md, a plugin's
+        `/PLUGIN:NAME`): %agent_plugins lists them with their descriptions and argument hints.
         A run in the foreground is stopped with its Stop button or the kernel's interrupt;
         %agent_stop stops a --background run.
         See also %agent_stop, %agent_tools, %agent_rules, %agent_inspect, %agent_trace,
         %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save,
-        %agent_mcp, %agent_instructions, %agent_skills, %agent_rewind, %agent_tasks.
+        %agent_mcp, %agent_instructions, %agent_skills, %agent_rewind, %agent_tasks, %agent_plugins.
         """
         session = self.session
         request = session.parse(line, cell)
