@@ -22,9 +22,23 @@ from IPython.core.magic import Magics, line_magic, magics_class
 
 from .session import AgentSession
 
-__all__ = ["PluginMagics"]
+__all__ = ["PluginMagics", "help_with_commands"]
 
 USAGE = "%agent_plugins [list | add PATH | remove NAME | trust NAME]"
+
+
+def help_with_commands(doc: str, session: AgentSession) -> str:
+    """`%agent?`: the magic's help, then the slash commands found now, with their descriptions."""
+    from ipy_agent.loop.claude_setup import session_setup
+
+    agent = session.agent
+    cwd = agent.cwd if agent is not None else Path.cwd()
+    setup, _ = session_setup(cwd, agent.config.plugins if agent is not None else (), session.plugins)
+    lines = [
+        f"  /{c.qualified_name}{' ' + c.argument_hint if c.argument_hint else ''}: {c.description}"
+        for c in setup.listed_commands()
+    ]
+    return doc + ("\n\nSlash commands (%agent /NAME args):\n" + "\n".join(lines) if lines else "")
 
 
 @magics_class

@@ -12,6 +12,7 @@ running while a magic executes (text output, `input()` approvals, Ctrl-C interru
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,8 @@ from ipy_agent.contract.decision import PERMISSION_MODES
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.tool_context import SANDBOX_SETTINGS
 
+from .cell_runner import current_session
+from .plugins import help_with_commands
 from .run_settings import SessionSettings
 from .session import AgentSession
 
@@ -157,3 +160,15 @@ class AgentMagics(Magics):
         run = session.prepare(request, background=True)
         if run is not None:
             session.start_background(run)
+
+
+def _agent_help() -> str:
+    """What `%agent?` shows (IPython asks a `getdoc` first): the help and the slash commands."""
+    doc = inspect.getdoc(AgentMagics.agent) or ""
+    try:
+        return help_with_commands(doc, current_session())
+    except Exception:  # help must show, whatever a command file holds
+        return doc
+
+
+AgentMagics.agent.getdoc = _agent_help

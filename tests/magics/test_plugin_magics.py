@@ -50,3 +50,13 @@ def test_a_project_s_plugin_waits_for_trust_then_runs(shell, magics, tmp_path, c
     shell.run_line_magic("agent_plugins", "trust tidy")
     assert "Trusted" in capsys.readouterr().out
     assert magics.session.configured_agent().claude.plugins[0].trusted
+
+
+def test_agent_help_lists_the_slash_commands_with_their_descriptions(shell, tmp_path):
+    write_tree(
+        tmp_path, {".claude/commands/greet.md": "---\ndescription: Greet someone\nargument-hint: NAME\n---\nHi $1\n"}
+    )
+    info = shell.object_inspect("%agent")
+    assert info["found"]
+    assert "/greet NAME: Greet someone" in info["docstring"]
+    assert "Run the agent on a request" in info["docstring"]
