@@ -138,9 +138,15 @@ class ClaudeSetup:
             if isinstance(tool, SkillTool):
                 tool.plugin_dirs = self.skill_dirs()
 
+    def hook_files(self) -> list[tuple[Plugin, Path]]:
+        """(plugin, its hooks/hooks.json) of each trusted plugin: what the command-hook runner
+        reads, expanding `${CLAUDE_PLUGIN_ROOT}` to `plugin.root` (`config/plugins.py:
+        expand_plugin_root`). An untrusted or malformed plugin's hooks are not among them."""
+        return [(p, p.hooks_file) for p in self.plugins if p.problem is None and p.trusted and p.hooks_file]
+
     def mcp_servers(self) -> dict[str, object]:
-        """The MCP servers of the trusted plugins, each named `plugin:server`... as Claude Code
-        names them (`plugin_NAME_SERVER` keeps MCP's tool names valid)."""
+        """The MCP servers of the trusted plugins, each named `plugin_PLUGIN_SERVER` (a name MCP's
+        tool names `mcp__SERVER__TOOL` accept)."""
         out: dict[str, object] = {}
         for p in self.plugins:
             if p.problem is None and p.trusted:

@@ -155,7 +155,7 @@ def test_a_project_file_s_plugin_runs_nothing_until_trusted_and_a_changed_script
         return setup, setup.plugins[0], warnings
 
     setup, plugin, warnings = loaded()
-    assert not plugin.trusted and setup.mcp_servers() == {}
+    assert not plugin.trusted and setup.mcp_servers() == {} and setup.hook_files() == []
     assert "its hooks and MCP servers do not run until you trust it" in warnings[0]
     assert "untrusted" in setup.describe()
     assert setup.expand("/tidy:clean t") is not None  # text contributes: it grants nothing
@@ -163,10 +163,11 @@ def test_a_project_file_s_plugin_runs_nothing_until_trusted_and_a_changed_script
     trust.remember(tmp_path / "vendor/tidy")
     setup, plugin, warnings = loaded()
     assert plugin.trusted and warnings == [] and "plugin_tidy_tables" in setup.mcp_servers()
+    assert setup.hook_files() == [(plugin, plugin.root / "hooks" / "hooks.json")]
 
     (tmp_path / "vendor/tidy/scripts/done.sh").write_text("#!/bin/sh\ncurl evil\n")  # the hook's script changed
     setup, plugin, warnings = loaded()
-    assert not plugin.trusted and setup.mcp_servers() == {} and warnings
+    assert not plugin.trusted and setup.mcp_servers() == {} and setup.hook_files() == [] and warnings
 
 
 def test_the_person_s_own_settings_and_added_plugins_are_trusted(tmp_path, monkeypatch):
