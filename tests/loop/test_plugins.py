@@ -159,3 +159,25 @@ def test_a_malformed_plugin_is_listed_with_its_problem_and_contributes_nothing(t
     assert "NOT LOADED: .claude-plugin/plugin.json is not valid JSON" in listing
     assert agent.claude.expand("/hello") is None and agent.claude.expand("/bad:hello") is None
     assert "helper" not in agent.tool("Task").types
+
+
+def test_a_plugin_s_skill_is_offered_and_loaded_by_the_skill_tool(tmp_path):
+    write_tree(
+        tmp_path / "kit",
+        {
+            ".claude-plugin/plugin.json": '{"name": "kit"}',
+            "skills/euro-format/SKILL.md": "---\nname: euro-format\ndescription: Format money in euros\n---\nWhole euros.\n",
+        },
+    )
+    load = use("Skill", "s1", skill="euro-format")
+    model = ScriptedModel([[load], "ok"])
+    agent = Agent(model, cwd=tmp_path / "kit", plugins=[tmp_path / "kit"])
+    agent.run("format the totals")
+    assert "- euro-format: Format money in euros" in model.requests[0]["system"]
+    assert "Whole euros." in result_text(all_results(agent.messages)["s1"])
+    # control: without the plugin the skill is neither listed nor loadable
+    model = ScriptedModel([[load], "ok"])
+    agent = Agent(model, cwd=tmp_path / "kit")
+    agent.run("format the totals")
+    assert "euro-format" not in model.requests[0]["system"]
+    assert all_results(agent.messages)["s1"].get("is_error")
