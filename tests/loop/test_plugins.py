@@ -181,3 +181,25 @@ def test_a_plugin_s_skill_is_offered_and_loaded_by_the_skill_tool(tmp_path):
     agent.run("format the totals")
     assert "euro-format" not in model.requests[0]["system"]
     assert all_results(agent.messages)["s1"].get("is_error")
+
+
+def test_a_command_s_model_answers_its_prompt_only(tmp_path):
+    transcript = tmp_path / "other.json"
+    transcript.write_text('{"turns": ["from the command\'s model"]}')
+    write_tree(
+        tmp_path,
+        {
+            ".claude/commands/other.md": f"---\nmodel: scripted:{transcript}\n---\nAsk the other model.\n",
+            ".claude/commands/sonnet.md": "---\nmodel: sonnet\n---\nAsk Sonnet.\n",
+        },
+    )
+    main = ScriptedModel(["from the main model", "the main model again"])
+    agent = Agent(main, cwd=tmp_path)
+    notices: list[str] = []
+    agent.on_event(lambda e: notices.append(getattr(e, "text", "")))
+    assert agent.run("/other").text == "from the command's model"
+    assert agent.model is main  # put back at the run's end
+    assert agent.run("ordinary").text == "from the main model"
+    # an alias names a Claude model: a scripted agent cannot switch to it, and says so
+    assert agent.run("/sonnet").text == "the main model again"
+    assert any("model 'sonnet' is a Claude model" in n for n in notices)
