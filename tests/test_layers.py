@@ -352,6 +352,8 @@ NAMES_TOOLS: dict[str, set[str]] = {
     # The built-in 'explore' subagent type lists the tools it may use, as a person's subagent
     # type in AgentMagics.subagents does.
     "ipy_agent.loop.subagent": {"Read", "Glob", "Grep", "Bash", "NotebookRead", "Variables"},
+    # A plugin's skills folders are given to the Skill tool, which finds skills afresh each call.
+    "ipy_agent.loop.claude_setup": {"Skill"},
     # The notebook part of the system prompt teaches these tools and is shown only while they are
     # offered (a tool's own prompt_section would be the contract's way; not moved yet).
     "ipy_agent.loop.system_prompt": {"Variables", "NotebookRun", "NotebookEdit"},

@@ -6,6 +6,8 @@ Modules import one way, each only from those above it in this list:
 - `options`: the options of the `%agent` line, one table for its splitter and its parser;
 - `policy`: the managed policy an administrator sets, which a person cannot loosen;
 - `spending`: what this person has spent per day and in all, for the policy's budgets;
+- `markdown_definitions`: Claude Code's slash commands and agent files (Markdown with front matter);
+- `plugins`: Claude Code plugins and marketplaces from local folders, and the person's trust in them;
 - `agent_config`: `AgentConfig`, every setting of an agent in one frozen value, checked once;
 - `grants`: the rules granted with "Always allow", kept for the kernel session;
 - `instructions`: AGENTS.md, CLAUDE.md and the notebook's instructions, as blocks for the system prompt;

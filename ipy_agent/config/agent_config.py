@@ -108,6 +108,7 @@ class AgentSettings(TypedDict, total=False):
     instructions: bool
     max_budget_usd: float | None
     policy: Policy | None
+    plugins: Sequence[str | Path]
 
 
 class AgentChanges(AgentSettings, total=False):
@@ -152,6 +153,7 @@ class AgentConfig:
     instructions: bool = True  # requests carry the standing instructions (AGENTS.md, ...)
     max_budget_usd: float | None = None  # what one run may spend (estimated)
     policy: Policy | None = None  # None: the managed policy's files, read before each run
+    plugins: tuple[Path, ...] = ()  # Claude Code plugin or marketplace folders (config/plugins.py); trusted
 
     def __post_init__(self) -> None:
         for name, value in _normalised(self).items():
@@ -232,6 +234,7 @@ def _normalised(config: AgentConfig) -> dict[str, object]:
         "record": None if raw.record is None else Path(raw.record),
         "sandbox_limits": limits,
         "mcp_servers": None if raw.mcp_servers is None else dict(raw.mcp_servers),
+        "plugins": tuple(_path(p) for p in raw.plugins),
     }
 
 

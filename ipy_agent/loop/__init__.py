@@ -11,5 +11,6 @@ Modules import one way, each only from those above it in this list:
 - `spend`: the budgets in force and the run's meter (shared with its subagents), and the policy in force;
 - `subagent`: the Task tool, subagent types, and the run a Task's call belongs to;
 - `mcp_serve`: the open notebook served to outside agents over MCP, each call through the executor;
+- `claude_setup`: a Claude Code setup in an agent: plugins, `/name args` slash commands, agent files as Task types;
 - `agent`: `Agent`, the conversation and the loop that puts model, runtime and tools together.
 """

@@ -55,10 +55,11 @@ from ipy_agent.runtime.trace import (
 )
 
 from . import spill
+from .claude_setup import ClaudeSetup, CommandRun, command_model
 from .rewind import Rewinding
 from .spend import Managed
 from .standing import Standing
-from .subagent import current_agent, default_tools
+from .subagent import SubagentType, current_agent, default_tools
 from .tool_session import begin_run, end_session
 from .turn import interrupted, offer_tools, run_turn
 
@@ -114,8 +115,9 @@ class Agent(Rewinding, Listeners):
         self.registry = ToolRegistry(list(tools))
         self.registry.result_limit_override = config.result_limit
         self.standing = Standing()  # AGENTS.md...; read once per prompt
+        self.claude = ClaudeSetup.load(self.cwd, config.plugins)  # plugins, slash commands, agent files
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
-        self.mcp = McpManager(self.cwd, config.mcp_servers)
+        self.mcp = McpManager(self.cwd, {**self.claude.mcp_servers(), **(config.mcp_servers or {})})
         self.sandbox = self.managed.apply(self.rules, config.sandbox, self.mcp)  # the policy may require it
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.
@@ -137,6 +139,8 @@ class Agent(Rewinding, Listeners):
         self.context_manager = ContextManager(self, window=config.context_window, threshold=config.context_threshold)
         self._configured_rules = self.rules.replace([], config.rules)  # what the config's `rules` added
         self.served: McpServeHandle | None = None  # the notebook served to outside agents (serve_mcp)
+        self.file_subagent_types: list[SubagentType] = []  # the agent files' Task types
+        self.use_claude_setup(self.claude)
 
     @property
     def config(self) -> AgentConfig:
@@ -243,6 +247,23 @@ class Agent(Rewinding, Listeners):
             self.managed.max_budget_usd = self.managed.check_budget(new.max_budget_usd)
         if "sandbox" in changed:
             self.sandbox = self.managed.apply(self.rules, new.sandbox, self.mcp)
+        if "plugins" in changed:
+            self.use_claude_setup(ClaudeSetup.load(self.cwd, new.plugins))
+
+    def use_claude_setup(self, setup: ClaudeSetup) -> None:
+        """Put a Claude Code setup in force (loop/claude_setup.py): its agent files become Task
+        types, its plugins' skills the Skill tool's. (A plugin's MCP servers start with the agent:
+        those of a plugin added later start in a new Agent.)"""
+        self.claude = setup
+        names = [t.name for t in self.tools]
+
+        def warn(text: str) -> None:
+            self.emit(NoticeEvent(text=text, level="warning"))
+
+        before = self.file_subagent_types
+        self.file_subagent_types = setup.subagent_types(names, self._config.model, warn)
+        setup.give_subagent_types(self.tools, self.file_subagent_types, before)
+        setup.give_skills(self.tools)
 
     def check_policy(self) -> None:
         """Re-read the managed policy and check the next run (PolicyError, PolicyViolation: spend.py)."""
@@ -314,14 +335,37 @@ class Agent(Rewinding, Listeners):
         start_usage = copy.copy(self.usage)
         token = current_agent.set(self)  # a Task's call finds the agent that runs it (loop/subagent.py)
         self.managed.begin_run()  # the run's meter (runtime/meter.py); a subagent's is its parent's
+        command = self.claude.expand(prompt) if isinstance(prompt, str) else None  # `/name args`
+        undo = self._begin_command(command) if command is not None else None
         try:
-            result = await self._run(prompt)
+            result = await self._run(command.prompt if command is not None else prompt)
         finally:
             self._task = None
             current_agent.reset(token)
+            if undo is not None:
+                undo()
         result = replace(result, usage=usage_delta(self.usage, start_usage), budget=self.managed.describe())
         self.emit(RunEndEvent(result=result))
         return result
+
+    def _begin_command(self, run: CommandRun) -> Callable[[], None]:
+        """A slash command's run: its allowed-tools narrow what is offered, its model answers;
+        returns what puts both back."""
+        before_model, before_only = self._model, self.registry.offered_only
+        self.registry.offered_only = run.allowed_tools
+        if run.model is not None:
+            made = command_model(run.model, self._config.model)
+            if isinstance(made, str):
+                self.emit(NoticeEvent(text=f"/{run.command.qualified_name}: {made}; the current model answers."))
+            else:
+                self._model = swap_model(self._model, made)
+
+        def undo() -> None:
+            self.registry.offered_only = before_only
+            if self._model is not before_model:
+                self._model = swap_model(self._model, self._config.model)
+
+        return undo
 
     # --- the loop --------------------------------------------------------------------------
     async def _run(self, prompt: str | list[ContentBlock]) -> RunResult:

@@ -15,6 +15,8 @@ Modules import one way, each only from those above it in this list:
   `%agent_tools`, `%agent_rules`, `%agent_mcp`, `%agent_instructions`, `%agent_skills`,
   `%agent_tasks`, `%agent_stop`, `%agent_compact`, `%agent_reset`, `%agent_save`, `%agent_rewind`;
 - `serve`: `%agent_serve`, the open notebook served to outside agents over MCP (loop/mcp_serve.py);
+- `plugins`: `%agent_plugins`, the Claude Code plugins, slash commands and agent files (list, add,
+  remove, trust);
 - `run`: `AgentMagics`, the configuration (traitlets: `%config AgentMagics.permission_mode`,
   `c.AgentMagics.allow` in ipython_config.py), and `%agent` / `%%agent`;
 - `extension`: `%load_ext ipy_agent` and `%unload_ext ipy_agent`;

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from .cell_runner import agent_transformer, terminal_transformer
 from .companions import CompanionMagics
+from .plugins import PluginMagics
 from .run import AgentMagics
 from .serve import ServeMagics
 
@@ -29,6 +30,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         shell.register_magics(magics)
         shell.register_magics(CompanionMagics(shell, magics.session))
         shell.register_magics(ServeMagics(shell, magics.session))
+        shell.register_magics(PluginMagics(shell, magics.session))
     session = registry["AgentMagics"].session
     kernel = getattr(shell, "kernel", None)
     if kernel is not None and session.bridge is None:
@@ -48,7 +50,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     registry = shell.magics_manager.registry
-    for name in ("AgentMagics", "CompanionMagics", "ServeMagics"):
+    for name in ("AgentMagics", "CompanionMagics", "ServeMagics", "PluginMagics"):
         magics = registry.pop(name, None)
         if magics is None:
             continue

@@ -12,6 +12,7 @@ running while a magic executes (text output, `input()` approvals, Ctrl-C interru
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,8 @@ from ipy_agent.contract.decision import PERMISSION_MODES
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.tool_context import SANDBOX_SETTINGS
 
+from .cell_runner import current_session
+from .plugins import help_with_commands
 from .run_settings import SessionSettings
 from .session import AgentSession
 
@@ -136,11 +139,14 @@ class AgentMagics(Magics):
         AgentMagics.allow/ask/deny, .ipy_agent/settings.json and .claude/settings*.json.
         Every request also carries the standing instructions (AGENTS.md, CLAUDE.md, the notebook's;
         see %agent_instructions) and the list of skills (%agent_skills).
+        A request `/NAME args` runs a slash command (.claude/commands/NAME.md, a plugin's
+        `/PLUGIN:NAME`): %agent_plugins lists them with their descriptions and argument hints.
         A run in the foreground is stopped with its Stop button or the kernel's interrupt;
         %agent_stop stops a --background run.
         See also %agent_stop, %agent_tools, %agent_rules, %agent_inspect, %agent_trace,
         %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save,
-        %agent_mcp, %agent_instructions, %agent_skills, %agent_rewind, %agent_tasks, %agent_serve.
+        %agent_mcp, %agent_instructions, %agent_skills, %agent_rewind, %agent_tasks, %agent_serve,
+        %agent_plugins.
         """
         session = self.session
         request = session.parse(line, cell)
@@ -155,3 +161,15 @@ class AgentMagics(Magics):
         run = session.prepare(request, background=True)
         if run is not None:
             session.start_background(run)
+
+
+def _agent_help() -> str:
+    """What `%agent?` shows (IPython asks a `getdoc` first): the help and the slash commands."""
+    doc = inspect.getdoc(AgentMagics.agent) or ""
+    try:
+        return help_with_commands(doc, current_session())
+    except Exception:  # help must show, whatever a command file holds
+        return doc
+
+
+AgentMagics.agent.getdoc = _agent_help

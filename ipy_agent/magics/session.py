@@ -24,6 +24,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
@@ -85,6 +86,7 @@ class AgentSession:
         # The live-notebook bridge (kernel only): tools reach the open notebook through it.
         self.bridge: NotebookBridge | None = None
         self.grants = SessionGrants()  # "Always allow" rules, kept across --new and %agent_reset
+        self.plugins: list[Path] = []  # plugin folders added with %agent_plugins add (magics/plugins.py)
         self._default_model: tuple[str, Model] | None = None
 
     # --- state -------------------------------------------------------------------------------
@@ -278,11 +280,14 @@ class AgentSession:
             files, warnings = load_settings_rules(agent.cwd, approve=ask_on_stdin if request else None)
         except SettingsError as e:
             raise UsageError(str(e)) from None
-        warnings += _apply_mcp_files(agent)
+        from ipy_agent.loop.claude_setup import session_setup  # plugins, slash commands, agent files
         from ipy_agent.loop.subagent import set_subagent_types, types_from_settings
 
+        setup, plugin_warnings = session_setup(agent.cwd, agent.config.plugins, self.plugins)
+        agent.use_claude_setup(setup)
+        warnings += plugin_warnings + _apply_mcp_files(agent)
         try:
-            set_subagent_types(agent.tools, types_from_settings(settings.subagents))
+            set_subagent_types(agent.tools, [*agent.file_subagent_types, *types_from_settings(settings.subagents)])
         except (ValueError, TypeError) as e:
             raise UsageError(f"AgentMagics.subagents: {e}") from None
         try:
@@ -362,7 +367,12 @@ class AgentSession:
 def _apply_mcp_files(agent: Agent) -> list[str]:
     """MCP servers from .mcp.json and the settings files onto the agent; warnings for bad entries."""
     from ipy_agent.mcp import load_mcp_files
+    from ipy_agent.mcp.config import McpConfigError, parse_servers
 
     servers, warnings = load_mcp_files(agent.cwd)
+    try:  # the trusted plugins' servers (an untrusted plugin's start only once trusted)
+        servers = {**parse_servers(agent.claude.mcp_servers(), origin="a plugin's .mcp.json"), **servers}
+    except McpConfigError as e:
+        warnings.append(f"a plugin's MCP servers were not started: {e}")
     agent.mcp.set_file_servers(servers)
     return warnings

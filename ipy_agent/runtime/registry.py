@@ -46,6 +46,7 @@ class ToolRegistry:
         self._groups: dict[str, list[str]] = {}
         self._first_offered: dict[str, int] = {}  # tool name -> when it was first offered
         self.result_limit_override: int | None = None
+        self.offered_only: tuple[str, ...] | None = None  # a slash command's allowed-tools, for its run
 
     def result_limit(self, tool: Tool) -> int:
         """The result size limit in force for `tool`: its own, or the override when one is set.
@@ -93,6 +94,8 @@ class ToolRegistry:
         for tool in self._tools.values():
             if (rule := rules.denies_whole(tool)) is not None:
                 hidden[tool.name] = f"denied by rule {rule.text!r} ({rule.source})"
+            elif self.offered_only is not None and tool.name not in self.offered_only:
+                hidden[tool.name] = "the slash command's allowed-tools leave it out"
             elif simple and not tool.offered_in_simple_mode:
                 hidden[tool.name] = "simple mode offers only the everyday few (offered_in_simple_mode)"
             elif not tool.is_enabled(ctx):

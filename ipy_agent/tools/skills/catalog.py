@@ -10,7 +10,8 @@ Where skills are found, in the order that wins a name:
 1. the person's own, `skills/` in their ipy_agent directory (`~/.config/ipy_agent/skills/`);
 2. the project's, `.ipy_agent/skills/` then `.claude/skills/`, in the working directory and each
    folder above it up to the project's root (the nearest first);
-3. the built-in notebook skills that ship with the package (`builtin/` beside this module).
+3. the plugins' `skills/` folders (config/plugins.py), in the order the plugins were given;
+4. the built-in notebook skills that ship with the package (`builtin/` beside this module).
 
 A skill that breaks a rule (no front matter, YAML that does not parse, a missing or malformed
 name or description, a file too large) is listed with its problem and never offered.
@@ -37,7 +38,7 @@ __all__ = [
     "read_skill",
 ]
 
-SkillSource = Literal["personal", "project", "built-in"]
+SkillSource = Literal["personal", "project", "plugin", "built-in"]
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 PROJECT_FOLDERS = (".ipy_agent/skills", ".claude/skills")
 NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -88,11 +89,17 @@ class SkillCatalog:
         return next((s for s in self.skills if s.name == name), None)
 
 
-def discover_skills(cwd: Path, personal: Path | None = None, *, builtin: bool = True) -> SkillCatalog:
+def discover_skills(
+    cwd: Path, personal: Path | None = None, *, builtin: bool = True, plugin_dirs: tuple[Path, ...] = ()
+) -> SkillCatalog:
     """Every skill for work in `cwd`, in the order of the module's docstring."""
     found: list[Skill] = []
     problems: list[SkillProblem] = []
-    for folder, source, where in _folders(cwd, personal if personal is not None else personal_dir(), builtin):
+    folders = _folders(cwd, personal if personal is not None else personal_dir(), builtin)
+    plugins: list[tuple[Path, SkillSource, str]] = [(d, "plugin", home_relative(d)) for d in plugin_dirs]
+    at = len(folders) - 1 if builtin else len(folders)  # before the built-in skills
+    folders[at:at] = plugins
+    for folder, source, where in folders:
         for entry in _skill_dirs(folder, source, where, problems):
             parsed = read_skill(entry / "SKILL.md", source=source, where=where)
             if isinstance(parsed, Skill):

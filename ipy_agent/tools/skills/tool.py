@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,6 +67,7 @@ class SkillTool(Tool[SkillInput, SkillLoaded]):
     input_model = SkillInput
     kind = "read"
     max_result_chars = 20_000
+    plugin_dirs: tuple[Path, ...] = ()  # the plugins' skills/ folders (set by the agent that loads them)
 
     def description(self, ctx: ToolContext) -> str:
         return DESCRIPTION
@@ -77,7 +79,7 @@ class SkillTool(Tool[SkillInput, SkillLoaded]):
         return True
 
     def catalog(self, ctx: ToolContext) -> SkillCatalog:
-        return discover_skills(ctx.cwd)
+        return discover_skills(ctx.cwd, plugin_dirs=self.plugin_dirs)
 
     def prompt_section(self, ctx: ToolContext) -> str:
         skills = self.catalog(ctx).skills

@@ -1,0 +1,205 @@
+"""Claude Code plugins in an agent: a real plugin from npm lists every command, agent and skill; a
+command's body reaches the model with its arguments; a plugin agent is a Task type with only its
+tools; a command's allowed-tools narrows what is offered and never grants a permission."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ipy_agent import Agent, ScriptedModel
+from tests.support.npm_packages import PLUGIN_PACKAGE, npm_package
+from tests.support.tools import write_tree
+from tests.support.transcript import all_results, result_text, use
+
+
+@pytest.fixture(scope="module")
+def real_plugin() -> Path:
+    return npm_package(*PLUGIN_PACKAGE)
+
+
+def _user_text(request: dict) -> str:
+    return "\n".join(
+        b["text"] for m in request["messages"] if m["role"] == "user" for b in m["content"] if b.get("type") == "text"
+    )
+
+
+def test_every_command_agent_and_skill_of_the_real_plugin_is_listed(real_plugin, tmp_path):
+    agent = Agent(ScriptedModel(["ok"]), cwd=tmp_path, plugins=[real_plugin])
+    listing = agent.claude.describe()
+    commands = sorted(p.stem for p in (real_plugin / "commands").glob("*.md"))
+    agents = sorted(p.stem for p in (real_plugin / "agents").glob("*.md"))
+    skills = sorted(p.parent.name for p in real_plugin.glob("skills/*/SKILL.md"))
+    assert len(commands) >= 10 and len(agents) >= 2  # the pinned version's
+    assert "NOT LOADED" not in listing
+    for name in commands:
+        assert f"/selfish:{name} " in listing
+    for name in agents:
+        assert f"  {name}: " in listing
+        assert name in agent.tool("Task").types  # a Task subagent_type
+    for name in skills:
+        assert name in listing
+    assert agent.claude.plugins[0].hooks_file == real_plugin / "hooks" / "hooks.json"
+
+
+def test_a_plugin_command_s_body_reaches_the_model_with_its_arguments(real_plugin, tmp_path):
+    model = ScriptedModel(["Reviewed."])
+    agent = Agent(model, cwd=tmp_path, plugins=[real_plugin])
+    result = agent.run("/selfish:review src/app.py")
+    assert result.text == "Reviewed."
+    sent = _user_text(model.requests[0])
+    assert "# /selfish:review — Code Review" in sent  # the body of commands/review.md
+    assert "`src/app.py`" in sent  # its $ARGUMENTS
+    assert "$ARGUMENTS" not in sent
+    # review.md's allowed-tools narrow the offer for this run only
+    offered = {t["name"] for t in model.requests[0]["tools"]}
+    assert offered <= {"Read", "Write", "Grep", "Glob", "Bash", "Task"} and "Read" in offered
+    assert "Edit" not in offered
+    model.turns.append("again")
+    agent.run("an ordinary prompt")
+    assert "Edit" in {t["name"] for t in model.requests[1]["tools"]}  # the next run offers them all again
+
+
+def test_a_plugin_agent_runs_as_a_task_type_with_only_its_tools(real_plugin, tmp_path):
+    task = use("Task", "t1", description="scan for secrets", prompt="Scan src/", subagent_type="selfish-security")
+    model = ScriptedModel([[task], "Nothing found.", "The scan found nothing."])
+    agent = Agent(model, cwd=tmp_path, plugins=[real_plugin])
+    result = agent.run("scan the project")
+    assert result.text == "The scan found nothing."
+    child = model.requests[1]
+    assert child["system"].startswith("You are") and "security" in child["system"].lower()  # the file's body
+    tools = {t["name"] for t in child["tools"]}
+    assert tools <= {"Read", "Grep", "Glob", "Bash", "Task", "WebSearch"}  # agents/selfish-security.md's
+    assert {"Read", "Grep", "Glob", "Bash"} <= tools
+    assert "Write" not in tools and "Edit" not in tools
+    assert "Write" in {t["name"] for t in model.requests[0]["tools"]}  # control: the parent has them
+
+
+def test_slash_commands_from_the_project_with_positional_arguments(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            ".claude/commands/greet.md": "---\ndescription: Greet someone\nargument-hint: NAME PLACE\n---\n"
+            "Say hello to $1 in $2. All: $ARGUMENTS\n",
+        },
+    )
+    model = ScriptedModel(["hi"])
+    agent = Agent(model, cwd=tmp_path)
+    agent.run('/greet Ada "New York"')
+    assert 'Say hello to Ada in New York. All: Ada "New York"' in _user_text(model.requests[0])
+    assert "/greet NAME PLACE: Greet someone (project)" in agent.claude.describe()
+    model.turns.append("sent as it is")
+    agent.run("/nothing-by-this-name here")  # no such command: the prompt goes as typed
+    assert "/nothing-by-this-name here" in _user_text(model.requests[1])
+
+
+def _bash_touch(tmp_path: Path, command_file: str, prompt: str, **kw) -> tuple[Agent, dict]:
+    write_tree(tmp_path, {".claude/commands/run.md": command_file})
+    call = use("Bash", "b1", command="touch made.txt", description="make a file")
+    agent = Agent(ScriptedModel([[call], "done"]), cwd=tmp_path, sandbox="off", **kw)
+    agent.run(prompt)
+    return agent, all_results(agent.messages)["b1"]
+
+
+def test_allowed_tools_narrows_the_offer_and_a_call_outside_it_is_refused(tmp_path):
+    _, result = _bash_touch(tmp_path, "---\nallowed-tools: Read, Grep\n---\nLook around.\n", "/run", allow=["Bash"])
+    assert result.get("is_error") and "No such tool" in result_text(result)
+    assert not (tmp_path / "made.txt").exists()
+    # control: the same call without the command runs (an allow rule grants it)
+    shutil.rmtree(tmp_path / ".claude")
+    _, result = _bash_touch(tmp_path, "Look around.\n", "look around", allow=["Bash"])
+    assert (tmp_path / "made.txt").exists()
+
+
+def test_allowed_tools_grants_no_permission(tmp_path):
+    # The command names Bash(touch:*), but nobody allowed Bash and nobody can be asked: denied.
+    _, result = _bash_touch(tmp_path, "---\nallowed-tools: Bash(touch:*)\n---\nMake it.\n", "/run")
+    assert result.get("is_error")
+    assert not (tmp_path / "made.txt").exists()
+    # control: an allow rule (given by the person) is what lets it run
+    _, result = _bash_touch(tmp_path, "---\nallowed-tools: Bash(touch:*)\n---\nMake it.\n", "/run", allow=["Bash"])
+    assert (tmp_path / "made.txt").exists()
+
+
+def test_project_agent_files_become_task_types_restricted_to_their_tools(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            ".claude/agents/reader.md": "---\nname: reader\ndescription: Reads files\ntools: Read, Glob\n---\n"
+            "You only read.\n",
+            "notes.txt": "the answer is 42\n",
+        },
+    )
+    task = use("Task", "t1", description="read notes", prompt="What do the notes say?", subagent_type="reader")
+    child_calls = [use("Bash", "c1", command="touch x", description="try"), use("Read", "c2", file_path="notes.txt")]
+    model = ScriptedModel([[task], child_calls, "42", "The notes say 42."])
+    agent = Agent(model, cwd=tmp_path, allow=["Bash"])
+    agent.run("ask the reader")
+    assert {t["name"] for t in model.requests[1]["tools"]} == {"Read", "Glob"}
+    assert model.requests[1]["system"].startswith("You only read.")
+    child_results = {k: v for m in model.requests[2]["messages"] for k, v in all_results([m]).items()}
+    assert "No such tool" in result_text(child_results["c1"])  # not its tool, though the parent may run Bash
+    assert "42" in result_text(child_results["c2"])
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_malformed_plugin_is_listed_with_its_problem_and_contributes_nothing(tmp_path):
+    write_tree(
+        tmp_path / "bad",
+        {
+            ".claude-plugin/plugin.json": "{not json",
+            "commands/hello.md": "Say hello.\n",
+            "agents/helper.md": "---\nname: helper\ndescription: helps\n---\nHelp.\n",
+        },
+    )
+    agent = Agent(ScriptedModel(["ok"]), cwd=tmp_path, plugins=[tmp_path / "bad"])
+    listing = agent.claude.describe()
+    assert "NOT LOADED: .claude-plugin/plugin.json is not valid JSON" in listing
+    assert agent.claude.expand("/hello") is None and agent.claude.expand("/bad:hello") is None
+    assert "helper" not in agent.tool("Task").types
+
+
+def test_a_plugin_s_skill_is_offered_and_loaded_by_the_skill_tool(tmp_path):
+    write_tree(
+        tmp_path / "kit",
+        {
+            ".claude-plugin/plugin.json": '{"name": "kit"}',
+            "skills/euro-format/SKILL.md": "---\nname: euro-format\ndescription: Format money in euros\n---\nWhole euros.\n",
+        },
+    )
+    load = use("Skill", "s1", skill="euro-format")
+    model = ScriptedModel([[load], "ok"])
+    agent = Agent(model, cwd=tmp_path / "kit", plugins=[tmp_path / "kit"])
+    agent.run("format the totals")
+    assert "- euro-format: Format money in euros" in model.requests[0]["system"]
+    assert "Whole euros." in result_text(all_results(agent.messages)["s1"])
+    # control: without the plugin the skill is neither listed nor loadable
+    model = ScriptedModel([[load], "ok"])
+    agent = Agent(model, cwd=tmp_path / "kit")
+    agent.run("format the totals")
+    assert "euro-format" not in model.requests[0]["system"]
+    assert all_results(agent.messages)["s1"].get("is_error")
+
+
+def test_a_command_s_model_answers_its_prompt_only(tmp_path):
+    transcript = tmp_path / "other.json"
+    transcript.write_text('{"turns": ["from the command\'s model"]}')
+    write_tree(
+        tmp_path,
+        {
+            ".claude/commands/other.md": f"---\nmodel: scripted:{transcript}\n---\nAsk the other model.\n",
+            ".claude/commands/sonnet.md": "---\nmodel: sonnet\n---\nAsk Sonnet.\n",
+        },
+    )
+    main = ScriptedModel(["from the main model", "the main model again"])
+    agent = Agent(main, cwd=tmp_path)
+    notices: list[str] = []
+    agent.on_event(lambda e: notices.append(getattr(e, "text", "")))
+    assert agent.run("/other").text == "from the command's model"
+    assert agent.model is main  # put back at the run's end
+    assert agent.run("ordinary").text == "from the main model"
+    # an alias names a Claude model: a scripted agent cannot switch to it, and says so
+    assert agent.run("/sonnet").text == "the main model again"
+    assert any("model 'sonnet' is a Claude model" in n for n in notices)

@@ -1,0 +1,62 @@
+"""`%agent_plugins` (list, add, remove, trust) and `%agent /command args` on a plain shell."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from IPython.core.error import UsageError
+
+from tests.support.tools import write_tree
+
+PLUGIN = {
+    ".claude-plugin/plugin.json": json.dumps({"name": "tidy", "version": "0.1.0"}),
+    "commands/clean.md": "---\ndescription: Clean a table\nargument-hint: TABLE\n---\nClean the table $1.\n",
+    "agents/checker.md": "---\nname: checker\ndescription: Checks tables\ntools: Read\n---\nYou check.\n",
+    "hooks/hooks.json": '{"hooks": {}}',
+}
+
+
+def test_add_list_run_and_remove_a_plugin(shell, magics, script, tmp_path, capsys):
+    write_tree(tmp_path / "tidy", PLUGIN)
+    shell.run_line_magic("agent_plugins", f"add {tmp_path / 'tidy'}")
+    out = capsys.readouterr().out
+    assert "plugin tidy 0.1.0" in out
+    assert "/tidy:clean TABLE: Clean a table (plugin tidy)" in out
+    assert "checker: Checks tables (plugin tidy)" in out
+    shell.run_line_magic("agent", f"--script {script('Cleaned.')} /tidy:clean orders")
+    sent = magics.session.agent.model.requests[0]["messages"][0]["content"][0]["text"]
+    assert sent == "Clean the table orders.\n"
+    assert "checker" in magics.session.agent.tool("Task").types
+    shell.run_line_magic("agent_plugins", "remove tidy")
+    out = capsys.readouterr().out
+    assert "tidy" not in out
+    assert "checker" not in magics.session.agent.tool("Task").types
+    with pytest.raises(UsageError, match="not a plugin you added"):
+        shell.run_line_magic("agent_plugins", "remove tidy")
+    with pytest.raises(UsageError, match="usage"):
+        shell.run_line_magic("agent_plugins", "frobnicate")
+
+
+def test_a_project_s_plugin_waits_for_trust_then_runs(shell, magics, tmp_path, capsys):
+    write_tree(tmp_path / "vendor/tidy", PLUGIN)
+    write_tree(tmp_path, {".ipy_agent/settings.json": json.dumps({"plugins": ["vendor/tidy"]})})
+    shell.run_line_magic("agent_plugins", "")
+    captured = capsys.readouterr()
+    assert "untrusted: its hooks and MCP servers do not run" in captured.out
+    assert "%agent_plugins trust tidy" in captured.err
+    assert not magics.session.configured_agent().claude.plugins[0].trusted
+    capsys.readouterr()
+    shell.run_line_magic("agent_plugins", "trust tidy")
+    assert "Trusted" in capsys.readouterr().out
+    assert magics.session.configured_agent().claude.plugins[0].trusted
+
+
+def test_agent_help_lists_the_slash_commands_with_their_descriptions(shell, tmp_path):
+    write_tree(
+        tmp_path, {".claude/commands/greet.md": "---\ndescription: Greet someone\nargument-hint: NAME\n---\nHi $1\n"}
+    )
+    info = shell.object_inspect("%agent")
+    assert info["found"]
+    assert "/greet NAME: Greet someone" in info["docstring"]
+    assert "Run the agent on a request" in info["docstring"]
