@@ -269,7 +269,9 @@ class Checkpoints:
         for name in [*(assigned_names(code) or ()), *touched]:
             self.left[name] = fingerprint(namespace[name]) if name in namespace else None
 
-    def observed(self, changed: Iterable[str], added: Iterable[str], namespace: Mapping[str, Any], *, cell: str) -> None:
+    def observed(
+        self, changed: Iterable[str], added: Iterable[str], namespace: Mapping[str, Any], *, cell: str
+    ) -> None:
         """A run was seen to change names its code did not show it could (notebook/observed.py):
         a name it added is removed by a rewind; one it rebound, deleted or changed in place had
         no snapshot taken, so a rewind names it with the cell to re-run. Either way what the run

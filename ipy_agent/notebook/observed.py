@@ -39,7 +39,7 @@ class ObservedChanges:
     rebound: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
     resized: tuple[str, ...] = ()
-    shown: Mapping[str, str] | None = None  # name -> `name (int)`, `name (DataFrame 10 × 2)`
+    shown: Mapping[str, str] | None = None  # name -> `name (int)`, `name (DataFrame 10 by 2)`
     unpredicted: tuple[str, ...] = ()  # names changed that the preview did not name
 
     @property
@@ -56,16 +56,18 @@ def _person_names(namespace: Mapping[str, object], hidden: Mapping[str, object])
         yield name
 
 
-def namespace_prints(namespace: Mapping[str, object], hidden: Mapping[str, object] = {}) -> dict[str, Fingerprint]:  # noqa: B006
+def namespace_prints(
+    namespace: Mapping[str, object], hidden: Mapping[str, object] | None = None
+) -> dict[str, Fingerprint]:
     """A fingerprint of each of the person's names (nothing copied; no code of theirs runs)."""
-    return {name: fingerprint(namespace[name]) for name in _person_names(namespace, hidden) if name in namespace}
+    return {name: fingerprint(namespace[name]) for name in _person_names(namespace, hidden or {}) if name in namespace}
 
 
 def observed_changes(
     before: Mapping[str, Fingerprint],
     namespace: Mapping[str, object],
     effects: CellEffects | None = None,
-    hidden: Mapping[str, object] = {},  # noqa: B006
+    hidden: Mapping[str, object] | None = None,
 ) -> ObservedChanges:
     """How `namespace` differs from `before`; with `effects`, the changes the preview did not predict."""
     added: list[str] = []
@@ -73,7 +75,7 @@ def observed_changes(
     resized: list[str] = []
     shown: dict[str, str] = {}
     now = set()
-    for name in _person_names(namespace, hidden):
+    for name in _person_names(namespace, hidden or {}):
         if name not in namespace:
             continue
         now.add(name)

@@ -48,7 +48,9 @@ def test_a_run_reports_what_it_changed_and_what_the_preview_missed_and_rewind_sa
             "_r = [b for m in _m if m['role'] == 'user' and isinstance(m['content'], list) for b in m['content']"
             " if b.get('type') == 'tool_result']\n"
             "print(_j.dumps({'text': ''.join(p.get('text', '') for p in _r[0]['content'])}))\n"
-        ).strip().splitlines()[-1]
+        )
+        .strip()
+        .splitlines()[-1]
     )
     text = got["text"]
     # The prediction, and beside it what was seen.

@@ -372,9 +372,11 @@ def _one_line(o: NotebookRunResult) -> str:
         return f"[{o.execution_count}] interrupted"
     if o.error:
         return f"[{o.execution_count}] {o.error.splitlines()[0][:80]}"
-    missed = "; changed a name the preview did not predict" if any(
-        line.startswith("not predicted") for line in o.observed
-    ) else ""
+    missed = (
+        "; changed a name the preview did not predict"
+        if any(line.startswith("not predicted") for line in o.observed)
+        else ""
+    )
     return (
         f"[{o.execution_count}] ran in {o.seconds:.1f} s, {o.output_count} output{'s' if o.output_count != 1 else ''}"
         + missed

@@ -14,8 +14,8 @@ from ipy_agent.contract.checkpoints import assigned_names
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.effects import cell_effects
 from ipy_agent.notebook.fingerprint import Fingerprint
-from ipy_agent.notebook.observed import namespace_prints, observed_changes, observed_lines
 from ipy_agent.notebook.naming import cell_label
+from ipy_agent.notebook.observed import namespace_prints, observed_changes, observed_lines
 from ipy_agent.notebook.protocol_types import LiveCell
 
 __all__ = ["fingerprint_variables", "keep_variables", "observe_after", "observe_before"]
