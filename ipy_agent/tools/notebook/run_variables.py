@@ -49,7 +49,7 @@ def fingerprint_variables(ctx: ToolContext, nb: Any, code: str) -> None:
     ctx.checkpoints.after_run(_names_code(nb, code), namespace)
 
 
-def _namespace(nb: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _namespace(nb: Any) -> tuple[dict[str, object] | None, dict[str, object]]:
     shell = getattr(nb, "shell", None)
     namespace = getattr(shell, "user_ns", None)
     hidden = getattr(shell, "user_ns_hidden", None)
