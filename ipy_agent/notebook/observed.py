@@ -130,8 +130,8 @@ def observed_lines(changes: ObservedChanges, *, preview_blind: bool = False) -> 
     """The lines the result and the row show: what changed, then what the preview missed."""
     shown = changes.shown or {}
 
-    def named(names: Iterable[str]) -> str:
-        items = [shown.get(n, n) for n in names]
+    def named(names: Iterable[str], plain: bool = False) -> str:
+        items = [n if plain else shown.get(n, n) for n in names]
         more = len(items) - _MOST_NAMED
         return ", ".join(items[:_MOST_NAMED]) + (f", and {more} more" if more > 0 else "")
 
@@ -147,5 +147,5 @@ def observed_lines(changes: ObservedChanges, *, preview_blind: bool = False) -> 
     lines = ["observed: " + ("; ".join(parts) if parts else "no name added, rebound or deleted")]
     if changes.unpredicted:
         why = "the preview could not see all of its effects" if preview_blind else "the preview did not predict it"
-        lines.append(f"not predicted ({why}): {', '.join(changes.unpredicted[:_MOST_NAMED])}")
+        lines.append(f"not predicted ({why}): {named(changes.unpredicted, plain=True)}")
     return lines

@@ -43,3 +43,11 @@ def test_an_exec_that_defines_a_name_is_observed_as_unpredicted():
     lines, missed = run("exec('hidden = 42')\n", ns)
     assert lines[0] == "observed: added hidden (int)"
     assert missed == ("hidden",)
+
+
+def test_a_cell_that_makes_many_names_lists_a_dozen_and_counts_the_rest():
+    ns: dict[str, object] = {}
+    lines, missed = run("exec(';'.join(f'n{i} = {i}' for i in range(30)))\n", ns)
+    assert lines[0].endswith("n11 (int), and 18 more")
+    assert lines[1].endswith(": n0, n1, n2, n3, n4, n5, n6, n7, n8, n9, n10, n11, and 18 more")
+    assert len(missed) == 30
