@@ -72,13 +72,11 @@ def check_seconds(reps: int) -> tuple[list[float], list[float], list[float], int
     cell: list[float] = []
     shell.run_cell("x = 1", store_history=True, silent=False)  # warm-up
     _check_seconds(ns, hidden)
-    for _ in range(reps):
-        ns["big"] = big
-        with_df.append(_check_seconds(ns, hidden))
-        del ns["big"]
-        ns["small"] = 0  # the same number of names
-        without.append(_check_seconds(ns, hidden))
-        del ns["small"]
+    for i in range(reps):
+        for frame in (True, False) if i % 2 == 0 else (False, True):  # alternating which goes first
+            ns["big" if frame else "small"] = big if frame else 0  # the same number of names
+            (with_df if frame else without).append(_check_seconds(ns, hidden))
+            del ns["big" if frame else "small"]
         t = time.perf_counter()
         shell.run_cell("x = 1", store_history=True, silent=False)
         cell.append(time.perf_counter() - t)
