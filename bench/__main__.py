@@ -870,6 +870,28 @@ def live_notebook(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def observed_effects(args: argparse.Namespace) -> list[Row]:
+    from bench._table import median_ratio as ratio_of
+    from bench.observed import check_seconds
+
+    reps = 20 if args.quick else 40
+    with_df, without, cell, names, size = check_seconds(reps)
+    ratio = ratio_of(with_df, without)
+    return [
+        Row(
+            metric=f"observed-effects check per NotebookRun, {names:,} names and a {size / 2**30:.1f} GiB DataFrame",
+            ours=_ms(statistics.median(with_df)),
+            peer=f"the same names without the frame {_ms(statistics.median(without))}; "
+            f"IPython run_cell('x = 1') {_ms(statistics.median(cell))}",
+            ratio=ratio,
+            target="<= 1.5x (size-blind)",
+            met=ratio <= 1.5,
+            how="fingerprints of every name before a run and the comparison after it (notebook/observed.py), "
+            f"in an IPython shell holding the namespace; {reps} rounds alternating with and without the frame.",
+        )
+    ]
+
+
 SUITES: dict[str, Suite] = {
     "startup": startup,
     "turns": turns,
@@ -888,6 +910,7 @@ SUITES: dict[str, Suite] = {
     "mcp": mcp_reader,
     "tokens": tokens,
     "kernel": kernel,
+    "observed": observed_effects,
 }
 SECTIONS: list[str] = []  # markdown sections suites add below the table (the token chart)
 

@@ -356,7 +356,7 @@ NAMES_TOOLS: dict[str, set[str]] = {
     "ipy_agent.loop.claude_setup": {"Skill"},
     # The notebook part of the system prompt teaches these tools and is shown only while they are
     # offered (a tool's own prompt_section would be the contract's way; not moved yet).
-    "ipy_agent.loop.system_prompt": {"Variables", "NotebookRun", "NotebookEdit"},
+    "ipy_agent.loop.system_prompt": {"Variables", "NotebookRun", "NotebookEdit", "NotebookRead"},
     # A permission rule names its tool: the built-in deny rules are Read rules, and only an allow
     # rule for Read can lift one.
     "ipy_agent.permissions.rules": {"Read"},

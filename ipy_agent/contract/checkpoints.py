@@ -95,6 +95,7 @@ class VariableSave:
     blob: str | None = None  # its pickle; None with `absent` or `problem`
     absent: bool = False  # the name was not bound before the run
     problem: str = ""  # why no snapshot was possible (cannot be pickled, too big)
+    unseen: bool = False  # the cell changed it in a way its code did not show: no snapshot was taken
     size: int = 0
 
 
@@ -266,6 +267,24 @@ class Checkpoints:
         effects = cell_effects(code)
         touched = [n for n in effects.uses if n in self.left]
         for name in [*(assigned_names(code) or ()), *touched]:
+            self.left[name] = fingerprint(namespace[name]) if name in namespace else None
+
+    def observed(
+        self, changed: Iterable[str], added: Iterable[str], namespace: Mapping[str, Any], *, cell: str
+    ) -> None:
+        """A run was seen to change names its code did not show it could (notebook/observed.py):
+        a name it added is removed by a rewind; one it rebound, deleted or changed in place had
+        no snapshot taken, so a rewind names it with the cell to re-run. Either way what the run
+        left there is fingerprinted, so a later change by the person is still kept."""
+        cp = self.current
+        fresh = set(added)
+        for name in changed:
+            if cp is not None and name not in cp.variables:
+                cp.variables[name] = (
+                    VariableSave(name=name, cell=cell, absent=True)
+                    if name in fresh
+                    else VariableSave(name=name, cell=cell, unseen=True)
+                )
             self.left[name] = fingerprint(namespace[name]) if name in namespace else None
 
     def _variable(self, name: str, namespace: Mapping[str, Any], cell: str) -> VariableSave:

@@ -6,7 +6,9 @@ What is put back, for every checkpoint from prompt N on, newest change undone fi
 - cells of the open notebook NotebookEdit changed: through the page (compare-and-set on the
   source the agent left), or in the `.ipynb` on disk when no page answers;
 - kernel variables a NotebookRun cell could rebind: their pickled values (a name the run
-  created is removed); what could not be kept is listed with the cell to re-run;
+  created is removed); what could not be kept is listed with the cell to re-run; a name the
+  run was observed to change though its code did not show it (notebook/observed.py) is
+  removed when the run added it, and named as not restored otherwise (no snapshot was taken);
 - the conversation and the read state, as they were before the prompt.
 
 A file, cell or variable someone else changed after the agent's last change is kept and named,
@@ -327,6 +329,12 @@ def _variables(store: Checkpoints, spent: list[Checkpoint], report: RewindReport
         assert isinstance(save, VariableSave)
         if save.problem:
             report.not_restored.append(f"variable {save.name} ({save.problem}): re-run {save.cell}")
+            continue
+        if save.unseen:
+            report.not_restored.append(
+                f"variable {name} ({save.cell} changed it through code the preview could not see, so its value "
+                "before was not kept): set it again, or re-run the cells that define it"
+            )
             continue
         if ns is None:
             report.not_restored.append(f"variable {name}: the kernel's namespace is not reachable")

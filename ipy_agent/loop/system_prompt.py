@@ -105,6 +105,12 @@ GUIDE: tuple[Guideline, ...] = (
     ),
     Guideline(
         section=_NOTEBOOK,
+        text="When your reply refers to a cell, cite it as [cell N], its position as NotebookRead numbers it "
+        "(cell 4): the person's page turns it into a link to that cell.",
+        tools=("NotebookRead",),
+    ),
+    Guideline(
+        section=_NOTEBOOK,
         text="A cell the person changed after you read it cannot be edited: NotebookEdit refuses it; read it "
         "again and redo the change on what is there now.",
         tools=("NotebookEdit",),

@@ -22,6 +22,8 @@ Modules import one way, each only from those above it in this list:
 - `variables`: the kernel's variables, described without running the person's code;
 - `fingerprint`: a variable's value as the agent's run left it, compared without running its
   class's code (what a rewind checks before it puts a variable back);
+- `observed`: what a cell run really changed in the namespace (names added, rebound, deleted),
+  from fingerprints before and after, beside what `effects` predicted;
 - `comm_guard`: `CommGuard`, keeps the page's comms open when another page of the kernel closes them
   (Notebook 7's file browser tab);
 - `review`: staged cell edits the page shows in the cell (proposals), and the person's decisions;

@@ -82,7 +82,7 @@ def unchanged(print_: Fingerprint, value: object) -> bool:
 def _plain(value: object, depth: int) -> bool:
     """A builtin immutable (exact types), tuples and frozensets of them included."""
     kind = type(value)
-    if _one_of(kind, _SCALARS):
+    if id(kind) in _SCALAR_IDS:
         return True
     if (kind is tuple or kind is frozenset) and depth < 3:
         items: tuple[object, ...] | frozenset[object] = value  # type: ignore[assignment]
@@ -95,6 +95,12 @@ def _one_of(kind: type, kinds: tuple[object, ...]) -> bool:
     return any(kind is k for k in kinds)
 
 
+# The same test by the types' ids, for the builtin types (they live as long as the interpreter):
+# NotebookRun fingerprints every name of the namespace around each run (notebook/observed.py).
+_SCALAR_IDS = frozenset(id(k) for k in _SCALARS)
+_CONTAINER_IDS = frozenset(id(k) for k in _CONTAINERS)
+
+
 def _same_plain(a: object, b: object) -> bool:
     """Equality of two builtin immutables (builtin comparisons only); NaN equals NaN here."""
     if type(a) is float and type(b) is float and a != a and b != b:
@@ -105,7 +111,7 @@ def _same_plain(a: object, b: object) -> bool:
 def _size(value: object) -> tuple[int, ...] | None:
     """The size of a builtin container, or the shape of an array or frame, by exact type."""
     kind = type(value)
-    if _one_of(kind, _CONTAINERS):
+    if id(kind) in _CONTAINER_IDS:
         return (len(value),)  # type: ignore[arg-type]
     numpy = sys.modules.get("numpy")
     if numpy is not None and kind is getattr(numpy, "ndarray", None):

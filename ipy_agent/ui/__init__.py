@@ -4,6 +4,7 @@ Modules import one way, each only from those above it in this list:
 - `status`: how a call's status and duration look, one table for every view;
 - `prompt_words`: what a prompt says, Allow / Deny or, for a cell edit under review, Accept / Reject;
 - `diff_html`: diffs and plain text as small self-contained HTML;
+- `citations`: a `[cell N]` in the model's answer as a link the page goes to cell N with;
 - `record`: the static record of a finished run, what stays in the notebook file;
 - `segments`: streamed assistant text and thinking in the widgets;
 - `comm_ack`: acknowledging a widget's updates while its cell still awaits;

@@ -12,6 +12,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from .citations import cite_cells
 from .diff_html import pre_html
 from .record import Entry
 
@@ -26,13 +27,15 @@ def markdown_html(text: str) -> str:
     The model's text can carry what it read (a file, a tool's output, a web page): sent as
     `text/markdown` into an Output widget, JupyterLab renders it as trusted HTML and runs any
     `<img onerror=...>` in the notebook's origin, which could drive the kernel past every
-    approval. markdown-it escapes raw HTML and refuses `javascript:` links.
+    approval. markdown-it escapes raw HTML and refuses `javascript:` links. A `[cell N]` becomes
+    a link the JupyterLab extension scrolls to cell N with (citations.py).
     """
     global _MD
     if _MD is None:
         from markdown_it import MarkdownIt
 
         _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").enable("strikethrough")
+        _MD.use(cite_cells)
     return f'<div class="ipy-agent-text">{_MD.render(text)}</div>'
 
 

@@ -24,6 +24,7 @@ import { DomReviewView } from './reviewView';
 import { watchPolicies } from './policyBadge';
 import { watchFollowup } from './followupView';
 import { ScrollWatch } from './scrollWatch';
+import { watchCitations } from './cite';
 
 /** The comm a panel last heard the kernel on: where the person's decisions go (review.ts). */
 type Link = { comm: Kernel.IComm | null };
@@ -184,6 +185,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const nb = panelNotebook(panel, panelReview(panel, link));
       watchPolicies(panel); // the badges of the person's cell policies
       watchFollowup(panel); // the reply box under a finished %agent run
+      // A `[cell N]` link in the agent's answer goes to that cell (cite.ts).
+      watchCitations(panel.node, { cellCount: () => panel.content.widgets.length, scrollTo: nb.scrollTo });
       const register = async () => {
         await panel.context.ready;
         const kernel = panel.sessionContext.session?.kernel;

@@ -35,7 +35,7 @@ from ipy_agent.notebook.runlog import CellRun
 
 from .live import bridge_call, cell_policy_of, fetch_cell, live_bridge, live_missing, live_target, named
 from .run_notes import cells_label, effect_notes, policy_note
-from .run_variables import fingerprint_variables, keep_variables
+from .run_variables import fingerprint_variables, keep_variables, observe_after, observe_before
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -105,7 +105,8 @@ class NotebookRunResult:
     interrupted: bool
     seconds: float
     output_count: int
-    effects: tuple[str, ...] = ()
+    effects: tuple[str, ...] = ()  # what the preview predicted, from the source
+    observed: tuple[str, ...] = ()  # what the run was seen to change (notebook/observed.py)
     error_summary: str | None = None
 
     @property
@@ -260,10 +261,13 @@ class NotebookRunTool(Tool[NotebookRunInput, NotebookRunResult | NotebookRunsRes
             nb.post("set_outputs", cell_id=cell_id, outputs=outputs, execution_count=None)
 
         keep_variables(ctx, nb, cell, code)
+        before = observe_before(nb)
         try:
             outcome = await nb.run_code(code, timeout=timeout, on_progress=show if hasattr(nb, "post") else None)
         finally:
             fingerprint_variables(ctx, nb, code)
+            blind = any(line.startswith("effects not visible") for line in effects)
+            observed = observe_after(ctx, nb, cell, code, before, preview_blind=blind)
         await bridge_call(
             nb.request(
                 "set_outputs", cell_id=cell["id"], outputs=outcome.outputs, execution_count=outcome.execution_count
@@ -302,6 +306,7 @@ class NotebookRunTool(Tool[NotebookRunInput, NotebookRunResult | NotebookRunsRes
             seconds=outcome.seconds,
             output_count=len(outcome.outputs),
             effects=effects,
+            observed=observed,
             error_summary=outcome.summary,
         )
 
@@ -337,6 +342,7 @@ class NotebookRunTool(Tool[NotebookRunInput, NotebookRunResult | NotebookRunsRes
         parts: list[str] = []
         for o in runs:
             parts.append(f"{o.label}: " + "; ".join(o.effects) if o.effects else "")
+            parts.extend(o.observed)
             parts.append(o.error_summary or "")
             parts.append("".join(b["text"] for b in o.blocks if b["type"] == "text"))
         return "\n".join(p for p in parts if p)[:2000]
@@ -366,8 +372,14 @@ def _one_line(o: NotebookRunResult) -> str:
         return f"[{o.execution_count}] interrupted"
     if o.error:
         return f"[{o.execution_count}] {o.error.splitlines()[0][:80]}"
+    missed = (
+        "; changed a name the preview did not predict"
+        if any(line.startswith("not predicted") for line in o.observed)
+        else ""
+    )
     return (
         f"[{o.execution_count}] ran in {o.seconds:.1f} s, {o.output_count} output{'s' if o.output_count != 1 else ''}"
+        + missed
     )
 
 
@@ -387,6 +399,8 @@ def _one_result(o: NotebookRunResult) -> list[ResultPart]:
     head += "" if o.output_count else " It produced no output."
     if o.effects:
         head += "\nWhat it could change: " + "; ".join(o.effects) + "."
+    if o.observed:
+        head += "\nWhat it changed, " + "; ".join(o.observed) + "."
     if o.error_summary:
         head += "\n" + o.error_summary
     return [{"type": "text", "text": head + "\n"}, *o.blocks]
