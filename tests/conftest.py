@@ -7,8 +7,8 @@ gateway, with Chromium) or `slow` (fuzzers, corpora, the teaching notebooks). `p
 Naming paths or a `-m` expression selects as pytest always does (`python -m pytest tests/kernel`
 runs the kernel tests there).
 
-Both runs are spread over WORKERS processes (pytest-xdist, when installed): the fast tests go to
-whichever worker is free, while the kernel, browser and hub tests run one after another on one
+Both runs are spread over WORKERS processes (pytest-xdist, when installed): each test goes to
+whichever worker is free, except the browser and hub tests, which run one after another on one
 worker (the group HEAVY_GROUP), as a person's machine runs one JupyterLab at a time. A run that
 names paths, or `-n`, or `-p no:xdist`, runs as pytest always does (one process, unless `-n` says).
 
@@ -33,9 +33,10 @@ from tests.support import waits
 pytest_plugins = ["tests.support.fixtures"]
 
 HEAVY = ("kernel", "browser", "hub", "slow")
-# The suites whose tests share the machine's heaviest things (kernels, Jupyter servers, Chromium,
-# JupyterHub and its OS accounts): with xdist they run in one group, one test at a time.
-ONE_AT_A_TIME = ("kernel", "browser", "hub")
+# The suites whose tests drive the machine's heaviest things (Jupyter servers with Chromium,
+# JupyterHub and its OS accounts): with xdist they run in one group, one test at a time, while the
+# other worker runs the rest (a kernel test starts a kernel of its own, beside one browser test).
+ONE_AT_A_TIME = ("browser", "hub")
 HEAVY_GROUP = "one_at_a_time"
 WORKERS = 2  # CI's machine has 2 cores; the fast tests spend much of their time waiting on children
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
