@@ -75,6 +75,21 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     config.option.dist = "loadgroup"
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's controller, for each worker: a worker parses the command line again, which names no
+    `--dist`; it is told to mark the grouped tests, as `--dist loadgroup` would tell it."""
+    if node.config.getoption("dist", "no") == "loadgroup":
+        node.workerinput["loadgroup"] = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get("loadgroup"):
+        config.option.loadgroup = True  # read by xdist's worker when it names each grouped test
+
+
 def fast_only(config: pytest.Config) -> bool:
     """No --full, no -m and no paths named: the default run, of the fast suites."""
     return (
