@@ -7,6 +7,11 @@ gateway, with Chromium) or `slow` (fuzzers, corpora, the teaching notebooks). `p
 Naming paths or a `-m` expression selects as pytest always does (`python -m pytest tests/kernel`
 runs the kernel tests there).
 
+Both runs are spread over WORKERS processes (pytest-xdist, when installed): each test goes to
+whichever worker is free, except the browser and hub tests, which run one after another on one
+worker (the group HEAVY_GROUP), as a person's machine runs one JupyterLab at a time. A run that
+names paths, or `-n`, or `-p no:xdist`, runs as pytest always does (one process, unless `-n` says).
+
 Every test has a timeout (pytest-timeout; pyproject.toml sets the default): the suites below get
 longer ones. The harnesses' own waits are shorter and say what did not happen; when the timeout
 fires anyway, its message names what the test was waiting for (tests/support/waits.py).
@@ -28,6 +33,13 @@ from tests.support import waits
 pytest_plugins = ["tests.support.fixtures"]
 
 HEAVY = ("kernel", "browser", "hub", "slow")
+# The suites whose tests drive the machine's heaviest things (Jupyter servers with Chromium,
+# JupyterHub and its OS accounts): with xdist they run in one group, one test at a time, while the
+# other worker runs the rest (a kernel test starts a kernel of its own, beside one browser test).
+ONE_AT_A_TIME = ("browser", "hub")
+HEAVY_GROUP = "one_at_a_time"
+WORKERS = 2  # CI's machine has 2 cores; the fast tests spend much of their time waiting on children
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Seconds for a whole test (setup and teardown included) in each heavy suite; the rest get the
 # `timeout` of pyproject.toml. A test's own `@pytest.mark.timeout(n)` wins over both.
 SUITE_TIMEOUTS = {"kernel": 300, "browser": 300, "hub": 600, "slow": 900}
@@ -41,6 +53,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="run every suite: the kernel, browser, hub and slow tests too (what CI runs)",
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The default run and `--full` of this repository use WORKERS xdist workers (before xdist's
+    own hook turns `numprocesses` into workers); anything else is left as it was asked for."""
+    if (
+        not config.pluginmanager.has_plugin("xdist")
+        or hasattr(config, "workerinput")  # a worker itself
+        or str(config.rootpath) != ROOT  # another project that loads this file (tests/test_suites.py)
+        or config.args_source != pytest.Config.ArgsSource.TESTPATHS
+        or config.getoption("markexpr")
+        or config.getoption("numprocesses", None) is not None
+        or config.getoption("dist", "no") != "no"
+        or config.getoption("collectonly")
+        or config.getoption("usepdb")
+    ):
+        return
+    config.option.numprocesses = WORKERS
+    config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's controller, for each worker: a worker parses the command line again, which names no
+    `--dist`; it is told to mark the grouped tests, as `--dist loadgroup` would tell it."""
+    if node.config.getoption("dist", "no") == "loadgroup":
+        node.workerinput["loadgroup"] = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get("loadgroup"):
+        config.option.loadgroup = True  # read by xdist's worker when it names each grouped test
 
 
 def fast_only(config: pytest.Config) -> bool:
@@ -67,12 +114,16 @@ def suite_timeout(item: pytest.Item) -> int | None:
     return max(timeouts) if timeouts else None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[COLLECTED] = list(items)
+    grouped = config.pluginmanager.has_plugin("xdist")  # its marker is known only with it
     for item in items:
         seconds = suite_timeout(item)
         if seconds is not None and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(seconds))
+        if grouped and any(item.get_closest_marker(m) for m in ONE_AT_A_TIME):
+            item.add_marker(pytest.mark.xdist_group(HEAVY_GROUP))
     if not fast_only(config):
         return
     heavy = [item for item in items if any(item.get_closest_marker(m) for m in HEAVY)]
@@ -81,6 +132,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         left_out = set(heavy)
         items[:] = [item for item in items if item not in left_out]
     config.stash[LEFT_OUT] = len(heavy)
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller prints the summary
+        workeroutput["left_out"] = len(heavy)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist's controller: how many tests its workers left out (each collected the same)."""
+    left_out = getattr(node, "workeroutput", {}).get("left_out")
+    if left_out is not None:
+        node.config.stash[LEFT_OUT] = left_out
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -22,6 +22,12 @@ Nobody clicks in a build: the kernel gets IPY_AGENT_COURSE_AUTOANSWER=1, so each
 through its buttons as the transcript's scene says, and the cell says so (ipy_agent/ui/course_answers.py).
 In JupyterLab the learner answers them.
 
+Each notebook is executed once, here: the site also keeps each executed notebook (its outputs,
+widget views replaced by their records) as `executed/NN_name.ipynb`, and the tests read those when
+IPY_AGENT_COURSE_SITE names the site (`.ci/run` does) instead of executing the notebooks again:
+tests/examples/test_notebooks.py checks what each one shows, tests/browser/test_teaching_notebooks.py
+saves them in a clone as a learner's working copy.
+
 Each page gets a "Run this yourself" header with the command, a bar linking the course, and
 exercise solutions folded into a `<details>` (cells tagged `solution`, collapsed in JupyterLab
 too). The index lists the notebooks in order with the concepts each covers.
@@ -52,6 +58,7 @@ EXAMPLES = Path(__file__).resolve().parents[1]
 ROOT = EXAMPLES.parent
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 DEFAULT_OUT = ROOT / "build" / "course"
+EXECUTED = "executed"  # the site's folder of executed notebooks (`executed/NN_name.ipynb`)
 CELL_TIMEOUT = 180  # seconds for one cell, as in tests/examples/test_notebooks.py
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 STATIC = ("text/html", "image/png", "image/svg+xml")  # what a reader can see without a kernel
@@ -336,6 +343,7 @@ class ChapterPage:
     page: str
     seconds: float
     error: str | None = None
+    executed: str | None = None  # the executed notebook (JSON), when it ran
 
 
 def _chapter_page(args: tuple[Chapter, Chapter | None, Chapter | None, Path]) -> ChapterPage:
@@ -344,11 +352,35 @@ def _chapter_page(args: tuple[Chapter, Chapter | None, Chapter | None, Path]) ->
     started = time.monotonic()
     try:
         nb = make_static(execute(chapter.path, config_dir), chapter.path.name)
+        executed = nbformat.writes(nb)
         page = export(nb, chapter, prev, nxt)
     except Exception as e:
         error = str(e) if isinstance(e, BuildError) else f"{chapter.path.name}: {type(e).__name__}: {e}"
         return ChapterPage(chapter.href, failed_page(chapter, error), time.monotonic() - started, error)
-    return ChapterPage(chapter.href, page, time.monotonic() - started)
+    return ChapterPage(chapter.href, page, time.monotonic() - started, executed=executed)
+
+
+def executed_notebook(site: Path, name: str) -> nbformat.NotebookNode:
+    """The notebook `name` (`NN_name.ipynb`) as the build of `site` executed it. BuildError when the
+    build did not execute it (its chapter failed: the error is the page's) or executed another
+    version of it than examples/ has now (the site is older than the notebook)."""
+    path = site / EXECUTED / name
+    if not path.exists():
+        failed = site / (Path(name).stem + ".html")
+        why = ""
+        if failed.exists() and "course-failed-page" in (text := failed.read_text(encoding="utf-8")):
+            why = " Its chapter failed to build:\n" + html.unescape(
+                text.split('<pre class="course-error">', 1)[-1].split("</pre>", 1)[0]
+            )
+        raise BuildError(f"the course site {site} has no executed {name}.{why}")
+    nb = nbformat.read(path, as_version=4)
+    current = nbformat.read(EXAMPLES / name, as_version=4)
+    if [c.source for c in nb.cells] != [c.source for c in current.cells]:
+        raise BuildError(
+            f"the course site {site} executed another version of {name} than examples/ has now; "
+            "build it again: python -m examples.course.build"
+        )
+    return nb
 
 
 def build(
@@ -385,6 +417,9 @@ def build(
         with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
             for chapter, result in zip(chapters, pool.map(_chapter_page, work)):
                 (staged / result.href).write_text(result.page, encoding="utf-8")
+                if result.executed is not None:
+                    (staged / EXECUTED).mkdir(exist_ok=True)
+                    (staged / EXECUTED / chapter.path.name).write_text(result.executed, encoding="utf-8")
                 log(f"{result.href:40s} {result.seconds:5.1f} s" + ("  FAILED" if result.error else ""))
                 if result.error:
                     failed[chapter.path.name] = result.error

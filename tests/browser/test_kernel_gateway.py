@@ -20,11 +20,20 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import SUITE_TIMEOUTS
 from tests.support.browser import PROJECT_ROOT, TIMEOUT, JupyterServer, NotebookPage, write_kernel_spec
 from tests.support.transcript import use
 from tests.support.waits import free_port, wait_for_http
 
 pytestmark = [pytest.mark.browser, pytest.mark.hub]
+
+# How long the gateway's kernel may take to start, and the Lab server to connect to it. The Lab
+# server's gateway client gives up after 40 s by default (GatewayClient.connect_timeout, and
+# request_timeout 42 s): on a loaded machine a kernel that started later was left unconnected, and
+# the notebook never showed an idle kernel (the test then failed after its own 90 s wait). Here the
+# client waits as long as the test does, and both wait for the kernel itself, until the suite's
+# timeout at most.
+KERNEL_START = SUITE_TIMEOUTS["hub"] - 120
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +103,15 @@ def gateway_lab(kernel_host: tuple[str, Path], tmp_path_factory: Any) -> Iterato
 
     _need_browser(extension=True)
     url, _workdir = kernel_host
-    server = JupyterServer("lab", tmp_path_factory.mktemp("lab_root"), extra_args=[f"--gateway-url={url}"]).start()
+    server = JupyterServer(
+        "lab",
+        tmp_path_factory.mktemp("lab_root"),
+        extra_args=[
+            f"--gateway-url={url}",
+            f"--GatewayClient.connect_timeout={KERNEL_START}",
+            f"--GatewayClient.request_timeout={KERNEL_START}",
+        ],
+    ).start()
     try:
         yield server
     finally:
@@ -127,7 +144,7 @@ def test_a_live_edit_approved_on_a_gateway_kernel(gateway_lab, kernel_host, brow
         ],
         ids=["load", "where", "agent", "c1", "end"],
     )
-    page: NotebookPage = gateway_lab.open(browser, "remote.ipynb")
+    page: NotebookPage = gateway_lab.open(browser, "remote.ipynb", ready_timeout=KERNEL_START)
     try:
         page.run(0)
         page.wait_done(0)

@@ -142,3 +142,28 @@ def test_a_page_title_and_its_links_show_no_backticks():
 def test_code_in_a_title_is_shown_as_code_in_the_index():
     chapter = course.Chapter(Path("01_tour.ipynb"), "01", "01 · What happens when you type `%agent`?", "")
     assert "<code>%agent</code>?</a>" in course.index_html([chapter])
+
+
+def test_the_executed_notebooks_are_read_back_only_as_the_site_built_them_from_examples_now(tmp_path: Path):
+    """The tests read the notebooks the build executed (IPY_AGENT_COURSE_SITE) instead of running
+    them again: only when the site holds this version of the notebook, else they say why."""
+    name = "01_tour.ipynb"
+    chapter = course.discover(only=["01"])[0]
+    (tmp_path / course.EXECUTED).mkdir()
+    with pytest.raises(course.BuildError, match=r"has no executed 01_tour.ipynb\.$"):
+        course.executed_notebook(tmp_path, name)
+    (tmp_path / chapter.href).write_text(course.failed_page(chapter, "01_tour.ipynb: a cell failed: <KeyError>"))
+    with pytest.raises(
+        course.BuildError, match=r"Its chapter failed to build:\n01_tour.ipynb: a cell failed: <KeyError>"
+    ):
+        course.executed_notebook(tmp_path, name)
+
+    nb = nbformat.read(chapter.path, as_version=4)
+    code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells[code].outputs = [nbformat.v4.new_output("stream", text="ran\n")]
+    nbformat.write(nb, tmp_path / course.EXECUTED / name)
+    assert course.executed_notebook(tmp_path, name).cells[code].outputs[0].text == "ran\n"
+    nb.cells[code].source += "\nprint('an older version')"
+    nbformat.write(nb, tmp_path / course.EXECUTED / name)
+    with pytest.raises(course.BuildError, match="executed another version of 01_tour.ipynb"):
+        course.executed_notebook(tmp_path, name)

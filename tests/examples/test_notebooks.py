@@ -4,10 +4,16 @@ nbclient starts a real kernel for each notebook and executes every cell (an erro
 fails the test). Then what a reader would notice is checked in the outputs: the file on disk after
 an approved edit, what the model was told, the stages of the trace. The committed notebooks carry
 no outputs, so their diffs show only what someone wrote.
+
+Each notebook is executed once in CI: by the course build (examples/course/build.py runs it the
+same way, offline, and fails on an error in any cell), which keeps the executed notebooks in the
+site. When IPY_AGENT_COURSE_SITE names that site (`.ci/run` sets it), the checks below read the
+build's outputs instead of executing the notebook again; without it, the test executes it here.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -15,6 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from examples.course import build as course
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]_*.ipynb"))
@@ -356,6 +364,18 @@ def execute(path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> nb
     return nb
 
 
+def executed(path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> nbformat.NotebookNode:
+    """The notebook with its outputs: as the course build in IPY_AGENT_COURSE_SITE executed it,
+    or executed here when no site is named."""
+    site = os.environ.get("IPY_AGENT_COURSE_SITE")
+    if not site:
+        return execute(path, monkeypatch, config_dir)
+    try:
+        return course.executed_notebook(Path(site), path.name)
+    except course.BuildError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
 def test_there_are_notebooks_and_each_has_checks():
     names = [p.stem for p in NOTEBOOKS]
     assert names, f"no notebooks found in {EXAMPLES}"
@@ -369,7 +389,7 @@ def test_there_are_notebooks_and_each_has_checks():
     ids=[p.stem for p in NOTEBOOKS],
 )
 def test_notebook_runs_offline_and_shows_its_concepts(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    nb = execute(path, monkeypatch, tmp_path / "config")
+    nb = executed(path, monkeypatch, tmp_path / "config")
     text = outputs_text(nb)
     position = 0
     for expected in EXPECT[path.stem]:

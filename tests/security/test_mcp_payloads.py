@@ -72,7 +72,7 @@ CASES: dict[str, Callable[[dict[str, Any]], bool]] = {
 }
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.slow  # a corpus of hostile payloads: --full runs it
 def test_hostile_payloads_end_in_clear_errors_or_bounded_results(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(mcp_stdio, "MAX_MESSAGE_BYTES", LIMIT)
     server = {"command": sys.executable, "args": [HOSTILE], "env": {"HOSTILE_BIG": str(BIG)}, "timeout": 4}

@@ -215,6 +215,7 @@ def test_every_encoding_of_every_secret_is_redacted(monkeypatch, capsys):
     assert held == tried
 
 
+@pytest.mark.slow  # a corpus of real programs: --full runs it
 def test_encoded_secrets_from_real_programs_are_redacted(tmp_path):
     write_tree(tmp_path, {"config.txt": f"api_key = {KEY}\ntoken = {TOKEN}\n"})
     commands = {
@@ -375,7 +376,7 @@ def _fuzz(tmp_path, monkeypatch) -> tuple[int, dict[str, list[str]]]:
     return len(cases), leaks
 
 
-@pytest.mark.timeout(300)  # 352 real processes: minutes on a loaded machine
+@pytest.mark.slow  # a fuzzer of 352 real processes (minutes on a loaded machine): --full runs it
 def test_secret_fuzzer_no_command_gets_a_secret_past_redaction(tmp_path, monkeypatch, capsys):
     ran, leaks = _fuzz(tmp_path, monkeypatch)
     with capsys.disabled():
@@ -385,7 +386,7 @@ def test_secret_fuzzer_no_command_gets_a_secret_past_redaction(tmp_path, monkeyp
     assert not leaks
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.slow  # the fuzzer's control: --full runs it
 def test_secret_fuzzer_control_the_exact_forms_alone_leak_the_new_layouts(tmp_path, monkeypatch, capsys):
     """The defence off: the forms the redaction had before (the value, reversed, hex, base64),
     each matched as it is, with no canonical view, no dump columns and no pieces."""

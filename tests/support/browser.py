@@ -290,14 +290,16 @@ class JupyterServer:
         """The notebook file as saved on disk (what nbviewer, GitHub and nbconvert read)."""
         return json.loads((self.root / name).read_text())
 
-    def open(self, browser: Any, name: str, *, viewport: tuple[int, int] = (1280, 900)) -> NotebookPage:
+    def open(
+        self, browser: Any, name: str, *, viewport: tuple[int, int] = (1280, 900), ready_timeout: float = TIMEOUT
+    ) -> NotebookPage:
         """Open `name` in a new page (creating an empty notebook when missing) and wait for its kernel."""
         if not (self.root / name).exists():
             self.notebook_file(name)
         page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         nb = NotebookPage(self, page, name)
         page.goto(self.url(f"lab/tree/{name}?reset" if self.kind == "lab" else f"notebooks/{name}"))
-        nb.wait_ready()
+        nb.wait_ready(ready_timeout)
         return nb
 
     def new_from_tree(self, browser: Any, folder: str) -> tuple[Any, NotebookPage]:
@@ -361,12 +363,13 @@ class NotebookPage:
                     f"{e}\nconsole: {self.console[-10:]}\nserver log:\n{self.server.log()[-2000:]}",
                 ) from None
 
-    def wait_ready(self) -> None:
+    def wait_ready(self, timeout: float = TIMEOUT) -> None:
         self.wait_js(
             f"{self.name} open with an idle kernel",
             "const w = P(); const k = w && w.sessionContext && w.sessionContext.session "
             "&& w.sessionContext.session.kernel; return !!(k && k.status === 'idle' && w.content "
             "&& w.content.widgets.length > 0 && w.context.isReady);",
+            timeout=timeout,
         )
 
     # --- cells -----------------------------------------------------------------------------
