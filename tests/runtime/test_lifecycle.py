@@ -7,9 +7,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ipy_agent import Agent, ScriptedModel, ToolError, build_tool
 from ipy_agent.contract.decision import UNDECIDED, CallDecision
-from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import ToolContext
+from tests.support.tools import tool_ctx
 from tests.support.transcript import results_of, use
 
 
@@ -168,5 +168,5 @@ def test_the_call_is_given_who_let_it_run(tmp_path, agent_kw, said):
 
 
 async def test_a_direct_call_without_a_decision_is_not_approved(tmp_path):
-    out = await _Seen().call(Args(path="p"), ToolContext(cwd=tmp_path, read_state=ReadState()))
+    out = await _Seen().call(Args(path="p"), tool_ctx(tmp_path))
     assert out == "source=None approved=False"
