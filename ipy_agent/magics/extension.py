@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from .cell_runner import agent_transformer, terminal_transformer
 from .companions import CompanionMagics
 from .run import AgentMagics
+from .verify import VerifyMagics
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -27,6 +28,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         magics = AgentMagics(shell=shell)
         shell.register_magics(magics)
         shell.register_magics(CompanionMagics(shell, magics.session))
+        shell.register_magics(VerifyMagics(shell, magics.session))
     session = registry["AgentMagics"].session
     kernel = getattr(shell, "kernel", None)
     if kernel is not None and session.bridge is None:
@@ -46,7 +48,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     registry = shell.magics_manager.registry
-    for name in ("AgentMagics", "CompanionMagics"):
+    for name in ("AgentMagics", "CompanionMagics", "VerifyMagics"):
         magics = registry.pop(name, None)
         if magics is None:
             continue

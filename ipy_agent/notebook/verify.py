@@ -72,6 +72,7 @@ class VerifyCell:
     outputs: tuple[Mapping[str, Any], ...] = ()
     execution_count: int | None = None
     never_run: bool = False  # the person's agent:never-run: not run in the fresh kernel
+    asks: bool = False  # the person's agent:ask: a run of it is approved every time
 
     @property
     def label(self) -> str:
@@ -132,7 +133,7 @@ class VerifyReport:
 
     @property
     def verdict(self) -> str:
-        """"reproduces", or what does not, in a few words."""
+        """ "reproduces", or what does not, in a few words."""
         if self.reproduces:
             return "reproduces" + (f" ({len(self.skipped)} never-run cell(s) skipped)" if self.skipped else "")
         parts = []
@@ -232,13 +233,13 @@ async def run_fresh(
             # nbclient shuts its kernel down on the way out; an interrupt during that must not leave it.
             if km.has_kernel:
                 await asyncio.shield(km.shutdown_kernel(now=True))
-    return FreshRun(
-        outputs=outputs, variables=variables, kernel=kernel, seconds=time.monotonic() - t0, stopped=stopped
-    )
+    return FreshRun(outputs=outputs, variables=variables, kernel=kernel, seconds=time.monotonic() - t0, stopped=stopped)
 
 
 async def _fresh_variables(kc: Any, timeout: float) -> list[VariableInfo] | None:
-    reply = await kc.execute("", silent=True, store_history=False, user_expressions={"v": _DESCRIBE}, reply=True, timeout=timeout)
+    reply = await kc.execute(
+        "", silent=True, store_history=False, user_expressions={"v": _DESCRIBE}, reply=True, timeout=timeout
+    )
     found = reply.get("content", {}).get("user_expressions", {}).get("v", {})
     if found.get("status") != "ok":
         return None
@@ -305,7 +306,9 @@ def compare(
         got = fresh.outputs[c.cell_id]
         error = next((o for o in got if o.get("output_type") == "error"), None)
         if error is not None:
-            raised.append(CellProblem(label=c.label, cell_id=c.cell_id, text=f"{error.get('ename')}: {error.get('evalue')}"))
+            raised.append(
+                CellProblem(label=c.label, cell_id=c.cell_id, text=f"{error.get('ename')}: {error.get('evalue')}")
+            )
         if c.execution_count is None and not c.outputs:
             continue  # never run where the person sees it: nothing to compare with
         live_text, fresh_text = output_text(c.outputs), output_text(got)

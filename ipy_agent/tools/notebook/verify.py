@@ -24,13 +24,22 @@ from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import PermissionCheck, PermissionPreview, Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.blocks import ToolResultBlock
-from ipy_agent.notebook.naming import cell_label
 from ipy_agent.notebook.policy import cell_policy
 from ipy_agent.notebook.verify import VerifyCell, VerifyReport, compare, run_fresh
 
 from .live import bridge_call, live_bridge, live_target
 
-__all__ = ["NotebookVerifyInput", "NotebookVerifyResult", "NotebookVerifyTool", "report_table", "report_text"]
+__all__ = [
+    "NotebookVerifyInput",
+    "NotebookVerifyResult",
+    "NotebookVerifyTool",
+    "VerifyTarget",
+    "file_target",
+    "open_notebook_target",
+    "report_table",
+    "report_text",
+    "verify_target",
+]
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 1800.0
@@ -68,7 +77,7 @@ class NotebookVerifyResult:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Target:
+class VerifyTarget:
     display: str
     directory: Path
     cells: list[VerifyCell]
@@ -95,34 +104,13 @@ class NotebookVerifyTool(Tool[NotebookVerifyInput, NotebookVerifyResult]):
     def _destructive(self, inp: NotebookVerifyInput) -> bool:
         return False
 
-    async def _target(self, inp: NotebookVerifyInput, ctx: ToolContext) -> _Target:
+    async def _target(self, inp: NotebookVerifyInput, ctx: ToolContext) -> VerifyTarget:
         nb = live_target(ctx, inp.notebook_path)
         if nb is not None:
-            cells = await bridge_call(nb.read_cells())
-            meta = await bridge_call(nb.agent_metadata())
-            meta = meta if isinstance(meta, dict) else {}
-            path = Path(nb.path)
-            return _Target(
-                display=str(nb.display_path),
-                directory=path.parent if path.parent.is_dir() else ctx.cwd,
-                cells=[
-                    VerifyCell(
-                        cell_id=c["id"],
-                        index=c.get("index", i),
-                        cell_type=c.get("cell_type") or "code",
-                        source=c.get("source") or "",
-                        outputs=tuple(c.get("outputs") or ()),
-                        execution_count=c.get("execution_count"),
-                        never_run=cell_policy(c, meta).never_run,
-                    )
-                    for i, c in enumerate(cells)
-                ],
-                kernel_name=_kernel_name(path),
-                live=nb,
-            )
+            return await open_notebook_target(nb, ctx.cwd)
         if inp.notebook_path is None:
             raise ToolError("No notebook is open in JupyterLab here; give notebook_path, a notebook file.")
-        return _file_target(ctx.resolve(inp.notebook_path), inp.notebook_path)
+        return file_target(ctx.resolve(inp.notebook_path), inp.notebook_path)
 
     async def validate_input(self, inp: NotebookVerifyInput, ctx: ToolContext) -> str | None:
         try:
@@ -137,12 +125,7 @@ class NotebookVerifyTool(Tool[NotebookVerifyInput, NotebookVerifyResult]):
             target = await self._target(inp, ctx)
         except ToolError:
             return PermissionCheck()
-        meta: dict[str, Any] = {}
-        if target.live is not None:
-            found = await bridge_call(target.live.agent_metadata())
-            meta = found if isinstance(found, dict) else {}
-        live = await bridge_call(target.live.read_cells()) if target.live is not None else []
-        asks = [cell_label(c) for c in live if cell_policy(c, meta).ask and not cell_policy(c, meta).never_run]
+        asks = [c.label for c in target.cells if c.asks and not c.never_run and c.cell_type == "code"]
         if asks:
             return PermissionCheck(
                 behavior="ask",
@@ -177,7 +160,11 @@ class NotebookVerifyTool(Tool[NotebookVerifyInput, NotebookVerifyResult]):
         return NotebookVerifyResult(display=target.display, report=await verify_target(target, inp.timeout))
 
     def map_result(self, output: NotebookVerifyResult, tool_use_id: str) -> ToolResultBlock:
-        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": report_text(output.display, output.report)}
+        return {
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "content": report_text(output.display, output.report),
+        }
 
     def summarize_use(self, inp: NotebookVerifyInput) -> str:
         return inp.notebook_path or "the open notebook"
@@ -189,7 +176,34 @@ class NotebookVerifyTool(Tool[NotebookVerifyInput, NotebookVerifyResult]):
         return report_table(output.report)
 
 
-async def verify_target(target: _Target, timeout: float | None) -> VerifyReport:
+async def open_notebook_target(nb: Any, cwd: Path) -> VerifyTarget:
+    """The open notebook's cells as the page has them now, compared with this kernel (`nb`: the bridge)."""
+    cells = await bridge_call(nb.read_cells())
+    found = await bridge_call(nb.agent_metadata())
+    meta = found if isinstance(found, dict) else {}
+    path = Path(nb.path)
+    return VerifyTarget(
+        display=str(nb.display_path),
+        directory=path.parent if path.parent.is_dir() else cwd,
+        cells=[
+            VerifyCell(
+                cell_id=c["id"],
+                index=c.get("index", i),
+                cell_type=c.get("cell_type") or "code",
+                source=c.get("source") or "",
+                outputs=tuple(c.get("outputs") or ()),
+                execution_count=c.get("execution_count"),
+                never_run=cell_policy(c, meta).never_run,
+                asks=cell_policy(c, meta).ask,
+            )
+            for i, c in enumerate(cells)
+        ],
+        kernel_name=_kernel_name(path),
+        live=nb,
+    )
+
+
+async def verify_target(target: VerifyTarget, timeout: float | None) -> VerifyReport:
     fresh = await run_fresh(
         target.cells, cwd=target.directory, kernel_name=target.kernel_name, timeout=timeout or DEFAULT_TIMEOUT
     )
@@ -212,7 +226,8 @@ def _kernel_name(path: Path) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _file_target(path: Path, given: str) -> _Target:
+def file_target(path: Path, given: str) -> VerifyTarget:
+    """A notebook file's cells and saved outputs (the kernel's variables are not compared)."""
     import nbformat
 
     try:
@@ -233,9 +248,10 @@ def _file_target(path: Path, given: str) -> _Target:
                 outputs=tuple(c.get("outputs") or ()),
                 execution_count=c.get("execution_count"),
                 never_run=policy.never_run,
+                asks=policy.ask,
             )
         )
-    return _Target(display=given, directory=path.parent, cells=cells, kernel_name=_kernel_name(path), live=None)
+    return VerifyTarget(display=given, directory=path.parent, cells=cells, kernel_name=_kernel_name(path), live=None)
 
 
 def report_text(display: str, r: VerifyReport) -> str:
@@ -258,7 +274,9 @@ def report_text(display: str, r: VerifyReport) -> str:
         lines.append("\nVariables that differ (this kernel → fresh run):")
         lines.extend(f"- {m.name}: {m.live} → {m.fresh}" for m in r.variables_differ)
     if r.hidden_state:
-        lines.append("\nHidden state: names this kernel holds that no cell defines (a deleted cell, a value set by hand):")
+        lines.append(
+            "\nHidden state: names this kernel holds that no cell defines (a deleted cell, a value set by hand):"
+        )
         lines.extend(f"- {m.name}: {m.live}" for m in r.hidden_state)
     if r.out_of_order:
         lines.append("\nCells this kernel ran out of order:")
