@@ -368,6 +368,10 @@ NAMES_TOOLS: dict[str, set[str]] = {
     "ipy_agent.context.clearing": {"Read"},
     # %agent_skills lists what the Skill tool finds (imports the skills family).
     "ipy_agent.magics.standing": {"Skill"},
+    # The verify gate runs NotebookVerify after a run that called a tool that changes the notebook.
+    "ipy_agent.loop.verify_gate": {"NotebookEdit", "NotebookRun", "NotebookVerify"},
+    # %agent_verify runs NotebookVerify's code for the person (imports the notebook family).
+    "ipy_agent.magics.verify": {"NotebookEdit", "NotebookRead", "NotebookRun", "NotebookVerify", "Variables"},
 }
 
 
