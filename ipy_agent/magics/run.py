@@ -144,7 +144,7 @@ class AgentMagics(Magics):
         %agent_stop stops a --background run.
         See also %agent_stop, %agent_tools, %agent_rules, %agent_inspect, %agent_trace,
         %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save,
-        %agent_mcp, %agent_instructions, %agent_skills, %agent_rewind, %agent_tasks.
+        %agent_mcp, %agent_instructions, %agent_skills, %agent_rewind, %agent_tasks, %agent_verify.
         """
         session = self.session
         request = session.parse(line, cell)
