@@ -165,8 +165,8 @@ _DESCRIBE = "__import__('ipy_agent.notebook.verify', fromlist=['namespace_json']
 
 def _kernel_manager(kernel_name: str | None, tmp: Path) -> tuple[Any, str]:
     """The notebook's kernelspec when this machine has it, else this kernel's own interpreter."""
-    from jupyter_client.manager import AsyncKernelManager
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    from jupyter_client.manager import AsyncKernelManager
 
     if kernel_name:
         with contextlib.suppress(NoSuchKernel):
