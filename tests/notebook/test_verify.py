@@ -170,3 +170,29 @@ def test_the_gate_does_not_run_when_the_run_changed_nothing(kernel: LiveKernel, 
     kernel.check(f"%agent --mode bypassPermissions --no-widgets --script {name} look\n")
     assert "NotebookVerify" not in kernel.check(f"import json as _j\nprint(_j.dumps({MAGICS}.agent.messages))")
     assert kernel.check(f"print({MAGICS}.last_result.verified)").strip() == "None"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_an_interrupted_verify_shuts_the_new_kernel_down(kernel: LiveKernel, panel: Panel, tmp_path: Path):
+    panel.cells.append(
+        cell("import os, time\nopen('fresh.pid', 'w').write(str(os.getpid()))\ntime.sleep(120)", cell_id="slow")
+    )
+    msg_id = kernel.execute("%agent_verify\n")
+    pid_file = tmp_path / "fresh.pid"
+    pid = int(
+        kernel.wait_for("the new kernel running the slow cell", lambda: pid_file.exists() and pid_file.read_text())
+    )
+    assert _alive(pid)
+    kernel.interrupt()
+    ex = kernel.wait(msg_id)
+    assert ex.status == "error"  # the cell ends interrupted...
+    assert not _alive(pid)  # ...after the new kernel is gone
+    assert kernel.check("print(x if 'x' in dir() else 'no x')").strip() == "no x"  # the person's kernel untouched
