@@ -34,7 +34,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,7 +192,6 @@ async def run_fresh(
     cwd: Path,
     kernel_name: str | None,
     timeout: float,
-    on_start: Callable[[], None] | None = None,
 ) -> FreshRun:
     """Run the code cells (but the never-run ones) in order in a new kernel in `cwd`, shut down after."""
     import nbformat
@@ -216,21 +215,25 @@ async def run_fresh(
             resources={"metadata": {"path": str(cwd)}},
         )
         try:
-            if on_start is not None:
-                on_start()
-            async with client.async_setup_kernel():
-                for i, (cell, nb_cell) in enumerate(zip(runnable, nb.cells, strict=True)):
-                    try:
-                        await client.async_execute_cell(nb_cell, i)
-                    except CellTimeoutError:
-                        stopped = f"{cell.label} did not finish within {timeout:g} s"
-                        outputs[cell.cell_id] = [dict(o) for o in nb_cell.outputs]
-                        break
+            # Started here, not with nbclient's `async_setup_kernel`: that one puts SIGINT handlers on the
+            # running loop (the person's kernel's own, for %agent_verify), which would take the kernel's
+            # interrupt for itself; here the interrupt cancels this run and `finally` shuts the kernel down.
+            await km.start_kernel(cwd=str(cwd), extra_arguments=["--HistoryManager.hist_file=:memory:"])
+            await client.async_start_new_kernel_client()
+            for i, (cell, nb_cell) in enumerate(zip(runnable, nb.cells, strict=True)):
+                try:
+                    await client.async_execute_cell(nb_cell, i)
+                except CellTimeoutError:
+                    stopped = f"{cell.label} did not finish within {timeout:g} s"
                     outputs[cell.cell_id] = [dict(o) for o in nb_cell.outputs]
-                if stopped is None:
-                    variables = await _fresh_variables(client.kc, timeout)
+                    break
+                outputs[cell.cell_id] = [dict(o) for o in nb_cell.outputs]
+            if stopped is None:
+                variables = await _fresh_variables(client.kc, timeout)
         finally:
-            # nbclient shuts its kernel down on the way out; an interrupt during that must not leave it.
+            # Also when interrupted or a cell timed out; a second interrupt does not stop the shutdown.
+            if client.kc is not None:
+                client.kc.stop_channels()
             if km.has_kernel:
                 await asyncio.shield(km.shutdown_kernel(now=True))
     return FreshRun(outputs=outputs, variables=variables, kernel=kernel, seconds=time.monotonic() - t0, stopped=stopped)
