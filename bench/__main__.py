@@ -401,6 +401,32 @@ def notebook_edit(args: argparse.Namespace) -> list[Row]:
     ]
 
 
+def notebook_verify(args: argparse.Namespace) -> list[Row]:
+    import tempfile
+
+    from bench.notebook_verify import CELLS, make_notebook, nbclient_seconds, ours_seconds
+
+    reps = 2 if args.quick else 3
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "nb.ipynb"
+        make_notebook(path)
+        ours, peer = paired(lambda: ours_seconds(path), lambda: nbclient_seconds(path), reps)
+    ratio = median_ratio(ours, peer)
+    return [
+        Row(
+            metric=f"NotebookVerify of a {CELLS}-cell notebook, new kernel to report",
+            ours=_ms(statistics.median(ours)),
+            peer=f"nbclient execute of the same notebook {_ms(statistics.median(peer))}",
+            ratio=ratio,
+            target="<= 1.3x",
+            met=ratio <= 1.3,
+            how="both start a kernel of the same kernelspec in the notebook's directory, run every cell and shut "
+            "it down; ours also describes the fresh kernel's variables and compares outputs; "
+            f"{reps} paired rounds after a warm-up.",
+        )
+    ]
+
+
 def redaction(args: argparse.Namespace) -> list[Row]:
     from bench.redact import SECRETS, exact_only_seconds, ours_seconds
 
@@ -904,6 +930,7 @@ SUITES: dict[str, Suite] = {
     "bash": bash_check,
     "sandbox": sandbox_start,
     "notebook": notebook_edit,
+    "notebook_verify": notebook_verify,
     "notebook_read": notebook_read,
     "live_notebook": live_notebook,
     "redact": redaction,

@@ -372,6 +372,10 @@ NAMES_TOOLS: dict[str, set[str]] = {
     "ipy_agent.magics.standing": {"Skill"},
     # The notebook served over MCP offers outside agents these tools, and no shell.
     "ipy_agent.loop.mcp_serve": {"NotebookRead", "NotebookEdit", "NotebookRun", "Variables", "Read", "Grep", "Glob"},
+    # The verify gate runs NotebookVerify after a run that called a tool that changes the notebook.
+    "ipy_agent.loop.verify_gate": {"NotebookEdit", "NotebookRun", "NotebookVerify"},
+    # %agent_verify runs NotebookVerify's code for the person (imports the notebook family).
+    "ipy_agent.magics.verify": {"NotebookEdit", "NotebookRead", "NotebookRun", "NotebookVerify", "Variables"},
 }
 
 

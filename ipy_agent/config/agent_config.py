@@ -94,6 +94,7 @@ class AgentSettings(TypedDict, total=False):
     simple: bool
     max_concurrency: int
     streaming_tools: bool
+    verify_before_done: bool
     message_budget: int
     result_limit: int | None
     spill_dir: str | Path | None
@@ -139,6 +140,7 @@ class AgentConfig:
     simple: bool = False  # offer only the few tools marked for simple mode
     max_concurrency: int = 10  # concurrency-safe calls run together, at most this many
     streaming_tools: bool = True  # a tool starts when its block ends, before the message ends
+    verify_before_done: bool = False  # a run that changed the notebook runs NotebookVerify before it ends
     message_budget: int = MESSAGE_RESULT_CHARS  # characters of results one message may carry
     result_limit: int | None = None  # caps every tool's result (None: each tool's own limit)
     spill_dir: Path | None = None  # where big results go (None: our own, removed at reset and exit)

@@ -103,6 +103,11 @@ AGENT_OPTIONS: tuple[AgentOption, ...] = (
         repeatable=True,
     ),
     AgentOption(flag="--background", help="Kernel: start the run and return at once."),
+    AgentOption(
+        flag="--verify",
+        help="Before the run ends, if it changed the notebook, run NotebookVerify (a new kernel, top to bottom) "
+        "and give the model its report.",
+    ),
     AgentOption(flag="--no-widgets", help="Text output; only what rules and mode allow runs."),
     AgentOption(
         flag="--no-instructions",
@@ -174,6 +179,7 @@ class AgentLine:
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     background: bool = False
+    verify: bool = False
     no_widgets: bool = False
     no_instructions: bool = False
     resume: str | None = None

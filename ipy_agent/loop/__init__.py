@@ -5,6 +5,7 @@ Modules import one way, each only from those above it in this list:
 - `tool_session`: what each run starts with (tools' warnings, once per kernel), what a conversation's end closes;
 - `system_prompt`: the model's environment and how to work with the tools here;
 - `standing`: what follows the base prompt (instructions, the tools' sections), read once per prompt;
+- `verify_gate`: a run that changed the notebook hands NotebookVerify's report to the model before it ends;
 - `turn`: one turn, `run_turn`: the request and its tools, the model's stream, the tool calls, its end;
 - `rewind_report`: what a rewind did, in words for the person and for the model;
 - `rewind`: back to the state just before a prompt, from its checkpoints;

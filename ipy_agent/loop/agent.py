@@ -62,6 +62,7 @@ from .standing import Standing
 from .subagent import SubagentType, current_agent, default_tools
 from .tool_session import begin_run, end_session
 from .turn import interrupted, offer_tools, run_turn
+from .verify_gate import VerifyGate
 
 if TYPE_CHECKING:
     from ipy_agent.notebook.bridge import NotebookBridge
@@ -91,6 +92,7 @@ class Agent(Rewinding, Listeners):
     simple = FromConfig[bool]()
     max_concurrency = FromConfig[int]()
     streaming_tools = FromConfig[bool]()
+    verify_before_done = FromConfig[bool]()
     notebook = FromConfig["NotebookBridge | None"]()
     notebook_path = FromConfig[str | None]()
     instructions = FromConfig[bool]()
@@ -133,6 +135,7 @@ class Agent(Rewinding, Listeners):
         self.session: dict[str, object] = {}
         Listeners.__init__(self)  # on_event, remove_listener, emit
         self._batches = [0]
+        self.verify_gate = VerifyGate()  # a run that changed the notebook verifies before it ends
         self._task: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # Sizes each request and clears or compacts the history to fit the window (ipy_agent/context).
@@ -386,6 +389,7 @@ class Agent(Rewinding, Listeners):
         append_user(self.messages, blocks)
         begin_run(self.tools, self.tool_context(), self.emit)
         self.mcp.begin_run()
+        self.verify_gate.begin(len(self.turns))
 
         turns = 0
         while True:
@@ -402,7 +406,7 @@ class Agent(Rewinding, Listeners):
                 self.standing.undo()
                 self.forget_checkpoint()
             if outcome is not None:
-                return replace(outcome, turns=turns)
+                return replace(outcome, turns=turns, verified=self.verify_gate.verdict)
 
     def serve_mcp(
         self,

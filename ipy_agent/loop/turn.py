@@ -17,7 +17,8 @@ per turn until one returns how the run ends. It reads top to bottom:
    puts every result in the history, in order, and the loop goes on unless a hook stopped the run.
 4. **The turn's end**, when no tool was called (`after_reply`): after pause_turn the loop goes
    on; a refusal or the max_tokens limit ends the run with a notice (the person asks the agent
-   to continue); otherwise the run ends, unless a Stop hook sends the agent on. When the model
+   to continue); otherwise the run ends, unless a Stop hook sends the agent on, or the verify
+   gate has the model answer NotebookVerify's report first (`verify_first`, loop/verify_gate.py). When the model
    fails (`model_failed`), tools already started from complete blocks finish and their results
    are kept; an interrupt or an internal error ends the turn early (`close_early`), answering
    every tool_use once.
@@ -73,6 +74,8 @@ from ipy_agent.runtime.trace import (
     now,
 )
 
+from .verify_gate import VerifyGate
+
 __all__ = ["INTERRUPTED_NOTICE", "Turn", "TurnAgent", "interrupted", "offer_tools", "run_turn"]
 
 Messages = list[Message]
@@ -98,6 +101,8 @@ class TurnAgent(Conversation, Protocol):
     # The loop's own state across turns: batch numbers, and the tool_use ids in the history.
     _batches: list[int]
     _history_ids: HistoryIds
+    verify_before_done: bool
+    verify_gate: VerifyGate
 
     def system(self, exposure: Exposure | None = None) -> str: ...
 
@@ -136,7 +141,10 @@ async def run_turn(agent: TurnAgent) -> RunResult | None:
         take_reply(turn, reply, agent.messages, agent.emit)
         if turn.tool_uses:
             return await answer_tools(turn, agent.messages, agent.emit)
-        return await after_reply(reply, agent.messages, agent.hooks, agent.emit)
+        end = await after_reply(reply, agent.messages, agent.hooks, agent.emit)
+        if end is not None and end.stop_reason == "end_turn" and await verify_first(agent, turn):
+            return None  # the model answers the verify report first (loop/verify_gate.py)
+        return end
     except asyncio.CancelledError:
         await close_early(turn, agent.messages, INTERRUPTED_TEXT, INTERRUPT_NOTE)
         return interrupted(agent.messages, agent.emit, len(agent.turns))
@@ -353,6 +361,19 @@ async def _stop_hooks(messages: Messages, hooks: Hooks, emit: Emit) -> RunResult
         append_user(messages, [{"type": "text", "text": hr.reason or "A Stop hook asked you to continue."}])
         return None
     return RunResult(stop_reason="stopped_by_hook" if hr.stop else "end_turn", text=text)
+
+
+async def verify_first(agent: TurnAgent, turn: Turn) -> bool:
+    """The verify gate: a run that changed the notebook hands NotebookVerify's report to the
+    model before it ends; True: the run goes on."""
+    return await agent.verify_gate.check(
+        enabled=agent.verify_before_done,
+        trace=agent.trace,
+        turn=turn.record.turn,
+        executor=turn.executor,
+        messages=agent.messages,
+        emit=agent.emit,
+    )
 
 
 async def model_failed(err: ModelError, turn: Turn, messages: Messages, emit: Emit) -> RunResult:

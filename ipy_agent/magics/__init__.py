@@ -9,6 +9,7 @@ Modules import one way, each only from those above it in this list:
 - `standing`: what `%agent_instructions` and `%agent_skills` print, and setting the notebook's
   instructions;
 - `rewind`: `%agent_rewind`, back to just before a prompt, and its report;
+- `verify`: `%agent_verify`, the notebook run top to bottom in a new kernel, its report as a table;
 - `cell_runner`: how a `%agent` cell awaits its run in a kernel (an input transformer and a
   0.25 s tick, so interrupts and widget clicks arrive), and how the line reaches the magic;
 - `companions`: `%agent_inspect`, `%agent_trace`, `%agent_history`, `%agent_context`,

@@ -65,8 +65,9 @@ _AWAITED = {
     "agent_instructions": "run_instructions_cell",
     "agent_rewind": "run_rewind_cell",
     "agent_tools": "run_tools_cell",
+    "agent_verify": "run_verify_cell",
 }
-_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions|agent_rewind|agent_tools)(?:[ \t]|$)")
+_MAGIC_RE = re.compile(r"^(%%?)(agent|agent_instructions|agent_rewind|agent_tools|agent_verify)(?:[ \t]|$)")
 
 
 def agent_transformer(lines: list[str]) -> list[str]:
@@ -161,6 +162,25 @@ async def run_rewind_cell(line: str, cell: str | None = None) -> None:
     if session.bridge is not None:
         await session.bridge.ensure()
     show_rewind(await rewind_command(session, line, live=True))
+
+
+async def run_verify_cell(line: str, cell: str | None = None) -> None:
+    """What a transformed `%agent_verify` line awaits: the page answers while the new kernel runs,
+    and an interrupt shuts that kernel down before the cell ends (magics/verify.py)."""
+    from .verify import verify_command
+
+    session = current_session()
+    if session.bridge is not None:
+        await session.bridge.ensure()
+    task = asyncio.ensure_future(verify_command(session, line))
+    try:
+        while not task.done():
+            await asyncio.wait([task], timeout=TICK)
+    except asyncio.CancelledError:
+        task.cancel()
+        await asyncio.wait([task], timeout=30)
+        raise RunInterrupted(INTERRUPTED) from None
+    print(task.result())
 
 
 def terminal_transformer(lines: list[str]) -> list[str]:

@@ -16,6 +16,7 @@ from .companions import CompanionMagics
 from .plugins import PluginMagics
 from .run import AgentMagics
 from .serve import ServeMagics
+from .verify import VerifyMagics
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -31,6 +32,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         shell.register_magics(CompanionMagics(shell, magics.session))
         shell.register_magics(ServeMagics(shell, magics.session))
         shell.register_magics(PluginMagics(shell, magics.session))
+        shell.register_magics(VerifyMagics(shell, magics.session))
     session = registry["AgentMagics"].session
     kernel = getattr(shell, "kernel", None)
     if kernel is not None and session.bridge is None:
@@ -50,7 +52,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     registry = shell.magics_manager.registry
-    for name in ("AgentMagics", "CompanionMagics", "ServeMagics", "PluginMagics"):
+    for name in ("AgentMagics", "CompanionMagics", "ServeMagics", "PluginMagics", "VerifyMagics"):
         magics = registry.pop(name, None)
         if magics is None:
             continue

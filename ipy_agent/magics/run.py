@@ -78,6 +78,9 @@ class AgentMagics(Magics):
     deny = List(Unicode(), help="Deny rules, e.g. ['Read(**/.env)'].").tag(config=True)
     max_turns = Int(50, help="Model requests per run before it stops with max_turns.").tag(config=True)
     background = Bool(False, help="Run in the background by default (kernel only).").tag(config=True)
+    verify_before_done = Bool(
+        False, help="Every run that changed the notebook runs NotebookVerify before it ends (%agent --verify: one run)."
+    ).tag(config=True)
     max_result_chars = Int(None, allow_none=True, help="Override every tool's result size limit.").tag(config=True)
     message_budget = Int(
         MESSAGE_RESULT_CHARS, help="Characters of tool results one message may carry before spilling."
@@ -113,6 +116,7 @@ class AgentMagics(Magics):
             deny=tuple(self.deny),
             max_turns=self.max_turns,
             background=self.background,
+            verify_before_done=self.verify_before_done,
             max_result_chars=self.max_result_chars,
             message_budget=self.message_budget,
             widgets=self.widgets,
@@ -146,7 +150,7 @@ class AgentMagics(Magics):
         See also %agent_stop, %agent_tools, %agent_rules, %agent_inspect, %agent_trace,
         %agent_history, %agent_context, %agent_compact, %agent_reset, %agent_save,
         %agent_mcp, %agent_instructions, %agent_skills, %agent_rewind, %agent_tasks, %agent_serve,
-        %agent_plugins.
+        %agent_plugins, %agent_verify.
         """
         session = self.session
         request = session.parse(line, cell)

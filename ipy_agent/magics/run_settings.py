@@ -42,6 +42,7 @@ class SessionSettings:
     deny: tuple[str, ...] = ()
     max_turns: int = 50
     background: bool = False
+    verify_before_done: bool = False  # the verify gate for every run (%agent --verify: one run)
     max_result_chars: int | None = None
     message_budget: int | None = None
     widgets: bool = True
@@ -92,6 +93,7 @@ def run_config(
         "result_limit": settings.max_result_chars,
         "notebook": notebook,
         "notebook_path": notebook.display_path if notebook is not None else None,
+        "verify_before_done": (request.verify if request else False) or settings.verify_before_done,
     }
     if model is not None:
         changes["model"] = model

@@ -20,6 +20,8 @@ Modules import one way, each only from those above it in this list:
 - `runlog`: which cells ran in this kernel, with their source and timing;
 - `staleness`: cells whose outputs may be stale, from definitions, uses and the run order;
 - `variables`: the kernel's variables, described without running the person's code;
+- `verify`: the notebook run top to bottom in a new kernel (nbclient) and compared with the live
+  kernel: cells that raise, outputs and variables that differ, hidden state, out-of-order runs;
 - `fingerprint`: a variable's value as the agent's run left it, compared without running its
   class's code (what a rewind checks before it puts a variable back);
 - `observed`: what a cell run really changed in the namespace (names added, rebound, deleted),

@@ -130,6 +130,7 @@ class RunResult:
     error: str | None = None
     error_kind: str | None = None
     budget: str = ""  # spending against the budgets in force, e.g. "$0.0123 of $0.50 this run"
+    verified: str | None = None  # the verify gate's verdict ("reproduces", or what does not); None: no gate ran
 
 
 @dataclass(kw_only=True)

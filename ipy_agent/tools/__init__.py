@@ -3,7 +3,7 @@
 - `shared/`: what the families share (protected paths, diffs, file IO, the edit plan);
 - `files/`: Read, Edit, Write;
 - `search/`: Glob, Grep (ripgrep);
-- `notebook/`: NotebookRead, NotebookEdit, NotebookRun, Variables;
+- `notebook/`: NotebookRead, NotebookEdit, NotebookRun, NotebookVerify, Variables;
 - `bash/`: Bash, its classifier and its sandbox; BashOutput and KillShell for background commands;
 - `skills/`: Skill, and the skills it finds (with the built-in notebook skills);
 - `ask/`: AskUserQuestion, questions for the person.
@@ -29,6 +29,7 @@ def builtin_tools() -> list[Tool]:
     from .notebook.read import NotebookReadTool
     from .notebook.run import NotebookRunTool
     from .notebook.variables import VariablesTool
+    from .notebook.verify import NotebookVerifyTool
     from .search.glob_tool import GlobTool
     from .search.grep import GrepTool
     from .skills.tool import SkillTool
@@ -45,6 +46,7 @@ def builtin_tools() -> list[Tool]:
         NotebookEditTool(),
         NotebookReadTool(),
         NotebookRunTool(),
+        NotebookVerifyTool(),
         VariablesTool(),
         SkillTool(),
         AskUserQuestionTool(),

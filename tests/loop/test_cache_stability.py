@@ -198,7 +198,7 @@ async def test_the_summary_request_of_a_compaction_reads_the_conversation_from_t
 
 
 async def test_tools_that_appear_later_come_last_and_leave_the_others_definitions_unchanged(tmp_path: Path, shell: Any):
-    """The live notebook connects between two prompts: NotebookRead, NotebookRun and Variables
+    """The live notebook connects between two prompts: NotebookRead, NotebookRun, NotebookVerify, Variables
     join the list after the tools already offered, and no definition already sent changes
     (NotebookEdit says the same with or without a page), so those are read from the cache."""
     from tests.support.frontend import Panel, cell, connected_bridge
@@ -216,6 +216,6 @@ async def test_tools_that_appear_later_come_last_and_leave_the_others_definition
     before, after = (json.loads(without_breakpoints(r.body["tools"])) for r in (server.requests[1], server.requests[2]))
     names = [t["name"] for t in after]
     assert names[: len(before)] == [t["name"] for t in before] and after[: len(before)] == before
-    assert set(names[len(before) :]) == {"NotebookRead", "NotebookRun", "Variables"}
+    assert set(names[len(before) :]) == {"NotebookRead", "NotebookRun", "NotebookVerify", "Variables"}
     # The tools already offered are read back; only the new definitions (and what follows) are written.
     assert server.usages[2]["cache_read_input_tokens"] > 0 and reads_all_cached_before(server.usages) == [2]

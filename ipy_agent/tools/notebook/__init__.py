@@ -1,4 +1,4 @@
-"""The notebook tools: NotebookRead, NotebookEdit, NotebookRun and Variables.
+"""The notebook tools: NotebookRead, NotebookEdit, NotebookRun, NotebookVerify and Variables.
 
 They work on the notebook the person has open through the live-notebook bridge
 (`ipy_agent/notebook/bridge.py`), and NotebookEdit on `.ipynb` files on disk too.
@@ -12,5 +12,6 @@ Modules import one way, each only from those above it in this list:
 - `run_variables`: what a run keeps of the kernel's variables for a rewind, and what it left;
 - `read`: `NotebookReadTool`; `edit`: `NotebookEditTool` (live or file, one schema) and its
   change to a file, planned as text;
-- `run`: `NotebookRunTool`, cells run in this kernel; `variables`: `VariablesTool`.
+- `run`: `NotebookRunTool`, cells run in this kernel; `variables`: `VariablesTool`;
+- `verify`: `NotebookVerifyTool`, the notebook run top to bottom in a new kernel, compared with this one.
 """
