@@ -22,6 +22,7 @@ import asyncio
 import html
 import os
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,6 +34,7 @@ from ipy_agent.config.options import AgentLine, parse_line
 from ipy_agent.config.policy import PolicyError, PolicyViolation
 from ipy_agent.config.settings import SettingsError, load_settings_rules, rules_from_lists
 from ipy_agent.config.settings_approvals import ask_on_stdin
+from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import Tool
 from ipy_agent.history.messages import repair_history
 from ipy_agent.models.base import Model, model_label
@@ -279,6 +281,7 @@ class AgentSession:
         except SettingsError as e:
             raise UsageError(str(e)) from None
         warnings += _apply_mcp_files(agent)
+        warnings += _apply_command_hooks(agent, ask=request is not None)
         from ipy_agent.loop.subagent import set_subagent_types, types_from_settings
 
         try:
@@ -357,6 +360,28 @@ class AgentSession:
                 f'Rules granted earlier with "always" are back: {", ".join(restored)} (%agent_tools lists every rule).'
             )
         return agent
+
+
+_COMMAND_HOOKS: weakref.WeakKeyDictionary[Agent, list[Callable[[HookEvent], object]]] = weakref.WeakKeyDictionary()
+
+
+def _apply_command_hooks(agent: Agent, *, ask: bool) -> list[str]:
+    """The settings files' command hooks onto the agent (config/command_hooks.py), in place of
+    those the previous run put there; a run asks the person to trust a project file's new hooks."""
+    from ipy_agent.config.command_hooks import ask_hooks_on_stdin, install_command_hooks, load_settings_hooks
+
+    for fn in _COMMAND_HOOKS.pop(agent, []):
+        agent.hooks.remove(fn)
+    files, warnings = load_settings_hooks(agent.cwd, approve=ask_hooks_on_stdin if ask else None)
+    policy = agent.managed.policy
+    _COMMAND_HOOKS[agent] = install_command_hooks(
+        agent.hooks,
+        files,
+        cwd=agent.cwd,
+        session_id=lambda: agent.conversation_id,
+        may_run=lambda: "the managed policy requires the sandbox" if policy.sandbox_required else None,
+    )
+    return warnings
 
 
 def _apply_mcp_files(agent: Agent) -> list[str]:
