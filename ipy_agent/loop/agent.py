@@ -85,6 +85,7 @@ class Agent(Rewinding, Listeners):
     max_turns = FromConfig[int]()
     system_prompt = FromConfig[str | None]()
     append_system_prompt = FromConfig[str | None]()
+    output_style = FromConfig[str | None]()
     simple = FromConfig[bool]()
     max_concurrency = FromConfig[int]()
     streaming_tools = FromConfig[bool]()
