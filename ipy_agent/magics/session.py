@@ -65,6 +65,7 @@ class Run:
     prompt: str
     ui: RunUI
     cell: int | None = None  # the execution count of the cell that started it
+    background: bool = False  # the cell returns at once: the person can run other cells meanwhile
 
 
 class AgentSession:
@@ -186,9 +187,13 @@ class AgentSession:
             ui.show_error(f"note: {self.bridge.status()}.")
         if wanted and background is False:
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
-        return Run(agent=agent, prompt=request.prompt, ui=ui, cell=cell_number(self.shell))
+        in_background = wanted if background is None else background
+        return Run(agent=agent, prompt=request.prompt, ui=ui, cell=cell_number(self.shell), background=in_background)
 
     async def execute(self, run: Run) -> RunResult:
+        from ipy_agent.notebook.runlog import PERSON_RUNS_CELLS
+
+        run.agent.session[PERSON_RUNS_CELLS] = run.background  # TodoHuman waits for the person's run
         run.agent.on_event(run.ui.listener)
         run.agent.configure(approver=run.ui.approver)
         prompts = len(run.agent.checkpoints.list)

@@ -28,6 +28,7 @@ def builtin_tools() -> list[Tool]:
     from .notebook.edit import NotebookEditTool
     from .notebook.read import NotebookReadTool
     from .notebook.run import NotebookRunTool
+    from .notebook.todo_human import todo_human_tool
     from .notebook.variables import VariablesTool
     from .search.glob_tool import GlobTool
     from .search.grep import GrepTool
@@ -48,4 +49,5 @@ def builtin_tools() -> list[Tool]:
         VariablesTool(),
         SkillTool(),
         AskUserQuestionTool(),
+        todo_human_tool(),
     ]

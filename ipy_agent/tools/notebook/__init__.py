@@ -12,5 +12,6 @@ Modules import one way, each only from those above it in this list:
 - `run_variables`: what a run keeps of the kernel's variables for a rewind, and what it left;
 - `read`: `NotebookReadTool`; `edit`: `NotebookEditTool` (live or file, one schema) and its
   change to a file, planned as text;
-- `run`: `NotebookRunTool`, cells run in this kernel; `variables`: `VariablesTool`.
+- `run`: `NotebookRunTool`, cells run in this kernel; `variables`: `VariablesTool`;
+- `todo_human`: TodoHuman, the Learning style's `# TODO(human)` cell, waiting for the person to run it.
 """
