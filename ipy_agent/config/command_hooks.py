@@ -33,8 +33,10 @@ ask rules, cell policies and the managed policy: it is never looser than they ar
 A project file (anything but the person's own settings) arrives with a clone, and a command in
 it runs as the person: its hooks run only once the person trusted exactly them (`HookTrust`),
 keyed by the file's path and a fingerprint of its hooks and of the files in the project that
-the commands name (a changed script asks again). Where the managed policy requires the sandbox
-and no sandbox can be made, command hooks do not run (fail closed).
+the commands name (a changed script asks again). Where the managed policy requires the sandbox,
+each command runs in Bash's write-workdirs sandbox (tools/bash/contain.py: the working
+directories writable but their protected surfaces, denied files masked, the seccomp filter and
+the limits); where none can be made, command hooks do not run (fail closed).
 """
 
 from __future__ import annotations
@@ -47,14 +49,18 @@ import os
 import shlex
 import signal
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ipy_agent.base.json_store import read_object, section, update_object
 from ipy_agent.base.paths import settings_dir
-from ipy_agent.contract.decision import Behavior
+from ipy_agent.contract.decision import Behavior, CallDecision
 from ipy_agent.contract.hooks import HookEvent, HookOutcome, Hooks
+from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.blocks import JsonObject
+from ipy_agent.tools.bash.contain import contained_launch, finish_cgroup
+from ipy_agent.tools.bash.process import Launch
+from ipy_agent.tools.bash.sandbox import sandbox_usable
 
 __all__ = [
     "COMMAND_HOOK_EVENTS",
@@ -276,8 +282,7 @@ class _Context:
     cwd: Path
     session_id: Callable[[], str]
     transcript_path: Callable[[], str | None]
-    may_run: Callable[[], str | None]  # None, or why no command hook may run now
-    extra_env: dict[str, str] = field(default_factory=dict)
+    sandbox: Callable[[], ToolContext | None]  # the context to sandbox a command in, or None
 
 
 # The Python events a command hook's event runs on.
@@ -291,12 +296,14 @@ def install_command_hooks(
     cwd: str | Path,
     session_id: Callable[[], str] = lambda: "",
     transcript_path: Callable[[], str | None] = lambda: None,
-    may_run: Callable[[], str | None] = lambda: None,
+    sandbox: Callable[[], ToolContext | None] = lambda: None,
 ) -> list[Callable[[HookEvent], object]]:
     """Register the trusted files' command hooks on `hooks`, after what is there; returns the
-    registered callables (`hooks.remove` each to take them out). `may_run` is asked before each
-    command: a reason (the policy requires a sandbox that cannot be made) blocks instead."""
-    ctx = _Context(Path(cwd), session_id, transcript_path, may_run)
+    registered callables (`hooks.remove` each to take them out). `sandbox` is asked before each
+    command: a ToolContext (the agent's, when the policy requires the sandbox) runs it in Bash's
+    write-workdirs sandbox with that context's masks and limits; where none can be made, the hook
+    fails closed."""
+    ctx = _Context(Path(cwd), session_id, transcript_path, sandbox)
     added: list[Callable[[HookEvent], object]] = []
     for file in files:
         if not file.trusted:
@@ -310,11 +317,8 @@ def install_command_hooks(
 
 def _make_hook(hook: CommandHook, ctx: _Context) -> Callable[[HookEvent], object]:
     async def command_hook(event: HookEvent) -> HookOutcome | None:
-        why_not = ctx.may_run()
-        if why_not:
-            raise RuntimeError(f"command hook {hook.command!r} did not run: {why_not}")
         payload = _payload(event, ctx)
-        code, out, err = await _run(hook, ctx.cwd, payload)
+        code, out, err = await _run(hook, ctx.cwd, payload, ctx.sandbox())
         return _outcome(hook, event.event, code, out, err)
 
     command_hook.__name__ = f"command hook {hook.command!r} ({hook.source})"
@@ -346,17 +350,45 @@ def _payload(event: HookEvent, ctx: _Context) -> JsonObject:
     return data
 
 
-async def _run(hook: CommandHook, cwd: Path, payload: JsonObject) -> tuple[int, str, str]:
+async def _run(hook: CommandHook, cwd: Path, payload: JsonObject, sandbox: ToolContext | None) -> tuple[int, str, str]:
+    if sandbox is None:
+        return await _spawn(hook, cwd, payload, None)
+    if not sandbox_usable(sandbox):
+        raise RuntimeError(
+            f"command hook {hook.command!r} did not run: the policy requires the sandbox, and none can be made here"
+        )
+    launch, cgroup = await contained_launch(hook.command, cwd, sandbox, CallDecision(source="hook"))
+    try:
+        return await _spawn(hook, cwd, payload, launch)
+    finally:
+        if launch is not None and launch.on_exit is not None:
+            launch.on_exit()
+        await asyncio.to_thread(finish_cgroup, cgroup)
+
+
+async def _spawn(hook: CommandHook, cwd: Path, payload: JsonObject, launch: Launch | None) -> tuple[int, str, str]:
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(cwd)}
-    proc = await asyncio.create_subprocess_shell(
-        hook.command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(cwd),
-        env=env,
-        start_new_session=True,  # its own process group: a timeout kills everything it started
+    argv = (
+        [*launch.argv, "/bin/bash", "-c", launch.script_prefix + hook.command]
+        if launch
+        else ["/bin/sh", "-c", hook.command]
     )
+    passed = launch.pass_fds if launch else ()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=str(cwd),
+            env=env,
+            start_new_session=True,  # its own process group: a timeout kills everything it started
+            pass_fds=passed,
+        )
+    finally:
+        for fd in passed:
+            with contextlib.suppress(OSError):
+                os.close(fd)
     try:
         out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), hook.timeout)
     except TimeoutError:

@@ -384,7 +384,7 @@ def _apply_command_hooks(agent: Agent, *, ask: bool) -> list[str]:
         files,
         cwd=agent.cwd,
         session_id=lambda: agent.conversation_id,
-        may_run=lambda: "the managed policy requires the sandbox" if policy.sandbox_required else None,
+        sandbox=lambda: agent.tool_context() if policy.sandbox_required else None,
     )
     return warnings
 

@@ -7,7 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from ipy_agent import Agent, ScriptedModel
+from ipy_agent.base.paths import settings_dir
 from ipy_agent.config.command_hooks import (
     HookTrust,
     install_command_hooks,
@@ -15,6 +18,7 @@ from ipy_agent.config.command_hooks import (
     read_hooks_file,
 )
 from ipy_agent.contract.tool import RuleSubject
+from ipy_agent.tools.bash.sandbox import sandbox_available
 from tests.support.transcript import results_of, use
 
 PY = sys.executable
@@ -203,3 +207,51 @@ def test_a_broken_entry_is_a_problem_not_a_crash(tmp_path):
     hook_file = read_hooks_file(path, trusted=True)
     assert hook_file.hooks == () and len(hook_file.problems) == 2
     assert os.path.exists(path)
+
+
+def _escape_hook(tmp_path: Path, outside: Path) -> list:
+    # A hook that writes outside the project (into the home folder of whoever runs it).
+    command = _script(tmp_path, "escape.py", f"import sys; sys.stdin.read(); open({str(outside)!r}, 'w').write('x')\n")
+    return _trusted(_settings(tmp_path / ".claude/settings.json", "PreToolUse", command), tmp_path)
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="no OS sandbox on this machine (bubblewrap, namespaces)")
+def test_when_the_policy_asks_hooks_run_in_the_sandbox(tmp_path, tmp_path_factory, rec):
+    outside = tmp_path_factory.mktemp("outside") / "written-by-hook"
+    model = ScriptedModel([[use("Edit", "1", text="x")], "ok"])
+    agent = Agent(model=model, tools=[rec.tool("Edit")], cwd=tmp_path, approver=lambda r: "allow")
+    install_command_hooks(agent.hooks, _escape_hook(tmp_path, outside), cwd=tmp_path, sandbox=agent.tool_context)
+    agent.run("go")
+    assert not outside.exists()  # the sandbox keeps the write out (the hook fails, which blocks the call)
+    assert rec.calls == []
+
+
+def test_control_without_the_policy_the_same_hook_writes(tmp_path, tmp_path_factory, rec):
+    outside = tmp_path_factory.mktemp("outside") / "written-by-hook"
+    agent, _ = _agent(tmp_path, rec, [[use("Edit", "1", text="x")], "ok"], _escape_hook(tmp_path, outside))
+    agent.run("go")
+    assert outside.exists()
+
+
+def test_the_magics_install_the_settings_hooks_once_per_run(tmp_path, rec):
+    from ipy_agent.magics.session import _apply_command_hooks
+
+    command = _script(tmp_path, "ok.py", "import sys; sys.stdin.read()\n")
+    _settings(settings_dir() / "settings.json", "PreToolUse", command)  # the person's own: trusted
+    agent = Agent(model=ScriptedModel([]), tools=[rec.tool("Edit")], cwd=tmp_path)
+    _apply_command_hooks(agent, ask=False)
+    _apply_command_hooks(agent, ask=False)
+    assert len([h for h in agent.hooks._hooks if h.event == "PreToolUse"]) == 1
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="no OS sandbox on this machine (bubblewrap, namespaces)")
+def test_control_a_sandboxed_hook_that_stays_inside_runs_and_answers(tmp_path, rec):
+    command = _script(
+        tmp_path, "inside.py", "import sys; sys.stdin.read(); open('seen-by-hook', 'w').write('x'); sys.exit(0)\n"
+    )
+    files = _trusted(_settings(tmp_path / ".claude/settings.json", "PreToolUse", command), tmp_path)
+    model = ScriptedModel([[use("Edit", "1", text="x")], "ok"])
+    agent = Agent(model=model, tools=[rec.tool("Edit")], cwd=tmp_path, approver=lambda r: "allow")
+    install_command_hooks(agent.hooks, files, cwd=tmp_path, sandbox=agent.tool_context)
+    agent.run("go")
+    assert (tmp_path / "seen-by-hook").exists() and [c[0] for c in rec.calls] == ["Edit"]
