@@ -360,6 +360,8 @@ NAMES_TOOLS: dict[str, set[str]] = {
     # A permission rule names its tool: the built-in deny rules are Read rules, and only an allow
     # rule for Read can lift one.
     "ipy_agent.permissions.rules": {"Read"},
+    # Command hooks run in Bash's sandbox when the policy requires it (tools/bash/contain.py).
+    "ipy_agent.config.command_hooks": {"Bash", "BashOutput", "KillShell"},
     # The Read deny rules a ToolContext matches paths against are shown as `Read(spec)`.
     "ipy_agent.contract.tool_context": {"Read"},
     # "Always accept edits to ..." is the label of an `Edit(...)` rule.

@@ -3,7 +3,9 @@
 Modules import one way, each only from those above it in this list:
 - `settings_approvals`: which allow rules of a project's settings files the person approved, by content;
 - `settings`: permission rules from settings files, each labelled with where it came from;
+- `command_hooks`: command hooks in Claude Code's settings format, trusted by fingerprint, as Python hooks;
 - `options`: the options of the `%agent` line, one table for its splitter and its parser;
+- `output_styles`: output styles (Explanatory, Learning, `.claude/output-styles/*.md`), the system prompt's style;
 - `policy`: the managed policy an administrator sets, which a person cannot loosen;
 - `spending`: what this person has spent per day and in all, for the policy's budgets;
 - `markdown_definitions`: Claude Code's slash commands and agent files (Markdown with front matter);

@@ -32,6 +32,7 @@ from ipy_agent.models.base import Model
 from ipy_agent.permissions.decide import Approver
 from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
 
+from .output_styles import find_output_style
 from .policy import Policy
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ class AgentSettings(TypedDict, total=False):
     working_dirs: Sequence[str | Path]
     system_prompt: str | None
     append_system_prompt: str | None
+    output_style: str | None
     simple: bool
     max_concurrency: int
     streaming_tools: bool
@@ -137,6 +139,7 @@ class AgentConfig:
     working_dirs: tuple[Path, ...] = ()  # more directories the tools may write in (resolved)
     system_prompt: str | None = None  # replaces our base prompt
     append_system_prompt: str | None = None
+    output_style: str | None = None  # an output style's name (config/output_styles.py); None: settings', else ours
     simple: bool = False  # offer only the few tools marked for simple mode
     max_concurrency: int = 10  # concurrency-safe calls run together, at most this many
     streaming_tools: bool = True  # a tool starts when its block ends, before the message ends
@@ -261,6 +264,8 @@ def _check(config: AgentConfig) -> None:
         raise ValueError(
             f"context_threshold must be between 0.1 and 1.0 (a share of the window), not {config.context_threshold!r}"
         )
+    if config.output_style is not None:
+        find_output_style(config.output_style, config.cwd)  # an unknown name lists the styles there are
     if config.max_budget_usd is not None and config.max_budget_usd <= 0:
         raise ValueError(f"max_budget_usd: a budget must be more than $0, not {config.max_budget_usd!r}")
 

@@ -61,6 +61,12 @@ AGENT_OPTIONS: tuple[AgentOption, ...] = (
         "ollama:, vllm:, llamacpp:, lmstudio:); '?' lists the providers and what each needs.",
         example="ollama:llama3.2",
     ),
+    AgentOption(
+        flag="--style",
+        help="Output style from this run on: Explanatory, Learning, a .claude/output-styles name, or default.",
+        example="Learning",
+        metavar="NAME",
+    ),
     AgentOption(flag="--max-turns", help="Model requests before the run stops.", example="20", type=int),
     AgentOption(
         flag="--max-budget-usd",
@@ -171,6 +177,7 @@ class AgentLine:
     new: bool = False
     mode: PermissionMode | None = None
     model: str | None = None
+    style: str | None = None
     max_turns: int | None = None
     max_budget_usd: float | None = None
     script: str | None = None

@@ -3,7 +3,10 @@
 Events: PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStart and
 SubagentStop (a Task's subagent, with its `agent_type`, its `prompt` or `last_message`), PreCompact (before
 the conversation is summarised; `trigger` is "auto" or "manual", and the hook may add
-instructions for the summary with `additional_context` or block it with "deny"). A hook receives a
+instructions for the summary with `additional_context` or block it with "deny"), SessionStart (before the
+first prompt of a conversation; `additional_context` joins it) and Notification (the agent waits
+for the person: `reason` says why). Command hooks from settings files (config/command_hooks.py)
+are registered here too, after the Python ones. A hook receives a
 `HookEvent` and returns None (no opinion) or a `HookOutcome`. Several hooks on one event combine
 deny > ask > allow. A hook that raises fails closed: the call it guards is blocked and the error
 is shown, because a guard that silently stops guarding is worse than no guard (Claude Code
@@ -34,6 +37,8 @@ HOOK_EVENTS: tuple[str, ...] = (
     "PreCompact",
     "SubagentStart",
     "SubagentStop",
+    "SessionStart",
+    "Notification",
 )
 _PRECEDENCE = {"deny": 3, "ask": 2, "allow": 1}
 

@@ -89,6 +89,7 @@ class Agent(Rewinding, Listeners):
     max_turns = FromConfig[int]()
     system_prompt = FromConfig[str | None]()
     append_system_prompt = FromConfig[str | None]()
+    output_style = FromConfig[str | None]()
     simple = FromConfig[bool]()
     max_concurrency = FromConfig[int]()
     streaming_tools = FromConfig[bool]()
@@ -373,7 +374,7 @@ class Agent(Rewinding, Listeners):
     # --- the loop --------------------------------------------------------------------------
     async def _run(self, prompt: str | list[ContentBlock]) -> RunResult:
         try:
-            blocks = await prompt_blocks(prompt, self.hooks, self.emit)
+            blocks = await prompt_blocks(prompt, self.hooks, self.emit, first=not self.messages)
             if not isinstance(blocks, RunResult):  # the standing text, read once for this prompt
                 blocks = await self.standing.refresh(self, blocks, self.emit)
         except asyncio.CancelledError:
@@ -455,10 +456,17 @@ class Agent(Rewinding, Listeners):
 # --- a run's prompt: in before the first turn, taken out when the model never answered ---
 
 
-async def prompt_blocks(prompt: str | list[ContentBlock], hooks: Hooks, emit: Emit) -> list[ContentBlock] | RunResult:
-    """The person's request as content blocks, with what UserPromptSubmit hooks add; or the
-    run's end when a hook blocks it."""
+async def prompt_blocks(
+    prompt: str | list[ContentBlock], hooks: Hooks, emit: Emit, *, first: bool = False
+) -> list[ContentBlock] | RunResult:
+    """The person's request as content blocks, with what SessionStart (the conversation's
+    `first` prompt) and UserPromptSubmit hooks add; or the run's end when a hook blocks it."""
     blocks: list[ContentBlock] = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+    if first and hooks.has("SessionStart"):
+        started = await hooks.run(HookEvent(event="SessionStart"))
+        if started.errors:
+            emit(NoticeEvent(text="A SessionStart hook failed: " + "; ".join(started.errors), level="error"))
+        blocks += [{"type": "text", "text": c} for c in started.additional_context]
     text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     hr = await hooks.run(HookEvent(event="UserPromptSubmit", prompt=text))
     if hr.decision == "deny" or hr.stop:

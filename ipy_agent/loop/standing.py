@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ipy_agent.config.instructions import Instructions, change_note, load_instructions
+from ipy_agent.config.output_styles import OutputStyle, find_output_style, settings_output_style
 from ipy_agent.contract.decision import PermissionMode
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.history.blocks import ContentBlock
@@ -47,6 +48,7 @@ class StandingSource(Protocol):
     permission_mode: PermissionMode
     system_prompt: str | None  # given to the constructor: it replaces our base prompt
     append_system_prompt: str | None
+    output_style: str | None  # a style's name (config/output_styles.py); None: the settings' key, else ours
     instructions: bool
     notebook: NotebookBridge | None
     notebook_path: str | None
@@ -63,6 +65,7 @@ class StandingText:
 
     instructions: Instructions
     sections: dict[str, str]  # tool name -> its section, for the tools offered when it was read
+    output_style: OutputStyle | None = None  # the style chosen when it was read (None: ours)
 
     def for_tools(self, names: Sequence[str]) -> list[str]:
         """The sections of the tools offered in this request, in their order."""
@@ -80,7 +83,8 @@ class Standing:
         """Read everything afresh for a new prompt, whose content is `blocks`; returns them, after
         a note for the model when the instructions changed since the previous prompt (the person
         is told too)."""
-        text = StandingText(instructions=await self.load(source), sections=_sections(source))
+        style = _style(source, emit)
+        text = StandingText(instructions=await self.load(source), sections=_sections(source), output_style=style)
         self._before, self.current = self.current, text
         changed = text.instructions.changes(self._before.instructions) if self._before is not None else []
         if not changed:
@@ -119,6 +123,7 @@ class Standing:
             permission_mode=source.permission_mode,
             notebook=source.notebook_path,
             sections=sections,
+            output_style=text.output_style.text if text.output_style is not None else None,
         )
 
     def text(self, source: StandingSource) -> StandingText:
@@ -126,7 +131,9 @@ class Standing:
         instructions from the file, since the page can only be asked from inside a run)."""
         if self.current is not None:
             return self.current
-        return StandingText(instructions=self.load_now(source), sections=_sections(source))
+        return StandingText(
+            instructions=self.load_now(source), sections=_sections(source), output_style=_style(source, None)
+        )
 
     async def load(self, source: StandingSource) -> Instructions:
         """The instructions as they are now, the open notebook's read from the page when one is
@@ -142,6 +149,20 @@ class Standing:
             return Instructions(enabled=False)
         file = notebook_file(source.notebook, source.notebook_path, source.cwd)
         return load_instructions(source.cwd, notebook=instructions_on_disk(file) if file is not None else None)
+
+
+def _style(source: StandingSource, emit: Emit | None) -> OutputStyle | None:
+    """The output style in force: the agent's, else the settings files' `outputStyle`. One that
+    is gone (its file deleted since it was chosen) is our own style, with a notice."""
+    name = source.output_style or settings_output_style(source.cwd)
+    if name is None:
+        return None
+    try:
+        return find_output_style(name, source.cwd)
+    except ValueError as e:
+        if emit is not None:
+            emit(NoticeEvent(text=f"{e}; this prompt uses the default style.", level="warning"))
+        return None
 
 
 def _sections(source: StandingSource) -> dict[str, str]:

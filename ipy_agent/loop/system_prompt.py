@@ -33,6 +33,7 @@ class Guideline:
     text: str
     tools: tuple[str, ...] = ()  # said only when every one of these is offered
     rule: str = ""  # "": advice. Otherwise a precondition the runtime enforces, by this name.
+    style: bool = False  # the default style of replies: an output style replaces it
 
 
 _WORK = "How to work"
@@ -74,7 +75,7 @@ GUIDE: tuple[Guideline, ...] = (
         text="Large results are saved to a file and you get a preview with the path; read that file for the rest.",
         rule="large_results_spill",
     ),
-    Guideline(section=_WORK, text="Be concise. When you are done, stop and summarise in a few sentences."),
+    Guideline(section=_WORK, text="Be concise. When you are done, stop and summarise in a few sentences.", style=True),
     Guideline(
         section=_NOTEBOOK,
         text="Look before you run: Variables describes the person's variables (types, shapes, a DataFrame's "
@@ -131,15 +132,18 @@ MODE_RULES: dict[str, str] = {
 }
 
 
-def guide_text(tool_names: Sequence[str], permission_mode: str) -> str:
-    """The guide's sections for a request offering `tool_names`, each under its heading."""
+def guide_text(tool_names: Sequence[str], permission_mode: str, output_style: str | None = None) -> str:
+    """The guide's sections for a request offering `tool_names`, each under its heading; with
+    `output_style` (config/output_styles.py), its text in place of the default style line, the
+    rules untouched."""
     offered = set(tool_names)
     sections: dict[str, list[str]] = {}
     for line in GUIDE:
-        if set(line.tools) <= offered:
+        if set(line.tools) <= offered and not (line.style and output_style is not None):
             text = line.text.format(mode=MODE_RULES.get(permission_mode, MODE_RULES["default"]))
             sections.setdefault(line.section, []).append(f"- {text}")
-    return "\n\n".join(f"# {heading}\n" + "\n".join(lines) for heading, lines in sections.items())
+    guide = "\n\n".join(f"# {heading}\n" + "\n".join(lines) for heading, lines in sections.items())
+    return guide if output_style is None else f"{guide}\n\n# Output style\n{output_style.strip()}"
 
 
 def build_system_prompt(
@@ -151,12 +155,14 @@ def build_system_prompt(
     notebook: str | None = None,
     today: _dt.date | None = None,
     sections: Sequence[str] = (),
+    output_style: str | None = None,
 ) -> str:
     """Our system prompt for this environment, then each non-empty `section` (the standing
     instructions, tools' sections, MCP servers' notes, text the caller appends) as its own block,
-    so the stable part comes first."""
+    so the stable part comes first. `output_style`: the chosen style's text (None: our own)."""
     base = _base_prompt(cwd, working_dirs, tool_names, notebook, today)
-    return "\n\n".join([base, guide_text(tool_names, permission_mode), *(s for s in sections if s)])
+    guide = guide_text(tool_names, permission_mode, output_style)
+    return "\n\n".join([base, guide, *(s for s in sections if s)])
 
 
 def _base_prompt(

@@ -102,4 +102,6 @@ def run_config(
     if request is not None:
         changes["instructions"] = not request.no_instructions
         changes["max_budget_usd"] = request.max_budget_usd  # this run's own; none: no limit of its own
+        if request.style is not None:
+            changes["output_style"] = request.style  # kept for the runs after it, like a choice in code
     return config.replace(**changes)

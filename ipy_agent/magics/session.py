@@ -22,6 +22,7 @@ import asyncio
 import html
 import os
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from ipy_agent.config.options import AgentLine, parse_line
 from ipy_agent.config.policy import PolicyError, PolicyViolation
 from ipy_agent.config.settings import SettingsError, load_settings_rules, rules_from_lists
 from ipy_agent.config.settings_approvals import ask_on_stdin
+from ipy_agent.contract.hooks import HookEvent
 from ipy_agent.contract.tool import Tool
 from ipy_agent.history.messages import repair_history
 from ipy_agent.models.base import Model, model_label
@@ -64,6 +66,7 @@ class Run:
     prompt: str
     ui: RunUI
     cell: int | None = None  # the execution count of the cell that started it
+    background: bool = False  # the cell returns at once: the person can run other cells meanwhile
 
 
 class AgentSession:
@@ -186,9 +189,13 @@ class AgentSession:
             ui.show_error(f"note: {self.bridge.status()}.")
         if wanted and background is False:
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
-        return Run(agent=agent, prompt=request.prompt, ui=ui, cell=cell_number(self.shell))
+        in_background = wanted if background is None else background
+        return Run(agent=agent, prompt=request.prompt, ui=ui, cell=cell_number(self.shell), background=in_background)
 
     async def execute(self, run: Run) -> RunResult:
+        from ipy_agent.notebook.runlog import PERSON_RUNS_CELLS
+
+        run.agent.session[PERSON_RUNS_CELLS] = run.background  # TodoHuman waits for the person's run
         run.agent.on_event(run.ui.listener)
         run.agent.configure(approver=run.ui.approver)
         prompts = len(run.agent.checkpoints.list)
@@ -286,6 +293,7 @@ class AgentSession:
         setup, plugin_warnings = session_setup(agent.cwd, agent.config.plugins, self.plugins)
         agent.use_claude_setup(setup)
         warnings += plugin_warnings + _apply_mcp_files(agent)
+        warnings += _apply_command_hooks(agent, ask=request is not None)
         try:
             set_subagent_types(agent.tools, [*agent.file_subagent_types, *types_from_settings(settings.subagents)])
         except (ValueError, TypeError) as e:
@@ -362,6 +370,38 @@ class AgentSession:
                 f'Rules granted earlier with "always" are back: {", ".join(restored)} (%agent_tools lists every rule).'
             )
         return agent
+
+
+_COMMAND_HOOKS: weakref.WeakKeyDictionary[Agent, list[Callable[[HookEvent], object]]] = weakref.WeakKeyDictionary()
+
+
+def _apply_command_hooks(agent: Agent, *, ask: bool) -> list[str]:
+    """The settings files' command hooks onto the agent (config/command_hooks.py), in place of
+    those the previous run put there; a run asks the person to trust a project file's new hooks."""
+    from ipy_agent.config.command_hooks import (
+        ask_hooks_on_stdin,
+        install_command_hooks,
+        load_settings_hooks,
+        read_hooks_file,
+    )
+
+    for fn in _COMMAND_HOOKS.pop(agent, []):
+        agent.hooks.remove(fn)
+    files, warnings = load_settings_hooks(agent.cwd, approve=ask_hooks_on_stdin if ask else None)
+    # A trusted plugin's hooks/hooks.json after the settings files' (loop/claude_setup.py).
+    for plugin, path in agent.claude.hook_files():
+        plugin_file = read_hooks_file(path, trusted=True, plugin_root=plugin.root)
+        warnings += list(plugin_file.problems)
+        files.append(plugin_file)
+    policy = agent.managed.policy
+    _COMMAND_HOOKS[agent] = install_command_hooks(
+        agent.hooks,
+        files,
+        cwd=agent.cwd,
+        session_id=lambda: agent.conversation_id,
+        sandbox=lambda: agent.tool_context() if policy.sandbox_required else None,
+    )
+    return warnings
 
 
 def _apply_mcp_files(agent: Agent) -> list[str]:

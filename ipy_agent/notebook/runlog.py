@@ -20,13 +20,23 @@ The shell is duck-typed: nothing here imports IPython.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CellRun", "RunLog", "describe_run"]
+__all__ = ["PERSON_RUNS_CELLS", "CellRun", "RunLog", "describe_run"]
+
+# In a conversation's `ToolContext.session`: True while the person can run cells during the run
+# (a background run), so a tool may wait for their run (`RunLog.next_run`); set by the magics.
+PERSON_RUNS_CELLS = "ipy_agent.person_runs_cells"
+
+
+def _resolve(future: asyncio.Future[CellRun], run: CellRun) -> None:
+    if not future.done():
+        future.set_result(run)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,12 +64,25 @@ class RunLog:
         self._running: Any = None  # the `pre_run_cell` info of the cell the kernel is executing
         self._nested = 0  # runs inside it now (NotebookRun's)
         self._taken: set[int] = set()  # counts those runs took
+        self._waiting: dict[str, list[asyncio.Future[CellRun]]] = {}  # `next_run`'s, by cell id
 
     def record(self, run: CellRun) -> None:
         self._runs.pop(run.cell_id, None)
         self._runs[run.cell_id] = run
         while len(self._runs) > self.LIMIT:
             del self._runs[next(iter(self._runs))]
+        for future in self._waiting.pop(run.cell_id, []):  # IPython's thread, maybe not the waiter's loop
+            future.get_loop().call_soon_threadsafe(_resolve, future, run)
+
+    async def next_run(self, cell_id: str) -> CellRun:
+        """The next run of `cell_id` that ends in this kernel (the person runs it): an event, no polling."""
+        future: asyncio.Future[CellRun] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(cell_id, []).append(future)
+        try:
+            return await future
+        finally:
+            if future in self._waiting.get(cell_id, []):
+                self._waiting[cell_id].remove(future)
 
     def get(self, cell_id: str) -> CellRun | None:
         return self._runs.get(cell_id)

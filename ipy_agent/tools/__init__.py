@@ -28,6 +28,7 @@ def builtin_tools() -> list[Tool]:
     from .notebook.edit import NotebookEditTool
     from .notebook.read import NotebookReadTool
     from .notebook.run import NotebookRunTool
+    from .notebook.todo_human import todo_human_tool
     from .notebook.variables import VariablesTool
     from .notebook.verify import NotebookVerifyTool
     from .search.glob_tool import GlobTool
@@ -50,4 +51,5 @@ def builtin_tools() -> list[Tool]:
         VariablesTool(),
         SkillTool(),
         AskUserQuestionTool(),
+        todo_human_tool(),
     ]

@@ -330,6 +330,11 @@ EXPECT: dict[str, list[str]] = {
         "project  - Round money to whole euros.",
         "notebook In this notebook, totals keep their cents.",
         "skipped with instructions=False: True",
+        "trusted: False | warned: True",
+        "trusted: True",
+        "summary.md           denied   A PreToolUse hook blocked this Write call: Reports go in reports/, not summary.md.",
+        "reports/summary.md   done     written",
+        "summary.md on disk: False | reports/summary.md: True",
     ],
 }
 

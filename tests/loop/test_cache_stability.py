@@ -216,6 +216,6 @@ async def test_tools_that_appear_later_come_last_and_leave_the_others_definition
     before, after = (json.loads(without_breakpoints(r.body["tools"])) for r in (server.requests[1], server.requests[2]))
     names = [t["name"] for t in after]
     assert names[: len(before)] == [t["name"] for t in before] and after[: len(before)] == before
-    assert set(names[len(before) :]) == {"NotebookRead", "NotebookRun", "NotebookVerify", "Variables"}
+    assert set(names[len(before) :]) == {"NotebookRead", "NotebookRun", "NotebookVerify", "Variables", "TodoHuman"}
     # The tools already offered are read back; only the new definitions (and what follows) are written.
     assert server.usages[2]["cache_read_input_tokens"] > 0 and reads_all_cached_before(server.usages) == [2]

@@ -14,4 +14,5 @@ Modules import one way, each only from those above it in this list:
   change to a file, planned as text;
 - `run`: `NotebookRunTool`, cells run in this kernel; `variables`: `VariablesTool`;
 - `verify`: `NotebookVerifyTool`, the notebook run top to bottom in a new kernel, compared with this one.
+- `todo_human`: TodoHuman, the Learning style's `# TODO(human)` cell, waiting for the person to run it.
 """
