@@ -113,7 +113,7 @@ class Agent(Rewinding, Listeners):
         self.registry.result_limit_override = config.result_limit
         self.standing = Standing()  # AGENTS.md...; read once per prompt
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
-        self.mcp = McpManager(self.cwd, config.mcp_servers)
+        self.mcp = McpManager(self.cwd, config.mcp_servers, authorize=config.mcp_authorize)
         self.sandbox = self.managed.apply(self.rules, config.sandbox, self.mcp)  # the policy may require it
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Literal
 
 from ipy_agent.base.gitignore import gitignore_match
-from ipy_agent.base.paths import signing_key
+from ipy_agent.base.paths import mcp_token_dir, signing_key
 from ipy_agent.contract.tool import CommandPart, RuleSubject, Tool
 
 __all__ = [
@@ -216,6 +216,8 @@ def builtin_read_denies() -> list[Rule]:
         specs.append("/" + runtime)  # `//abs/path`
     # The key that signs what a command could otherwise forge (saved grants): read by no tool.
     specs.append("/" + os.path.normpath(os.path.abspath(signing_key())))
+    # The MCP servers' OAuth tokens (mcp/oauth.py): never shown to the model or a tool.
+    specs.append("/" + os.path.normpath(os.path.abspath(mcp_token_dir())))
     return [parse_rule(f"Read({s})", BUILTIN) for s in specs]
 
 
