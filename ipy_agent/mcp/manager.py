@@ -280,6 +280,17 @@ class McpManager:
         # server's words: no credential of the environment reaches the model through them.
         return redact("\n".join(lines))
 
+    def logout(self, name: str) -> bool:
+        """Forget a server's OAuth tokens and registration (`%agent_mcp logout NAME`) and stop it
+        if it runs, so the next call authorizes again; whether there were tokens."""
+        from .oauth import forget_tokens
+
+        if self._loop.running and name in self._conns:
+            with contextlib.suppress(Exception):
+                self._loop.run_sync(self._close([name]), timeout=60)
+        self._tried.discard(name)
+        return forget_tokens(name)
+
     # --- closing ---------------------------------------------------------------------------
     async def _close(self, names: list[str]) -> None:
         conns = [self._conns.pop(n) for n in names if n in self._conns]

@@ -200,11 +200,11 @@ def _jupyter_runtime_dir() -> str | None:
 def builtin_specs() -> frozenset[str]:
     """The built-in rules' specifiers, as `ToolContext.read_deny` holds them (found once per
     settings folder: the Jupyter runtime directory is looked up the first time, not at import)."""
-    return _builtin_specs(str(signing_key()))
+    return _builtin_specs(str(signing_key()), str(mcp_token_dir()))
 
 
 @functools.lru_cache(maxsize=4)
-def _builtin_specs(key: str) -> frozenset[str]:
+def _builtin_specs(key: str, tokens: str) -> frozenset[str]:
     return frozenset(r.specifier or "" for r in builtin_read_denies())
 
 
