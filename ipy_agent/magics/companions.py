@@ -195,7 +195,11 @@ class CompanionMagics(Magics):
             if len(words) != 2:
                 raise UsageError("%agent_mcp logout needs one server name, e.g. `%agent_mcp logout github`")
             had = agent.mcp.logout(words[1])
-            print(f"Signed out of {words[1]!r}: its tokens were removed." if had else f"No tokens were kept for {words[1]!r}.")
+            print(
+                f"Signed out of {words[1]!r}: its tokens were removed."
+                if had
+                else f"No tokens were kept for {words[1]!r}."
+            )
             return
         if words:
             raise UsageError(f"%agent_mcp takes no argument but `logout NAME`, not {line.strip()!r}")

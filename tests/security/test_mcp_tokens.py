@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from mcp.shared.auth import OAuthToken
 
 from ipy_agent import Agent, ScriptedModel
 from ipy_agent.base.paths import mcp_token_dir
@@ -22,7 +23,6 @@ from ipy_agent.mcp.config import parse_server
 from ipy_agent.mcp.oauth import TokenFile, token_path
 from ipy_agent.permissions import rules as rules_module
 from ipy_agent.tools import builtin_tools
-from mcp.shared.auth import OAuthToken
 from tests.support.transcript import all_results, result_text, use
 
 ACCESS = "mcp-access-7f3a9c2e5b1d4e6f"
