@@ -87,3 +87,29 @@ def test_the_issuer_check_allows_only_a_path_on_the_servers_own_origin():
     # An authorization server named with a path (from protected resource metadata) must match exactly.
     with pytest.raises(OAuthFlowError, match="issuer mismatch"):
         _issuer_on_the_origin(_metadata("http://localhost:4000/other"), "http://localhost:4000/tenant")
+
+
+def test_a_stored_token_past_its_expiry_is_refreshed_before_it_is_sent(tmp_path, monkeypatch):
+    import time
+
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+    from ipy_agent.mcp.oauth import TokenFile, build_auth
+
+    monkeypatch.setenv("IPY_AGENT_CONFIG_DIR", str(tmp_path))
+    cfg = parse_server("web", {"url": "http://127.0.0.1:9/mcp"})
+
+    async def store() -> None:
+        tokens = TokenFile(cfg, "http://127.0.0.1/callback")
+        await tokens.set_client_info(OAuthClientInformationFull(client_id="c"))
+        await tokens.set_tokens(OAuthToken(access_token="a", refresh_token="r", expires_in=3600))
+
+    async def provider_state() -> tuple[bool, bool]:
+        provider = await build_auth(cfg, lambda url: url, LoopbackReceiver())
+        await provider._initialize()
+        return provider.context.is_token_valid(), provider.context.can_refresh_token()
+
+    asyncio.run(store())
+    assert asyncio.run(provider_state()) == (True, True)  # a new session: valid, sent as it is
+    monkeypatch.setattr(time, "time", lambda real=time.time: real() + 7200)  # two hours later
+    assert asyncio.run(provider_state()) == (False, True)  # expired: refreshed first
