@@ -20,6 +20,7 @@ from pathlib import Path
 __all__ = [
     "folders_down_to",
     "home_relative",
+    "mcp_token_dir",
     "personal_dir",
     "personal_dirs",
     "repository_root",
@@ -49,6 +50,12 @@ def signing_key() -> Path:
     """The person's signing key (`config/person_key.py`), in `settings_dir()`: a protected
     surface no command writes, and a built-in Read deny, so no tool or command reads it."""
     return settings_dir() / "signing.key"
+
+
+def mcp_token_dir() -> Path:
+    """Where the OAuth tokens of HTTP MCP servers are kept (mcp/oauth.py), one file per server
+    in `settings_dir()`, mode 0600: a built-in Read deny, so no tool or command reads them."""
+    return settings_dir() / "mcp-tokens"
 
 
 def personal_dirs() -> list[Path]:

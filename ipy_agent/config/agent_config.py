@@ -28,6 +28,7 @@ from ipy_agent.contract.decision import PERMISSION_MODES, PermissionMode
 from ipy_agent.contract.limits import MESSAGE_RESULT_CHARS
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SANDBOX_SETTINGS, SandboxLimits, SandboxSetting
+from ipy_agent.mcp.config import McpAuthorize
 from ipy_agent.models.base import Model
 from ipy_agent.permissions.decide import Approver
 from ipy_agent.permissions.rules import RuleKind, RuleSpec, parse_rule
@@ -56,7 +57,7 @@ _V = TypeVar("_V")
 # Settings an agent builds its state from once, when it is made: a new config may not change them
 # (make a new Agent instead).
 FIXED_SETTINGS: frozenset[str] = frozenset(
-    {"tools", "mcp_servers", "spill_dir", "context_window", "context_threshold", "policy", "record"}
+    {"tools", "mcp_servers", "mcp_authorize", "spill_dir", "context_window", "context_threshold", "policy", "record"}
 )
 
 
@@ -107,6 +108,7 @@ class AgentSettings(TypedDict, total=False):
     sandbox: SandboxSetting
     sandbox_limits: SandboxLimits | Mapping[str, int] | None
     mcp_servers: Mapping[str, Mapping[str, Any]] | None
+    mcp_authorize: McpAuthorize | None
     record: str | Path | None
     instructions: bool
     max_budget_usd: float | None
@@ -154,6 +156,9 @@ class AgentConfig:
     sandbox: SandboxSetting = "auto"  # Bash's OS sandbox
     sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
     mcp_servers: Mapping[str, Mapping[str, Any]] | None = None  # .mcp.json's shape; trusted (given in code)
+    # An HTTP server's OAuth: called with the authorization URL, returns the URL the browser was
+    # redirected to (sync or async); None: the person follows a link, the redirect comes back here.
+    mcp_authorize: McpAuthorize | None = None
     record: Path | None = None  # record the conversation into this transcript
     instructions: bool = True  # requests carry the standing instructions (AGENTS.md, ...)
     max_budget_usd: float | None = None  # what one run may spend (estimated)

@@ -120,7 +120,9 @@ class Agent(Rewinding, Listeners):
         self.standing = Standing()  # AGENTS.md...; read once per prompt
         self.claude = ClaudeSetup.load(self.cwd, config.plugins)  # plugins, slash commands, agent files
         # MCP servers (.mcp.json's shape); given in code, so trusted. Nothing starts until a run.
-        self.mcp = McpManager(self.cwd, {**self.claude.mcp_servers(), **(config.mcp_servers or {})})
+        self.mcp = McpManager(
+            self.cwd, {**self.claude.mcp_servers(), **(config.mcp_servers or {})}, authorize=config.mcp_authorize
+        )
         self.sandbox = self.managed.apply(self.rules, config.sandbox, self.mcp)  # the policy may require it
         self.conversation_id = uuid.uuid4().hex[:12]
         # Our own spill directory goes away on reset and at exit; one a person chose stays.

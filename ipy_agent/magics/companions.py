@@ -185,10 +185,24 @@ class CompanionMagics(Magics):
     def agent_mcp(self, line: str = "") -> None:
         """MCP servers: where each is configured, its transport and status (why it is down, with
         its last stderr lines), and its tools with their safety flags. Servers start at the first
-        %agent run; a project's servers (.mcp.json) ask for your approval once."""
+        %agent run; a project's servers (.mcp.json) ask for your approval once.
+        `%agent_mcp logout NAME` removes an HTTP server's OAuth tokens: it asks you to sign in again."""
         from ipy_agent.mcp.report import status_text
 
         agent = self.session.configured_agent()
+        words = line.split()
+        if words and words[0] == "logout":
+            if len(words) != 2:
+                raise UsageError("%agent_mcp logout needs one server name, e.g. `%agent_mcp logout github`")
+            had = agent.mcp.logout(words[1])
+            print(
+                f"Signed out of {words[1]!r}: its tokens were removed."
+                if had
+                else f"No tokens were kept for {words[1]!r}."
+            )
+            return
+        if words:
+            raise UsageError(f"%agent_mcp takes no argument but `logout NAME`, not {line.strip()!r}")
         print(status_text(agent.mcp, agent.exposure().hidden))
 
     @line_cell_magic

@@ -7,6 +7,8 @@ each only from those above it in this list:
 - `trust`: project servers start only after the person approved them, remembered per project;
 - `loop`: the background event loop every session lives on, so servers outlive a run;
 - `stdio`: the stdio transport: a linear line reader with a limit on one message;
+- `oauth`: OAuth 2.1 for HTTP servers (the SDK's flow): the token files, the person's link or
+  `Agent(mcp_authorize=...)`, the loopback redirect;
 - `connection`: one server's session, its faults and restarts;
 - `results`: an MCP tool result as tool_result blocks;
 - `tools`: a server tool as a `Tool`;

@@ -18,10 +18,11 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict
+from urllib.parse import urlparse
 
 from ipy_agent.base.paths import settings_dir
 from ipy_agent.history.blocks import JsonObject
@@ -30,7 +31,9 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_STARTUP_TIMEOUT",
     "PROJECT_FILES",
+    "McpAuthorize",
     "McpConfigError",
+    "OAuthSettings",
     "ServerConfig",
     "Source",
     "load_mcp_files",
@@ -43,16 +46,37 @@ Transport = Literal["stdio", "http"]
 # working directory, which need the person's approval before they start.
 Source = Literal["code", "user", "project"]
 
+# Agent(mcp_authorize=...): called with an HTTP server's authorization URL, returns the URL the
+# browser was redirected to (its code and state), or an awaitable of it (mcp/oauth.py).
+McpAuthorize = Callable[[str], "str | Awaitable[str]"]
+
 DEFAULT_CALL_TIMEOUT = 120.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
 PROJECT_FILES: tuple[str, ...] = (".mcp.json", ".ipy_agent/settings.json")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-_KNOWN = {"type", "command", "args", "env", "url", "headers", "timeout", "startupTimeout"}
+_KNOWN = {"type", "command", "args", "env", "url", "headers", "timeout", "startupTimeout", "oauth"}
+_OAUTH_KNOWN = {"clientId", "clientSecret", "tokenEndpointAuthMethod", "clientMetadataUrl", "scope"}
+_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class McpConfigError(ValueError):
     """A server's configuration cannot be used; the message names the server and the field."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OAuthSettings:
+    """An HTTP server's `"oauth"` entry: a client registered beforehand with the authorization
+    server (`clientId`, `clientSecret`, `tokenEndpointAuthMethod`: `client_secret_basic` by
+    default with a secret, `none` without), or the HTTPS URL of this client's metadata document
+    (`clientMetadataUrl`, used when the server supports client ID metadata documents), and the
+    `scope` to ask for when the server does not say."""
+
+    client_id: str = ""
+    client_secret: str = ""
+    token_endpoint_auth_method: str = ""
+    client_metadata_url: str = ""
+    scope: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +88,7 @@ class ServerConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
+    oauth: OAuthSettings | None = None  # HTTP servers: a pre-registered client (OAuth itself needs no config)
     timeout: float = DEFAULT_CALL_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     source: Source = "code"
@@ -82,6 +107,8 @@ class ServerConfig:
             "url": self.url,
             "headers": dict(sorted(self.headers.items())),
         }
+        if self.oauth is not None:
+            what["oauth"] = [self.oauth.client_id, self.oauth.client_secret, self.oauth.client_metadata_url]
         if project is not None:
             what["scripts"] = {os.path.relpath(p, project): _digest(p) for p in self.script_files(project)}
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
@@ -256,7 +283,7 @@ def parse_server(
         "startup_timeout": _seconds(raw, "startupTimeout", name, DEFAULT_STARTUP_TIMEOUT),
     }
     if kind == "stdio":
-        for wrong in ("url", "headers"):
+        for wrong in ("url", "headers", "oauth"):
             if wrong in raw:
                 raise McpConfigError(
                     f"MCP server {name!r} ({origin}): {wrong!r} is for HTTP servers; a stdio "
@@ -277,7 +304,40 @@ def parse_server(
     url = _string(raw, "url", name)
     if not url.startswith(("http://", "https://")):
         raise McpConfigError(f"MCP server {name!r} ({origin}): 'url' must start with http:// or https://, not {url!r}")
-    return ServerConfig(url=url, headers=_str_map(raw, "headers", name), **common)
+    return ServerConfig(url=url, headers=_str_map(raw, "headers", name), oauth=_oauth(raw, name), **common)
+
+
+def _oauth(raw: Mapping[str, Any], name: str) -> OAuthSettings | None:
+    value = raw.get("oauth")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        raise McpConfigError(f"MCP server {name!r}: 'oauth' must be an object of string values")
+    unknown = sorted(set(value) - _OAUTH_KNOWN)
+    if unknown:
+        raise McpConfigError(
+            f"MCP server {name!r}: unknown field 'oauth.{unknown[0]}'; its fields are {', '.join(sorted(_OAUTH_KNOWN))}"
+        )
+    got = {k: _expand(v, name, f"oauth.{k}") for k, v in value.items()}
+    method = got.get("tokenEndpointAuthMethod", "")
+    if method and method not in _AUTH_METHODS:
+        raise McpConfigError(
+            f"MCP server {name!r}: 'oauth.tokenEndpointAuthMethod' must be one of {', '.join(_AUTH_METHODS)}, not {method!r}"
+        )
+    if got.get("clientSecret") and not got.get("clientId"):
+        raise McpConfigError(f"MCP server {name!r}: 'oauth.clientSecret' needs 'oauth.clientId'")
+    metadata_url = got.get("clientMetadataUrl", "")
+    if metadata_url and (not metadata_url.startswith("https://") or urlparse(metadata_url).path in ("", "/")):
+        raise McpConfigError(
+            f"MCP server {name!r}: 'oauth.clientMetadataUrl' must be an https:// URL with a path, not {metadata_url!r}"
+        )
+    return OAuthSettings(
+        client_id=got.get("clientId", ""),
+        client_secret=got.get("clientSecret", ""),
+        token_endpoint_auth_method=method,
+        client_metadata_url=metadata_url,
+        scope=got.get("scope", ""),
+    )
 
 
 def parse_servers(

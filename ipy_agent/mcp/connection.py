@@ -12,15 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ipy_agent.history.blocks import JsonObject
 
-from .config import ServerConfig
+from .config import McpAuthorize, ServerConfig
 
 __all__ = ["CallOutcome", "ServerConnection", "ServerDown", "Status", "ToolInfo"]
 
@@ -58,9 +60,12 @@ class CallOutcome:
 
 
 class ServerConnection:
-    def __init__(self, config: ServerConfig, cwd: Path) -> None:
+    def __init__(self, config: ServerConfig, cwd: Path, authorize: McpAuthorize | None = None) -> None:
         self.config = config
         self.cwd = cwd
+        self.authorize = authorize
+        self._receiver: Any = None  # oauth.LoopbackReceiver, made when an HTTP server first starts
+        self._start_scope: Any = None  # the start's deadline, stopped while a person authorizes
         self.status: Status = "stopped"
         self.reason = ""
         self.tools: list[ToolInfo] = []
@@ -91,6 +96,14 @@ class ServerConnection:
             return ""
         kept = [ln.rstrip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
         return "\n".join(kept[-lines:])
+
+    def _waiting(self, person: bool) -> None:
+        """The start's deadline stops while the person authorizes, and starts again after."""
+        import anyio
+
+        scope = self._start_scope
+        if scope is not None:
+            scope.deadline = math.inf if person else anyio.current_time() + self.config.startup_timeout
 
     def _fault(self, what: str) -> None:
         self.fault = what
@@ -130,6 +143,9 @@ class ServerConnection:
             if self._errlog is not None:
                 self._errlog.close()
                 self._errlog = None
+            if self._receiver is not None:
+                await self._receiver.close()
+                self._receiver = None
 
     async def _shutdown(self) -> None:
         runner, stop = self._runner, self._stop
@@ -156,7 +172,8 @@ class ServerConnection:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
-                with anyio.fail_after(self.config.startup_timeout):
+                with anyio.fail_after(self.config.startup_timeout) as scope:
+                    self._start_scope = scope
                     init = await session.initialize()
                     tools = await self._list(session)
                 self.tools, self.instructions, self.tools_stale = tools, init.instructions or "", False
@@ -189,7 +206,11 @@ class ServerConnection:
             )
             self.fault = ""
             return stdio_transport(params, self._errlog, on_fault=self._fault)
-        return _http_transport(self.config)
+        from .oauth import LoopbackReceiver
+
+        if self._receiver is None:
+            self._receiver = LoopbackReceiver()
+        return _http_transport(self.config, self.authorize, self._receiver, self._waiting)
 
     async def _list(self, session: Any) -> list[ToolInfo]:
         from mcp.types import PaginatedRequestParams
@@ -276,13 +297,20 @@ class ServerConnection:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(config: ServerConfig) -> Any:
+async def _http_transport(
+    config: ServerConfig, authorize: McpAuthorize | None, receiver: Any, waiting: Callable[[bool], None]
+) -> Any:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
+    from .oauth import build_auth
+
     timeout = httpx2.Timeout(min(30.0, config.startup_timeout), read=max(config.timeout, 30.0))
+    # OAuth applies when the server asks for it (a 401); a configured Authorization header wins.
+    has_header = any(k.lower() == "authorization" for k in config.headers)
+    auth = None if has_header else await build_auth(config, authorize, receiver, waiting=waiting)
     async with (
-        httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout) as client,
+        httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout, auth=auth) as client,
         streamable_http_client(config.url, http_client=client) as streams,
     ):
         yield streams

@@ -25,7 +25,7 @@ from ipy_agent.contract.tool import PermissionPreview, Tool, maybe_await
 from ipy_agent.history.blocks import JsonObject
 from ipy_agent.permissions.decide import Approver, PermissionRequest, normalize_answer
 
-from .config import ServerConfig, parse_servers
+from .config import McpAuthorize, ServerConfig, parse_servers
 from .connection import CallOutcome, ServerConnection, ServerDown
 from .loop import BackgroundLoop
 from .trust import TrustStore
@@ -38,9 +38,15 @@ _MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
 
 class McpManager:
     def __init__(
-        self, cwd: str | Path, servers: Mapping[str, Any] | None = None, *, trust: TrustStore | None = None
+        self,
+        cwd: str | Path,
+        servers: Mapping[str, Any] | None = None,
+        *,
+        trust: TrustStore | None = None,
+        authorize: McpAuthorize | None = None,
     ) -> None:
         self.cwd = Path(cwd)
+        self.authorize = authorize  # Agent(mcp_authorize=...): OAuth without the link
         self._code = parse_servers(servers)
         self._files: dict[str, ServerConfig] = {}
         self._conns: dict[str, ServerConnection] = {}
@@ -142,7 +148,7 @@ class McpManager:
             wanted.append(cfg)
         for cfg in wanted:
             self._tried.add(cfg.name)
-            self._conns.setdefault(cfg.name, ServerConnection(cfg, self.cwd))
+            self._conns.setdefault(cfg.name, ServerConnection(cfg, self.cwd, self.authorize))
         if wanted or any(c.tools_stale for c in self._conns.values()):
             await self._loop.run(self._start_and_refresh([c.name for c in wanted]))
         for name, conn in self._conns.items():
@@ -249,7 +255,7 @@ class McpManager:
             cfg = self.configs.get(server)
             if cfg is None:
                 raise ServerDown("is no longer configured.")
-            conn = self._conns[server] = ServerConnection(cfg, self.cwd)
+            conn = self._conns[server] = ServerConnection(cfg, self.cwd, self.authorize)
         return await self._loop.run(conn.call(tool, arguments))
 
     # --- what the model and the person are told ----------------------------------------------
@@ -273,6 +279,17 @@ class McpManager:
         # A server's error text (its stderr, a URL with a token in it) and instructions are the
         # server's words: no credential of the environment reaches the model through them.
         return redact("\n".join(lines))
+
+    def logout(self, name: str) -> bool:
+        """Forget a server's OAuth tokens and registration (`%agent_mcp logout NAME`) and stop it
+        if it runs, so the next call authorizes again; whether there were tokens."""
+        from .oauth import forget_tokens
+
+        if self._loop.running and name in self._conns:
+            with contextlib.suppress(Exception):
+                self._loop.run_sync(self._close([name]), timeout=60)
+        self._tried.discard(name)
+        return forget_tokens(name)
 
     # --- closing ---------------------------------------------------------------------------
     async def _close(self, names: list[str]) -> None:

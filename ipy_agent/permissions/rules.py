@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Literal
 
 from ipy_agent.base.gitignore import gitignore_match
-from ipy_agent.base.paths import signing_key
+from ipy_agent.base.paths import mcp_token_dir, signing_key
 from ipy_agent.contract.tool import CommandPart, RuleSubject, Tool
 
 __all__ = [
@@ -200,11 +200,11 @@ def _jupyter_runtime_dir() -> str | None:
 def builtin_specs() -> frozenset[str]:
     """The built-in rules' specifiers, as `ToolContext.read_deny` holds them (found once per
     settings folder: the Jupyter runtime directory is looked up the first time, not at import)."""
-    return _builtin_specs(str(signing_key()))
+    return _builtin_specs(str(signing_key()), str(mcp_token_dir()))
 
 
 @functools.lru_cache(maxsize=4)
-def _builtin_specs(key: str) -> frozenset[str]:
+def _builtin_specs(key: str, tokens: str) -> frozenset[str]:
     return frozenset(r.specifier or "" for r in builtin_read_denies())
 
 
@@ -216,6 +216,8 @@ def builtin_read_denies() -> list[Rule]:
         specs.append("/" + runtime)  # `//abs/path`
     # The key that signs what a command could otherwise forge (saved grants): read by no tool.
     specs.append("/" + os.path.normpath(os.path.abspath(signing_key())))
+    # The MCP servers' OAuth tokens (mcp/oauth.py): never shown to the model or a tool.
+    specs.append("/" + os.path.normpath(os.path.abspath(mcp_token_dir())))
     return [parse_rule(f"Read({s})", BUILTIN) for s in specs]
 
 

@@ -78,3 +78,14 @@ def test_reset_and_unload_leave_no_server_process(shell, script, project, monkey
     assert len(_servers() - before) == 1
     shell.run_line_magic("unload_ext", "ipy_agent")
     assert _servers() - before == set()
+
+
+def test_agent_mcp_logout_removes_a_servers_tokens(shell, project, capsys):
+    folder = project / "user-config" / "mcp-tokens"
+    folder.mkdir(parents=True)
+    (folder / "tb.json").write_text('{"url": "x", "tokens": {"access_token": "t"}}')
+    shell.run_line_magic("agent_mcp", "logout tb")
+    assert "Signed out of 'tb': its tokens were removed." in capsys.readouterr().out
+    assert not (folder / "tb.json").exists()
+    shell.run_line_magic("agent_mcp", "logout tb")
+    assert "No tokens were kept for 'tb'." in capsys.readouterr().out
