@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import tempfile
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +22,13 @@ from typing import Any, Literal
 from ipy_agent.history.blocks import JsonObject
 
 from .config import ServerConfig
+from .elicitation import ElicitationAnswer, ElicitationRequest
+
+Asker = Callable[[ElicitationRequest], Awaitable[ElicitationAnswer]]
+SAMPLING_DECLINED = (
+    "ipy_agent declines sampling: the person's model and budget are not an MCP server's to spend. "
+    "Do the work without asking the client's model."
+)
 
 __all__ = ["CallOutcome", "ServerConnection", "ServerDown", "Status", "ToolInfo"]
 
@@ -58,9 +66,19 @@ class CallOutcome:
 
 
 class ServerConnection:
-    def __init__(self, config: ServerConfig, cwd: Path) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        cwd: Path,
+        *,
+        ask: Asker | None = None,
+        roots: Callable[[], Sequence[Path]] | None = None,
+    ) -> None:
         self.config = config
         self.cwd = cwd
+        self._ask = ask  # a server's elicitation goes to the person through this
+        self._roots = roots or (lambda: (cwd,))
+        self._asked = 0
         self.status: Status = "stopped"
         self.reason = ""
         self.tools: list[ToolInfo] = []
@@ -155,7 +173,16 @@ class ServerConnection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        read,
+                        write,
+                        message_handler=self._on_message,
+                        elicitation_callback=self._on_elicit,
+                        list_roots_callback=self._on_list_roots,
+                        sampling_callback=self._on_sampling,
+                    )
+                )
                 with anyio.fail_after(self.config.startup_timeout):
                     init = await session.initialize()
                     tools = await self._list(session)
@@ -217,6 +244,41 @@ class ServerConnection:
 
         if isinstance(message, ToolListChangedNotification):
             self.tools_stale = True
+
+    # --- what the server asks of the client -----------------------------------------------
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        from mcp.types import ElicitResult, ErrorData
+
+        if getattr(params, "mode", "form") != "form":
+            return ErrorData(code=-32602, message="ipy_agent supports form elicitation only (no URL mode)")
+        self._asked += 1
+        request = ElicitationRequest(
+            server=self.config.name,
+            message=params.message,
+            schema=dict(params.requested_schema),
+            id=f"mcp-elicit-{self.config.name}-{self.starts}-{self._asked}",
+        )
+        if self._ask is None:
+            return ElicitResult(action="decline")
+        answer = await self._ask(request)
+        return ElicitResult(action=answer.action, content=answer.content if answer.action == "accept" else None)
+
+    async def _on_list_roots(self, context: Any) -> Any:
+        from mcp.types import ListRootsResult, Root
+
+        return ListRootsResult(roots=[Root(uri=p.as_uri(), name=p.name or str(p)) for p in self._roots()])  # type: ignore[arg-type]
+
+    async def _on_sampling(self, context: Any, params: Any) -> Any:
+        from mcp.types import INVALID_REQUEST, ErrorData
+
+        return ErrorData(code=INVALID_REQUEST, message=SAMPLING_DECLINED)
+
+    async def roots_changed(self) -> None:
+        """Tell the server the working directories changed (roots/list_changed)."""
+        session = self._session
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.send_roots_list_changed()
 
     async def refresh_tools(self) -> None:
         """List the tools again after the server said they changed."""

@@ -18,7 +18,7 @@ import os
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ipy_agent.base.secrets import redact
 from ipy_agent.contract.tool import PermissionPreview, Tool, maybe_await
@@ -27,6 +27,7 @@ from ipy_agent.permissions.decide import Approver, PermissionRequest, normalize_
 
 from .config import ServerConfig, parse_servers
 from .connection import CallOutcome, ServerConnection, ServerDown
+from .elicitation import ElicitationAnswer, ElicitationRequest, normalize_elicitation, record_text
 from .loop import BackgroundLoop
 from .trust import TrustStore
 
@@ -55,6 +56,12 @@ class McpManager:
         self._scripts: tuple[Any, tuple[tuple[str, str], ...]] | None = None
         # Why an administrator's policy keeps a server from starting (config/policy.py), or None.
         self.blocked: Callable[[ServerConfig], str | None] = _never_blocked
+        # Who answers a server's questions (elicitation), on which loop, and where the record goes:
+        # set by each sync, so a question asked during a run reaches that run's approver.
+        self._approver: Approver | None = None
+        self._agent_loop: asyncio.AbstractEventLoop | None = None
+        self._notify: Callable[[str], None] | None = None
+        self.roots: tuple[Path, ...] = (self.cwd,)
         _MANAGERS.add(self)
 
     # --- configuration ---------------------------------------------------------------------
@@ -113,8 +120,23 @@ class McpManager:
         self._tried.clear()
 
     # --- before each model request -----------------------------------------------------------
-    async def sync(self, approver: Approver | None) -> list[Notice]:
+    async def sync(
+        self,
+        approver: Approver | None,
+        *,
+        notify: Callable[[str], None] | None = None,
+        roots: tuple[Path, ...] | None = None,
+    ) -> list[Notice]:
+        """`notify(text)` records a server's question and its answer; `roots` are the working
+        directories advertised to servers (a change is notified to the running ones)."""
         notices: list[Notice] = []
+        self._approver, self._notify = approver, notify
+        self._agent_loop = asyncio.get_running_loop()
+        if roots is not None and roots != self.roots:
+            self.roots = roots
+            up = [c for c in self._conns.values() if c.status == "up"]
+            if up:
+                await self._loop.run(_gather(*(c.roots_changed() for c in up)))
         configs = self.configs
         for name, why in self.policy_blocked().items():
             if self._reported.get(name) != why:
@@ -142,7 +164,7 @@ class McpManager:
             wanted.append(cfg)
         for cfg in wanted:
             self._tried.add(cfg.name)
-            self._conns.setdefault(cfg.name, ServerConnection(cfg, self.cwd))
+            self._conns.setdefault(cfg.name, self._connection(cfg))
         if wanted or any(c.tools_stale for c in self._conns.values()):
             await self._loop.run(self._start_and_refresh([c.name for c in wanted]))
         for name, conn in self._conns.items():
@@ -152,6 +174,40 @@ class McpManager:
             elif conn.status == "up":
                 self._reported.pop(name, None)
         return notices
+
+    def _connection(self, cfg: ServerConfig) -> ServerConnection:
+        return ServerConnection(cfg, self.cwd, ask=self._elicit, roots=lambda: self.roots)
+
+    # --- a server's questions (elicitation) ----------------------------------------------------
+    async def _elicit(self, request: ElicitationRequest) -> ElicitationAnswer:
+        """On the background loop: ask the run's approver, on the run's own loop (a widget's
+        prompt lives there), and record the question and the answer."""
+        loop, approver, notify = self._agent_loop, self._approver, self._notify
+
+        async def ask() -> ElicitationAnswer:
+            if approver is None:
+                answer = ElicitationAnswer(action="decline", note="no one can answer: this agent has no approver")
+            elif getattr(approver, "interactive", True) is False:
+                why = getattr(approver, "why", "no one can answer prompts")
+                answer = ElicitationAnswer(action="decline", note=f"this run is non-interactive ({why})")
+            else:
+                try:
+                    ask_person = cast(Callable[[ElicitationRequest], object], approver)
+                    answer = normalize_elicitation(request, await maybe_await(ask_person(request)))
+                except (asyncio.CancelledError, KeyboardInterrupt):
+                    raise
+                except Exception as e:
+                    answer = ElicitationAnswer(action="decline", note=f"the form failed ({type(e).__name__}: {e})")
+            if notify is not None:
+                notify(record_text(request, answer))
+            return answer
+
+        if loop is None or loop.is_closed():
+            return ElicitationAnswer(action="decline", note="no run is in progress to ask in")
+        try:
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), loop))
+        except RuntimeError as e:  # the run's loop ended meanwhile
+            return ElicitationAnswer(action="decline", note=f"no run is in progress to ask in ({e})")
 
     async def _start_and_refresh(self, names: list[str]) -> None:
         async def one(conn: ServerConnection) -> None:
@@ -249,7 +305,7 @@ class McpManager:
             cfg = self.configs.get(server)
             if cfg is None:
                 raise ServerDown("is no longer configured.")
-            conn = self._conns[server] = ServerConnection(cfg, self.cwd)
+            conn = self._conns[server] = self._connection(cfg)
         return await self._loop.run(conn.call(tool, arguments))
 
     # --- what the model and the person are told ----------------------------------------------
@@ -339,6 +395,10 @@ def close_all() -> None:
 
 
 atexit.register(close_all)
+
+
+async def _gather(*aws: Any) -> None:
+    await asyncio.gather(*aws, return_exceptions=True)
 
 
 def _never_blocked(cfg: ServerConfig) -> str | None:
