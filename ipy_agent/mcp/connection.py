@@ -83,6 +83,8 @@ class ServerConnection:
         self.reason = ""
         self.tools: list[ToolInfo] = []
         self.instructions = ""
+        self.has_resources = False  # the server said it has resources (its capabilities)
+        self.has_prompts = False
         self.tools_stale = False
         self.starts = 0
         self.fault = ""  # why the transport refused the server's output (a message too large)
@@ -187,6 +189,8 @@ class ServerConnection:
                     init = await session.initialize()
                     tools = await self._list(session)
                 self.tools, self.instructions, self.tools_stale = tools, init.instructions or "", False
+                caps = init.capabilities
+                self.has_resources, self.has_prompts = caps.resources is not None, caps.prompts is not None
                 self._session, self.status = session, "up"
                 ready.set_result(None)
                 await stop.wait()
@@ -306,6 +310,62 @@ class ServerConnection:
 
     # --- calls ---------------------------------------------------------------------------
     async def call(self, tool: str, arguments: JsonObject) -> CallOutcome:
+        result = await self._request(
+            lambda s: s.call_tool(tool, arguments, read_timeout_seconds=self.config.timeout), "tool result"
+        )
+        return CallOutcome(
+            content=[c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content],
+            structured=result.structured_content,
+            is_error=bool(result.is_error),
+        )
+
+    async def list_resources(self) -> tuple[list[JsonObject], list[JsonObject]]:
+        """The server's resources and resource templates (every page), as the server gave them."""
+        from mcp.types import PaginatedRequestParams
+
+        found: tuple[list[JsonObject], list[JsonObject]] = ([], [])
+        for kind, out in (("resources", found[0]), ("resourceTemplates", found[1])):
+            cursor = None
+            while True:
+                page = PaginatedRequestParams(cursor=cursor) if cursor else None
+                if kind == "resources":
+                    res: Any = await self._request(lambda s, p=page: s.list_resources(params=p), "resource list")
+                    items = res.resources
+                else:
+                    res = await self._request(lambda s, p=page: s.list_resource_templates(params=p), "template list")
+                    items = res.resource_templates
+                out += [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items]
+                cursor = res.next_cursor
+                if not cursor:
+                    break
+        return found
+
+    async def read_resource(self, uri: str) -> list[JsonObject]:
+        """The contents of one resource: text or base64 blobs, each with its URI and type."""
+        res = await self._request(lambda s: s.read_resource(uri), "resource")
+        return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in res.contents]
+
+    async def list_prompts(self) -> list[JsonObject]:
+        from mcp.types import PaginatedRequestParams
+
+        out: list[JsonObject] = []
+        cursor = None
+        while True:
+            page = PaginatedRequestParams(cursor=cursor) if cursor else None
+            res = await self._request(lambda s, p=page: s.list_prompts(params=p), "prompt list")
+            out += [p.model_dump(mode="json", by_alias=True, exclude_none=True) for p in res.prompts]
+            cursor = res.next_cursor
+            if not cursor:
+                return out
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[JsonObject]:
+        """The prompt's messages: each {"role", "content"} with one MCP content block."""
+        res = await self._request(lambda s: s.get_prompt(name, arguments), "prompt")
+        return [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in res.messages]
+
+    async def _request(self, send: Callable[[Any], Awaitable[Any]], what: str) -> Any:
+        """One request on the live session (started when needed), its failures as ServerDown
+        (the server is gone or hung) or CallFailed (it answered with an error)."""
         from mcp.shared.exceptions import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -314,7 +374,7 @@ class ServerConnection:
         if session is None:
             raise ServerDown(self.reason or "it stopped before the call could be sent.")
         try:
-            result = await session.call_tool(tool, arguments, read_timeout_seconds=self.config.timeout)
+            return await send(session)
         except MCPError as e:
             if e.code == CONNECTION_CLOSED:
                 raise ServerDown(self._down(self.fault or "exited during the call (its connection closed)")) from None
@@ -329,12 +389,7 @@ class ServerConnection:
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as e:
-            raise CallFailed(f"its answer is not a valid MCP tool result ({_cut(_describe(e, self.config))})") from None
-        return CallOutcome(
-            content=[c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content],
-            structured=result.structured_content,
-            is_error=bool(result.is_error),
-        )
+            raise CallFailed(f"its answer is not a valid MCP {what} ({_cut(_describe(e, self.config))})") from None
 
 
 @contextlib.asynccontextmanager

@@ -16,9 +16,9 @@ import atexit
 import contextlib
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 from ipy_agent.base.secrets import redact
 from ipy_agent.contract.tool import PermissionPreview, Tool, maybe_await
@@ -34,6 +34,7 @@ from .trust import TrustStore
 __all__ = ["McpManager", "close_all"]
 
 Notice = tuple[Literal["info", "warning", "error"], str]  # (level, text)
+T = TypeVar("T")
 _MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
 
 
@@ -62,6 +63,7 @@ class McpManager:
         self._agent_loop: asyncio.AbstractEventLoop | None = None
         self._notify: Callable[[str], None] | None = None
         self.roots: tuple[Path, ...] = (self.cwd,)
+        self._resource_tools: list[Tool] | None = None
         _MANAGERS.add(self)
 
     # --- configuration ---------------------------------------------------------------------
@@ -297,7 +299,73 @@ class McpManager:
                     continue
                 taken.add(tool.name)
                 out.append(tool)
+        if self.resource_servers():
+            from .resources import ListResourcesTool, ReadResourceTool
+
+            if self._resource_tools is None:
+                self._resource_tools = [ListResourcesTool(self._list_resources), ReadResourceTool(self._read_resource)]
+            out += self._resource_tools
         return out
+
+    # --- resources and prompts -----------------------------------------------------------------
+    def resource_servers(self) -> list[str]:
+        """Servers connected (or down since) that said they have resources."""
+        return [n for n, c in self._conns.items() if c.has_resources and c.status in ("up", "down")]
+
+    def prompt_servers(self) -> list[str]:
+        return [n for n, c in self._conns.items() if c.has_prompts and c.status in ("up", "down")]
+
+    def _resource_conn(self, server: str) -> ServerConnection:
+        conn = self._conns.get(server)
+        if conn is None or not conn.has_resources:
+            raise KeyError(server)
+        return conn
+
+    async def _list_resources(self, server: str | None) -> dict[str, tuple[list[JsonObject], list[JsonObject]]]:
+        names = [server] if server is not None else self.resource_servers()
+        conns = [self._resource_conn(n) for n in names]
+        found = await self._loop.run(_all(c.list_resources() for c in conns))
+        return dict(zip(names, found, strict=True))
+
+    async def _read_resource(self, server: str, uri: str) -> list[JsonObject]:
+        return await self._loop.run(self._resource_conn(server).read_resource(uri))
+
+    async def read_resource(self, server: str, uri: str) -> list[JsonObject]:
+        """One resource's contents (an `@server:uri` in a prompt); KeyError: no such server."""
+        return await self._read_resource(server, uri)
+
+    async def list_prompts(self) -> dict[str, list[JsonObject]]:
+        """Each server's prompts with their arguments; a server that fails is left out."""
+        names = self.prompt_servers()
+
+        async def one(name: str) -> list[JsonObject]:
+            try:
+                return await self._conns[name].list_prompts()
+            except Exception:
+                return []
+
+        found = await self._loop.run(_all(one(n) for n in names))
+        return dict(zip(names, found, strict=True))
+
+    def prompt_listing(self, timeout: float = 30.0) -> dict[str, list[JsonObject]]:
+        """`list_prompts`, from code that is not on an event loop (`%agent_mcp`)."""
+        if not self.prompt_servers():
+            return {}
+        try:
+            return self._loop.run_sync(self._list_prompts_here(), timeout=timeout)
+        except Exception:
+            return {}
+
+    async def _list_prompts_here(self) -> dict[str, list[JsonObject]]:
+        names = self.prompt_servers()
+        found = await asyncio.gather(*(self._conns[n].list_prompts() for n in names), return_exceptions=True)
+        return {n: f for n, f in zip(names, found, strict=True) if isinstance(f, list)}
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> list[JsonObject]:
+        conn = self._conns.get(server)
+        if conn is None or not conn.has_prompts:
+            raise KeyError(server)
+        return await self._loop.run(conn.get_prompt(name, arguments))
 
     async def _invoke(self, server: str, tool: str, arguments: JsonObject) -> CallOutcome:
         conn = self._conns.get(server)
@@ -395,6 +463,10 @@ def close_all() -> None:
 
 
 atexit.register(close_all)
+
+
+async def _all(aws: Iterable[Awaitable[T]]) -> list[T]:
+    return list(await asyncio.gather(*aws))
 
 
 async def _gather(*aws: Any) -> None:
