@@ -265,7 +265,8 @@ class ServerConnection:
         if self._ask is None:
             return ElicitResult(action="decline")
         answer = await self._ask(request)
-        return ElicitResult(action=answer.action, content=answer.content if answer.action == "accept" else None)
+        content: Any = answer.content if answer.action == "accept" else None  # checked against its schema
+        return ElicitResult(action=answer.action, content=content)
 
     async def _on_list_roots(self, context: Any) -> Any:
         from mcp.types import ListRootsResult, Root
@@ -321,46 +322,46 @@ class ServerConnection:
 
     async def list_resources(self) -> tuple[list[JsonObject], list[JsonObject]]:
         """The server's resources and resource templates (every page), as the server gave them."""
-        from mcp.types import PaginatedRequestParams
-
-        found: tuple[list[JsonObject], list[JsonObject]] = ([], [])
-        for kind, out in (("resources", found[0]), ("resourceTemplates", found[1])):
-            cursor = None
-            while True:
-                page = PaginatedRequestParams(cursor=cursor) if cursor else None
-                if kind == "resources":
-                    res: Any = await self._request(lambda s, p=page: s.list_resources(params=p), "resource list")
-                    items = res.resources
-                else:
-                    res = await self._request(lambda s, p=page: s.list_resource_templates(params=p), "template list")
-                    items = res.resource_templates
-                out += [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items]
-                cursor = res.next_cursor
-                if not cursor:
-                    break
-        return found
+        resources = await self._all_pages("list_resources", "resources", "resource list")
+        templates = await self._all_pages("list_resource_templates", "resource_templates", "template list")
+        return resources, templates
 
     async def read_resource(self, uri: str) -> list[JsonObject]:
         """The contents of one resource: text or base64 blobs, each with its URI and type."""
-        res = await self._request(lambda s: s.read_resource(uri), "resource")
+
+        async def send(session: Any) -> Any:
+            return await session.read_resource(uri)
+
+        res = await self._request(send, "resource")
         return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in res.contents]
 
     async def list_prompts(self) -> list[JsonObject]:
+        return await self._all_pages("list_prompts", "prompts", "prompt list")
+
+    async def _all_pages(self, method: str, items: str, what: str) -> list[JsonObject]:
         from mcp.types import PaginatedRequestParams
 
         out: list[JsonObject] = []
-        cursor = None
+        cursor: str | None = None
         while True:
-            page = PaginatedRequestParams(cursor=cursor) if cursor else None
-            res = await self._request(lambda s, p=page: s.list_prompts(params=p), "prompt list")
-            out += [p.model_dump(mode="json", by_alias=True, exclude_none=True) for p in res.prompts]
+            params = PaginatedRequestParams(cursor=cursor) if cursor else None
+
+            async def send(session: Any, params: Any = params) -> Any:
+                return await getattr(session, method)(params=params)
+
+            res = await self._request(send, what)
+            out += [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in getattr(res, items)]
             cursor = res.next_cursor
             if not cursor:
                 return out
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[JsonObject]:
         """The prompt's messages: each {"role", "content"} with one MCP content block."""
-        res = await self._request(lambda s: s.get_prompt(name, arguments), "prompt")
+
+        async def send(session: Any) -> Any:
+            return await session.get_prompt(name, arguments)
+
+        res = await self._request(send, "prompt")
         return [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in res.messages]
 
     async def _request(self, send: Callable[[Any], Awaitable[Any]], what: str) -> Any:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from ipy_agent.base.secrets import is_secret_name, redact
-from ipy_agent.history.blocks import JsonObject
+from ipy_agent.history.blocks import JsonObject, JsonValue
 
 __all__ = [
     "ElicitationAnswer",
@@ -65,7 +65,9 @@ def field_kind(spec: Mapping[str, object]) -> FieldKind:
     if "enum" in spec or "oneOf" in spec or "anyOf" in spec:
         return "enum"
     kind = spec.get("type")
-    return kind if kind in ("number", "integer", "boolean") else "string"  # type: ignore[return-value]
+    if kind == "number" or kind == "integer" or kind == "boolean":
+        return kind
+    return "string"
 
 
 def choices(spec: Mapping[str, object]) -> list[tuple[str, str]]:
@@ -89,7 +91,7 @@ def choices(spec: Mapping[str, object]) -> list[tuple[str, str]]:
     return [(str(lbl), str(v)) for lbl, v in zip(labels, values, strict=True)]
 
 
-def with_defaults(request: ElicitationRequest, content: Mapping[str, object]) -> JsonObject:
+def with_defaults(request: ElicitationRequest, content: Mapping[str, JsonValue]) -> JsonObject:
     """`content`, with every field the person left out set to the schema's default when it has one."""
     out: JsonObject = {k: v for k, v in content.items() if v is not None}
     for name, spec in request.fields.items():
@@ -116,7 +118,7 @@ def normalize_elicitation(request: ElicitationRequest, answer: object) -> Elicit
     approver's permission answers (`"allow"` / True accept the defaults; `"deny"` / False decline;
     None cancels)."""
     action: str
-    content: Mapping[str, object] = {}
+    content: Mapping[str, JsonValue] = {}
     if isinstance(answer, ElicitationAnswer):
         return answer
     if isinstance(answer, Mapping):
@@ -124,7 +126,7 @@ def normalize_elicitation(request: ElicitationRequest, answer: object) -> Elicit
         raw = answer.get("content") or {}
         if not isinstance(raw, Mapping):
             return ElicitationAnswer(action="decline", note="the answer's content was not an object")
-        content = raw
+        content = cast(Mapping[str, JsonValue], raw)  # JSON from the approver; checked against the schema below
     elif answer is None:
         action = "cancel"
     elif answer is True or answer in ("allow", "always"):

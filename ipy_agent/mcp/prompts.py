@@ -122,7 +122,7 @@ async def expand_prompt(manager: McpManager, prompt: str) -> tuple[list[ContentB
         except (ServerDown, CallFailed, KeyError) as e:
             warnings.append(f"@{server}:{uri} was not attached: {e}")
             continue
-        blocks += resource_parts(server, uri, contents)  # type: ignore[arg-type]
+        blocks += resource_parts(server, uri, contents)
     return blocks, warnings
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from ipy_agent.contract.decision import UNDECIDED, CallDecision
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
-from ipy_agent.history.blocks import JsonObject, ToolResultBlock
+from ipy_agent.history.blocks import JsonObject, ResultPart, ToolResultBlock
 
 from .connection import CallFailed, CallOutcome, ServerDown
 from .results import result_blocks
@@ -132,10 +132,8 @@ class ReadResourceTool(Tool[ReadInput, CallOutcome]):
         return f"{n} part{'s' if n != 1 else ''}"
 
 
-def resource_parts(server: str, uri: str, contents: list[JsonObject]) -> list[JsonObject]:
+def resource_parts(server: str, uri: str, contents: list[JsonObject]) -> list[ResultPart]:
     """A resource attached to a prompt (`@server:uri`): content blocks for the user message."""
-    parts: list[JsonObject] = [{"type": "text", "text": f"[the person attached the resource {uri} of {server}]"}]
-    parts += [
-        dict(p) for p in result_blocks(CallOutcome(content=[{"type": "resource", "resource": c} for c in contents]))
-    ]
+    parts: list[ResultPart] = [{"type": "text", "text": f"[the person attached the resource {uri} of {server}]"}]
+    parts += result_blocks(CallOutcome(content=[{"type": "resource", "resource": c} for c in contents]))
     return parts
