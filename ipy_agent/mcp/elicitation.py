@@ -21,8 +21,10 @@ from ipy_agent.history.blocks import JsonObject, JsonValue
 __all__ = [
     "ElicitationAnswer",
     "ElicitationRequest",
+    "choices",
     "field_kind",
     "normalize_elicitation",
+    "problems",
     "record_text",
     "with_defaults",
 ]
@@ -39,6 +41,11 @@ class ElicitationRequest:
     message: str
     schema: JsonObject
     id: str = ""  # unique within the agent's session: where the form is shown
+
+    @property
+    def tool_use_id(self) -> str:
+        """The prompt's key in a run view (as a call's tool_use id keys its approval prompt)."""
+        return self.id
 
     @property
     def fields(self) -> dict[str, JsonObject]:

@@ -93,3 +93,87 @@ def test_sampling_is_declined_with_a_clear_error(make_agent):
 def test_the_request_is_exported():
     r = ElicitationRequest(server="s", message="m", schema={"properties": {"a": {}}, "required": ["a"]})
     assert list(r.fields) == ["a"] and json.dumps(r.schema)
+
+
+# --- the form in the cell ------------------------------------------------------------------------
+async def _form_run(tmp_path, **view_kw):
+    from ipy_agent import Agent
+    from ipy_agent.ui.widgets import RunView
+
+    model = ScriptedModel([[use("mcp__tb__signup", "1")], "done"])
+    agent = Agent(model=model, cwd=tmp_path, tools=[], mcp_servers={"tb": stdio()}, allow=["mcp__tb"])
+    view = RunView(agent, **view_kw)
+    agent.approver = view.approver
+    agent.on_event(view.listener)
+    return agent, view
+
+
+async def test_the_form_in_the_cell_is_built_from_the_schema_and_answers_the_server(tmp_path):
+    import asyncio
+
+    from ipy_agent.ui.elicitation_form import ElicitationForm
+    from tests.support.run_view import next_prompt
+
+    agent, view = await _form_run(tmp_path)
+    try:
+        task = asyncio.create_task(agent.arun("sign me up"))
+        form = await next_prompt(view, task)
+        assert isinstance(form, ElicitationForm)
+        by_name = {f.name: f for f in form.fields}
+        assert [f.kind for f in form.fields] == [
+            "string",
+            "integer",
+            "number",
+            "boolean",
+            "enum",
+            "enum",
+            "multi",
+            "string",
+        ]
+        assert by_name["name"].required and not by_name["age"].required
+        assert (
+            "Your name" in by_name["name"].widget.children[0].value and "*" in by_name["name"].widget.children[0].value
+        )
+        assert by_name["color"].input.value == "green" and by_name["subscribe"].input.value is True  # defaults
+        assert [lbl for lbl, _ in by_name["size"].input.options] == ["—", "Small", "Large"]  # titled enum
+        assert [c.description for c in by_name["tags"].checks] == ["a", "b", "c"]
+        # Submitted without the required name: the form stays open and says what is missing.
+        form.submit()
+        await asyncio.sleep(0)
+        assert form.pending and "Not sent: &#x27;name&#x27; is a required property" in form.problem.value
+        form.fill("name", "Ada")
+        form.fill("age", "41")
+        form.fill("size", "l")
+        form.fill("tags", ["b"])
+        form.fill("api_token", "tok-secret-1")
+        form.submit()
+        await asyncio.wait_for(task, 60)
+        got = as_json(all_results(agent.messages)["1"])
+        assert got["action"] == "accept"
+        assert got["content"] == {
+            "name": "Ada",
+            "age": 41,
+            "score": 0.5,
+            "subscribe": True,
+            "color": "green",
+            "size": "l",
+            "tags": ["b"],
+            "api_token": "tok-secret-1",
+        }
+        record = view.record_bundle()["text/plain"]  # what the saved notebook keeps
+        assert "Who is signing up?" in record and "Ada" in record and "tok-secret-1" not in record
+    finally:
+        agent.close()
+
+
+async def test_a_background_run_declines_the_form_without_opening_it(tmp_path):
+    import asyncio
+
+    agent, view = await _form_run(tmp_path, background=True)
+    try:
+        await asyncio.wait_for(agent.arun("sign me up"), 60)
+        assert view.prompts == {}
+        assert as_json(all_results(agent.messages)["1"])["action"] == "decline"
+        assert "a --background run" in view.record_bundle()["text/plain"]
+    finally:
+        agent.close()
