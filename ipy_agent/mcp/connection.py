@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import tempfile
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,7 +283,9 @@ class ServerConnection:
         """Tell the server the working directories changed (roots/list_changed)."""
         session = self._session
         if session is not None:
-            with contextlib.suppress(Exception):
+            # The SDK marks roots deprecated for a later protocol version; 2025-11-25 has them.
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
                 await session.send_roots_list_changed()
 
     async def refresh_tools(self) -> None:

@@ -177,3 +177,19 @@ async def test_a_background_run_declines_the_form_without_opening_it(tmp_path):
         assert "a --background run" in view.record_bundle()["text/plain"]
     finally:
         agent.close()
+
+
+def test_a_working_directory_added_between_runs_is_a_root_of_the_running_server(make_agent, tmp_path):
+    from dataclasses import replace
+
+    extra = tmp_path / "more"
+    extra.mkdir()
+    model = ScriptedModel([[use("mcp__tb__roots", "1")], "done", [use("mcp__tb__roots", "2")], "done"])
+    agent = make_agent(model=model, mcp_servers={"tb": stdio()}, approver=lambda r: "allow", allow=["mcp__tb"])
+    agent.run("first")
+    agent.config = replace(agent.config, working_dirs=(extra.resolve(),))
+    agent.run("second")
+    first, second = ([u for u, _ in as_json(all_results(agent.messages)[t])] for t in ("1", "2"))
+    assert first == [agent.cwd.resolve().as_uri()]
+    assert second == [agent.cwd.resolve().as_uri(), extra.resolve().as_uri()]
+    assert agent.mcp.connection("tb").starts == 1  # the same server process, told of the change
