@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ipy_agent.contract.tool_context import SandboxLimits, ToolContext
     from ipy_agent.loop.agent import Agent
     from ipy_agent.loop.rewind_report import RewindReport
+    from ipy_agent.mcp.elicitation import ElicitationRequest
     from ipy_agent.models.anthropic import AnthropicModel
     from ipy_agent.models.base import ModelError, Usage
     from ipy_agent.models.openai import OpenAIModel
@@ -41,6 +42,7 @@ __all__ = [
     "AgentConfig",
     "AnthropicModel",
     "CallDecision",
+    "ElicitationRequest",
     "HookEvent",
     "HookOutcome",
     "ModelError",
@@ -78,6 +80,7 @@ _EXPORTS = {
     "Agent": "ipy_agent.loop.agent",
     "AnthropicModel": "ipy_agent.models.anthropic",
     "CallDecision": "ipy_agent.contract.decision",
+    "ElicitationRequest": "ipy_agent.mcp.elicitation",
     "HookEvent": "ipy_agent.contract.hooks",
     "HookOutcome": "ipy_agent.contract.hooks",
     "ModelError": "ipy_agent.models.base",

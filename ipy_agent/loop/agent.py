@@ -37,6 +37,7 @@ from ipy_agent.history.blocks import ContentBlock, Message, ToolSpec
 from ipy_agent.history.messages import append_user, last_text
 from ipy_agent.history.tool_ids import HistoryIds
 from ipy_agent.mcp import McpManager
+from ipy_agent.mcp.prompts import PromptError, expand_prompt, wants_expansion
 from ipy_agent.models.base import Model, Usage
 from ipy_agent.models.recording import RecordingModel, recording_into, swap_model
 from ipy_agent.permissions.decide import Approver
@@ -61,7 +62,7 @@ from .spend import Managed
 from .standing import Standing
 from .subagent import SubagentType, current_agent, default_tools
 from .tool_session import begin_run, end_session
-from .turn import interrupted, offer_tools, run_turn
+from .turn import interrupted, offer_tools, run_turn, sync_mcp
 from .verify_gate import VerifyGate
 
 if TYPE_CHECKING:
@@ -376,6 +377,11 @@ class Agent(Rewinding, Listeners):
     # --- the loop --------------------------------------------------------------------------
     async def _run(self, prompt: str | list[ContentBlock]) -> RunResult:
         try:
+            if wants_expansion(prompt):  # /mcp__server__prompt args, @server:uri (mcp/prompts.py)
+                expanded = await self._mcp_prompt(str(prompt))
+                if isinstance(expanded, RunResult):
+                    return expanded
+                prompt = expanded
             blocks = await prompt_blocks(prompt, self.hooks, self.emit, first=not self.messages)
             if not isinstance(blocks, RunResult):  # the standing text, read once for this prompt
                 blocks = await self.standing.refresh(self, blocks, self.emit)
@@ -429,6 +435,19 @@ class Agent(Rewinding, Listeners):
             self.served.stop()
         self.served = serve_mcp(self, host, port, approver=approver, listener=listener)
         return self.served
+
+    async def _mcp_prompt(self, prompt: str) -> list[ContentBlock] | RunResult:
+        """The prompt with an MCP server's prompt run and `@server:uri` resources attached; the
+        servers start first (asking about project ones). A prompt that cannot be sent ends the run."""
+        await sync_mcp(self.mcp, self.registry, self.approver, self.emit, roots=self.tool_context().all_dirs())
+        try:
+            blocks, warnings = await expand_prompt(self.mcp, prompt)
+        except PromptError as e:
+            self.emit(NoticeEvent(text=f"The prompt was not sent: {e}", level="error"))
+            return RunResult(stop_reason="error", text=str(e))
+        for text in warnings:
+            self.emit(NoticeEvent(text=text, level="warning"))
+        return blocks
 
     def close(self) -> None:
         """Stop the MCP servers (their processes too; they start again at the next run) and the

@@ -126,7 +126,7 @@ async def run_turn(agent: TurnAgent) -> RunResult | None:
     """One model request and its tool calls. None: the loop goes on."""
     turn: Turn | None = None
     try:
-        await sync_mcp(agent.mcp, agent.registry, agent.approver, agent.emit)
+        await sync_mcp(agent.mcp, agent.registry, agent.approver, agent.emit, roots=agent.tool_context().all_dirs())
         turn, request = begin_turn(agent)
         try:
             # The context window is managed here, and only here: the context manager streams the
@@ -190,12 +190,18 @@ def begin_turn(agent: TurnAgent) -> tuple[Turn, ModelRequest]:
     return Turn(record=record, env=env, executor=executor, ids=ids), replace(request, places=places)
 
 
-async def sync_mcp(mcp: McpManager, registry: ToolRegistry, approver: Approver | None, emit: Emit) -> None:
+async def sync_mcp(
+    mcp: McpManager, registry: ToolRegistry, approver: Approver | None, emit: Emit, *, roots: tuple[Path, ...] = ()
+) -> None:
     """MCP servers: start them at the first request that needs them (asking about project
     ones), pick up changed tool lists, tell the person what is down; then offer their tools."""
     if mcp.idle:
         return
-    for level, text in await mcp.sync(approver):
+
+    def record(text: str) -> None:  # a server's question and the answer, in the run's record
+        emit(NoticeEvent(text=text, level="info"))
+
+    for level, text in await mcp.sync(approver, notify=record, roots=roots or None):
         emit(NoticeEvent(text=text, level=level))
     mcp.skipped.update(registry.set_group("mcp", mcp.tools()))
 

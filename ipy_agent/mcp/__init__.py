@@ -5,6 +5,7 @@ UI or the magics. The `mcp` SDK is imported only when a server starts. Modules i
 each only from those above it in this list:
 - `config`: the `.mcp.json` shape (stdio and streamable HTTP), from files and from code;
 - `trust`: project servers start only after the person approved them, remembered per project;
+- `elicitation`: a server's question for the person (a form), its answer and its checks;
 - `loop`: the background event loop every session lives on, so servers outlive a run;
 - `stdio`: the stdio transport: a linear line reader with a limit on one message;
 - `oauth`: OAuth 2.1 for HTTP servers (the SDK's flow): the token files, the person's link or
@@ -12,7 +13,9 @@ each only from those above it in this list:
 - `connection`: one server's session, its faults and restarts;
 - `results`: an MCP tool result as tool_result blocks;
 - `tools`: a server tool as a `Tool`;
+- `resources`: servers' resources as ListMcpResourcesTool and ReadMcpResourceTool;
 - `manager`: what the agent uses: sync before each request, the tools, close;
+- `prompts`: `/mcp__server__prompt args` and `@server:uri` in the person's prompt;
 - `report`: the text of `%agent_mcp`.
 """
 

@@ -15,7 +15,8 @@ import logging
 import math
 import os
 import tempfile
-from collections.abc import Callable
+import warnings
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,13 @@ from typing import Any, Literal
 from ipy_agent.history.blocks import JsonObject
 
 from .config import McpAuthorize, ServerConfig
+from .elicitation import ElicitationAnswer, ElicitationRequest
+
+Asker = Callable[[ElicitationRequest], Awaitable[ElicitationAnswer]]
+SAMPLING_DECLINED = (
+    "ipy_agent declines sampling: the person's model and budget are not an MCP server's to spend. "
+    "Do the work without asking the client's model."
+)
 
 __all__ = ["CallOutcome", "ServerConnection", "ServerDown", "Status", "ToolInfo"]
 
@@ -60,16 +68,29 @@ class CallOutcome:
 
 
 class ServerConnection:
-    def __init__(self, config: ServerConfig, cwd: Path, authorize: McpAuthorize | None = None) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        cwd: Path,
+        authorize: McpAuthorize | None = None,
+        *,
+        ask: Asker | None = None,
+        roots: Callable[[], Sequence[Path]] | None = None,
+    ) -> None:
         self.config = config
         self.cwd = cwd
         self.authorize = authorize
         self._receiver: Any = None  # oauth.LoopbackReceiver, made when an HTTP server first starts
         self._start_scope: Any = None  # the start's deadline, stopped while a person authorizes
+        self._ask = ask  # a server's elicitation goes to the person through this
+        self._roots = roots or (lambda: (cwd,))
+        self._asked = 0
         self.status: Status = "stopped"
         self.reason = ""
         self.tools: list[ToolInfo] = []
         self.instructions = ""
+        self.has_resources = False  # the server said it has resources (its capabilities)
+        self.has_prompts = False
         self.tools_stale = False
         self.starts = 0
         self.fault = ""  # why the transport refused the server's output (a message too large)
@@ -171,12 +192,23 @@ class ServerConnection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        read,
+                        write,
+                        message_handler=self._on_message,
+                        elicitation_callback=self._on_elicit,
+                        list_roots_callback=self._on_list_roots,
+                        sampling_callback=self._on_sampling,
+                    )
+                )
                 with anyio.fail_after(self.config.startup_timeout) as scope:
                     self._start_scope = scope
                     init = await session.initialize()
                     tools = await self._list(session)
                 self.tools, self.instructions, self.tools_stale = tools, init.instructions or "", False
+                caps = init.capabilities
+                self.has_resources, self.has_prompts = caps.resources is not None, caps.prompts is not None
                 self._session, self.status = session, "up"
                 ready.set_result(None)
                 await stop.wait()
@@ -239,6 +271,44 @@ class ServerConnection:
         if isinstance(message, ToolListChangedNotification):
             self.tools_stale = True
 
+    # --- what the server asks of the client -----------------------------------------------
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        from mcp.types import ElicitResult, ErrorData
+
+        if getattr(params, "mode", "form") != "form":
+            return ErrorData(code=-32602, message="ipy_agent supports form elicitation only (no URL mode)")
+        self._asked += 1
+        request = ElicitationRequest(
+            server=self.config.name,
+            message=params.message,
+            schema=dict(params.requested_schema),
+            id=f"mcp-elicit-{self.config.name}-{self.starts}-{self._asked}",
+        )
+        if self._ask is None:
+            return ElicitResult(action="decline")
+        answer = await self._ask(request)
+        content: Any = answer.content if answer.action == "accept" else None  # checked against its schema
+        return ElicitResult(action=answer.action, content=content)
+
+    async def _on_list_roots(self, context: Any) -> Any:
+        from mcp.types import ListRootsResult, Root
+
+        return ListRootsResult(roots=[Root(uri=p.as_uri(), name=p.name or str(p)) for p in self._roots()])  # type: ignore[arg-type]
+
+    async def _on_sampling(self, context: Any, params: Any) -> Any:
+        from mcp.types import INVALID_REQUEST, ErrorData
+
+        return ErrorData(code=INVALID_REQUEST, message=SAMPLING_DECLINED)
+
+    async def roots_changed(self) -> None:
+        """Tell the server the working directories changed (roots/list_changed)."""
+        session = self._session
+        if session is not None:
+            # The SDK marks roots deprecated for a later protocol version; 2025-11-25 has them.
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await session.send_roots_list_changed()
+
     async def refresh_tools(self) -> None:
         """List the tools again after the server said they changed."""
         session = self._session
@@ -265,6 +335,62 @@ class ServerConnection:
 
     # --- calls ---------------------------------------------------------------------------
     async def call(self, tool: str, arguments: JsonObject) -> CallOutcome:
+        result = await self._request(
+            lambda s: s.call_tool(tool, arguments, read_timeout_seconds=self.config.timeout), "tool result"
+        )
+        return CallOutcome(
+            content=[c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content],
+            structured=result.structured_content,
+            is_error=bool(result.is_error),
+        )
+
+    async def list_resources(self) -> tuple[list[JsonObject], list[JsonObject]]:
+        """The server's resources and resource templates (every page), as the server gave them."""
+        resources = await self._all_pages("list_resources", "resources", "resource list")
+        templates = await self._all_pages("list_resource_templates", "resource_templates", "template list")
+        return resources, templates
+
+    async def read_resource(self, uri: str) -> list[JsonObject]:
+        """The contents of one resource: text or base64 blobs, each with its URI and type."""
+
+        async def send(session: Any) -> Any:
+            return await session.read_resource(uri)
+
+        res = await self._request(send, "resource")
+        return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in res.contents]
+
+    async def list_prompts(self) -> list[JsonObject]:
+        return await self._all_pages("list_prompts", "prompts", "prompt list")
+
+    async def _all_pages(self, method: str, items: str, what: str) -> list[JsonObject]:
+        from mcp.types import PaginatedRequestParams
+
+        out: list[JsonObject] = []
+        cursor: str | None = None
+        while True:
+            params = PaginatedRequestParams(cursor=cursor) if cursor else None
+
+            async def send(session: Any, params: Any = params) -> Any:
+                return await getattr(session, method)(params=params)
+
+            res = await self._request(send, what)
+            out += [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in getattr(res, items)]
+            cursor = res.next_cursor
+            if not cursor:
+                return out
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[JsonObject]:
+        """The prompt's messages: each {"role", "content"} with one MCP content block."""
+
+        async def send(session: Any) -> Any:
+            return await session.get_prompt(name, arguments)
+
+        res = await self._request(send, "prompt")
+        return [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in res.messages]
+
+    async def _request(self, send: Callable[[Any], Awaitable[Any]], what: str) -> Any:
+        """One request on the live session (started when needed), its failures as ServerDown
+        (the server is gone or hung) or CallFailed (it answered with an error)."""
         from mcp.shared.exceptions import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -273,7 +399,7 @@ class ServerConnection:
         if session is None:
             raise ServerDown(self.reason or "it stopped before the call could be sent.")
         try:
-            result = await session.call_tool(tool, arguments, read_timeout_seconds=self.config.timeout)
+            return await send(session)
         except MCPError as e:
             if e.code == CONNECTION_CLOSED:
                 raise ServerDown(self._down(self.fault or "exited during the call (its connection closed)")) from None
@@ -288,12 +414,7 @@ class ServerConnection:
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as e:
-            raise CallFailed(f"its answer is not a valid MCP tool result ({_cut(_describe(e, self.config))})") from None
-        return CallOutcome(
-            content=[c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content],
-            structured=result.structured_content,
-            is_error=bool(result.is_error),
-        )
+            raise CallFailed(f"its answer is not a valid MCP {what} ({_cut(_describe(e, self.config))})") from None
 
 
 @contextlib.asynccontextmanager

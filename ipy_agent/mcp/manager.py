@@ -16,9 +16,9 @@ import atexit
 import contextlib
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from ipy_agent.base.secrets import redact
 from ipy_agent.contract.tool import PermissionPreview, Tool, maybe_await
@@ -27,12 +27,14 @@ from ipy_agent.permissions.decide import Approver, PermissionRequest, normalize_
 
 from .config import McpAuthorize, ServerConfig, parse_servers
 from .connection import CallOutcome, ServerConnection, ServerDown
+from .elicitation import ElicitationAnswer, ElicitationRequest, normalize_elicitation, record_text
 from .loop import BackgroundLoop
 from .trust import TrustStore
 
 __all__ = ["McpManager", "close_all"]
 
 Notice = tuple[Literal["info", "warning", "error"], str]  # (level, text)
+T = TypeVar("T")
 _MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
 
 
@@ -61,6 +63,13 @@ class McpManager:
         self._scripts: tuple[Any, tuple[tuple[str, str], ...]] | None = None
         # Why an administrator's policy keeps a server from starting (config/policy.py), or None.
         self.blocked: Callable[[ServerConfig], str | None] = _never_blocked
+        # Who answers a server's questions (elicitation), on which loop, and where the record goes:
+        # set by each sync, so a question asked during a run reaches that run's approver.
+        self._approver: Approver | None = None
+        self._agent_loop: asyncio.AbstractEventLoop | None = None
+        self._notify: Callable[[str], None] | None = None
+        self.roots: tuple[Path, ...] = (self.cwd,)
+        self._resource_tools: list[Tool] | None = None
         _MANAGERS.add(self)
 
     # --- configuration ---------------------------------------------------------------------
@@ -119,8 +128,23 @@ class McpManager:
         self._tried.clear()
 
     # --- before each model request -----------------------------------------------------------
-    async def sync(self, approver: Approver | None) -> list[Notice]:
+    async def sync(
+        self,
+        approver: Approver | None,
+        *,
+        notify: Callable[[str], None] | None = None,
+        roots: tuple[Path, ...] | None = None,
+    ) -> list[Notice]:
+        """`notify(text)` records a server's question and its answer; `roots` are the working
+        directories advertised to servers (a change is notified to the running ones)."""
         notices: list[Notice] = []
+        self._approver, self._notify = approver, notify
+        self._agent_loop = asyncio.get_running_loop()
+        if roots is not None and roots != self.roots:
+            self.roots = roots
+            up = [c for c in self._conns.values() if c.status == "up"]
+            if up:
+                await self._loop.run(_gather(*(c.roots_changed() for c in up)))
         configs = self.configs
         for name, why in self.policy_blocked().items():
             if self._reported.get(name) != why:
@@ -148,7 +172,7 @@ class McpManager:
             wanted.append(cfg)
         for cfg in wanted:
             self._tried.add(cfg.name)
-            self._conns.setdefault(cfg.name, ServerConnection(cfg, self.cwd, self.authorize))
+            self._conns.setdefault(cfg.name, self._connection(cfg))
         if wanted or any(c.tools_stale for c in self._conns.values()):
             await self._loop.run(self._start_and_refresh([c.name for c in wanted]))
         for name, conn in self._conns.items():
@@ -158,6 +182,40 @@ class McpManager:
             elif conn.status == "up":
                 self._reported.pop(name, None)
         return notices
+
+    def _connection(self, cfg: ServerConfig) -> ServerConnection:
+        return ServerConnection(cfg, self.cwd, self.authorize, ask=self._elicit, roots=lambda: self.roots)
+
+    # --- a server's questions (elicitation) ----------------------------------------------------
+    async def _elicit(self, request: ElicitationRequest) -> ElicitationAnswer:
+        """On the background loop: ask the run's approver, on the run's own loop (a widget's
+        prompt lives there), and record the question and the answer."""
+        loop, approver, notify = self._agent_loop, self._approver, self._notify
+
+        async def ask() -> ElicitationAnswer:
+            if approver is None:
+                answer = ElicitationAnswer(action="decline", note="no one can answer: this agent has no approver")
+            elif getattr(approver, "interactive", True) is False:
+                why = getattr(approver, "why", "no one can answer prompts")
+                answer = ElicitationAnswer(action="decline", note=f"this run is non-interactive ({why})")
+            else:
+                try:
+                    ask_person = cast(Callable[[ElicitationRequest], object], approver)
+                    answer = normalize_elicitation(request, await maybe_await(ask_person(request)))
+                except (asyncio.CancelledError, KeyboardInterrupt):
+                    raise
+                except Exception as e:
+                    answer = ElicitationAnswer(action="decline", note=f"the form failed ({type(e).__name__}: {e})")
+            if notify is not None:
+                notify(record_text(request, answer))
+            return answer
+
+        if loop is None or loop.is_closed():
+            return ElicitationAnswer(action="decline", note="no run is in progress to ask in")
+        try:
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), loop))
+        except RuntimeError as e:  # the run's loop ended meanwhile
+            return ElicitationAnswer(action="decline", note=f"no run is in progress to ask in ({e})")
 
     async def _start_and_refresh(self, names: list[str]) -> None:
         async def one(conn: ServerConnection) -> None:
@@ -247,7 +305,73 @@ class McpManager:
                     continue
                 taken.add(tool.name)
                 out.append(tool)
+        if self.resource_servers():
+            from .resources import ListResourcesTool, ReadResourceTool
+
+            if self._resource_tools is None:
+                self._resource_tools = [ListResourcesTool(self._list_resources), ReadResourceTool(self._read_resource)]
+            out += self._resource_tools
         return out
+
+    # --- resources and prompts -----------------------------------------------------------------
+    def resource_servers(self) -> list[str]:
+        """Servers connected (or down since) that said they have resources."""
+        return [n for n, c in self._conns.items() if c.has_resources and c.status in ("up", "down")]
+
+    def prompt_servers(self) -> list[str]:
+        return [n for n, c in self._conns.items() if c.has_prompts and c.status in ("up", "down")]
+
+    def _resource_conn(self, server: str) -> ServerConnection:
+        conn = self._conns.get(server)
+        if conn is None or not conn.has_resources:
+            raise KeyError(server)
+        return conn
+
+    async def _list_resources(self, server: str | None) -> dict[str, tuple[list[JsonObject], list[JsonObject]]]:
+        names = [server] if server is not None else self.resource_servers()
+        conns = [self._resource_conn(n) for n in names]
+        found = await self._loop.run(_all(c.list_resources() for c in conns))
+        return dict(zip(names, found, strict=True))
+
+    async def _read_resource(self, server: str, uri: str) -> list[JsonObject]:
+        return await self._loop.run(self._resource_conn(server).read_resource(uri))
+
+    async def read_resource(self, server: str, uri: str) -> list[JsonObject]:
+        """One resource's contents (an `@server:uri` in a prompt); KeyError: no such server."""
+        return await self._read_resource(server, uri)
+
+    async def list_prompts(self) -> dict[str, list[JsonObject]]:
+        """Each server's prompts with their arguments; a server that fails is left out."""
+        names = self.prompt_servers()
+
+        async def one(name: str) -> list[JsonObject]:
+            try:
+                return await self._conns[name].list_prompts()
+            except Exception:
+                return []
+
+        found = await self._loop.run(_all(one(n) for n in names))
+        return dict(zip(names, found, strict=True))
+
+    def prompt_listing(self, timeout: float = 30.0) -> dict[str, list[JsonObject]]:
+        """`list_prompts`, from code that is not on an event loop (`%agent_mcp`)."""
+        if not self.prompt_servers():
+            return {}
+        try:
+            return self._loop.run_sync(self._list_prompts_here(), timeout=timeout)
+        except Exception:
+            return {}
+
+    async def _list_prompts_here(self) -> dict[str, list[JsonObject]]:
+        names = self.prompt_servers()
+        found = await asyncio.gather(*(self._conns[n].list_prompts() for n in names), return_exceptions=True)
+        return {n: f for n, f in zip(names, found, strict=True) if isinstance(f, list)}
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> list[JsonObject]:
+        conn = self._conns.get(server)
+        if conn is None or not conn.has_prompts:
+            raise KeyError(server)
+        return await self._loop.run(conn.get_prompt(name, arguments))
 
     async def _invoke(self, server: str, tool: str, arguments: JsonObject) -> CallOutcome:
         conn = self._conns.get(server)
@@ -255,7 +379,7 @@ class McpManager:
             cfg = self.configs.get(server)
             if cfg is None:
                 raise ServerDown("is no longer configured.")
-            conn = self._conns[server] = ServerConnection(cfg, self.cwd, self.authorize)
+            conn = self._conns[server] = self._connection(cfg)
         return await self._loop.run(conn.call(tool, arguments))
 
     # --- what the model and the person are told ----------------------------------------------
@@ -356,6 +480,14 @@ def close_all() -> None:
 
 
 atexit.register(close_all)
+
+
+async def _all(aws: Iterable[Awaitable[T]]) -> list[T]:
+    return list(await asyncio.gather(*aws))
+
+
+async def _gather(*aws: Any) -> None:
+    await asyncio.gather(*aws, return_exceptions=True)
 
 
 def _never_blocked(cfg: ServerConfig) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 from ipy_agent.base.secrets import redact
 
 from .manager import McpManager
+from .prompts import prompt_usage
 
 __all__ = ["status_text"]
 
@@ -64,6 +65,15 @@ def status_text(manager: McpManager, hidden: dict[str, str] | None = None) -> st
                 )
             details.append(f"Tools of {name}:")
             details += _table(table)
+    for server, prompts in manager.prompt_listing().items():
+        if prompts:
+            details.append(f"Prompts of {server} (run one as a prompt: %agent /mcp__{server}__<prompt> args):")
+            details += _table([(prompt_usage(server, p), str(p.get("description") or "")[:80]) for p in prompts])
+    if servers := manager.resource_servers():
+        details.append(
+            f"Resources: {', '.join(servers)} (the model lists them with ListMcpResourcesTool; "
+            "attach one to a prompt with @server:uri)"
+        )
     lines = ["MCP servers:", *_table(rows)]
     skipped = [f"  {tool}: {why}" for tool, why in manager.skipped.items()]
     if skipped:

@@ -10,6 +10,7 @@ Modules import one way, each only from those above it in this list:
 - `comm_ack`: acknowledging a widget's updates while its cell still awaits;
 - `approval_widget`: the approval prompt of a row (Allow / Always / Deny, or Accept / Reject, with a reason);
 - `question_widget`: the prompt of an AskUserQuestion row (options, "Other", Answer / Skip);
+- `elicitation_form`: an MCP server's form, built from its JSON Schema (Submit / Decline / Cancel);
 - `fallback_prompt`: noticing a prompt no page shows or can answer, and asking through the extension;
 - `call_row`: one row per tool call, kept in bounded blocks;
 - `progress`: the state line under a running agent;

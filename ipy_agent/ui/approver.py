@@ -81,6 +81,8 @@ def with_timeout(approver: Approver, seconds: float | None) -> Approver:
         try:
             return await asyncio.wait_for(maybe_await(approver(request)), timeout=seconds)
         except TimeoutError:
+            if not isinstance(request, PermissionRequest):  # an MCP server's form: nobody answered it
+                return "cancel"
             if _asks_questions(request):
                 return no_person(f"no one answered within {seconds:g} s")
             rule = request.suggested_rule or request.tool_name

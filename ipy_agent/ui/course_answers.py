@@ -15,6 +15,7 @@ first (`NOTICE`), so no reader takes an automatic answer for a person's.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from ipy_agent.permissions.decide import Approver, PermissionAnswer, PermissionRequest
 
 from .approval_widget import ApprovalPrompt
+from .elicitation_form import ElicitationForm
 from .question_widget import QuestionPrompt
 
 __all__ = ["AUTOANSWER_ENV", "NOTICE", "answer_prompt", "autoanswer_env", "autoanswering"]
@@ -40,6 +42,9 @@ def autoanswer_env() -> bool:
 
 def answer_prompt(prompt: ApprovalPrompt, scripted: str | None) -> None:
     """Answer `prompt` through its own buttons, as `scripted` says (None: allow, or the first option)."""
+    if isinstance(prompt, ElicitationForm):
+        answer_form(prompt, scripted)
+        return
     if isinstance(prompt, QuestionPrompt):
         for index, asked in enumerate(prompt.asked):
             labels = [o.label for o in asked.question.options]
@@ -51,6 +56,17 @@ def answer_prompt(prompt: ApprovalPrompt, scripted: str | None) -> None:
         prompt.deny(reason.strip())
     else:
         prompt.allow()
+
+
+def answer_form(form: ElicitationForm, scripted: str | None) -> None:
+    """An MCP server's form: "decline" or "cancel", or a JSON object of the fields to fill in
+    before Submit (None: submit the form as prefilled)."""
+    if scripted in ("decline", "cancel"):
+        (form.decline if scripted == "decline" else form.cancel_form)()
+        return
+    for name, value in (json.loads(scripted) if scripted else {}).items():
+        form.fill(name, value)
+    form.submit()
 
 
 def autoanswering(

@@ -28,6 +28,7 @@ from typing import Any
 import ipywidgets as W
 
 from ipy_agent.loop.turn import INTERRUPTED_NOTICE
+from ipy_agent.mcp.elicitation import ElicitationAnswer, ElicitationRequest
 from ipy_agent.models.base import Usage
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.runtime.conversation import Conversation
@@ -48,6 +49,7 @@ from .approver import no_person
 from .call_row import Blocks, CallRow, shared_html
 from .comm_ack import idle_ack
 from .diff_html import pre_html
+from .elicitation_form import ElicitationForm
 from .fallback_prompt import mark, running_cell_id, watch
 from .progress import Progress
 from .question_widget import QuestionPrompt
@@ -182,6 +184,8 @@ class RunView:
         return row
 
     async def approver(self, request: PermissionRequest) -> PermissionAnswer:
+        if isinstance(request, ElicitationRequest):  # an MCP server's form (ui/elicitation_form.py)
+            return await self._form(request)  # type: ignore[return-value]
         loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[PermissionAnswer] = loop.create_future()
         asks = request.preview is not None and bool(request.preview.questions)
@@ -222,6 +226,30 @@ class RunView:
                 watcher.cancel()
             self.progress.prompt_closed()
             announce_answered(self)
+            self._bring_forward()
+
+    async def _form(self, request: ElicitationRequest) -> ElicitationAnswer:
+        if self.background:
+            return ElicitationAnswer(action="decline", note="a --background run: the person is working elsewhere")
+        loop = self._loop = asyncio.get_running_loop()
+        future: asyncio.Future[ElicitationAnswer] = loop.create_future()
+        form = ElicitationForm(request, loop, future)
+        self.prompts[request.id] = form
+        row = self.row(request.id, f"MCP server {request.server}")
+        self.body.replace(row.widget, row.show_prompt(form))
+        row.set_status("waiting")
+        self.progress.prompt_opened()
+        self._bring_forward()
+        try:
+            answer = await future
+            row.set_status("done")
+            return answer
+        except asyncio.CancelledError:
+            form.cancel()
+            row.set_status("cancelled")
+            raise
+        finally:
+            self.progress.prompt_closed()
             self._bring_forward()
 
     def waiting_prompts(self) -> list[ApprovalPrompt]:

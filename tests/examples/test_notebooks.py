@@ -225,6 +225,12 @@ EXPECT: dict[str, list[str]] = {
         "offered: ['search_notes', 'add_note']",
         "denied by rule 'mcp__notes' (argument)",
         "mcp__notes__add_note -> allowed by rule 'mcp__notes' (argument) | Added note 2.",
+        # A server's form reaches the approver; what the person left out takes the schema's defaults.
+        "[form from library] Borrow 'Dune'?  fields: ['copy', 'weeks', 'reminder'], required: ['copy']",
+        "mcp__library__borrow   -> Lent 'Dune' as ebook for 3 weeks, with a reminder.",
+        "ReadMcpResourceTool    -> Resource library://book/Dune",
+        "prompt block: [the person attached the resource library://rules of library]",
+        "E-books return themselves.",
         'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
     ],
     "13_review_and_rewind": [

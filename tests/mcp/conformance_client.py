@@ -7,7 +7,8 @@ in MCP_CONFORMANCE_CONTEXT. The script is what a person's code would be: an `Age
 server in `mcp_servers` (its `"oauth"` entry for a pre-registered client and a client ID
 metadata document URL), `mcp_authorize` standing in for the person's browser (it follows the
 authorization URL to the redirect), and a scripted model that calls each of the server's tools.
-It exits 1 when a tool call failed. CONFORMANCE_AUTHORIZE=async gives an async
+A server's form (elicitation) is accepted with no content of its own, so the schema's defaults
+are what the server receives. It exits 1 when a tool call failed. CONFORMANCE_AUTHORIZE=async gives an async
 `mcp_authorize`; =link gives none: the link is shown and followed, the redirect comes back to
 the loopback listener.
 """
@@ -24,7 +25,7 @@ from typing import TextIO
 
 import httpx2
 
-from ipy_agent import Agent, ScriptedModel
+from ipy_agent import Agent, ElicitationRequest, ScriptedModel
 from ipy_agent.history.blocks import ContentBlock, Message
 
 SERVER = "conf"
@@ -42,6 +43,13 @@ def authorize(url: str) -> str:
     if not location:
         raise RuntimeError(f"the authorization endpoint did not redirect ({answer.status_code})")
     return str(location)
+
+
+def approver(request: object) -> object:
+    """The person: every form accepted with every field left out (the schema's defaults apply)."""
+    if isinstance(request, ElicitationRequest):
+        return {"action": "accept", "content": {}}
+    return "allow"
 
 
 async def authorize_async(url: str) -> str:
@@ -96,6 +104,7 @@ def main() -> int:
         mcp_servers={SERVER: {"type": "http", "url": url, "oauth": oauth, "startupTimeout": 20, "timeout": 20}},
         mcp_authorize={"sync": authorize, "async": authorize_async, "link": None}[MODE],
         allow=[f"mcp__{SERVER}"],
+        approver=approver,
         instructions=False,
     )
     try:

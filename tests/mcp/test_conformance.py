@@ -46,7 +46,6 @@ SCENARIOS = [
     "auth/2025-03-26-oauth-metadata-backcompat",
     "auth/2025-03-26-oauth-endpoint-fallback",
 ]
-NOT_YET = {"elicitation-sep1034-client-defaults": "elicitation (issue 38, item 2) is not in this branch"}
 
 
 def _unavailable(why: str) -> None:
@@ -101,13 +100,7 @@ def test_the_pinned_suite_has_these_client_scenarios(suite):
     assert found == SCENARIOS
 
 
-@pytest.mark.parametrize(
-    "scenario",
-    [
-        pytest.param(s, marks=pytest.mark.xfail(reason=NOT_YET[s], strict=True)) if s in NOT_YET else s
-        for s in SCENARIOS
-    ],
-)
+@pytest.mark.parametrize("scenario", SCENARIOS)
 def test_client_scenario_passes(suite, scenario, tmp_path):
     _passes(suite, scenario, tmp_path, "sync")
 

@@ -144,6 +144,75 @@ def header(ctx: Context, name: str) -> str:
     return request.headers.get(name, "<none>") if request is not None else "<not http>"
 
 
+# --- what the server asks of the client: elicitation, roots, sampling -------------------------
+SIGNUP = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Your name"},
+        "age": {"type": "integer", "minimum": 0},
+        "score": {"type": "number", "default": 0.5},
+        "subscribe": {"type": "boolean", "default": True},
+        "color": {"type": "string", "enum": ["red", "green"], "default": "green"},
+        "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]}},
+        "api_token": {"type": "string"},
+    },
+    "required": ["name"],
+}
+
+
+@server.tool()
+async def signup(ctx: Context) -> str:
+    """Asks the person a form (elicitation) and reports the answer as JSON."""
+    result = await ctx.session.elicit_form("Who is signing up?", SIGNUP, related_request_id=ctx.request_id)
+    return json.dumps({"action": result.action, "content": result.content})
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def roots(ctx: Context) -> str:
+    """The client's roots (its working directories) as JSON: [[uri, name], ...]."""
+    listed = await ctx.session.list_roots()
+    return json.dumps([[str(r.uri), r.name] for r in listed.roots])
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def sample(ctx: Context) -> str:
+    """Asks the client's model to write something (sampling); reports the error it gets."""
+    from mcp.types import SamplingMessage
+    from mcp.types import TextContent as Text
+
+    try:
+        await ctx.session.create_message(
+            [SamplingMessage(role="user", content=Text(type="text", text="hi"))],
+            max_tokens=10,
+            related_request_id=ctx.request_id,
+        )
+    except Exception as e:
+        return f"sampling failed: {e}"
+    return "sampling worked"
+
+
+# --- resources, a template and a prompt ------------------------------------------------------
+@server.resource("memo://notes", name="notes", description="The team's notes.", mime_type="text/plain")
+def notes() -> str:
+    return "notes: ship on friday"
+
+
+@server.resource("memo://logo", name="logo", mime_type="image/png")
+def logo() -> bytes:
+    return _png()
+
+
+@server.resource("memo://people/{who}", name="person", description="One person's card.")
+def person(who: str) -> str:
+    return f"card of {who}"
+
+
+@server.prompt(description="Review a file for one concern.")
+def review(path: str, focus: str = "bugs") -> str:
+    return f"Review {path} for {focus}."
+
+
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if mode == "stdio":
