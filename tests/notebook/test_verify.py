@@ -19,7 +19,7 @@ import pytest
 from tests.support.frontend import MAGICS, LiveKernel, Panel, cell, connected_kernel, tool_results
 from tests.support.transcript import result_text, use
 
-pytestmark = [pytest.mark.kernel, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.kernel]
 
 
 def write_script(path: Path, turns: list[Any]) -> str:

@@ -57,6 +57,12 @@ def _until(check, what: str, seconds: float = 20) -> None:
             time.sleep(0.02)
 
 
+def _logged_lines(shell) -> int:
+    """Lines in the log as a read sees them: the copier counts bytes (`written`) just after it
+    writes them, so a read may lag the file by a moment; waiting on the file alone was flaky."""
+    return shell.log_path.read_bytes()[: shell.written].count(b"\n")
+
+
 def _wait_for_file(path: Path, what: str) -> str:
     _until(lambda: path.exists() and path.read_text().strip(), what)
     return path.read_text().strip()
@@ -100,7 +106,7 @@ async def test_started_read_twice_with_a_filter_killed_and_its_group_gone(tmp_pa
     assert shell_id == "bash_1"
     child = int(_wait_for_file(tmp_path / "child", "the command's background child"))
     shell = shells_of(ctx.session).get(shell_id)
-    _until(lambda: shell.log_path.read_text().count("\n") >= 3, "the first three lines in the log")
+    _until(lambda: _logged_lines(shell) >= 3, "the first three lines in the log")
 
     first = await _output(ctx, shell_id, r"^epoch")
     assert first.splitlines()[0].startswith(f"[{shell_id}: running for ")
@@ -108,7 +114,7 @@ async def test_started_read_twice_with_a_filter_killed_and_its_group_gone(tmp_pa
     assert "epoch 1 loss 0.9\nepoch 2 loss 0.7" in first and "note:" not in first
 
     go.touch()
-    _until(lambda: shell.log_path.read_text().count("\n") >= 6, "the next three lines in the log")
+    _until(lambda: _logged_lines(shell) >= 6, "the next three lines in the log")
     second = await _output(ctx, shell_id, r"^epoch")
     assert "epoch 3 loss 0.5\nepoch 4 loss 0.4" in second
     assert "epoch 1" not in second and "note:" not in second  # only what is new since the last read
