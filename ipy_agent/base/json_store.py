@@ -1,7 +1,8 @@
 """One JSON object in a file, read whole and replaced whole: where the person's approvals live.
 
 The stores that remember what the person approved (`mcp/trust.py`: project MCP servers;
-`config/settings_approvals.py`: a project settings file's allow rules) each keep one JSON object
+`config/settings_approvals.py`: a project settings file's allow rules; the trusted command hooks
+and plugins, each a `FingerprintStore`) each keep one JSON object
 in the person's settings folder. A file that is missing, unreadable or not an object reads as
 empty (no approvals). An update reads, changes and writes under one process-wide lock, through a
 temporary file in the same folder renamed over the old one, so a crash mid-write leaves the old
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from ipy_agent.history.blocks import JsonObject
 
-__all__ = ["read_object", "section", "update_object"]
+__all__ = ["FingerprintStore", "read_object", "section", "update_object"]
 
 _LOCK = threading.Lock()
 
@@ -55,3 +56,21 @@ def section(data: JsonObject, key: str) -> JsonObject:
     if not isinstance(value, dict):
         value = data[key] = {}
     return value
+
+
+class FingerprintStore:
+    """What the person trusted, each thing named by a key (a file's or folder's path) with the
+    fingerprint of what it was then: trusted while the fingerprint still matches, so a changed
+    file asks again. One section of the JSON object in `path`."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        self.key = key
+
+    def holds(self, name: str, fingerprint: str) -> bool:
+        entries = read_object(self.path).get(self.key)
+        return isinstance(entries, dict) and entries.get(name) == fingerprint
+
+    def keep(self, name: str, fingerprint: str) -> None:
+        """Remember `name` as trusted with `fingerprint`; an OSError is the caller's to report."""
+        update_object(self.path, lambda data: section(data, self.key).__setitem__(name, fingerprint))

@@ -52,8 +52,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ipy_agent.base.json_store import read_object, section, update_object
+from ipy_agent.base.json_store import FingerprintStore
 from ipy_agent.base.paths import settings_dir
+from ipy_agent.config.settings_approvals import yes_on_stdin
 from ipy_agent.contract.decision import Behavior, CallDecision
 from ipy_agent.contract.hooks import HookEvent, HookOutcome, Hooks
 from ipy_agent.contract.tool_context import ToolContext
@@ -209,14 +210,15 @@ class HookTrust:
         return self._path or settings_dir() / "hook_trust.json"
 
     def is_trusted(self, file: HookFile) -> bool:
-        files = read_object(self.path).get("files", {})
-        return isinstance(files, dict) and files.get(str(Path(os.path.abspath(file.path)))) == file.fingerprint()
+        return FingerprintStore(self.path, "files").holds(_key(file), file.fingerprint())
 
     def remember(self, file: HookFile) -> None:
         """Record the trust; an OSError (read-only home) is the caller's to report."""
-        fingerprint = file.fingerprint()
-        where = str(Path(os.path.abspath(file.path)))
-        update_object(self.path, lambda data: section(data, "files").__setitem__(where, fingerprint))
+        FingerprintStore(self.path, "files").keep(_key(file), file.fingerprint())
+
+
+def _key(file: HookFile) -> str:
+    return str(Path(os.path.abspath(file.path)))
 
 
 PROJECT_FILES: tuple[str, ...] = (".ipy_agent/settings.json", ".claude/settings.json", ".claude/settings.local.json")
@@ -264,13 +266,7 @@ def ask_hooks_on_stdin(where: str, commands: list[str]) -> bool:
     """Ask the person whether a project file's command hooks may run; False where nobody can
     answer (no stdin: nbconvert, papermill, a test)."""
     print(f"{where} has command hooks you have not trusted:\n" + "".join(f"  {c}\n" for c in commands))
-    try:
-        answer = input("Let them run as you (remembered until they or their scripts change)? [y/N] ")
-    except KeyboardInterrupt:
-        raise
-    except Exception:  # EOFError, OSError, IPython's StdinNotImplementedError: nobody to ask
-        return False
-    return answer.strip().lower() in ("y", "yes")
+    return yes_on_stdin("Let them run as you (remembered until they or their scripts change)? [y/N] ")
 
 
 def _trusted(file: HookFile) -> HookFile:

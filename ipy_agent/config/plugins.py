@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ipy_agent.base.json_store import read_object, section, update_object
+from ipy_agent.base.json_store import FingerprintStore, read_object
 from ipy_agent.history.blocks import JsonObject
 from ipy_agent.mcp.config import user_config_dir
 
@@ -255,14 +255,10 @@ class PluginTrust:
         return self._path or user_config_dir() / "plugin_trust.json"
 
     def is_trusted(self, folder: Path) -> bool:
-        entry = read_object(self.path).get("plugins")
-        return isinstance(entry, dict) and entry.get(str(folder.resolve())) == plugin_fingerprint(folder.resolve())
+        real = folder.resolve()
+        return FingerprintStore(self.path, "plugins").holds(str(real), plugin_fingerprint(real))
 
     def remember(self, folder: Path) -> None:
         """Trust `folder` as it is now; an OSError (read-only home) is the caller's to report."""
-        fingerprint = plugin_fingerprint(folder.resolve())
-
-        def change(data: JsonObject) -> None:
-            section(data, "plugins")[str(folder.resolve())] = fingerprint
-
-        update_object(self.path, change)
+        real = folder.resolve()
+        FingerprintStore(self.path, "plugins").keep(str(real), plugin_fingerprint(real))

@@ -23,7 +23,7 @@ from ipy_agent.base.json_store import read_object, section, update_object
 from ipy_agent.base.paths import settings_dir
 from ipy_agent.history.blocks import JsonObject
 
-__all__ = ["SettingsApprovals", "allow_fingerprint", "ask_on_stdin"]
+__all__ = ["SettingsApprovals", "allow_fingerprint", "ask_on_stdin", "yes_on_stdin"]
 
 
 def allow_fingerprint(texts: Sequence[str]) -> str:
@@ -68,13 +68,19 @@ def ask_on_stdin(where: str, allow: list[str]) -> bool:
         + "".join(f"  allow {text}\n" for text in allow)
         + "They would let these calls run without asking. Their deny and ask rules apply either way."
     )
+    if yes_on_stdin("Apply these allow rules (remembered until they change)? [y/N] "):
+        return True
+    _DECLINED.add(key)
+    return False
+
+
+def yes_on_stdin(question: str) -> bool:
+    """The person's yes to `question`, typed on stdin; False for anything else and where nobody
+    can answer (no stdin: nbconvert, papermill, a test)."""
     try:
-        answer = input("Apply these allow rules (remembered until they change)? [y/N] ")
+        answer = input(question)
     except KeyboardInterrupt:
         raise
     except Exception:  # EOFError, OSError, IPython's StdinNotImplementedError: nobody to ask
         return False
-    if answer.strip().lower() in ("y", "yes"):
-        return True
-    _DECLINED.add(key)
-    return False
+    return answer.strip().lower() in ("y", "yes")
