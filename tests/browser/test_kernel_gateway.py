@@ -9,11 +9,15 @@ gateway's directory, not the Lab server's: the agent's tools act there, and it s
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,7 +148,7 @@ def test_a_live_edit_approved_on_a_gateway_kernel(gateway_lab, kernel_host, brow
         ],
         ids=["load", "where", "agent", "c1", "end"],
     )
-    page: NotebookPage = gateway_lab.open(browser, "remote.ipynb", ready_timeout=KERNEL_START)
+    page = _open_on_a_started_kernel(gateway_lab, browser, "remote.ipynb", kernel_host[0])
     try:
         page.run(0)
         page.wait_done(0)
@@ -167,3 +171,89 @@ def test_a_live_edit_approved_on_a_gateway_kernel(gateway_lab, kernel_host, brow
         assert page.wait_text(4, "says where:").strip() == "says where: True"  # the prompt names host and directory
     finally:
         page.close()
+
+
+def _open_on_a_started_kernel(lab: JupyterServer, browser: Any, name: str, gateway_url: str) -> NotebookPage:
+    """Open `name` once its gateway kernel answers, as a person opens a notebook whose kernel runs.
+
+    Opened cold, the page's first websocket races the gateway's kernel start: on a loaded machine
+    the Lab server's proxy gave up on the handshake while the kernel was still starting, JupyterLab
+    reconnected once and then waited forever. So the session is started through the Lab server's
+    REST API (the kernel starts on the gateway), the kernel is asked for its kernel_info on the
+    gateway's own websocket until it answers, and only then does the page open and attach to that
+    session. Should the page's handshake still fail, it is reloaded once, as a person would.
+    """
+    started = time.monotonic()
+    session = lab.api(
+        "POST",
+        "sessions",
+        {"path": name, "name": name, "type": "notebook", "kernel": {"name": "python3"}},
+        timeout=KERNEL_START,
+    )
+    kernel_id = session["kernel"]["id"]
+    left = KERNEL_START - (time.monotonic() - started)
+    # Playwright's sync API runs an event loop in this thread: the probe gets a thread of its own.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _until_the_kernel_answers(gateway_url, kernel_id, left)).result()
+    page = NotebookPage(lab, browser.new_page(viewport={"width": 1280, "height": 900}), name)
+    page.page.goto(lab.url(f"lab/tree/{name}?reset"))
+    try:
+        page.wait_ready(TIMEOUT)
+    except AssertionError:
+        page.page.reload()
+        page.wait_ready(TIMEOUT)
+    sessions = [s["kernel"]["id"] for s in lab.api("GET", "sessions")]
+    assert sessions == [kernel_id], f"the page started its own kernel instead of the started one: {sessions}"
+    return page
+
+
+async def _until_the_kernel_answers(gateway_url: str, kernel_id: str, timeout: float) -> None:
+    """Until the kernel answers a kernel_info_request on the gateway's websocket (at most `timeout` s)."""
+    from tornado.websocket import websocket_connect
+
+    ws_url = gateway_url.replace("http://", "ws://") + f"/api/kernels/{kernel_id}/channels"
+    deadline = time.monotonic() + timeout
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        msg_id = uuid.uuid4().hex
+        request = {
+            "header": {
+                "msg_id": msg_id,
+                "msg_type": "kernel_info_request",
+                "username": "test",
+                "session": uuid.uuid4().hex,
+                "date": "",
+                "version": "5.3",
+            },
+            "parent_header": {},
+            "metadata": {},
+            "content": {},
+            "channel": "shell",
+            "buffers": [],
+        }
+        try:
+            conn = await asyncio.wait_for(websocket_connect(ws_url), timeout=30)
+        except Exception as e:  # the gateway may refuse while the kernel starts: try again
+            seen.append(f"connect: {e!r}")
+            await asyncio.sleep(1)
+            continue
+        try:
+            await conn.write_message(json.dumps(request))
+            while time.monotonic() < deadline:
+                raw = await asyncio.wait_for(conn.read_message(), timeout=min(30, max(1, deadline - time.monotonic())))
+                if raw is None:
+                    seen.append("closed by the gateway")
+                    break
+                msg = json.loads(raw)
+                if (
+                    msg.get("parent_header", {}).get("msg_id") == msg_id
+                    and msg["header"]["msg_type"] == "kernel_info_reply"
+                ):
+                    return
+        except TimeoutError:
+            seen.append("no kernel_info_reply within 30 s")
+        finally:
+            conn.close()
+    raise AssertionError(
+        f"the gateway's kernel {kernel_id} did not answer kernel_info within {timeout:.0f} s: {seen[-5:]}"
+    )

@@ -257,11 +257,13 @@ class JupyterServer:
         sep = "&" if "?" in path else "?"
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}{sep}token={self.token}"
 
-    def api(self, method: str, path: str) -> Any:
+    def api(self, method: str, path: str, body: Any = None, *, timeout: float = 30) -> Any:
         import urllib.request
 
-        req = urllib.request.Request(self.url(f"api/{path}"), method=method)
-        with urllib.request.urlopen(req, timeout=30) as r:  # 127.0.0.1 only
+        data = None if body is None else json.dumps(body).encode()
+        headers = {} if body is None else {"Content-Type": "application/json"}
+        req = urllib.request.Request(self.url(f"api/{path}"), data=data, headers=headers, method=method)
+        with urllib.request.urlopen(req, timeout=timeout) as r:  # 127.0.0.1 only
             body = r.read()
         return json.loads(body) if body else None
 
