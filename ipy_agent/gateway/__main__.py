@@ -9,6 +9,9 @@ policy the kernels read (config/policy.py: `/etc/ipy_agent/managed-settings.json
 `--policy FILE`, hold here too: a model outside `availableModels` is refused, and `perDayUsd` /
 `perUserUsd` join `--per-day-usd` / `--per-user-usd` (the smaller wins). A policy file that
 cannot be read stops the gateway from starting.
+
+`--db` is a SQLite file, or a PostgreSQL URL that several replicas share, with the holds of
+their requests in flight; `--hold-seconds` is how long a crashed replica's holds still count.
 """
 
 from __future__ import annotations

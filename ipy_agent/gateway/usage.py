@@ -82,9 +82,7 @@ def engine_url(url: str | Path) -> sa.URL:
             "the gateway keeps its usage in SQLite or PostgreSQL: give a path, a sqlite:/// URL or a "
             f"postgresql:// URL, not {text.split('://')[0]}://..."
         )
-    path = Path(text)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return sa.URL.create("sqlite", database=str(path))
+    return sa.URL.create("sqlite", database=str(Path(text)))
 
 
 def today() -> str:
@@ -135,6 +133,7 @@ class UsageDB:
                 raise ValueError("a PostgreSQL --db needs the psycopg driver: pip install 'ipy_agent[hub]'") from None
             self._engine = sa.create_engine(self.url, pool_pre_ping=True)
         else:
+            Path(self.url.database or ".").parent.mkdir(parents=True, exist_ok=True)
             self._engine = sa.create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
             event.listen(self._engine, "connect", _sqlite_connect)
             event.listen(self._engine, "begin", _sqlite_begin)

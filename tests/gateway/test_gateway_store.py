@@ -276,9 +276,9 @@ def stream_and_stay(url: str) -> socket.socket:
 def test_a_killed_replicas_hold_blocks_until_it_expires_then_no_longer(cluster, replicas, api_server):
     """Alice's budget in all ($0.25) is below one request's hold ($0.30): while her stream on
     replica A runs, replica B refuses her. A is killed mid-stream; its hold, renewed while the
-    stream ran, blocks her on B until it expires (--hold-seconds 4), and then B serves her."""
+    stream ran, blocks her on B until it expires (--hold-seconds 3), and then B serves her."""
     url = fresh_database(cluster)
-    a, b = replicas(url, "--per-user-usd", "0.25", "--hold-seconds", "4")
+    a, b = replicas(url, "--per-user-usd", "0.25", "--hold-seconds", "3")
     db = UsageDB(url)
     api_server.add(Reply(events=answer()[:3], hold_open=True))  # message_start, ping, a block: then silence
     with contextlib.closing(stream_and_stay(a.url)):
