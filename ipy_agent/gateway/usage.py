@@ -13,8 +13,12 @@ new hold in one transaction under the person's lock (`pg_advisory_xact_lock` on 
 `BEGIN IMMEDIATE` on SQLite), so requests spread over replicas cannot all pass the check on the
 same spending: only the one running when a limit is crossed can end past it. `settle()` deletes
 a hold and writes its usage row in one transaction. A hold carries an expiry that its replica
-renews while the response streams (`renew()`); one past its expiry no longer counts, so the
-holds of a replica that crashed stop blocking its people after `hold_seconds`.
+renews while the response streams (`renew()`); one past its expiry no longer holds: it is
+charged in full (a usage row of its held maximum, model `LOST_MODEL`), as any response that ends
+without its final usage is, since the API may well have answered a request whose replica
+crashed. So the holds of a replica that crashed stop blocking its people after `hold_seconds`,
+and what they may have cost is counted once: the expired hold is claimed by one transaction's
+`DELETE ... RETURNING`, and a replica that settles a hold already charged so adds nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ except ImportError as e:  # pragma: no cover - an install without the extra
     raise ImportError("the key gateway needs SQLAlchemy: pip install 'ipy_agent[hub]'") from e
 
 from .charges import BudgetRefusal, Limits, over_budget
+
+LOST_MODEL = "(no final usage: its gateway stopped)"  # the model of a charged expired hold
 
 __all__ = ["LiveHold", "UsageDB", "UsageRow", "engine_url"]
 
@@ -172,7 +178,7 @@ class UsageDB:
         now = time.time()
         with self._engine.begin() as conn:
             self._lock(conn, user)
-            conn.execute(sa.delete(_holds).where(_holds.c.user == user, _holds.c.expires_at < now))
+            self._charge_expired(conn, now, user)
             day, total = self._spent(conn, user)
             refusal = over_budget(user, day, total, self._held(conn, user, now), limits)
             if refusal is not None:
@@ -200,10 +206,12 @@ class UsageDB:
             conn.execute(sa.delete(_holds).where(_holds.c.id == hold_id))
 
     def settle(self, hold_id: int, user: str, model: str, tokens: dict[str, int], usd: float) -> None:
-        """Replace a hold with its usage row, in one transaction (a hold already expired is charged too)."""
+        """Replace a hold with its usage row, in one transaction. A hold that expired before its
+        answer ended was charged its held maximum already (`_charge_expired`): nothing is added."""
         with self._engine.begin() as conn:
             self._lock(conn, user)
-            conn.execute(sa.delete(_holds).where(_holds.c.id == hold_id))
+            if conn.execute(sa.delete(_holds).where(_holds.c.id == hold_id)).rowcount == 0:
+                return
             conn.execute(sa.insert(_usage).values(_usage_row(user, model, tokens, usd)))
 
     def held(self, user: str) -> float:
@@ -232,6 +240,7 @@ class UsageDB:
     def spent(self, user: str) -> tuple[float, float]:
         """(today, in all) in US dollars for `user`."""
         with self._engine.begin() as conn:
+            self._charge_expired(conn, time.time(), user)
             return self._spent(conn, user)
 
     def report(self) -> list[UsageRow]:
@@ -251,6 +260,7 @@ class UsageDB:
             .order_by(sa.func.sum(c.usd).desc(), c.user)
         )
         with self._engine.begin() as conn:
+            self._charge_expired(conn, time.time())
             rows = conn.execute(query).all()
         return [
             UsageRow(
@@ -267,6 +277,15 @@ class UsageDB:
 
     def close(self) -> None:
         self._engine.dispose()
+
+    def _charge_expired(self, conn: sa.Connection, now: float, user: str | None = None) -> None:
+        """Charge the holds past their expiry (of `user`, or everyone's) their held maximum. The
+        delete claims each row once, whichever replica runs it first."""
+        expired = _holds.c.expires_at < now
+        where = expired if user is None else sa.and_(expired, _holds.c.user == user)
+        claimed = conn.execute(sa.delete(_holds).where(where).returning(_holds.c.user, _holds.c.day, _holds.c.usd))
+        for who, day, usd in claimed.all():
+            conn.execute(sa.insert(_usage).values({**_usage_row(who, LOST_MODEL, {}, float(usd)), "day": day}))
 
     def _spent(self, conn: sa.Connection, user: str) -> tuple[float, float]:
         c = _usage.c

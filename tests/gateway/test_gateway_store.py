@@ -173,6 +173,29 @@ def test_an_old_gateways_sqlite_file_is_migrated_with_its_usage_kept(tmp_path):
     assert UsageDB(path).report()[0].requests == 3  # opened again: nothing migrated twice
 
 
+def test_an_expired_hold_is_charged_its_maximum_once_and_a_late_settle_adds_nothing(tmp_path):
+    """A hold whose replica stopped renewing it no longer holds and is charged in full, once,
+    whoever looks first (a report, a new hold); the replica that settles it late adds no second
+    row. Control: a hold that is renewed is not charged."""
+    db = UsageDB(tmp_path / "g.sqlite", hold_seconds=0.05)
+    lost = db.hold("alice", 0.30, Limits())
+    kept = db.hold("bob", 0.20, Limits())
+    assert isinstance(lost, int) and isinstance(kept, int)
+    deadline = Deadline(10)
+    while db.held("alice") and not deadline.passed():
+        db.renew(kept)  # bob's replica lives
+        time.sleep(0.01)
+    db.renew(kept)
+    assert db.held("alice") == 0.0 and db.held("bob") == pytest.approx(0.20)
+    (row,) = db.report()  # the first look charges alice's lost request
+    assert (row.user, row.requests, row.usd) == ("alice", 1, pytest.approx(0.30))
+    assert db.spent("alice") == (pytest.approx(0.30), pytest.approx(0.30))  # a second look: still once
+    db.settle(lost, "alice", SONNET, {"input_tokens": 10}, 0.001)  # its replica was only slow
+    assert [(r.user, r.requests, r.usd) for r in db.report()] == [("alice", 1, pytest.approx(0.30))]
+    refusal = db.hold("alice", 0.01, Limits(per_user=0.25))
+    assert isinstance(refusal, BudgetRefusal) and refusal.spent == pytest.approx(0.30) and refusal.held == 0
+
+
 # --- replicas: real gateway processes on one database ---------------------------------------------
 
 
@@ -273,10 +296,12 @@ def stream_and_stay(url: str) -> socket.socket:
 
 @pytest.mark.hub
 @pytest.mark.timeout(120)
-def test_a_killed_replicas_hold_blocks_until_it_expires_then_no_longer(cluster, replicas, api_server):
+def test_a_killed_replicas_hold_blocks_until_it_expires_then_is_charged(cluster, replicas, api_server):
     """Alice's budget in all ($0.25) is below one request's hold ($0.30): while her stream on
-    replica A runs, replica B refuses her. A is killed mid-stream; its hold, renewed while the
-    stream ran, blocks her on B until it expires (--hold-seconds 3), and then B serves her."""
+    replica A runs, replica B refuses her for what is held. A is killed mid-stream; its hold,
+    renewed while the stream ran, blocks her on B until it expires (--hold-seconds 3). Then it
+    holds nothing, and it is charged its held maximum (the API may have answered it), once: B
+    now refuses her for what she spent."""
     url = fresh_database(cluster)
     a, b = replicas(url, "--per-user-usd", "0.25", "--hold-seconds", "3")
     db = UsageDB(url)
@@ -292,8 +317,10 @@ def test_a_killed_replicas_hold_blocks_until_it_expires_then_no_longer(cluster, 
     error = refused.json()["error"]
     assert error["limit"] == "per_user" and error["held_usd"] == pytest.approx(HELD, abs=1e-6)
     wait_until("the killed replica's hold to expire", lambda: db.held("alice") == 0.0)
-    api_server.add(answer())
-    served = httpx.post(f"{b.url}/v1/messages", content=request_body(), headers={"x-api-key": "tok-alice"})
-    assert served.status_code == 200 and "message_stop" in served.text
-    (row,) = wait_until("replica B to settle its answer", db.report)
-    assert row.requests == 1  # the answer B gave; the killed stream's hold expired uncharged
+    assert db.spent("alice")[1] == pytest.approx(HELD)  # the lost stream, charged its held maximum
+    refused = httpx.post(f"{b.url}/v1/messages", content=request_body(), headers={"x-api-key": "tok-alice"})
+    assert refused.status_code == 429  # $0.30 spent of $0.25: the charge counts
+    error = refused.json()["error"]
+    assert error["spent_usd"] == pytest.approx(HELD, abs=1e-6) and error["held_usd"] == 0
+    (row,) = db.report()
+    assert row.requests == 1 and row.usd == pytest.approx(HELD)  # charged once, not per look
