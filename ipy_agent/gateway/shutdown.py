@@ -1,0 +1,79 @@
+"""Serving until SIGTERM, then stopping gracefully: no new connections, the responses in flight
+finish (up to `drain_seconds`), the ones still running then are cut and charged their held
+maximum, and the process exits 0.
+
+While it drains, the gateway answers a new request on a kept-alive connection with 503 (and
+`x-should-retry: true`, so the SDK retries it, on another replica behind a balancer), and
+`/health` with 503 so a balancer stops sending it any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+import tornado.httpserver
+
+if TYPE_CHECKING:
+    from .server import Gateway
+
+__all__ = ["InFlight", "serve"]
+
+
+class InFlight:
+    """The handler tasks of the requests for messages running now, and whether the gateway stops."""
+
+    def __init__(self) -> None:
+        self.tasks: set[asyncio.Task[object]] = set()
+        self.draining = False
+
+    def track(self) -> None:
+        """Count the running handler's task until it ends (called from its `prepare`)."""
+        task = asyncio.current_task()
+        if task is not None:
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def drain(self, seconds: float) -> int:
+        """Wait up to `seconds` for the tasks to end, then cancel the rest (their handlers settle
+        their holds as they unwind) and wait for them; how many were cut."""
+        self.draining = True
+        running = set(self.tasks)
+        if not running:
+            return 0
+        _, pending = await asyncio.wait(running, timeout=seconds)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+        return len(pending)
+
+
+async def serve(gateway: Gateway, host: str, port: int, *, drain_seconds: float) -> None:
+    """Serve `gateway` on host:port until SIGTERM or SIGINT, then stop as above."""
+    server = tornado.httpserver.HTTPServer(gateway.app())
+    server.listen(port, address=host)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"ipy_agent.gateway: serving on http://{host}:{port}", file=sys.stderr, flush=True)
+    await stop.wait()
+    server.stop()  # the listening socket closes: no new connections
+    gateway.in_flight.draining = True
+    print(
+        f"ipy_agent.gateway: stopping; {len(gateway.in_flight.tasks)} responses in flight, "
+        f"waiting up to {drain_seconds:g} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    cut = await gateway.in_flight.drain(drain_seconds)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(server.close_all_connections(), timeout=5)
+    await gateway.aclose()
+    print(
+        f"ipy_agent.gateway: stopped ({cut} responses cut and charged their held maximum)", file=sys.stderr, flush=True
+    )
