@@ -20,17 +20,10 @@ from ipy_agent.gateway.usage import UsageDB
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
 from tests.support.sse_server import ReplayServer, Reply, message_events
-from tests.support.waits import waiting_for
+from tests.support.waits import free_port, waiting_for
 
 SONNET = "claude-sonnet-4-5"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def line_with(stream: IO[str], text: str) -> str:
