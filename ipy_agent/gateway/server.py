@@ -62,10 +62,10 @@ from .charges import (
     strictest,
     usage_of,
 )
+from .in_flight import InFlight
 from .logs import RequestRecord, log_request
 from .metrics import CONTENT_TYPE, Metrics
 from .policy_files import PolicyFiles
-from .shutdown import InFlight
 from .usage import UsageDB
 
 __all__ = ["Gateway"]

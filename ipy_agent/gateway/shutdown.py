@@ -13,43 +13,12 @@ import asyncio
 import contextlib
 import signal
 import sys
-from typing import TYPE_CHECKING
 
 import tornado.httpserver
 
-if TYPE_CHECKING:
-    from .server import Gateway
+from .server import Gateway
 
-__all__ = ["InFlight", "serve"]
-
-
-class InFlight:
-    """The handler tasks of the requests for messages running now, and whether the gateway stops."""
-
-    def __init__(self) -> None:
-        self.tasks: set[asyncio.Task[object]] = set()
-        self.draining = False
-
-    def track(self) -> None:
-        """Count the running handler's task until it ends (called from its `prepare`)."""
-        task = asyncio.current_task()
-        if task is not None:
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-
-    async def drain(self, seconds: float) -> int:
-        """Wait up to `seconds` for the tasks to end, then cancel the rest (their handlers settle
-        their holds as they unwind) and wait for them; how many were cut."""
-        self.draining = True
-        running = set(self.tasks)
-        if not running:
-            return 0
-        _, pending = await asyncio.wait(running, timeout=seconds)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending)
-        return len(pending)
+__all__ = ["serve"]
 
 
 async def serve(gateway: Gateway, host: str, port: int, *, drain_seconds: float) -> None:
