@@ -24,6 +24,7 @@ from ipy_agent.gateway.usage import UsageDB
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
 from tests.support.sse_server import ReplayServer, Reply, message_events
+from tests.support.waits import waiting_for
 
 SONNET = "claude-sonnet-4-5"
 PROMPT_MARKER = "PROMPT-MARKER-7f3a"
@@ -146,25 +147,58 @@ def test_an_open_hold_shows_while_its_stream_runs(start, api_server):
     assert samples(url)[("ipy_agent_gateway_holds_open", ())] == 0
 
 
-def test_one_json_log_line_per_request_without_the_prompt_the_answer_the_token_or_the_key(start, api_server, caplog):
+class Lines(logging.Handler):
+    """The gateway logger's records, as they are written (from the gateway's thread)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.written = threading.Condition()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self.written:
+            self.records.append(record)
+            self.written.notify_all()
+
+    def wait(self, count: int) -> list[logging.LogRecord]:
+        with waiting_for(f"{count} lines on the gateway's logger"), self.written:
+            assert self.written.wait_for(lambda: len(self.records) >= count, 20), self.records
+            return list(self.records)
+
+
+@pytest.fixture
+def gateway_log() -> Iterator[Lines]:
+    logger = logging.getLogger("ipy_agent.gateway")
+    lines, level = Lines(), logger.level
+    logger.addHandler(lines)
+    logger.setLevel(logging.INFO)
+    yield lines
+    logger.removeHandler(lines)
+    logger.setLevel(level)
+
+
+def test_one_json_log_line_per_request_without_the_prompt_the_answer_the_token_or_the_key(
+    start, api_server, gateway_log, caplog
+):
+    caplog.set_level(logging.DEBUG)  # and every other logger's records, at every level
     url, _gw = start()
     api_server.add(answer())
-    with caplog.at_level(logging.INFO, logger="ipy_agent.gateway"):
-        response = ask(url)
-        assert response.status_code == 200 and ANSWER_MARKER in response.text  # the markers did pass
-        assert PROMPT_MARKER in json.dumps(api_server.requests[0].body)
-        assert ask(url, "claude-opus-4-1", token="tok-nobody").status_code == 401
-        usage = httpx.get(f"{url}/usage", headers={"x-api-key": TOKEN}, timeout=10).json()
-    lines = [r.getMessage() for r in caplog.records if r.name == "ipy_agent.gateway"]
-    assert len(lines) == 3
-    served, unknown, usage_line = (json.loads(line) for line in lines)
+    response = ask(url)
+    assert response.status_code == 200 and ANSWER_MARKER in response.text  # the markers did pass
+    assert PROMPT_MARKER in json.dumps(api_server.requests[0].body)
+    assert ask(url, "claude-opus-4-1", token="tok-nobody").status_code == 401
+    usage = httpx.get(f"{url}/usage", headers={"x-api-key": TOKEN}, timeout=10).json()
+    records = gateway_log.wait(3)
+    assert len(records) == 3
+    served, unknown, usage_line = (json.loads(r.getMessage()) for r in records)
     assert served["user"] == "alice" and served["model"] == SONNET and served["status"] == 200
     assert served["tokens"] == {"input_tokens": 500, "output_tokens": 40} and served["charged"] == "usage"
     assert served["usd"] == pytest.approx(usage["total_usd"]) and served["refusal"] is None
     assert served["latency_ms"] > 0 and served["upstream_ttfb_ms"] > 0
     assert unknown["status"] == 401 and unknown["refusal"] == "auth" and unknown["user"] is None
     assert usage_line["path"] == "usage" and usage_line["status"] == 200
-    everything = "\n".join(r.getMessage() + str(r.args) for r in caplog.records)
+    everything = "\n".join(r.getMessage() + str(r.args) for r in [*records, *caplog.records])
+    assert any(r.name.startswith("httpx") for r in caplog.records)  # the other loggers were captured
     for secret in (PROMPT_MARKER, ANSWER_MARKER, TOKEN, "tok-nobody", REAL_KEY):
         assert secret not in everything
 
