@@ -25,6 +25,10 @@ A response is charged its reported usage only when that usage arrived whole: a s
 that ends without it (the client hung up mid-stream, the upstream connection was cut, a body
 cut short, an error event in the stream) is charged the whole hold, so hanging up early never
 pays less than finishing. An error status from the API is not billed and is charged nothing.
+
+`GET {prefix}/health` and `/metrics` (metrics.py) are for the administrator's probes and
+Prometheus; every request to the API's paths and `/usage` is one line on the gateway's logger
+(logs.py), written by tornado's `log_function` once its charge is known.
 """
 
 from __future__ import annotations
@@ -293,13 +297,6 @@ class MessagesHandler(_Base):
         if gw.in_flight.draining:  # a request on a kept-alive connection while the gateway stops
             self.set_header("x-should-retry", "true")
             self.refuse(503, "overloaded_error", "the key gateway is stopping; try again", reason="stopping")
-        elif (unreadable := gw.policy_unreadable()) is not None:
-            self.refuse(
-                503,
-                "api_error",
-                f"the key gateway cannot read its managed policy: {unreadable}",
-                reason="policy_unreadable",
-            )
 
     async def post(self, count_tokens: str | None = None) -> None:
         user = await self.who()
@@ -316,6 +313,10 @@ class MessagesHandler(_Base):
         request = request if isinstance(request, dict) else {}
         if self.record is not None:
             self.record.model = str(request.get("model") or "")
+        if (unreadable := gw.policy_unreadable()) is not None:  # fail closed, as the kernels do
+            message = f"the key gateway cannot read its managed policy: {unreadable}"
+            self.refuse(503, "api_error", message, reason="policy_unreadable")
+            return
         if (refused := gw.model_refused(str(request.get("model") or ""))) is not None:
             self.refuse(403, "permission_error", refused)
             return
