@@ -2,8 +2,8 @@
 
 The kernels re-read the policy before each run (config/policy.py); the gateway, which runs for
 weeks, does the same before each request: it looks at each file's inode, size and modification
-time (and whether it exists: a file replaced by a rename is seen too), and reads them all again with the kernels' own reader (`load_policy`)
-when any differs. A file that appears is enforced from the next request; one that can no longer
+time (and whether it exists: a file replaced by a rename is seen too), and reads them all again
+with the kernels' own reader (`load_policy`) when any differs. A file that appears is enforced from the next request; one that can no longer
 be read stops every request (503, fail closed) until it is fixed, as it stops the kernels' runs.
 """
 
