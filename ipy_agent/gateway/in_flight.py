@@ -23,14 +23,20 @@ class InFlight:
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
-    async def drain(self, seconds: float) -> int:
-        """Wait up to `seconds` for the tasks to end, then cancel the rest (their handlers settle
-        their holds as they unwind) and wait for them; how many were cut."""
+    async def drain(self, seconds: float, hurry: asyncio.Event | None = None) -> int:
+        """Wait up to `seconds` (or until `hurry` is set) for the tasks to end, then cancel the
+        rest (their handlers settle their holds as they unwind) and wait for them; how many were cut."""
         self.draining = True
-        running = set(self.tasks)
-        if not running:
-            return 0
-        _, pending = await asyncio.wait(running, timeout=seconds)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        pending = set(self.tasks)
+        hurried = asyncio.ensure_future((hurry or asyncio.Event()).wait())
+        try:
+            while pending and not hurried.done() and (left := deadline - loop.time()) > 0:
+                done, _ = await asyncio.wait({*pending, hurried}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                pending -= done
+        finally:
+            hurried.cancel()
         for task in pending:
             task.cancel()
         if pending:

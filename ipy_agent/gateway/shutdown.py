@@ -1,6 +1,8 @@
-"""Serving until SIGTERM, then stopping gracefully: no new connections, the responses in flight
-finish (up to `drain_seconds`), the ones still running then are cut and charged their held
-maximum, and the process exits 0.
+"""Serving until SIGTERM (or SIGINT), then stopping gracefully: no new connections, the responses
+in flight finish (up to `drain_seconds`), the ones still running then are cut and charged their
+held maximum, and the process exits 0. A second signal cuts them at once. (JupyterHub stops a
+service it runs with SIGINT, then SIGTERM 30 s later; Kubernetes with SIGTERM, then SIGKILL after
+the pod's grace period, 30 s by default: the default drain of 25 s fits both.)
 
 While it drains, the gateway answers a new request on a kept-alive connection with 503 (and
 `x-should-retry: true`, so the SDK retries it, on another replica behind a balancer), and
@@ -33,13 +35,16 @@ async def serve(gateway: Gateway, host: str, port: int, *, drain_seconds: float)
     await stop.wait()
     server.stop()  # the listening socket closes: no new connections
     gateway.in_flight.draining = True
+    hurry = asyncio.Event()  # a second signal: cut the responses in flight now
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, hurry.set)
     print(
         f"ipy_agent.gateway: stopping; {len(gateway.in_flight.tasks)} responses in flight, "
         f"waiting up to {drain_seconds:g} s",
         file=sys.stderr,
         flush=True,
     )
-    cut = await gateway.in_flight.drain(drain_seconds)
+    cut = await gateway.in_flight.drain(drain_seconds, hurry)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(server.close_all_connections(), timeout=5)
     await gateway.aclose()

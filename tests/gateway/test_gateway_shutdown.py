@@ -54,6 +54,22 @@ def open_stream(port: int, token: str) -> socket.socket:
     return sock
 
 
+def start_gateway(
+    tmp_path: Path, api_server: ReplayServer, *, drain_seconds: float
+) -> tuple[subprocess.Popen[str], list[str], dict[str, str], int]:
+    """`python -m ipy_agent.gateway` for alice (tok-a) and bob (tok-b): (process, command, env, port)."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-a": "alice", "tok-b": "bob"}))
+    port = free_port()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT), "ANTHROPIC_API_KEY": "sk-real"}
+    command = [sys.executable, "-m", "ipy_agent.gateway", "--port", str(port), "--db", str(tmp_path / "usage.sqlite")]
+    command += ["--tokens", str(tokens), "--upstream", api_server.url, "--drain-seconds", str(drain_seconds)]
+    gateway = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert gateway.stderr is not None
+    line_with(gateway.stderr, "serving on")
+    return gateway, command, env, port
+
+
 def read_to_end(sock: socket.socket) -> bytes:
     seen = b""
     while data := sock.recv(4096):
@@ -72,20 +88,10 @@ def test_sigterm_lets_a_response_finish_cuts_the_one_past_the_bound_settles_both
     finishing[-2].gate = gate  # its message_delta waits until the gateway has been told to stop
     endless = message_events([{"type": "text", "text": "never"}], usage={"input_tokens": 300}, end=False)
     api_server.add(finishing, Reply(events=endless, hold_open=True))
-    tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({"tok-a": "alice", "tok-b": "bob"}))
-    db, port = tmp_path / "usage.sqlite", free_port()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": str(ROOT),
-        "ANTHROPIC_API_KEY": "sk-real",
-    }
-    command = [sys.executable, "-m", "ipy_agent.gateway", "--port", str(port), "--db", str(db)]
-    command += ["--tokens", str(tokens), "--upstream", api_server.url, "--drain-seconds", "2"]
-    gateway = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    gateway, command, env, port = start_gateway(tmp_path, api_server, drain_seconds=2)
+    db = tmp_path / "usage.sqlite"
     try:
         assert gateway.stderr is not None and gateway.stdout is not None
-        line_with(gateway.stderr, "serving on")
         alice, bob = open_stream(port, "tok-a"), open_stream(port, "tok-b")
         gateway.send_signal(signal.SIGTERM)
         assert "2 responses in flight" in line_with(gateway.stderr, "stopping")
@@ -112,3 +118,26 @@ def test_sigterm_lets_a_response_finish_cuts_the_one_past_the_bound_settles_both
         estimate_cost(SONNET, Usage(input_tokens=rows["bob"].input_tokens, output_tokens=2000))
     )
     assert {(entry["user"], entry["charged"]) for entry in log} == {("alice", "usage"), ("bob", "held_maximum")}
+
+
+@pytest.mark.timeout(90)
+def test_a_second_signal_cuts_the_responses_in_flight_at_once_and_charges_them(tmp_path, api_server: ReplayServer):
+    endless = message_events([{"type": "text", "text": "never"}], usage={"input_tokens": 300}, end=False)
+    api_server.add(Reply(events=endless, hold_open=True))
+    gateway, _command, _env, port = start_gateway(tmp_path, api_server, drain_seconds=600)
+    try:
+        assert gateway.stderr is not None
+        bob = open_stream(port, "tok-b")
+        gateway.send_signal(signal.SIGINT)  # as JupyterHub stops a service it runs
+        assert "1 responses in flight, waiting up to 600 s" in line_with(gateway.stderr, "stopping")
+        gateway.send_signal(signal.SIGTERM)  # the second: no more waiting
+        assert "1 responses cut" in line_with(gateway.stderr, "stopped")
+        assert gateway.wait(30) == 0
+        assert b"message_stop" not in read_to_end(bob)
+        bob.close()
+    finally:
+        if gateway.poll() is None:
+            gateway.kill()
+            gateway.wait(10)
+    (row,) = UsageDB(tmp_path / "usage.sqlite").report()
+    assert (row.user, row.output_tokens) == ("bob", 2000)  # the held maximum
