@@ -9,7 +9,13 @@ Modules import one way, each only from those above it in this list:
 - `charges`: budgets, the hold of a request in flight, the usage read from a response, refusals;
 - `usage`: the store (SQLite or PostgreSQL): tokens and cost per person and day, and the holds of
   the requests in flight, shared by every replica on one database;
-- `auth`: who a token belongs to: the Hub's API, or a file of tokens;
-- `server`: the HTTP service (tornado): authenticate, check the policy and the budget, forward, charge;
+- `auth`: who a token belongs to: the Hub's API (a bounded cache with a TTL), or a file of tokens;
+- `logs`: one JSON line per request, without prompts, answers, tokens or keys;
+- `metrics`: the counters of `/metrics`, in Prometheus's text format;
+- `policy_files`: the managed policy's files, read again when they change;
+- `in_flight`: the requests running now, what a graceful shutdown waits for;
+- `server`: the HTTP service (tornado): authenticate, check the policy and the budget, forward,
+  charge; `/usage`, `/health`, `/metrics`;
+- `shutdown`: serving until SIGTERM, then draining the requests in flight;
 - `__main__`: the command line.
 """

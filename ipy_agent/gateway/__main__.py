@@ -7,8 +7,9 @@ machine). As a Hub service (JUPYTERHUB_API_URL set) tokens are checked with the 
 `--tokens FILE` maps tokens to names. `--report` prints everyone's usage and exits. The managed
 policy the kernels read (config/policy.py: `/etc/ipy_agent/managed-settings.json`, ...), and any
 `--policy FILE`, hold here too: a model outside `availableModels` is refused, and `perDayUsd` /
-`perUserUsd` join `--per-day-usd` / `--per-user-usd` (the smaller wins). A policy file that
-cannot be read stops the gateway from starting.
+`perUserUsd` join `--per-day-usd` / `--per-user-usd` (the smaller wins); the files are read
+again when they change. A policy file that cannot be read stops the gateway from starting.
+SIGTERM stops it gracefully (shutdown.py): the responses in flight get `--drain-seconds` to end.
 
 `--db` is a SQLite file, or a PostgreSQL URL that several replicas share, with the holds of
 their requests in flight; `--hold-seconds` is how long a crashed replica's holds still count.
@@ -21,15 +22,12 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .server import Gateway
-
-__all__ = ["main"]
+__all__ = ["main", "parser"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line (docs/deploy tests check the command lines they hold with it)."""
     parser = argparse.ArgumentParser(prog="python -m ipy_agent.gateway", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("IPY_AGENT_GATEWAY_PORT", "10101")))
@@ -55,14 +53,26 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="a managed policy (availableModels, budget) besides those the kernels read; repeatable",
     )
+    parser.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=25.0,
+        help="on SIGTERM, how long responses in flight may run on before they are cut (default 25)",
+    )
     parser.add_argument("--report", action="store_true", help="print usage per user and exit")
-    args = parser.parse_args(argv)
+    return parser
 
-    from ipy_agent.config.policy import PolicyError, load_policy, policy_paths
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    from ipy_agent.config.policy import PolicyError, policy_paths
 
     from .auth import Authenticator, HubAuth, TokenFile
     from .charges import Limits
+    from .logs import log_to
     from .server import Gateway
+    from .shutdown import serve
     from .usage import UsageDB
 
     try:
@@ -83,30 +93,20 @@ def main(argv: list[str] | None = None) -> int:
         print("ipy_agent.gateway: give --tokens FILE, or run it as a JupyterHub service", file=sys.stderr)
         return 2
     try:  # the policy files the kernels read, and those given: the strictest of them holds
-        policy = load_policy([*policy_paths(), *(Path(p) for p in args.policy)])
-    except PolicyError as e:
-        print(f"ipy_agent.gateway: {e}", file=sys.stderr)
-        return 2
-    try:
         gateway = Gateway(
             api_key=os.environ.get("ANTHROPIC_API_KEY", ""),
             auth=auth,
             db=db,
             limits=Limits(per_day=args.per_day_usd, per_user=args.per_user_usd),
             upstream=args.upstream,
-            policy=policy,
+            policy_paths=[*policy_paths(), *(Path(p) for p in args.policy)],
         )
-    except ValueError as e:
+    except (PolicyError, ValueError) as e:
         print(f"ipy_agent.gateway: {e}", file=sys.stderr)
         return 2
-    asyncio.run(_serve(gateway, args.host, args.port))
+    log_to(sys.stdout)
+    asyncio.run(serve(gateway, args.host, args.port, drain_seconds=args.drain_seconds))
     return 0
-
-
-async def _serve(gateway: Gateway, host: str, port: int) -> None:
-    gateway.app().listen(port, address=host)
-    print(f"ipy_agent.gateway: serving on http://{host}:{port}", file=sys.stderr, flush=True)
-    await asyncio.Event().wait()
 
 
 if __name__ == "__main__":

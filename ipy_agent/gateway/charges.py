@@ -17,12 +17,15 @@ from typing import Literal
 from ipy_agent.config.policy import Policy
 from ipy_agent.history.blocks import JsonObject, JsonValue
 from ipy_agent.models.base import Usage
+from ipy_agent.models.pricing import estimate_cost
 
 __all__ = [
     "BudgetRefusal",
+    "Charge",
     "Hold",
     "Limits",
     "SseUsage",
+    "charge_of",
     "max_tokens_of",
     "over_budget",
     "strictest",
@@ -78,6 +81,16 @@ class BudgetRefusal:
                 "resets_at": self.resets_at.isoformat().replace("+00:00", "Z") if self.resets_at else None,
             },
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Charge:
+    """What a response was charged (as `Gateway.settle` charges it), for the logs and metrics."""
+
+    how: Literal["usage", "held_maximum", "nothing"]
+    model: str
+    tokens: dict[str, int]
+    usd: float
 
 
 class SseUsage:
@@ -168,6 +181,19 @@ def usage_of(tokens: dict[str, int]) -> Usage:
 def max_tokens_of(request: JsonObject) -> int:
     value = request.get("max_tokens")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else _NO_MAX_TOKENS
+
+
+def charge_of(hold: Hold, usage: SseUsage, *, billed: bool) -> Charge:
+    """Its reported usage when it came whole, else the whole hold; nothing for an API error."""
+    model = usage.model or hold.model
+    if not billed:
+        return Charge(how="nothing", model=model, tokens={}, usd=0.0)
+    if usage.final:
+        return Charge(
+            how="usage", model=model, tokens=dict(usage.tokens), usd=estimate_cost(model, usage_of(usage.tokens))
+        )
+    tokens = {"input_tokens": hold.input_tokens, "output_tokens": hold.output_tokens}
+    return Charge(how="held_maximum", model=model, tokens=tokens, usd=hold.usd)
 
 
 def strictest(limits: Limits, policy: Policy) -> Limits:

@@ -27,6 +27,10 @@ A response is charged its reported usage only when that usage arrived whole: a s
 that ends without it (the client hung up mid-stream, the upstream connection was cut, a body
 cut short, an error event in the stream) is charged the whole hold, so hanging up early never
 pays less than finishing. An error status from the API is not billed and is charged nothing.
+
+`GET {prefix}/health` and `/metrics` (metrics.py) are for the administrator's probes and
+Prometheus; every request to the API's paths and `/usage` is one line on the gateway's logger
+(logs.py), written by tornado's `log_function` once its charge is known.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ import asyncio
 import datetime as dt
 import json
 import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import httpx
 import tornado.httpserver
@@ -49,7 +56,21 @@ from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
 
 from .auth import Authenticator
-from .charges import BudgetRefusal, Hold, Limits, SseUsage, max_tokens_of, strictest, usage_of
+from .charges import (
+    BudgetRefusal,
+    Charge,
+    Hold,
+    Limits,
+    SseUsage,
+    charge_of,
+    max_tokens_of,
+    strictest,
+    usage_of,
+)
+from .in_flight import InFlight
+from .logs import RequestRecord, log_request
+from .metrics import CONTENT_TYPE, Metrics
+from .policy_files import PolicyFiles
 from .usage import UsageDB
 
 __all__ = ["Gateway"]
@@ -71,14 +92,20 @@ class Gateway:
         limits: Limits | None = None,
         upstream: str = "",
         policy: Policy | None = None,
+        policy_paths: Sequence[Path] | None = None,
     ) -> None:
+        """`policy`: the managed policy in force; or `policy_paths`, its files, read again when they change."""
         if not api_key:
             raise ValueError("the gateway needs the real API key: set ANTHROPIC_API_KEY in its environment")
         self.api_key = api_key
         self.auth = auth
         self.db = db
-        self.policy = policy or Policy()
-        self.limits = strictest(limits or Limits(), self.policy)
+        self.policy_files = PolicyFiles(policy_paths) if policy_paths is not None else None
+        self.policy = self.policy_files.policy if self.policy_files else policy or Policy()
+        self.command_limits = limits or Limits()
+        self.limits = strictest(self.command_limits, self.policy)
+        self.metrics = Metrics()
+        self.in_flight = InFlight()
         self.upstream = (upstream or "https://api.anthropic.com").rstrip("/")
         self.client: httpx.AsyncClient | None = None
         self.ended = 0  # responses settled (charged or not), for whoever waits on `settled`
@@ -86,8 +113,41 @@ class Gateway:
 
     def app(self) -> tornado.web.Application:
         return tornado.web.Application(
-            [(r".*/v1/messages(/count_tokens)?", MessagesHandler), (r".*/usage", UsageHandler)], gateway=self
+            [
+                (r".*/v1/messages(/count_tokens)?", MessagesHandler),
+                (r".*/usage", UsageHandler),
+                (r".*/health", HealthHandler),
+                (r".*/metrics", MetricsHandler),
+            ],
+            gateway=self,
+            log_function=self.observe,
         )
+
+    def observe(self, handler: tornado.web.RequestHandler) -> None:
+        """A request has been answered: its log line and its counts (tornado's `log_function`)."""
+        if not isinstance(handler, _Base) or (record := handler.record) is None:
+            return  # /health and /metrics are neither logged nor counted
+        if handler.charge_pending or handler.observed:
+            return  # a response's line waits for its charge, after its last byte
+        handler.observed = True
+        record.status = handler.get_status()
+        record.latency_ms = handler.request.request_time() * 1000
+        self.metrics.count(record)
+        log_request(record)
+
+    def policy_unreadable(self) -> str | None:
+        """Read the policy files again if they changed; why they cannot be read, or None."""
+        if self.policy_files is None or self.policy_files.refresh():
+            if self.policy_files is not None and self.policy is not self.policy_files.policy:
+                self.policy = self.policy_files.policy
+                self.limits = strictest(self.command_limits, self.policy)
+            return None
+        return self.policy_files.error
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
 
     def model_refused(self, model: str) -> str | None:
         """Why the managed policy does not let `model` through (its availableModels), or None."""
@@ -172,13 +232,22 @@ class Gateway:
         return f"http://{host}:{port}", thread, loop
 
 
+_REASONS = {"authentication_error": "auth", "permission_error": "model", "invalid_request_error": "bad_request"}
+
+
 class _Base(tornado.web.RequestHandler):
+    record: RequestRecord | None = None
+    charge_pending = False  # a hold is taken and not yet settled
+    observed = False
+
     @property
     def gateway(self) -> Gateway:
         gw: Gateway = self.settings["gateway"]
         return gw
 
-    def refuse(self, status: int, kind: str, message: str) -> None:
+    def refuse(self, status: int, kind: str, message: str, *, reason: str | None = None) -> None:
+        if self.record is not None:
+            self.record.refusal = reason or _REASONS.get(kind)
         self.set_status(status)
         self.set_header("content-type", "application/json")
         self.finish(json.dumps({"type": "error", "error": {"type": kind, "message": message}}))
@@ -188,6 +257,8 @@ class _Base(tornado.web.RequestHandler):
         headers = self.request.headers
         token = headers.get("x-api-key", "") or headers.get("authorization", "").removeprefix("Bearer ").strip()
         user = await self.gateway.auth.user(token) if token else None
+        if self.record is not None:
+            self.record.user = user
         if user is None:
             self.refuse(
                 401,
@@ -226,6 +297,14 @@ class MessagesHandler(_Base):
         if self.copying is not None:
             self.copying.cancel()
 
+    def prepare(self) -> None:
+        gw = self.gateway
+        gw.in_flight.track()
+        self.record = RequestRecord(path=self.request.path.rsplit("/v1/", 1)[-1])
+        if gw.in_flight.draining:  # a request on a kept-alive connection while the gateway stops
+            self.set_header("x-should-retry", "true")
+            self.refuse(503, "overloaded_error", "the key gateway is stopping; try again", reason="stopping")
+
     async def post(self, count_tokens: str | None = None) -> None:
         user = await self.who()
         if user is None:
@@ -239,6 +318,12 @@ class MessagesHandler(_Base):
         except ValueError:
             request = {}
         request = request if isinstance(request, dict) else {}
+        if self.record is not None:
+            self.record.model = str(request.get("model") or "")
+        if (unreadable := gw.policy_unreadable()) is not None:  # fail closed, as the kernels do
+            message = f"the key gateway cannot read its managed policy: {unreadable}"
+            self.refuse(503, "api_error", message, reason="policy_unreadable")
+            return
         if (refused := gw.model_refused(str(request.get("model") or ""))) is not None:
             self.refuse(403, "permission_error", refused)
             return
@@ -250,6 +335,8 @@ class MessagesHandler(_Base):
         if isinstance(hold, BudgetRefusal):
             self.refuse_budget(hold)
             return
+        gw.metrics.holds_open += 1
+        self.charge_pending = True
         usage, billed = SseUsage(), True  # billed until the API is known to have answered with an error
         renewing = asyncio.ensure_future(gw.keep_holding(hold))
         try:
@@ -260,9 +347,20 @@ class MessagesHandler(_Base):
                 gw.settle(user, hold, usage)
             else:
                 gw.release(hold)
+            gw.metrics.holds_open -= 1
+            self._charged(charge_of(hold, usage, billed=billed))
             gw.ended_one()
 
+    def _charged(self, charge: Charge) -> None:
+        self.charge_pending = False
+        if self.record is not None:
+            self.record.model, self.record.tokens = charge.model, charge.tokens
+            self.record.usd, self.record.charged = charge.usd, charge.how
+        self.gateway.observe(self)
+
     def refuse_budget(self, over: BudgetRefusal) -> None:
+        if self.record is not None:
+            self.record.refusal = f"budget_{over.limit}"
         self.set_status(429)
         self.set_header("content-type", "application/json")
         self.set_header("x-should-retry", "false")  # the SDK would retry a 429
@@ -277,11 +375,14 @@ class MessagesHandler(_Base):
         headers["x-api-key"] = gw.api_key
         url = f"{gw.upstream}/v1/messages{count_tokens or ''}"
         request = gw.http().build_request("POST", url, content=self.request.body, headers=headers)
+        sent = time.perf_counter()
         try:
             response = await gw.http().send(request, stream=True)
         except httpx.HTTPError as e:
             self.refuse(502, "api_error", f"the key gateway could not reach the API: {e}")
             return False
+        if self.record is not None:
+            self.record.upstream_ttfb_ms = (time.perf_counter() - sent) * 1000
         cut = False
         try:
             self.set_status(response.status_code)
@@ -322,6 +423,9 @@ class MessagesHandler(_Base):
 
 
 class UsageHandler(_Base):
+    def prepare(self) -> None:
+        self.record = RequestRecord(path="usage")
+
     async def get(self) -> None:
         """The caller's own spending: {"user", "today_usd", "total_usd", "limits"}."""
         user = await self.who()
@@ -337,3 +441,24 @@ class UsageHandler(_Base):
                 "limits": {"per_day_usd": limits.per_day, "per_user_usd": limits.per_user},
             }
         )
+
+
+class HealthHandler(_Base):
+    def get(self) -> None:
+        """200 {"ok": true, "store": "reachable"} while the gateway serves and its store answers; else 503."""
+        store = "reachable"
+        try:
+            self.gateway.db.ping()
+        except Exception:
+            store = "unreachable"
+        stopping = self.gateway.in_flight.draining
+        ok = store == "reachable" and not stopping
+        self.set_status(200 if ok else 503)
+        self.finish({"ok": ok, "store": store, "stopping": stopping})
+
+
+class MetricsHandler(_Base):
+    def get(self) -> None:
+        """The counters of metrics.py in Prometheus's text format."""
+        self.set_header("content-type", CONTENT_TYPE)
+        self.finish(self.gateway.metrics.render())

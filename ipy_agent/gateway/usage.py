@@ -143,6 +143,7 @@ class UsageDB:
             self._engine = sa.create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
             event.listen(self._engine, "connect", _sqlite_connect)
             event.listen(self._engine, "begin", _sqlite_begin)
+        self._closed = False
         self._migrate()
 
     def __repr__(self) -> str:
@@ -275,7 +276,15 @@ class UsageDB:
             for r in rows
         ]
 
+    def ping(self) -> None:
+        """Raise unless the database answers (what `/health` asks)."""
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        with self._engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+
     def close(self) -> None:
+        self._closed = True
         self._engine.dispose()
 
     def _charge_expired(self, conn: sa.Connection, now: float, user: str | None = None) -> None:

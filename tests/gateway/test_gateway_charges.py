@@ -109,9 +109,16 @@ def hang_up_after_first_events(url: str, body: bytes) -> bytes:
     return seen
 
 
-def the_row(gw: Gateway, db: UsageDB) -> UsageRow:
+def the_row(gw: Gateway, db: UsageDB, url: str) -> UsageRow:
+    """The one usage row `--report` prints, checked against what `/usage` shows alice."""
     assert gw.wait_ended(1, 20), "the gateway did not settle the response"
     (row,) = db.report()
+    shown = httpx.get(f"{url}/usage", headers={"x-api-key": "tok-alice"}, timeout=10).json()
+    assert (shown["user"], shown["total_usd"], shown["today_usd"]) == (
+        "alice",
+        pytest.approx(row.usd),
+        pytest.approx(row.usd),
+    )
     return row
 
 
@@ -130,7 +137,7 @@ def test_a_client_that_hangs_up_after_the_first_events_is_charged_the_held_maxim
     api_server.add(slow_answer())
     body = request_body()
     hang_up_after_first_events(url, body)
-    row = the_row(gw, db)
+    row = the_row(gw, db, url)
     assert row.usd == pytest.approx(held(body)) and row.output_tokens == MAX_TOKENS
     assert api_server.wait_disconnect(10)  # and the API's response was not read on for nothing
 
@@ -142,7 +149,7 @@ def test_control_the_old_accounting_charges_a_hang_up_its_input_only(gateway, ap
     api_server.add(slow_answer())
     body = request_body()
     hang_up_after_first_events(url, body)
-    row = the_row(gw, db)
+    row = the_row(gw, db, url)
     assert row.usd == pytest.approx(input_only()) and row.usd < held(body) / 10
 
 
@@ -161,7 +168,7 @@ def test_an_upstream_cut_mid_stream_is_charged_the_held_maximum_and_the_agent_se
     model = AnthropicModel(SONNET, api_key="tok-alice", base_url=url, max_retries=0, max_tokens=MAX_TOKENS)
     result = Agent(model, cwd=tmp_path).run("hi")
     assert result.stop_reason == "error"  # not a short reply taken for a whole one
-    row = the_row(gw, db)
+    row = the_row(gw, db, url)
     assert row.output_tokens == MAX_TOKENS
     assert row.usd == pytest.approx(
         estimate_cost(SONNET, Usage(input_tokens=row.input_tokens, output_tokens=MAX_TOKENS))
@@ -181,7 +188,7 @@ def test_control_the_old_accounting_charges_an_upstream_cut_its_input_only(gatew
     ):
         for _ in response.iter_bytes():
             pass
-    assert the_row(gw, db).usd == pytest.approx(input_only())
+    assert the_row(gw, db, url).usd == pytest.approx(input_only())
 
 
 def whole_message() -> dict[str, Any]:
@@ -207,7 +214,7 @@ def test_a_non_streamed_body_cut_short_is_charged_the_held_maximum(gateway, api_
     body = request_body(stream=False)
     with pytest.raises(httpx.HTTPError):
         post_plain(url, body)
-    row = the_row(gw, db)
+    row = the_row(gw, db, url)
     assert row.usd == pytest.approx(held(body))
 
 
@@ -216,7 +223,9 @@ def test_a_whole_non_streamed_body_is_charged_its_usage(gateway, api_server):
     url, gw, db = gateway()
     api_server.add(Reply(body=whole_message()))
     assert post_plain(url, request_body(stream=False)).json()["usage"]["output_tokens"] == 300
-    assert the_row(gw, db).usd == pytest.approx(estimate_cost(SONNET, Usage(input_tokens=INPUT, output_tokens=300)))
+    assert the_row(gw, db, url).usd == pytest.approx(
+        estimate_cost(SONNET, Usage(input_tokens=INPUT, output_tokens=300))
+    )
 
 
 @pytest.mark.timeout(60)

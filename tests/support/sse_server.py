@@ -32,6 +32,7 @@ class Event:
     name: str
     data: dict[str, Any]
     delay: float = 0.0  # seconds to wait before writing this event
+    gate: threading.Event | None = None  # set by the test when this event may be written
 
 
 @dataclass(kw_only=True)
@@ -300,6 +301,8 @@ class _Handler(BaseHTTPRequestHandler):
             for event in reply.events:
                 if event.delay:
                     time.sleep(event.delay)
+                if event.gate is not None:
+                    event.gate.wait(30)
                 data = server.frame(event)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
