@@ -36,7 +36,7 @@ from types import TracebackType
 
 from bench.sandbox_start import CWD, bare_seconds
 
-__all__ = ["PACKAGE", "VERSION", "LibraryPeer", "cli_seconds", "install", "rotated", "settings_file"]
+__all__ = ["PACKAGE", "VERSION", "LibraryPeer", "cli_seconds", "install", "node_version", "rotated", "settings_file"]
 
 PACKAGE = "@anthropic-ai/sandbox-runtime"
 VERSION = "0.0.83"
@@ -93,6 +93,11 @@ def install() -> Path | str:
         said += [line for line in proc.stderr.splitlines() if "Error" in line or "failed" in line][:1]
         return f"npm install {PACKAGE}@{VERSION} failed (offline?): {'; '.join(said) or proc.stderr[-300:]}"
     return package_dir()
+
+
+def node_version() -> str:
+    proc = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+    return proc.stdout.strip().lstrip("v") or "?"
 
 
 def settings_file(access: str) -> Path:
