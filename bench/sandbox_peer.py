@@ -24,6 +24,7 @@ Measured two ways, each against the same command bare in the same runtime:
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shlex
@@ -45,6 +46,7 @@ CACHE = (
 )
 DRIVER = Path(__file__).with_name("sandbox_peer.mjs")
 _SETTINGS = Path(tempfile.mkdtemp(prefix="ipy-agent-bench-srt-"))
+atexit.register(shutil.rmtree, _SETTINGS, True)
 
 
 def package_dir() -> Path:
