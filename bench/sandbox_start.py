@@ -1,6 +1,6 @@
 """A sandboxed command's start-up overhead, against running the same command bare.
 
-`true` is run by the Bash tool's own runner (`process.run_command`: a new session, the output
+`true` (or another command) is run by the Bash tool's own runner (`process.run_command`: a new session, the output
 pipe, the final-cwd pipe) bare, and through `contain.contained_run` in each sandbox: the masks
 looked for, the cgroup made and removed (root), the seccomp filter, bubblewrap and its mounts,
 and, when the kernel runs as root, the launcher that drops the sandbox to an unprivileged user
@@ -40,10 +40,10 @@ def _ctx(access: str) -> ToolContext:
     return ToolContext(cwd=CWD, read_state=ReadState())
 
 
-def bare_seconds(calls: int) -> float:
+def bare_seconds(calls: int, command: str = "true") -> float:
     async def go() -> None:
         for _ in range(calls):
-            result = await run_command("true", str(CWD), 30, None, end_group=True)
+            result = await run_command(command, str(CWD), 30, None, end_group=True)
             assert result.exit_code == 0, result.output
 
     start = time.perf_counter()
@@ -51,12 +51,12 @@ def bare_seconds(calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def sandboxed_seconds(access: str, calls: int) -> float:
+def sandboxed_seconds(access: str, calls: int, command: str = "true") -> float:
     ctx, decision = _ctx(access), CallDecision(source=DECIDED_BY[access])
 
     async def go() -> None:
         for _ in range(calls):
-            result, _notes = await contain.contained_run("true", CWD, 30, None, ctx, decision)
+            result, _notes = await contain.contained_run(command, CWD, 30, None, ctx, decision)
             assert result.exit_code == 0, result.output
 
     start = time.perf_counter()
