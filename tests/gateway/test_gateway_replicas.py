@@ -188,7 +188,7 @@ def stream_to_first_event(client: httpx.Client, url: str) -> Iterator[bytes]:
     return chunks
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(timeout=90)  # shorter than the hub suite's: a stuck replica fails fast
 def test_two_replicas_behind_the_hubs_proxy_share_one_database_and_one_budget(replicas, api_server):
     proxy, own, gateway = replicas
     through = f"{proxy}{ROUTE}v1/messages"

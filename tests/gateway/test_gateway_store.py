@@ -248,7 +248,7 @@ def answer(tail_delay: float = 0.0) -> list:
 
 
 @pytest.mark.hub
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(timeout=120)  # shorter than the hub suite's: a stuck replica fails fast
 def test_two_replicas_on_one_database_hold_a_per_user_limit_under_20_concurrent_requests(cluster, replicas, api_server):
     """Each request holds $0.30 and is charged $0.30 of input; under a $1 budget in all, four
     pass whichever replica they reach, and alice ends within one held maximum of the limit."""
@@ -295,7 +295,7 @@ def stream_and_stay(url: str) -> socket.socket:
 
 
 @pytest.mark.hub
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(timeout=120)  # shorter than the hub suite's: a stuck replica fails fast
 def test_a_killed_replicas_hold_blocks_until_it_expires_then_is_charged(cluster, replicas, api_server):
     """Alice's budget in all ($0.25) is below one request's hold ($0.30): while her stream on
     replica A runs, replica B refuses her for what is held. A is killed mid-stream; its hold,
