@@ -231,6 +231,15 @@ EXPECT: dict[str, list[str]] = {
         "ReadMcpResourceTool    -> Resource library://book/Dune",
         "prompt block: [the person attached the resource library://rules of library]",
         "E-books return themselves.",
+        # The notebook served to an outside agent (the mcp SDK's client, from the notebook itself).
+        'claude mcp add --transport http notebook http://127.0.0.1:',
+        "tools offered: ['Glob', 'Grep', 'NotebookEdit', 'NotebookRead', 'NotebookRun', 'Read', 'Variables']",
+        '<cell id="total" index="1" type="code">\ntotal = 40 + 2',
+        "[approval prompt] NotebookEdit {'notebook_path': ",
+        "NotebookEdit: Replaced the source of code cell 'total' (cell-1) in <work>/analysis.ipynb.",
+        "Read          from 'outside-agent': allow by default (read-only)",
+        "NotebookEdit  from 'outside-agent': allow by person (allowed once)",
+        "a wrong token: 401",
         'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
     ],
     "13_review_and_rewind": [
