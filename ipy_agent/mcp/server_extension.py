@@ -11,6 +11,7 @@ The package enables the extension when it is installed
 
 from __future__ import annotations
 
+import atexit
 import os
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         # After the server bound its port (port 0 is chosen then), before it serves a request:
         # no kernel of this server starts before it knows the handler's address.
         base = os.environ.get("JUPYTERHUB_PUBLIC_URL") or serverapp.connection_url
-        announce(runtime, os.getpid(), url_path_join(base, HANDLER_PATH))
+        marker = announce(runtime, os.getpid(), url_path_join(base, HANDLER_PATH))
+        atexit.register(marker.unlink, missing_ok=True)  # a later process with this pid is not us
 
     IOLoop.current().add_callback(ready)
