@@ -41,10 +41,12 @@ pytestmark = pytest.mark.kernel
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "ipy-agent-oauth-test"
 TIMEOUT = 90.0
+BASE_URL = "/user/ada/"
 
 
 class Server:
-    """`python -m jupyter_server` on 127.0.0.1 with the extension, in private Jupyter dirs."""
+    """`python -m jupyter_server` on 127.0.0.1 with the extension, in private Jupyter dirs, under
+    a base URL as JupyterHub gives a person's server."""
 
     def __init__(self, home: Path) -> None:
         require_marker("kernel", "starts a Jupyter server and a kernel")
@@ -76,6 +78,7 @@ class Server:
                 "--ServerApp.port_retries=0",
                 f"--IdentityProvider.token={TOKEN}",
                 f"--ServerApp.root_dir={home / 'root'}",
+                f"--ServerApp.base_url={BASE_URL}",  # as under JupyterHub
                 "--ServerApp.allow_root=True",
                 '--ServerApp.jpserver_extensions={"ipy_agent.mcp.server_extension": True}',
             ],
@@ -183,7 +186,9 @@ def test_the_authorization_comes_back_through_the_jupyter_servers_handler(server
             seen: list[str] = []
             link = _text_until(kernel, msg_id, r"Open this link to sign in:\n(\S+)\n", seen).group(1)
             redirect_uri = parse_qs(urlparse(link).query)["redirect_uri"][0]
-            assert redirect_uri == f"{server.url}ipy-agent/oauth/callback"  # the server's, not a loopback port
+            # The server's address (its base URL included), not a loopback port of the kernel's.
+            assert redirect_uri == f"{server.url}ipy-agent/oauth/callback"
+            assert urlparse(redirect_uri).path == f"{BASE_URL}ipy-agent/oauth/callback"
 
             # The authorization server (the person signs in and says yes) sends the browser back.
             back = httpx.get(link, timeout=30)
@@ -197,7 +202,8 @@ def test_the_authorization_comes_back_through_the_jupyter_servers_handler(server
 
             # Attack: the redirect without the person's Jupyter login is not forwarded.
             stranger = httpx.get(redirected, timeout=30)
-            assert stranger.status_code in (302, 403) and "login" in stranger.headers.get("location", "/login")
+            assert stranger.status_code == 302  # to the server's login page, which comes back here after
+            assert stranger.headers["location"].startswith(f"{BASE_URL}login?next=")
             assert registration.exists()  # the kernel still waits for it
 
             browser = httpx.Client(timeout=30)
