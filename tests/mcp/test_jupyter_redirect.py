@@ -68,3 +68,20 @@ def test_the_channel_is_in_a_folder_no_tool_reads(monkeypatch):
     runtime = jr.runtime_dir()
     assert runtime is not None
     assert "/" + str(runtime) in {r.specifier for r in rules.builtin_read_denies()}
+
+
+def test_the_install_enables_the_server_extension():
+    import importlib
+    import json
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    shared = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"][
+        "shared-data"
+    ]
+    assert shared["jupyter-config/server-config"] == "etc/jupyter/jupyter_server_config.d"
+    enabled = json.loads((root / "jupyter-config/server-config/ipy_agent.json").read_text())
+    (name,) = enabled["ServerApp"]["jpserver_extensions"]
+    module = importlib.import_module(name)
+    assert module._jupyter_server_extension_points() == [{"module": name}]
+    assert callable(module._load_jupyter_server_extension)
