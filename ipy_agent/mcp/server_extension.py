@@ -14,7 +14,7 @@ from __future__ import annotations
 import atexit
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import tornado.web
 from jupyter_server.base.handlers import JupyterHandler
@@ -23,6 +23,9 @@ from tornado.httpclient import AsyncHTTPClient
 from tornado.ioloop import IOLoop
 
 from .jupyter_redirect import HANDLER_PATH, announce, claim
+
+if TYPE_CHECKING:
+    from jupyter_server.serverapp import ServerApp
 
 __all__ = ["OAuthCallbackHandler"]
 
@@ -71,9 +74,9 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "ipy_agent.mcp.server_extension"}]
 
 
-def _load_jupyter_server_extension(serverapp: Any) -> None:
+def _load_jupyter_server_extension(serverapp: ServerApp) -> None:
     runtime = Path(serverapp.runtime_dir)
-    web_app = serverapp.web_app
+    web_app: tornado.web.Application = serverapp.web_app  # its add_handlers, as tornado types it
     route = url_path_join(web_app.settings["base_url"], HANDLER_PATH)
     web_app.add_handlers(".*$", [(route, OAuthCallbackHandler, {"runtime": runtime})])
 
