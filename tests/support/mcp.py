@@ -18,6 +18,7 @@ from .waits import Deadline, timed_out, waiting_for
 SERVERS = Path(__file__).parent / "mcp_servers"
 TOOLBOX = str(SERVERS / "toolbox.py")
 BROKEN = str(SERVERS / "broken.py")
+OAUTH = str(SERVERS / "oauth_server.py")  # a server that needs OAuth, with its authorization server
 
 
 def stdio(script: str = TOOLBOX, **extra: Any) -> dict[str, Any]:
@@ -34,12 +35,10 @@ def as_json(block: dict[str, Any]) -> Any:
 
 
 @contextmanager
-def http_toolbox(timeout: float = 30.0) -> Iterator[str]:
-    """The toolbox server over streamable HTTP on 127.0.0.1, a free port, in its own process;
-    yields its URL and ends the process by its PID."""
-    proc = subprocess.Popen(
-        [sys.executable, TOOLBOX, "http"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+def http_toolbox(timeout: float = 30.0, argv: tuple[str, ...] = (TOOLBOX, "http")) -> Iterator[str]:
+    """The toolbox server (or the server `argv` runs) over streamable HTTP on 127.0.0.1, a free
+    port, in its own process; yields its URL and ends the process by its PID."""
+    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         yield _port_url(proc, timeout)
     finally:
