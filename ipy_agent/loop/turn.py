@@ -91,7 +91,7 @@ class TurnAgent(Conversation, Protocol):
 
     registry: ToolRegistry
     mcp: McpManager
-    approver: Approver | None
+    ask_person: Approver | None  # the approver, firing the Notification hooks (loop/ask_person.py)
     budget: ResultBudget
     context_manager: ContextManager  # the model, as the turn streams it
     spill_dir: Path
@@ -126,7 +126,7 @@ async def run_turn(agent: TurnAgent) -> RunResult | None:
     """One model request and its tool calls. None: the loop goes on."""
     turn: Turn | None = None
     try:
-        await sync_mcp(agent.mcp, agent.registry, agent.approver, agent.emit, roots=agent.tool_context().all_dirs())
+        await sync_mcp(agent.mcp, agent.registry, agent.ask_person, agent.emit, roots=agent.tool_context().all_dirs())
         turn, request = begin_turn(agent)
         try:
             # The context window is managed here, and only here: the context manager streams the
@@ -174,7 +174,7 @@ def begin_turn(agent: TurnAgent) -> tuple[Turn, ModelRequest]:
         budget=agent.budget,
         make_ctx=agent.tool_context,
         mode=lambda: agent.permission_mode,
-        approver=agent.approver,
+        approver=agent.ask_person,
         emit=agent.emit,
         result_limit=agent.registry.result_limit,
     )

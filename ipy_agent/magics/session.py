@@ -378,21 +378,11 @@ _COMMAND_HOOKS: weakref.WeakKeyDictionary[Agent, list[Callable[[HookEvent], obje
 def _apply_command_hooks(agent: Agent, *, ask: bool) -> list[str]:
     """The settings files' command hooks onto the agent (config/command_hooks.py), in place of
     those the previous run put there; a run asks the person to trust a project file's new hooks."""
-    from ipy_agent.config.command_hooks import (
-        ask_hooks_on_stdin,
-        install_command_hooks,
-        load_settings_hooks,
-        read_hooks_file,
-    )
+    from ipy_agent.config.command_hooks import ask_hooks_on_stdin, install_command_hooks, load_settings_hooks
 
     for fn in _COMMAND_HOOKS.pop(agent, []):
         agent.hooks.remove(fn)
     files, warnings = load_settings_hooks(agent.cwd, approve=ask_hooks_on_stdin if ask else None)
-    # A trusted plugin's hooks/hooks.json after the settings files' (loop/claude_setup.py).
-    for plugin, path in agent.claude.hook_files():
-        plugin_file = read_hooks_file(path, trusted=True, plugin_root=plugin.root)
-        warnings += list(plugin_file.problems)
-        files.append(plugin_file)
     policy = agent.managed.policy
     _COMMAND_HOOKS[agent] = install_command_hooks(
         agent.hooks,
@@ -401,7 +391,8 @@ def _apply_command_hooks(agent: Agent, *, ask: bool) -> list[str]:
         session_id=lambda: agent.conversation_id,
         sandbox=lambda: agent.tool_context() if policy.sandbox_required else None,
     )
-    return warnings
+    # The trusted plugins' hooks/hooks.json after the settings files' (loop/agent.py).
+    return warnings + agent.install_plugin_hooks()
 
 
 def _apply_mcp_files(agent: Agent) -> list[str]:
