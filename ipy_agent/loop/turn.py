@@ -91,7 +91,6 @@ class TurnAgent(Conversation, Protocol):
 
     registry: ToolRegistry
     mcp: McpManager
-    ask_person: Approver | None  # the approver, firing the Notification hooks (loop/ask_person.py)
     budget: ResultBudget
     context_manager: ContextManager  # the model, as the turn streams it
     spill_dir: Path
@@ -105,6 +104,9 @@ class TurnAgent(Conversation, Protocol):
     verify_gate: VerifyGate
 
     def system(self, exposure: Exposure | None = None) -> str: ...
+
+    @property
+    def ask_person(self) -> Approver | None: ...  # the approver, firing the Notification hooks (ask_person.py)
 
 
 @dataclass(kw_only=True)
