@@ -165,7 +165,7 @@ class AgentSession:
             print(providers_text(current or os.environ.get("IPY_AGENT_MODEL", ""), settings.providers))
             return None
         kept = self.agent.model if same_model and self.agent is not None else None
-        model = kept or self._model_for(request, settings)
+        model = kept if kept is not None else self._model_for(request, settings)
         agent = self._conversation_for(request, model)
         if request.record:
             agent.record(request.record, how=f"%agent --record {request.record}")
@@ -173,7 +173,9 @@ class AgentSession:
             if request.resume or request.new or request.record:
                 return None
             raise UsageError("%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.")
-        warnings = self._configure(agent, settings, request.rules(), model=None if kept else model, request=request)
+        warnings = self._configure(
+            agent, settings, request.rules(), model=None if kept is not None else model, request=request
+        )
         try:
             agent.check_policy()  # a broken policy, or a mode or model it forbids, stops here
         except ValueError as e:  # PolicyError, PolicyViolation
