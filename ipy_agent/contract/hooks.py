@@ -66,6 +66,7 @@ class HookEvent:
     agent_type: str | None = None  # SubagentStart, SubagentStop: the Task's subagent type
     message: str | None = None  # Notification: what the run waits for
     notification_type: str | None = None  # Notification: permission_prompt, elicitation_dialog, idle_prompt
+    stop_hook_active: bool = False  # Stop: a Stop hook already sent the agent on in this run
 
     def __getitem__(self, key: str) -> Any:
         # Hooks written for dict-shaped events (`event["tool_name"]`) work too.

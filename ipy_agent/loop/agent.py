@@ -140,6 +140,7 @@ class Agent(Rewinding, Listeners):
         self.session: dict[str, object] = {}
         Listeners.__init__(self)  # on_event, remove_listener, emit
         self._batches = [0]
+        self.stop_hook_active = False  # a Stop hook sent the agent on in this run (loop/turn.py)
         self.verify_gate = VerifyGate()  # a run that changed the notebook verifies before it ends
         self._task: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -416,6 +417,7 @@ class Agent(Rewinding, Listeners):
 
     # --- the loop --------------------------------------------------------------------------
     async def _run(self, prompt: str | list[ContentBlock]) -> RunResult:
+        self.stop_hook_active = False
         try:
             if wants_expansion(prompt):  # /mcp__server__prompt args, @server:uri (mcp/prompts.py)
                 expanded = await self._mcp_prompt(str(prompt))

@@ -102,6 +102,7 @@ class TurnAgent(Conversation, Protocol):
     _history_ids: HistoryIds
     verify_before_done: bool
     verify_gate: VerifyGate
+    stop_hook_active: bool  # a Stop hook sent the agent on in this run (the hook's input says so)
 
     def system(self, exposure: Exposure | None = None) -> str: ...
 
@@ -143,7 +144,9 @@ async def run_turn(agent: TurnAgent) -> RunResult | None:
         take_reply(turn, reply, agent.messages, agent.emit)
         if turn.tool_uses:
             return await answer_tools(turn, agent.messages, agent.emit)
-        end = await after_reply(reply, agent.messages, agent.hooks, agent.emit)
+        end = await after_reply(reply, agent.messages, agent.hooks, agent.emit, stop_hook_active=agent.stop_hook_active)
+        if end is None and reply.stop_reason != "pause_turn":
+            agent.stop_hook_active = True  # a Stop hook sent the agent on: the next Stop says so
         if end is not None and end.stop_reason == "end_turn" and await verify_first(agent, turn):
             return None  # the model answers the verify report first (loop/verify_gate.py)
         return end
@@ -337,8 +340,11 @@ async def answer_tools(turn: Turn, messages: Messages, emit: Emit) -> RunResult 
     return None
 
 
-async def after_reply(reply: MessageComplete, messages: Messages, hooks: Hooks, emit: Emit) -> RunResult | None:
-    """A reply without tool calls: go on after pause_turn, else end (Stop hooks may object)."""
+async def after_reply(
+    reply: MessageComplete, messages: Messages, hooks: Hooks, emit: Emit, *, stop_hook_active: bool = False
+) -> RunResult | None:
+    """A reply without tool calls: go on after pause_turn, else end (Stop hooks may object;
+    `stop_hook_active`: one already did in this run, which a hook reads to let the agent stop)."""
     match reply.stop_reason:
         case "pause_turn":
             return None if clean_content(reply.content) else RunResult(stop_reason="end_turn", text="")
@@ -352,14 +358,14 @@ async def after_reply(reply: MessageComplete, messages: Messages, hooks: Hooks, 
                 )
             )
             return RunResult(stop_reason="max_tokens", text=last_text(messages))
-    return await _stop_hooks(messages, hooks, emit)
+    return await _stop_hooks(messages, hooks, emit, stop_hook_active)
 
 
-async def _stop_hooks(messages: Messages, hooks: Hooks, emit: Emit) -> RunResult | None:
+async def _stop_hooks(messages: Messages, hooks: Hooks, emit: Emit, active: bool) -> RunResult | None:
     text = last_text(messages)
     if not hooks.has("Stop"):
         return RunResult(stop_reason="end_turn", text=text)
-    hr = await hooks.run(HookEvent(event="Stop", last_message=text))
+    hr = await hooks.run(HookEvent(event="Stop", last_message=text, stop_hook_active=active))
     if hr.errors:
         # A broken Stop hook must not keep the agent going (its error is no instruction).
         emit(NoticeEvent(text="A Stop hook failed: " + "; ".join(hr.errors), level="error"))

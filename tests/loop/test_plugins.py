@@ -266,3 +266,17 @@ def test_the_real_plugin_s_notification_hook_runs_when_a_prompt_waits_for_the_pe
     )
     agent.run("write the plan")
     assert not shown.exists()
+
+
+def test_the_real_plugin_s_stop_gate_sends_the_agent_on_once_with_its_stderr(real_plugin, tmp_path):
+    _pipeline(tmp_path, phase="implement")  # no .claude/.selfish-ci-passed: scripts/selfish-stop-gate.sh exits 2
+    model = ScriptedModel(["Done.", "CI has not run yet: run it before calling this done."])
+    agent = Agent(model, cwd=tmp_path, plugins=[real_plugin])
+    result = agent.run("finish the checkout flow")
+    # Exit 2: the model reads its stderr and goes on; the second Stop says stop_hook_active, and
+    # the gate lets it stop (without that it would block every stop until max_turns).
+    assert len(model.requests) == 2
+    assert "SELFISH GATE: CI has not been run. Pipeline 'checkout-flow' Phase 'implement'" in _user_text(
+        model.requests[1]
+    )
+    assert result.text == "CI has not run yet: run it before calling this done."
