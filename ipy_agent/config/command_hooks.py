@@ -14,7 +14,8 @@ any hooks' (deny > ask > allow).
 
 The command gets the event as JSON on stdin (`hook_event_name`, `session_id`,
 `transcript_path`, `cwd`, and as the event has them `tool_name`, `tool_input`,
-`tool_response`, `prompt`, `last_message`). It answers with its exit code and its output:
+`tool_response`, `prompt`, a Stop's `last_message` and `stop_hook_active` (a Stop hook already
+sent the agent on in this run), a Notification's `message` and `notification_type`). It answers with its exit code and its output:
 
 - exit 0: its stdout, when it is a JSON object, is read: `decision` ("block"/"deny" denies,
   "approve"/"allow" allows), `reason`, `continue: false` (with `stopReason`) stops the run,
@@ -306,7 +307,7 @@ def install_command_hooks(
             continue
         for hook in file.hooks:
             fn = _make_hook(hook, ctx)
-            hooks.add(_PYTHON_EVENT.get(hook.event, hook.event), fn, matcher=hook.matcher)
+            hooks.add(_PYTHON_EVENT.get(hook.event, hook.event), fn, matcher=hook.matcher, command=True)
             added.append(fn)
     return added
 
@@ -340,9 +341,12 @@ def _payload(event: HookEvent, ctx: _Context) -> JsonObject:
         data["prompt"] = event.prompt
     if event.last_message is not None:
         data["last_message"] = event.last_message
-        data["stop_hook_active"] = False
+        data["stop_hook_active"] = event.stop_hook_active
     if event.agent_type is not None:
         data["agent_type"] = event.agent_type
+    if event.notification_type is not None:
+        data["message"] = event.message or ""
+        data["notification_type"] = event.notification_type
     return data
 
 

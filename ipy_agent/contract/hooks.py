@@ -4,9 +4,11 @@ Events: PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, Sub
 SubagentStop (a Task's subagent, with its `agent_type`, its `prompt` or `last_message`), PreCompact (before
 the conversation is summarised; `trigger` is "auto" or "manual", and the hook may add
 instructions for the summary with `additional_context` or block it with "deny"), SessionStart (before the
-first prompt of a conversation; `additional_context` joins it) and Notification (the agent waits
-for the person: `reason` says why). Command hooks from settings files (config/command_hooks.py)
-are registered here too, after the Python ones. A hook receives a
+first prompt of a conversation; `additional_context` joins it) and Notification (the run waits
+for the person: `message` says for what, `notification_type` is Claude Code's kind of it,
+"permission_prompt", "elicitation_dialog" or "idle_prompt", and is what a Notification hook's
+matcher matches; its answer is ignored, it only tells). Command hooks from settings files
+(config/command_hooks.py) run after the Python ones, whenever either was added. A hook receives a
 `HookEvent` and returns None (no opinion) or a `HookOutcome`. Several hooks on one event combine
 deny > ask > allow. A hook that raises fails closed: the call it guards is blocked and the error
 is shown, because a guard that silently stops guarding is worse than no guard (Claude Code
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import re
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,7 +28,7 @@ from ipy_agent.history.blocks import ToolResultBlock
 from .decision import Behavior
 from .tool import maybe_await
 
-__all__ = ["HOOK_EVENTS", "HookEvent", "HookOutcome", "HookResult", "Hooks"]
+__all__ = ["HOOK_EVENTS", "NOTIFY_PERSON", "HookEvent", "HookOutcome", "HookResult", "Hooks", "NotifyPerson"]
 
 HOOK_EVENTS: tuple[str, ...] = (
     "PreToolUse",
@@ -41,6 +43,11 @@ HOOK_EVENTS: tuple[str, ...] = (
     "Notification",
 )
 _PRECEDENCE = {"deny": 3, "ask": 2, "allow": 1}
+
+# Runs the Notification hooks: (message, notification_type). The agent keeps one in its
+# conversation's session under NOTIFY_PERSON, for a tool that waits for the person (TodoHuman).
+NotifyPerson = Callable[[str, str], Awaitable[None]]
+NOTIFY_PERSON = "ipy_agent.notify_person"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +64,9 @@ class HookEvent:
     trigger: Literal["auto", "manual"] | None = None  # PreCompact: why the conversation is compacted
     instructions: str | None = None  # PreCompact: what the person asked the summary to keep
     agent_type: str | None = None  # SubagentStart, SubagentStop: the Task's subagent type
+    message: str | None = None  # Notification: what the run waits for
+    notification_type: str | None = None  # Notification: permission_prompt, elicitation_dialog, idle_prompt
+    stop_hook_active: bool = False  # Stop: a Stop hook already sent the agent on in this run
 
     def __getitem__(self, key: str) -> Any:
         # Hooks written for dict-shaped events (`event["tool_name"]`) work too.
@@ -94,21 +104,26 @@ class _Registered:
     fn: Callable[[HookEvent], Any]
     matcher: str | None
     pattern: re.Pattern[str] | None = field(default=None)
+    command: bool = False  # a command hook (config/command_hooks.py): runs after the Python ones
 
-    def matches(self, tool_name: str | None) -> bool:
-        if self.matcher in (None, "", "*") or tool_name is None:
+    def matches(self, name: str | None) -> bool:
+        if self.matcher in (None, "", "*") or name is None:
             return True
         if re.fullmatch(r"[A-Za-z0-9_|\-]+", self.matcher):
-            return tool_name in self.matcher.split("|")
-        return bool(self.pattern and self.pattern.search(tool_name))
+            return name in self.matcher.split("|")
+        return bool(self.pattern and self.pattern.search(name))
 
 
 class Hooks:
     def __init__(self) -> None:
         self._hooks: list[_Registered] = []
 
-    def add(self, event: str, fn: Callable[[HookEvent], Any], matcher: str | None = None) -> Callable[[HookEvent], Any]:
-        """Register `fn` for `event`; `matcher` is an exact name, `A|B`, or a regex (unanchored)."""
+    def add(
+        self, event: str, fn: Callable[[HookEvent], Any], matcher: str | None = None, *, command: bool = False
+    ) -> Callable[[HookEvent], Any]:
+        """Register `fn` for `event`; `matcher` is an exact name, `A|B`, or a regex (unanchored),
+        matched against the tool's name (a Notification's `notification_type`). `command`: a
+        command hook, run after every Python hook whenever it was added."""
         if event not in HOOK_EVENTS:
             raise ValueError(f"unknown hook event {event!r}; use one of {', '.join(HOOK_EVENTS)}")
         if not callable(fn):
@@ -119,7 +134,7 @@ class Hooks:
                 pattern = re.compile(matcher or "")
             except re.error as e:
                 raise ValueError(f"hook matcher {matcher!r} is not a valid regex: {e}") from None
-        self._hooks.append(_Registered(event=event, fn=fn, matcher=matcher, pattern=pattern))
+        self._hooks.append(_Registered(event=event, fn=fn, matcher=matcher, pattern=pattern, command=command))
         return fn
 
     def remove(self, fn: Callable[[HookEvent], Any]) -> None:
@@ -139,8 +154,9 @@ class Hooks:
         errors: list[str] = []
         stop = False
         ran = 0
-        for h in self._hooks:
-            if h.event != event.event or not h.matches(event.tool_name):
+        name = event.notification_type if event.event == "Notification" else event.tool_name
+        for h in sorted(self._hooks, key=lambda h: h.command):  # stable: Python hooks, then command hooks
+            if h.event != event.event or not h.matches(name):
                 continue
             ran += 1
             try:

@@ -2,6 +2,7 @@
 
 Modules import one way, each only from those above it in this list:
 - `spill`: where spilled results live for one conversation, and how they go away;
+- `ask_person`: the approver as a run uses it: each question to the person fires the Notification hooks;
 - `tool_session`: what each run starts with (tools' warnings, once per kernel), what a conversation's end closes;
 - `system_prompt`: the model's environment and how to work with the tools here;
 - `standing`: what follows the base prompt (instructions, the tools' sections), read once per prompt;

@@ -29,7 +29,7 @@ from ipy_agent.config.agent_config import (
 )
 from ipy_agent.context import ContextManager
 from ipy_agent.contract.decision import PermissionMode
-from ipy_agent.contract.hooks import HookEvent, Hooks
+from ipy_agent.contract.hooks import NOTIFY_PERSON, HookEvent, Hooks
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool import Tool
 from ipy_agent.contract.tool_context import SandboxLimits, ToolContext
@@ -56,6 +56,7 @@ from ipy_agent.runtime.trace import (
 )
 
 from . import spill
+from .ask_person import notifying
 from .claude_setup import ClaudeSetup, CommandRun, command_model
 from .rewind import Rewinding
 from .spend import Managed
@@ -139,6 +140,7 @@ class Agent(Rewinding, Listeners):
         self.session: dict[str, object] = {}
         Listeners.__init__(self)  # on_event, remove_listener, emit
         self._batches = [0]
+        self.stop_hook_active = False  # a Stop hook sent the agent on in this run (loop/turn.py)
         self.verify_gate = VerifyGate()  # a run that changed the notebook verifies before it ends
         self._task: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -147,6 +149,7 @@ class Agent(Rewinding, Listeners):
         self._configured_rules = self.rules.replace([], config.rules)  # what the config's `rules` added
         self.served: McpServeHandle | None = None  # the notebook served to outside agents (serve_mcp)
         self.file_subagent_types: list[SubagentType] = []  # the agent files' Task types
+        self._plugin_hooks: list[Callable[[HookEvent], object]] = []  # the trusted plugins' command hooks
         self.use_claude_setup(self.claude)
 
     @property
@@ -259,9 +262,12 @@ class Agent(Rewinding, Listeners):
 
     def use_claude_setup(self, setup: ClaudeSetup) -> None:
         """Put a Claude Code setup in force (loop/claude_setup.py): its agent files become Task
-        types, its plugins' skills the Skill tool's. (A plugin's MCP servers start with the agent:
-        those of a plugin added later start in a new Agent.)"""
+        types, its plugins' skills the Skill tool's, its trusted plugins' `hooks/hooks.json` command
+        hooks. (A plugin's MCP servers start with the agent: those of a plugin added later start
+        in a new Agent.)"""
         self.claude = setup
+        for problem in self.install_plugin_hooks():
+            self.emit(NoticeEvent(text=problem, level="warning"))
         names = [t.name for t in self.tools]
 
         def warn(text: str) -> None:
@@ -271,6 +277,40 @@ class Agent(Rewinding, Listeners):
         self.file_subagent_types = setup.subagent_types(names, self._config.model, warn)
         setup.give_subagent_types(self.tools, self.file_subagent_types, before)
         setup.give_skills(self.tools)
+
+    def install_plugin_hooks(self) -> list[str]:
+        """The trusted plugins' command hooks (config/command_hooks.py) onto `self.hooks`, in place
+        of those put there before, after every hook there now (the settings files' come first);
+        returns the problems of their files. An untrusted plugin's hooks do not run."""
+        from ipy_agent.config.command_hooks import install_command_hooks, read_hooks_file
+
+        for fn in self._plugin_hooks:
+            self.hooks.remove(fn)
+        files = [read_hooks_file(path, trusted=True, plugin_root=p.root) for p, path in self.claude.hook_files()]
+        policy = self.managed.policy
+        self._plugin_hooks = install_command_hooks(
+            self.hooks,
+            files,
+            cwd=self.cwd,
+            session_id=lambda: self.conversation_id,
+            sandbox=lambda: self.tool_context() if policy.sandbox_required else None,
+        )
+        return [problem for f in files for problem in f.problems]
+
+    async def notify_person(self, message: str, notification_type: str) -> None:
+        """Run the Notification hooks: the run waits for the person (loop/ask_person.py). A hook
+        that fails is said in a notice; what they answer is ignored."""
+        if not self.hooks.has("Notification"):
+            return
+        event = HookEvent(event="Notification", message=message, notification_type=notification_type)
+        result = await self.hooks.run(event)
+        if result.errors:
+            self.emit(NoticeEvent(text="A Notification hook failed: " + "; ".join(result.errors), level="warning"))
+
+    @property
+    def ask_person(self) -> Approver | None:
+        """`approver` as a run uses it: each question it asks fires the Notification hooks first."""
+        return notifying(self.approver, self.notify_person)
 
     def check_policy(self) -> None:
         """Re-read the managed policy and check the next run (PolicyError, PolicyViolation: spend.py)."""
@@ -342,6 +382,7 @@ class Agent(Rewinding, Listeners):
         start_usage = copy.copy(self.usage)
         token = current_agent.set(self)  # a Task's call finds the agent that runs it (loop/subagent.py)
         self.managed.begin_run()  # the run's meter (runtime/meter.py); a subagent's is its parent's
+        self.session[NOTIFY_PERSON] = self.notify_person  # for a tool that waits for the person (TodoHuman)
         command = self.claude.expand(prompt) if isinstance(prompt, str) else None  # `/name args`
         undo = self._begin_command(command) if command is not None else None
         try:
@@ -376,6 +417,7 @@ class Agent(Rewinding, Listeners):
 
     # --- the loop --------------------------------------------------------------------------
     async def _run(self, prompt: str | list[ContentBlock]) -> RunResult:
+        self.stop_hook_active = False
         try:
             if wants_expansion(prompt):  # /mcp__server__prompt args, @server:uri (mcp/prompts.py)
                 expanded = await self._mcp_prompt(str(prompt))
@@ -439,7 +481,7 @@ class Agent(Rewinding, Listeners):
     async def _mcp_prompt(self, prompt: str) -> list[ContentBlock] | RunResult:
         """The prompt with an MCP server's prompt run and `@server:uri` resources attached; the
         servers start first (asking about project ones). A prompt that cannot be sent ends the run."""
-        await sync_mcp(self.mcp, self.registry, self.approver, self.emit, roots=self.tool_context().all_dirs())
+        await sync_mcp(self.mcp, self.registry, self.ask_person, self.emit, roots=self.tool_context().all_dirs())
         try:
             blocks, warnings = await expand_prompt(self.mcp, prompt)
         except PromptError as e:

@@ -53,6 +53,8 @@ from ipy_agent.runtime.registry import ToolRegistry
 from ipy_agent.runtime.run_env import RunEnv
 from ipy_agent.runtime.trace import AgentEvent, CallRecord, TurnRecord
 
+from .ask_person import notifying
+
 if TYPE_CHECKING:
     import uvicorn
 
@@ -80,7 +82,8 @@ class ServedAgent(Protocol):
     @property
     def permission_mode(self) -> PermissionMode: ...
     @property
-    def approver(self) -> Approver | None: ...
+    def ask_person(self) -> Approver | None: ...
+    async def notify_person(self, message: str, notification_type: str) -> None: ...
 
     def tool_context(self, tool_use_id: str | None = None) -> ToolContext: ...
     def emit(self, event: AgentEvent) -> None: ...
@@ -123,7 +126,7 @@ class _Calls:
             budget=agent.budget,
             make_ctx=lambda tid: dataclasses.replace(agent.tool_context(tid), read_state=read_state),
             mode=lambda: agent.permission_mode,
-            approver=self.approver if self.approver is not None else agent.approver,
+            approver=agent.ask_person if self.approver is None else notifying(self.approver, agent.notify_person),
             emit=self.listener if self.listener is not None else agent.emit,
             result_limit=agent.registry.result_limit,
             approval_lock=self._approval_lock,

@@ -91,7 +91,6 @@ class TurnAgent(Conversation, Protocol):
 
     registry: ToolRegistry
     mcp: McpManager
-    approver: Approver | None
     budget: ResultBudget
     context_manager: ContextManager  # the model, as the turn streams it
     spill_dir: Path
@@ -103,8 +102,12 @@ class TurnAgent(Conversation, Protocol):
     _history_ids: HistoryIds
     verify_before_done: bool
     verify_gate: VerifyGate
+    stop_hook_active: bool  # a Stop hook sent the agent on in this run (the hook's input says so)
 
     def system(self, exposure: Exposure | None = None) -> str: ...
+
+    @property
+    def ask_person(self) -> Approver | None: ...  # the approver, firing the Notification hooks (ask_person.py)
 
 
 @dataclass(kw_only=True)
@@ -126,7 +129,7 @@ async def run_turn(agent: TurnAgent) -> RunResult | None:
     """One model request and its tool calls. None: the loop goes on."""
     turn: Turn | None = None
     try:
-        await sync_mcp(agent.mcp, agent.registry, agent.approver, agent.emit, roots=agent.tool_context().all_dirs())
+        await sync_mcp(agent.mcp, agent.registry, agent.ask_person, agent.emit, roots=agent.tool_context().all_dirs())
         turn, request = begin_turn(agent)
         try:
             # The context window is managed here, and only here: the context manager streams the
@@ -141,7 +144,9 @@ async def run_turn(agent: TurnAgent) -> RunResult | None:
         take_reply(turn, reply, agent.messages, agent.emit)
         if turn.tool_uses:
             return await answer_tools(turn, agent.messages, agent.emit)
-        end = await after_reply(reply, agent.messages, agent.hooks, agent.emit)
+        end = await after_reply(reply, agent.messages, agent.hooks, agent.emit, stop_hook_active=agent.stop_hook_active)
+        if end is None and reply.stop_reason != "pause_turn":
+            agent.stop_hook_active = True  # a Stop hook sent the agent on: the next Stop says so
         if end is not None and end.stop_reason == "end_turn" and await verify_first(agent, turn):
             return None  # the model answers the verify report first (loop/verify_gate.py)
         return end
@@ -174,7 +179,7 @@ def begin_turn(agent: TurnAgent) -> tuple[Turn, ModelRequest]:
         budget=agent.budget,
         make_ctx=agent.tool_context,
         mode=lambda: agent.permission_mode,
-        approver=agent.approver,
+        approver=agent.ask_person,
         emit=agent.emit,
         result_limit=agent.registry.result_limit,
     )
@@ -335,8 +340,11 @@ async def answer_tools(turn: Turn, messages: Messages, emit: Emit) -> RunResult 
     return None
 
 
-async def after_reply(reply: MessageComplete, messages: Messages, hooks: Hooks, emit: Emit) -> RunResult | None:
-    """A reply without tool calls: go on after pause_turn, else end (Stop hooks may object)."""
+async def after_reply(
+    reply: MessageComplete, messages: Messages, hooks: Hooks, emit: Emit, *, stop_hook_active: bool = False
+) -> RunResult | None:
+    """A reply without tool calls: go on after pause_turn, else end (Stop hooks may object;
+    `stop_hook_active`: one already did in this run, which a hook reads to let the agent stop)."""
     match reply.stop_reason:
         case "pause_turn":
             return None if clean_content(reply.content) else RunResult(stop_reason="end_turn", text="")
@@ -350,14 +358,14 @@ async def after_reply(reply: MessageComplete, messages: Messages, hooks: Hooks, 
                 )
             )
             return RunResult(stop_reason="max_tokens", text=last_text(messages))
-    return await _stop_hooks(messages, hooks, emit)
+    return await _stop_hooks(messages, hooks, emit, stop_hook_active)
 
 
-async def _stop_hooks(messages: Messages, hooks: Hooks, emit: Emit) -> RunResult | None:
+async def _stop_hooks(messages: Messages, hooks: Hooks, emit: Emit, active: bool) -> RunResult | None:
     text = last_text(messages)
     if not hooks.has("Stop"):
         return RunResult(stop_reason="end_turn", text=text)
-    hr = await hooks.run(HookEvent(event="Stop", last_message=text))
+    hr = await hooks.run(HookEvent(event="Stop", last_message=text, stop_hook_active=active))
     if hr.errors:
         # A broken Stop hook must not keep the agent going (its error is no instruction).
         emit(NoticeEvent(text="A Stop hook failed: " + "; ".join(hr.errors), level="error"))

@@ -6,6 +6,8 @@ Modules import one way, each only from those above it in this list:
   (a new conversation's, and the next run's);
 - `session`: `AgentSession`, the state every magic shares (the conversation's agent, grants, the
   bridge, the run in progress) and how a request is prepared (one `Agent.configure(config)`) and run;
+- `todo_human`: a TODO(human) cell a foreground run left: the person's run of it goes on with
+  the conversation (the Learning style);
 - `standing`: what `%agent_instructions` and `%agent_skills` print, and setting the notebook's
   instructions;
 - `rewind`: `%agent_rewind`, back to just before a prompt, and its report;

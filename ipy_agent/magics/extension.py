@@ -38,8 +38,11 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     if kernel is not None and session.bridge is None:
         from ipy_agent.notebook.bridge import NotebookBridge
 
+        from .todo_human import GoOnAfterTodo
+
         bridge = NotebookBridge(shell)
         bridge.runs.watch(shell)
+        bridge.runs.listeners.append(GoOnAfterTodo(session))  # a TODO(human) cell's run goes on
         try:
             bridge.attach(kernel)
         except Exception as e:  # no comm support in this kernel: the live notebook stays off

@@ -90,6 +90,7 @@ class AgentSession:
         self.bridge: NotebookBridge | None = None
         self.grants = SessionGrants()  # "Always allow" rules, kept across --new and %agent_reset
         self.plugins: list[Path] = []  # plugin folders added with %agent_plugins add (magics/plugins.py)
+        self.last_request: AgentLine | None = None  # the line of the latest run (magics/todo_human.py goes on with it)
         self._default_model: tuple[str, Model] | None = None
 
     # --- state -------------------------------------------------------------------------------
@@ -142,12 +143,18 @@ class AgentSession:
         return handle
 
     def prepare(
-        self, request: AgentLine, *, background: bool | None, handle: DisplayHandle | None = None
+        self,
+        request: AgentLine,
+        *,
+        background: bool | None,
+        handle: DisplayHandle | None = None,
+        same_model: bool = False,
     ) -> Run | None:
         """Find or make the agent and configure it for `request`; None when nothing is to run.
 
         `background`: forced on or off by the caller, or None to follow the option and config.
-        `handle`: the cell's start line (see `start_line`), which the run's view replaces."""
+        `handle`: the cell's start line (see `start_line`), which the run's view replaces.
+        `same_model`: the conversation goes on with the model it has (the line names none)."""
         if self.running:
             raise UsageError("The agent is still running. Wait for it, or stop it with %agent_stop.")
         settings = self.settings()
@@ -157,7 +164,8 @@ class AgentSession:
             current = model_label(self.agent.model) if self.agent is not None else settings.model
             print(providers_text(current or os.environ.get("IPY_AGENT_MODEL", ""), settings.providers))
             return None
-        model = self._model_for(request, settings)
+        kept = self.agent.model if same_model and self.agent is not None else None
+        model = kept if kept is not None else self._model_for(request, settings)
         agent = self._conversation_for(request, model)
         if request.record:
             agent.record(request.record, how=f"%agent --record {request.record}")
@@ -165,7 +173,9 @@ class AgentSession:
             if request.resume or request.new or request.record:
                 return None
             raise UsageError("%agent needs a request, e.g. `%agent list the notebooks here`, or a %%agent cell body.")
-        warnings = self._configure(agent, settings, request.rules(), model=model, request=request)
+        warnings = self._configure(
+            agent, settings, request.rules(), model=None if kept is not None else model, request=request
+        )
         try:
             agent.check_policy()  # a broken policy, or a mode or model it forbids, stops here
         except ValueError as e:  # PolicyError, PolicyViolation
@@ -190,12 +200,14 @@ class AgentSession:
         if wanted and background is False:
             ui.show_error("note: --background needs a kernel's event loop; running in the foreground.")
         in_background = wanted if background is None else background
+        self.last_request = request
         return Run(agent=agent, prompt=request.prompt, ui=ui, cell=cell_number(self.shell), background=in_background)
 
     async def execute(self, run: Run) -> RunResult:
-        from ipy_agent.notebook.runlog import PERSON_RUNS_CELLS
+        from ipy_agent.notebook.runlog import PERSON_RUNS_CELLS, PERSON_TO_RUN
 
         run.agent.session[PERSON_RUNS_CELLS] = run.background  # TodoHuman waits for the person's run
+        run.agent.session.pop(PERSON_TO_RUN, None)  # a new run: a TODO(human) cell left before no longer goes on
         run.agent.on_event(run.ui.listener)
         run.agent.configure(approver=run.ui.approver)
         prompts = len(run.agent.checkpoints.list)
@@ -378,21 +390,11 @@ _COMMAND_HOOKS: weakref.WeakKeyDictionary[Agent, list[Callable[[HookEvent], obje
 def _apply_command_hooks(agent: Agent, *, ask: bool) -> list[str]:
     """The settings files' command hooks onto the agent (config/command_hooks.py), in place of
     those the previous run put there; a run asks the person to trust a project file's new hooks."""
-    from ipy_agent.config.command_hooks import (
-        ask_hooks_on_stdin,
-        install_command_hooks,
-        load_settings_hooks,
-        read_hooks_file,
-    )
+    from ipy_agent.config.command_hooks import ask_hooks_on_stdin, install_command_hooks, load_settings_hooks
 
     for fn in _COMMAND_HOOKS.pop(agent, []):
         agent.hooks.remove(fn)
     files, warnings = load_settings_hooks(agent.cwd, approve=ask_hooks_on_stdin if ask else None)
-    # A trusted plugin's hooks/hooks.json after the settings files' (loop/claude_setup.py).
-    for plugin, path in agent.claude.hook_files():
-        plugin_file = read_hooks_file(path, trusted=True, plugin_root=plugin.root)
-        warnings += list(plugin_file.problems)
-        files.append(plugin_file)
     policy = agent.managed.policy
     _COMMAND_HOOKS[agent] = install_command_hooks(
         agent.hooks,
@@ -401,7 +403,8 @@ def _apply_command_hooks(agent: Agent, *, ask: bool) -> list[str]:
         session_id=lambda: agent.conversation_id,
         sandbox=lambda: agent.tool_context() if policy.sandbox_required else None,
     )
-    return warnings
+    # The trusted plugins' hooks/hooks.json after the settings files' (loop/agent.py).
+    return warnings + agent.install_plugin_hooks()
 
 
 def _apply_mcp_files(agent: Agent) -> list[str]:

@@ -23,15 +23,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PERSON_RUNS_CELLS", "CellRun", "RunLog", "describe_run"]
+__all__ = ["PERSON_RUNS_CELLS", "PERSON_TO_RUN", "CellRun", "RunLog", "describe_run", "person_ran"]
 
 # In a conversation's `ToolContext.session`: True while the person can run cells during the run
 # (a background run), so a tool may wait for their run (`RunLog.next_run`); set by the magics.
 PERSON_RUNS_CELLS = "ipy_agent.person_runs_cells"
+# In a conversation's session: the id of the cell a foreground run left for the person to run
+# (TodoHuman's TODO(human) cell); their run of it continues the conversation (magics/todo_human.py).
+PERSON_TO_RUN = "ipy_agent.person_to_run"
 
 
 def _resolve(future: asyncio.Future[CellRun], run: CellRun) -> None:
@@ -65,6 +68,9 @@ class RunLog:
         self._nested = 0  # runs inside it now (NotebookRun's)
         self._taken: set[int] = set()  # counts those runs took
         self._waiting: dict[str, list[asyncio.Future[CellRun]]] = {}  # `next_run`'s, by cell id
+        # Called with each run the person's cells end with, in IPython's `post_run_cell`, while
+        # that cell is still the one running (what they display goes to it).
+        self.listeners: list[Callable[[CellRun], None]] = []
 
     def record(self, run: CellRun) -> None:
         self._runs.pop(run.cell_id, None)
@@ -150,6 +156,9 @@ class RunLog:
                 error=f"{type(error).__name__}: {error}" if error is not None else None,
             )
         )
+        run = self._runs[cell_id]
+        for listener in list(self.listeners):
+            listener(run)
 
     def _own_count(self, info: Any, result: Any, taken: set[int]) -> None:
         """The cell ends on a count a nested run took: it takes the next one (ipykernel replies
@@ -164,6 +173,16 @@ class RunLog:
         shell.execution_count = count + 1
         with contextlib.suppress(Exception):
             result.execution_count = count
+
+
+def person_ran(run: CellRun) -> str:
+    """What the model is told once the person ran the cell left for them (TodoHuman's)."""
+    outcome = f"It failed: {run.error}" if run.error else "It ran without error."
+    return (
+        f"The person ran the TODO(human) cell {run.cell_id} (execution count {run.execution_count}). {outcome} "
+        f"What they wrote:\n{run.source}\nRead its outputs with NotebookRead if you need them, then build on "
+        "their code."
+    )
 
 
 def describe_run(

@@ -1,15 +1,19 @@
 """Claude Code plugins in an agent: a real plugin from npm lists every command, agent and skill; a
 command's body reaches the model with its arguments; a plugin agent is a Task type with only its
-tools; a command's allowed-tools narrows what is offered and never grants a permission."""
+tools; a command's allowed-tools narrows what is offered and never grants a permission; the
+plugin's hooks run on their events (a JSON deny, a file written, context for the model, a
+notification when a prompt waits)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
+from ipy_agent.ui.approver import NonInteractiveApprover
 from tests.support.npm_packages import PLUGIN_PACKAGE, npm_package
 from tests.support.tools import write_tree
 from tests.support.transcript import all_results, result_text, use
@@ -203,3 +207,76 @@ def test_a_command_s_model_answers_its_prompt_only(tmp_path):
     # an alias names a Claude model: a scripted agent cannot switch to it, and says so
     assert agent.run("/sonnet").text == "the main model again"
     assert any("model 'sonnet' is a Claude model" in n for n in notices)
+
+
+def _pipeline(tmp_path: Path, phase: str = "plan") -> None:
+    """The real plugin's pipeline, active in this project (its hooks read these two files)."""
+    write_tree(tmp_path, {".claude/.selfish-active": "checkout-flow\n", ".claude/.selfish-phase": f"{phase}\n"})
+
+
+def test_the_real_plugin_s_hooks_run_on_their_events(real_plugin, tmp_path):
+    _pipeline(tmp_path)
+    guarded = use("Bash", "b1", command="echo git reset --hard", description="reset the tree")
+    write = use("Write", "w1", file_path=str(tmp_path / "plan.md"), content="1. cart\n")
+    model = ScriptedModel([[guarded], [write], "Planned."])
+    agent = Agent(model, cwd=tmp_path, plugins=[real_plugin], permission_mode="acceptEdits")
+    assert agent.run("plan the checkout flow").text == "Planned."
+    # UserPromptSubmit (scripts/selfish-user-prompt-submit.sh): its additionalContext reaches the model
+    assert "[Pipeline: checkout-flow] [Phase: plan]" in _user_text(model.requests[0])
+    # PreToolUse on Bash (scripts/selfish-bash-guard.sh): its JSON deny blocks the call, with its reason
+    blocked = all_results(agent.messages)["b1"]
+    assert blocked.get("is_error")
+    assert "SELFISH GUARD: git reset --hard is blocked during pipeline" in result_text(blocked)
+    # PostToolUse on Write (scripts/track-selfish-changes.sh): the file it keeps lists the change
+    assert (tmp_path / ".claude" / ".selfish-changes.log").read_text().split() == [str(tmp_path / "plan.md")]
+    # control: with the pipeline off the same guard allows, and the command runs
+    (tmp_path / ".claude" / ".selfish-active").unlink()
+    model = ScriptedModel([[guarded], "Reset."])
+    agent = Agent(model, cwd=tmp_path, plugins=[real_plugin])
+    agent.run("reset")
+    ran = all_results(agent.messages)["b1"]
+    assert not ran.get("is_error") and "git reset --hard" in result_text(ran)
+
+
+def test_the_real_plugin_s_notification_hook_runs_when_a_prompt_waits_for_the_person(
+    real_plugin, tmp_path, monkeypatch
+):
+    # scripts/selfish-notify.sh shows a desktop notification with notify-send: this one writes it down.
+    shown = tmp_path / "notifications.txt"
+    write_tree(tmp_path, {"bin/notify-send": f'#!/bin/sh\nprintf \'%s|%s\\n\' "$1" "$2" >> {shown}\n'})
+    (tmp_path / "bin" / "notify-send").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    write = use("Write", "w1", file_path=str(tmp_path / "plan.md"), content="1. cart\n")
+    asked: list[str] = []
+
+    def approver(request):
+        asked.append(request.tool_name)
+        return "deny"
+
+    agent = Agent(ScriptedModel([[write], "ok"]), cwd=tmp_path, plugins=[real_plugin], approver=approver)
+    agent.run("write the plan")
+    assert asked == ["Write"]
+    assert shown.read_text().splitlines() == [
+        f"Permission Approval Required|ipy_agent needs your permission to use Write: {tmp_path / 'plan.md'}"
+    ]
+    # control: an approver that answers by itself asks no one, so no one is notified
+    shown.unlink()
+    agent = Agent(
+        ScriptedModel([[write], "ok"]), cwd=tmp_path, plugins=[real_plugin], approver=NonInteractiveApprover("test")
+    )
+    agent.run("write the plan")
+    assert not shown.exists()
+
+
+def test_the_real_plugin_s_stop_gate_sends_the_agent_on_once_with_its_stderr(real_plugin, tmp_path):
+    _pipeline(tmp_path, phase="implement")  # no .claude/.selfish-ci-passed: scripts/selfish-stop-gate.sh exits 2
+    model = ScriptedModel(["Done.", "CI has not run yet: run it before calling this done."])
+    agent = Agent(model, cwd=tmp_path, plugins=[real_plugin])
+    result = agent.run("finish the checkout flow")
+    # Exit 2: the model reads its stderr and goes on; the second Stop says stop_hook_active, and
+    # the gate lets it stop (without that it would block every stop until max_turns).
+    assert len(model.requests) == 2
+    assert "SELFISH GATE: CI has not been run. Pipeline 'checkout-flow' Phase 'implement'" in _user_text(
+        model.requests[1]
+    )
+    assert result.text == "CI has not run yet: run it before calling this done."

@@ -1,13 +1,17 @@
-"""`%agent_plugins` (list, add, remove, trust) and `%agent /command args` on a plain shell."""
+"""`%agent_plugins` (list, add, remove, trust) and `%agent /command args` on a plain shell; a project
+plugin's MCP server starts once the person trusts the plugin."""
 
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from IPython.core.error import UsageError
 
+from tests.support.mcp import TOOLBOX
 from tests.support.tools import write_tree
+from tests.support.transcript import all_results, result_text, use
 
 PLUGIN = {
     ".claude-plugin/plugin.json": json.dumps({"name": "tidy", "version": "0.1.0"}),
@@ -60,3 +64,16 @@ def test_agent_help_lists_the_slash_commands_with_their_descriptions(shell, tmp_
     assert info["found"]
     assert "/greet NAME: Greet someone" in info["docstring"]
     assert "Run the agent on a request" in info["docstring"]
+
+
+def test_a_project_plugin_s_mcp_server_starts_only_once_trusted(shell, magics, script, tmp_path, capsys):
+    server = {"mcpServers": {"tb": {"command": sys.executable, "args": [TOOLBOX]}}}
+    write_tree(tmp_path / "vendor/tidy", {**PLUGIN, ".mcp.json": json.dumps(server)})
+    write_tree(tmp_path, {".ipy_agent/settings.json": json.dumps({"plugins": ["vendor/tidy"]})})
+    line = "--allow mcp__plugin_tidy_tb --no-widgets --script {} add them"
+    shell.run_line_magic("agent", line.format(script([use("mcp__plugin_tidy_tb__add", "a1", a=2, b=3)], "done")))
+    untrusted = all_results(magics.session.agent.messages)["a1"]
+    assert untrusted.get("is_error") and "No such tool" in result_text(untrusted)  # the server did not start
+    shell.run_line_magic("agent_plugins", "trust tidy")
+    shell.run_line_magic("agent", line.format(script([use("mcp__plugin_tidy_tb__add", "a2", a=2, b=3)], "done")))
+    assert result_text(all_results(magics.session.agent.messages)["a2"]).strip() == "5"

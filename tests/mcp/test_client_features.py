@@ -193,3 +193,16 @@ def test_a_working_directory_added_between_runs_is_a_root_of_the_running_server(
     assert first == [agent.cwd.resolve().as_uri()]
     assert second == [agent.cwd.resolve().as_uri(), extra.resolve().as_uri()]
     assert agent.mcp.connection("tb").starts == 1  # the same server process, told of the change
+
+
+def test_a_form_fires_the_notification_hooks_as_it_opens(make_agent):
+    told: list[tuple[str | None, str | None]] = []
+    model = ScriptedModel([[use("mcp__tb__signup", "1")], "done"])
+    agent = make_agent(model=model, mcp_servers={"tb": stdio()}, approver=lambda r: "decline", allow=["mcp__tb"])
+    agent.hooks.add(
+        "Notification", lambda e: told.append((e.notification_type, e.message)), matcher="elicitation_dialog"
+    )
+    agent.hooks.add("Notification", lambda e: told.append(("a prompt", e.message)), matcher="permission_prompt")
+    agent.run("go")
+    # The form, once; no permission prompt opened (the rule allows the tool), so that matcher never ran.
+    assert told == [("elicitation_dialog", "The MCP server tb asks you: Who is signing up?")]

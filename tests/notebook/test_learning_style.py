@@ -56,13 +56,38 @@ def test_learning_inserts_a_todo_cell_and_the_run_waits_for_the_person(
     kernel.wait_for("the run to end", lambda: kernel.check(f"print({MAGICS}.agent.running)").strip() == "False")
     assert _requests(kernel) == 2
     said = result_text(tool_results(kernel)["t1"])
-    assert "The person ran cell" in said and "sum(xs) / len(xs)" in said and "without error" in said
+    assert "The person ran the TODO(human) cell" in said and "sum(xs) / len(xs)" in said and "without error" in said
 
 
-def test_control_a_foreground_run_does_not_wait(kernel: LiveKernel, panel: Panel, tmp_path: Path):
-    # In the foreground the kernel is busy with the %agent cell: no other cell can run, so
-    # waiting would hang; the tool inserts the cell and the model is told to end its turn.
-    name = _script(tmp_path)
-    kernel.check(f"%agent --mode bypassPermissions --no-widgets --style Learning --script {name} teach\n")
-    assert any("# TODO(human)" in c["source"] for c in panel.cells)
-    assert "end your turn now" in result_text(tool_results(kernel)["t1"])
+def test_a_foreground_run_ends_its_turn_and_running_the_todo_cell_goes_on(
+    kernel: LiveKernel, panel: Panel, tmp_path: Path
+):
+    # In the foreground the kernel is busy with the %agent cell: no other cell can run, so the
+    # run ends its turn saying what to write, and the person's run of the cell goes on with it.
+    turns = [
+        [use("TodoHuman", "t1", brief=BRIEF, scaffold="mean = ...  # TODO(human)\nprint(mean)")],
+        "Write the mean in the new cell and run it.",
+        "Well done: 3.0 is the mean.",
+    ]
+    (tmp_path / "t.json").write_text(json.dumps({"turns": turns}))
+    kernel.run_cell(panel, "c1")
+    out = kernel.check("%agent --mode bypassPermissions --no-widgets --style Learning --script t.json teach\n")
+    assert "Write the mean in the new cell and run it." in out
+    todo = next(c for c in panel.cells if "# TODO(human)" in c["source"])
+    assert BRIEF in todo["source"] and panel.cells[-1] is todo
+    assert "goes on by itself" in result_text(tool_results(kernel)["t1"])
+    assert _requests(kernel) == 2  # the run ended; nothing goes on before the person runs the cell
+    kernel.type_into(panel, todo["id"], "mean = sum(xs) / len(xs)\nprint(mean)")
+    kernel.run_cell(panel, todo["id"])
+    assert any("3.0" in o.get("text", "") for o in todo["outputs"])  # their own output, in their cell
+    kernel.wait_for("the run to end", lambda: kernel.check(f"print({MAGICS}.agent.running)").strip() == "False")
+    assert _requests(kernel) == 3
+    said = kernel.check(
+        f"print([b['text'] for b in {MAGICS}.agent.messages[-2]['content'] if b.get('type') == 'text'][0])"
+    )
+    assert "The person ran the TODO(human) cell" in said and "sum(xs) / len(xs)" in said and "without error" in said
+    assert "Well done: 3.0 is the mean." in kernel.check(f"print({MAGICS}.last_result.text)")
+    # control: running the cell again does not go on again (the run it left is answered)
+    kernel.run_cell(panel, todo["id"])
+    assert kernel.check(f"print({MAGICS}.running)").strip() == "False"  # no run was started from it
+    assert _requests(kernel) == 3

@@ -1,14 +1,21 @@
 """TodoHuman: the Learning style's piece for the person, a code cell marked `# TODO(human)`.
 
 The tool inserts a code cell into the live notebook with a short brief and the scaffold (the
-lines the person is to write are marked `# TODO(human)`), then waits until the person has run
-that cell, and answers with what they wrote and whether it ran without error. The wait is an
-event: the run log (notebook/runlog.py) resolves it when IPython's `post_run_cell` reports a
-run of that cell id; nothing polls. A run in the foreground executes inside its own `%agent`
-cell, and no other cell can run until it ends: there the tool inserts the cell and tells the
-model to end its turn (the person runs the cell and then asks to go on). A run where the person
-can run cells meanwhile (`%agent --background`) says so in the conversation's session
-(`PERSON_RUNS_CELLS`, set by the magics), and waits. Offered only with a live notebook.
+lines the person is to write are marked `# TODO(human)`), fires the Notification hooks
+("idle_prompt": the run waits for the person), and goes on once the person has run that cell,
+with what they wrote and whether it ran without error (`person_ran`, notebook/runlog.py). The wait is an event: the
+run log (notebook/runlog.py) reports each run of a cell id from IPython's `post_run_cell`;
+nothing polls.
+
+- A run where the person can run cells meanwhile (`%agent --background`, `PERSON_RUNS_CELLS` in
+  the conversation's session, set by the magics) waits in the tool, and its result is what they
+  wrote.
+- A run in the foreground executes inside its own `%agent` cell, and the kernel runs no other
+  cell until it ends. There the tool leaves the cell's id in the session (`PERSON_TO_RUN`) and
+  tells the model to end its turn, saying what to write; when the person runs the cell, the
+  conversation goes on by itself in that cell, its prompt what they wrote (magics/todo_human.py).
+
+Offered only with a live notebook.
 """
 
 from __future__ import annotations
@@ -16,10 +23,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ipy_agent.contract.build_tool import build_tool
+from ipy_agent.contract.hooks import NOTIFY_PERSON
 from ipy_agent.contract.tool import Tool, ToolError
 from ipy_agent.contract.tool_context import ToolContext
 from ipy_agent.notebook.bridge import BridgeError
-from ipy_agent.notebook.runlog import PERSON_RUNS_CELLS
+from ipy_agent.notebook.runlog import PERSON_RUNS_CELLS, PERSON_TO_RUN, person_ran
 
 from .live import live_bridge
 
@@ -68,19 +76,19 @@ async def _call(inp: TodoHumanInput, ctx: ToolContext) -> str:
     except BridgeError as e:
         raise ToolError(f"Could not insert the cell: {e}") from None
     cell_id = reply["cell"]["id"]
+    notify = ctx.session.get(NOTIFY_PERSON)
+    if callable(notify):
+        await notify(f"ipy_agent left a TODO(human) cell for you to write and run: {inp.brief.strip()}", "idle_prompt")
     if ctx.session.get(PERSON_RUNS_CELLS) is not True:
+        ctx.session[PERSON_TO_RUN] = cell_id
         return (
             f"Inserted cell {cell_id} with the TODO(human) piece. This run executes inside the person's %agent "
             "cell, so they can run the new cell only after it ends: end your turn now, saying in one sentence "
-            "what to write there, and go on when they ask you to."
+            "what to write there. When they run it, the conversation goes on by itself with what they wrote."
         )
     # A new cell: any run the log holds happened since it was inserted (the person was quick).
     run = nb.runs.get(cell_id) or await nb.runs.next_run(cell_id)
-    outcome = f"It failed: {run.error}" if run.error else "It ran without error."
-    return (
-        f"The person ran cell {cell_id} (execution count {run.execution_count}). {outcome} What they wrote:\n"
-        f"{run.source}\nRead its outputs with NotebookRead if you need them, then build on their code."
-    )
+    return person_ran(run)
 
 
 def todo_human_tool() -> Tool[TodoHumanInput, str]:
