@@ -16,9 +16,13 @@ person has:
   parse of any cell binds them);
 - cells the live kernel ran out of order (the run log's execution counts, top to bottom).
 
-Cells the person tagged `agent:never-run` are not run, and are named. The fresh kernel is shut
-down when the run ends, also when it is interrupted or a cell times out. This module holds the
-run and the comparison; the tool (tools/notebook/verify.py) holds the permission and the texts.
+Cells the person tagged `agent:never-run` are not run, and are named. Nor are the cells of
+ipy_agent's own magics (`%agent`, `%%agent`, `%agent_verify`, `%agent_rules`...): they talk to the
+agent, they do not compute the notebook's data, and a rerun would ask the model again or verify
+inside the verify; they are named too, and what the agent left in the kernel without a cell shows
+as hidden state. The fresh kernel is shut down when the run ends, also when it is interrupted or
+a cell times out. This module holds the run and the comparison; the tool
+(tools/notebook/verify.py) holds the permission and the texts.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ __all__ = [
 
 DIFF_LINES = 12
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+_AGENT_MAGIC = re.compile(r"%{1,2}agent(?:_\w+)?(?:\s|$)")
 _IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/svg+xml")
 
 
@@ -77,6 +82,14 @@ class VerifyCell:
     @property
     def label(self) -> str:
         return cell_label({"index": self.index, "source": self.source, "cell_type": self.cell_type})
+
+    @property
+    def agent_magic(self) -> bool:
+        """A code cell that starts with one of ipy_agent's magics (`%agent ...`, `%agent_verify`): not rerun."""
+        if self.cell_type != "code":
+            return False
+        first = next((s for line in self.source.splitlines() if (s := line.strip()) and not s.startswith("#")), "")
+        return _AGENT_MAGIC.match(first) is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +130,7 @@ class VerifyReport:
     hidden_state: list[Mismatch] = field(default_factory=list)
     out_of_order: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # agent:never-run cells, not run
+    agent_cells: list[str] = field(default_factory=list)  # cells of ipy_agent's magics, not rerun
     stopped: str | None = None
     live_compared: bool = True  # the live kernel's variables and run log were compared
 
@@ -198,7 +212,9 @@ async def run_fresh(
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError
 
-    runnable = [c for c in cells if c.cell_type == "code" and not c.never_run and c.source.strip()]
+    runnable = [
+        c for c in cells if c.cell_type == "code" and not c.never_run and not c.agent_magic and c.source.strip()
+    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.source) for c in runnable])
     t0 = time.monotonic()
     outputs: dict[str, list[dict[str, Any]]] = {}
@@ -344,8 +360,9 @@ def compare(
         outputs_differ=differ,
         variables_differ=report_vars,
         hidden_state=hidden,
-        out_of_order=out_of_order(code, runs) if runs is not None else [],
+        out_of_order=out_of_order([c for c in code if not c.agent_magic], runs) if runs is not None else [],
         skipped=[c.label for c in code if c.never_run],
+        agent_cells=[c.label for c in code if c.agent_magic and not c.never_run],
         stopped=fresh.stopped,
         live_compared=live_variables is not None,
     )
