@@ -11,7 +11,9 @@ person has:
 - cells whose outputs differ from the outputs the notebook shows (text: a short diff; images by
   size and a hash; memory addresses such as `0x7f..` are not differences);
 - variables whose type or summary differ between the live kernel and the fresh run, each side
-  summarised by `variables.describe_namespace` (never a full repr, never a class's own code);
+  summarised by `variables.describe_namespace` (never a full repr, never a class's own code); a
+  name only the fresh run has is not a difference when only cells not yet run here bind it (a
+  verify in the middle of Run All: the cells below it have not run yet);
 - "hidden state": names the live kernel holds that no cell defines (neither the fresh run nor a
   parse of any cell binds them);
 - cells the live kernel ran out of order (the run log's execution counts, top to bottom).
@@ -337,7 +339,10 @@ def compare(
     hidden: list[Mismatch] = []
     if live_variables is not None and fresh.variables is not None:
         fresh_by = {v.name: v for v in fresh.variables}
-        bound = {n for c in code for n in cell_effects(c.source).binds}
+        binds = {c.cell_id: cell_effects(c.source).binds for c in code}
+        bound = {n for names in binds.values() for n in names}
+        ran = {c.cell_id for c in code if _ran_here(c, runs)}
+        not_yet = bound - {n for cell_id in ran for n in binds[cell_id]}  # bound only by cells not run here
         for v in live_variables:
             here = f"{v.type} = {v.summary}"
             other = fresh_by.get(v.name)
@@ -350,7 +355,7 @@ def compare(
                 report_vars.append(Mismatch(name=v.name, live=here, fresh=f"{other.type} = {other.summary}"))
         live_names = {v.name for v in live_variables}
         for name, other in fresh_by.items():
-            if name not in live_names:
+            if name not in live_names and name not in not_yet:
                 report_vars.append(Mismatch(name=name, live="not defined", fresh=f"{other.type} = {other.summary}"))
     return VerifyReport(
         kernel=fresh.kernel,
@@ -366,6 +371,11 @@ def compare(
         stopped=fresh.stopped,
         live_compared=live_variables is not None,
     )
+
+
+def _ran_here(c: VerifyCell, runs: RunLog | None) -> bool:
+    """Whether the cell ran in the live kernel: the page shows a count or outputs, or the run log has it."""
+    return c.execution_count is not None or bool(c.outputs) or (runs is not None and runs.get(c.cell_id) is not None)
 
 
 def out_of_order(code: Sequence[VerifyCell], runs: RunLog) -> list[str]:

@@ -69,3 +69,16 @@ def test_cells_of_ipy_agents_magics_are_named_not_compared_and_not_out_of_order(
     assert report.reproduces, report
     assert report.agent_cells == ["cell 1 · %agent --verify tidy up", "cell 3 · # again"]
     assert report.out_of_order == []  # the %agent cell above ran after `x = 1`: not a rerun order
+
+
+def test_a_name_only_cells_not_yet_run_here_bind_is_not_a_difference():
+    # A verify in the middle of Run All: the cells below it have not run in this kernel yet.
+    cells = [code("a", 0, "x = 1", []), code("below", 1, "later = x + 1", [], count=None)]
+    live = [VariableInfo(name="x", type="int", summary="1")]
+    fresh_vars = [*live, VariableInfo(name="later", type="int", summary="2")]
+    fresh = FreshRun(outputs={"a": [], "below": []}, variables=fresh_vars, kernel="k", seconds=0.1)
+    assert compare(cells, fresh, live_variables=live, runs=RunLog()).reproduces
+    # The control: once the cell below has run here, a name it binds that this kernel lacks differs.
+    ran = [cells[0], code("below", 1, "later = x + 1", [], count=2)]
+    report = compare(ran, fresh, live_variables=live, runs=RunLog())
+    assert [(m.name, m.live) for m in report.variables_differ] == [("later", "not defined")]
