@@ -16,7 +16,9 @@ from typing import Any
 
 from ipy_agent.notebook.protocol import PROTOCOL
 
-__all__ = ["StandInPage", "open_here"]
+__all__ = ["StandInPage", "delete_here", "open_here"]
+
+_open: list[StandInPage] = []  # the stand-in open_here connected in this kernel, if any
 
 
 class StandInPage:
@@ -93,6 +95,16 @@ class StandInPage:
         c["outputs"], c["execution_count"] = args["outputs"], args.get("execution_count")
         return {"cell": self.summary(c, False)}
 
+    def op_insert_cell(self, args: dict[str, Any]) -> dict[str, Any]:
+        after = args.get("after_id")
+        index = self.cells.index(self.cell(after)) + 1 if after else 0
+        ids = {c["id"] for c in self.cells}
+        cell_id = args.get("cell_id") if args.get("cell_id") not in ids else None
+        cell_id = cell_id or next(f"inserted-{n}" for n in range(1, len(ids) + 2) if f"inserted-{n}" not in ids)
+        c = {"id": cell_id, "cell_type": args.get("cell_type") or "code", "source": args["source"], "outputs": []}
+        self.cells.insert(index, c)
+        return {"cell": self.summary(c, False)}
+
     def op_scroll_to(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"index": self.cells.index(self.cell(args["cell_id"]))}
 
@@ -117,4 +129,12 @@ async def open_here(session: Any, notebook: str | Path) -> StandInPage | None:
         return None
     page = StandInPage(Path.cwd() / notebook)
     bridge.connect_local(page)
+    _open[:] = [page]
     return page
+
+
+def delete_here(cell_id: str) -> None:
+    """The person deletes the cell `cell_id`, run headless: the stand-in drops it. In JupyterLab this
+    does nothing: there the person deletes it (select it, then D, D)."""
+    for page in _open:
+        page.cells = [c for c in page.cells if c["id"] != cell_id]
