@@ -315,11 +315,12 @@ EXPECT: dict[str, list[str]] = {
         "hidden state      rate: float = 0.2\n"
         "not rerun         cell 9 · %agent_verify;",
         "Prompts in this run are answered automatically for the course build",  # the cell says so
-        "inserted code cell 6 · rate = 0.2",
+        "replaced cell 7 · rate = 0.2",  # the agent defines rate where it is used, and reruns the cell
+        "total with VAT: 288.00",
         "NotebookVerify the open notebook — reproduces",  # the gate, before the run may end
         "Verify: reproduces",
         "NotebookVerify ran the notebook top to bottom in a new kernel: it reproduces now.",
-        "verdict    reproduces\nnot rerun  cell 10 · %agent_verify;",  # section 4, the same check again
+        "verdict    reproduces\nnot rerun  cell 9 · %agent_verify;",  # section 4, the same check again
     ],
     "16_instructions_and_skills": [
         "=== no guidance: Read(sales.csv) -> Write(summary.md)",
