@@ -95,16 +95,6 @@ class StandInPage:
         c["outputs"], c["execution_count"] = args["outputs"], args.get("execution_count")
         return {"cell": self.summary(c, False)}
 
-    def op_insert_cell(self, args: dict[str, Any]) -> dict[str, Any]:
-        after = args.get("after_id")
-        index = self.cells.index(self.cell(after)) + 1 if after else 0
-        ids = {c["id"] for c in self.cells}
-        cell_id = args.get("cell_id") if args.get("cell_id") not in ids else None
-        cell_id = cell_id or next(f"inserted-{n}" for n in range(1, len(ids) + 2) if f"inserted-{n}" not in ids)
-        c = {"id": cell_id, "cell_type": args.get("cell_type") or "code", "source": args["source"], "outputs": []}
-        self.cells.insert(index, c)
-        return {"cell": self.summary(c, False)}
-
     def op_scroll_to(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"index": self.cells.index(self.cell(args["cell_id"]))}
 
