@@ -36,6 +36,7 @@ __all__ = [
     "check_context_window",
     "check_delegation_prediction",
     "check_deny_hook",
+    "check_hidden_state_prediction",
     "check_never_run",
     "check_offered_tools",
     "check_read_first",
@@ -961,3 +962,81 @@ def check_skill(skill_md: str) -> Report:
         "the system prompt does not list the skill.",
     )
     return report
+
+
+# --- 17 · reproducibility ---------------------------------------------------------------------
+
+# A morning in a notebook: what ran in the kernel, in this order, and the cells the notebook has now.
+HIDDEN_STATE_RUNS = [
+    "data = [3, 1, 2]",
+    "data = sorted(data)",
+    "scale = 10",  # its cell was deleted afterwards
+    "result = [x * scale for x in data]",
+    "debug = True",  # typed in a scratch cell, deleted afterwards
+]
+HIDDEN_STATE_CELLS = ["data = [3, 1, 2]", "data = sorted(data)", "result = [x * scale for x in data]"]
+
+
+def check_hidden_state_prediction(hidden: Any) -> Report:
+    """17: which names does NotebookVerify list under "hidden state" for HIDDEN_STATE_RUNS and
+    HIDDEN_STATE_CELLS? The check replays the runs in one namespace (the live kernel), the cells top
+    to bottom in another (the fresh kernel), and compares them with the tool's own `compare`."""
+    from ipy_agent.notebook.variables import VariableInfo, describe_value
+    from ipy_agent.notebook.verify import FreshRun, VerifyCell, compare
+
+    report = Report("Hidden state")
+    if not report.ok(
+        isinstance(hidden, (set, list, tuple)) and all(isinstance(n, str) for n in hidden),
+        "HIDDEN is a set of names",
+        f"HIDDEN should be a set of variable names, like {{'data'}}; it is {hidden!r}.",
+    ):
+        return report
+    predicted = set(hidden)
+
+    def variables(ns: dict[str, Any]) -> list[VariableInfo]:
+        return [
+            VariableInfo(name=k, type=t, summary=v)
+            for k in ns
+            if not k.startswith("_")
+            for t, v in [describe_value(ns[k], k)]
+        ]
+
+    live: dict[str, Any] = {}
+    for source in HIDDEN_STATE_RUNS:
+        exec(source, live)
+    fresh_ns: dict[str, Any] = {}
+    cells, outputs = [], {}
+    for i, source in enumerate(HIDDEN_STATE_CELLS):
+        cell_id = f"c{i}"
+        cells.append(VerifyCell(cell_id=cell_id, index=i, cell_type="code", source=source, execution_count=i + 1))
+        try:
+            exec(source, fresh_ns)
+            outputs[cell_id] = []
+        except Exception as e:
+            outputs[cell_id] = [{"output_type": "error", "ename": type(e).__name__, "evalue": str(e)}]
+    fresh = FreshRun(outputs=outputs, variables=variables(fresh_ns), kernel="a fresh namespace", seconds=0.0)
+    found = compare(cells, fresh, live_variables=variables(live), runs=None)
+    truth = {m.name for m in found.hidden_state}
+    why = {
+        "scale": "scale came from a cell deleted after it ran: the kernel holds it, no cell defines it",
+        "debug": "debug was typed in a scratch cell, deleted since: no cell defines it",
+    }
+    for name in sorted(truth):
+        report.ok(name in predicted, f"{name} is hidden state", f"{why.get(name, name)}: add it to HIDDEN.")
+    for name in sorted(predicted - truth):
+        if name == "result":
+            wrong = (
+                "result is not hidden state: a cell defines it (result = [x * scale ...]). Top to bottom that "
+                "cell raises NameError, so result differs (listed under 'variable differs'), but hidden state is "
+                "what NO cell defines."
+            )
+        elif name == "data":
+            wrong = "data is defined by the first cell, and the fresh run makes the same list: not hidden state."
+        else:
+            wrong = f"{name} is not a name the kernel holds here; the kernel holds {sorted(_live_names(live))}."
+        report.ok(False, "", wrong)
+    return report
+
+
+def _live_names(ns: dict[str, Any]) -> list[str]:
+    return [k for k in ns if not k.startswith("_")]

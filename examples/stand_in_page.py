@@ -16,7 +16,9 @@ from typing import Any
 
 from ipy_agent.notebook.protocol import PROTOCOL
 
-__all__ = ["StandInPage", "open_here"]
+__all__ = ["StandInPage", "delete_here", "open_here"]
+
+_open: list[StandInPage] = []  # the stand-in open_here connected in this kernel, if any
 
 
 class StandInPage:
@@ -117,4 +119,12 @@ async def open_here(session: Any, notebook: str | Path) -> StandInPage | None:
         return None
     page = StandInPage(Path.cwd() / notebook)
     bridge.connect_local(page)
+    _open[:] = [page]
     return page
+
+
+def delete_here(cell_id: str) -> None:
+    """The person deletes the cell `cell_id`, run headless: the stand-in drops it. In JupyterLab this
+    does nothing: there the person deletes it (select it, then D, D)."""
+    for page in _open:
+        page.cells = [c for c in page.cells if c["id"] != cell_id]

@@ -82,6 +82,7 @@ CONCEPTS: dict[str, list[str]] = {
     "14": ["running cells"],
     "15": ["delegation"],
     "16": ["instructions", "skills"],
+    "17": ["reproducibility", "hidden state, the verify gate"],
 }
 
 

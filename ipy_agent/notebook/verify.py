@@ -11,14 +11,20 @@ person has:
 - cells whose outputs differ from the outputs the notebook shows (text: a short diff; images by
   size and a hash; memory addresses such as `0x7f..` are not differences);
 - variables whose type or summary differ between the live kernel and the fresh run, each side
-  summarised by `variables.describe_namespace` (never a full repr, never a class's own code);
+  summarised by `variables.describe_namespace` (never a full repr, never a class's own code); a
+  name only the fresh run has is not a difference when only cells not yet run here bind it (a
+  verify in the middle of Run All: the cells below it have not run yet);
 - "hidden state": names the live kernel holds that no cell defines (neither the fresh run nor a
   parse of any cell binds them);
 - cells the live kernel ran out of order (the run log's execution counts, top to bottom).
 
-Cells the person tagged `agent:never-run` are not run, and are named. The fresh kernel is shut
-down when the run ends, also when it is interrupted or a cell times out. This module holds the
-run and the comparison; the tool (tools/notebook/verify.py) holds the permission and the texts.
+Cells the person tagged `agent:never-run` are not run, and are named. Nor are the cells of
+ipy_agent's own magics (`%agent`, `%%agent`, `%agent_verify`, `%agent_rules`...): they talk to the
+agent, they do not compute the notebook's data, and a rerun would ask the model again or verify
+inside the verify; they are named too, and what the agent left in the kernel without a cell shows
+as hidden state. The fresh kernel is shut down when the run ends, also when it is interrupted or
+a cell times out. This module holds the run and the comparison; the tool
+(tools/notebook/verify.py) holds the permission and the texts.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ __all__ = [
 
 DIFF_LINES = 12
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+_AGENT_MAGIC = re.compile(r"%{1,2}agent(?:_\w+)?(?:\s|$)")
 _IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/svg+xml")
 
 
@@ -77,6 +84,14 @@ class VerifyCell:
     @property
     def label(self) -> str:
         return cell_label({"index": self.index, "source": self.source, "cell_type": self.cell_type})
+
+    @property
+    def agent_magic(self) -> bool:
+        """A code cell that starts with one of ipy_agent's magics (`%agent ...`, `%agent_verify`): not rerun."""
+        if self.cell_type != "code":
+            return False
+        first = next((s for line in self.source.splitlines() if (s := line.strip()) and not s.startswith("#")), "")
+        return _AGENT_MAGIC.match(first) is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +132,7 @@ class VerifyReport:
     hidden_state: list[Mismatch] = field(default_factory=list)
     out_of_order: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # agent:never-run cells, not run
+    agent_cells: list[str] = field(default_factory=list)  # cells of ipy_agent's magics, not rerun
     stopped: str | None = None
     live_compared: bool = True  # the live kernel's variables and run log were compared
 
@@ -198,7 +214,9 @@ async def run_fresh(
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError
 
-    runnable = [c for c in cells if c.cell_type == "code" and not c.never_run and c.source.strip()]
+    runnable = [
+        c for c in cells if c.cell_type == "code" and not c.never_run and not c.agent_magic and c.source.strip()
+    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.source) for c in runnable])
     t0 = time.monotonic()
     outputs: dict[str, list[dict[str, Any]]] = {}
@@ -321,7 +339,10 @@ def compare(
     hidden: list[Mismatch] = []
     if live_variables is not None and fresh.variables is not None:
         fresh_by = {v.name: v for v in fresh.variables}
-        bound = {n for c in code for n in cell_effects(c.source).binds}
+        binds = {c.cell_id: cell_effects(c.source).binds for c in code}
+        bound = {n for names in binds.values() for n in names}
+        ran = {c.cell_id for c in code if _ran_here(c, runs)}
+        not_yet = bound - {n for cell_id in ran for n in binds[cell_id]}  # bound only by cells not run here
         for v in live_variables:
             here = f"{v.type} = {v.summary}"
             other = fresh_by.get(v.name)
@@ -334,7 +355,7 @@ def compare(
                 report_vars.append(Mismatch(name=v.name, live=here, fresh=f"{other.type} = {other.summary}"))
         live_names = {v.name for v in live_variables}
         for name, other in fresh_by.items():
-            if name not in live_names:
+            if name not in live_names and name not in not_yet:
                 report_vars.append(Mismatch(name=name, live="not defined", fresh=f"{other.type} = {other.summary}"))
     return VerifyReport(
         kernel=fresh.kernel,
@@ -344,11 +365,17 @@ def compare(
         outputs_differ=differ,
         variables_differ=report_vars,
         hidden_state=hidden,
-        out_of_order=out_of_order(code, runs) if runs is not None else [],
+        out_of_order=out_of_order([c for c in code if not c.agent_magic], runs) if runs is not None else [],
         skipped=[c.label for c in code if c.never_run],
+        agent_cells=[c.label for c in code if c.agent_magic and not c.never_run],
         stopped=fresh.stopped,
         live_compared=live_variables is not None,
     )
+
+
+def _ran_here(c: VerifyCell, runs: RunLog | None) -> bool:
+    """Whether the cell ran in the live kernel: the page shows a count or outputs, or the run log has it."""
+    return c.execution_count is not None or bool(c.outputs) or (runs is not None and runs.get(c.cell_id) is not None)
 
 
 def out_of_order(code: Sequence[VerifyCell], runs: RunLog) -> list[str]:

@@ -322,6 +322,20 @@ EXPECT: dict[str, list[str]] = {
         "  bash_1     exit 0",
         "after %agent_reset: Nothing runs in the background.",
     ],
+    "17_reproducibility": [
+        "total with VAT: 288.00",  # the kernel still holds rate, whose cell was deleted
+        "raises            cell 7 · total = sum(prices) * (1 + rate): NameError: name 'rate' is not defined\n"
+        "variable differs  total: float = 288.0 → not defined\n"
+        "hidden state      rate: float = 0.2\n"
+        "not rerun         cell 9 · %agent_verify;",
+        "Prompts in this run are answered automatically for the course build",  # the cell says so
+        "replaced cell 7 · rate = 0.2",  # the agent defines rate where it is used, and reruns the cell
+        "total with VAT: 288.00",
+        "NotebookVerify the open notebook — reproduces",  # the gate, before the run may end
+        "Verify: reproduces",
+        "NotebookVerify ran the notebook top to bottom in a new kernel: it reproduces now.",
+        "verdict    reproduces\nnot rerun  cell 9 · %agent_verify;",  # section 4, the same check again
+    ],
     "16_instructions_and_skills": [
         "=== no guidance: Read(sales.csv) -> Write(summary.md)",
         "- north: 1610.40",

@@ -108,6 +108,27 @@ def test_never_run_cells_are_skipped_and_named(kernel: LiveKernel, panel: Panel,
     assert not (tmp_path / "touched.txt").exists()
 
 
+def test_the_cells_of_ipy_agents_magics_are_not_rerun_and_are_named(kernel: LiveKernel, panel: Panel, tmp_path: Path):
+    # The person's notebook holds an earlier %agent_verify (its table shown) and an %agent prompt:
+    # rerun in the fresh kernel they would ask the model again or verify inside the verify, and
+    # their outputs could never match.
+    stale = [{"output_type": "stream", "name": "stdout", "text": "verdict  does not reproduce\n"}]
+    panel.cells.append(cell("%agent_verify", cell_id="v0", outputs=stale, execution_count=3))
+    panel.cells.append(cell("%agent --script v.json verify", cell_id="a0", outputs=stale, execution_count=4))
+    for cell_id in ("c1", "c2"):
+        kernel.run_cell(panel, cell_id)
+    text = verify_once(kernel, tmp_path)
+    assert "Verdict: reproduces." in text, text
+    assert "differ" not in text, text
+    assert (
+        "Not rerun (ipy_agent's own magics: prompts to the agent, verifies): cell 4 · %agent_verify; "
+        "cell 5 · %agent --script v.json verify"
+    ) in text, text
+    table = kernel.check("%agent_verify\n")
+    assert table.splitlines()[0].endswith("reproduces"), table
+    assert "not rerun" in table and "cell 4 · %agent_verify; cell 5 · %agent --script v.json verify" in table
+
+
 PROCESS_SPY = (
     "import subprocess as _sp\n"
     "_started = []\n"

@@ -51,3 +51,34 @@ def test_hidden_state_is_what_no_cell_binds_and_order_comes_from_the_run_log():
     assert {(m.name, m.fresh) for m in report.variables_differ} == {("y", "int = 2"), ("z", "not defined")}
     assert report.out_of_order == ["cell 2 · y = x + 1 ran [2] before cell 1 · x = 1 above it ran [4]"]
     assert report.verdict.startswith("does not reproduce") and "hidden state: typed" in report.verdict
+
+
+def test_cells_of_ipy_agents_magics_are_named_not_compared_and_not_out_of_order():
+    cells = [
+        code("ask", 0, "%agent --verify tidy up", [{"output_type": "stream", "name": "stdout", "text": "Done.\n"}]),
+        code("a", 1, "x = 1", []),
+        code("check", 2, "# again\n%agent_verify", []),
+        code("plain", 3, "agent = 2  # not a magic", []),
+    ]
+    assert [c.agent_magic for c in cells] == [True, False, True, False]
+    runs = RunLog()
+    for cell_id, count in (("a", 1), ("ask", 2), ("check", 3), ("plain", 4)):
+        runs.record(CellRun(cell_id=cell_id, source="", execution_count=count, seconds=0.0))
+    fresh = FreshRun(outputs={"a": [], "plain": []}, variables=[], kernel="k", seconds=0.1)
+    report = compare(cells, fresh, live_variables=[], runs=runs)
+    assert report.reproduces, report
+    assert report.agent_cells == ["cell 1 · %agent --verify tidy up", "cell 3 · # again"]
+    assert report.out_of_order == []  # the %agent cell above ran after `x = 1`: not a rerun order
+
+
+def test_a_name_only_cells_not_yet_run_here_bind_is_not_a_difference():
+    # A verify in the middle of Run All: the cells below it have not run in this kernel yet.
+    cells = [code("a", 0, "x = 1", []), code("below", 1, "later = x + 1", [], count=None)]
+    live = [VariableInfo(name="x", type="int", summary="1")]
+    fresh_vars = [*live, VariableInfo(name="later", type="int", summary="2")]
+    fresh = FreshRun(outputs={"a": [], "below": []}, variables=fresh_vars, kernel="k", seconds=0.1)
+    assert compare(cells, fresh, live_variables=live, runs=RunLog()).reproduces
+    # The control: once the cell below has run here, a name it binds that this kernel lacks differs.
+    ran = [cells[0], code("below", 1, "later = x + 1", [], count=2)]
+    report = compare(ran, fresh, live_variables=live, runs=RunLog())
+    assert [(m.name, m.live) for m in report.variables_differ] == [("later", "not defined")]

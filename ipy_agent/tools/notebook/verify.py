@@ -55,7 +55,8 @@ run out of order here.
 - Use it before you say a notebook is done, after editing or running its cells. Fix what does \
 not reproduce (add the missing cell, reorder, rerun), or tell the person what it is and why.
 - It runs every code cell, so it can take as long as Run All; agent:never-run cells are skipped \
-and named. The person is asked unless a rule allows it.
+and named, and so are the cells of ipy_agent's magics (%agent, %agent_verify...): what the agent \
+left in this kernel without a cell shows as hidden state. The person is asked unless a rule allows it.
 - notebook_path: omit for the open notebook ({path!r}); a notebook file compares its saved outputs \
 only. timeout: seconds per cell (default {default:g}).
 """
@@ -141,10 +142,13 @@ class NotebookVerifyTool(Tool[NotebookVerifyInput, NotebookVerifyResult]):
             return None
         code = [c for c in target.cells if c.cell_type == "code" and c.source.strip()]
         skipped = [c.label for c in code if c.never_run]
+        agent = [c.label for c in code if c.agent_magic and not c.never_run]
         notes = [f"Skipped (agent:never-run): {'; '.join(skipped)}"] if skipped else []
+        notes += [f"Not rerun (ipy_agent's magics): {'; '.join(agent)}"] if agent else []
+        runs = [c for c in code if not c.never_run and not c.agent_magic]
         return PermissionPreview(
-            title=f"Run {target.display} top to bottom in a new kernel ({len(code) - len(skipped)} code cells)",
-            command="\n\n".join(c.source for c in code if not c.never_run),
+            title=f"Run {target.display} top to bottom in a new kernel ({len(runs)} code cells)",
+            command="\n\n".join(c.source for c in runs),
             description=(
                 "Runs every code cell in a new kernel started in the notebook's directory; this kernel and "
                 "the notebook's cells are not touched, but the code can reach files, the network and "
@@ -283,6 +287,10 @@ def report_text(display: str, r: VerifyReport) -> str:
         lines.extend(f"- {x}" for x in r.out_of_order)
     if r.skipped:
         lines.append("\nNot run (agent:never-run, set by the person): " + "; ".join(r.skipped))
+    if r.agent_cells:
+        lines.append(
+            "\nNot rerun (ipy_agent's own magics: prompts to the agent, verifies): " + "; ".join(r.agent_cells)
+        )
     if not r.live_compared:
         lines.append("\n(A notebook file: only its saved outputs were compared, not this kernel's variables.)")
     return "\n".join(lines)
@@ -297,5 +305,8 @@ def report_table(r: VerifyReport) -> str:
     rows += [("hidden state", f"{m.name}: {m.live[:60]}") for m in r.hidden_state]
     rows += [("out of order", x) for x in r.out_of_order]
     rows += [("skipped", x) for x in r.skipped]
+    if r.agent_cells:
+        more = f" (and {len(r.agent_cells) - 3} more)" if len(r.agent_cells) > 3 else ""
+        rows.append(("not rerun", "; ".join(r.agent_cells[:3]) + more))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
