@@ -23,7 +23,7 @@ import contextlib
 import html
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import ipywidgets as W
 
@@ -58,6 +58,7 @@ from .segments import Segment, markdown_html
 from .usage_line import model_name, turns_text, usage_parts
 
 __all__ = ["RunView"]
+T = TypeVar("T")
 _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 # Streaming text re-sends the whole segment on every update; batch deltas to this interval
 # (short enough that a delta reaches the cell within 50 ms, long enough for a batch of several).
@@ -161,6 +162,8 @@ class RunView:
                 )
             case NoticeEvent() if event.text == INTERRUPTED_NOTICE:
                 pass  # the state line says "Interrupted"; once is enough
+            case NoticeEvent() if event.question_id in self.rows:
+                pass  # the answer of a question asked in its own row: the row says it
             case NoticeEvent():
                 self._end_segment()
                 colour = _NOTICE_COLOURS.get(event.level, "inherit")
@@ -184,17 +187,21 @@ class RunView:
         return row
 
     async def approver(self, request: PermissionRequest) -> PermissionAnswer:
-        if isinstance(request, ElicitationRequest):  # an MCP server's form (ui/elicitation_form.py)
-            return await self._form(request)  # type: ignore[return-value]
+        """Ask the person: a permission prompt, a project MCP server's trust prompt,
+        AskUserQuestion's questions, or an MCP server's form (ui/elicitation_form.py)."""
         loop = self._loop = asyncio.get_running_loop()
+        if isinstance(request, ElicitationRequest):
+            if self.background:
+                note = "a --background run: the person is working elsewhere"
+                return ElicitationAnswer(action="decline", note=note)  # type: ignore[return-value]
+            form_answer: asyncio.Future[ElicitationAnswer] = loop.create_future()
+            form = ElicitationForm(request, loop, form_answer)
+            return await self._ask(form, form_answer, watched=False)  # type: ignore[return-value]
         future: asyncio.Future[PermissionAnswer] = loop.create_future()
         asks = request.preview is not None and bool(request.preview.questions)
         if asks and self.background:
             return no_person("a --background run: the person is working elsewhere")  # never waits
-        row = self.row(request.tool_use_id, request.display_name or request.tool_name)
         prompt = (QuestionPrompt if asks else ApprovalPrompt)(request, loop, future, ack=self._ack)
-        self.prompts[request.tool_use_id] = prompt
-        prompt_id = mark(prompt)
         review = request.preview.review if request.preview is not None else None
         if review is not None:  # staged in the cell too: an answer there resolves this prompt
             review.follow(
@@ -202,54 +209,39 @@ class RunView:
                     PermissionAnswer(behavior=a.behavior, message=a.message, automatic=a.automatic), a.note
                 )
             )
-        shown = row.widget
-        self.body.replace(shown, row.show_prompt(prompt))
+        return await self._ask(prompt, future)
+
+    async def _ask(self, prompt: ApprovalPrompt, future: asyncio.Future[T], *, watched: bool = True) -> T:
+        """Every question waits for its answer here, whatever its kind: its row shows the prompt
+        and "waiting for you", and settles once the answer is in (`CallRow.settle`). `watched`:
+        a page that cannot show the prompt is noticed, and the extension asks instead
+        (ui/fallback_prompt.py; a server's form has no such fallback)."""
+        request = prompt.request
+        row = self.row(request.tool_use_id, request.display_name or request.tool_name)
+        self.prompts[request.tool_use_id] = prompt
+        prompt_id = mark(prompt)
+        self.body.replace(row.widget, row.show_prompt(prompt))
         row.set_status("waiting")
         self.progress.prompt_opened()
         self._bring_forward()
         announce_waiting(self, request)
         # In a kernel, a foreground prompt nobody can see or answer is noticed, and answered another way.
         watcher = None
-        if self._ack is not None:
-            watcher = loop.create_task(
+        if self._ack is not None and watched:
+            watcher = asyncio.get_running_loop().create_task(
                 watch(prompt, prompt_id, getattr(self.agent, "notebook", None), cell_id=self.cell_id)
             )
         try:
             return await future
         except asyncio.CancelledError:
-            # An interrupt or Stop while the prompt is open: the question is void now.
-            prompt.cancel()
-            row.set_status("cancelled")
+            prompt.cancel()  # an interrupt or Stop while the prompt is open: the question is void now
             raise
         finally:
+            row.settle()
             if watcher is not None:
                 watcher.cancel()
             self.progress.prompt_closed()
             announce_answered(self)
-            self._bring_forward()
-
-    async def _form(self, request: ElicitationRequest) -> ElicitationAnswer:
-        if self.background:
-            return ElicitationAnswer(action="decline", note="a --background run: the person is working elsewhere")
-        loop = self._loop = asyncio.get_running_loop()
-        future: asyncio.Future[ElicitationAnswer] = loop.create_future()
-        form = ElicitationForm(request, loop, future)
-        self.prompts[request.id] = form
-        row = self.row(request.id, f"MCP server {request.server}")
-        self.body.replace(row.widget, row.show_prompt(form))
-        row.set_status("waiting")
-        self.progress.prompt_opened()
-        self._bring_forward()
-        try:
-            answer = await future
-            row.set_status("done")
-            return answer
-        except asyncio.CancelledError:
-            form.cancel()
-            row.set_status("cancelled")
-            raise
-        finally:
-            self.progress.prompt_closed()
             self._bring_forward()
 
     def waiting_prompts(self) -> list[ApprovalPrompt]:
