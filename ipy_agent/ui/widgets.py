@@ -77,6 +77,9 @@ class RunView:
     `handle`: the cell's display handle (IPython's DisplayHandle) this view was shown with; when
     the run ends, the handle's output is replaced by the static record (ui/record.py), so the
     saved notebook keeps a readable account instead of a widget only a live kernel can draw.
+    `serving`: set, the view follows the outside calls of the notebook served over MCP
+    (magics/serve.py), not a run: the state line says `serving` while no prompt is open, and the
+    footer has no model usage (the conversation's model takes no part); `end` ends it.
     """
 
     def __init__(
@@ -85,8 +88,10 @@ class RunView:
         background: bool = False,
         on_stop: Callable[[], None] | None = None,
         handle: Any = None,
+        serving: str = "",
     ) -> None:
         self.agent = agent
+        self.shows_usage = not serving
         self.background = background
         self.on_stop = on_stop
         self.handle = handle
@@ -112,7 +117,7 @@ class RunView:
         self.cell_id = running_cell_id()  # where the fallback's buttons go (ui/fallback_prompt.py)
         self.body = Blocks()
         self.state = W.HTML(layout=W.Layout(flex="1 1 auto"))
-        self.progress = Progress(self.state, model=model_name(agent.model))
+        self.progress = Progress(self.state, model=model_name(agent.model), idle=serving)
         self.footer = W.HTML()
         bar: list[W.Widget] = [self.state]
         self.stop_button: W.Button | None = None
@@ -265,6 +270,13 @@ class RunView:
         )
         self._retire_stop()
 
+    def end(self, outcome: str) -> None:
+        """End a view that follows no run of its own (the notebook served to outside agents,
+        magics/serve.py): it says `outcome`, and the cell's output becomes the static record."""
+        self._outcome = outcome
+        self.progress.end(f"<i>{html.escape(outcome)}</i>")
+        self.close()
+
     def show_error(self, error: BaseException) -> None:
         """A crash of the run itself (for the background task's done-callback)."""
         import traceback
@@ -308,10 +320,11 @@ class RunView:
             markdown=markdown_html,
         )
 
-    def live_bundle(self) -> dict[str, object]:
-        """What displays the live view: the widget, and a text that says what it is."""
+    def live_bundle(self, text: str = LIVE_TEXT) -> dict[str, object]:
+        """What displays the live view: the widget, and a `text` that says what it is (what a
+        notebook saved meanwhile shows without the kernel)."""
         data = dict(self.widget._repr_mimebundle_() or {})
-        data["text/plain"] = LIVE_TEXT
+        data["text/plain"] = text
         return data
 
     def note_in_record(self, text: str) -> None:
@@ -389,6 +402,8 @@ class RunView:
             stop()
 
     def _usage_parts(self) -> list[str]:
+        if not self.shows_usage:
+            return []
         parts = usage_parts(
             self.agent.model,
             self.usage,
@@ -402,4 +417,4 @@ class RunView:
 
     def _render_footer(self) -> None:
         text = html.escape(" · ".join(self._usage_parts()))
-        self.footer.value = f'<div style="opacity:0.7;font-size:90%">{text}</div>'
+        self.footer.value = f'<div style="opacity:0.7;font-size:90%">{text}</div>' if text else ""
