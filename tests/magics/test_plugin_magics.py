@@ -94,3 +94,13 @@ def test_a_plugin_named_twice_is_loaded_listed_and_warned_about_once(shell, magi
     shell.run_line_magic("agent", f"--no-widgets --script {script('Hi.')} hello")
     assert "Plugin tidy" not in capsys.readouterr().err
     assert [(p.name, p.trusted) for p in magics.session.agent.claude.plugins] == [("tidy", True)]
+
+
+def test_a_plugin_s_hooks_file_problem_is_said_once_per_run(shell, magics, script, tmp_path, capsys):
+    bad_hook = '{"hooks": {"Stop": [{"matcher": "", "hooks": [{"type": "prompt"}]}]}}'
+    write_tree(tmp_path / "tidy", {**PLUGIN, "hooks/hooks.json": bad_hook})
+    shell.run_line_magic("agent_plugins", f"add {tmp_path / 'tidy'}")
+    capsys.readouterr()
+    shell.run_line_magic("agent", f"--no-widgets --script {script('Hi.')} hello")
+    shown = capsys.readouterr()
+    assert (shown.out + shown.err).count('hooks.Stop: only {"type": "command"} hooks run here; skipped') == 1
