@@ -196,12 +196,7 @@ class RunView:
         AskUserQuestion's questions, or an MCP server's form (ui/elicitation_form.py)."""
         loop = self._loop = asyncio.get_running_loop()
         if isinstance(request, ElicitationRequest):
-            if self.background:
-                note = "a --background run: the person is working elsewhere"
-                return ElicitationAnswer(action="decline", note=note)  # type: ignore[return-value]
-            form_answer: asyncio.Future[ElicitationAnswer] = loop.create_future()
-            form = ElicitationForm(request, loop, form_answer)
-            return await self._ask(form, form_answer, watched=False)  # type: ignore[return-value]
+            return await self._form(request)  # type: ignore[return-value]
         future: asyncio.Future[PermissionAnswer] = loop.create_future()
         asks = request.preview is not None and bool(request.preview.questions)
         if asks and self.background:
@@ -215,6 +210,13 @@ class RunView:
                 )
             )
         return await self._ask(prompt, future)
+
+    async def _form(self, request: ElicitationRequest) -> ElicitationAnswer:
+        if self.background:
+            return ElicitationAnswer(action="decline", note="a --background run: the person is working elsewhere")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[ElicitationAnswer] = loop.create_future()
+        return await self._ask(ElicitationForm(request, loop, future), future, watched=False)
 
     async def _ask(self, prompt: ApprovalPrompt, future: asyncio.Future[T], *, watched: bool = True) -> T:
         """Every question waits for its answer here, whatever its kind: its row shows the prompt
