@@ -245,6 +245,8 @@ class RunView:
             raise
         finally:
             row.settle()
+            if self.closed:  # answered after the view closed (voided): the record says how it ended
+                self.publish_record()
             if watcher is not None:
                 watcher.cancel()
             self.progress.prompt_closed()

@@ -122,3 +122,17 @@ async def test_a_declined_trust_prompt_reads_denied_and_the_run_goes_on_without_
         assert "waiting for you" not in record and "waiting for you" not in view.rows["mcp-trust-tb"].html
     finally:
         agent.close()
+
+
+async def test_a_question_open_when_the_view_closes_is_recorded_as_closed_not_waiting(tmp_path):
+    agent, view, handle = project_agent(tmp_path, ["No server, then."])
+    try:
+        task = asyncio.create_task(agent.arun("go"))
+        await next_prompt(view, task)
+        view.close()  # the cell's view goes (the magics close it; serving stops) with the prompt open
+        await asyncio.wait_for(task, TIMEOUT)
+        record = handle.shown["text/plain"]
+        assert "⊘ denied: MCP server tb from .mcp.json: start it?" in record
+        assert "Closed before an answer" in record and "waiting for you" not in record
+    finally:
+        agent.close()
