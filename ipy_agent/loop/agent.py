@@ -150,6 +150,8 @@ class Agent(Rewinding, Listeners):
         self.served: McpServeHandle | None = None  # the notebook served to outside agents (serve_mcp)
         self.file_subagent_types: list[SubagentType] = []  # the agent files' Task types
         self._plugin_hooks: list[Callable[[HookEvent], object]] = []  # the trusted plugins' command hooks
+        self.setup_problems: list[str] = []  # the Claude setup's problems, in the person's words
+        self._untold: list[str] = []  # those not yet told: the next run starts with them
         self.use_claude_setup(self.claude)
 
     @property
@@ -264,19 +266,27 @@ class Agent(Rewinding, Listeners):
         """Put a Claude Code setup in force (loop/claude_setup.py): its agent files become Task
         types, its plugins' skills the Skill tool's, its trusted plugins' `hooks/hooks.json` command
         hooks. (A plugin's MCP servers start with the agent: those of a plugin added later start
-        in a new Agent.)"""
+        in a new Agent.)
+
+        Its problems (a plugin not loaded, a hooks file's entries skipped, an agent file's model
+        that cannot be made) are found here, usually before anyone listens (`Agent(plugins=...)`):
+        they are kept in `setup_problems` and told as warnings when the next run starts, unless a
+        caller tells them first (`take_setup_problems`: the magics, with their other warnings)."""
         self.claude = setup
-        for problem in self.install_plugin_hooks():
-            self.emit(NoticeEvent(text=problem, level="warning"))
+        problems = [f"Plugin {p.name} ({p.root}) was not loaded: {p.problem}." for p in setup.plugins if p.problem]
+        problems += self.install_plugin_hooks()
         names = [t.name for t in self.tools]
-
-        def warn(text: str) -> None:
-            self.emit(NoticeEvent(text=text, level="warning"))
-
         before = self.file_subagent_types
-        self.file_subagent_types = setup.subagent_types(names, self._config.model, warn)
+        self.file_subagent_types = setup.subagent_types(names, self._config.model, problems.append)
         setup.give_subagent_types(self.tools, self.file_subagent_types, before)
         setup.give_skills(self.tools)
+        self.setup_problems, self._untold = problems, list(problems)
+
+    def take_setup_problems(self) -> list[str]:
+        """The setup's problems not yet told to the person, which the caller now tells; the next
+        run no longer starts with them."""
+        told, self._untold = self._untold, []
+        return told
 
     def install_plugin_hooks(self) -> list[str]:
         """The trusted plugins' command hooks (config/command_hooks.py) onto `self.hooks`, in place
@@ -383,6 +393,8 @@ class Agent(Rewinding, Listeners):
         token = current_agent.set(self)  # a Task's call finds the agent that runs it (loop/subagent.py)
         self.managed.begin_run()  # the run's meter (runtime/meter.py); a subagent's is its parent's
         self.session[NOTIFY_PERSON] = self.notify_person  # for a tool that waits for the person (TodoHuman)
+        for problem in self.take_setup_problems():  # found before anyone listened (use_claude_setup)
+            self.emit(NoticeEvent(text=problem, level="warning"))
         command = self.claude.expand(prompt) if isinstance(prompt, str) else None  # `/name args`
         undo = self._begin_command(command) if command is not None else None
         try:

@@ -85,10 +85,13 @@ class ClaudeSetup:
         cls, cwd: Path, plugins: Sequence[Path] = (), *, untrusted: Sequence[Path] = (), home: Path | None = None
     ) -> ClaudeSetup:
         """`plugins` are trusted (given in code or by the person); `untrusted` (named by a project
-        file, not yet trusted) contribute text only: no hook, no MCP server."""
+        file, not yet trusted) contribute text only: no hook, no MCP server. A plugin named more
+        than once (by two settings files, in code and by a file) is loaded once, trusted if any
+        naming trusts it."""
         home = home if home is not None else Path.home()
         loaded = load_plugins(tuple(plugins)) + load_plugins(tuple(untrusted), source="a project file", trusted=False)
-        setup = cls(plugins=loaded)
+        once = {(p.root, p.name): p for p in reversed(loaded)}  # the first naming wins: trusted come first
+        setup = cls(plugins=[p for p in loaded if once[(p.root, p.name)] is p])
         places = [(cwd / ".claude", "project")]
         if home.resolve() != cwd.resolve():
             places.append((home / ".claude", "personal"))

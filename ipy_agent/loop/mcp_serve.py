@@ -22,7 +22,8 @@ Decisions:
 - Calls from outside run one at a time, in the order they arrive; prompts are one at a time
   among them (a shared approval lock).
 - It stops with `.stop()`, `Agent.close()` (which `%unload_ext` and the end of the kernel reach),
-  and at interpreter exit.
+  and at interpreter exit; whoever stops it, `on_stop` callbacks run then (the `%agent_serve`
+  cell's view becomes its record), and `stopped_text()` says what it served.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class _Calls:
         self.approver = approver
         self.listener = listener
         self.read_states: dict[str, ReadState] = {}  # per client: what that client has read
+        self.served: dict[str, int] = {}  # per client: how many calls it made
         self._batches = [0]
         self._one_at_a_time: asyncio.Lock | None = None
         self._approval_lock: asyncio.Lock | None = None
@@ -147,6 +149,7 @@ class _Calls:
         if self._one_at_a_time is None:
             self._one_at_a_time, self._approval_lock = asyncio.Lock(), asyncio.Lock()
         async with self._one_at_a_time:
+            self.served[client] = self.served.get(client, 0) + 1
             env = self.env(client)
             executor = ToolExecutor(
                 env, turn=len(self.agent.turns), trace=self.agent.trace, batch_counter=self._batches
@@ -281,6 +284,7 @@ class McpServeHandle:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Future[None] | None = None
         self._thread: threading.Thread | None = None
+        self._on_stop: list[Callable[[], None]] = []
         self.stopped = False
 
     @property
@@ -288,8 +292,29 @@ class McpServeHandle:
         return list(self._calls.read_states)
 
     @property
+    def served(self) -> dict[str, int]:
+        """How many calls each client made, by the name it gave."""
+        return dict(self._calls.served)
+
+    @property
     def running(self) -> bool:
         return not self.stopped
+
+    def stopped_text(self) -> str:
+        """What the person is told once serving stopped: where, and the outside calls it served."""
+        served = self.served
+        if not served:
+            return f"Stopped serving the notebook at {self.url}: no outside agent called it."
+        total = sum(served.values())
+        each = ", ".join(f"{n} from {client}" for client, n in sorted(served.items(), key=lambda kv: -kv[1]))
+        return f"Stopped serving the notebook at {self.url}: {total} outside call{'s' if total != 1 else ''}, {each}."
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` once serving stopped, whoever stopped it (at once if it has)."""
+        if self.stopped:
+            callback()
+        else:
+            self._on_stop.append(callback)
 
     def _close_listeners(self) -> None:
         for listener in getattr(self._server, "servers", []):
@@ -315,6 +340,10 @@ class McpServeHandle:
                     loop.call_soon_threadsafe(self._close_listeners)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(10)
+        for callback in self._on_stop:
+            with contextlib.suppress(Exception):  # one that fails does not keep the others from running
+                callback()
+        self._on_stop.clear()
 
     def __repr__(self) -> str:
         return f"<ipy_agent MCP server {self.url} ({'stopped' if self.stopped else 'serving'})>"

@@ -203,8 +203,8 @@ async def sync_mcp(
     if mcp.idle:
         return
 
-    def record(text: str) -> None:  # a server's question and the answer, in the run's record
-        emit(NoticeEvent(text=text, level="info"))
+    def record(text: str, question_id: str) -> None:  # a server's question and the answer, in the run's record
+        emit(NoticeEvent(text=text, level="info", question_id=question_id))
 
     for level, text in await mcp.sync(approver, notify=record, roots=roots or None):
         emit(NoticeEvent(text=text, level=level))

@@ -4,8 +4,10 @@
 loopback and prints how to connect: the `claude mcp add` line and a Codex equivalent, with the
 bearer token. In a kernel with widgets the cell then shows a live view: a row per outside call,
 named by its client, and the prompts for the calls that ask, answered there (or, for an edit of
-the open notebook, in the cell it changes). `%agent_serve --stop` stops it; so do `%unload_ext`
-and the end of the kernel.
+the open notebook, in the cell it changes). `%agent_serve --stop` stops it; so do the view's Stop
+button, `%unload_ext` and the end of the kernel. Whichever stops it, the live view then becomes
+a static record, as a finished `%agent` run's does: the outside calls' rows, and that serving
+stopped with how many calls each client made (`McpServeHandle.stopped_text`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ if TYPE_CHECKING:
     from ipy_agent.ui.widgets import RunView
 
 __all__ = ["ServeMagics"]
+
+# text/plain of the live view: what a notebook saved while serving shows without the kernel.
+SERVING_TEXT = (
+    "ipy_agent serving this notebook to outside agents over MCP (the live view needs the kernel; "
+    "a record replaces it when serving stops)"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,15 +67,15 @@ class ServeMagics(Magics):
             if agent is None or agent.served is None or agent.served.stopped:
                 print("The notebook is not being served.")
                 return
-            url = agent.served.url
-            agent.served.stop()
+            served = agent.served
+            served.stop()
             agent.served = None
-            print(f"Stopped serving the notebook at {url}.")
+            print(served.stopped_text())
             return
         if agent is None:
             agent = self.session.configured_agent()
             self.session.agent = agent
-        view = self._view(agent)
+        view = self._view(agent, f"serving this notebook to outside agents ({args.name})")
         handle = agent.serve_mcp(
             args.host,
             args.port,
@@ -86,9 +94,10 @@ class ServeMagics(Magics):
         print("Calls that ask are asked here, as the agent's own are; %agent_serve --stop ends it.")
         from IPython.display import display
 
-        view.handle = display(view.live_bundle(), raw=True, display_id=True)
+        view.handle = display(view.live_bundle(SERVING_TEXT), raw=True, display_id=True)
+        handle.on_stop(lambda: view.end(handle.stopped_text()))  # the record replaces the live view
 
-    def _view(self, agent: Agent) -> RunView | None:
+    def _view(self, agent: Agent, serving: str) -> RunView | None:
         """A live view for the outside calls in this cell (their rows and prompts), when widgets
         can be shown; None otherwise."""
         if getattr(self.shell, "kernel", None) is None or not self.session.settings().widgets:
@@ -107,4 +116,4 @@ class ServeMagics(Magics):
                 agent.served.stop()
                 agent.served = None
 
-        return RunView(agent, background=True, on_stop=stop)
+        return RunView(agent, background=True, on_stop=stop, serving=serving)

@@ -403,8 +403,10 @@ def _apply_command_hooks(agent: Agent, *, ask: bool) -> list[str]:
         session_id=lambda: agent.conversation_id,
         sandbox=lambda: agent.tool_context() if policy.sandbox_required else None,
     )
-    # The trusted plugins' hooks/hooks.json after the settings files' (loop/agent.py).
-    return warnings + agent.install_plugin_hooks()
+    # The trusted plugins' hooks/hooks.json after the settings files' (loop/agent.py); the setup's
+    # problems (its hooks files' among them) are said with the other warnings, not again at the run.
+    agent.install_plugin_hooks()
+    return warnings + agent.take_setup_problems()
 
 
 def _apply_mcp_files(agent: Agent) -> list[str]:

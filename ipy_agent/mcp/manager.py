@@ -67,7 +67,7 @@ class McpManager:
         # set by each sync, so a question asked during a run reaches that run's approver.
         self._approver: Approver | None = None
         self._agent_loop: asyncio.AbstractEventLoop | None = None
-        self._notify: Callable[[str], None] | None = None
+        self._notify: Callable[[str, str], None] | None = None
         self.roots: tuple[Path, ...] = (self.cwd,)
         self._resource_tools: list[Tool] | None = None
         _MANAGERS.add(self)
@@ -132,10 +132,10 @@ class McpManager:
         self,
         approver: Approver | None,
         *,
-        notify: Callable[[str], None] | None = None,
+        notify: Callable[[str, str], None] | None = None,
         roots: tuple[Path, ...] | None = None,
     ) -> list[Notice]:
-        """`notify(text)` records a server's question and its answer; `roots` are the working
+        """`notify(text, question_id)` records a server's question and its answer; `roots` are the working
         directories advertised to servers (a change is notified to the running ones)."""
         notices: list[Notice] = []
         self._approver, self._notify = approver, notify
@@ -207,7 +207,7 @@ class McpManager:
                 except Exception as e:
                     answer = ElicitationAnswer(action="decline", note=f"the form failed ({type(e).__name__}: {e})")
             if notify is not None:
-                notify(record_text(request, answer))
+                notify(record_text(request, answer), request.id)
             return answer
 
         if loop is None or loop.is_closed():

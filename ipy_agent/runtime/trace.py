@@ -179,6 +179,9 @@ class TurnEvent:
 class NoticeEvent:
     text: str
     level: Literal["info", "warning", "error"] = "info"
+    # The id of the question to the person whose answer this notice records (an MCP server's
+    # form): a view that shows that question in a row of its own, answer included, leaves it out.
+    question_id: str = ""
     kind: Literal["notice"] = "notice"
 
 

@@ -176,6 +176,16 @@ class ApprovalPrompt:
     def pending(self) -> bool:
         return not self._clicked and not self._future.done()
 
+    @property
+    def answered_status(self) -> str | None:
+        """How the question ended, in a row's words: "done" (allowed, answered), "denied"
+        (denied, declined, skipped) or "cancelled" (never answered); None while it is open."""
+        if self.pending:
+            return None
+        if self.answer is None:
+            return "cancelled"
+        return "denied" if self.answer.behavior == "deny" else "done"
+
     # --- internals -------------------------------------------------------------------------
     def _click(self, behavior: Literal["allow", "always", "deny"]) -> None:
         message = self.reason.value.strip() if behavior == "deny" else ""

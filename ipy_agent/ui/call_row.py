@@ -5,7 +5,10 @@ whose value is the whole line (status, name, summary, result, duration) with the
 in a native `<details>` below it. Each later change of the call re-sends that one value. Rows
 share one layout and one style (each a widget of its own, one comm apiece, when not shared).
 The few calls that ask the person become a box: the line, the approval prompt, and the detail
-below the prompt, where it appears once the answer is in.
+below the prompt, where it appears once the answer is in. A question that is no call's (a
+project's MCP server asking to be trusted, a server's form) has a row of its own, titled with
+what it asks; `settle` is where every question's row learns its answer: such a row shows how it
+was answered, a call's row goes on following its call.
 
 `Blocks` keeps the rows in boxes of at most `BLOCK_SIZE`, so appending a row re-sends one
 block's children list, never the whole run's.
@@ -108,10 +111,20 @@ class CallRow:
     def show_prompt(self, prompt: ApprovalPrompt) -> W.Widget:
         """Open `prompt` under the line; returns the row's new widget, which the body must show."""
         self.prompt = prompt
+        if self.record is None:  # no call behind the row: it says what the question asks
+            self._title = _title_html(self.name, prompt.request.summary)
         self.detail_html = shared_html(layout=_DETAIL_LAYOUT)
         self.widget = W.VBox([self.line, prompt.widget, self.detail_html], layout=_LAYOUT)
         self._redraw()
         return self.widget
+
+    def settle(self) -> None:
+        """The row's question has its answer, or never will: a row no call stands behind shows
+        how it was answered; a call's row follows its call (the answer lets it run or not), unless
+        the question was cancelled, which ends the call too."""
+        status = self.prompt.answered_status if self.prompt is not None else None
+        if status is not None and (self.record is None or status == "cancelled"):
+            self.set_status(status)
 
     def update(self, record: CallRecord) -> None:
         self._take(record)

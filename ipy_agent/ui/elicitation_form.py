@@ -174,6 +174,13 @@ class ElicitationForm(ApprovalPrompt):
     def cancel_form(self) -> None:
         self.cancel_button.click()
 
+    @property
+    def answered_status(self) -> str | None:
+        if self.pending:
+            return None
+        action = self.result.action if self.result is not None else "cancel"
+        return {"accept": "done", "decline": "denied"}.get(action, "cancelled")
+
     def focus(self) -> None:
         first = next((f.input for f in self.fields if isinstance(f.input, (W.Text, W.Password))), None)
         if first is not None:

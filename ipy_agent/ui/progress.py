@@ -28,9 +28,12 @@ def elapsed_text(seconds: float) -> str:
 class Progress:
     """Owns the `state` HTML widget of a RunView; `set(phase)` and `end(text)` drive it."""
 
-    def __init__(self, state: Any, *, model: str = "") -> None:
+    def __init__(self, state: Any, *, model: str = "", idle: str = "") -> None:
+        """`idle`: set, the line of a view that follows no run (a served notebook's outside
+        calls): it says `idle` unless a prompt is open, with no clock."""
         self.state = state
         self.model = model
+        self.idle = idle
         self.phase: Phase = "starting"
         self.since = time.monotonic()
         self.waiting = 0  # open approval prompts
@@ -68,6 +71,8 @@ class Progress:
         """The line as plain words (tests and the record read this)."""
         if self.waiting:
             return f"waiting for you ({self.waiting} prompt{'s' if self.waiting > 1 else ''} open)"
+        if self.idle and self.phase in ("starting", "thinking", "tools"):
+            return self.idle
         took = elapsed_text(time.monotonic() - self.since)
         return {
             "starting": f"starting {self.model}…" if self.model else "starting…",
@@ -86,7 +91,7 @@ class Progress:
         self._schedule()
 
     def _schedule(self) -> None:
-        if self._handle is not None or self.phase in ("ended", "stopping"):
+        if self._handle is not None or self.phase in ("ended", "stopping") or self.idle:
             return
         try:
             loop = asyncio.get_running_loop()

@@ -99,7 +99,7 @@ def _row(row: Any) -> tuple[str, list[str]]:
     look = status_look(rec.status if rec is not None else row.status)
     icon, words, colour = look.icon, look.words, look.colour
     name = (rec.display_name or rec.tool_name) if rec is not None else row.name
-    summary = rec.summary_use if rec is not None else ""
+    summary = rec.summary_use if rec is not None else (row.prompt.request.summary if row.prompt is not None else "")
     result = row.result_text(rec) if rec is not None else ""
     duration = row.duration_text(rec) if rec is not None else ""
     answer = row.prompt.outcome_text if row.prompt is not None else ""

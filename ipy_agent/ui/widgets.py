@@ -23,7 +23,7 @@ import contextlib
 import html
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import ipywidgets as W
 
@@ -58,6 +58,7 @@ from .segments import Segment, markdown_html
 from .usage_line import model_name, turns_text, usage_parts
 
 __all__ = ["RunView"]
+T = TypeVar("T")
 _NOTICE_COLOURS = {"info": "inherit", "warning": "#d08700", "error": "#f85149"}
 # Streaming text re-sends the whole segment on every update; batch deltas to this interval
 # (short enough that a delta reaches the cell within 50 ms, long enough for a batch of several).
@@ -76,6 +77,9 @@ class RunView:
     `handle`: the cell's display handle (IPython's DisplayHandle) this view was shown with; when
     the run ends, the handle's output is replaced by the static record (ui/record.py), so the
     saved notebook keeps a readable account instead of a widget only a live kernel can draw.
+    `serving`: set, the view follows the outside calls of the notebook served over MCP
+    (magics/serve.py), not a run: the state line says `serving` while no prompt is open, and the
+    footer has no model usage (the conversation's model takes no part); `end` ends it.
     """
 
     def __init__(
@@ -84,8 +88,10 @@ class RunView:
         background: bool = False,
         on_stop: Callable[[], None] | None = None,
         handle: Any = None,
+        serving: str = "",
     ) -> None:
         self.agent = agent
+        self.shows_usage = not serving
         self.background = background
         self.on_stop = on_stop
         self.handle = handle
@@ -111,7 +117,7 @@ class RunView:
         self.cell_id = running_cell_id()  # where the fallback's buttons go (ui/fallback_prompt.py)
         self.body = Blocks()
         self.state = W.HTML(layout=W.Layout(flex="1 1 auto"))
-        self.progress = Progress(self.state, model=model_name(agent.model))
+        self.progress = Progress(self.state, model=model_name(agent.model), idle=serving)
         self.footer = W.HTML()
         bar: list[W.Widget] = [self.state]
         self.stop_button: W.Button | None = None
@@ -161,6 +167,8 @@ class RunView:
                 )
             case NoticeEvent() if event.text == INTERRUPTED_NOTICE:
                 pass  # the state line says "Interrupted"; once is enough
+            case NoticeEvent() if event.question_id in self.rows:
+                pass  # the answer of a question asked in its own row: the row says it
             case NoticeEvent():
                 self._end_segment()
                 colour = _NOTICE_COLOURS.get(event.level, "inherit")
@@ -184,17 +192,16 @@ class RunView:
         return row
 
     async def approver(self, request: PermissionRequest) -> PermissionAnswer:
-        if isinstance(request, ElicitationRequest):  # an MCP server's form (ui/elicitation_form.py)
-            return await self._form(request)  # type: ignore[return-value]
+        """Ask the person: a permission prompt, a project MCP server's trust prompt,
+        AskUserQuestion's questions, or an MCP server's form (ui/elicitation_form.py)."""
         loop = self._loop = asyncio.get_running_loop()
+        if isinstance(request, ElicitationRequest):
+            return await self._form(request)  # type: ignore[return-value]
         future: asyncio.Future[PermissionAnswer] = loop.create_future()
         asks = request.preview is not None and bool(request.preview.questions)
         if asks and self.background:
             return no_person("a --background run: the person is working elsewhere")  # never waits
-        row = self.row(request.tool_use_id, request.display_name or request.tool_name)
         prompt = (QuestionPrompt if asks else ApprovalPrompt)(request, loop, future, ack=self._ack)
-        self.prompts[request.tool_use_id] = prompt
-        prompt_id = mark(prompt)
         review = request.preview.review if request.preview is not None else None
         if review is not None:  # staged in the cell too: an answer there resolves this prompt
             review.follow(
@@ -202,54 +209,48 @@ class RunView:
                     PermissionAnswer(behavior=a.behavior, message=a.message, automatic=a.automatic), a.note
                 )
             )
-        shown = row.widget
-        self.body.replace(shown, row.show_prompt(prompt))
+        return await self._ask(prompt, future)
+
+    async def _form(self, request: ElicitationRequest) -> ElicitationAnswer:
+        if self.background:
+            return ElicitationAnswer(action="decline", note="a --background run: the person is working elsewhere")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[ElicitationAnswer] = loop.create_future()
+        return await self._ask(ElicitationForm(request, loop, future), future, watched=False)
+
+    async def _ask(self, prompt: ApprovalPrompt, future: asyncio.Future[T], *, watched: bool = True) -> T:
+        """Every question waits for its answer here, whatever its kind: its row shows the prompt
+        and "waiting for you", and settles once the answer is in (`CallRow.settle`). `watched`:
+        a page that cannot show the prompt is noticed, and the extension asks instead
+        (ui/fallback_prompt.py; a server's form has no such fallback)."""
+        request = prompt.request
+        row = self.row(request.tool_use_id, request.display_name or request.tool_name)
+        self.prompts[request.tool_use_id] = prompt
+        prompt_id = mark(prompt)
+        self.body.replace(row.widget, row.show_prompt(prompt))
         row.set_status("waiting")
         self.progress.prompt_opened()
         self._bring_forward()
         announce_waiting(self, request)
         # In a kernel, a foreground prompt nobody can see or answer is noticed, and answered another way.
         watcher = None
-        if self._ack is not None:
-            watcher = loop.create_task(
+        if self._ack is not None and watched:
+            watcher = asyncio.get_running_loop().create_task(
                 watch(prompt, prompt_id, getattr(self.agent, "notebook", None), cell_id=self.cell_id)
             )
         try:
             return await future
         except asyncio.CancelledError:
-            # An interrupt or Stop while the prompt is open: the question is void now.
-            prompt.cancel()
-            row.set_status("cancelled")
+            prompt.cancel()  # an interrupt or Stop while the prompt is open: the question is void now
             raise
         finally:
+            row.settle()
+            if self.closed:  # answered after the view closed (voided): the record says how it ended
+                self.publish_record()
             if watcher is not None:
                 watcher.cancel()
             self.progress.prompt_closed()
             announce_answered(self)
-            self._bring_forward()
-
-    async def _form(self, request: ElicitationRequest) -> ElicitationAnswer:
-        if self.background:
-            return ElicitationAnswer(action="decline", note="a --background run: the person is working elsewhere")
-        loop = self._loop = asyncio.get_running_loop()
-        future: asyncio.Future[ElicitationAnswer] = loop.create_future()
-        form = ElicitationForm(request, loop, future)
-        self.prompts[request.id] = form
-        row = self.row(request.id, f"MCP server {request.server}")
-        self.body.replace(row.widget, row.show_prompt(form))
-        row.set_status("waiting")
-        self.progress.prompt_opened()
-        self._bring_forward()
-        try:
-            answer = await future
-            row.set_status("done")
-            return answer
-        except asyncio.CancelledError:
-            form.cancel()
-            row.set_status("cancelled")
-            raise
-        finally:
-            self.progress.prompt_closed()
             self._bring_forward()
 
     def waiting_prompts(self) -> list[ApprovalPrompt]:
@@ -272,6 +273,13 @@ class RunView:
             + (f' <span style="opacity:0.7">({turns_text(turns)})</span>' if turns else "")
         )
         self._retire_stop()
+
+    def end(self, outcome: str) -> None:
+        """End a view that follows no run of its own (the notebook served to outside agents,
+        magics/serve.py): it says `outcome`, and the cell's output becomes the static record."""
+        self._outcome = outcome
+        self.progress.end(f"<i>{html.escape(outcome)}</i>")
+        self.close()
 
     def show_error(self, error: BaseException) -> None:
         """A crash of the run itself (for the background task's done-callback)."""
@@ -316,10 +324,11 @@ class RunView:
             markdown=markdown_html,
         )
 
-    def live_bundle(self) -> dict[str, object]:
-        """What displays the live view: the widget, and a text that says what it is."""
+    def live_bundle(self, text: str = LIVE_TEXT) -> dict[str, object]:
+        """What displays the live view: the widget, and a `text` that says what it is (what a
+        notebook saved meanwhile shows without the kernel)."""
         data = dict(self.widget._repr_mimebundle_() or {})
-        data["text/plain"] = LIVE_TEXT
+        data["text/plain"] = text
         return data
 
     def note_in_record(self, text: str) -> None:
@@ -397,6 +406,8 @@ class RunView:
             stop()
 
     def _usage_parts(self) -> list[str]:
+        if not self.shows_usage:
+            return []
         parts = usage_parts(
             self.agent.model,
             self.usage,
@@ -410,4 +421,4 @@ class RunView:
 
     def _render_footer(self) -> None:
         text = html.escape(" · ".join(self._usage_parts()))
-        self.footer.value = f'<div style="opacity:0.7;font-size:90%">{text}</div>'
+        self.footer.value = f'<div style="opacity:0.7;font-size:90%">{text}</div>' if text else ""

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ipy_agent import Agent, ScriptedModel
+from ipy_agent.runtime.trace import NoticeEvent
 from ipy_agent.ui.approver import NonInteractiveApprover
 from tests.support.npm_packages import PLUGIN_PACKAGE, npm_package
 from tests.support.tools import write_tree
@@ -280,3 +281,30 @@ def test_the_real_plugin_s_stop_gate_sends_the_agent_on_once_with_its_stderr(rea
         model.requests[1]
     )
     assert result.text == "CI has not run yet: run it before calling this done."
+
+
+def test_problems_of_a_plugin_given_in_code_are_told_at_the_first_run(tmp_path):
+    """Found when the Agent is built, before anyone listens: said as warnings when the first run
+    starts (where the person's listener, a cell's view, hears them), and once."""
+    write_tree(
+        tmp_path / "kit",
+        {
+            ".claude-plugin/plugin.json": '{"name": "kit"}',
+            "hooks/hooks.json": '{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt"}]}]}}',
+            "agents/fast.md": "---\nname: fast\ndescription: quick\nmodel: opus\n---\nBe quick.\n",
+        },
+    )
+    write_tree(tmp_path / "broken", {".claude-plugin/plugin.json": "{not json"})
+    agent = Agent(ScriptedModel(["ok", "again"]), cwd=tmp_path, plugins=[tmp_path / "kit", tmp_path / "broken"])
+    warnings: list[str] = []
+    agent.on_event(lambda e: warnings.append(e.text) if isinstance(e, NoticeEvent) and e.level == "warning" else None)
+    agent.run("hi")
+    hooks = str(tmp_path / "kit" / "hooks" / "hooks.json")
+    assert [w for w in warnings if w.startswith(hooks)] == [
+        f'{hooks}: hooks.PreToolUse: only {{"type": "command"}} hooks run here; skipped'
+    ]
+    assert [w for w in warnings if "Agent fast" in w] and [w for w in warnings if "broken" in w]
+    assert "plugin.json is not valid JSON" in next(w for w in warnings if "broken" in w)
+    told = len(warnings)
+    agent.run("and again")
+    assert len(warnings) == told  # said once, not at every run

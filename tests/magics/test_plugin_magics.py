@@ -77,3 +77,30 @@ def test_a_project_plugin_s_mcp_server_starts_only_once_trusted(shell, magics, s
     shell.run_line_magic("agent_plugins", "trust tidy")
     shell.run_line_magic("agent", line.format(script([use("mcp__plugin_tidy_tb__add", "a2", a=2, b=3)], "done")))
     assert result_text(all_results(magics.session.agent.messages)["a2"]).strip() == "5"
+
+
+def test_a_plugin_named_twice_is_loaded_listed_and_warned_about_once(shell, magics, script, tmp_path, capsys):
+    write_tree(tmp_path / "vendor/tidy", PLUGIN)
+    named = json.dumps({"plugins": ["vendor/tidy"]})
+    write_tree(tmp_path, {".ipy_agent/settings.json": named, ".claude/settings.json": named})
+    shell.run_line_magic("agent", f"--no-widgets --script {script('Hi.')} hello")
+    assert capsys.readouterr().err.count("Plugin tidy") == 1
+    assert [p.name for p in magics.session.agent.claude.plugins] == ["tidy"]
+    shell.run_line_magic("agent_plugins", "")
+    assert capsys.readouterr().out.count("plugin tidy 0.1.0") == 1
+    # Added by the person too: the trusted one is the one loaded, and nothing waits for trust.
+    shell.run_line_magic("agent_plugins", f"add {tmp_path / 'vendor/tidy'}")
+    capsys.readouterr()
+    shell.run_line_magic("agent", f"--no-widgets --script {script('Hi.')} hello")
+    assert "Plugin tidy" not in capsys.readouterr().err
+    assert [(p.name, p.trusted) for p in magics.session.agent.claude.plugins] == [("tidy", True)]
+
+
+def test_a_plugin_s_hooks_file_problem_is_said_once_per_run(shell, magics, script, tmp_path, capsys):
+    bad_hook = '{"hooks": {"Stop": [{"matcher": "", "hooks": [{"type": "prompt"}]}]}}'
+    write_tree(tmp_path / "tidy", {**PLUGIN, "hooks/hooks.json": bad_hook})
+    shell.run_line_magic("agent_plugins", f"add {tmp_path / 'tidy'}")
+    capsys.readouterr()
+    shell.run_line_magic("agent", f"--no-widgets --script {script('Hi.')} hello")
+    shown = capsys.readouterr()
+    assert (shown.out + shown.err).count('hooks.Stop: only {"type": "command"} hooks run here; skipped') == 1
