@@ -36,6 +36,7 @@ import os
 import random
 import signal
 import socket
+import sqlite3
 import ssl
 import subprocess
 import sys
@@ -52,9 +53,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._table import Row  # noqa: E402
 from bench.gateway_upstream import MODEL  # noqa: E402
 
-__all__ = ["LoadResult", "measure", "pct", "people", "run_load"]
+__all__ = ["LoadResult", "bench_rows", "measure", "pct", "people", "run_load"]
 
 API_KEY = "sk-ant-bench-not-a-key"
 ROUNDS = 8
@@ -81,6 +83,8 @@ class LoadResult:
     users: int
     replicas: int
     rounds: int
+    think_s: tuple[float, float] = THINK_S
+    per_user_usd: float = PER_USER_USD
     completed: int = 0
     refused: int = 0
     errors: list[str] = field(default_factory=list)
@@ -294,7 +298,11 @@ async def _open_streams(
 
 
 async def _load(
-    pick: _RoundRobin, crowd: list[Person], rounds: int, budget: dict[str, int] | None = None
+    pick: _RoundRobin,
+    crowd: list[Person],
+    rounds: int,
+    think_s: tuple[float, float],
+    budget: dict[str, int] | None = None,
 ) -> list[Outcome]:
     """Phase 3 (and 5): each person's requests one after the other on a seeded schedule; with
     `budget`, each person sends only that many (the direct run)."""
@@ -306,7 +314,7 @@ async def _load(
         for n in range(1, rounds + 1):
             if budget is None or n <= budget.get(p.user, 0):
                 out.append(await _request(p.client, pick(), p.token, p.user, n))
-            await asyncio.sleep(rng.uniform(*THINK_S))
+            await asyncio.sleep(rng.uniform(*think_s))
         return out
 
     done = await asyncio.gather(*(person(i, p) for i, p in enumerate(crowd)))
@@ -354,7 +362,7 @@ async def _gateway_phases(
         cpu_before = {"gateways": sum(_cpu_s(p) for p in pids), "upstream": _cpu_s(upstream_pid)}
         client_before = time.process_time()
         began = time.monotonic()
-        outcomes = await _load(pick, crowd, result.rounds)
+        outcomes = await _load(pick, crowd, result.rounds, result.think_s)
         result.load_seconds = time.monotonic() - began
         result.cores_used = {
             "gateways": (sum(_cpu_s(p) for p in pids) - cpu_before["gateways"]) / result.load_seconds,
@@ -380,7 +388,7 @@ async def _gateway_phases(
         result.spend_mismatched = [
             f"{u}: store ${store[u]:.6f}, upstream ${bill.get(u, 0)}" for u, d in diffs.items() if d >= 0.005
         ]
-        result.over_limit_max = max(0.0, *(store[p.user] - PER_USER_USD for p in crowd))
+        result.over_limit_max = max(0.0, *(store[p.user] - result.per_user_usd for p in crowd))
         result.one_request_max = max(float(Decimal(line["max_usd"])) for line in lines.values())
         billed = sum(int(line["requests"]) for line in lines.values())
         if billed != result.completed + WARMUP * len(urls):
@@ -397,7 +405,7 @@ async def _gateway_phases(
 async def _direct_phase(result: LoadResult, upstream_url: str, budget: dict[str, int]) -> None:
     direct = {f"direct-{i:03d}": user for i, user in enumerate(people(result.users).values())}
     async with _crowd(direct) as crowd:
-        outcomes = await _load(_RoundRobin([upstream_url]), crowd, result.rounds, budget)
+        outcomes = await _load(_RoundRobin([upstream_url]), crowd, result.rounds, result.think_s, budget)
     for o in outcomes:
         if o.status == "completed" and o.ttfb is not None:
             result.ttfb_direct.append(o.ttfb)
@@ -418,14 +426,26 @@ def _tally(result: LoadResult, outcomes: list[Outcome], *, ttfb: bool) -> None:
 
 
 def run_load(
-    db: str, *, users: int, replicas: int, rounds: int = ROUNDS, work: Path, label: str = "", direct: bool = True
+    db: str,
+    *,
+    users: int,
+    replicas: int,
+    work: Path,
+    rounds: int = ROUNDS,
+    think_s: tuple[float, float] = THINK_S,
+    per_user_usd: float = PER_USER_USD,
+    label: str = "",
+    direct: bool = True,
 ) -> LoadResult:
-    """The five phases against `replicas` gateways on the database `db` (a path or URL)."""
-    result = LoadResult(db=label or db, users=users, replicas=replicas, rounds=rounds)
+    """The five phases against `replicas` gateways on the database `db` (a path or URL);
+    `direct=False` leaves out the last (the direct run, for timing only)."""
+    result = LoadResult(
+        db=label or db, users=users, replicas=replicas, rounds=rounds, think_s=think_s, per_user_usd=per_user_usd
+    )
     tokens = work / "tokens.json"
     tokens.write_text(json.dumps({**people(users), "tok-warmup": "warmup"}))
     with upstream() as (upstream_url, up_proc):
-        with gateways(replicas, upstream_url, db, tokens, work, PER_USER_USD) as gws:
+        with gateways(replicas, upstream_url, db, tokens, work, per_user_usd) as gws:
             completed = asyncio.run(
                 _gateway_phases(result, [u for u, _ in gws], [p.pid for _, p in gws], (upstream_url, up_proc.pid))
             )
@@ -456,6 +476,102 @@ def measure(kind: str, *, users: int, replicas: int, rounds: int = ROUNDS) -> Lo
                 return run_load(url, users=users, replicas=replicas, rounds=rounds, work=work, label="PostgreSQL")
         except RuntimeError as e:
             return str(e)
+
+
+def commit_ms(work: Path) -> float:
+    """What one committed SQLite write costs on this disk (its fsync), in ms: a store's floor."""
+    db = sqlite3.connect(work / "fsync.sqlite", isolation_level=None)
+    try:
+        db.execute("CREATE TABLE t (x INTEGER)")
+        began = time.perf_counter()
+        for i in range(20):
+            db.execute("INSERT INTO t VALUES (?)", (i,))
+        return (time.perf_counter() - began) / 20 * 1000
+    finally:
+        db.close()
+
+
+CONFIGS = (("postgresql", 2, "PostgreSQL, 2 replicas"), ("sqlite", 1, "SQLite, 1 replica"))
+MEMORY_TARGET_KB = 100  # a class of 300 in 30 MB of one replica
+
+
+def bench_rows(quick: bool = False, users: int = 300) -> list[Row]:
+    """The rows of `python -m bench --only gateway`: for each configuration, requests, spend,
+    added time to first byte and memory per open stream (or one row saying why not measured)."""
+    rounds = 4 if quick else ROUNDS
+    with tempfile.TemporaryDirectory() as tmp:
+        fsync = commit_ms(Path(tmp))
+    rows: list[Row] = []
+    for kind, replicas, label in CONFIGS:
+        r = measure(kind, users=users, replicas=replicas, rounds=rounds)
+        name = f"key gateway, {users} streaming users, {label}"
+        if isinstance(r, str):
+            rows.append(
+                Row(metric=name, ours="", peer="", ratio=None, target="", met=None, how="", note=f"not measured: {r}")
+            )
+            continue
+        rows += _rows_of(r, name, fsync)
+    return rows
+
+
+def _rows_of(r: LoadResult, name: str, fsync_ms: float) -> list[Row]:
+    g50, g95 = pct(r.ttfb_gateway, 0.5), pct(r.ttfb_gateway, 0.95)
+    d50, d95 = pct(r.ttfb_direct, 0.5), pct(r.ttfb_direct, 0.95)
+    cores = ", ".join(f"{k} {v:.2f}" for k, v in r.cores_used.items())
+    load = (
+        f"{r.users} people, {r.rounds} streaming requests each one after the other (think time "
+        f"{r.think_s[0]}-{r.think_s[1]} s) after one held open, round-robin over {r.replicas} gateway process(es), "
+        f"a stand-in API answering in 0.5 s (six chunks); load phase {r.load_seconds:.0f} s, cores used: {cores}; "
+        f"load average {r.loadavg:.1f} on 2 cores; a committed write on this disk {fsync_ms:.1f} ms."
+    )
+    return [
+        Row(
+            metric=f"{name}: requests",
+            ours=f"{r.completed:,} completed, {r.refused:,} refused (429), {len(r.errors)} errors",
+            peer="",
+            ratio=None,
+            target="0 errors",
+            met=not r.errors,
+            how=f"{load} Completed: a stream read to its message_stop; refused: 429 budget_exceeded_error "
+            f"(the per-person budget, ${r.per_user_usd}, runs out about two rounds before the end); anything else "
+            "is an error.",
+            note=f"Errors: {r.errors[:3]}" if r.errors else "",
+        ),
+        Row(
+            metric=f"{name}: each person's spend, the gateways' store against the API's own bill",
+            ours=f"largest difference ${r.spend_max_diff:.6f}",
+            peer=f"{r.spend_checked} people; most past the budget ${r.over_limit_max:.4f} "
+            f"(one request at most ${r.one_request_max:.4f})",
+            ratio=None,
+            target="exact to the cent",
+            met=r.spend_checked == r.users + 1 and not r.spend_mismatched,
+            how="each person's total through the gateways (GET /usage with their token) against what the stand-in "
+            "API billed them (metadata.user_id of each request, its own list prices, Decimal), warm-up included.",
+            note=f"Mismatched: {r.spend_mismatched[:3]}" if r.spend_mismatched else "",
+        ),
+        Row(
+            metric=f"{name}: time to first byte added by the gateway, p95",
+            ours=f"+{(g95 - d95) * 1000:.1f} ms (p95 {g95 * 1000:.1f} ms, p50 {g50 * 1000:.1f} ms)",
+            peer=f"direct p95 {d95 * 1000:.1f} ms, p50 {d50 * 1000:.1f} ms",
+            ratio=g95 / d95 if d95 else None,
+            target="<= +10 ms",
+            met=g95 - d95 <= 0.010,
+            how="from sending a request to the first chunk of its body (message_start, written at once), "
+            f"{len(r.ttfb_gateway):,} completed streams through the gateways against {len(r.ttfb_direct):,} straight "
+            "to the stand-in API with the same people, schedule and number of streams each, right after.",
+        ),
+        Row(
+            metric=f"{name}: memory per open stream",
+            ours=f"{r.per_stream_kb():.0f} KB ({r.opened} of {r.users} streams open)",
+            peer=f"RSS idle {r.rss_idle_kb / 1024:.1f} MB, with the streams open {r.rss_open_kb / 1024:.1f} MB",
+            ratio=None,
+            target=f"<= {MEMORY_TARGET_KB} KB, every stream open",
+            met=r.opened == r.users and r.per_stream_kb() <= MEMORY_TARGET_KB,
+            how="the stand-in API holds every new stream after its first chunk; each person opens one; once all "
+            "have their first byte (or after 30 s), the gateway processes' RSS (summed) less their RSS after a "
+            "warm-up, over the streams open.",
+        ),
+    ]
 
 
 def summary(r: LoadResult) -> str:
