@@ -102,6 +102,11 @@ class LoadResult:
     load_seconds: float = 0.0
     cores_used: dict[str, float] = field(default_factory=dict)  # CPU seconds / wall seconds in the load phase
     loadavg: float = 0.0
+    load_requests: int = 0  # requests sent in the load phase
+
+    def gateway_cpu_ms(self) -> float:
+        """The gateways' CPU time per request of the load phase, in ms."""
+        return self.cores_used.get("gateways", 0.0) * self.load_seconds / max(1, self.load_requests) * 1000
 
     def per_stream_kb(self) -> float:
         return (self.rss_open_kb - self.rss_idle_kb) / max(1, self.opened)
@@ -371,6 +376,7 @@ async def _gateway_phases(
             "client": (time.process_time() - client_before) / result.load_seconds,
         }
         result.loadavg = os.getloadavg()[0]
+        result.load_requests = len(outcomes)
         _tally(result, outcomes, ttfb=True)
 
         # The gateway writes a request's row just after the stream's last byte: wait until it is there.
@@ -532,24 +538,30 @@ def bench_rows(quick: bool = False, users: int = 300) -> list[Row]:
                     first,
                     how=f"as above with {n} people: {r.completed:,} completed, {r.refused:,} refused, "
                     f"{len(r.errors)} errors, spends {'exact' if spend.met else 'NOT exact'}, {memory.ours} "
-                    f"per open stream; load phase {r.load_seconds:.0f} s, cores used: "
-                    + ", ".join(f"{k} {v:.2f}" for k, v in r.cores_used.items())
-                    + f"; load average {r.loadavg:.1f}.",
+                    f"per open stream; {_pace(r)}.",
                     note=" ".join(x.note for x in (first, spend) if x.note),
                 )
             )
     return rows
 
 
+def _pace(r: LoadResult) -> str:
+    """How fast the load phase went and what it took of the machine."""
+    cores = ", ".join(f"{k} {v:.2f}" for k, v in r.cores_used.items())
+    return (
+        f"load phase {r.load_seconds:.0f} s ({r.load_requests / max(r.load_seconds, 1e-9):.0f} requests/s), the "
+        f"gateways' CPU {r.gateway_cpu_ms():.1f} ms per request; cores used: {cores}; load average {r.loadavg:.1f}"
+    )
+
+
 def _rows_of(r: LoadResult, name: str, fsync_ms: float) -> list[Row]:
     g50, g95 = pct(r.ttfb_gateway, 0.5), pct(r.ttfb_gateway, 0.95)
     d50, d95 = pct(r.ttfb_direct, 0.5), pct(r.ttfb_direct, 0.95)
-    cores = ", ".join(f"{k} {v:.2f}" for k, v in r.cores_used.items())
     load = (
         f"{r.users} people, {r.rounds} streaming requests each one after the other (think time "
         f"{r.think_s[0]}-{r.think_s[1]} s) after one held open, round-robin over {r.replicas} gateway process(es), "
-        f"a stand-in API answering in 0.5 s (six chunks); load phase {r.load_seconds:.0f} s, cores used: {cores}; "
-        f"load average {r.loadavg:.1f} on 2 cores; a committed write on this disk {fsync_ms:.1f} ms."
+        f"a stand-in API answering in 0.5 s (six chunks); {_pace(r)} on 2 cores; a committed SQLite write on "
+        f"this disk {fsync_ms:.1f} ms."
     )
     return [
         Row(
@@ -604,7 +616,6 @@ def _rows_of(r: LoadResult, name: str, fsync_ms: float) -> list[Row]:
 def summary(r: LoadResult) -> str:
     g50, g95 = pct(r.ttfb_gateway, 0.5), pct(r.ttfb_gateway, 0.95)
     d50, d95 = (pct(r.ttfb_direct, 0.5), pct(r.ttfb_direct, 0.95)) if r.ttfb_direct else (0.0, 0.0)
-    cores = ", ".join(f"{k} {v:.2f}" for k, v in r.cores_used.items())
     return (
         f"{r.db}, {r.replicas} replica(s), {r.users} users x {r.rounds} rounds (+1 held open): "
         f"{r.completed} completed, {r.refused} refused, {len(r.errors)} errors {r.errors[:3]}\n"
@@ -614,7 +625,7 @@ def summary(r: LoadResult) -> str:
         f"p95 {d95 * 1e3:.1f} ms; added p50 {(g50 - d50) * 1e3:.1f} ms p95 {(g95 - d95) * 1e3:.1f} ms\n"
         f"  memory: {r.opened} streams open, RSS idle {r.rss_idle_kb / 1024:.1f} MB, open {r.rss_open_kb / 1024:.1f} MB, "
         f"{r.per_stream_kb():.1f} KB per stream\n"
-        f"  load phase {r.load_seconds:.1f} s, cores used: {cores}; load average {r.loadavg:.1f}"
+        f"  {_pace(r)}"
     )
 
 
