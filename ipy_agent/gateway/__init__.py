@@ -6,8 +6,9 @@ caching through, counts tokens and cost per person, refuses a request over budge
 the managed policy does not list, and charges a response cut short the most it could cost.
 
 Modules import one way, each only from those above it in this list:
-- `usage`: the usage database (SQLite): tokens and cost per person and day;
 - `charges`: budgets, the hold of a request in flight, the usage read from a response, refusals;
+- `usage`: the store (SQLite or PostgreSQL): tokens and cost per person and day, and the holds of
+  the requests in flight, shared by every replica on one database;
 - `auth`: who a token belongs to: the Hub's API, or a file of tokens;
 - `server`: the HTTP service (tornado): authenticate, check the policy and the budget, forward, charge;
 - `__main__`: the command line.

@@ -9,6 +9,9 @@ policy the kernels read (config/policy.py: `/etc/ipy_agent/managed-settings.json
 `--policy FILE`, hold here too: a model outside `availableModels` is refused, and `perDayUsd` /
 `perUserUsd` join `--per-day-usd` / `--per-user-usd` (the smaller wins). A policy file that
 cannot be read stops the gateway from starting.
+
+`--db` is a SQLite file, or a PostgreSQL URL that several replicas share, with the holds of
+their requests in flight; `--hold-seconds` is how long a crashed replica's holds still count.
 """
 
 from __future__ import annotations
@@ -31,7 +34,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("IPY_AGENT_GATEWAY_PORT", "10101")))
     parser.add_argument("--upstream", default=os.environ.get("ANTHROPIC_BASE_URL", ""), help="the Messages API")
-    parser.add_argument("--db", default=os.environ.get("IPY_AGENT_GATEWAY_DB", "ipy_agent_gateway.sqlite"))
+    parser.add_argument(
+        "--db",
+        default=os.environ.get("IPY_AGENT_GATEWAY_DB", "ipy_agent_gateway.sqlite"),
+        help="a SQLite path or sqlite:/// URL, or postgresql://user:password@host:port/db (for replicas)",
+    )
+    parser.add_argument(
+        "--hold-seconds",
+        type=float,
+        default=60.0,
+        help="how long a request's hold counts unless its gateway renews it (a crashed replica's holds expire)",
+    )
     parser.add_argument("--tokens", help='JSON file {"token": "user"} (without a Hub)')
     parser.add_argument("--per-day-usd", type=float, default=None)
     parser.add_argument("--per-user-usd", type=float, default=None)
@@ -52,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     from .server import Gateway
     from .usage import UsageDB
 
-    db = UsageDB(args.db)
+    try:
+        db = UsageDB(args.db, hold_seconds=args.hold_seconds)
+    except ValueError as e:
+        print(f"ipy_agent.gateway: {e}", file=sys.stderr)
+        return 2
     if args.report:
         for row in db.report():
             print(f"{row.user}\t{row.requests} requests\t${row.usd:.4f}\tin {row.input_tokens} out {row.output_tokens}")

@@ -44,8 +44,10 @@ class Limits:
 
 @dataclass(frozen=True, kw_only=True)
 class Hold:
-    """The most one request can cost, held while it runs and charged if its usage never arrives."""
+    """The most one request can cost, held while it runs and charged if its usage never arrives;
+    `id` is its row in the store's `holds`."""
 
+    id: int
     model: str
     input_tokens: int
     output_tokens: int

@@ -18,7 +18,9 @@ A request in flight holds the most it can cost (its input at about three bytes a
 check adds what is held to what was spent. So one person's concurrent requests cannot each pass
 the check on the same spending and together run far past the limit: like the agent's own
 budget, a request is let through while the person is under it, and only the one running when
-the limit is crossed can end past it. The holds live in this process (one gateway per Hub).
+the limit is crossed can end past it. The holds live in the store (usage.py), checked and
+inserted in one transaction, so replicas on one database share them; each is renewed while its
+response runs and stops counting after `--hold-seconds` if its replica dies.
 
 A response is charged its reported usage only when that usage arrived whole: a stream's
 `message_delta` (its final usage), a non-streamed body that parses with its usage. A response
@@ -47,7 +49,7 @@ from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
 
 from .auth import Authenticator
-from .charges import BudgetRefusal, Hold, Limits, SseUsage, max_tokens_of, over_budget, strictest, usage_of
+from .charges import BudgetRefusal, Hold, Limits, SseUsage, max_tokens_of, strictest, usage_of
 from .usage import UsageDB
 
 __all__ = ["Gateway"]
@@ -79,7 +81,6 @@ class Gateway:
         self.limits = strictest(limits or Limits(), self.policy)
         self.upstream = (upstream or "https://api.anthropic.com").rstrip("/")
         self.client: httpx.AsyncClient | None = None
-        self.held: dict[str, float] = {}  # person -> US dollars held by their requests in flight
         self.ended = 0  # responses settled (charged or not), for whoever waits on `settled`
         self.settled = threading.Condition()
 
@@ -87,10 +88,6 @@ class Gateway:
         return tornado.web.Application(
             [(r".*/v1/messages(/count_tokens)?", MessagesHandler), (r".*/usage", UsageHandler)], gateway=self
         )
-
-    def over_budget(self, user: str) -> BudgetRefusal | None:
-        day, total = self.db.spent(user)
-        return over_budget(user, day, total, self.held.get(user, 0.0), self.limits)
 
     def model_refused(self, model: str) -> str | None:
         """Why the managed policy does not let `model` through (its availableModels), or None."""
@@ -100,34 +97,45 @@ class Gateway:
             return str(e)
         return None
 
-    def hold(self, user: str, body: bytes, request: JsonObject) -> Hold:
-        """Hold the most the request (`body`, parsed: `request`) can cost for `user` (release it)."""
+    def hold(self, user: str, body: bytes, request: JsonObject) -> Hold | BudgetRefusal:
+        """Hold the most the request (`body`, parsed: `request`) can cost for `user`, or refuse
+        `user` at a limit: checked and held in one transaction of the store (end it: settle, release)."""
         most = Usage(input_tokens=len(body) // 3 + 1, output_tokens=max_tokens_of(request))
         model = str(request.get("model") or "")
         usd = estimate_cost(model, most)
-        self.held[user] = self.held.get(user, 0.0) + usd
-        return Hold(model=model, input_tokens=most.input_tokens, output_tokens=most.output_tokens, usd=usd)
+        held = self.db.hold(user, usd, self.limits)
+        if isinstance(held, BudgetRefusal):
+            return held
+        return Hold(id=held, model=model, input_tokens=most.input_tokens, output_tokens=most.output_tokens, usd=usd)
 
-    def release(self, user: str, usd: float) -> None:
-        left = self.held.get(user, 0.0) - usd
-        if left > 1e-12:
-            self.held[user] = left
-        else:
-            self.held.pop(user, None)
+    async def keep_holding(self, hold: Hold) -> None:
+        """Renew `hold` while its response runs, three times in each of its expiry periods."""
+        while True:
+            await asyncio.sleep(self.db.hold_seconds / 3)
+            await asyncio.to_thread(self.db.renew, hold.id)
+
+    def release(self, hold: Hold) -> None:
+        """The API answered with an error: the hold goes, nothing is charged."""
+        self.db.release(hold.id)
 
     def settle(self, user: str, hold: Hold, usage: SseUsage) -> None:
         """A response has ended: its reported usage when it came whole, else the whole hold."""
         if usage.final:
-            self.count(user, usage.model or hold.model, usage.tokens)
+            self.count(user, usage.model or hold.model, usage.tokens, hold)
         else:
             tokens = {"input_tokens": hold.input_tokens, "output_tokens": hold.output_tokens}
-            self.db.add(user, usage.model or hold.model, tokens, hold.usd)
+            self.db.settle(hold.id, user, usage.model or hold.model, tokens, hold.usd)
 
-    def count(self, user: str, model: str, tokens: dict[str, int]) -> None:
-        if not tokens:
-            return
+    def count(self, user: str, model: str, tokens: dict[str, int], hold: Hold | None = None) -> None:
+        """Charge `tokens` of `model` to `user`, in place of `hold` when there is one."""
         usd = estimate_cost(model, usage_of(tokens))
-        self.db.add(user, model, tokens, usd)
+        if hold is not None:
+            if tokens:
+                self.db.settle(hold.id, user, model, tokens, usd)
+            else:
+                self.db.release(hold.id)
+        elif tokens:
+            self.db.add(user, model, tokens, usd)
 
     def ended_one(self) -> None:
         with self.settled:
@@ -237,18 +245,21 @@ class MessagesHandler(_Base):
         if count_tokens is not None:  # counting generates nothing and costs nothing
             await self._forward(gw, count_tokens, SseUsage())
             return
-        if (over := gw.over_budget(user)) is not None:
-            self.refuse_budget(over)
+        # Checked and held in one transaction: every replica on the store sees the hold.
+        hold = await asyncio.to_thread(gw.hold, user, self.request.body, request)
+        if isinstance(hold, BudgetRefusal):
+            self.refuse_budget(hold)
             return
-        # Checked and held with no await between: the next request of this person sees the hold.
-        hold = gw.hold(user, self.request.body, request)
         usage, billed = SseUsage(), True  # billed until the API is known to have answered with an error
+        renewing = asyncio.ensure_future(gw.keep_holding(hold))
         try:
             billed = await self._forward(gw, None, usage)
         finally:
-            gw.release(user, hold.usd)
+            renewing.cancel()
             if billed:
                 gw.settle(user, hold, usage)
+            else:
+                gw.release(hold)
             gw.ended_one()
 
     def refuse_budget(self, over: BudgetRefusal) -> None:
