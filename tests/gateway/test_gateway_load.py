@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.gateway_load import run_load
+from bench.gateway_load import WARMUP, run_load
 from tests.support.postgres import need_postgres, postgres_cluster
 
 
@@ -27,7 +27,7 @@ def five_people(db: str, replicas: int, work: Path) -> None:
     assert r.completed + r.refused == 5 * (1 + 4)  # one stream each held open, then four rounds
     assert r.refused > 0 and r.completed > 5
     assert r.opened == 5
-    assert r.spend_checked == 5 + 1  # and the warm-up's person
+    assert r.spend_checked == 5 + WARMUP * replicas  # and the warm-up's people, one request each
     assert r.spend_mismatched == []
     assert r.spend_max_diff < 1e-9
     assert len(r.ttfb_gateway) == r.completed - 5  # every stream of the load phase timed
