@@ -998,6 +998,12 @@ def observed_effects(args: argparse.Namespace) -> list[Row]:
     ]
 
 
+def gateway(args: argparse.Namespace) -> list[Row]:
+    from bench.gateway_load import bench_rows
+
+    return bench_rows(args.quick)
+
+
 SUITES: dict[str, Suite] = {
     "startup": startup,
     "turns": turns,
@@ -1018,6 +1024,7 @@ SUITES: dict[str, Suite] = {
     "tokens": tokens,
     "kernel": kernel,
     "observed": observed_effects,
+    "gateway": gateway,
 }
 SECTIONS: list[str] = []  # markdown sections suites add below the table (the token chart)
 
