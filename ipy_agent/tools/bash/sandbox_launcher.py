@@ -2,14 +2,15 @@
 
 `python -I -S sandbox_launcher.py uid gid mapping-fd dir... -- bwrap ...`, as root: a private
 mount namespace, each `dir` shown through an idmapped mount (host 0 as `uid`), then down to
-`uid`/`gid` and exec bubblewrap. It runs before every sandboxed command of a root kernel, so it
-imports only what it uses (ctypes, and what the interpreter has loaded already): its start is
-part of every command's start.
+`uid`/`gid` and exec bubblewrap. It runs before every sandboxed command of a root kernel, so its
+start is part of every command's start: it imports C modules only (`posix`, `_struct`, and
+`_ctypes` for the system calls Python 3.11 has no function for), not `os` or ctypes' Python
+part, which would add a third to its start.
 """
 
-import ctypes
-import os
-import struct
+import _ctypes
+import _struct
+import posix as os  # `os` without its Python part: the functions used here are all posix's
 import sys
 
 __all__ = ["id_map", "main"]
@@ -35,14 +36,49 @@ def id_map(uid: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+class _Int(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_int
+    _type_ = "i"
+
+
+class _Long(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_long
+    _type_ = "l"
+
+
+class _IntFunction(_ctypes.CFuncPtr):
+    _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+    _restype_ = _Int
+
+
+class _LongFunction(_ctypes.CFuncPtr):
+    _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+    _restype_ = _Long
+
+
+class _Libc:
+    """The C library's `unshare`, `mount` and `syscall`, as `ctypes.CDLL(None, use_errno=True)`
+    gives them (an int argument is a C int, bytes a char pointer, None NULL)."""
+
+    def __init__(self) -> None:
+        # The process itself (libc is loaded); a function is looked up by name in `self._handle`,
+        # as a CDLL's is (the stubs know only CDLL and a named library).
+        self._handle = _ctypes.dlopen(None, 0)  # type: ignore[arg-type]
+        self.unshare = _IntFunction(("unshare", self))  # type: ignore[arg-type]
+        self.mount = _IntFunction(("mount", self))  # type: ignore[arg-type]
+        self.syscall = _LongFunction(("syscall", self))  # type: ignore[arg-type]
+
+
 def _check(result: int) -> int:
     if result < 0:
-        errno = ctypes.get_errno()
+        errno = _ctypes.get_errno()
         raise OSError(errno, os.strerror(errno))
     return result
 
 
-def _mapping_namespace(libc: ctypes.CDLL, uid: int, gid: int) -> int:
+def _path(path: str) -> bytes:
+    return path.encode(sys.getfilesystemencoding(), "surrogateescape")
+
+
+def _mapping_namespace(libc: _Libc, uid: int, gid: int) -> int:
     """A user namespace (its fd) whose maps are `id_map`: held by a child that waits for it."""
     ready_r, ready_w = os.pipe()
     done_r, done_w = os.pipe()
@@ -71,21 +107,20 @@ def _mapping_namespace(libc: ctypes.CDLL, uid: int, gid: int) -> int:
         os.waitpid(pid, 0)
 
 
-def _show_as_root(libc: ctypes.CDLL, path: str, userns: int) -> None:
+def _show_as_root(libc: _Libc, path: str, userns: int) -> None:
     """Put an idmapped copy of the mount tree at `path` over it (in our mount namespace)."""
     syscall = libc.syscall
-    syscall.restype = ctypes.c_long
     flags = _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC | _AT_RECURSIVE
-    tree = _check(syscall(_SYS_OPEN_TREE, _AT_FDCWD, path.encode(), flags))
+    tree = _check(syscall(_SYS_OPEN_TREE, _AT_FDCWD, _path(path), flags))
     try:
-        attr = ctypes.create_string_buffer(struct.pack("QQQQ", _MOUNT_ATTR_IDMAP, 0, 0, userns), 32)
-        _check(syscall(_SYS_MOUNT_SETATTR, tree, b"", _AT_EMPTY_PATH | _AT_RECURSIVE, attr, 32))
-        _check(syscall(_SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, path.encode(), _MOVE_MOUNT_F_EMPTY_PATH))
+        attr = _struct.pack("QQQQ", _MOUNT_ATTR_IDMAP, 0, 0, userns)  # struct mount_attr, read by the kernel
+        _check(syscall(_SYS_MOUNT_SETATTR, tree, b"", _AT_EMPTY_PATH | _AT_RECURSIVE, attr, len(attr)))
+        _check(syscall(_SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, _path(path), _MOVE_MOUNT_F_EMPTY_PATH))
     finally:
         os.close(tree)
 
 
-def _hold(libc: ctypes.CDLL) -> None:
+def _hold(libc: _Libc) -> None:
     """`--hold`: a user namespace of its own, kept until stdin closes (`mapping_namespace`)."""
     try:
         _check(libc.unshare(_CLONE_NEWUSER))
@@ -99,7 +134,7 @@ def _hold(libc: ctypes.CDLL) -> None:
 def main(argv: list[str]) -> None:
     """`uid gid mapping-fd dir... -- bwrap ...`: as described above; exits 125 when it cannot
     drop. `mapping-fd` is a descriptor of a namespace with the id maps, or -1."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _Libc()
     if argv == ["--hold"]:
         _hold(libc)
         return
