@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ipy_agent.tools.bash import BashInput, BashTool, sandbox_user, seccomp
+from ipy_agent.tools.bash import BashInput, BashTool, resources, sandbox_user, seccomp
 from ipy_agent.tools.bash import contain as contain_mod
 from ipy_agent.tools.bash import sandbox as sandbox_mod
 from tests.support.tools import DecidedContext, tool_ctx, write_tree
@@ -280,3 +280,38 @@ async def test_the_kernels_mapping_namespace_reaches_the_launcher_but_never_the_
     finally:
         os.close(held)
     assert b"held: user:[" in out
+
+
+# --- the cgroup, joined by the launcher ----------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("need_root")
+@pytest.mark.parametrize("joinable", [True, False], ids=["joined", "cannot-join"])
+async def test_a_root_kernels_command_runs_only_once_its_launcher_joined_its_cgroup(project, monkeypatch, joinable):
+    if not resources.limits_status().cgroup:
+        pytest.skip("no cgroup can be made here")
+    made: list[resources.Cgroup] = []
+
+    def make(limits):
+        group = resources.make_cgroup(limits)
+        assert group is not None
+        made.append(group)
+        if not joinable:
+            group.remove()  # gone before the command starts: the launcher cannot join it
+        return group
+
+    joined: list[bool] = []
+    real_join = contain_mod.join_in_launcher
+
+    def join(argv: list[str], dirs: tuple[str, ...]) -> bool:
+        joined.append(real_join(argv, dirs))
+        return joined[-1]
+
+    monkeypatch.setattr(contain_mod, "make_cgroup", make)
+    monkeypatch.setattr(contain_mod, "join_in_launcher", join)
+    block = await _bash(_ctx(project, "read-only"), "echo RAN")
+    assert made and joined == [True]  # the launcher joins it (no shell before it)
+    if joinable:
+        assert block["content"].strip() == "RAN" and not block.get("is_error"), block
+    else:
+        assert "could not join the cgroup" in block["content"] and "RAN" not in block["content"], block

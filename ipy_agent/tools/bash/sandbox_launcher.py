@@ -1,7 +1,7 @@
 """The launcher of a root kernel's sandbox, run as a script (`sandbox_user` says why and starts it).
 
-`python -I -S sandbox_launcher.py uid gid mapping-fd dir... -- bwrap ...`, as root: a private
-mount namespace, each `dir` shown through an idmapped mount (host 0 as `uid`), then down to
+`python -I -S sandbox_launcher.py uid gid mapping-fd [--cgroup=DIR]... dir... -- bwrap ...`, as
+root: the command's cgroups joined, a private mount namespace, each `dir` shown through an idmapped mount (host 0 as `uid`), then down to
 `uid`/`gid` and exec bubblewrap. It runs before every sandboxed command of a root kernel, so its
 start is part of every command's start: it imports C modules only (`posix`, `_struct`, and
 `_ctypes` for the system calls Python 3.11 has no function for), not `os` or ctypes' Python
@@ -132,14 +132,24 @@ def _hold(libc: _Libc) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """`uid gid mapping-fd dir... -- bwrap ...`: as described above; exits 125 when it cannot
-    drop. `mapping-fd` is a descriptor of a namespace with the id maps, or -1."""
+    """`uid gid mapping-fd [--cgroup=DIR]... dir... -- bwrap ...`: as described above; exits 125
+    when it cannot join or drop. `mapping-fd` is a descriptor of a namespace with the id maps,
+    or -1."""
     libc = _Libc()
     if argv == ["--hold"]:
         _hold(libc)
         return
     split = argv.index("--")
-    uid, gid, mapping, shown, command = int(argv[0]), int(argv[1]), int(argv[2]), argv[3:split], argv[split + 1 :]
+    uid, gid, mapping, command = int(argv[0]), int(argv[1]), int(argv[2]), argv[split + 1 :]
+    cgroups = [a.removeprefix("--cgroup=") for a in argv[3:split] if a.startswith("--cgroup=")]
+    shown = [a for a in argv[3:split] if not a.startswith("--cgroup=")]
+    for cgroup in cgroups:  # first: everything after, and all the command starts, is limited
+        try:
+            with open(cgroup + "/cgroup.procs", "w", encoding="ascii") as f:
+                f.write("0")
+        except OSError as e:
+            sys.stderr.write(f"[sandbox] could not join the cgroup of the command ({e}), so it did not run\n")
+            sys.exit(125)
     try:
         _check(libc.unshare(_CLONE_NEWNS))
         _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))

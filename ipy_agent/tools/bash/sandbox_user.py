@@ -42,7 +42,15 @@ from collections.abc import Iterable
 from . import sandbox_launcher
 from .sandbox_launcher import id_map
 
-__all__ = ["SANDBOX_GID", "SANDBOX_UID", "launcher_argv", "mapping_namespace", "pass_mapping", "runs_as_root"]
+__all__ = [
+    "SANDBOX_GID",
+    "SANDBOX_UID",
+    "join_in_launcher",
+    "launcher_argv",
+    "mapping_namespace",
+    "pass_mapping",
+    "runs_as_root",
+]
 
 SANDBOX_UID = 65534  # nobody: owns nothing, and `ps` on the host names it
 SANDBOX_GID = 65534  # nogroup
@@ -81,7 +89,7 @@ def pass_mapping(argv: list[str]) -> tuple[int, ...]:
     """For a launcher's argv (`launcher_argv`) that shows directories: a new descriptor of the
     kernel's mapping namespace, written into `argv`, for the caller to pass to the launcher and
     close; () when there is none (the launcher then makes its own)."""
-    if len(argv) <= _MAPPING_ARG or argv[3] != _SCRIPT or argv[_MAPPING_ARG + 1] == "--":
+    if not _is_launcher(argv) or not any(a.startswith("/") for a in argv[_MAPPING_ARG + 1 : argv.index("--")]):
         return ()
     held = mapping_namespace()
     if held is None:
@@ -89,6 +97,20 @@ def pass_mapping(argv: list[str]) -> tuple[int, ...]:
     fd = os.dup(held)
     argv[_MAPPING_ARG] = str(fd)
     return (fd,)
+
+
+def join_in_launcher(argv: list[str], cgroups: Iterable[str]) -> bool:
+    """Have a launcher's argv (`launcher_argv`) join `cgroups` first, before it does anything
+    else (one process start fewer than a shell that joins them); False if `argv` is no
+    launcher's."""
+    if not _is_launcher(argv):
+        return False
+    argv[_MAPPING_ARG + 1 : _MAPPING_ARG + 1] = [f"--cgroup={d}" for d in dict.fromkeys(cgroups)]
+    return True
+
+
+def _is_launcher(argv: list[str]) -> bool:
+    return len(argv) > _MAPPING_ARG and argv[3] == _SCRIPT and "--" in argv
 
 
 _SCRIPT = os.path.abspath(sandbox_launcher.__file__)
