@@ -448,8 +448,12 @@ def sandbox_start(args: argparse.Namespace) -> list[Row]:
             ours=_ms(statistics.median(with_rules)),
             peer=f"no Read deny rules (as above) {_ms(statistics.median(without))}",
             ratio=median_ratio(with_rules, without),
-            target="",
-            met=None,
+            target="<= 100 ms added",
+            met=looked <= 0.1,
+            note=""
+            if looked <= 0.1
+            else "The walk for the masks costs a stat per directory the sandbox shows under HOME, each command "
+            "(a pyenv root and a rustup toolchain here: ~19,000 directories); the peer rows above have no deny rules.",
             how="as above, with the Read deny rules every Agent has (`.env*`, the credential stores under HOME, "
             "the Jupyter runtime folder, the signing key): every directory the sandbox shows under HOME (the "
             "toolchain) is walked for them, a stat per directory once listed; "
