@@ -20,6 +20,7 @@ from pathlib import Path
 from ipy_agent.contract.decision import CallDecision, DecisionSource
 from ipy_agent.contract.read_state import ReadState
 from ipy_agent.contract.tool_context import ToolContext
+from ipy_agent.permissions.rules import builtin_read_denies, read_deny_specs
 from ipy_agent.tools.bash import contain, sandbox
 from ipy_agent.tools.bash.process import run_command
 
@@ -36,8 +37,13 @@ def available() -> str | None:
     return None if status.available else status.reason
 
 
-def _ctx(access: str) -> ToolContext:
-    return ToolContext(cwd=CWD, read_state=ReadState())
+def _ctx(access: str, builtin_rules: bool = False) -> ToolContext:
+    """No Read deny rules (as the peer is set up), or an Agent's built-in ones (`.env*` and the
+    credential stores under HOME: the masks are then looked for in every shown directory)."""
+    if not builtin_rules:
+        return ToolContext(cwd=CWD, read_state=ReadState())
+    deny = read_deny_specs(builtin_read_denies(), [], CWD, [CWD])
+    return ToolContext(cwd=CWD, read_state=ReadState(), read_deny=deny)
 
 
 def bare_seconds(calls: int, command: str = "true") -> float:
@@ -51,8 +57,8 @@ def bare_seconds(calls: int, command: str = "true") -> float:
     return (time.perf_counter() - start) / calls
 
 
-def sandboxed_seconds(access: str, calls: int, command: str = "true") -> float:
-    ctx, decision = _ctx(access), CallDecision(source=DECIDED_BY[access])
+def sandboxed_seconds(access: str, calls: int, command: str = "true", *, builtin_rules: bool = False) -> float:
+    ctx, decision = _ctx(access, builtin_rules), CallDecision(source=DECIDED_BY[access])
 
     async def go() -> None:
         for _ in range(calls):

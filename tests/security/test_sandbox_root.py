@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ipy_agent.tools.bash import BashInput, BashTool, sandbox_user, seccomp
+from ipy_agent.tools.bash import BashInput, BashTool, resources, sandbox_user, seccomp
+from ipy_agent.tools.bash import contain as contain_mod
 from ipy_agent.tools.bash import sandbox as sandbox_mod
 from tests.support.tools import DecidedContext, tool_ctx, write_tree
 
@@ -157,10 +158,14 @@ async def test_the_sandboxed_processes_of_a_root_kernel_are_an_unprivileged_user
 
 
 @pytest.mark.usefixtures("need_root")
-@pytest.mark.parametrize("idmapped", [True, False], ids=["idmapped", "control"])
+@pytest.mark.parametrize(
+    "idmapped", ["kernel's namespace", "launcher's own namespace", False], ids=["idmapped", "idmapped-own", "control"]
+)
 async def test_the_writable_sandbox_of_a_root_kernel_writes_root_files_that_stay_root_files(
     project, monkeypatch, idmapped
 ):
+    if idmapped == "launcher's own namespace":  # where the kernel could not make the mapping namespace
+        monkeypatch.setattr(sandbox_user, "mapping_namespace", lambda: None)
     private = project / "private.txt"
     private.write_text("one\n")
     private.chmod(0o600)
@@ -229,4 +234,84 @@ def test_a_kernel_that_is_not_root_starts_bubblewrap_itself(monkeypatch, tmp_pat
         "--",
         "/bin/true",
     ]
-    assert dropped[4 : dropped.index("--")] == [str(sandbox_user.SANDBOX_UID), str(sandbox_user.SANDBOX_GID), reachable]
+    assert dropped[4 : dropped.index("--")] == [
+        str(sandbox_user.SANDBOX_UID),
+        str(sandbox_user.SANDBOX_GID),
+        "-1",  # the mapping namespace's descriptor, filled in when the command starts
+        reachable,
+    ]
+
+
+# --- the mapping namespace, made once by the kernel ---------------------------------------------------
+
+LIST_USER_NAMESPACE_FDS = (
+    "python3 -c 'import os\n"
+    'for fd in os.listdir("/proc/self/fd"):\n'
+    "    try:\n"
+    '        t = os.readlink("/proc/self/fd/" + fd)\n'
+    "    except OSError:\n"
+    "        continue\n"
+    '    print("held:", t) if t.startswith("user:") else None\n'
+    "'"
+)
+
+
+@pytest.mark.usefixtures("need_root")
+@pytest.mark.parametrize("access", ACCESS)
+async def test_the_kernels_mapping_namespace_reaches_the_launcher_but_never_the_sandbox(project, monkeypatch, access):
+    handed: list[tuple[int, ...]] = []
+    real = contain_mod.pass_mapping
+
+    def recorded(argv: list[str]) -> tuple[int, ...]:
+        handed.append(real(argv))
+        return handed[-1]
+
+    monkeypatch.setattr(contain_mod, "pass_mapping", recorded)
+    block = await _bash(_ctx(project, access), LIST_USER_NAMESPACE_FDS + "; echo listed")
+    assert handed and len(handed[-1]) == 1, handed  # the launcher was given a descriptor of it
+    assert block["content"].strip().endswith("listed") and "held:" not in block["content"], block
+    # Control: the same listing, run with a descriptor of the namespace, names it.
+    held = os.dup(sandbox_user.mapping_namespace() or -1)
+    try:
+        done = await asyncio.create_subprocess_exec(
+            "/bin/bash", "-c", LIST_USER_NAMESPACE_FDS, pass_fds=(held,), stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await done.communicate()
+    finally:
+        os.close(held)
+    assert b"held: user:[" in out
+
+
+# --- the cgroup, joined by the launcher ----------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("need_root")
+@pytest.mark.parametrize("joinable", [True, False], ids=["joined", "cannot-join"])
+async def test_a_root_kernels_command_runs_only_once_its_launcher_joined_its_cgroup(project, monkeypatch, joinable):
+    if not resources.limits_status().cgroup:
+        pytest.skip("no cgroup can be made here")
+    made: list[resources.Cgroup] = []
+
+    def make(limits):
+        group = resources.make_cgroup(limits)
+        assert group is not None
+        made.append(group)
+        if not joinable:
+            group.remove()  # gone before the command starts: the launcher cannot join it
+        return group
+
+    joined: list[bool] = []
+    real_join = contain_mod.join_in_launcher
+
+    def join(argv: list[str], dirs: tuple[str, ...]) -> bool:
+        joined.append(real_join(argv, dirs))
+        return joined[-1]
+
+    monkeypatch.setattr(contain_mod, "make_cgroup", make)
+    monkeypatch.setattr(contain_mod, "join_in_launcher", join)
+    block = await _bash(_ctx(project, "read-only"), "echo RAN")
+    assert made and joined == [True]  # the launcher joins it (no shell before it)
+    if joinable:
+        assert block["content"].strip() == "RAN" and not block.get("is_error"), block
+    else:
+        assert "could not join the cgroup" in block["content"] and "RAN" not in block["content"], block

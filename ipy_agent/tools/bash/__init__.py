@@ -22,7 +22,10 @@ Modules import one way, each only from those above it in this list:
   (placeholders for the missing ones, removed when the command ends);
 - `toolchain`: the directories holding the person's programs (PATH entries, what shims and
   launchers under HOME run, pyenv, conda, uv, the kernel's prefix), for the sandbox to show;
-- `sandbox_user`: a root kernel's sandbox as an unprivileged user (the launcher, idmapped mounts);
+- `sandbox_launcher`: the script a root kernel's sandbox starts through (idmapped mounts, then down
+  to an unprivileged user; the standard library only, for a quick start);
+- `sandbox_user`: a root kernel's sandbox as an unprivileged user (the launcher's command line, the
+  id-mapping namespace made once);
 - `sandbox`: the bubblewrap sandbox: whether one can be made here, and its command line;
 - `notes`: what the model and the person are told about it (failures, no sandbox, HOME, status);
 - `contain`: which sandbox a command gets, by who approved it, and running it there;

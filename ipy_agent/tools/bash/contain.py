@@ -32,6 +32,7 @@ from .notes import availability_note, sandbox_note, stopped_by_sandbox
 from .process import Launch, RunResult, run_command
 from .resources import Cgroup, make_cgroup, shell_limits
 from .sandbox import Access, bwrap_argv, sandbox_usable, visible_roots
+from .sandbox_user import join_in_launcher, pass_mapping
 from .seccomp import seccomp_fd
 from .surface_mounts import Held
 
@@ -84,14 +85,18 @@ async def contained_launch(
         fd = seccomp_fd()
         assert fd is not None, "sandbox_usable implies a seccomp filter"
         sandbox_argv[sandbox_argv.index("--seccomp") + 1] = str(fd)
+        passed = (fd, *pass_mapping(sandbox_argv))  # a root kernel's launcher: the id maps, made once
     except BaseException:
         held.release()
         await asyncio.to_thread(finish_cgroup, cgroup)
         raise
+    argv = sandbox_argv
+    if cgroup is not None and not join_in_launcher(sandbox_argv, cgroup.dirs):
+        argv = [*cgroup.join_argv(), *sandbox_argv]  # no launcher (the kernel is not root): a shell joins it
     return Launch(
-        argv=[*(cgroup.join_argv() if cgroup else []), *sandbox_argv],
+        argv=argv,
         script_prefix=shell_limits(ctx.sandbox_limits, cgroup=cgroup is not None),
-        pass_fds=(fd,),
+        pass_fds=passed,
         on_exit=held.release,
     ), cgroup
 

@@ -6,9 +6,10 @@ Two mechanisms, and which one binds where:
   subtree): a child of the kernel's own cgroup per command, with `memory.max` (v1:
   `memory.limit_in_bytes`, swap included where it is accounted) and `pids.max`. Every process
   of the command is in it, whatever its user id, and the kernel counts shared memory, tmpfs
-  pages and page tables there too. The command joins it before bubblewrap starts (a tiny
-  `/bin/sh` that writes its own pid into `cgroup.procs`, then execs bubblewrap), and the cgroup
-  is emptied and removed when the command ends.
+  pages and page tables there too. The command joins it before bubblewrap starts (a root
+  kernel's launcher joins it first, `sandbox_user`; elsewhere a tiny `/bin/sh` that writes its
+  own pid into `cgroup.procs`, then execs bubblewrap), and the cgroup is emptied and removed
+  when the command ends.
 - Resource limits set inside the sandbox's user namespace, for everyone: RLIMIT_NPROC there
   counts the processes of that namespace only (the kernel keeps one count per user per
   namespace), so it is the command's own process limit, whatever else the user runs. It does

@@ -4,7 +4,8 @@ bubblewrap run by root maps the sandbox's user to the host's root (`--uid` only 
 inside), and the kernel checks the files that change the host by that user, whatever
 capabilities were dropped: `/proc/sys/kernel/core_pattern` (a pipe handler there runs as real
 root), `/proc/sys/kernel/modprobe`, and the like. So when the kernel runs as root, a sandboxed
-command starts through this module run as a script (`launcher_argv`), which, as root:
+command starts through a launcher (`sandbox_launcher`, run as a script: `launcher_argv`), which,
+as root:
 
 1. makes a private mount namespace (nothing it mounts is seen by the host);
 2. shows the directories the sandbox needs to read or write as the person does (the home
@@ -22,32 +23,37 @@ read "Permission denied"), and the launcher says so on stderr. bubblewrap then n
 namespaces for unprivileged users; where the system forbids them, the sandbox status says so.
 When the kernel does not run as root nothing changes: bubblewrap runs as the kernel's user.
 
-The script part imports the standard library only, and runs with `python -I -S`.
+The user namespace that holds the idmap (host 0 as `SANDBOX_UID`) is the same for every
+command, so the kernel makes it once (`mapping_namespace`: the launcher with `--hold`, whose
+maps the kernel writes) and hands each launcher a file descriptor of it (`pass_mapping`); the
+launcher closes it before bubblewrap starts. Where the kernel could not make one, each launcher
+makes its own, as it always could.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import stat
-import struct
+import subprocess
 import sys
+import threading
 from collections.abc import Iterable
 
-__all__ = ["SANDBOX_GID", "SANDBOX_UID", "launcher_argv", "runs_as_root"]
+from . import sandbox_launcher
+from .sandbox_launcher import id_map
+
+__all__ = [
+    "SANDBOX_GID",
+    "SANDBOX_UID",
+    "join_in_launcher",
+    "launcher_argv",
+    "mapping_namespace",
+    "pass_mapping",
+    "runs_as_root",
+]
 
 SANDBOX_UID = 65534  # nobody: owns nothing, and `ps` on the host names it
 SANDBOX_GID = 65534  # nogroup
-
-_MAX_ID = 2**32 - 1
-# Linux syscall numbers from 5.1 on are the same on every architecture (the generic table).
-_SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442
-_OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC = 1, os.O_CLOEXEC
-_AT_FDCWD, _AT_EMPTY_PATH, _AT_RECURSIVE = -100, 0x1000, 0x8000
-_MOVE_MOUNT_F_EMPTY_PATH = 0x4
-_MOUNT_ATTR_IDMAP = 0x100000
-_CLONE_NEWNS, _CLONE_NEWUSER = 0x20000, 0x10000000
-_MS_REC, _MS_PRIVATE = 0x4000, 1 << 18
 
 
 def runs_as_root() -> bool:
@@ -64,9 +70,10 @@ def launcher_argv(bwrap: list[str], shown: Iterable[str]) -> list[str]:
         sys.executable,
         "-I",
         "-S",
-        os.path.abspath(__file__),
+        _SCRIPT,
         str(SANDBOX_UID),
         str(SANDBOX_GID),
+        _NO_MAPPING,  # the mapping namespace's fd, filled in by `pass_mapping`
         *_outermost(shown),
         "--",
         bwrap[0],
@@ -76,6 +83,80 @@ def launcher_argv(bwrap: list[str], shown: Iterable[str]) -> list[str]:
         "0",
         *bwrap[1:],
     ]
+
+
+def pass_mapping(argv: list[str]) -> tuple[int, ...]:
+    """For a launcher's argv (`launcher_argv`) that shows directories: a new descriptor of the
+    kernel's mapping namespace, written into `argv`, for the caller to pass to the launcher and
+    close; () when there is none (the launcher then makes its own)."""
+    if not _is_launcher(argv) or not any(a.startswith("/") for a in argv[_MAPPING_ARG + 1 : argv.index("--")]):
+        return ()
+    held = mapping_namespace()
+    if held is None:
+        return ()
+    fd = os.dup(held)
+    argv[_MAPPING_ARG] = str(fd)
+    return (fd,)
+
+
+def join_in_launcher(argv: list[str], cgroups: Iterable[str]) -> bool:
+    """Have a launcher's argv (`launcher_argv`) join `cgroups` first, before it does anything
+    else (one process start fewer than a shell that joins them); False if `argv` is no
+    launcher's."""
+    if not _is_launcher(argv):
+        return False
+    argv[_MAPPING_ARG + 1 : _MAPPING_ARG + 1] = [f"--cgroup={d}" for d in dict.fromkeys(cgroups)]
+    return True
+
+
+def _is_launcher(argv: list[str]) -> bool:
+    return len(argv) > _MAPPING_ARG and argv[3] == _SCRIPT and "--" in argv
+
+
+_SCRIPT = os.path.abspath(sandbox_launcher.__file__)
+_NO_MAPPING = "-1"
+_MAPPING_ARG = 6  # python -I -S script uid gid FD
+_MAPPING: list[int | None] = []
+_MAPPING_LOCK = threading.Lock()
+
+
+def mapping_namespace() -> int | None:
+    """A descriptor of one user namespace with `id_map(SANDBOX_UID)` and its gid twin, made
+    once per process (None where it cannot be: then each launcher makes its own)."""
+    with _MAPPING_LOCK:
+        if not _MAPPING:
+            _MAPPING.append(_make_mapping_namespace())
+        return _MAPPING[0]
+
+
+def _make_mapping_namespace() -> int | None:
+    try:
+        holder = subprocess.Popen(
+            [sys.executable, "-I", "-S", _SCRIPT, "--hold"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        if holder.stdout.read(1) != b"1":
+            return None
+        for name, text in (("uid_map", id_map(SANDBOX_UID)), ("setgroups", "deny"), ("gid_map", id_map(SANDBOX_GID))):
+            with open(f"/proc/{holder.pid}/{name}", "w", encoding="ascii") as f:
+                f.write(text)
+        return os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    finally:
+        holder.stdin.close()  # the holder exits; the namespace lives on in the descriptor
+        try:
+            holder.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+            holder.wait()
+        holder.stdout.close()
 
 
 def _outermost(paths: Iterable[str]) -> list[str]:
@@ -99,107 +180,3 @@ def _from_closed_ancestor(path: str) -> str:
         except OSError:
             break
     return path
-
-
-# --- the launcher, as a script ----------------------------------------------------------------------
-
-
-def _id_map(uid: int) -> str:
-    """Host 0 <-> `uid`; every other id to itself (`uid` itself is left unmapped)."""
-    lines = [f"0 {uid} 1"]
-    if uid > 1:
-        lines.append(f"1 1 {uid - 1}")
-    if uid < _MAX_ID - 1:
-        lines.append(f"{uid + 1} {uid + 1} {_MAX_ID - uid - 1}")
-    return "\n".join(lines) + "\n"
-
-
-def _check(result: int) -> int:
-    if result < 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, os.strerror(errno))
-    return result
-
-
-def _mapping_namespace(libc: ctypes.CDLL, uid: int, gid: int) -> int:
-    """A user namespace (its fd) whose maps are `_id_map`: held by a child that waits for it."""
-    ready_r, ready_w = os.pipe()
-    done_r, done_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover (the child)
-        try:
-            os.close(ready_r)
-            os.close(done_w)
-            _check(libc.unshare(_CLONE_NEWUSER))
-            os.write(ready_w, b"1")
-            os.read(done_r, 1)
-        finally:
-            os._exit(0)
-    os.close(ready_w)
-    os.close(done_r)
-    try:
-        if os.read(ready_r, 1) != b"1":
-            raise OSError("could not make a user namespace for the idmapped mounts")
-        for name, text in (("uid_map", _id_map(uid)), ("setgroups", "deny"), ("gid_map", _id_map(gid))):
-            with open(f"/proc/{pid}/{name}", "w", encoding="ascii") as f:
-                f.write(text)
-        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
-    finally:
-        os.close(done_w)
-        os.close(ready_r)
-        os.waitpid(pid, 0)
-
-
-def _show_as_root(libc: ctypes.CDLL, path: str, userns: int) -> None:
-    """Put an idmapped copy of the mount tree at `path` over it (in our mount namespace)."""
-    syscall = libc.syscall
-    syscall.restype = ctypes.c_long
-    flags = _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC | _AT_RECURSIVE
-    tree = _check(syscall(_SYS_OPEN_TREE, _AT_FDCWD, path.encode(), flags))
-    try:
-        attr = ctypes.create_string_buffer(struct.pack("QQQQ", _MOUNT_ATTR_IDMAP, 0, 0, userns), 32)
-        _check(syscall(_SYS_MOUNT_SETATTR, tree, b"", _AT_EMPTY_PATH | _AT_RECURSIVE, attr, 32))
-        _check(syscall(_SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, path.encode(), _MOVE_MOUNT_F_EMPTY_PATH))
-    finally:
-        os.close(tree)
-
-
-def main(argv: list[str]) -> None:
-    """`uid gid dir... -- bwrap ...`: as described above; exits 125 when it cannot drop."""
-    split = argv.index("--")
-    uid, gid, shown, command = int(argv[0]), int(argv[1]), argv[2:split], argv[split + 1 :]
-    libc = ctypes.CDLL(None, use_errno=True)
-    try:
-        _check(libc.unshare(_CLONE_NEWNS))
-        _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))
-    except OSError as e:
-        sys.stderr.write(f"[sandbox] could not make the sandbox's mount namespace ({e}); the command did not run\n")
-        sys.exit(125)
-    if shown:
-        try:
-            userns = _mapping_namespace(libc, uid, gid)
-        except OSError as e:
-            userns = -1
-            sys.stderr.write(
-                f"[sandbox] no idmapped mounts here ({e}): root's private files read 'Permission denied'\n"
-            )
-        for path in shown if userns >= 0 else ():
-            try:
-                _show_as_root(libc, path, userns)
-            except OSError as e:
-                sys.stderr.write(
-                    f"[sandbox] {path} is shown to the sandbox's unprivileged user as it is on disk ({e.strerror}): "
-                    "what only root may read or write there reads 'Permission denied'\n"
-                )
-    try:
-        os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)  # from root to a user: every capability goes
-    except OSError as e:
-        sys.stderr.write(f"[sandbox] could not drop to user {uid} ({e}); the command did not run\n")
-        sys.exit(125)
-    os.execv(command[0], command)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
