@@ -40,8 +40,10 @@ import datetime as dt
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar, TypeVarTuple
 
 import httpx
 import tornado.httpserver
@@ -76,6 +78,9 @@ from .usage import UsageDB
 __all__ = ["Gateway"]
 
 # Headers passed on to the API; the key is the gateway's own.
+_T = TypeVar("_T")
+_Args = TypeVarTuple("_Args")
+
 _FORWARD = ("anthropic-version", "anthropic-beta", "content-type", "accept", "x-stainless-helper-method")
 _BACK = ("content-type", "request-id", "retry-after", "x-should-retry", "anthropic-ratelimit-requests-remaining")
 
@@ -110,6 +115,15 @@ class Gateway:
         self.client: httpx.AsyncClient | None = None
         self.ended = 0  # responses settled (charged or not), for whoever waits on `settled`
         self.settled = threading.Condition()
+        # The store's calls block (a transaction, a disk commit, a person's lock): they run here,
+        # never on the event loop, which only passes bytes.
+        self.store_threads = ThreadPoolExecutor(
+            max_workers=_STORE_THREADS, thread_name_prefix="ipy-agent-gateway-store"
+        )
+
+    async def in_store_thread(self, call: Callable[[*_Args], _T], *args: *_Args) -> _T:
+        """`call(*args)` on one of the store's threads, awaited without blocking the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self.store_threads, call, *args)
 
     def app(self) -> tornado.web.Application:
         return tornado.web.Application(
@@ -148,6 +162,7 @@ class Gateway:
         if self.client is not None:
             await self.client.aclose()
             self.client = None
+        await asyncio.to_thread(self.store_threads.shutdown, True)  # the charges still being written are written
 
     def model_refused(self, model: str) -> str | None:
         """Why the managed policy does not let `model` through (its availableModels), or None."""
@@ -172,7 +187,7 @@ class Gateway:
         """Renew `hold` while its response runs, three times in each of its expiry periods."""
         while True:
             await asyncio.sleep(self.db.hold_seconds / 3)
-            await asyncio.to_thread(self.db.renew, hold.id)
+            await self.in_store_thread(self.db.renew, hold.id)
 
     def release(self, hold: Hold) -> None:
         """The API answered with an error: the hold goes, nothing is charged."""
@@ -232,6 +247,8 @@ class Gateway:
         return f"http://{host}:{port}", thread, loop
 
 
+_STORE_THREADS = 8  # the store's calls at once per replica: a transaction each (SQLite runs one at a time)
+
 _REASONS = {"authentication_error": "auth", "permission_error": "model", "invalid_request_error": "bad_request"}
 
 
@@ -289,6 +306,7 @@ def _once_each(pairs: list[tuple[str, JsonValue]]) -> JsonObject:
 
 class MessagesHandler(_Base):
     client_gone = False
+    cut = False  # the API's connection broke mid-response
     copying: asyncio.Task[None] | None = None
 
     def on_connection_close(self) -> None:
@@ -329,9 +347,10 @@ class MessagesHandler(_Base):
             return
         if count_tokens is not None:  # counting generates nothing and costs nothing
             await self._forward(gw, count_tokens, SseUsage())
+            self._end_response()
             return
         # Checked and held in one transaction: every replica on the store sees the hold.
-        hold = await asyncio.to_thread(gw.hold, user, self.request.body, request)
+        hold = await gw.in_store_thread(gw.hold, user, self.request.body, request)
         if isinstance(hold, BudgetRefusal):
             self.refuse_budget(hold)
             return
@@ -343,10 +362,27 @@ class MessagesHandler(_Base):
             billed = await self._forward(gw, None, usage)
         finally:
             renewing.cancel()
+            # Its own task, so that a second cancellation (a hurried shutdown) cannot skip the charge.
+            ending = asyncio.ensure_future(self._end(user, hold, usage, billed))
+            await asyncio.shield(ending)
+        self._end_response()  # only now: a response that has ended has been charged
+
+    def _end_response(self) -> None:
+        """End the response: closed when it was cut (by the API or the kernel), else finished."""
+        if (self.cut or self.client_gone) and isinstance(self.request.connection, HTTP1Connection):
+            self.request.connection.close()
+        elif not self._finished:
+            self.finish()
+
+    async def _end(self, user: str, hold: Hold, usage: SseUsage, billed: bool) -> None:
+        """Charge the ended response (or release its hold) on a store thread, then log and count it."""
+        gw = self.gateway
+        try:
             if billed:
-                gw.settle(user, hold, usage)
+                await gw.in_store_thread(gw.settle, user, hold, usage)
             else:
-                gw.release(hold)
+                await gw.in_store_thread(gw.release, hold)
+        finally:
             gw.metrics.holds_open -= 1
             self._charged(charge_of(hold, usage, billed=billed))
             gw.ended_one()
@@ -370,7 +406,8 @@ class MessagesHandler(_Base):
         self.finish(json.dumps(over.body()))
 
     async def _forward(self, gw: Gateway, count_tokens: str | None, usage: SseUsage) -> bool:
-        """Pass the request on and the response back; whether the API answered it with 200 (billed)."""
+        """Pass the request on and the response back, all but its end (`_end_response`); whether
+        the API answered it with 200 (billed)."""
         headers = {k: v for k in _FORWARD if (v := self.request.headers.get(k)) is not None}
         headers["x-api-key"] = gw.api_key
         url = f"{gw.upstream}/v1/messages{count_tokens or ''}"
@@ -401,10 +438,7 @@ class MessagesHandler(_Base):
             cut = True  # the API's connection broke mid-response: the kernel must see it broken too
         finally:
             await response.aclose()
-        if (cut or self.client_gone) and isinstance(self.request.connection, HTTP1Connection):
-            self.request.connection.close()
-        elif not self._finished:
-            self.finish()
+        self.cut = cut
         return response.status_code == 200
 
     async def _copy(self, response: httpx.Response, usage: SseUsage) -> None:
@@ -431,7 +465,7 @@ class UsageHandler(_Base):
         user = await self.who()
         if user is None:
             return
-        day, total = self.gateway.db.spent(user)
+        day, total = await self.gateway.in_store_thread(self.gateway.db.spent, user)
         limits = self.gateway.limits
         self.finish(
             {
@@ -444,11 +478,11 @@ class UsageHandler(_Base):
 
 
 class HealthHandler(_Base):
-    def get(self) -> None:
+    async def get(self) -> None:
         """200 {"ok": true, "store": "reachable"} while the gateway serves and its store answers; else 503."""
         store = "reachable"
         try:
-            self.gateway.db.ping()
+            await self.gateway.in_store_thread(self.gateway.db.ping)
         except Exception:
             store = "unreachable"
         stopping = self.gateway.in_flight.draining
