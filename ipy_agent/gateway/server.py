@@ -73,6 +73,7 @@ from .in_flight import InFlight
 from .logs import RequestRecord, log_request
 from .metrics import CONTENT_TYPE, Metrics
 from .policy_files import PolicyFiles
+from .upstream_pool import UpstreamPool
 from .usage import UsageDB
 
 __all__ = ["Gateway"]
@@ -112,7 +113,7 @@ class Gateway:
         self.metrics = Metrics()
         self.in_flight = InFlight()
         self.upstream = (upstream or "https://api.anthropic.com").rstrip("/")
-        self.client: httpx.AsyncClient | None = None
+        self.upstream_pool = UpstreamPool()
         self.ended = 0  # responses settled (charged or not), for whoever waits on `settled`
         self.settled = threading.Condition()
         # The store's calls block (a transaction, a disk commit, a person's lock): they run here,
@@ -159,9 +160,7 @@ class Gateway:
         return self.policy_files.error
 
     async def aclose(self) -> None:
-        if self.client is not None:
-            await self.client.aclose()
-            self.client = None
+        await self.upstream_pool.aclose()
         await asyncio.to_thread(self.store_threads.shutdown, True)  # the charges still being written are written
 
     def model_refused(self, model: str) -> str | None:
@@ -221,11 +220,6 @@ class Gateway:
         """Whether `count` responses have been settled within `timeout` seconds (for tests)."""
         with self.settled:
             return self.settled.wait_for(lambda: self.ended >= count, timeout)
-
-    def http(self) -> httpx.AsyncClient:
-        if self.client is None:
-            self.client = httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10))
-        return self.client
 
     def start_in_thread(self, host: str = "127.0.0.1") -> tuple[str, threading.Thread, asyncio.AbstractEventLoop]:
         """Serve on a free port in a thread of its own; returns its URL, the thread and its loop."""
@@ -411,10 +405,18 @@ class MessagesHandler(_Base):
         headers = {k: v for k in _FORWARD if (v := self.request.headers.get(k)) is not None}
         headers["x-api-key"] = gw.api_key
         url = f"{gw.upstream}/v1/messages{count_tokens or ''}"
-        request = gw.http().build_request("POST", url, content=self.request.body, headers=headers)
+        pool = gw.upstream_pool
+        taken = pool.take()
+        try:
+            return await self._forward_on(pool.clients[taken], url, headers, usage)
+        finally:
+            pool.give_back(taken)
+
+    async def _forward_on(self, client: httpx.AsyncClient, url: str, headers: dict[str, str], usage: SseUsage) -> bool:
+        request = client.build_request("POST", url, content=self.request.body, headers=headers)
         sent = time.perf_counter()
         try:
-            response = await gw.http().send(request, stream=True)
+            response = await client.send(request, stream=True)
         except httpx.HTTPError as e:
             self.refuse(502, "api_error", f"the key gateway could not reach the API: {e}")
             return False
