@@ -119,7 +119,7 @@ class Gateway:
         # The store's calls block (a transaction, a disk commit, a person's lock): they run here,
         # never on the event loop, which only passes bytes.
         self.store_threads = ThreadPoolExecutor(
-            max_workers=_STORE_THREADS, thread_name_prefix="ipy-agent-gateway-store"
+            max_workers=_STORE_THREADS if db.postgres else 1, thread_name_prefix="ipy-agent-gateway-store"
         )
 
     async def in_store_thread(self, call: Callable[[*_Args], _T], *args: *_Args) -> _T:
@@ -241,7 +241,10 @@ class Gateway:
         return f"http://{host}:{port}", thread, loop
 
 
-_STORE_THREADS = 8  # the store's calls at once per replica: a transaction each (SQLite runs one at a time)
+# The store's calls at once per replica, a transaction each. SQLite writes one transaction at a
+# time: threads of one process waiting on its lock would sleep in its busy handler's back-off
+# (up to 100 ms a try), so a SQLite store gets one thread, which takes them in turn.
+_STORE_THREADS = 8
 
 _REASONS = {"authentication_error": "auth", "permission_error": "model", "invalid_request_error": "bad_request"}
 
