@@ -5,7 +5,9 @@ and an unbounded one costs more CPU per request the more connections it holds (i
 through all of them for a free one on every request). So the gateway keeps clients of at most
 `per_client` connections each, kept alive between requests (a request does not open a
 connection while one is free), and adds a client when all are busy: any number of responses
-stream at once, and each request looks through one small pool.
+stream at once, and each request looks through one small pool (httpcore checks every idle
+connection of a pool, a system call each, whenever it assigns or returns one: with pools of 32 that
+was a fifth of the event loop's time at 300 streams).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import httpx
 
 __all__ = ["UpstreamPool"]
 
-PER_CLIENT = 32  # connections in one client's pool
+PER_CLIENT = 8  # connections in one client's pool: httpcore checks each idle one on every request
 
 
 class UpstreamPool:
