@@ -14,6 +14,7 @@ Modules import one way, each only from those above it in this list:
 - `metrics`: the counters of `/metrics`, in Prometheus's text format;
 - `policy_files`: the managed policy's files, read again when they change;
 - `in_flight`: the requests running now, what a graceful shutdown waits for;
+- `upstream_pool`: the connections to the API, in several small keep-alive pools;
 - `server`: the HTTP service (tornado): authenticate, check the policy and the budget, forward,
   charge; `/usage`, `/health`, `/metrics`;
 - `shutdown`: serving until SIGTERM, then draining the requests in flight;

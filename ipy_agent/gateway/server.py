@@ -40,8 +40,10 @@ import datetime as dt
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar, TypeVarTuple
 
 import httpx
 import tornado.httpserver
@@ -71,11 +73,15 @@ from .in_flight import InFlight
 from .logs import RequestRecord, log_request
 from .metrics import CONTENT_TYPE, Metrics
 from .policy_files import PolicyFiles
+from .upstream_pool import UpstreamPool
 from .usage import UsageDB
 
 __all__ = ["Gateway"]
 
 # Headers passed on to the API; the key is the gateway's own.
+_T = TypeVar("_T")
+_Args = TypeVarTuple("_Args")
+
 _FORWARD = ("anthropic-version", "anthropic-beta", "content-type", "accept", "x-stainless-helper-method")
 _BACK = ("content-type", "request-id", "retry-after", "x-should-retry", "anthropic-ratelimit-requests-remaining")
 
@@ -107,9 +113,18 @@ class Gateway:
         self.metrics = Metrics()
         self.in_flight = InFlight()
         self.upstream = (upstream or "https://api.anthropic.com").rstrip("/")
-        self.client: httpx.AsyncClient | None = None
+        self.upstream_pool = UpstreamPool()
         self.ended = 0  # responses settled (charged or not), for whoever waits on `settled`
         self.settled = threading.Condition()
+        # The store's calls block (a transaction, a disk commit, a person's lock): they run here,
+        # never on the event loop, which only passes bytes.
+        self.store_threads = ThreadPoolExecutor(
+            max_workers=_STORE_THREADS if db.postgres else 1, thread_name_prefix="ipy-agent-gateway-store"
+        )
+
+    async def in_store_thread(self, call: Callable[[*_Args], _T], *args: *_Args) -> _T:
+        """`call(*args)` on one of the store's threads, awaited without blocking the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self.store_threads, call, *args)
 
     def app(self) -> tornado.web.Application:
         return tornado.web.Application(
@@ -145,9 +160,8 @@ class Gateway:
         return self.policy_files.error
 
     async def aclose(self) -> None:
-        if self.client is not None:
-            await self.client.aclose()
-            self.client = None
+        await self.upstream_pool.aclose()
+        await asyncio.to_thread(self.store_threads.shutdown, True)  # the charges still being written are written
 
     def model_refused(self, model: str) -> str | None:
         """Why the managed policy does not let `model` through (its availableModels), or None."""
@@ -172,7 +186,7 @@ class Gateway:
         """Renew `hold` while its response runs, three times in each of its expiry periods."""
         while True:
             await asyncio.sleep(self.db.hold_seconds / 3)
-            await asyncio.to_thread(self.db.renew, hold.id)
+            await self.in_store_thread(self.db.renew, hold.id)
 
     def release(self, hold: Hold) -> None:
         """The API answered with an error: the hold goes, nothing is charged."""
@@ -207,11 +221,6 @@ class Gateway:
         with self.settled:
             return self.settled.wait_for(lambda: self.ended >= count, timeout)
 
-    def http(self) -> httpx.AsyncClient:
-        if self.client is None:
-            self.client = httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10))
-        return self.client
-
     def start_in_thread(self, host: str = "127.0.0.1") -> tuple[str, threading.Thread, asyncio.AbstractEventLoop]:
         """Serve on a free port in a thread of its own; returns its URL, the thread and its loop."""
         sockets = tornado.netutil.bind_sockets(0, host)
@@ -231,6 +240,11 @@ class Gateway:
         ready.wait(10)
         return f"http://{host}:{port}", thread, loop
 
+
+# The store's calls at once per replica, a transaction each. SQLite writes one transaction at a
+# time: threads of one process waiting on its lock would sleep in its busy handler's back-off
+# (up to 100 ms a try), so a SQLite store gets one thread, which takes them in turn.
+_STORE_THREADS = 8
 
 _REASONS = {"authentication_error": "auth", "permission_error": "model", "invalid_request_error": "bad_request"}
 
@@ -289,6 +303,7 @@ def _once_each(pairs: list[tuple[str, JsonValue]]) -> JsonObject:
 
 class MessagesHandler(_Base):
     client_gone = False
+    cut = False  # the API's connection broke mid-response
     copying: asyncio.Task[None] | None = None
 
     def on_connection_close(self) -> None:
@@ -329,9 +344,10 @@ class MessagesHandler(_Base):
             return
         if count_tokens is not None:  # counting generates nothing and costs nothing
             await self._forward(gw, count_tokens, SseUsage())
+            self._end_response()
             return
         # Checked and held in one transaction: every replica on the store sees the hold.
-        hold = await asyncio.to_thread(gw.hold, user, self.request.body, request)
+        hold = await gw.in_store_thread(gw.hold, user, self.request.body, request)
         if isinstance(hold, BudgetRefusal):
             self.refuse_budget(hold)
             return
@@ -343,10 +359,27 @@ class MessagesHandler(_Base):
             billed = await self._forward(gw, None, usage)
         finally:
             renewing.cancel()
+            # Its own task, so that a second cancellation (a hurried shutdown) cannot skip the charge.
+            ending = asyncio.ensure_future(self._end(user, hold, usage, billed))
+            await asyncio.shield(ending)
+        self._end_response()  # only now: a response that has ended has been charged
+
+    def _end_response(self) -> None:
+        """End the response: closed when it was cut (by the API or the kernel), else finished."""
+        if (self.cut or self.client_gone) and isinstance(self.request.connection, HTTP1Connection):
+            self.request.connection.close()
+        elif not self._finished:
+            self.finish()
+
+    async def _end(self, user: str, hold: Hold, usage: SseUsage, billed: bool) -> None:
+        """Charge the ended response (or release its hold) on a store thread, then log and count it."""
+        gw = self.gateway
+        try:
             if billed:
-                gw.settle(user, hold, usage)
+                await gw.in_store_thread(gw.settle, user, hold, usage)
             else:
-                gw.release(hold)
+                await gw.in_store_thread(gw.release, hold)
+        finally:
             gw.metrics.holds_open -= 1
             self._charged(charge_of(hold, usage, billed=billed))
             gw.ended_one()
@@ -370,14 +403,23 @@ class MessagesHandler(_Base):
         self.finish(json.dumps(over.body()))
 
     async def _forward(self, gw: Gateway, count_tokens: str | None, usage: SseUsage) -> bool:
-        """Pass the request on and the response back; whether the API answered it with 200 (billed)."""
+        """Pass the request on and the response back, all but its end (`_end_response`); whether
+        the API answered it with 200 (billed)."""
         headers = {k: v for k in _FORWARD if (v := self.request.headers.get(k)) is not None}
         headers["x-api-key"] = gw.api_key
         url = f"{gw.upstream}/v1/messages{count_tokens or ''}"
-        request = gw.http().build_request("POST", url, content=self.request.body, headers=headers)
+        pool = gw.upstream_pool
+        taken = pool.take()
+        try:
+            return await self._forward_on(pool.clients[taken], url, headers, usage)
+        finally:
+            pool.give_back(taken)
+
+    async def _forward_on(self, client: httpx.AsyncClient, url: str, headers: dict[str, str], usage: SseUsage) -> bool:
+        request = client.build_request("POST", url, content=self.request.body, headers=headers)
         sent = time.perf_counter()
         try:
-            response = await gw.http().send(request, stream=True)
+            response = await client.send(request, stream=True)
         except httpx.HTTPError as e:
             self.refuse(502, "api_error", f"the key gateway could not reach the API: {e}")
             return False
@@ -401,10 +443,7 @@ class MessagesHandler(_Base):
             cut = True  # the API's connection broke mid-response: the kernel must see it broken too
         finally:
             await response.aclose()
-        if (cut or self.client_gone) and isinstance(self.request.connection, HTTP1Connection):
-            self.request.connection.close()
-        elif not self._finished:
-            self.finish()
+        self.cut = cut
         return response.status_code == 200
 
     async def _copy(self, response: httpx.Response, usage: SseUsage) -> None:
@@ -431,7 +470,7 @@ class UsageHandler(_Base):
         user = await self.who()
         if user is None:
             return
-        day, total = self.gateway.db.spent(user)
+        day, total = await self.gateway.in_store_thread(self.gateway.db.spent, user)
         limits = self.gateway.limits
         self.finish(
             {
@@ -444,11 +483,11 @@ class UsageHandler(_Base):
 
 
 class HealthHandler(_Base):
-    def get(self) -> None:
+    async def get(self) -> None:
         """200 {"ok": true, "store": "reachable"} while the gateway serves and its store answers; else 503."""
         store = "reachable"
         try:
-            self.gateway.db.ping()
+            await self.gateway.in_store_thread(self.gateway.db.ping)
         except Exception:
             store = "unreachable"
         stopping = self.gateway.in_flight.draining
