@@ -10,7 +10,6 @@ the same hang-up for its input only, and a gateway without the policy forwards t
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -28,6 +27,7 @@ from ipy_agent.gateway.server import Gateway
 from ipy_agent.gateway.usage import UsageDB, UsageRow
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
+from tests.support.gateway_stream import open_stream
 from tests.support.sse_server import ReplayServer, Reply, message_events
 
 SONNET = "claude-sonnet-4-5"
@@ -92,23 +92,6 @@ def slow_answer() -> Reply:
     )
 
 
-def hang_up_after_first_events(url: str, body: bytes) -> bytes:
-    """POST `body` as a kernel would, read until the first SSE event, then close the socket."""
-    host, port = url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        head = (
-            f"POST /v1/messages HTTP/1.1\r\nHost: {host}\r\nx-api-key: tok-alice\r\n"
-            f"content-type: application/json\r\nanthropic-version: 2023-06-01\r\ncontent-length: {len(body)}\r\n\r\n"
-        )
-        sock.sendall(head.encode() + body)
-        seen = b""
-        while b"message_start" not in seen:
-            data = sock.recv(4096)
-            assert data, "the gateway closed the stream before its first event"
-            seen += data
-    return seen
-
-
 def the_row(gw: Gateway, db: UsageDB, url: str) -> UsageRow:
     """The one usage row `--report` prints, checked against what `/usage` shows alice."""
     assert gw.wait_ended(1, 20), "the gateway did not settle the response"
@@ -136,7 +119,7 @@ def test_a_client_that_hangs_up_after_the_first_events_is_charged_the_held_maxim
     url, gw, db = gateway()
     api_server.add(slow_answer())
     body = request_body()
-    hang_up_after_first_events(url, body)
+    open_stream(url, body).close()  # the kernel hangs up after the first events
     row = the_row(gw, db, url)
     assert row.usd == pytest.approx(held(body)) and row.output_tokens == MAX_TOKENS
     assert api_server.wait_disconnect(10)  # and the API's response was not read on for nothing
@@ -148,7 +131,7 @@ def test_control_the_old_accounting_charges_a_hang_up_its_input_only(gateway, ap
     url, gw, db = gateway()
     api_server.add(slow_answer())
     body = request_body()
-    hang_up_after_first_events(url, body)
+    open_stream(url, body).close()  # the kernel hangs up after the first events
     row = the_row(gw, db, url)
     assert row.usd == pytest.approx(input_only()) and row.usd < held(body) / 10
 

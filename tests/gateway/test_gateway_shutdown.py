@@ -19,11 +19,20 @@ import pytest
 from ipy_agent.gateway.usage import UsageDB
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
+from tests.support.gateway_stream import open_stream
 from tests.support.sse_server import ReplayServer, Reply, message_events
 from tests.support.waits import free_port, waiting_for
 
 SONNET = "claude-sonnet-4-5"
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def stream_of(port: int, token: str) -> socket.socket:
+    """A kernel's streaming request to the gateway on `port`, read up to its first event; the socket stays open."""
+    body = json.dumps(
+        {"model": SONNET, "max_tokens": 2000, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
+    return open_stream(f"http://127.0.0.1:{port}", body, token=token)
 
 
 def line_with(stream: IO[str], text: str) -> str:
@@ -33,25 +42,6 @@ def line_with(stream: IO[str], text: str) -> str:
             if text in line:
                 return line
     raise AssertionError(f"the gateway exited before printing {text!r}")
-
-
-def open_stream(port: int, token: str) -> socket.socket:
-    """A kernel's streaming request, read up to its first event; the socket stays open."""
-    body = json.dumps(
-        {"model": SONNET, "max_tokens": 2000, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    ).encode()
-    sock = socket.create_connection(("127.0.0.1", port), timeout=20)
-    sock.sendall(
-        f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: {token}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\n\r\n".encode()
-        + body
-    )
-    seen = b""
-    while b"message_start" not in seen:
-        data = sock.recv(4096)
-        assert data, "the gateway closed the stream before its first event"
-        seen += data
-    return sock
 
 
 def start_gateway(
@@ -92,7 +82,7 @@ def test_sigterm_lets_a_response_finish_cuts_the_one_past_the_bound_settles_both
     db = tmp_path / "usage.sqlite"
     try:
         assert gateway.stderr is not None and gateway.stdout is not None
-        alice, bob = open_stream(port, "tok-a"), open_stream(port, "tok-b")
+        alice, bob = stream_of(port, "tok-a"), stream_of(port, "tok-b")
         gateway.send_signal(signal.SIGTERM)
         assert "2 responses in flight" in line_with(gateway.stderr, "stopping")
         with pytest.raises(ConnectionRefusedError):  # no new connections
@@ -127,7 +117,7 @@ def test_a_second_signal_cuts_the_responses_in_flight_at_once_and_charges_them(t
     gateway, _command, _env, port = start_gateway(tmp_path, api_server, drain_seconds=600)
     try:
         assert gateway.stderr is not None
-        bob = open_stream(port, "tok-b")
+        bob = stream_of(port, "tok-b")
         gateway.send_signal(signal.SIGINT)  # as JupyterHub stops a service it runs
         assert "1 responses in flight, waiting up to 600 s" in line_with(gateway.stderr, "stopping")
         gateway.send_signal(signal.SIGTERM)  # the second: no more waiting

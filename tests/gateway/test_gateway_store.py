@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import functools
 import json
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from ipy_agent.gateway.charges import BudgetRefusal, Limits
 from ipy_agent.gateway.usage import UsageDB
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
+from tests.support.gateway_stream import open_stream
 from tests.support.postgres import fresh_database, need_postgres, postgres_cluster
 from tests.support.sse_server import ReplayServer, Reply, message_events
 from tests.support.waits import Deadline, free_port, timed_out, waiting_for
@@ -277,24 +277,6 @@ def test_two_replicas_on_one_database_hold_a_per_user_limit_under_20_concurrent_
     assert db.live_holds() == []
 
 
-def stream_and_stay(url: str) -> socket.socket:
-    """A kernel's streaming request to `url`, read until its first event and left open."""
-    host, port = url.removeprefix("http://").split(":")
-    sock = socket.create_connection((host, int(port)), timeout=10)
-    body = request_body()
-    head = (
-        f"POST /v1/messages HTTP/1.1\r\nHost: {host}\r\nx-api-key: tok-alice\r\n"
-        f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
-    )
-    sock.sendall(head.encode() + body)
-    seen = b""
-    while b"message_start" not in seen:
-        data = sock.recv(4096)
-        assert data, "the gateway closed the stream before its first event"
-        seen += data
-    return sock
-
-
 @pytest.mark.hub
 @pytest.mark.timeout(timeout=120)  # shorter than the hub suite's: a stuck replica fails fast
 def test_a_killed_replicas_hold_blocks_until_it_expires_then_is_charged(cluster, replicas, api_server):
@@ -307,7 +289,7 @@ def test_a_killed_replicas_hold_blocks_until_it_expires_then_is_charged(cluster,
     a, b = replicas(url, "--per-user-usd", "0.25", "--hold-seconds", "3")
     db = UsageDB(url)
     api_server.add(Reply(events=answer()[:3], hold_open=True))  # message_start, ping, a block: then silence
-    with contextlib.closing(stream_and_stay(a.url)):
+    with contextlib.closing(open_stream(a.url, request_body())):
         (first,) = db.live_holds()
         assert (first.user, first.usd) == ("alice", pytest.approx(HELD))
         wait_until("replica A to renew its hold", lambda: db.live_holds()[0].expires_at > first.expires_at)
