@@ -421,18 +421,7 @@ def sandbox_start(args: argparse.Namespace) -> list[Row]:
     from ipy_agent.tools.bash.sandbox_user import runs_as_root
 
     if why := available():
-        return [
-            Row(
-                metric="sandboxed `true`",
-                ours="",
-                peer="",
-                ratio=None,
-                target="",
-                met=None,
-                how="",
-                note=f"not measured: {why}",
-            )
-        ]
+        return [Row.unmeasured("sandboxed `true`", f"not measured: {why}")]
     reps, calls = (3, 5) if args.quick else (7, 10)
     who = "as root (the launcher drops to an unprivileged user first)" if runs_as_root() else "as a user"
     rows = _sandbox_against_peer(reps, calls, who)
@@ -1072,15 +1061,9 @@ def main() -> None:
             rows += SUITES[name](args)
         except Exception as exc:  # one broken suite must not hide the others' numbers
             rows.append(
-                Row(
-                    metric=name,
-                    ours="",
-                    peer="",
-                    ratio=None,
-                    target="",
-                    met=None,
-                    how="",
-                    note=f"failed: {type(exc).__name__}: {exc}",
+                Row.unmeasured(
+                    name,
+                    f"failed: {type(exc).__name__}: {exc}",
                 )
             )
         print(f"[{name}] {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)

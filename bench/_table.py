@@ -32,6 +32,11 @@ class Row:
     how: str  # one sentence on how it was measured
     note: str = ""
 
+    @classmethod
+    def unmeasured(cls, metric: str, note: str) -> Row:
+        """A row with no numbers: `note` says why (not measured, or the suite failed)."""
+        return cls(metric=metric, ours="", peer="", ratio=None, target="", met=None, how="", note=note)
+
 
 def paired(a: Callable[[], float], b: Callable[[], float], reps: int) -> tuple[list[float], list[float]]:
     """Run `a` and `b` alternately `reps` times (order flipped every round) after one warm-up

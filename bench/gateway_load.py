@@ -520,18 +520,7 @@ def bench_rows(quick: bool = False, users: int = 300) -> list[Row]:
             r = measure(kind, users=n, replicas=replicas, rounds=rounds)
             name = f"key gateway, {n} streaming users, {label}"
             if isinstance(r, str):
-                rows.append(
-                    Row(
-                        metric=name,
-                        ours="",
-                        peer="",
-                        ratio=None,
-                        target="",
-                        met=None,
-                        how="",
-                        note=f"not measured: {r}",
-                    )
-                )
+                rows.append(Row.unmeasured(name, f"not measured: {r}"))
                 break
             if n == users:
                 rows += _rows_of(r, name, fsync)
