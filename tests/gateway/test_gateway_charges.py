@@ -28,6 +28,7 @@ from ipy_agent.gateway.usage import UsageDB, UsageRow
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
 from tests.support.gateway_stream import open_stream
+from tests.support.postgres import fresh_database
 from tests.support.sse_server import ReplayServer, Reply, message_events
 
 SONNET = "claude-sonnet-4-5"
@@ -42,7 +43,9 @@ def gateway(tmp_path: Path, api_server: ReplayServer) -> Iterator[Start]:
     """`gateway(policy=..., per_day=...)` starts one in front of `api_server`: (url, gateway, db)."""
     stops: list[Any] = []
 
-    def start(policy: dict[str, Any] | None = None, **limits: float) -> tuple[str, Gateway, UsageDB]:
+    def start(
+        policy: dict[str, Any] | None = None, db_url: str | None = None, **limits: float
+    ) -> tuple[str, Gateway, UsageDB]:
         tokens = tmp_path / "tokens.json"
         tokens.write_text(json.dumps({"tok-alice": "alice"}))
         loaded = None
@@ -50,7 +53,7 @@ def gateway(tmp_path: Path, api_server: ReplayServer) -> Iterator[Start]:
             path = tmp_path / "managed-settings.json"
             path.write_text(json.dumps(policy))
             loaded = load_policy([path])
-        db = UsageDB(tmp_path / "usage.sqlite")
+        db = UsageDB(db_url or tmp_path / "usage.sqlite")
         gw = Gateway(
             api_key="sk-real",
             auth=TokenFile(tokens),
@@ -123,6 +126,17 @@ def test_a_client_that_hangs_up_after_the_first_events_is_charged_the_held_maxim
     row = the_row(gw, db, url)
     assert row.usd == pytest.approx(held(body)) and row.output_tokens == MAX_TOKENS
     assert api_server.wait_disconnect(10)  # and the API's response was not read on for nothing
+
+
+@pytest.mark.hub  # the hub group starts the PostgreSQL cluster
+def test_a_hang_up_is_charged_the_held_maximum_on_postgresql_too(gateway, api_server, cluster):
+    url, gw, db = gateway(db_url=fresh_database(cluster))
+    api_server.add(slow_answer())
+    body = request_body()
+    open_stream(url, body).close()  # the kernel hangs up after the first events
+    row = the_row(gw, db, url)
+    assert row.usd == pytest.approx(held(body)) and row.output_tokens == MAX_TOKENS
+    assert db.held("alice") == 0.0  # the hold became the charge, in the database every replica reads
 
 
 @pytest.mark.timeout(60)

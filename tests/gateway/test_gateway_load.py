@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.gateway_load import WARMUP, run_load
-from tests.support.postgres import need_postgres, postgres_cluster
+from tests.support.postgres import fresh_database
 
 
 def five_people(db: str, replicas: int, work: Path) -> None:
@@ -37,7 +37,7 @@ def test_five_people_on_sqlite_are_each_charged_what_the_api_billed(tmp_path: Pa
     five_people(f"sqlite:///{tmp_path / 'usage.sqlite'}", 1, tmp_path)
 
 
-def test_five_people_over_two_replicas_on_postgresql_are_each_charged_what_the_api_billed(tmp_path: Path) -> None:
-    need_postgres()
-    with postgres_cluster(tmp_path / "pg") as url:
-        five_people(url, 2, tmp_path)
+def test_five_people_over_two_replicas_on_postgresql_are_each_charged_what_the_api_billed(
+    tmp_path: Path, cluster: str
+) -> None:
+    five_people(fresh_database(cluster), 2, tmp_path)

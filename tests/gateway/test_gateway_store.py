@@ -34,7 +34,7 @@ from ipy_agent.gateway.usage import UsageDB
 from ipy_agent.models.base import Usage
 from ipy_agent.models.pricing import estimate_cost
 from tests.support.gateway_stream import open_stream
-from tests.support.postgres import fresh_database, need_postgres, postgres_cluster
+from tests.support.postgres import fresh_database
 from tests.support.sse_server import ReplayServer, Reply, message_events
 from tests.support.waits import Deadline, free_port, timed_out, waiting_for
 
@@ -42,13 +42,6 @@ SONNET = "claude-sonnet-4-5"
 MAX_TOKENS = 20_000  # $0.30 of output held per request
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    need_postgres()
-    with postgres_cluster(tmp_path_factory.mktemp("postgres")) as url:
-        yield url
 
 
 def request_body() -> bytes:
