@@ -20,7 +20,9 @@ from rich.console import Console
 from rich.text import Text
 
 from ipy_agent.contract.questions import Question
+from ipy_agent.history.blocks import JsonObject, JsonValue
 from ipy_agent.loop.turn import INTERRUPTED_NOTICE
+from ipy_agent.mcp.elicitation import ElicitationRequest, choices, field_kind
 from ipy_agent.permissions.decide import PermissionAnswer, PermissionRequest
 from ipy_agent.runtime.trace import (
     AgentEvent,
@@ -231,16 +233,11 @@ def terminal_approver(
     con = console or make_console()
 
     def approve(request: PermissionRequest) -> PermissionAnswer:
+        # The agent's approver also gets an MCP server's form (as the widget view's does).
+        if isinstance(request, ElicitationRequest):
+            return _form_or_cancel(request, con)  # type: ignore[return-value]
         if request.preview is not None and request.preview.questions:
-            try:
-                with _sigint_raises():
-                    return ask_in_terminal(request.preview.questions, con)
-            except EOFError:
-                return PermissionAnswer(behavior="deny", message="The person gave no answer (end of input).")
-            except KeyboardInterrupt:
-                if on_interrupt is not None:
-                    on_interrupt()
-                return PermissionAnswer(behavior="deny", message="The person interrupted the run at this question.")
+            return _questions_or_deny(request.preview.questions, con, on_interrupt)
         con.print(describe_request(request), end="")
         rule = request.suggested_rule or request.tool_name
         words = words_for(request)
@@ -308,6 +305,85 @@ def ask_in_terminal(questions: tuple[Question, ...], con: Console) -> Permission
         else:
             answers[q.question] = typed
     return PermissionAnswer(behavior="allow", answers=answers)
+
+
+def _questions_or_deny(
+    questions: tuple[Question, ...], con: Console, on_interrupt: Callable[[], None] | None
+) -> PermissionAnswer:
+    """AskUserQuestion's answers; end of input denies, Ctrl-C denies and interrupts the run."""
+    try:
+        with _sigint_raises():
+            return ask_in_terminal(questions, con)
+    except EOFError:
+        return PermissionAnswer(behavior="deny", message="The person gave no answer (end of input).")
+    except KeyboardInterrupt:
+        if on_interrupt is not None:
+            on_interrupt()
+        return PermissionAnswer(behavior="deny", message="The person interrupted the run at this question.")
+
+
+def _form_or_cancel(request: ElicitationRequest, con: Console) -> JsonObject:
+    """The form's answer; end of input or Ctrl-C cancels it."""
+    try:
+        with _sigint_raises():
+            return ask_form_in_terminal(request, con)
+    except (EOFError, KeyboardInterrupt):
+        return {"action": "cancel"}
+
+
+def ask_form_in_terminal(request: ElicitationRequest, con: Console) -> JsonObject:
+    """An MCP server's form in the terminal: each field asked in turn (Enter keeps the default or
+    leaves it out), then whether to send it. A value of the wrong kind is asked again."""
+    con.print(Text(f"\n? {request.server} asks: {request.message}", style="bold"))
+    content: JsonObject = {}
+    for name, spec in request.fields.items():
+        kind = field_kind(spec)
+        options = choices(spec)
+        title = str(spec.get("title") or name)
+        if spec.get("description"):
+            con.print(Text(f"  {spec['description']}", style="dim"))
+        for i, (label, _value) in enumerate(options, 1):
+            con.print(f"    {i}. {label}")
+        hint = {
+            "boolean": "y/n",
+            "enum": "a number",
+            "multi": "numbers separated by commas",
+            "number": "a number",
+            "integer": "a whole number",
+        }.get(kind, "text")
+        default = f", Enter for {spec['default']!r}" if "default" in spec else ""
+        required = " (required)" if name in request.required else ""
+        while True:
+            typed = input(f"  {title}{required} [{hint}{default}]: ").strip()
+            if not typed:
+                break
+            value = _form_value(kind, typed, [v for _label, v in options])
+            if value is not None:
+                content[name] = value
+                break
+            con.print(Text(f"  Please give {hint} (not {typed!r}).", style="yellow"))
+    send = input("Send this to the server? [y]es / [n]o, decline: ").strip().lower()
+    return {"action": "accept", "content": content} if send in ("y", "yes") else {"action": "decline"}
+
+
+def _form_value(kind: str, typed: str, values: list[str]) -> JsonValue | None:
+    """`typed` as the field's kind, or None when it is not one."""
+    try:
+        if kind == "boolean":
+            return {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}.get(typed.lower())
+        if kind == "integer":
+            return int(typed)
+        if kind == "number":
+            return float(typed)
+    except ValueError:
+        return None
+    if kind in ("enum", "multi"):
+        picks = [p.strip() for p in typed.split(",")] if kind == "multi" else [typed]
+        chosen = [values[int(p) - 1] if p.isdigit() and 1 <= int(p) <= len(values) else p for p in picks]
+        if not all(c in values for c in chosen):
+            return None
+        return list(chosen) if kind == "multi" else chosen[0]
+    return typed
 
 
 class _sigint_raises:

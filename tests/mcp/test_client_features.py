@@ -206,3 +206,34 @@ def test_a_form_fires_the_notification_hooks_as_it_opens(make_agent):
     agent.run("go")
     # The form, once; no permission prompt opened (the rule allows the tool), so that matcher never ran.
     assert told == [("elicitation_dialog", "The MCP server tb asks you: Who is signing up?")]
+
+
+def test_in_a_terminal_the_form_is_asked_field_by_field_and_reaches_the_server(make_agent, monkeypatch):
+    """Terminal IPython's approver (ui/text.py) gets the server's form too: each field asked in
+    turn, a value of the wrong kind asked again, Enter keeping the default, then "send?".
+    (Before, it read the form as a permission prompt and the form failed.)"""
+    from ipy_agent.ui.text import make_console, terminal_approver
+
+    typed = iter(["Ada", "three", "3", "", "n", "1", "2", "1,3", "", "y"])
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda q: asked.append(q) or next(typed))
+    agent, _model, _notices = _run(make_agent, terminal_approver(make_console()))
+    got = as_json(all_results(agent.messages)["1"])
+    assert got == {
+        "action": "accept",
+        "content": {
+            "name": "Ada",
+            "age": 3,
+            "score": 0.5,
+            "subscribe": False,
+            "color": "red",
+            "size": "l",
+            "tags": ["a", "c"],
+        },
+    }
+    assert asked[0] == "  Your name (required) [text]: " and asked[1] == asked[2]  # "three" asked again
+    assert asked[-1].startswith("Send this to the server?")
+    # Control: "n" at the end declines, and nothing typed is sent.
+    typed = iter(["Ada", "", "", "", "", "", "", "", "n"])
+    agent, _model, _notices = _run(make_agent, terminal_approver(make_console()))
+    assert as_json(all_results(agent.messages)["1"]) == {"action": "decline", "content": None}
