@@ -41,7 +41,8 @@ except ImportError as e:  # pragma: no cover - an install without the extra
 
 from .charges import BudgetRefusal, Limits, over_budget
 
-LOST_MODEL = "(no final usage: its gateway stopped)"  # the model of a charged expired hold
+LOST_MODEL = "(no final usage: its gateway stopped)"
+SQLITE_WAL_WAIT = 30.0  # seconds a starting store waits for another process to let go of the file  # the model of a charged expired hold
 
 __all__ = ["LiveHold", "UsageDB", "UsageRow", "engine_url"]
 
@@ -329,7 +330,17 @@ def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> No
     # Write-ahead log: a commit appends to the log (one fsync at a checkpoint, not two per
     # commit), and readers do not wait for the writer. With synchronous=NORMAL a commit is not
     # lost when the gateway's process crashes, only the last ones on a power loss or an OS crash.
-    dbapi_connection.execute("PRAGMA journal_mode=WAL")
+    # The mode is kept in the file: only the first connection ever switches it. The switch needs
+    # the file to itself, and SQLite answers "database is locked" at once (no busy wait) while
+    # another process holds it, as a second replica starting at the same moment does: retried.
+    deadline = time.monotonic() + SQLITE_WAL_WAIT
+    while dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
     dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
 

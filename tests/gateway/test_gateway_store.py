@@ -190,6 +190,28 @@ def test_an_expired_hold_is_charged_its_maximum_once_and_a_late_settle_adds_noth
     assert isinstance(refusal, BudgetRefusal) and refusal.spent == pytest.approx(0.30) and refusal.held == 0
 
 
+def test_a_store_opening_while_another_process_writes_the_file_waits_for_it(tmp_path):
+    """Two replicas start on one new SQLite file: the second one's switch to the write-ahead log
+    met the first one's write lock, and SQLite answers that at once, without waiting ("database
+    is locked": a replica died at start in CI). It waits now, and opens once the file is free."""
+    path = tmp_path / "g.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE other_writer (x)")
+    holder.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    holder.execute("INSERT INTO other_writer VALUES (1)")
+    opened: list[UsageDB] = []
+    opening = threading.Thread(target=lambda: opened.append(UsageDB(path)))
+    opening.start()
+    time.sleep(0.3)  # let the opening store meet the lock (it waits; before the fix it raised)
+    holder.execute("COMMIT")
+    opening.join(30)
+    (db,) = opened
+    assert db.report() == [] and isinstance(db.hold("alice", 0.01, Limits(per_user=1.0)), int)
+    with contextlib.closing(sqlite3.connect(path)) as check:
+        assert check.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    holder.close()
+
+
 # --- replicas: real gateway processes on one database ---------------------------------------------
 
 
